@@ -1,0 +1,391 @@
+import type { Libp2p, Stream } from "@libp2p/interface";
+import { peerIdFromString } from "@libp2p/peer-id";
+import type { CID } from "multiformats/cid";
+import { createHash } from "node:crypto";
+import {
+  BLOB_PROTOCOL,
+  type BlobRefusal,
+  type BlobResponse,
+  MAX_BLOB_FRAME_BYTES,
+  parseBlobRequest,
+  parseBlobResponse,
+  servedRange,
+} from "../protocol/blob_messages.ts";
+import { cidToString, parseCid } from "../protocol/cid.ts";
+import {
+  BlockCorruptError,
+  type Blockstore,
+  type PartialBlock,
+} from "./blockstore.ts";
+import {
+  readJsonFrame,
+  StreamReader,
+  writeAll,
+  writeJsonFrame,
+} from "./stream_io.ts";
+
+/** Limits and timeouts of the blob protocol, on both sides. */
+export interface BlobServiceOptions {
+  /** Largest blob served or fetched. */
+  maxBlobBytes: number;
+  /** Concurrent inbound transfers across all peers; more are told "busy". */
+  maxConcurrentServes?: number;
+  /** Inbound streams per connection (libp2p enforces it). */
+  maxStreamsPerConnection?: number;
+  /** Time to receive a request or a response header. */
+  headerTimeoutMs?: number;
+  /** Longest silence in the middle of a transfer before giving up on a peer. */
+  idleTimeoutMs?: number;
+}
+
+/** Counters for the status API and metrics. */
+export interface BlobStats {
+  served: number;
+  servedBytes: number;
+  refused: Record<BlobRefusal, number>;
+  /** Inbound streams that failed: garbage requests, resets, timeouts. */
+  badStreams: number;
+  /** Local blocks found corrupt while serving them (and removed). */
+  corruptLocal: number;
+  fetched: number;
+  fetchedBytes: number;
+}
+
+/** What happened with each provider during one fetch. */
+export interface FetchReport {
+  cid: string;
+  size: number;
+  /** Bytes received from each provider, resumed transfers included. */
+  bytesFrom: Record<string, number>;
+  /** Providers that sent bytes not matching the CID; avoided afterwards. */
+  bad: string[];
+  /** Providers that failed (refused, died, stalled), with the reason. */
+  failed: Record<string, string>;
+  /** True when the block was already stored locally. */
+  local: boolean;
+}
+
+/** Options of one fetch. */
+export interface FetchOptions {
+  signal?: AbortSignal;
+  /** Called after each chunk lands on disk. */
+  onProgress?: (received: number, size: number, peer: string) => void;
+}
+
+/** No provider could deliver the blob. */
+export class BlobFetchError extends Error {
+  readonly cid: string;
+  readonly report: FetchReport;
+  constructor(cid: string, report: FetchReport) {
+    const reasons = Object.entries(report.failed)
+      .map(([p, why]) => `${p}: ${why}`).join("; ");
+    super(
+      `Cannot fetch blob ${cid} as no provider delivered it (${
+        reasons || "no providers"
+      })`,
+    );
+    this.name = "BlobFetchError";
+    this.cid = cid;
+    this.report = report;
+  }
+}
+
+type Host = Pick<Libp2p, "handle" | "unhandle" | "dialProtocol">;
+
+/**
+ * Serves the local blockstore over `/zoo/blob/1.0.0` and fetches blobs from
+ * other peers by CID: verified on arrival, resumable by range, falling over
+ * from provider to provider.
+ */
+export class BlobService {
+  readonly stats: BlobStats = {
+    served: 0,
+    servedBytes: 0,
+    refused: { "bad-request": 0, "not-found": 0, busy: 0, "too-large": 0 },
+    badStreams: 0,
+    corruptLocal: 0,
+    fetched: 0,
+    fetchedBytes: 0,
+  };
+  readonly #host: Host;
+  readonly #store: Blockstore;
+  readonly #opts: Required<BlobServiceOptions>;
+  #active = 0;
+  /** Fetches in progress by CID, so concurrent callers share one transfer. */
+  readonly #inflight = new Map<string, Promise<FetchReport>>();
+
+  constructor(host: Host, store: Blockstore, options: BlobServiceOptions) {
+    this.#host = host;
+    this.#store = store;
+    this.#opts = {
+      maxConcurrentServes: 16,
+      maxStreamsPerConnection: 8,
+      headerTimeoutMs: 10_000,
+      idleTimeoutMs: 15_000,
+      ...options,
+    };
+  }
+
+  /** Registers the protocol handler. */
+  async start(): Promise<void> {
+    await this.#host.handle(
+      BLOB_PROTOCOL,
+      (stream) => this.#serve(stream),
+      {
+        maxInboundStreams: this.#opts.maxStreamsPerConnection,
+        maxOutboundStreams: this.#opts.maxStreamsPerConnection,
+      },
+    );
+  }
+
+  /** Unregisters the protocol handler. */
+  async stop(): Promise<void> {
+    await this.#host.unhandle(BLOB_PROTOCOL);
+  }
+
+  async #serve(stream: Stream): Promise<void> {
+    if (this.#active >= this.#opts.maxConcurrentServes) {
+      await this.#refuse(stream, "busy");
+      return;
+    }
+    this.#active++;
+    try {
+      const reader = new StreamReader(stream, { highWaterMark: 4096 });
+      const frame = await readJsonFrame(
+        reader,
+        MAX_BLOB_FRAME_BYTES,
+        AbortSignal.timeout(this.#opts.headerTimeoutMs),
+      );
+      const request = parseBlobRequest(frame);
+      let cid: CID | undefined;
+      try {
+        cid = request ? parseCid(request.cid) : undefined;
+      } catch { /* refused below */ }
+      if (!request || !cid) return await this.#refuse(stream, "bad-request");
+      const size = await this.#store.size(cid);
+      if (size === null) return await this.#refuse(stream, "not-found");
+      if (size > this.#opts.maxBlobBytes) {
+        return await this.#refuse(stream, "too-large");
+      }
+      const range = servedRange(request, size);
+      if (!range) return await this.#refuse(stream, "bad-request");
+      await writeJsonFrame(
+        stream,
+        { ok: true, size, ...range } satisfies BlobResponse,
+      );
+      const blob = await this.#store.readRange(cid, range.offset, range.length);
+      // A whole-blob serve checks our own copy on the way out: a block that
+      // rotted on disk is removed rather than served again.
+      const hash = range.offset === 0 && range.length === size
+        ? createHash("sha256")
+        : null;
+      for await (const chunk of blob.chunks) {
+        hash?.update(chunk);
+        await writeAll(stream, chunk);
+      }
+      await stream.close();
+      this.stats.served++;
+      this.stats.servedBytes += range.length;
+      if (hash && !equalBytes(hash.digest(), cid.multihash.digest)) {
+        this.stats.corruptLocal++;
+        await this.#store.delete(cid);
+      }
+    } catch (err) {
+      this.stats.badStreams++;
+      stream.abort(err instanceof Error ? err : new Error(String(err)));
+    } finally {
+      this.#active--;
+    }
+  }
+
+  async #refuse(stream: Stream, error: BlobRefusal): Promise<void> {
+    this.stats.refused[error]++;
+    await writeJsonFrame(stream, { ok: false, error } satisfies BlobResponse);
+    await stream.close();
+  }
+
+  /**
+   * Fetches a blob into the local blockstore, trying `providers` (peer id
+   * strings) in order. A provider that fails mid-transfer is left and the
+   * next one resumes from the same byte; one whose bytes do not hash to the
+   * CID is marked bad and never asked again in this fetch.
+   */
+  fetch(
+    cid: CID,
+    providers: string[],
+    options: FetchOptions = {},
+  ): Promise<FetchReport> {
+    const key = cidToString(cid);
+    const running = this.#inflight.get(key);
+    if (running) return running;
+    const job = this.#fetch(cid, providers, options).finally(() =>
+      this.#inflight.delete(key)
+    );
+    this.#inflight.set(key, job);
+    return job;
+  }
+
+  async #fetch(
+    cid: CID,
+    providers: string[],
+    options: FetchOptions,
+  ): Promise<FetchReport> {
+    const key = cidToString(cid);
+    const report: FetchReport = {
+      cid: key,
+      size: 0,
+      bytesFrom: {},
+      bad: [],
+      failed: {},
+      local: false,
+    };
+    const localSize = await this.#store.size(cid);
+    if (localSize !== null) {
+      return { ...report, size: localSize, local: true };
+    }
+    const order = [...new Set(providers)];
+    const failures = new Map<string, number>();
+    // Peers whose bytes went into a transfer that later failed its hash
+    // check together with other peers' bytes: one of them lied, so each is
+    // retried alone before anyone is trusted with a shared transfer again.
+    const suspects = new Set<string>();
+    let partial: PartialBlock | undefined;
+    let contributors = new Set<string>();
+    const eligible = () =>
+      order.filter((p) =>
+        !report.bad.includes(p) && (failures.get(p) ?? 0) < 2
+      );
+    try {
+      while (true) {
+        options.signal?.throwIfAborted();
+        const candidates = eligible();
+        if (candidates.length === 0) throw new BlobFetchError(key, report);
+        const clean = candidates.filter((p) => !suspects.has(p));
+        const peer = clean[0] ?? candidates[0];
+        if (suspects.has(peer) && partial && partial.offset > 0) {
+          await partial.truncate();
+          contributors = new Set();
+        }
+        try {
+          partial = await this.#pull(cid, peer, partial, report, options);
+          if (partial.offset > 0) contributors.add(peer);
+        } catch (err) {
+          if (err instanceof PeerRefused || !(err instanceof DOMException)) {
+            failures.set(peer, (failures.get(peer) ?? 0) + 1);
+            report.failed[peer] = errorText(err);
+            if (partial && partial.offset > 0) contributors.add(peer);
+            continue;
+          }
+          throw err;
+        }
+        try {
+          await partial.commit();
+          partial = undefined;
+          this.stats.fetched++;
+          return report;
+        } catch (err) {
+          if (!(err instanceof BlockCorruptError)) throw err;
+          if (contributors.size === 1) {
+            report.bad.push(peer);
+            report.failed[peer] = "sent bytes that do not match the CID";
+          } else {
+            for (const p of contributors) suspects.add(p);
+          }
+          contributors = new Set();
+          suspects.delete(peer);
+        }
+      }
+    } finally {
+      await partial?.close();
+    }
+  }
+
+  /** Pulls the rest of the blob from one peer into the partial block. */
+  async #pull(
+    cid: CID,
+    peer: string,
+    partial: PartialBlock | undefined,
+    report: FetchReport,
+    options: FetchOptions,
+  ): Promise<PartialBlock> {
+    const signal = options.signal;
+    const stream = await this.#host.dialProtocol(
+      peerIdFromString(peer),
+      BLOB_PROTOCOL,
+      { signal: anySignal(signal, this.#opts.headerTimeoutMs) },
+    );
+    try {
+      const reader = new StreamReader(stream, { highWaterMark: 4 << 20 });
+      await writeJsonFrame(stream, {
+        cid: cidToString(cid),
+        offset: partial?.offset ?? 0,
+      });
+      const header = parseBlobResponse(
+        await readJsonFrame(
+          reader,
+          MAX_BLOB_FRAME_BYTES,
+          anySignal(signal, this.#opts.headerTimeoutMs),
+        ),
+      );
+      if (!header) throw new PeerRefused("sent a malformed response header");
+      if (!header.ok) throw new PeerRefused(`refused: ${header.error}`);
+      if (header.size > this.#opts.maxBlobBytes) {
+        throw new PeerRefused(
+          `announced ${header.size} bytes, over the limit of ${this.#opts.maxBlobBytes}`,
+        );
+      }
+      if (partial && partial.expectedSize !== header.size) {
+        // Sizes disagree: somebody lies, and only the hash can tell who.
+        // Start over with this peer's account of the blob.
+        await partial.truncate();
+        await partial.close();
+        partial = undefined;
+      }
+      if (!partial) {
+        partial = await this.#store.partial(cid, header.size);
+        if (partial.offset !== header.offset) {
+          throw new PeerRefused("answered a different range than requested");
+        }
+      }
+      report.size = header.size;
+      let left = header.length;
+      while (left > 0) {
+        const chunk = await reader.read(
+          left,
+          anySignal(signal, this.#opts.idleTimeoutMs),
+        );
+        if (chunk === null) {
+          throw new PeerRefused(`stream ended with ${left} bytes missing`);
+        }
+        await partial.write(chunk);
+        left -= chunk.byteLength;
+        report.bytesFrom[peer] = (report.bytesFrom[peer] ?? 0) +
+          chunk.byteLength;
+        this.stats.fetchedBytes += chunk.byteLength;
+        options.onProgress?.(partial.offset, header.size, peer);
+      }
+      await stream.close().catch(() => {});
+      return partial;
+    } catch (err) {
+      stream.abort(err instanceof Error ? err : new Error(String(err)));
+      if (partial) (err as { partial?: PartialBlock }).partial = partial;
+      throw err;
+    }
+  }
+}
+
+/** A provider could not serve this fetch; the next one is tried. */
+class PeerRefused extends Error {}
+
+function anySignal(signal: AbortSignal | undefined, ms: number): AbortSignal {
+  const timeout = AbortSignal.timeout(ms);
+  return signal ? AbortSignal.any([signal, timeout]) : timeout;
+}
+
+function errorText(err: unknown): string {
+  return err instanceof Error ? err.message : String(err);
+}
+
+function equalBytes(a: Uint8Array, b: Uint8Array): boolean {
+  return a.byteLength === b.byteLength && a.every((x, i) => x === b[i]);
+}

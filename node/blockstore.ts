@@ -1,0 +1,376 @@
+/**
+ * Content-addressed blockstore on disk.
+ *
+ * Layout under the data dir:
+ *   blocks/<cid base32>   complete blocks, only ever created by an atomic rename
+ *   tmp/<uuid>.tmp        in-flight `put`s; stale ones are removed by `open`
+ *   tmp/<cid base32>.part resumable downloads; kept across restarts
+ *
+ * Every block is a CIDv1 with a sha2-256 multihash. `get`, `verify` and
+ * `PartialBlock.commit` check the digest; a corrupt block is deleted.
+ *
+ * @module
+ */
+import { createHash } from "node:crypto";
+import { join } from "node:path";
+import {
+  assertSha256Cid,
+  CID,
+  cidForBytes,
+  cidToString,
+  parseCid,
+} from "../protocol/cid.ts";
+
+/** Bytes per chunk when streaming a block from disk. */
+export const CHUNK_SIZE = 256 * 1024;
+
+/** Base class of every error this module throws for a block's state. */
+export class BlockstoreError extends Error {
+  constructor(message: string, readonly cid: CID, options?: ErrorOptions) {
+    super(message, options);
+    this.name = new.target.name;
+  }
+}
+
+/** The block is not in the store. */
+export class BlockNotFoundError extends BlockstoreError {
+  constructor(cid: CID, options?: ErrorOptions) {
+    super(
+      `Cannot find block ${cidToString(cid)} in the blockstore`,
+      cid,
+      options,
+    );
+  }
+}
+
+/** The bytes on disk do not hash to the CID; `expected`/`actual` are hex. */
+export class BlockCorruptError extends BlockstoreError {
+  constructor(
+    cid: CID,
+    readonly expected: string,
+    readonly actual: string,
+    detail = "the block was deleted",
+  ) {
+    super(
+      `Cannot accept block ${
+        cidToString(cid)
+      } as its sha2-256 digest does not match: expected ${expected}, actual ${actual}; ${detail}`,
+      cid,
+    );
+  }
+}
+
+/** Byte range of a block, streamed from disk. */
+export interface BlockRange {
+  /** Total size of the block in bytes. */
+  readonly size: number;
+  /** Start of the range. */
+  readonly offset: number;
+  /** Length of the range; the chunks add up to exactly this many bytes. */
+  readonly length: number;
+  /** The range in chunks of at most {@link CHUNK_SIZE} bytes. */
+  readonly chunks: AsyncIterable<Uint8Array>;
+}
+
+/** A resumable download of one block into `tmp/<cid>.part`. */
+export interface PartialBlock extends AsyncDisposable {
+  readonly cid: CID;
+  readonly expectedSize: number;
+  /** Bytes already on disk: where the next `write` continues. */
+  readonly offset: number;
+  /** Appends `chunk`; RangeError if it would exceed `expectedSize`. */
+  write(chunk: Uint8Array): Promise<void>;
+  /** Verifies and moves the part file into the store; closes on success. */
+  commit(): Promise<CID>;
+  /** Drops the bytes written so far, restarting at offset 0. */
+  truncate(): Promise<void>;
+  /** Releases the file, keeping the part file for a later resume. */
+  close(): Promise<void>;
+}
+
+const toHex = (bytes: Uint8Array) =>
+  Array.from(bytes, (b) => b.toString(16).padStart(2, "0")).join("");
+
+function assertSafeInteger(name: string, value: number, max: number) {
+  if (!Number.isSafeInteger(value) || value < 0 || value > max) {
+    throw new RangeError(
+      `Cannot read range as ${name} must be an integer in [0, ${max}]: current value is ${value}`,
+    );
+  }
+}
+
+async function fsyncDir(dir: string): Promise<void> {
+  if (Deno.build.os === "windows") return; // directories cannot be opened there
+  using handle = await Deno.open(dir, { read: true });
+  await handle.sync();
+}
+
+async function writeAll(file: Deno.FsFile, bytes: Uint8Array): Promise<void> {
+  for (let done = 0; done < bytes.length;) {
+    done += await file.write(bytes.subarray(done));
+  }
+}
+
+/** Streams `path` through sha256 (no whole-file buffer); returns hex. */
+async function hashFile(path: string): Promise<string> {
+  const hash = createHash("sha256");
+  using file = await Deno.open(path, { read: true });
+  const buffer = new Uint8Array(CHUNK_SIZE);
+  for (let n; (n = await file.read(buffer)) !== null;) {
+    hash.update(buffer.subarray(0, n));
+  }
+  return hash.digest("hex");
+}
+
+/** Awaits `promise`, turning a missing file into BlockNotFoundError. */
+async function orNotFound<T>(cid: CID, promise: Promise<T>): Promise<T> {
+  try {
+    return await promise;
+  } catch (error) {
+    if (error instanceof Deno.errors.NotFound) {
+      throw new BlockNotFoundError(cid, { cause: error });
+    }
+    throw error;
+  }
+}
+
+/** Content-addressed blocks in `dir/blocks`, written atomically via `dir/tmp`. */
+export class Blockstore {
+  readonly #blocks: string;
+  readonly #tmp: string;
+  readonly #openParts = new Set<string>();
+
+  private constructor(readonly dir: string) {
+    this.#blocks = join(dir, "blocks");
+    this.#tmp = join(dir, "tmp");
+  }
+
+  /** Opens (creating if needed) the store in `dir`, removing stale `*.tmp`. */
+  static async open(dir: string): Promise<Blockstore> {
+    const store = new Blockstore(dir);
+    await Deno.mkdir(store.#blocks, { recursive: true });
+    await Deno.mkdir(store.#tmp, { recursive: true });
+    for await (const entry of Deno.readDir(store.#tmp)) {
+      if (entry.isFile && entry.name.endsWith(".tmp")) {
+        await Deno.remove(join(store.#tmp, entry.name));
+      }
+    }
+    return store;
+  }
+
+  #path(cid: CID, what: string): string {
+    assertSha256Cid(cid, what);
+    return join(this.#blocks, cidToString(cid));
+  }
+
+  /** Stores `bytes` atomically (tmp file, fsync, rename) and returns their CID. */
+  async put(bytes: Uint8Array, codec?: number): Promise<CID> {
+    const cid = await cidForBytes(bytes, codec);
+    const path = this.#path(cid, "Cannot put block");
+    // Idempotent; a same-CID file of the wrong size (damaged) is replaced.
+    if ((await this.size(cid)) === bytes.length) return cid;
+    const tmp = join(this.#tmp, `${crypto.randomUUID()}.tmp`);
+    try {
+      using file = await Deno.open(tmp, { write: true, createNew: true });
+      await writeAll(file, bytes);
+      await file.sync();
+    } catch (error) {
+      await Deno.remove(tmp).catch(() => {});
+      throw error;
+    }
+    await Deno.rename(tmp, path);
+    await fsyncDir(this.#blocks);
+    return cid;
+  }
+
+  /** Whether a complete block for `cid` is on disk (not verified). */
+  async has(cid: CID): Promise<boolean> {
+    return (await this.size(cid)) !== null;
+  }
+
+  /** Size in bytes of the block on disk, or null if absent. */
+  async size(cid: CID): Promise<number | null> {
+    try {
+      const info = await Deno.stat(this.#path(cid, "Cannot stat block"));
+      return info.isFile ? info.size : null;
+    } catch (error) {
+      if (error instanceof Deno.errors.NotFound) return null;
+      throw error;
+    }
+  }
+
+  /** Removes the block; absent blocks are ignored. */
+  async delete(cid: CID): Promise<void> {
+    await Deno.remove(this.#path(cid, "Cannot delete block")).catch((error) => {
+      if (!(error instanceof Deno.errors.NotFound)) throw error;
+    });
+  }
+
+  /** Every block in the store (files whose name is not a CID are skipped). */
+  async *list(): AsyncIterable<CID> {
+    for await (const entry of Deno.readDir(this.#blocks)) {
+      if (!entry.isFile) continue;
+      try {
+        yield parseCid(entry.name);
+      } catch {
+        // not ours: ignore
+      }
+    }
+  }
+
+  /** Reads and verifies the block; a corrupt block is deleted and thrown. */
+  async get(cid: CID): Promise<Uint8Array> {
+    const path = this.#path(cid, "Cannot get block");
+    const bytes = await orNotFound(cid, Deno.readFile(path));
+    const actual = createHash("sha256").update(bytes).digest("hex");
+    const expected = toHex(cid.multihash.digest);
+    if (actual === expected) return bytes;
+    await this.delete(cid);
+    throw new BlockCorruptError(cid, expected, actual);
+  }
+
+  /**
+   * Streams `length` bytes (default: to the end) from `offset`, unverified.
+   * The file is opened when iteration starts and closed when it ends.
+   */
+  async readRange(
+    cid: CID,
+    offset: number,
+    length?: number,
+  ): Promise<BlockRange> {
+    const path = this.#path(cid, "Cannot read block range");
+    const size = await this.size(cid);
+    if (size === null) throw new BlockNotFoundError(cid);
+    assertSafeInteger("offset", offset, size);
+    const count = length ?? size - offset;
+    assertSafeInteger("length", count, size - offset);
+    async function* chunks(): AsyncGenerator<Uint8Array> {
+      using file = await Deno.open(path, { read: true });
+      await file.seek(offset, Deno.SeekMode.Start);
+      for (let left = count; left > 0;) {
+        const chunk = new Uint8Array(Math.min(CHUNK_SIZE, left));
+        for (let filled = 0; filled < chunk.length;) {
+          const n = await file.read(chunk.subarray(filled));
+          if (n === null) {
+            throw new BlockstoreError(
+              `Cannot read block ${
+                cidToString(cid)
+              } as it ended early: expected ${size} bytes`,
+              cid,
+            );
+          }
+          filled += n;
+        }
+        left -= chunk.length;
+        yield chunk;
+      }
+    }
+    return { size, offset, length: count, chunks: chunks() };
+  }
+
+  /** Streams the block through sha256; deletes it and returns false if corrupt. */
+  async verify(cid: CID): Promise<boolean> {
+    const path = this.#path(cid, "Cannot verify block");
+    const actual = await orNotFound(cid, hashFile(path));
+    if (actual === toHex(cid.multihash.digest)) return true;
+    await this.delete(cid);
+    return false;
+  }
+
+  /**
+   * Opens (or resumes) the download of `cid` into `tmp/<cid>.part`. A part
+   * file longer than `expectedSize` is from another attempt and is dropped.
+   * Only one PartialBlock per CID may be open at a time.
+   */
+  async partial(cid: CID, expectedSize: number): Promise<PartialBlock> {
+    const target = this.#path(cid, "Cannot download block");
+    if (!Number.isSafeInteger(expectedSize) || expectedSize < 0) {
+      throw new RangeError(
+        `Cannot download block as expectedSize must be a non-negative integer: current value is ${expectedSize}`,
+      );
+    }
+    const name = cidToString(cid);
+    if (this.#openParts.has(name)) {
+      throw new TypeError(
+        `Cannot download block ${name} as a download of it is already open`,
+      );
+    }
+    const path = join(this.#tmp, `${name}.part`);
+    const file = await Deno.open(path, { append: true, create: true });
+    let offset = (await file.stat()).size;
+    if (offset > expectedSize) {
+      await file.truncate(0);
+      offset = 0;
+    }
+    this.#openParts.add(name);
+    const release = () => {
+      if (this.#openParts.delete(name)) file.close();
+    };
+    const assertOpen = () => {
+      if (!this.#openParts.has(name)) {
+        throw new TypeError(`Cannot use download of ${name} as it is closed`);
+      }
+    };
+    let queue: Promise<unknown> = Promise.resolve();
+    const serial = <T>(task: () => T | Promise<T>): Promise<T> => {
+      const run = queue.then(task);
+      queue = run.catch(() => {});
+      return run;
+    };
+    const close = () => serial(release);
+    const blocksDir = this.#blocks;
+
+    return {
+      cid,
+      expectedSize,
+      get offset() {
+        return offset;
+      },
+      write: (chunk) =>
+        serial(async () => {
+          assertOpen();
+          if (offset + chunk.length > expectedSize) {
+            throw new RangeError(
+              `Cannot write ${chunk.length} bytes to download of ${name} at offset ${offset} as it would exceed expectedSize ${expectedSize}`,
+            );
+          }
+          await writeAll(file, chunk);
+          offset += chunk.length;
+        }),
+      commit: () =>
+        serial(async () => {
+          assertOpen();
+          if (offset !== expectedSize) {
+            throw new RangeError(
+              `Cannot commit download of ${name} as it has ${offset} of ${expectedSize} bytes`,
+            );
+          }
+          await file.sync();
+          const hex = await hashFile(path);
+          const expected = toHex(cid.multihash.digest);
+          if (hex !== expected) {
+            await file.truncate(0);
+            offset = 0;
+            throw new BlockCorruptError(
+              cid,
+              expected,
+              hex,
+              "the download restarts at offset 0",
+            );
+          }
+          release();
+          await Deno.rename(path, target);
+          await fsyncDir(blocksDir);
+          return cid;
+        }),
+      truncate: () =>
+        serial(async () => {
+          assertOpen();
+          await file.truncate(0);
+          offset = 0;
+        }),
+      close,
+      [Symbol.asyncDispose]: close,
+    };
+  }
+}

@@ -1,0 +1,289 @@
+import { multiaddr } from "@multiformats/multiaddr";
+
+/**
+ * The node's settings. Each comes from, in rising precedence: built-in
+ * defaults, `zoo.json` in the data dir, `ZOO_*` environment variables, and
+ * command-line flags.
+ */
+export interface Config {
+  /** Where keys, blocks and runtime state live. */
+  dataDir: string;
+  /** libp2p listen multiaddrs. */
+  listen: string[];
+  /** Multiaddrs (with `/p2p/<id>`) to dial on start. */
+  bootstrap: string[];
+  /** Local HTTP status/JSON-RPC endpoint, or null when disabled. */
+  http: { hostname: string; port: number } | null;
+  /** Discover peers on the local network with mDNS. */
+  mdns: boolean;
+  /** The gossip job name: peers on the same job see each other. */
+  job: string;
+  /** Largest blob this node will fetch or serve, in bytes. */
+  maxBlobBytes: number;
+}
+
+/** A setting that failed validation; `source` says where it came from. */
+export class ConfigError extends Error {
+  readonly source: string;
+  readonly key: string;
+  constructor(source: string, key: string, message: string) {
+    super(`${source}: ${key}: ${message}`);
+    this.name = "ConfigError";
+    this.source = source;
+    this.key = key;
+  }
+}
+
+/** Settings given by one source; absent keys fall through to lower ones. */
+export type PartialConfig = Partial<Config>;
+
+const KEYS = [
+  "dataDir",
+  "listen",
+  "bootstrap",
+  "http",
+  "mdns",
+  "job",
+  "maxBlobBytes",
+] as const;
+
+/** Environment variable for each setting. */
+export const ENV_NAMES: Record<keyof Config, string> = {
+  dataDir: "ZOO_DATA_DIR",
+  listen: "ZOO_LISTEN",
+  bootstrap: "ZOO_BOOTSTRAP",
+  http: "ZOO_HTTP",
+  mdns: "ZOO_MDNS",
+  job: "ZOO_JOB",
+  maxBlobBytes: "ZOO_MAX_BLOB_BYTES",
+};
+
+/** Built-in defaults; `home` is the user's home directory. */
+export function defaultConfig(home: string | undefined): Config {
+  return {
+    dataDir: `${home ?? "."}/.zoo`,
+    listen: ["/ip4/0.0.0.0/tcp/4001"],
+    bootstrap: [],
+    http: { hostname: "127.0.0.1", port: 7070 },
+    mdns: false,
+    job: "default",
+    maxBlobBytes: 2 ** 31,
+  };
+}
+
+/** Merges the sources in precedence order (later wins). */
+export function mergeConfig(
+  base: Config,
+  ...layers: PartialConfig[]
+): Config {
+  const out = { ...base };
+  for (const layer of layers) {
+    for (const key of KEYS) {
+      if (layer[key] !== undefined) {
+        (out as Record<string, unknown>)[key] = layer[key];
+      }
+    }
+  }
+  return out;
+}
+
+/**
+ * Parses the string form of a setting, as given in env vars and flags:
+ * lists are comma-separated, booleans are true/false/1/0, `http` is
+ * `[host:]port` or `off`.
+ */
+export function parseSetting<K extends keyof Config>(
+  source: string,
+  key: K,
+  text: string,
+): Config[K] {
+  const fail = (why: string): never => {
+    throw new ConfigError(source, key, `${why}: current value is "${text}"`);
+  };
+  switch (key) {
+    case "listen":
+    case "bootstrap": {
+      const list = text.split(",").map((s) => s.trim()).filter((s) => s);
+      return validateSetting(source, key, list) as Config[K];
+    }
+    case "mdns":
+      if (/^(true|1|yes|on)$/i.test(text)) return true as Config[K];
+      if (/^(false|0|no|off)$/i.test(text)) return false as Config[K];
+      return fail("expected true or false");
+    case "http":
+      return parseHttp(source, text) as Config[K];
+    case "maxBlobBytes":
+      return validateSetting(source, key, Number(text)) as Config[K];
+    default:
+      return validateSetting(source, key, text) as Config[K];
+  }
+}
+
+function parseHttp(source: string, text: string): Config["http"] {
+  if (text === "off") return null;
+  const m = /^(?:(.+):)?(\d{1,5})$/.exec(text);
+  if (!m) {
+    throw new ConfigError(
+      source,
+      "http",
+      `expected [host:]port or "off": current value is "${text}"`,
+    );
+  }
+  return validateSetting(source, "http", {
+    hostname: m[1] ?? "127.0.0.1",
+    port: Number(m[2]),
+  });
+}
+
+/** Checks one setting's type and range; returns it unchanged if valid. */
+export function validateSetting<K extends keyof Config>(
+  source: string,
+  key: K,
+  value: unknown,
+): Config[K] {
+  const fail = (why: string): never => {
+    throw new ConfigError(
+      source,
+      key,
+      `${why}: current value is ${JSON.stringify(value)}`,
+    );
+  };
+  switch (key) {
+    case "dataDir":
+    case "job":
+      if (typeof value !== "string" || value.length === 0) {
+        fail("expected a non-empty string");
+      }
+      if (key === "job" && !/^[A-Za-z0-9._-]{1,64}$/.test(value as string)) {
+        fail("expected 1-64 characters of A-Z a-z 0-9 . _ -");
+      }
+      break;
+    case "listen":
+    case "bootstrap":
+      if (!Array.isArray(value) || value.some((a) => typeof a !== "string")) {
+        fail("expected a list of multiaddr strings");
+      }
+      for (const addr of value as string[]) {
+        try {
+          const ma = multiaddr(addr);
+          if (
+            key === "bootstrap" &&
+            ma.getComponents().every((c) => c.name !== "p2p")
+          ) {
+            fail(`multiaddr "${addr}" must end in /p2p/<peer id>`);
+          }
+        } catch (err) {
+          if (err instanceof ConfigError) throw err;
+          fail(`"${addr}" is not a valid multiaddr`);
+        }
+      }
+      break;
+    case "http": {
+      if (value === null) break;
+      const v = value as { hostname?: unknown; port?: unknown };
+      if (
+        typeof v !== "object" || typeof v.hostname !== "string" ||
+        v.hostname.length === 0 || !Number.isInteger(v.port) ||
+        (v.port as number) < 0 || (v.port as number) > 65535
+      ) {
+        fail("expected { hostname, port } with port 0-65535, or null");
+      }
+      break;
+    }
+    case "mdns":
+      if (typeof value !== "boolean") fail("expected true or false");
+      break;
+    case "maxBlobBytes":
+      if (
+        typeof value !== "number" || !Number.isSafeInteger(value) || value < 1
+      ) {
+        fail("expected a positive integer number of bytes");
+      }
+      break;
+  }
+  return value as Config[K];
+}
+
+/** Reads `ZOO_*` variables into a partial config. */
+export function configFromEnv(env: Record<string, string>): PartialConfig {
+  const out: PartialConfig = {};
+  for (const key of KEYS) {
+    const text = env[ENV_NAMES[key]];
+    if (text !== undefined && text !== "") {
+      (out as Record<string, unknown>)[key] = parseSetting(
+        `env ${ENV_NAMES[key]}`,
+        key,
+        text,
+      );
+    }
+  }
+  return out;
+}
+
+/**
+ * Validates the parsed contents of `zoo.json`. Unknown keys are errors, so
+ * a typo never silently falls back to a default.
+ */
+export function configFromFile(source: string, json: unknown): PartialConfig {
+  if (typeof json !== "object" || json === null || Array.isArray(json)) {
+    throw new ConfigError(source, "(root)", "expected a JSON object");
+  }
+  const out: PartialConfig = {};
+  for (const [key, value] of Object.entries(json)) {
+    if (!(KEYS as readonly string[]).includes(key)) {
+      throw new ConfigError(
+        source,
+        key,
+        `unknown setting; known settings are ${KEYS.join(", ")}`,
+      );
+    }
+    if (key === "dataDir") {
+      throw new ConfigError(
+        source,
+        key,
+        "cannot be set inside the data dir; use --data-dir or ZOO_DATA_DIR",
+      );
+    }
+    const k = key as keyof Config;
+    (out as Record<string, unknown>)[k] =
+      k === "http" && typeof value === "string"
+        ? parseHttp(source, value)
+        : validateSetting(source, k, value);
+  }
+  return out;
+}
+
+/**
+ * Resolves the full config: the data dir first (it locates `zoo.json`), then
+ * every layer. Reads only `<dataDir>/zoo.json`.
+ */
+export async function loadConfig(
+  flags: PartialConfig,
+  env: Record<string, string>,
+): Promise<Config> {
+  const defaults = defaultConfig(env.HOME);
+  const fromEnv = configFromEnv(env);
+  const dataDir = flags.dataDir ?? fromEnv.dataDir ?? defaults.dataDir;
+  const path = `${dataDir}/zoo.json`;
+  let fromFile: PartialConfig = {};
+  let text: string | undefined;
+  try {
+    text = await Deno.readTextFile(path);
+  } catch (err) {
+    if (!(err instanceof Deno.errors.NotFound)) throw err;
+  }
+  if (text !== undefined) {
+    let json: unknown;
+    try {
+      json = JSON.parse(text);
+    } catch (err) {
+      throw new ConfigError(
+        path,
+        "(root)",
+        `invalid JSON: ${(err as Error).message}`,
+      );
+    }
+    fromFile = configFromFile(path, json);
+  }
+  return mergeConfig(defaults, fromFile, fromEnv, flags, { dataDir });
+}

@@ -1,0 +1,180 @@
+import { TopicValidatorResult } from "@libp2p/gossipsub";
+import type { Message } from "@libp2p/gossipsub";
+import {
+  decodeMessage,
+  type DropReason,
+  encodeMessage,
+} from "../protocol/codec.ts";
+import {
+  countDrop,
+  type DropCounts,
+  emptyDropCounts,
+} from "../protocol/drop_counts.ts";
+import {
+  type Backend,
+  type GossipMessage,
+  type Heartbeat,
+  MAX_ADDR_LENGTH,
+  MAX_ADDRS,
+} from "../protocol/messages.ts";
+import {
+  DEFAULT_HEARTBEAT_INTERVAL_MS,
+  DEFAULT_PEER_TTL_MS,
+  emptyPeerTable,
+  expirePeers,
+  livePeers,
+  observeHeartbeat,
+  type PeerEntry,
+  type PeerTable,
+} from "../protocol/peer_table.ts";
+import type { Host } from "./host.ts";
+import { VERSION } from "./version.ts";
+
+/** The gossip topic of a job. */
+export function jobTopic(job: string): string {
+  return `/zoo/job/${job}/1`;
+}
+
+/** What the node is doing, as reported in its heartbeats. */
+export interface Progress {
+  round: number;
+  step: number;
+  backend: Backend;
+  throughput: number;
+}
+
+/** Gossip settings. */
+export interface GossipServiceOptions {
+  job: string;
+  heartbeatIntervalMs?: number;
+  peerTtlMs?: number;
+  /** Wall clock, injectable so tests can move time. */
+  now?: () => number;
+}
+
+/**
+ * The job's gossip topic: validates every message before gossipsub relays
+ * it (dropping and counting the bad ones), publishes this node's heartbeats
+ * and keeps the table of live peers.
+ */
+export class GossipService {
+  readonly topic: string;
+  #drops: DropCounts = emptyDropCounts();
+  #table: PeerTable = emptyPeerTable();
+  #progress: Progress = { round: 0, step: 0, backend: "none", throughput: 0 };
+  #seq: number;
+  #timer: ReturnType<typeof setInterval> | undefined;
+  readonly #host: Host;
+  readonly #job: string;
+  readonly #intervalMs: number;
+  readonly #ttlMs: number;
+  readonly #now: () => number;
+  readonly #listeners = new Set<(msg: GossipMessage) => void>();
+
+  constructor(host: Host, options: GossipServiceOptions) {
+    this.#host = host;
+    this.#job = options.job;
+    this.topic = jobTopic(options.job);
+    this.#intervalMs = options.heartbeatIntervalMs ??
+      DEFAULT_HEARTBEAT_INTERVAL_MS;
+    this.#ttlMs = options.peerTtlMs ?? DEFAULT_PEER_TTL_MS;
+    this.#now = options.now ?? Date.now;
+    // Starting from the clock keeps a restarted node's heartbeats newer
+    // than the ones peers remember from its previous run.
+    this.#seq = this.#now();
+  }
+
+  /** Subscribes, installs the validator and starts heartbeats. */
+  start(): void {
+    const pubsub = this.#host.services.pubsub;
+    pubsub.topicValidators.set(this.topic, (_peer, msg) => this.#validate(msg));
+    pubsub.addEventListener("message", this.#onMessage);
+    pubsub.subscribe(this.topic);
+    this.#timer = setInterval(() => this.publishHeartbeat(), this.#intervalMs);
+    this.publishHeartbeat();
+  }
+
+  /** Stops heartbeats and leaves the topic. */
+  stop(): void {
+    clearInterval(this.#timer);
+    const pubsub = this.#host.services.pubsub;
+    pubsub.removeEventListener("message", this.#onMessage);
+    pubsub.topicValidators.delete(this.topic);
+    pubsub.unsubscribe(this.topic);
+  }
+
+  /** Messages dropped so far, by reason. */
+  get drops(): DropCounts {
+    return this.#drops;
+  }
+
+  /** Peers heard from within the TTL, sorted by peer id. */
+  livePeers(): PeerEntry[] {
+    return livePeers(this.#table, this.#now(), this.#ttlMs);
+  }
+
+  /** Updates what the next heartbeats report. */
+  setProgress(progress: Partial<Progress>): void {
+    this.#progress = { ...this.#progress, ...progress };
+  }
+
+  /** Calls `listener` with every accepted message from another peer. */
+  onMessage(listener: (msg: GossipMessage) => void): () => void {
+    this.#listeners.add(listener);
+    return () => this.#listeners.delete(listener);
+  }
+
+  /** Publishes one heartbeat now; failures only mean nobody heard it. */
+  publishHeartbeat(): void {
+    const hb: Heartbeat = {
+      v: 1,
+      type: "heartbeat",
+      peer: this.#host.peerId.toString(),
+      version: VERSION,
+      job: this.#job,
+      seq: this.#seq++,
+      ...this.#progress,
+      addrs: this.#host.getMultiaddrs().map(String)
+        .filter((a) => a.length <= MAX_ADDR_LENGTH).slice(0, MAX_ADDRS),
+    };
+    this.#table = expirePeers(this.#table, this.#now(), this.#ttlMs);
+    this.#host.services.pubsub.publish(this.topic, encodeMessage(hb)).catch(
+      () => {},
+    );
+  }
+
+  #validate(msg: Message): TopicValidatorResult {
+    const from = msg.type === "signed" ? msg.from.toString() : undefined;
+    if (from === undefined) return this.#drop("sender-mismatch");
+    const verdict = decodeMessage(msg.data, { from });
+    if (verdict.verdict === "accept") {
+      // A heartbeat for another job on our topic is somebody's bug or game.
+      return verdict.message.job === this.#job
+        ? TopicValidatorResult.Accept
+        : this.#drop("invalid-field");
+    }
+    this.#drop(verdict.reason);
+    return verdict.verdict === "ignore"
+      ? TopicValidatorResult.Ignore
+      : TopicValidatorResult.Reject;
+  }
+
+  #drop(reason: DropReason): TopicValidatorResult.Reject {
+    this.#drops = countDrop(this.#drops, reason);
+    return TopicValidatorResult.Reject;
+  }
+
+  // Only messages the validator accepted reach this listener; decoding again
+  // is cheap next to keeping per-message state between the two callbacks.
+  #onMessage = (evt: CustomEvent<Message>): void => {
+    const msg = evt.detail;
+    if (msg.topic !== this.topic || msg.type !== "signed") return;
+    const verdict = decodeMessage(msg.data, { from: msg.from.toString() });
+    if (verdict.verdict !== "accept") return;
+    const message = verdict.message;
+    if (message.type === "heartbeat") {
+      this.#table = observeHeartbeat(this.#table, message, this.#now());
+    }
+    for (const listener of this.#listeners) listener(message);
+  };
+}

@@ -1,0 +1,67 @@
+import { noise } from "@chainsafe/libp2p-noise";
+import { yamux } from "@chainsafe/libp2p-yamux";
+import { bootstrap } from "@libp2p/bootstrap";
+import { gossipsub } from "@libp2p/gossipsub";
+import { identify } from "@libp2p/identify";
+import type { Libp2p, PrivateKey } from "@libp2p/interface";
+import { mdns } from "@libp2p/mdns";
+import { ping } from "@libp2p/ping";
+import { tcp } from "@libp2p/tcp";
+import { createLibp2p } from "libp2p";
+import { MAX_MESSAGE_BYTES } from "../protocol/messages.ts";
+
+/** The gossipsub service as this node uses it. */
+export type PubSub = ReturnType<ReturnType<typeof gossipsub>>;
+
+/** A libp2p node with the services zoo-node relies on. */
+export type Host = Libp2p<{
+  identify: ReturnType<ReturnType<typeof identify>>;
+  ping: ReturnType<ReturnType<typeof ping>>;
+  pubsub: PubSub;
+}>;
+
+/** What the libp2p host is built from. */
+export interface HostOptions {
+  privateKey: PrivateKey;
+  listen: string[];
+  bootstrap: string[];
+  mdns: boolean;
+}
+
+/**
+ * Creates and starts the libp2p host: TCP, noise, yamux, identify, ping and
+ * gossipsub with signed messages, plus the bootstrap list and opt-in mDNS.
+ */
+export async function createHost(options: HostOptions): Promise<Host> {
+  const discovery = [];
+  if (options.bootstrap.length > 0) {
+    discovery.push(bootstrap({ list: options.bootstrap, timeout: 100 }));
+  }
+  if (options.mdns) discovery.push(mdns({ interval: 5_000 }));
+  const host = await createLibp2p({
+    privateKey: options.privateKey,
+    addresses: { listen: options.listen },
+    transports: [tcp()],
+    connectionEncrypters: [noise()],
+    streamMuxers: [yamux()],
+    peerDiscovery: discovery,
+    services: {
+      identify: identify(),
+      ping: ping(),
+      pubsub: gossipsub({
+        allowPublishToZeroTopicPeers: true,
+        emitSelf: false,
+        // Our messages are at most 64 KiB; an RPC may batch a few of them
+        // with control data, so a few times that bounds what a peer can push.
+        maxInboundDataLength: 4 * MAX_MESSAGE_BYTES,
+      }),
+    },
+  });
+  // libp2p 3 reports discovered peers but does not dial them by itself.
+  host.addEventListener("peer:discovery", (evt) => {
+    const { id, multiaddrs } = evt.detail;
+    if (id.equals(host.peerId) || host.getConnections(id).length > 0) return;
+    host.dial(multiaddrs.length > 0 ? multiaddrs : id).catch(() => {});
+  });
+  return host as unknown as Host;
+}

@@ -1,0 +1,180 @@
+import { peerIdFromString } from "@libp2p/peer-id";
+import { multiaddr } from "@multiformats/multiaddr";
+import { parseCid } from "../protocol/cid.ts";
+import { atomicWriteFile } from "./atomic_write.ts";
+import { BlobService, type FetchReport } from "./blob_service.ts";
+import { Blockstore } from "./blockstore.ts";
+import type { Config } from "./config.ts";
+import { GossipService } from "./gossip_service.ts";
+import { createHost, type Host } from "./host.ts";
+import { createApp } from "./http/app.ts";
+import { serveHttp } from "./http/serve.ts";
+import type { NodeInfoSource, NodeStatus, PeerSummary } from "./http/types.ts";
+import type { Identity } from "./identity.ts";
+import { VERSION } from "./version.ts";
+
+/** Where a running node can be reached, written to `<dataDir>/node.json`. */
+export interface RuntimeInfo {
+  pid: number;
+  peerId: string;
+  addresses: string[];
+  http: string | null;
+  startedAt: string;
+}
+
+/** Tuning that tests and the devnet change; users rarely need to. */
+export interface NodeOptions {
+  heartbeatIntervalMs?: number;
+  peerTtlMs?: number;
+}
+
+/** A running zoo-node: its parts, and one way to stop them all. */
+export interface ZooNode {
+  readonly host: Host;
+  readonly store: Blockstore;
+  readonly blobs: BlobService;
+  readonly gossip: GossipService;
+  readonly info: RuntimeInfo;
+  /** Node status as the HTTP API reports it. */
+  status(): NodeStatus;
+  /** Live and connected peers as the HTTP API reports them. */
+  peers(): PeerSummary[];
+  /** Fetches a blob by CID string from `providers`, or from every connected peer. */
+  fetchBlob(cid: string, providers?: string[]): Promise<FetchReport>;
+  /** Shuts down in the reverse order of startup. */
+  stop(): Promise<void>;
+}
+
+/** Path of the runtime info file in a data dir. */
+export function runtimeInfoPath(dataDir: string): string {
+  return `${dataDir}/node.json`;
+}
+
+/**
+ * Starts a node: blockstore, libp2p host, blob protocol, job gossip and the
+ * local HTTP API, then records where it listens in `<dataDir>/node.json`.
+ */
+export async function startNode(
+  config: Config,
+  identity: Identity,
+  options: NodeOptions = {},
+): Promise<ZooNode> {
+  const startedAt = Date.now();
+  const store = await Blockstore.open(`${config.dataDir}/blockstore`);
+  const host = await createHost({
+    privateKey: identity.peerKey,
+    listen: config.listen,
+    bootstrap: config.bootstrap,
+    mdns: config.mdns,
+  });
+  const blobs = new BlobService(host, store, {
+    maxBlobBytes: config.maxBlobBytes,
+  });
+  await blobs.start();
+  const gossip = new GossipService(host, {
+    job: config.job,
+    heartbeatIntervalMs: options.heartbeatIntervalMs,
+    peerTtlMs: options.peerTtlMs,
+  });
+  gossip.start();
+  const redial = setInterval(
+    () => redialBootstrap(host, config.bootstrap),
+    options.heartbeatIntervalMs ?? 2_000,
+  );
+
+  const addresses = () => host.getMultiaddrs().map(String);
+  const status = (): NodeStatus => ({
+    peerId: identity.peerId,
+    addresses: addresses(),
+    version: VERSION,
+    uptimeSeconds: Math.round((Date.now() - startedAt) / 1000),
+    livePeers: gossip.livePeers().length,
+    connections: host.getConnections().length,
+    drops: { ...gossip.drops },
+    blobs: structuredClone(blobs.stats),
+  });
+  const peers = () => peerSummaries(host, gossip, Date.now());
+  const fetchBlob = (cid: string, providers?: string[]) => {
+    const parsed = parseCid(cid);
+    const from = providers ?? connectedPeers(host);
+    for (const p of from) peerIdFromString(p);
+    return blobs.fetch(parsed, from);
+  };
+  const source: NodeInfoSource = { status, peers, fetchBlob };
+
+  let http: Awaited<ReturnType<typeof serveHttp>> | undefined;
+  if (config.http) {
+    http = await serveHttp(createApp(source), config.http);
+  }
+  const info: RuntimeInfo = {
+    pid: Deno.pid,
+    peerId: identity.peerId,
+    addresses: addresses(),
+    http: http?.url ?? null,
+    startedAt: new Date(startedAt).toISOString(),
+  };
+  const infoPath = runtimeInfoPath(config.dataDir);
+  await atomicWriteFile(
+    infoPath,
+    new TextEncoder().encode(JSON.stringify(info, null, 2) + "\n"),
+  );
+
+  return {
+    host,
+    store,
+    blobs,
+    gossip,
+    info,
+    status,
+    peers,
+    fetchBlob,
+    async stop() {
+      await Deno.remove(infoPath).catch(() => {});
+      await http?.shutdown();
+      clearInterval(redial);
+      gossip.stop();
+      await blobs.stop();
+      await host.stop();
+    },
+  };
+}
+
+function connectedPeers(host: Host): string[] {
+  return [...new Set(host.getConnections().map((c) => c.remotePeer.toString()))]
+    .sort();
+}
+
+function peerSummaries(
+  host: Host,
+  gossip: GossipService,
+  now: number,
+): PeerSummary[] {
+  const connected = new Set(connectedPeers(host));
+  const live = new Map(gossip.livePeers().map((e) => [e.peer, e]));
+  const ids = [...new Set([...connected, ...live.keys()])].sort();
+  return ids.map((peerId) => {
+    const e = live.get(peerId);
+    return {
+      peerId,
+      connected: connected.has(peerId),
+      lastSeenMs: e ? now - e.lastSeen : null,
+      round: e?.round ?? null,
+      step: e?.step ?? null,
+      backend: e?.backend ?? null,
+      throughput: e?.throughput ?? null,
+      version: e?.version ?? null,
+    };
+  });
+}
+
+// A bootstrap peer that restarts is not dialled again by libp2p's bootstrap
+// module, so a lost link to it is re-dialled here.
+function redialBootstrap(host: Host, list: string[]): void {
+  for (const addr of list) {
+    const ma = multiaddr(addr);
+    const id = ma.getComponents().findLast((c) => c.name === "p2p")?.value;
+    if (!id) continue;
+    if (host.getConnections(peerIdFromString(id)).length > 0) continue;
+    host.dial(ma).catch(() => {});
+  }
+}

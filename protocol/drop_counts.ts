@@ -1,0 +1,42 @@
+/**
+ * Tallies of dropped gossip messages by reason, for the status page and
+ * metrics. A spike in one reason points at its cause: "unknown-version"
+ * means peers have upgraded, "sender-mismatch" means someone is forging.
+ *
+ * @module
+ */
+
+import { DROP_REASONS, type DropReason } from "./codec.ts";
+
+/** Number of messages dropped for each reason. */
+export type DropCounts = Readonly<Record<DropReason, number>>;
+
+/** Counts with every reason present at zero, so reports list them all. */
+export function emptyDropCounts(): DropCounts {
+  const counts = {} as Record<DropReason, number>;
+  for (const reason of DROP_REASONS) counts[reason] = 0;
+  return counts;
+}
+
+/**
+ * Returns a copy of `counts` with one more drop for `reason`; `counts` is
+ * left as it was, so a snapshot handed to a reader never changes under it.
+ *
+ * @example Counting a drop
+ * ```ts
+ * import { countDrop, emptyDropCounts } from "./drop_counts.ts";
+ *
+ * const counts = countDrop(emptyDropCounts(), "oversized");
+ * if (counts.oversized !== 1) throw new Error("expected one drop");
+ * ```
+ */
+export function countDrop(counts: DropCounts, reason: DropReason): DropCounts {
+  return { ...counts, [reason]: counts[reason] + 1 };
+}
+
+/** Total number of drops over all reasons. */
+export function totalDrops(counts: DropCounts): number {
+  let total = 0;
+  for (const reason of DROP_REASONS) total += counts[reason];
+  return total;
+}
