@@ -26,6 +26,8 @@ export interface RuntimeInfo {
 export interface NodeOptions {
   heartbeatIntervalMs?: number;
   peerTtlMs?: number;
+  /** Stop dialling peers met through gossip once this many are connected. */
+  maxDialedPeers?: number;
 }
 
 /** A running zoo-node: its parts, and one way to stop them all. */
@@ -50,6 +52,23 @@ export function runtimeInfoPath(dataDir: string): string {
   return `${dataDir}/node.json`;
 }
 
+/** Path of the blockstore in a data dir. */
+export function blockstoreDir(dataDir: string): string {
+  return `${dataDir}/blockstore`;
+}
+
+/** Reads `<dataDir>/node.json`, or null when no node has written one. */
+export async function readRuntimeInfo(
+  dataDir: string,
+): Promise<RuntimeInfo | null> {
+  try {
+    return JSON.parse(await Deno.readTextFile(runtimeInfoPath(dataDir)));
+  } catch (err) {
+    if (err instanceof Deno.errors.NotFound) return null;
+    throw err;
+  }
+}
+
 /**
  * Starts a node: blockstore, libp2p host, blob protocol, job gossip and the
  * local HTTP API, then records where it listens in `<dataDir>/node.json`.
@@ -60,7 +79,7 @@ export async function startNode(
   options: NodeOptions = {},
 ): Promise<ZooNode> {
   const startedAt = Date.now();
-  const store = await Blockstore.open(`${config.dataDir}/blockstore`);
+  const store = await Blockstore.open(blockstoreDir(config.dataDir));
   const host = await createHost({
     privateKey: identity.peerKey,
     listen: config.listen,
@@ -77,10 +96,10 @@ export async function startNode(
     peerTtlMs: options.peerTtlMs,
   });
   gossip.start();
-  const redial = setInterval(
-    () => redialBootstrap(host, config.bootstrap),
-    options.heartbeatIntervalMs ?? 2_000,
-  );
+  const maintain = setInterval(() => {
+    redialBootstrap(host, config.bootstrap);
+    dialGossipPeers(host, gossip, options.maxDialedPeers ?? 16);
+  }, options.heartbeatIntervalMs ?? 2_000);
 
   const addresses = () => host.getMultiaddrs().map(String);
   const status = (): NodeStatus => ({
@@ -131,7 +150,7 @@ export async function startNode(
     async stop() {
       await Deno.remove(infoPath).catch(() => {});
       await http?.shutdown();
-      clearInterval(redial);
+      clearInterval(maintain);
       gossip.stop();
       await blobs.stop();
       await host.stop();
@@ -176,5 +195,27 @@ function redialBootstrap(host: Host, list: string[]): void {
     if (!id) continue;
     if (host.getConnections(peerIdFromString(id)).length > 0) continue;
     host.dial(ma).catch(() => {});
+  }
+}
+
+// Peers met only through gossip relays are dialled directly, so the mesh
+// survives the loss of the peer that introduced them.
+function dialGossipPeers(host: Host, gossip: GossipService, max: number): void {
+  const connected = new Set(connectedPeers(host));
+  if (connected.size >= max) return;
+  const self = host.peerId.toString();
+  for (const entry of gossip.livePeers()) {
+    if (entry.peer === self || connected.has(entry.peer)) continue;
+    const addrs = entry.addrs.flatMap((a) => {
+      try {
+        const ma = multiaddr(a);
+        return ma.getComponents().some((c) => c.name === "p2p")
+          ? [ma]
+          : [ma.encapsulate(`/p2p/${entry.peer}`)];
+      } catch {
+        return [];
+      }
+    });
+    if (addrs.length > 0) host.dial(addrs).catch(() => {});
   }
 }

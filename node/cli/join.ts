@@ -1,0 +1,40 @@
+import type { Config } from "../config.ts";
+import { ensureIdentity } from "../identity.ts";
+import { startNode } from "../node.ts";
+
+/**
+ * `zoo-node --join`: runs a node until SIGINT or SIGTERM, then shuts it
+ * down in order. A second signal exits at once.
+ */
+export async function join(config: Config): Promise<number> {
+  await Deno.mkdir(config.dataDir, { recursive: true, mode: 0o700 });
+  const { identity, created } = await ensureIdentity(config.dataDir);
+  if (created) console.log(`created keys in ${config.dataDir}/keys`);
+  const node = await startNode(config, identity);
+  console.log(`zoo-node ${identity.peerId} joined job "${config.job}"`);
+  for (const addr of node.info.addresses) console.log(`  listening ${addr}`);
+  console.log(`  http      ${node.info.http ?? "off"}`);
+
+  node.host.addEventListener("peer:connect", (evt) => {
+    console.log(`peer connected    ${evt.detail.toString()}`);
+  });
+  node.host.addEventListener("peer:disconnect", (evt) => {
+    console.log(`peer disconnected ${evt.detail.toString()}`);
+  });
+
+  const { promise: stopped, resolve } = Promise.withResolvers<string>();
+  let stopping = false;
+  const onSignal = (signal: Deno.Signal) => () => {
+    if (stopping) Deno.exit(130);
+    stopping = true;
+    resolve(signal);
+  };
+  const signals: Deno.Signal[] = ["SIGINT", "SIGTERM"];
+  const handlers = signals.map((s) => [s, onSignal(s)] as const);
+  for (const [s, h] of handlers) Deno.addSignalListener(s, h);
+  const signal = await stopped;
+  console.log(`${signal}: shutting down`);
+  await node.stop();
+  for (const [s, h] of handlers) Deno.removeSignalListener(s, h);
+  return 0;
+}

@@ -1,0 +1,64 @@
+import { ConfigError, loadConfig, type PartialConfig } from "../config.ts";
+import { IdentityError } from "../identity.ts";
+import { RpcCallError } from "../rpc_client.ts";
+import { VERSION } from "../version.ts";
+import { blobGet, blobPut } from "./blob.ts";
+import { devnet } from "./devnet.ts";
+import { join } from "./join.ts";
+import { keysInit, keysShow } from "./keys.ts";
+import { type Command, parseCommand, UsageError } from "./parse.ts";
+import { status } from "./status.ts";
+import { USAGE } from "./usage.ts";
+
+/** Exit codes: 0 success, 1 failure, 2 bad command line or settings. */
+export const EXIT = { ok: 0, failure: 1, usage: 2 } as const;
+
+/** Runs one command line; returns the process exit code. */
+export async function runCli(argv: string[]): Promise<number> {
+  try {
+    const command = parseCommand(argv);
+    return await dispatch(command);
+  } catch (err) {
+    if (err instanceof UsageError || err instanceof ConfigError) {
+      console.error(`zoo-node: ${err.message}`);
+      return EXIT.usage;
+    }
+    if (err instanceof IdentityError || err instanceof RpcCallError) {
+      console.error(`zoo-node: ${err.message}`);
+      return EXIT.failure;
+    }
+    throw err;
+  }
+}
+
+async function dispatch(command: Command): Promise<number> {
+  switch (command.kind) {
+    case "help":
+      console.log(USAGE);
+      return EXIT.ok;
+    case "version":
+      console.log(`zoo-node ${VERSION}`);
+      return EXIT.ok;
+    case "keys":
+      return command.action === "init"
+        ? await keysInit(await config(command.flags))
+        : await keysShow(await config(command.flags));
+    case "join":
+      return await join(await config(command.flags));
+    case "devnet":
+      return await devnet(command.nodes, {
+        dataDir: command.flags.dataDir ?? null,
+        keepRunning: command.keepRunning,
+      });
+    case "status":
+      return await status(await config(command.flags));
+    case "blob-put":
+      return await blobPut(await config(command.flags), command.file);
+    case "blob-get":
+      return await blobGet(await config(command.flags), command);
+  }
+}
+
+function config(flags: PartialConfig) {
+  return loadConfig(flags, Deno.env.toObject());
+}

@@ -1,0 +1,53 @@
+/** A JSON-RPC call that returned an error object, or a transport failure. */
+export class RpcCallError extends Error {
+  readonly code: number | null;
+  readonly data: unknown;
+  constructor(message: string, code: number | null, data?: unknown) {
+    super(message);
+    this.name = "RpcCallError";
+    this.code = code;
+    this.data = data;
+  }
+}
+
+/**
+ * Calls one JSON-RPC 2.0 method on a zoo-node's `/rpc` endpoint.
+ *
+ * @example
+ * ```ts ignore
+ * const status = await callRpc("http://127.0.0.1:7070", "zoo_status");
+ * ```
+ */
+export async function callRpc<T = unknown>(
+  baseUrl: string,
+  method: string,
+  params?: unknown,
+  options: { signal?: AbortSignal } = {},
+): Promise<T> {
+  let res: Response;
+  try {
+    res = await fetch(`${baseUrl}/rpc`, {
+      method: "POST",
+      headers: { "content-type": "application/json" },
+      body: JSON.stringify({ jsonrpc: "2.0", id: 1, method, params }),
+      signal: options.signal,
+    });
+  } catch (err) {
+    throw new RpcCallError(
+      `Cannot reach ${baseUrl}: ${(err as Error).message}`,
+      null,
+    );
+  }
+  const body = await res.json().catch(() => null);
+  if (body?.error) {
+    throw new RpcCallError(
+      body.error.message,
+      body.error.code,
+      body.error.data,
+    );
+  }
+  if (!res.ok || body === null || !("result" in body)) {
+    throw new RpcCallError(`${method} failed with HTTP ${res.status}`, null);
+  }
+  return body.result as T;
+}
