@@ -253,7 +253,7 @@ export class BlobService {
     let contributors = new Set<string>();
     const eligible = () =>
       order.filter((p) =>
-        !report.bad.includes(p) && (failures.get(p) ?? 0) < 2
+        !report.bad.includes(p) && (failures.get(p) ?? 0) < MAX_TRIES
       );
     try {
       while (true) {
@@ -266,17 +266,24 @@ export class BlobService {
           await partial.truncate();
           contributors = new Set();
         }
+        const pull = { partial };
+        const before = partial?.offset ?? 0;
         try {
-          partial = await this.#pull(cid, peer, partial, report, options);
-          if (partial.offset > 0) contributors.add(peer);
+          await this.#pull(cid, peer, pull, report, options);
         } catch (err) {
-          if (err instanceof PeerRefused || !(err instanceof DOMException)) {
-            failures.set(peer, (failures.get(peer) ?? 0) + 1);
-            report.failed[peer] = errorText(err);
-            if (partial && partial.offset > 0) contributors.add(peer);
-            continue;
-          }
-          throw err;
+          options.signal?.throwIfAborted();
+          // A refusal is an answer; a reset or a stall may pass, so such a
+          // peer gets one more chance.
+          const count = err instanceof PeerRefused ? MAX_TRIES : 1;
+          failures.set(peer, (failures.get(peer) ?? 0) + count);
+          report.failed[peer] = errorText(err);
+          continue;
+        } finally {
+          partial = pull.partial;
+          if ((partial?.offset ?? 0) > before) contributors.add(peer);
+        }
+        if (!partial) {
+          throw new Error("unreachable: a pull ended without a partial");
         }
         try {
           await partial.commit();
@@ -300,14 +307,17 @@ export class BlobService {
     }
   }
 
-  /** Pulls the rest of the blob from one peer into the partial block. */
+  /**
+   * Pulls the rest of the blob from one peer into `pull.partial`, opening
+   * it on the first answer; on failure the partial keeps what arrived.
+   */
   async #pull(
     cid: CID,
     peer: string,
-    partial: PartialBlock | undefined,
+    pull: { partial: PartialBlock | undefined },
     report: FetchReport,
     options: FetchOptions,
-  ): Promise<PartialBlock> {
+  ): Promise<void> {
     const signal = options.signal;
     const stream = await this.#host.dialProtocol(
       peerIdFromString(peer),
@@ -318,7 +328,7 @@ export class BlobService {
       const reader = new StreamReader(stream, { highWaterMark: 4 << 20 });
       await writeJsonFrame(stream, {
         cid: cidToString(cid),
-        offset: partial?.offset ?? 0,
+        offset: pull.partial?.offset ?? 0,
       });
       const header = parseBlobResponse(
         await readJsonFrame(
@@ -334,18 +344,17 @@ export class BlobService {
           `announced ${header.size} bytes, over the limit of ${this.#opts.maxBlobBytes}`,
         );
       }
-      if (partial && partial.expectedSize !== header.size) {
+      if (pull.partial && pull.partial.expectedSize !== header.size) {
         // Sizes disagree: somebody lies, and only the hash can tell who.
         // Start over with this peer's account of the blob.
-        await partial.truncate();
-        await partial.close();
-        partial = undefined;
+        await pull.partial.truncate();
+        await pull.partial.close();
+        pull.partial = undefined;
       }
-      if (!partial) {
-        partial = await this.#store.partial(cid, header.size);
-        if (partial.offset !== header.offset) {
-          throw new PeerRefused("answered a different range than requested");
-        }
+      pull.partial ??= await this.#store.partial(cid, header.size);
+      const partial = pull.partial;
+      if (partial.offset !== header.offset) {
+        throw new PeerRefused("answered a different range than requested");
       }
       report.size = header.size;
       let left = header.length;
@@ -365,14 +374,15 @@ export class BlobService {
         options.onProgress?.(partial.offset, header.size, peer);
       }
       await stream.close().catch(() => {});
-      return partial;
     } catch (err) {
       stream.abort(err instanceof Error ? err : new Error(String(err)));
-      if (partial) (err as { partial?: PartialBlock }).partial = partial;
       throw err;
     }
   }
 }
+
+/** Failed attempts after which a provider is not asked again in a fetch. */
+const MAX_TRIES = 2;
 
 /** A provider could not serve this fetch; the next one is tried. */
 class PeerRefused extends Error {}

@@ -1,0 +1,236 @@
+import assert from "node:assert/strict";
+import { ConfigError } from "../config.ts";
+import { parseCommand, UsageError } from "./parse.ts";
+
+const PEER = "12D3KooWD3eckifWpRn9wQpMG9R9hX3sD158z7EqHWmweQAJU5SA";
+const BOOT_A = `/ip4/10.0.0.1/tcp/4001/p2p/${PEER}`;
+const BOOT_B = `/ip4/10.0.0.2/tcp/4001/p2p/${PEER}`;
+
+/** Asserts `argv` throws a UsageError whose message matches `pattern`. */
+function assertUsage(argv: string[], pattern: RegExp): void {
+  assert.throws(() => parseCommand(argv), (err: unknown) => {
+    assert.ok(err instanceof UsageError, `${argv.join(" ")}: ${err}`);
+    assert.match(err.message, pattern);
+    return true;
+  });
+}
+
+Deno.test("help: no arguments, --help, -h, help", () => {
+  for (const argv of [[], ["--help"], ["-h"], ["help"]]) {
+    assert.deepEqual(parseCommand(argv), { kind: "help" });
+  }
+});
+
+Deno.test("version: --version, -V", () => {
+  assert.deepEqual(parseCommand(["--version"]), { kind: "version" });
+  assert.deepEqual(parseCommand(["-V"]), { kind: "version" });
+});
+
+Deno.test("--join alone has no settings", () => {
+  assert.deepEqual(parseCommand(["--join"]), { kind: "join", flags: {} });
+});
+
+Deno.test("--join with every flag", () => {
+  const command = parseCommand([
+    "--join",
+    "--data-dir",
+    "/tmp/zoo",
+    "--listen",
+    "/ip4/0.0.0.0/tcp/1",
+    "--listen",
+    "/ip4/0.0.0.0/tcp/2,/ip4/0.0.0.0/tcp/3",
+    "--bootstrap",
+    BOOT_A,
+    "--bootstrap",
+    BOOT_B,
+    "--http",
+    "0.0.0.0:8080",
+    "--mdns",
+    "--job",
+    "mnist-1",
+    "--max-blob-bytes",
+    "1024",
+  ]);
+  assert.deepEqual(command, {
+    kind: "join",
+    flags: {
+      dataDir: "/tmp/zoo",
+      listen: [
+        "/ip4/0.0.0.0/tcp/1",
+        "/ip4/0.0.0.0/tcp/2",
+        "/ip4/0.0.0.0/tcp/3",
+      ],
+      bootstrap: [BOOT_A, BOOT_B],
+      http: { hostname: "0.0.0.0", port: 8080 },
+      mdns: true,
+      job: "mnist-1",
+      maxBlobBytes: 1024,
+    },
+  });
+});
+
+Deno.test("--join: --http PORT, --http off, --flag=value form", () => {
+  assert.deepEqual(parseCommand(["--join", "--http", "9000"]), {
+    kind: "join",
+    flags: { http: { hostname: "127.0.0.1", port: 9000 } },
+  });
+  assert.deepEqual(parseCommand(["--join", "--http=off"]), {
+    kind: "join",
+    flags: { http: null },
+  });
+  assert.deepEqual(
+    parseCommand(["--join", `--bootstrap=${BOOT_A},${BOOT_B}`]),
+    {
+      kind: "join",
+      flags: { bootstrap: [BOOT_A, BOOT_B] },
+    },
+  );
+});
+
+Deno.test("keys init / keys show, with and without --data-dir", () => {
+  assert.deepEqual(parseCommand(["keys", "init"]), {
+    kind: "keys",
+    action: "init",
+    flags: {},
+  });
+  assert.deepEqual(parseCommand(["keys", "show", "--data-dir", "/d"]), {
+    kind: "keys",
+    action: "show",
+    flags: { dataDir: "/d" },
+  });
+});
+
+Deno.test("devnet: defaults, --nodes, --keep-running, --data-dir", () => {
+  assert.deepEqual(parseCommand(["devnet"]), {
+    kind: "devnet",
+    nodes: 3,
+    keepRunning: false,
+    flags: {},
+  });
+  assert.deepEqual(
+    parseCommand([
+      "devnet",
+      "--nodes",
+      "32",
+      "--keep-running",
+      "--data-dir",
+      "/d",
+    ]),
+    { kind: "devnet", nodes: 32, keepRunning: true, flags: { dataDir: "/d" } },
+  );
+  assert.equal(
+    (parseCommand(["devnet", "--nodes", "1"]) as { nodes: number }).nodes,
+    1,
+  );
+});
+
+Deno.test("status, with and without --data-dir", () => {
+  assert.deepEqual(parseCommand(["status"]), { kind: "status", flags: {} });
+  assert.deepEqual(parseCommand(["status", "--data-dir", "/d"]), {
+    kind: "status",
+    flags: { dataDir: "/d" },
+  });
+});
+
+Deno.test("blob put <file>", () => {
+  assert.deepEqual(parseCommand(["blob", "put", "w.bin", "--data-dir", "/d"]), {
+    kind: "blob-put",
+    file: "w.bin",
+    flags: { dataDir: "/d" },
+  });
+});
+
+Deno.test("blob get <cid> with --from (repeated, comma lists) and --out", () => {
+  const cid = "bafkreiabc";
+  assert.deepEqual(parseCommand(["blob", "get", cid]), {
+    kind: "blob-get",
+    cid,
+    out: null,
+    from: [],
+    flags: {},
+  });
+  assert.deepEqual(
+    parseCommand([
+      "blob",
+      "get",
+      cid,
+      "--from",
+      "PeerA,PeerB",
+      "--from",
+      "PeerC",
+      "--out",
+      "w.bin",
+      "--data-dir",
+      "/d",
+    ]),
+    {
+      kind: "blob-get",
+      cid,
+      out: "w.bin",
+      from: ["PeerA", "PeerB", "PeerC"],
+      flags: { dataDir: "/d" },
+    },
+  );
+});
+
+Deno.test("unknown commands are UsageErrors naming them", () => {
+  assertUsage(["frobnicate"], /"frobnicate".*--help/);
+  assertUsage(["--data-dir", "/d"], /"--data-dir"/);
+  assertUsage(["blob", "delete", "x"], /"blob" needs.*"delete"/);
+  assertUsage(["blob"], /"blob" needs/);
+});
+
+Deno.test("unknown flags are UsageErrors naming them", () => {
+  assertUsage(["--join", "--nosuch"], /--nosuch/);
+  assertUsage(["keys", "init", "--listen", "/ip4/0.0.0.0/tcp/1"], /--listen/);
+  assertUsage(["status", "--nodes", "3"], /--nodes/);
+  assertUsage(["blob", "put", "f", "--out", "x"], /--out/);
+  assertUsage(["devnet", "--mdns"], /--mdns/);
+  assertUsage(["--join", "--mdns=yes"], /--mdns/);
+});
+
+Deno.test("keys needs init or show", () => {
+  assertUsage(["keys"], /"keys" needs "init" or "show".*""/);
+  assertUsage(["keys", "rotate"], /"rotate"/);
+});
+
+Deno.test("devnet --nodes must be 1 to 32", () => {
+  for (const n of ["0", "33", "abc", "1.5", "-1", ""]) {
+    assertUsage(
+      ["devnet", `--nodes=${n}`],
+      /--nodes must be an integer from 1 to 32/,
+    );
+  }
+  assertUsage(["devnet", "--nodes", "abc"], /"abc"/);
+});
+
+Deno.test("blob put and get need exactly one argument", () => {
+  assertUsage(["blob", "put"], /expected 1 argument\(s\): got 0/);
+  assertUsage(["blob", "put", "a", "b"], /expected 1 argument\(s\): got 2/);
+  assertUsage(["blob", "get"], /expected 1 argument\(s\): got 0/);
+});
+
+Deno.test("extra positionals are UsageErrors", () => {
+  assertUsage(["--join", "extra"], /unexpected argument "extra"/);
+  assertUsage(["keys", "init", "extra"], /unexpected argument "extra"/);
+  assertUsage(["status", "extra"], /unexpected argument "extra"/);
+  assertUsage(["devnet", "extra"], /unexpected argument "extra"/);
+});
+
+Deno.test("a bad setting value is a ConfigError naming the flag", () => {
+  const cases: [string[], string][] = [
+    [["--join", "--listen", "foo"], "--listen"],
+    [["--join", "--bootstrap", "/ip4/1.2.3.4/tcp/1"], "--bootstrap"],
+    [["--join", "--http", "nope"], "--http"],
+    [["--join", "--job", "a b"], "--job"],
+    [["--join", "--max-blob-bytes", "0"], "--max-blob-bytes"],
+    [["status", "--data-dir="], "--data-dir"],
+  ];
+  for (const [argv, flag] of cases) {
+    assert.throws(() => parseCommand(argv), (err: unknown) => {
+      assert.ok(err instanceof ConfigError, `${argv.join(" ")}: ${err}`);
+      assert.ok(err.message.includes(flag), err.message);
+      return true;
+    });
+  }
+});

@@ -1,0 +1,144 @@
+import { readRuntimeInfo, type RuntimeInfo } from "./node.ts";
+
+/** A `zoo-node --join` child process on this machine. */
+export interface LocalPeer {
+  name: string;
+  dataDir: string;
+  /** File holding the child's stdout and stderr. */
+  log: string;
+  child: Deno.ChildProcess;
+  /** What the child wrote to `<dataDir>/node.json` once it was up. */
+  info: RuntimeInfo;
+}
+
+/** How a local peer is started. */
+export interface SpawnPeerOptions {
+  /** Multiaddrs to bootstrap from. */
+  bootstrap?: string[];
+  /** More `--join` flags. */
+  args?: string[];
+  /** Module to run under deno; defaults to the running program's. */
+  entry?: string;
+  /** How long to wait for the peer to come up. */
+  timeoutMs?: number;
+}
+
+/** The child exited before it was up. */
+export class PeerExitedError extends Error {
+  constructor(name: string, code: number, log: string) {
+    super(`${name} exited with code ${code}; see ${log}`);
+    this.name = "PeerExitedError";
+  }
+}
+
+/**
+ * Starts `zoo-node --join` as a child process listening on loopback with an
+ * ephemeral HTTP port, and resolves once it has written its runtime info.
+ */
+export async function spawnPeer(
+  name: string,
+  dataDir: string,
+  options: SpawnPeerOptions = {},
+): Promise<LocalPeer> {
+  await Deno.mkdir(dataDir, { recursive: true, mode: 0o700 });
+  await Deno.remove(`${dataDir}/node.json`).catch(() => {});
+  const log = `${dataDir}/node.log`;
+  const [cmd, ...base] = selfCommand(options.entry ?? Deno.mainModule);
+  const child = new Deno.Command(cmd, {
+    args: [
+      ...base,
+      "--join",
+      "--data-dir",
+      dataDir,
+      "--listen",
+      "/ip4/127.0.0.1/tcp/0",
+      "--http",
+      "127.0.0.1:0",
+      ...(options.bootstrap ?? []).flatMap((b) => ["--bootstrap", b]),
+      ...(options.args ?? []),
+    ],
+    stdin: "null",
+    stdout: "piped",
+    stderr: "piped",
+  }).spawn();
+  const logFile = await Deno.open(log, {
+    write: true,
+    create: true,
+    truncate: true,
+  });
+  const writer = logFile.writable.getWriter();
+  const pump = async (s: ReadableStream<Uint8Array>) => {
+    for await (const chunk of s) await writer.write(chunk);
+  };
+  Promise.all([pump(child.stdout), pump(child.stderr)])
+    .finally(() => writer.close().catch(() => {}));
+  let exited: Deno.CommandStatus | null = null;
+  child.status.then((s) => exited = s);
+  const info = await waitFor(
+    async () => {
+      if (exited) throw new PeerExitedError(name, exited.code, log);
+      return await readRuntimeInfo(dataDir).catch(() => null);
+    },
+    options.timeoutMs ?? 20_000,
+    `${name} did not start`,
+  );
+  return { name, dataDir, log, child, info };
+}
+
+/** Stops a peer with `signal`, escalating to SIGKILL after 5 s. */
+export async function stopPeer(
+  peer: LocalPeer,
+  signal: Deno.Signal = "SIGINT",
+): Promise<Deno.CommandStatus> {
+  try {
+    peer.child.kill(signal);
+  } catch { /* already exited */ }
+  const timer = setTimeout(() => {
+    try {
+      peer.child.kill("SIGKILL");
+    } catch { /* exited meanwhile */ }
+  }, 5_000);
+  const status = await peer.child.status;
+  clearTimeout(timer);
+  return status;
+}
+
+/** The peer's loopback multiaddr, ending in `/p2p/<id>`. */
+export function loopbackAddr(info: RuntimeInfo): string {
+  const addr = info.addresses.find((a) => a.startsWith("/ip4/127.0.0.1/"));
+  if (!addr) throw new Error(`peer ${info.peerId} has no loopback address`);
+  return addr.includes("/p2p/") ? addr : `${addr}/p2p/${info.peerId}`;
+}
+
+/**
+ * Polls `probe` every 100 ms until it returns non-null. A
+ * {@linkcode PeerExitedError} ends the wait at once; other errors count as
+ * "not yet" and the last one is reported on timeout.
+ */
+export async function waitFor<T>(
+  probe: () => Promise<T | null>,
+  timeoutMs: number,
+  what: string,
+): Promise<T> {
+  const deadline = performance.now() + timeoutMs;
+  let last: unknown;
+  while (performance.now() < deadline) {
+    try {
+      const value = await probe();
+      if (value !== null) return value;
+    } catch (err) {
+      if (err instanceof PeerExitedError) throw err;
+      last = err;
+    }
+    await new Promise((r) => setTimeout(r, 100));
+  }
+  const why = last instanceof Error ? `: ${last.message}` : "";
+  throw new Error(`${what} within ${timeoutMs / 1000} s${why}`);
+}
+
+/** How to start a zoo-node, whether it runs under deno or was compiled. */
+function selfCommand(entry: string): string[] {
+  const exe = Deno.execPath();
+  const isDeno = /(^|\/)deno(\.exe)?$/.test(exe);
+  return isDeno ? [exe, "run", "-A", entry] : [exe];
+}

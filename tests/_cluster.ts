@@ -1,0 +1,121 @@
+/**
+ * Helpers for multi-process tests: real `zoo-node --join` processes on
+ * loopback, each in its own temp data dir, plus an in-process node the test
+ * drives directly.
+ */
+import { ensureIdentity } from "../node/identity.ts";
+import { defaultConfig, mergeConfig } from "../node/config.ts";
+import {
+  type LocalPeer,
+  loopbackAddr,
+  spawnPeer,
+  stopPeer,
+  waitFor,
+} from "../node/local_peer.ts";
+import { startNode, type ZooNode } from "../node/node.ts";
+import { callRpc } from "../node/rpc_client.ts";
+import type { NodeStatus } from "../node/http/types.ts";
+
+/** The CLI entry the child processes run. */
+export const MAIN = new URL("../main.ts", import.meta.url).href;
+
+/** Test options that let libp2p keep its timers after the test. */
+export const LIBP2P_TEST = { sanitizeOps: false, sanitizeResources: false };
+
+/** Processes and dirs of one test, torn down together. */
+export class Cluster {
+  readonly peers: LocalPeer[] = [];
+  readonly nodes: ZooNode[] = [];
+  readonly #dirs: string[] = [];
+
+  /** Starts a `--join` process; bootstraps from `bootstrap` peers. */
+  async spawn(name: string, bootstrap: LocalPeer[] = []): Promise<LocalPeer> {
+    const dir = await this.tempDir();
+    const peer = await spawnPeer(name, dir, {
+      entry: MAIN,
+      bootstrap: bootstrap.map((p) => loopbackAddr(p.info)),
+    });
+    this.peers.push(peer);
+    return peer;
+  }
+
+  /** Starts a node inside the test process, connected to `dialTo`. */
+  async inProcess(dialTo: LocalPeer[]): Promise<ZooNode> {
+    const dataDir = await this.tempDir();
+    const config = mergeConfig(defaultConfig(undefined), {
+      dataDir,
+      listen: ["/ip4/127.0.0.1/tcp/0"],
+      http: null,
+    });
+    const { identity } = await ensureIdentity(dataDir);
+    const node = await startNode(config, identity);
+    this.nodes.push(node);
+    for (const p of dialTo) {
+      const { multiaddr } = await import("@multiformats/multiaddr");
+      await node.host.dial(multiaddr(loopbackAddr(p.info)));
+    }
+    return node;
+  }
+
+  async tempDir(): Promise<string> {
+    const dir = await Deno.makeTempDir({ prefix: "zoo-test-" });
+    this.#dirs.push(dir);
+    return dir;
+  }
+
+  /** Stops everything; prints the logs of peers when `failed`. */
+  async close(): Promise<void> {
+    await Promise.all(this.nodes.map((n) => n.stop().catch(() => {})));
+    await Promise.all(this.peers.map((p) => stopPeer(p, "SIGKILL")));
+    for (const dir of this.#dirs) {
+      await Deno.remove(dir, { recursive: true }).catch(() => {});
+    }
+  }
+}
+
+/** zoo_status of a running peer. */
+export function statusOf(peer: LocalPeer): Promise<NodeStatus> {
+  return callRpc<NodeStatus>(peer.info.http!, "zoo_status");
+}
+
+/** Waits until `peer` counts at least `n` live peers. */
+export function waitForLivePeers(
+  peer: LocalPeer,
+  n: number,
+  timeoutMs: number,
+): Promise<NodeStatus> {
+  return waitFor(
+    async () => {
+      const s = await statusOf(peer);
+      return s.livePeers >= n ? s : null;
+    },
+    timeoutMs,
+    `${peer.name} seeing ${n} live peers`,
+  );
+}
+
+/** Runs the CLI to completion and returns its exit code and output. */
+export async function runCli(
+  args: string[],
+): Promise<{ code: number; stdout: string; stderr: string }> {
+  const out = await new Deno.Command(Deno.execPath(), {
+    args: ["run", "-A", MAIN, ...args],
+    env: { NO_COLOR: "1" },
+    stdin: "null",
+  }).output();
+  const dec = new TextDecoder();
+  return {
+    code: out.code,
+    stdout: dec.decode(out.stdout),
+    stderr: dec.decode(out.stderr),
+  };
+}
+
+/** Random bytes of any length (getRandomValues fills 64 KiB at a time). */
+export function randomBytes(n: number): Uint8Array {
+  const out = new Uint8Array(n);
+  for (let i = 0; i < n; i += 65536) {
+    crypto.getRandomValues(out.subarray(i, Math.min(n, i + 65536)));
+  }
+  return out;
+}

@@ -1,0 +1,292 @@
+/**
+ * Multi-process end-to-end tests on loopback: real `zoo-node --join`
+ * processes form a mesh, move blobs by CID, survive a killed provider, a
+ * corrupt provider, and garbage on every input.
+ */
+import { deepStrictEqual, ok, strictEqual } from "node:assert";
+import { multiaddr } from "@multiformats/multiaddr";
+import { peerIdFromString } from "@libp2p/peer-id";
+import { cidForBytes, cidToString, parseCid } from "../protocol/cid.ts";
+import { jobTopic } from "../node/gossip_service.ts";
+import { BLOB_PROTOCOL } from "../protocol/blob_messages.ts";
+import { blockstoreDir } from "../node/node.ts";
+import { stopPeer } from "../node/local_peer.ts";
+import {
+  Cluster,
+  LIBP2P_TEST,
+  randomBytes,
+  runCli,
+  statusOf,
+  waitForLivePeers,
+} from "./_cluster.ts";
+
+const MiB = 1 << 20;
+
+Deno.test(
+  "3 peers form a mesh within 10 s and shut down on SIGTERM",
+  LIBP2P_TEST,
+  async () => {
+    const c = new Cluster();
+    try {
+      const a = await c.spawn("a");
+      const [b, d] = await Promise.all([c.spawn("b", [a]), c.spawn("d", [a])]);
+      const started = performance.now();
+      const statuses = await Promise.all(
+        [a, b, d].map((p) => waitForLivePeers(p, 2, 10_000)),
+      );
+      ok(performance.now() - started < 10_000);
+      const ids = [a, b, d].map((p) => p.info.peerId).sort();
+      for (const [i, p] of [a, b, d].entries()) {
+        strictEqual(statuses[i].peerId, p.info.peerId);
+        const peers = await (await fetch(`${p.info.http}/api/status`)).json();
+        const live = peers.peers.filter((x: { lastSeenMs: number | null }) =>
+          x.lastSeenMs !== null
+        )
+          .map((x: { peerId: string }) => x.peerId);
+        deepStrictEqual(live, ids.filter((id) => id !== p.info.peerId));
+      }
+      const status = await stopPeer(d, "SIGTERM");
+      strictEqual(status.code, 0);
+      strictEqual(
+        await Deno.stat(`${d.dataDir}/node.json`).catch(() => null),
+        null,
+      );
+    } finally {
+      await c.close();
+    }
+  },
+);
+
+Deno.test(
+  "a 64 MiB blob stored on one peer is fetched by CID on another",
+  LIBP2P_TEST,
+  async () => {
+    const c = new Cluster();
+    try {
+      const a = await c.spawn("a");
+      const b = await c.spawn("b", [a]);
+      await waitForLivePeers(b, 1, 10_000);
+      const file = `${await c.tempDir()}/blob.bin`;
+      const bytes = randomBytes(64 * MiB);
+      await Deno.writeFile(file, bytes);
+      const put = await runCli(["blob", "put", file, "--data-dir", a.dataDir]);
+      strictEqual(put.code, 0, put.stderr);
+      const cid = put.stdout.trim();
+      strictEqual(cid, cidToString(await cidForBytes(bytes)));
+
+      const out = `${await c.tempDir()}/out.bin`;
+      const get = await runCli([
+        "blob",
+        "get",
+        cid,
+        "--data-dir",
+        b.dataDir,
+        "--from",
+        a.info.peerId,
+        "--out",
+        out,
+      ]);
+      strictEqual(get.code, 0, get.stderr);
+      ok(get.stdout.includes("verified"), get.stdout);
+      const got = await Deno.readFile(out);
+      strictEqual(got.length, bytes.length);
+      strictEqual(cidToString(await cidForBytes(got)), cid);
+      strictEqual((await statusOf(b)).blobs.fetchedBytes, 64 * MiB);
+    } finally {
+      await c.close();
+    }
+  },
+);
+
+Deno.test(
+  "SIGKILL of the serving peer mid-transfer: the fetch completes from a third peer",
+  LIBP2P_TEST,
+  async () => {
+    const c = new Cluster();
+    try {
+      const a = await c.spawn("a");
+      const b = await c.spawn("b", [a]);
+      const bytes = randomBytes(64 * MiB);
+      const file = `${await c.tempDir()}/blob.bin`;
+      await Deno.writeFile(file, bytes);
+      for (const p of [a, b]) {
+        strictEqual(
+          (await runCli(["blob", "put", file, "--data-dir", p.dataDir])).code,
+          0,
+        );
+      }
+      const cid = await cidForBytes(bytes);
+      const f = await c.inProcess([a, b]);
+      let killed = false;
+      const report = await f.blobs.fetch(cid, [a.info.peerId, b.info.peerId], {
+        onProgress: (received, _size, peer) => {
+          if (!killed && peer === a.info.peerId && received >= 8 * MiB) {
+            killed = true;
+            a.child.kill("SIGKILL");
+          }
+        },
+      });
+      ok(killed, "the serving peer was killed mid-transfer");
+      strictEqual((await a.child.status).signal, "SIGKILL");
+      const fromA = report.bytesFrom[a.info.peerId] ?? 0;
+      const fromB = report.bytesFrom[b.info.peerId] ?? 0;
+      ok(fromA >= 8 * MiB && fromA < 64 * MiB, `from a: ${fromA}`);
+      strictEqual(fromA + fromB, 64 * MiB, "b resumed where a stopped");
+      deepStrictEqual(report.bad, []);
+      const stored = await f.store.get(cid);
+      strictEqual(cidToString(await cidForBytes(stored)), cidToString(cid));
+    } finally {
+      await c.close();
+    }
+  },
+);
+
+Deno.test(
+  "a peer serving corrupted bytes is detected and avoided",
+  LIBP2P_TEST,
+  async () => {
+    const c = new Cluster();
+    try {
+      const a = await c.spawn("a");
+      const b = await c.spawn("b", [a]);
+      const bytes = randomBytes(8 * MiB);
+      const file = `${await c.tempDir()}/blob.bin`;
+      await Deno.writeFile(file, bytes);
+      for (const p of [a, b]) {
+        strictEqual(
+          (await runCli(["blob", "put", file, "--data-dir", p.dataDir])).code,
+          0,
+        );
+      }
+      const cid = await cidForBytes(bytes);
+      // Rot one byte of a's copy on disk, behind its back.
+      const onDisk = `${blockstoreDir(a.dataDir)}/blocks/${cidToString(cid)}`;
+      const rotten = await Deno.readFile(onDisk);
+      rotten[5 * MiB] ^= 0xff;
+      await Deno.writeFile(onDisk, rotten);
+
+      const f = await c.inProcess([a, b]);
+      const report = await f.blobs.fetch(cid, [a.info.peerId, b.info.peerId]);
+      deepStrictEqual(report.bad, [a.info.peerId]);
+      strictEqual(report.bytesFrom[b.info.peerId], 8 * MiB);
+      strictEqual(
+        cidToString(await cidForBytes(await f.store.get(cid))),
+        cidToString(cid),
+      );
+      // a noticed too while serving, and dropped its rotten copy.
+      strictEqual((await statusOf(a)).blobs.corruptLocal, 1);
+      strictEqual(await Deno.stat(onDisk).catch(() => null), null);
+    } finally {
+      await c.close();
+    }
+  },
+);
+
+Deno.test(
+  "garbage bytes, garbage streams and malformed gossip leave every node running",
+  LIBP2P_TEST,
+  async () => {
+    const c = new Cluster();
+    try {
+      const a = await c.spawn("a");
+      const [b, d] = await Promise.all([c.spawn("b", [a]), c.spawn("d", [a])]);
+      await Promise.all([a, b, d].map((p) => waitForLivePeers(p, 2, 10_000)));
+      const f = await c.inProcess([a, b, d]);
+
+      // 1. Raw TCP garbage at every libp2p port: no handshake, just noise.
+      for (const p of [a, b, d]) {
+        const port = Number(
+          multiaddr(p.info.addresses[0]).getComponents().find((x) =>
+            x.name === "tcp"
+          )?.value,
+        );
+        const conn = await Deno.connect({ hostname: "127.0.0.1", port });
+        await conn.write(randomBytes(256 * 1024)).catch(() => {});
+        conn.close();
+      }
+      // 2. Garbage on the blob protocol, over an authenticated stream.
+      for (const p of [a, b, d]) {
+        const peer = peerIdFromString(p.info.peerId);
+        for (
+          const junk of [
+            randomBytes(4096),
+            new Uint8Array([0x7f, 0xff, 0xff, 0xff]),
+          ]
+        ) {
+          const s = await f.host.dialProtocol(peer, BLOB_PROTOCOL);
+          s.send(junk);
+          await s.close().catch(() => {});
+        }
+      }
+      // 3. Malformed gossip on the job topic, signed by f itself.
+      const topic = jobTopic("default");
+      const enc = (v: unknown) => new TextEncoder().encode(JSON.stringify(v));
+      const hb = {
+        v: 1,
+        type: "heartbeat",
+        peer: f.info.peerId,
+        version: "0.1.0",
+        job: "default",
+        round: 0,
+        step: 0,
+        backend: "none",
+        throughput: 0,
+        seq: 1,
+        addrs: [],
+      };
+      const junk = [
+        randomBytes(300),
+        new Uint8Array(70 * 1024).fill(0x20),
+        enc({ ...hb, v: 2 }),
+        enc({ ...hb, type: "bogus" }),
+        enc({ ...hb, round: -1 }),
+        enc({ ...hb, peer: a.info.peerId }),
+        enc({ ...hb, job: "other" }),
+      ];
+      for (const data of junk) {
+        await f.host.services.pubsub.publish(topic, data);
+      }
+
+      const dropsOf = async (p: typeof a) =>
+        Object.values((await statusOf(p)).drops).reduce((x, y) => x + y, 0);
+      for (const p of [a, b, d]) {
+        let drops = 0;
+        for (let i = 0; i < 50 && drops < junk.length; i++) {
+          drops = await dropsOf(p);
+          await new Promise((r) => setTimeout(r, 100));
+        }
+        strictEqual(
+          drops,
+          junk.length,
+          `${p.name} dropped and counted every bad message`,
+        );
+        const s = await statusOf(p);
+        ok(
+          s.blobs.badStreams >= 2 || s.blobs.refused["bad-request"] >= 1,
+          JSON.stringify(s.blobs),
+        );
+      }
+      // Every node is still alive and still serves.
+      const blob = randomBytes(MiB);
+      const file = `${await c.tempDir()}/blob.bin`;
+      await Deno.writeFile(file, blob);
+      strictEqual(
+        (await runCli(["blob", "put", file, "--data-dir", a.dataDir])).code,
+        0,
+      );
+      const report = await f.blobs.fetch(
+        parseCid(cidToString(await cidForBytes(blob))),
+        [a.info.peerId],
+      );
+      strictEqual(report.bytesFrom[a.info.peerId], MiB);
+      for (const p of [a, b, d]) {
+        strictEqual(
+          (await statusOf(p)).peerId,
+          p.info.peerId,
+        );
+      }
+    } finally {
+      await c.close();
+    }
+  },
+);
