@@ -35,7 +35,12 @@ export async function atomicWriteFile(
     throw err;
   }
   file.close();
-  await Deno.rename(tmp, path);
+  try {
+    await Deno.rename(tmp, path);
+  } catch (err) {
+    await Deno.remove(tmp).catch(() => {});
+    throw err;
+  }
   await syncDir(dir);
 }
 

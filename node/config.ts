@@ -113,6 +113,9 @@ export function parseSetting<K extends keyof Config>(
     case "http":
       return parseHttp(source, text) as Config[K];
     case "maxBlobBytes":
+      if (!/^\d+$/.test(text)) {
+        return fail("expected a positive integer number of bytes");
+      }
       return validateSetting(source, key, Number(text)) as Config[K];
     default:
       return validateSetting(source, key, text) as Config[K];

@@ -101,7 +101,8 @@ export function parseCommand(argv: string[]): Command {
         nodes: { type: "string" },
         "keep-running": { type: "boolean" },
       }, 0);
-      const nodes = Number(p.values.nodes ?? "3");
+      const text = String(p.values.nodes ?? "3");
+      const nodes = /^\d{1,3}$/.test(text) ? Number(text) : NaN;
       if (!Number.isInteger(nodes) || nodes < 1 || nodes > 32) {
         throw new UsageError(
           `--nodes must be an integer from 1 to 32: current value is "${p.values.nodes}"`,

@@ -1,0 +1,235 @@
+import assert from "node:assert/strict";
+import {
+  type Config,
+  ConfigError,
+  defaultConfig,
+  loadConfig,
+} from "./config.ts";
+import { parseCommand } from "./cli/parse.ts";
+
+const PEER = "12D3KooWD3eckifWpRn9wQpMG9R9hX3sD158z7EqHWmweQAJU5SA";
+
+/** Runs `fn` with a fresh data dir; writes `zoo.json` there when given. */
+async function withDataDir(
+  zooJson: unknown,
+  fn: (dir: string, path: string) => Promise<void>,
+): Promise<void> {
+  const dir = await Deno.makeTempDir({ prefix: "zoo-config-" });
+  const path = `${dir}/zoo.json`;
+  try {
+    if (zooJson !== undefined) {
+      const text = typeof zooJson === "string"
+        ? zooJson
+        : JSON.stringify(zooJson);
+      await Deno.writeTextFile(path, text);
+    }
+    await fn(dir, path);
+  } finally {
+    await Deno.remove(dir, { recursive: true });
+  }
+}
+
+/** Asserts that `fn` rejects with a ConfigError whose message has `parts`. */
+async function assertConfigError(
+  fn: () => Promise<unknown>,
+  ...parts: string[]
+): Promise<void> {
+  await assert.rejects(fn, (err: unknown) => {
+    assert.ok(err instanceof ConfigError, `not a ConfigError: ${err}`);
+    for (const part of parts) {
+      assert.ok(err.message.includes(part), `"${part}" not in: ${err.message}`);
+    }
+    return true;
+  });
+}
+
+Deno.test("defaults: every setting when no source gives one", async () => {
+  await withDataDir(undefined, async (dir) => {
+    const config = await loadConfig({ dataDir: dir }, { HOME: "/home/ann" });
+    assert.deepEqual(config, { ...defaultConfig("/home/ann"), dataDir: dir });
+  });
+  assert.deepEqual(defaultConfig("/home/ann"), {
+    dataDir: "/home/ann/.zoo",
+    listen: ["/ip4/0.0.0.0/tcp/4001"],
+    bootstrap: [],
+    http: { hostname: "127.0.0.1", port: 7070 },
+    mdns: false,
+    job: "default",
+    maxBlobBytes: 2 ** 31,
+  });
+  assert.equal(defaultConfig(undefined).dataDir, "./.zoo");
+});
+
+/** One value per setting per source, each distinct from the others. */
+const FILE = {
+  listen: ["/ip4/127.0.0.1/tcp/1001"],
+  bootstrap: [`/ip4/10.0.0.1/tcp/1001/p2p/${PEER}`],
+  http: "127.0.0.1:1001",
+  mdns: true,
+  job: "from-file",
+  maxBlobBytes: 1001,
+};
+const ENV: Record<string, string> = {
+  ZOO_LISTEN: "/ip4/127.0.0.1/tcp/2002,/ip4/127.0.0.1/tcp/2003",
+  ZOO_BOOTSTRAP: `/ip4/10.0.0.2/tcp/2002/p2p/${PEER}`,
+  ZOO_HTTP: "0.0.0.0:2002",
+  ZOO_MDNS: "false",
+  ZOO_JOB: "from-env",
+  ZOO_MAX_BLOB_BYTES: "2002",
+};
+const FLAGS: Omit<Config, "dataDir" | "mdns"> = {
+  listen: ["/ip4/127.0.0.1/tcp/3003"],
+  bootstrap: [`/ip4/10.0.0.3/tcp/3003/p2p/${PEER}`],
+  http: null,
+  job: "from-flags",
+  maxBlobBytes: 3003,
+};
+
+Deno.test("zoo.json overrides every default", () =>
+  withDataDir(FILE, async (dir) => {
+    const config = await loadConfig({ dataDir: dir }, {});
+    assert.deepEqual(config, {
+      ...FILE,
+      dataDir: dir,
+      http: { hostname: "127.0.0.1", port: 1001 },
+    });
+  }));
+
+Deno.test("ZOO_* env overrides zoo.json, lists comma-separated", () =>
+  withDataDir(FILE, async (dir) => {
+    const config = await loadConfig({ dataDir: dir }, ENV);
+    assert.deepEqual(config, {
+      dataDir: dir,
+      listen: ["/ip4/127.0.0.1/tcp/2002", "/ip4/127.0.0.1/tcp/2003"],
+      bootstrap: [ENV.ZOO_BOOTSTRAP],
+      http: { hostname: "0.0.0.0", port: 2002 },
+      mdns: false,
+      job: "from-env",
+      maxBlobBytes: 2002,
+    });
+  }));
+
+Deno.test("flags override env and zoo.json", () =>
+  withDataDir(FILE, async (dir) => {
+    const config = await loadConfig(
+      { ...FLAGS, dataDir: dir, mdns: true },
+      ENV,
+    );
+    assert.deepEqual(config, { ...FLAGS, dataDir: dir, mdns: true });
+  }));
+
+Deno.test("dataDir: flag beats ZOO_DATA_DIR, which beats HOME", async () => {
+  await withDataDir({ job: "flag-dir" }, async (flagDir) => {
+    await withDataDir({ job: "env-dir" }, async (envDir) => {
+      const env = { HOME: "/nonexistent", ZOO_DATA_DIR: envDir };
+      const fromFlag = await loadConfig({ dataDir: flagDir }, env);
+      assert.equal(fromFlag.dataDir, flagDir);
+      assert.equal(fromFlag.job, "flag-dir");
+      const fromEnv = await loadConfig({}, env);
+      assert.equal(fromEnv.dataDir, envDir);
+      assert.equal(fromEnv.job, "env-dir");
+    });
+  });
+  const fromHome = await loadConfig({}, { HOME: "/nonexistent" });
+  assert.equal(fromHome.dataDir, "/nonexistent/.zoo");
+});
+
+Deno.test('zoo.json: http "off" is null, env "off" too', () =>
+  withDataDir({ http: "off" }, async (dir) => {
+    assert.equal((await loadConfig({ dataDir: dir }, {})).http, null);
+    const env = { ZOO_HTTP: "off" };
+    assert.equal(
+      (await loadConfig({}, { ...env, ZOO_DATA_DIR: dir })).http,
+      null,
+    );
+  }));
+
+Deno.test("zoo.json may not set dataDir", () =>
+  withDataDir(
+    { dataDir: "/elsewhere" },
+    (dir, path) =>
+      assertConfigError(
+        () => loadConfig({ dataDir: dir }, {}),
+        path,
+        "dataDir",
+      ),
+  ));
+
+Deno.test("zoo.json: an unknown key names the key and the file", () =>
+  withDataDir(
+    { jobb: "typo" },
+    (dir, path) =>
+      assertConfigError(() => loadConfig({ dataDir: dir }, {}), path, "jobb"),
+  ));
+
+Deno.test("zoo.json: invalid JSON or a non-object is a ConfigError", async () => {
+  for (const text of ["{ listen: [", "[1, 2]", "null", "7"]) {
+    await withDataDir(
+      text,
+      (dir, path) =>
+        assertConfigError(() => loadConfig({ dataDir: dir }, {}), path),
+    );
+  }
+});
+
+/** Bad values: [setting, env/flag text, zoo.json value, text in message]. */
+const BAD: [keyof Config, string, unknown, string][] = [
+  ["listen", "foo", ["foo"], "foo"],
+  ["bootstrap", "/ip4/1.2.3.4/tcp/1", ["/ip4/1.2.3.4/tcp/1"], "/p2p/"],
+  ["http", "99999", "99999", "99999"],
+  ["http", "abc", "abc", "abc"],
+  ["mdns", "maybe", "maybe", "maybe"],
+  ["job", "my job", "my job", "my job"],
+  ["maxBlobBytes", "0", 0, "0"],
+  ["maxBlobBytes", "-1", -1, "-1"],
+  ["maxBlobBytes", "1.5", 1.5, "1.5"],
+  ["maxBlobBytes", "x", "x", '"x"'],
+];
+
+const ENV_NAME: Record<string, string> = {
+  listen: "ZOO_LISTEN",
+  bootstrap: "ZOO_BOOTSTRAP",
+  http: "ZOO_HTTP",
+  mdns: "ZOO_MDNS",
+  job: "ZOO_JOB",
+  maxBlobBytes: "ZOO_MAX_BLOB_BYTES",
+};
+
+Deno.test("bad values in zoo.json name the file and the value", async () => {
+  for (const [key, , json, shown] of BAD) {
+    await withDataDir(
+      { [key]: json },
+      (dir, path) =>
+        assertConfigError(() => loadConfig({ dataDir: dir }, {}), path, shown),
+    );
+  }
+});
+
+Deno.test("bad values in ZOO_* env name the variable and the value", async () => {
+  for (const [key, text, , shown] of BAD) {
+    const env = { [ENV_NAME[key]]: text, HOME: "/nonexistent" };
+    await assertConfigError(() => loadConfig({}, env), ENV_NAME[key], shown);
+  }
+});
+
+Deno.test("bad values in flags name the flag and the value", () => {
+  const FLAG: Record<string, string> = {
+    listen: "--listen",
+    bootstrap: "--bootstrap",
+    http: "--http",
+    job: "--job",
+    maxBlobBytes: "--max-blob-bytes",
+  };
+  for (const [key, text, , shown] of BAD) {
+    if (key === "mdns") continue; // a boolean flag takes no value
+    assert.throws(
+      () => parseCommand(["--join", `${FLAG[key]}=${text}`]),
+      (err) => {
+        assert.ok(err instanceof ConfigError, `${key}: ${err}`);
+        assert.ok(err.message.includes(FLAG[key]), err.message);
+        assert.ok(err.message.includes(shown), err.message);
+        return true;
+      },
+    );
+  }
+});
