@@ -14,34 +14,38 @@
 export async function atomicWriteFile(
   path: string,
   data: Uint8Array,
-  options: { mode?: number } = {},
+  options: { mode?: number; tmpDir?: string } = {},
 ): Promise<void> {
   const dir = dirname(path);
-  const tmp = `${path}.${crypto.randomUUID()}.tmp`;
-  const file = await Deno.open(tmp, {
-    write: true,
-    createNew: true,
-    mode: options.mode ?? 0o644,
-  });
+  // The temp file must be on the same filesystem as `path` for the rename
+  // to be atomic; a caller's tmpDir lets it sweep stale temp files itself.
+  const tmp = options.tmpDir
+    ? `${options.tmpDir}/${crypto.randomUUID()}.tmp`
+    : `${path}.${crypto.randomUUID()}.tmp`;
   try {
-    let written = 0;
-    while (written < data.byteLength) {
-      written += await file.write(data.subarray(written));
-    }
+    using file = await Deno.open(tmp, {
+      write: true,
+      createNew: true,
+      mode: options.mode ?? 0o644,
+    });
+    await writeFully(file, data);
     await file.sync();
-  } catch (err) {
-    file.close();
-    await Deno.remove(tmp).catch(() => {});
-    throw err;
-  }
-  file.close();
-  try {
     await Deno.rename(tmp, path);
   } catch (err) {
     await Deno.remove(tmp).catch(() => {});
     throw err;
   }
   await syncDir(dir);
+}
+
+/** Writes all of `bytes`, looping over short writes. */
+export async function writeFully(
+  file: { write(p: Uint8Array): Promise<number> },
+  bytes: Uint8Array,
+): Promise<void> {
+  for (let done = 0; done < bytes.byteLength;) {
+    done += await file.write(bytes.subarray(done));
+  }
 }
 
 /** Flushes a directory entry so a rename into it survives power loss. */

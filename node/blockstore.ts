@@ -13,6 +13,7 @@
  */
 import { createHash } from "node:crypto";
 import { join } from "node:path";
+import { atomicWriteFile, syncDir, writeFully } from "./atomic_write.ts";
 import {
   assertSha256Cid,
   CID,
@@ -99,20 +100,8 @@ function assertSafeInteger(name: string, value: number, max: number) {
   }
 }
 
-async function fsyncDir(dir: string): Promise<void> {
-  if (Deno.build.os === "windows") return; // directories cannot be opened there
-  using handle = await Deno.open(dir, { read: true });
-  await handle.sync();
-}
-
-async function writeAll(file: Deno.FsFile, bytes: Uint8Array): Promise<void> {
-  for (let done = 0; done < bytes.length;) {
-    done += await file.write(bytes.subarray(done));
-  }
-}
-
 /** Streams `path` through sha256 (no whole-file buffer); returns hex. */
-async function hashFile(path: string): Promise<string> {
+export async function hashFile(path: string): Promise<string> {
   const hash = createHash("sha256");
   using file = await Deno.open(path, { read: true });
   const buffer = new Uint8Array(CHUNK_SIZE);
@@ -169,17 +158,7 @@ export class Blockstore {
     const path = this.#path(cid, "Cannot put block");
     // Idempotent; a same-CID file of the wrong size (damaged) is replaced.
     if ((await this.size(cid)) === bytes.length) return cid;
-    const tmp = join(this.#tmp, `${crypto.randomUUID()}.tmp`);
-    try {
-      using file = await Deno.open(tmp, { write: true, createNew: true });
-      await writeAll(file, bytes);
-      await file.sync();
-    } catch (error) {
-      await Deno.remove(tmp).catch(() => {});
-      throw error;
-    }
-    await Deno.rename(tmp, path);
-    await fsyncDir(this.#blocks);
+    await atomicWriteFile(path, bytes, { tmpDir: this.#tmp });
     return cid;
   }
 
@@ -334,7 +313,7 @@ export class Blockstore {
               `Cannot write ${chunk.length} bytes to download of ${name} at offset ${offset} as it would exceed expectedSize ${expectedSize}`,
             );
           }
-          await writeAll(file, chunk);
+          await writeFully(file, chunk);
           offset += chunk.length;
         }),
       commit: () =>
@@ -360,7 +339,7 @@ export class Blockstore {
           }
           release();
           await Deno.rename(path, target);
-          await fsyncDir(blocksDir);
+          await syncDir(blocksDir);
           return cid;
         }),
       truncate: () =>

@@ -17,7 +17,8 @@ import { generateKeyPair } from "@libp2p/crypto/keys";
 import { createHash } from "node:crypto";
 import { join } from "node:path";
 import { BlobService } from "../../node/blob_service.ts";
-import { Blockstore, CHUNK_SIZE } from "../../node/blockstore.ts";
+import { Blockstore, CHUNK_SIZE, hashFile } from "../../node/blockstore.ts";
+import { writeFully } from "../../node/atomic_write.ts";
 import { createHost, type Host } from "../../node/host.ts";
 import type { CID } from "../../protocol/cid.ts";
 import {
@@ -91,25 +92,6 @@ async function fetchOnce(a: Peer, b: Peer, cid: CID, bytes: number) {
   return seconds;
 }
 
-async function writeAll(
-  w: { write(p: Uint8Array): Promise<number> },
-  bytes: Uint8Array,
-): Promise<void> {
-  for (let done = 0; done < bytes.length;) {
-    done += await w.write(bytes.subarray(done));
-  }
-}
-
-async function hashFile(path: string): Promise<string> {
-  const hash = createHash("sha256");
-  using file = await Deno.open(path, { read: true });
-  const buffer = new Uint8Array(CHUNK_SIZE);
-  for (let n; (n = await file.read(buffer)) !== null;) {
-    hash.update(buffer.subarray(0, n));
-  }
-  return hash.digest("hex");
-}
-
 /** Where the raw TCP receiver puts the bytes, and what they must hash to. */
 interface DiskTarget {
   path: string;
@@ -128,7 +110,7 @@ async function receive(
     : undefined;
   let total = 0;
   for (let n; (n = await conn.read(buffer)) !== null;) {
-    if (file) await writeAll(file, buffer.subarray(0, n));
+    if (file) await writeFully(file, buffer.subarray(0, n));
     total += n;
   }
   if (total !== bytes) {
@@ -161,7 +143,7 @@ async function tcpOnce(blob: Uint8Array, disk?: DiskTarget): Promise<number> {
   });
   try {
     for (let off = 0; off < blob.length; off += CHUNK_SIZE) {
-      await writeAll(conn, blob.subarray(off, off + CHUNK_SIZE));
+      await writeFully(conn, blob.subarray(off, off + CHUNK_SIZE));
     }
     await conn.closeWrite();
     await received;
