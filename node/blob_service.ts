@@ -251,10 +251,12 @@ export class BlobService {
     const suspects = new Set<string>();
     let partial: PartialBlock | undefined;
     let contributors = new Set<string>();
+    // Fewest failures first (a stable sort keeps the caller's order among
+    // equals), so a peer that just failed is retried only after the others.
     const eligible = () =>
       order.filter((p) =>
         !report.bad.includes(p) && (failures.get(p) ?? 0) < MAX_TRIES
-      );
+      ).sort((a, b) => (failures.get(a) ?? 0) - (failures.get(b) ?? 0));
     try {
       while (true) {
         options.signal?.throwIfAborted();
@@ -272,6 +274,7 @@ export class BlobService {
           await this.#pull(cid, peer, pull, report, options);
         } catch (err) {
           options.signal?.throwIfAborted();
+          if (err instanceof RestartDownload) continue;
           // A refusal is an answer; a reset or a stall may pass, so such a
           // peer gets one more chance.
           const count = err instanceof PeerRefused ? MAX_TRIES : 1;
@@ -326,10 +329,10 @@ export class BlobService {
     );
     try {
       const reader = new StreamReader(stream, { highWaterMark: 4 << 20 });
-      await writeJsonFrame(stream, {
-        cid: cidToString(cid),
-        offset: pull.partial?.offset ?? 0,
-      });
+      // A fetch cut short earlier (or by a crash) left its bytes on disk.
+      const offset = pull.partial?.offset ??
+        await this.#store.partialSize(cid);
+      await writeJsonFrame(stream, { cid: cidToString(cid), offset });
       const header = parseBlobResponse(
         await readJsonFrame(
           reader,
@@ -338,7 +341,14 @@ export class BlobService {
         ),
       );
       if (!header) throw new PeerRefused("sent a malformed response header");
-      if (!header.ok) throw new PeerRefused(`refused: ${header.error}`);
+      if (!header.ok) {
+        if (header.error === "bad-request" && !pull.partial && offset > 0) {
+          // Our leftover part file is longer than the blob: drop it.
+          await this.#store.discardPartial(cid);
+          throw new RestartDownload();
+        }
+        throw new PeerRefused(`refused: ${header.error}`);
+      }
       if (header.size > this.#opts.maxBlobBytes) {
         throw new PeerRefused(
           `announced ${header.size} bytes, over the limit of ${this.#opts.maxBlobBytes}`,
@@ -351,14 +361,29 @@ export class BlobService {
         await pull.partial.close();
         pull.partial = undefined;
       }
-      pull.partial ??= await this.#store.partial(cid, header.size);
+      if (!pull.partial) {
+        pull.partial = await this.#store.partial(cid, header.size);
+        if (pull.partial.offset !== header.offset) {
+          // The part file left by an earlier fetch does not fit this blob's
+          // size: not this peer's doing, so start over from byte 0.
+          await pull.partial.truncate();
+          throw new RestartDownload();
+        }
+      }
       const partial = pull.partial;
-      if (partial.offset !== header.offset) {
+      // We always ask for the rest of the blob: a shorter answer would leave
+      // the download incomplete, and its commit would throw a RangeError.
+      if (
+        partial.offset !== header.offset ||
+        header.offset + header.length !== header.size
+      ) {
         throw new PeerRefused("answered a different range than requested");
       }
       report.size = header.size;
       let left = header.length;
       while (left > 0) {
+        // Reads only wait (and see the signal) when nothing is buffered.
+        signal?.throwIfAborted();
         const chunk = await reader.read(
           left,
           anySignal(signal, this.#opts.idleTimeoutMs),
@@ -383,6 +408,9 @@ export class BlobService {
 
 /** Failed attempts after which a provider is not asked again in a fetch. */
 const MAX_TRIES = 2;
+
+/** A stale part file was discarded; ask the same peer again from 0. */
+class RestartDownload extends Error {}
 
 /** A provider could not serve this fetch; the next one is tried. */
 class PeerRefused extends Error {}

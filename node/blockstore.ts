@@ -261,6 +261,28 @@ export class Blockstore {
    * file longer than `expectedSize` is from another attempt and is dropped.
    * Only one PartialBlock per CID may be open at a time.
    */
+  /** Bytes of `cid` already downloaded by an earlier, interrupted fetch. */
+  async partialSize(cid: CID): Promise<number> {
+    assertSha256Cid(cid, "Cannot inspect download");
+    try {
+      return (await Deno.stat(join(this.#tmp, `${cidToString(cid)}.part`)))
+        .size;
+    } catch (err) {
+      if (err instanceof Deno.errors.NotFound) return 0;
+      throw err;
+    }
+  }
+
+  /** Deletes what an earlier fetch of `cid` left behind. */
+  async discardPartial(cid: CID): Promise<void> {
+    assertSha256Cid(cid, "Cannot discard download");
+    await Deno.remove(join(this.#tmp, `${cidToString(cid)}.part`)).catch(
+      (err) => {
+        if (!(err instanceof Deno.errors.NotFound)) throw err;
+      },
+    );
+  }
+
   async partial(cid: CID, expectedSize: number): Promise<PartialBlock> {
     const target = this.#path(cid, "Cannot download block");
     if (!Number.isSafeInteger(expectedSize) || expectedSize < 0) {

@@ -1,4 +1,4 @@
-import type { Stream } from "@libp2p/interface";
+import type { Stream, StreamCloseEvent } from "@libp2p/interface";
 
 /** The stream ended, timed out or sent a frame over its limit. */
 export class StreamIoError extends Error {
@@ -136,13 +136,47 @@ export class StreamReader {
   }
 }
 
-/** Sends bytes, waiting for the send buffer to drain when it is full. */
+/**
+ * Sends bytes, waiting until the stream has handed its whole send buffer to
+ * the muxer, so at most one chunk plus one yamux window is held in memory.
+ *
+ * Waits on 'drain' events, not `stream.onDrain()`: in @libp2p/utils 7.4 that
+ * promise is never reset once resolved, so after the first drain it returns
+ * at once and a fast writer queues everything it has into the send buffer.
+ */
 export async function writeAll(
   stream: Stream,
   data: Uint8Array,
   signal?: AbortSignal,
 ): Promise<void> {
-  if (!stream.send(data)) await stream.onDrain({ signal });
+  stream.send(data);
+  while (stream.writableNeedsDrain) await nextDrain(stream, signal);
+}
+
+function nextDrain(stream: Stream, signal?: AbortSignal): Promise<void> {
+  return new Promise((resolve, reject) => {
+    const settle = (err?: StreamIoError) => {
+      stream.removeEventListener("drain", onDrain);
+      stream.removeEventListener("close", onClose);
+      signal?.removeEventListener("abort", onAbort);
+      if (err) reject(err);
+      else resolve();
+    };
+    const onDrain = () => settle();
+    const onClose = (evt: StreamCloseEvent) =>
+      settle(
+        new StreamIoError("stream closed while sending", { cause: evt.error }),
+      );
+    const onAbort = () =>
+      settle(new StreamIoError("write timed out", { cause: signal?.reason }));
+    if (signal?.aborted) return onAbort();
+    if (stream.writeStatus === "closed") {
+      return settle(new StreamIoError("stream closed while sending"));
+    }
+    stream.addEventListener("drain", onDrain);
+    stream.addEventListener("close", onClose);
+    signal?.addEventListener("abort", onAbort, { once: true });
+  });
 }
 
 /**

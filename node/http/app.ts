@@ -50,8 +50,14 @@ export interface CreateAppOptions {
  *     livePeers: 0,
  *     connections: 0,
  *     drops: {},
+ *     blobs: {
+ *       served: 0, servedBytes: 0, badStreams: 0, corruptLocal: 0,
+ *       fetched: 0, fetchedBytes: 0,
+ *       refused: { "bad-request": 0, "not-found": 0, busy: 0, "too-large": 0 },
+ *     },
  *   }),
  *   peers: () => [],
+ *   fetchBlob: () => Promise.reject(new Error("no blobs here")),
  * });
  * const res = await app.request("/api/status");
  * strictEqual((await res.json()).peerId, "12D3KooW");
