@@ -8,6 +8,7 @@ import {
   keyPaths,
   loadIdentity,
 } from "./identity.ts";
+import { zooNode } from "../tests/_cli.ts";
 
 async function withDataDir(fn: (dir: string) => Promise<void>): Promise<void> {
   const dir = await Deno.makeTempDir({ prefix: "zoo-identity-" });
@@ -165,35 +166,12 @@ Deno.test("one key of the pair missing is an IdentityError naming it", async () 
 });
 
 /** This process's env without ZOO_* settings, which would change the run. */
-function cleanEnv(): Record<string, string> {
-  const env = Deno.env.toObject();
-  for (const name of Object.keys(env)) {
-    if (name.startsWith("ZOO_")) delete env[name];
-  }
-  return env;
-}
-
-/** Runs `main.ts` with `args`; returns exit code and both outputs. */
-async function zooNode(...args: string[]) {
-  const root = new URL("..", import.meta.url).pathname;
-  const out = await new Deno.Command(Deno.execPath(), {
-    args: ["run", "-A", `${root}main.ts`, ...args],
-    env: { ...cleanEnv(), NO_COLOR: "1" },
-    clearEnv: true,
-    stdout: "piped",
-    stderr: "piped",
-    signal: AbortSignal.timeout(60_000),
-  }).output();
-  const text = (b: Uint8Array) => new TextDecoder().decode(b);
-  return { code: out.code, output: text(out.stdout) + text(out.stderr) };
-}
-
 Deno.test("keys init / keys show never print the key bytes", () =>
   withDataDir(async (dir) => {
-    const init = await zooNode("keys", "init", "--data-dir", dir);
-    assert.equal(init.code, 0, init.output);
-    const show = await zooNode("keys", "show", "--data-dir", dir);
-    assert.equal(show.code, 0, show.output);
+    const init = await zooNode(["keys", "init", "--data-dir", dir]);
+    assert.equal(init.code, 0, init.stderr);
+    const show = await zooNode(["keys", "show", "--data-dir", dir]);
+    assert.equal(show.code, 0, show.stderr);
     const identity = await loadIdentity(dir);
     assert.ok(identity);
     const fileBytes = await Deno.readFile(keyPaths(dir).peer);
@@ -204,7 +182,8 @@ Deno.test("keys init / keys show never print the key bytes", () =>
       secrets.push(buf.toString("base64"), buf.toString("hex"));
       secrets.push(buf.subarray(0, 32).toString("base64").slice(0, 16));
     }
-    for (const { output } of [init, show]) {
+    for (const { stdout, stderr } of [init, show]) {
+      const output = stdout + stderr;
       assert.ok(output.includes(identity.peerId), output);
       assert.ok(output.includes(identity.address), output);
       const lower = output.toLowerCase();

@@ -9,7 +9,7 @@
  * @module
  */
 
-import type { Backend, Heartbeat } from "./messages.ts";
+import type { Heartbeat } from "./messages.ts";
 
 /** How often a peer sends a heartbeat, in milliseconds. */
 export const DEFAULT_HEARTBEAT_INTERVAL_MS = 2000;
@@ -21,17 +21,7 @@ export const DEFAULT_HEARTBEAT_INTERVAL_MS = 2000;
 export const DEFAULT_PEER_TTL_MS = 10000;
 
 /** What is known of one peer: its latest heartbeat and when it was seen. */
-export type PeerEntry = {
-  readonly peer: string;
-  readonly version: string;
-  readonly job: string;
-  readonly round: number;
-  readonly step: number;
-  readonly backend: Backend;
-  readonly throughput: number;
-  readonly seq: number;
-  /** The peer's listen multiaddrs, as its latest heartbeat gave them. */
-  readonly addrs: readonly string[];
+export type PeerEntry = Omit<Heartbeat, "v" | "type"> & {
   /** When the first heartbeat of this stay in the table arrived (ms). */
   readonly firstSeen: number;
   /** When the latest accepted heartbeat arrived (ms). */
@@ -77,16 +67,9 @@ export function observeHeartbeat(
   checkTime("now", now);
   const previous = table.get(hb.peer);
   if (previous !== undefined && hb.seq <= previous.seq) return table;
+  const { v: _v, type: _type, ...fields } = hb;
   const entry: PeerEntry = {
-    peer: hb.peer,
-    version: hb.version,
-    job: hb.job,
-    round: hb.round,
-    step: hb.step,
-    backend: hb.backend,
-    throughput: hb.throughput,
-    seq: hb.seq,
-    addrs: hb.addrs,
+    ...fields,
     firstSeen: previous?.firstSeen ?? now,
     // A heartbeat handled late must not make the peer look older.
     lastSeen: Math.max(previous?.lastSeen ?? now, now),

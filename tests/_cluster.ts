@@ -14,10 +14,9 @@ import {
 } from "../node/local_peer.ts";
 import { startNode, type ZooNode } from "../node/node.ts";
 import { callRpc } from "../node/rpc_client.ts";
+import { MAIN, zooNode } from "./_cli.ts";
+import { type CID, parseCid } from "../protocol/cid.ts";
 import type { NodeStatus } from "../node/http/types.ts";
-
-/** The CLI entry the child processes run. */
-export const MAIN = new URL("../main.ts", import.meta.url).href;
 
 /** Test options that let libp2p keep its timers after the test. */
 export const LIBP2P_TEST = { sanitizeOps: false, sanitizeResources: false };
@@ -57,6 +56,21 @@ export class Cluster {
     return node;
   }
 
+  /** Stores `bytes` on each peer with `zoo-node blob put`; returns the CID. */
+  async putBlob(bytes: Uint8Array, peers: LocalPeer[]): Promise<CID> {
+    const file = `${await this.tempDir()}/blob.bin`;
+    await Deno.writeFile(file, bytes);
+    let cid = "";
+    for (const p of peers) {
+      const put = await zooNode(["blob", "put", file, "--data-dir", p.dataDir]);
+      if (put.code !== 0) {
+        throw new Error(`blob put on ${p.name}: ${put.stderr}`);
+      }
+      cid = put.stdout.trim();
+    }
+    return parseCid(cid);
+  }
+
   async tempDir(): Promise<string> {
     const dir = await Deno.makeTempDir({ prefix: "zoo-test-" });
     this.#dirs.push(dir);
@@ -92,23 +106,6 @@ export function waitForLivePeers(
     timeoutMs,
     `${peer.name} seeing ${n} live peers`,
   );
-}
-
-/** Runs the CLI to completion and returns its exit code and output. */
-export async function runCli(
-  args: string[],
-): Promise<{ code: number; stdout: string; stderr: string }> {
-  const out = await new Deno.Command(Deno.execPath(), {
-    args: ["run", "-A", MAIN, ...args],
-    env: { NO_COLOR: "1" },
-    stdin: "null",
-  }).output();
-  const dec = new TextDecoder();
-  return {
-    code: out.code,
-    stdout: dec.decode(out.stdout),
-    stderr: dec.decode(out.stderr),
-  };
 }
 
 /** Random bytes of any length (getRandomValues fills 64 KiB at a time). */

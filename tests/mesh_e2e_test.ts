@@ -6,7 +6,7 @@
 import { deepStrictEqual, ok, strictEqual } from "node:assert";
 import { multiaddr } from "@multiformats/multiaddr";
 import { peerIdFromString } from "@libp2p/peer-id";
-import { cidForBytes, cidToString, parseCid } from "../protocol/cid.ts";
+import { cidForBytes, cidToString } from "../protocol/cid.ts";
 import { jobTopic } from "../node/gossip_service.ts";
 import { BLOB_PROTOCOL } from "../protocol/blob_messages.ts";
 import { blockstoreDir } from "../node/node.ts";
@@ -15,10 +15,10 @@ import {
   Cluster,
   LIBP2P_TEST,
   randomBytes,
-  runCli,
   statusOf,
   waitForLivePeers,
 } from "./_cluster.ts";
+import { zooNode } from "./_cli.ts";
 
 const MiB = 1 << 20;
 
@@ -69,13 +69,13 @@ Deno.test(
       const file = `${await c.tempDir()}/blob.bin`;
       const bytes = randomBytes(64 * MiB);
       await Deno.writeFile(file, bytes);
-      const put = await runCli(["blob", "put", file, "--data-dir", a.dataDir]);
+      const put = await zooNode(["blob", "put", file, "--data-dir", a.dataDir]);
       strictEqual(put.code, 0, put.stderr);
       const cid = put.stdout.trim();
       strictEqual(cid, cidToString(await cidForBytes(bytes)));
 
       const out = `${await c.tempDir()}/out.bin`;
-      const get = await runCli([
+      const get = await zooNode([
         "blob",
         "get",
         cid,
@@ -107,15 +107,7 @@ Deno.test(
       const a = await c.spawn("a");
       const b = await c.spawn("b", [a]);
       const bytes = randomBytes(64 * MiB);
-      const file = `${await c.tempDir()}/blob.bin`;
-      await Deno.writeFile(file, bytes);
-      for (const p of [a, b]) {
-        strictEqual(
-          (await runCli(["blob", "put", file, "--data-dir", p.dataDir])).code,
-          0,
-        );
-      }
-      const cid = await cidForBytes(bytes);
+      const cid = await c.putBlob(bytes, [a, b]);
       const f = await c.inProcess([a, b]);
       let killed = false;
       const report = await f.blobs.fetch(cid, [a.info.peerId, b.info.peerId], {
@@ -150,15 +142,7 @@ Deno.test(
       const a = await c.spawn("a");
       const b = await c.spawn("b", [a]);
       const bytes = randomBytes(8 * MiB);
-      const file = `${await c.tempDir()}/blob.bin`;
-      await Deno.writeFile(file, bytes);
-      for (const p of [a, b]) {
-        strictEqual(
-          (await runCli(["blob", "put", file, "--data-dir", p.dataDir])).code,
-          0,
-        );
-      }
-      const cid = await cidForBytes(bytes);
+      const cid = await c.putBlob(bytes, [a, b]);
       // Rot one byte of a's copy on disk, behind its back.
       const onDisk = `${blockstoreDir(a.dataDir)}/blocks/${cidToString(cid)}`;
       const rotten = await Deno.readFile(onDisk);
@@ -267,17 +251,8 @@ Deno.test(
         );
       }
       // Every node is still alive and still serves.
-      const blob = randomBytes(MiB);
-      const file = `${await c.tempDir()}/blob.bin`;
-      await Deno.writeFile(file, blob);
-      strictEqual(
-        (await runCli(["blob", "put", file, "--data-dir", a.dataDir])).code,
-        0,
-      );
-      const report = await f.blobs.fetch(
-        parseCid(cidToString(await cidForBytes(blob))),
-        [a.info.peerId],
-      );
+      const cid = await c.putBlob(randomBytes(MiB), [a]);
+      const report = await f.blobs.fetch(cid, [a.info.peerId]);
       strictEqual(report.bytesFrom[a.info.peerId], MiB);
       for (const p of [a, b, d]) {
         strictEqual(

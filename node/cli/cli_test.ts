@@ -1,35 +1,9 @@
 import assert from "node:assert/strict";
 import { cidForBytes, cidToString } from "../../protocol/cid.ts";
 import { VERSION } from "../version.ts";
-
-const MAIN = new URL("../../main.ts", import.meta.url).pathname;
+import { zooNode } from "../../tests/_cli.ts";
 
 /** This process's env without ZOO_* settings, which would change the run. */
-function cleanEnv(): Record<string, string> {
-  const env = Deno.env.toObject();
-  for (const name of Object.keys(env)) {
-    if (name.startsWith("ZOO_")) delete env[name];
-  }
-  return { ...env, NO_COLOR: "1" };
-}
-
-/**
- * Runs `zoo-node args...` as a subprocess. The timeout kills a command that
- * would otherwise keep running (a `--join` that got past its checks).
- */
-async function zooNode(...args: string[]) {
-  const out = await new Deno.Command(Deno.execPath(), {
-    args: ["run", "-A", MAIN, ...args],
-    env: cleanEnv(),
-    clearEnv: true,
-    stdout: "piped",
-    stderr: "piped",
-    signal: AbortSignal.timeout(60_000),
-  }).output();
-  const text = (b: Uint8Array) => new TextDecoder().decode(b);
-  return { code: out.code, stdout: text(out.stdout), stderr: text(out.stderr) };
-}
-
 async function withDataDir(fn: (dir: string) => Promise<void>): Promise<void> {
   const dir = await Deno.makeTempDir({ prefix: "zoo-cli-" });
   try {
@@ -41,7 +15,7 @@ async function withDataDir(fn: (dir: string) => Promise<void>): Promise<void> {
 
 /** Exit 2 with nothing on stdout and one "zoo-node: ..." line on stderr. */
 async function assertUsageExit(args: string[], ...parts: string[]) {
-  const { code, stdout, stderr } = await zooNode(...args);
+  const { code, stdout, stderr } = await zooNode(args);
   const what = `${args.join(" ")}: ${stderr}`;
   assert.equal(code, 2, what);
   assert.equal(stdout, "", what);
@@ -53,7 +27,7 @@ async function assertUsageExit(args: string[], ...parts: string[]) {
 
 Deno.test("--help exits 0 and prints the usage", async () => {
   for (const flag of ["--help", "-h"]) {
-    const { code, stdout, stderr } = await zooNode(flag);
+    const { code, stdout, stderr } = await zooNode([flag]);
     assert.equal(code, 0, stderr);
     assert.match(stdout, /^zoo-node: decentralized training node\n/);
     for (const part of ["Usage:", "--join", "keys init|show", "Exit codes"]) {
@@ -63,7 +37,7 @@ Deno.test("--help exits 0 and prints the usage", async () => {
 });
 
 Deno.test("--version prints the version", async () => {
-  const { code, stdout } = await zooNode("--version");
+  const { code, stdout } = await zooNode(["--version"]);
   assert.equal(code, 0);
   assert.equal(stdout, `zoo-node ${VERSION}\n`);
   assert.equal(VERSION, "0.1.0");
@@ -79,12 +53,12 @@ Deno.test("a bad command line exits 2 with one line on stderr", async () => {
 
 Deno.test("keys show on an empty data dir exits 1 with a hint", () =>
   withDataDir(async (dir) => {
-    const { code, stdout, stderr } = await zooNode(
+    const { code, stdout, stderr } = await zooNode([
       "keys",
       "show",
       "--data-dir",
       dir,
-    );
+    ]);
     assert.equal(code, 1, stderr);
     assert.equal(stdout, "");
     assert.match(
@@ -96,31 +70,35 @@ Deno.test("keys show on an empty data dir exits 1 with a hint", () =>
 
 Deno.test("keys init twice keeps the same ids", () =>
   withDataDir(async (dir) => {
-    const first = await zooNode("keys", "init", "--data-dir", dir);
+    const first = await zooNode(["keys", "init", "--data-dir", dir]);
     assert.equal(first.code, 0, first.stderr);
     assert.match(first.stdout, /^created keys in /);
-    const again = await zooNode("keys", "init", "--data-dir", dir);
+    const again = await zooNode(["keys", "init", "--data-dir", dir]);
     assert.equal(again.code, 0, again.stderr);
     assert.match(again.stdout, /already exist/);
     const ids = (s: string) => s.split("\n").slice(1).join("\n");
     assert.match(ids(first.stdout), /^peer id {2}12D3KooW\w+\naddress {2}0x/);
     assert.equal(ids(again.stdout), ids(first.stdout));
-    const show = await zooNode("keys", "show", "--data-dir", dir);
+    const show = await zooNode(["keys", "show", "--data-dir", dir]);
     assert.equal(show.stdout, ids(first.stdout));
   }));
 
 Deno.test("keys show with a world-readable key exits 1 with chmod hint", () =>
   withDataDir(async (dir) => {
-    assert.equal((await zooNode("keys", "init", "--data-dir", dir)).code, 0);
+    assert.equal((await zooNode(["keys", "init", "--data-dir", dir])).code, 0);
     await Deno.chmod(`${dir}/keys/account.key`, 0o644);
-    const { code, stderr } = await zooNode("keys", "show", "--data-dir", dir);
+    const { code, stderr } = await zooNode(["keys", "show", "--data-dir", dir]);
     assert.equal(code, 1, stderr);
     assert.match(stderr, /^zoo-node: .*chmod 600/);
   }));
 
 Deno.test("status with no running node exits 1", () =>
   withDataDir(async (dir) => {
-    const { code, stdout, stderr } = await zooNode("status", "--data-dir", dir);
+    const { code, stdout, stderr } = await zooNode([
+      "status",
+      "--data-dir",
+      dir,
+    ]);
     assert.equal(code, 1, stderr);
     assert.equal(stdout, "");
     assert.match(stderr, /^zoo-node: no node .* running on .*--join"\n$/);
@@ -137,13 +115,13 @@ Deno.test("blob put prints the CID of the file's bytes", () =>
     const file = `${dir}/weights.bin`;
     const bytes = new Uint8Array(100_000).map((_, i) => (i * 7) & 0xff);
     await Deno.writeFile(file, bytes);
-    const { code, stdout, stderr } = await zooNode(
+    const { code, stdout, stderr } = await zooNode([
       "blob",
       "put",
       file,
       "--data-dir",
       dir,
-    );
+    ]);
     assert.equal(code, 0, stderr);
     const expected = cidToString(await cidForBytes(bytes));
     assert.match(expected, /^bafkrei[a-z2-7]+$/);
@@ -165,14 +143,10 @@ Deno.test("an unknown key in zoo.json makes --join exit 2 naming it", () =>
 
 Deno.test("a bad ZOO_* value makes keys show exit 2 naming the variable", () =>
   withDataDir(async (dir) => {
-    const out = await new Deno.Command(Deno.execPath(), {
-      args: ["run", "-A", MAIN, "keys", "show", "--data-dir", dir],
-      env: { ...cleanEnv(), ZOO_MAX_BLOB_BYTES: "lots" },
-      clearEnv: true,
-      stdout: "null",
-      stderr: "piped",
-    }).output();
-    const stderr = new TextDecoder().decode(out.stderr);
+    const out = await zooNode(["keys", "show", "--data-dir", dir], {
+      ZOO_MAX_BLOB_BYTES: "lots",
+    });
+    const stderr = out.stderr;
     assert.equal(out.code, 2, stderr);
     assert.match(stderr, /^zoo-node: env ZOO_MAX_BLOB_BYTES: .*"lots"\n$/);
   }));
