@@ -1,0 +1,119 @@
+import type { AdamWConfig } from "../kernels/adamw.ts";
+import { AdamW } from "../kernels/adamw.ts";
+import type { Backend } from "../kernels/backend.ts";
+import { chunkDataset, splitTrainVal } from "../kernels/data/dataset.ts";
+import { BatchSampler } from "../kernels/data/sampler.ts";
+import { fillPositions, Gpt, type GptConfig, initGpt } from "../kernels/gpt.ts";
+import { type Batch, evalLoss, trainStep } from "../kernels/train_step.ts";
+
+/** What a local training run is made of. */
+export interface LocalTrainOptions {
+  backend: Backend;
+  model: GptConfig;
+  adamw: AdamWConfig;
+  steps: number;
+  batch: number;
+  seed: number;
+  /** The training text (bytes). */
+  data: Uint8Array;
+  /** Evaluate on held-out text every this many steps (0: only at the end). */
+  evalEvery: number;
+  onStep?: (info: StepInfo) => void;
+}
+
+/** Reported after every step. */
+export interface StepInfo {
+  step: number;
+  loss: number;
+  lr: number;
+  gradNorm: number;
+  /** Held-out loss, on steps that evaluated. */
+  valLoss?: number;
+  tokensPerSecond: number;
+}
+
+/** The outcome of a run. */
+export interface LocalTrainResult {
+  model: Gpt;
+  datasetId: string;
+  firstLoss: number;
+  finalLoss: number;
+  valLoss: number;
+  tokensPerSecond: number;
+  seconds: number;
+}
+
+const EVAL_BATCHES = 4;
+
+/**
+ * Trains a GPT on one machine: chunks the text (5% held out for
+ * evaluation), draws deterministic batches from the seed, and runs AdamW.
+ */
+export async function trainLocal(
+  o: LocalTrainOptions,
+): Promise<LocalTrainResult> {
+  const be = o.backend;
+  const T = o.model.contextLength, B = o.batch;
+  const dataset = await chunkDataset(o.data);
+  const { train, val } = splitTrainVal(dataset, 0.05);
+  const sampler = new BatchSampler(dataset, train, {
+    seed: o.seed,
+    batch: B,
+    context: T,
+  });
+  const valSampler = new BatchSampler(dataset, val.length > 0 ? val : train, {
+    seed: `${o.seed}/val`,
+    batch: B,
+    context: T,
+  });
+  const model = new Gpt(be, o.model);
+  initGpt(model, o.seed);
+  const opt = new AdamW(be, model.params.length, o.adamw);
+  const batch: Batch = {
+    inputs: be.allocInt32(B * T),
+    targets: be.allocInt32(B * T),
+    positions: fillPositions(be.allocInt32(B * T), B, T),
+    B,
+    T,
+  };
+  const evaluate = () => {
+    let sum = 0;
+    for (let i = 0; i < EVAL_BATCHES; i++) {
+      valSampler.writeBatch(i, batch.inputs, batch.targets);
+      sum += evalLoss(model, batch);
+    }
+    return sum / EVAL_BATCHES;
+  };
+
+  const started = performance.now();
+  let firstLoss = NaN, finalLoss = NaN, valLoss = NaN;
+  let trainSeconds = 0;
+  for (let step = 1; step <= o.steps; step++) {
+    sampler.writeBatch(step, batch.inputs, batch.targets);
+    const t0 = performance.now();
+    const r = trainStep(model, opt, batch);
+    trainSeconds += (performance.now() - t0) / 1000;
+    if (step === 1) firstLoss = r.loss;
+    finalLoss = r.loss;
+    const info: StepInfo = {
+      step,
+      ...r,
+      tokensPerSecond: (step * B * T) / trainSeconds,
+    };
+    if ((o.evalEvery > 0 && step % o.evalEvery === 0) || step === o.steps) {
+      valLoss = info.valLoss = evaluate();
+    }
+    o.onStep?.(info);
+    // Let signals and timers run between steps.
+    if (step % 16 === 0) await new Promise((r) => setTimeout(r, 0));
+  }
+  return {
+    model,
+    datasetId: dataset.id,
+    firstLoss,
+    finalLoss,
+    valLoss,
+    tokensPerSecond: (o.steps * B * T) / trainSeconds,
+    seconds: (performance.now() - started) / 1000,
+  };
+}
