@@ -1,18 +1,19 @@
-import { parseArgs } from "node:util";
+import type { PartialConfig } from "../config.ts";
 import {
-  type Config,
-  ConfigError,
-  parseSetting,
-  type PartialConfig,
-} from "../config.ts";
+  DATA_DIR,
+  parseFlags,
+  settings,
+  type Spec,
+  UsageError,
+} from "./flags.ts";
+import {
+  parseSample,
+  parseTrain,
+  type SampleCommand,
+  type TrainCommand,
+} from "./parse_train.ts";
 
-/** A command line that cannot be understood; exits with code 2. */
-export class UsageError extends Error {
-  constructor(message: string) {
-    super(message);
-    this.name = "UsageError";
-  }
-}
+export { UsageError };
 
 /** What the command line asks for. */
 export type Command =
@@ -34,11 +35,10 @@ export type Command =
     out: string | null;
     from: string[];
     flags: PartialConfig;
-  };
+  }
+  | TrainCommand
+  | SampleCommand;
 
-type Spec = Record<string, { type: "string" | "boolean"; multiple?: boolean }>;
-
-const DATA_DIR: Spec = { "data-dir": { type: "string" } };
 const NODE_FLAGS: Spec = {
   ...DATA_DIR,
   listen: { type: "string", multiple: true },
@@ -47,16 +47,6 @@ const NODE_FLAGS: Spec = {
   mdns: { type: "boolean" },
   job: { type: "string" },
   "max-blob-bytes": { type: "string" },
-};
-
-/** Flag name → config key, for the flags that are settings. */
-const SETTING_FLAGS: Record<string, keyof Config> = {
-  "data-dir": "dataDir",
-  listen: "listen",
-  bootstrap: "bootstrap",
-  http: "http",
-  job: "job",
-  "max-blob-bytes": "maxBlobBytes",
 };
 
 /**
@@ -75,7 +65,7 @@ export function parseCommand(argv: string[]): Command {
   if (first === "--join") {
     return {
       kind: "join",
-      flags: settings(parse(argv.slice(1), NODE_FLAGS, 0)),
+      flags: settings(parseFlags(argv.slice(1), NODE_FLAGS, 0)),
     };
   }
   const rest = argv.slice(1);
@@ -92,11 +82,11 @@ export function parseCommand(argv: string[]): Command {
       return {
         kind: "keys",
         action,
-        flags: settings(parse(rest.slice(1), DATA_DIR, 0)),
+        flags: settings(parseFlags(rest.slice(1), DATA_DIR, 0)),
       };
     }
     case "devnet": {
-      const p = parse(rest, {
+      const p = parseFlags(rest, {
         ...DATA_DIR,
         nodes: { type: "string" },
         "keep-running": { type: "boolean" },
@@ -116,9 +106,13 @@ export function parseCommand(argv: string[]): Command {
       };
     }
     case "status":
-      return { kind: "status", flags: settings(parse(rest, DATA_DIR, 0)) };
+      return { kind: "status", flags: settings(parseFlags(rest, DATA_DIR, 0)) };
     case "blob":
       return parseBlob(rest);
+    case "train":
+      return parseTrain(rest);
+    case "sample":
+      return parseSample(rest);
     default:
       throw new UsageError(
         `unknown command ${
@@ -131,11 +125,11 @@ export function parseCommand(argv: string[]): Command {
 function parseBlob(argv: string[]): Command {
   const action = argv[0];
   if (action === "put") {
-    const p = parse(argv.slice(1), DATA_DIR, 1);
+    const p = parseFlags(argv.slice(1), DATA_DIR, 1);
     return { kind: "blob-put", file: p.positionals[0], flags: settings(p) };
   }
   if (action === "get") {
-    const p = parse(argv.slice(1), {
+    const p = parseFlags(argv.slice(1), {
       ...DATA_DIR,
       out: { type: "string" },
       from: { type: "string", multiple: true },
@@ -155,55 +149,4 @@ function parseBlob(argv: string[]): Command {
       JSON.stringify(action ?? "")
     }`,
   );
-}
-
-type Parsed = {
-  values: Record<string, string | boolean | string[] | undefined>;
-  positionals: string[];
-};
-
-function parse(argv: string[], options: Spec, positionals: number): Parsed {
-  let parsed: Parsed;
-  try {
-    parsed = parseArgs({
-      args: argv,
-      options,
-      strict: true,
-      allowPositionals: true,
-    }) as unknown as Parsed;
-  } catch (err) {
-    throw new UsageError((err as Error).message.split("\n")[0]);
-  }
-  if (parsed.positionals.length !== positionals) {
-    throw new UsageError(
-      positionals === 0
-        ? `unexpected argument ${JSON.stringify(parsed.positionals[0])}`
-        : `expected ${positionals} argument(s): got ${parsed.positionals.length}`,
-    );
-  }
-  return parsed;
-}
-
-function settings(parsed: Parsed): PartialConfig {
-  const out: PartialConfig = {};
-  for (const [flag, value] of Object.entries(parsed.values)) {
-    if (flag === "mdns") {
-      out.mdns = value === true;
-      continue;
-    }
-    const key = SETTING_FLAGS[flag];
-    if (!key || value === undefined) continue;
-    const text = Array.isArray(value) ? value.join(",") : String(value);
-    try {
-      (out as Record<string, unknown>)[key] = parseSetting(
-        `flag --${flag}`,
-        key,
-        text,
-      );
-    } catch (err) {
-      if (err instanceof ConfigError) throw err;
-      throw new UsageError(`--${flag}: ${(err as Error).message}`);
-    }
-  }
-  return out;
 }

@@ -1,4 +1,6 @@
 import { ConfigError, loadConfig, type PartialConfig } from "../config.ts";
+import { SafetensorsError } from "../../kernels/safetensors.ts";
+import { CorpusError } from "../corpus_fetch.ts";
 import { IdentityError } from "../identity.ts";
 import { RpcCallError } from "../rpc_client.ts";
 import { VERSION } from "../version.ts";
@@ -7,7 +9,9 @@ import { devnet } from "./devnet.ts";
 import { join } from "./join.ts";
 import { keysInit, keysShow } from "./keys.ts";
 import { type Command, parseCommand, UsageError } from "./parse.ts";
+import { sample } from "./sample.ts";
 import { status } from "./status.ts";
+import { train } from "./train.ts";
 import { USAGE } from "./usage.ts";
 
 /** Exit codes: 0 success, 1 failure, 2 bad command line or settings. */
@@ -23,7 +27,10 @@ export async function runCli(argv: string[]): Promise<number> {
       console.error(`zoo-node: ${err.message}`);
       return EXIT.usage;
     }
-    if (err instanceof IdentityError || err instanceof RpcCallError) {
+    if (
+      err instanceof IdentityError || err instanceof RpcCallError ||
+      err instanceof CorpusError || err instanceof SafetensorsError
+    ) {
       console.error(`zoo-node: ${err.message}`);
       return EXIT.failure;
     }
@@ -56,6 +63,10 @@ async function dispatch(command: Command): Promise<number> {
       return await blobPut(await config(command.flags), command.file);
     case "blob-get":
       return await blobGet(await config(command.flags), command);
+    case "train":
+      return await train(await config(command.flags), command);
+    case "sample":
+      return await sample(command);
   }
 }
 

@@ -1,0 +1,158 @@
+import type { PartialConfig } from "../config.ts";
+import { DATA_DIR, parseFlags, settings, UsageError } from "./flags.ts";
+
+/** Which compute backend to use. */
+export type BackendChoice = "auto" | "wasm" | "js";
+
+/** `zoo-node train --local`. */
+export interface TrainCommand {
+  kind: "train";
+  steps: number;
+  batch: number;
+  context: number;
+  layers: number;
+  dModel: number;
+  heads: number;
+  lr: number;
+  seed: number;
+  evalEvery: number;
+  threads: number | null;
+  backend: BackendChoice;
+  /** A text file to train on; null trains on the Brown corpus. */
+  data: string | null;
+  /** Where to write the checkpoint; null: `<data-dir>/checkpoints/local.safetensors`. */
+  out: string | null;
+  flags: PartialConfig;
+}
+
+/** `zoo-node sample`. */
+export interface SampleCommand {
+  kind: "sample";
+  checkpoint: string;
+  prompt: string;
+  tokens: number;
+  temperature: number;
+  topK: number;
+  seed: number;
+  backend: BackendChoice;
+  flags: PartialConfig;
+}
+
+const BACKEND = { backend: { type: "string" } } as const;
+
+/** Parses the arguments after `train`. */
+export function parseTrain(argv: string[]): TrainCommand {
+  const p = parseFlags(argv, {
+    ...DATA_DIR,
+    ...BACKEND,
+    local: { type: "boolean" },
+    steps: { type: "string" },
+    batch: { type: "string" },
+    context: { type: "string" },
+    layers: { type: "string" },
+    "d-model": { type: "string" },
+    heads: { type: "string" },
+    lr: { type: "string" },
+    seed: { type: "string" },
+    "eval-every": { type: "string" },
+    threads: { type: "string" },
+    data: { type: "string" },
+    out: { type: "string" },
+  }, 0);
+  if (p.values.local !== true) {
+    throw new UsageError(
+      'train needs --local: training with peers runs through "zoo-node --join" on a job',
+    );
+  }
+  const v = p.values as Record<string, string | undefined>;
+  return {
+    kind: "train",
+    steps: int(v, "steps", 500, 1, 10_000_000),
+    batch: int(v, "batch", 16, 1, 4096),
+    context: int(v, "context", 64, 2, 8192),
+    layers: int(v, "layers", 2, 1, 64),
+    dModel: int(v, "d-model", 128, 1, 8192),
+    heads: int(v, "heads", 4, 1, 256),
+    lr: float(v, "lr", 3e-3),
+    seed: int(v, "seed", 1, 0, 2 ** 31 - 1),
+    evalEvery: int(v, "eval-every", 100, 0, 10_000_000),
+    threads: v.threads === undefined ? null : int(v, "threads", 1, 1, 64),
+    backend: backend(v.backend),
+    data: v.data ?? null,
+    out: v.out ?? null,
+    flags: settings(p),
+  };
+}
+
+/** Parses the arguments after `sample`. */
+export function parseSample(argv: string[]): SampleCommand {
+  const p = parseFlags(argv, {
+    ...DATA_DIR,
+    ...BACKEND,
+    checkpoint: { type: "string" },
+    prompt: { type: "string" },
+    tokens: { type: "string" },
+    temperature: { type: "string" },
+    "top-k": { type: "string" },
+    seed: { type: "string" },
+  }, 0);
+  const v = p.values as Record<string, string | undefined>;
+  if (!v.checkpoint) {
+    throw new UsageError(
+      "sample needs --checkpoint FILE (a safetensors file from train)",
+    );
+  }
+  return {
+    kind: "sample",
+    checkpoint: v.checkpoint,
+    prompt: v.prompt ?? "",
+    tokens: int(v, "tokens", 200, 1, 100_000),
+    temperature: float(v, "temperature", 0.8),
+    topK: int(v, "top-k", 40, 0, 256),
+    seed: int(v, "seed", 1, 0, 2 ** 31 - 1),
+    backend: backend(v.backend),
+    flags: settings(p),
+  };
+}
+
+function int(
+  values: Record<string, string | undefined>,
+  name: string,
+  fallback: number,
+  min: number,
+  max: number,
+): number {
+  const text = values[name];
+  if (text === undefined) return fallback;
+  const n = /^\d+$/.test(text) ? Number(text) : NaN;
+  if (!(n >= min && n <= max)) {
+    throw new UsageError(
+      `--${name} must be an integer from ${min} to ${max}: current value is "${text}"`,
+    );
+  }
+  return n;
+}
+
+function float(
+  values: Record<string, string | undefined>,
+  name: string,
+  fallback: number,
+): number {
+  const text = values[name];
+  if (text === undefined) return fallback;
+  const n = Number(text);
+  if (text.trim() === "" || !Number.isFinite(n) || n < 0) {
+    throw new UsageError(
+      `--${name} must be a non-negative number: current value is "${text}"`,
+    );
+  }
+  return n;
+}
+
+function backend(text: string | undefined): BackendChoice {
+  if (text === undefined) return "auto";
+  if (text === "auto" || text === "wasm" || text === "js") return text;
+  throw new UsageError(
+    `--backend must be auto, wasm or js: current value is "${text}"`,
+  );
+}

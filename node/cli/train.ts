@@ -1,0 +1,95 @@
+import { DEFAULT_ADAMW } from "../../kernels/adamw.ts";
+import { encodeGptCheckpoint } from "../../kernels/gpt_checkpoint.ts";
+import { atomicWriteFile } from "../atomic_write.ts";
+import { selectBackend } from "../backend_select.ts";
+import type { Config } from "../config.ts";
+import { loadBrownCorpus, loadTextFile } from "../corpus_fetch.ts";
+import { trainLocal } from "../local_train.ts";
+import { Progress } from "../progress.ts";
+import type { TrainCommand } from "./parse_train.ts";
+import { UsageError } from "./flags.ts";
+
+/**
+ * `zoo-node train --local`: trains a GPT on this machine with a progress
+ * bar, then writes a safetensors checkpoint.
+ */
+export async function train(
+  config: Config,
+  cmd: TrainCommand,
+): Promise<number> {
+  if (cmd.dModel % cmd.heads !== 0) {
+    throw new UsageError(
+      `--d-model (${cmd.dModel}) must be divisible by --heads (${cmd.heads})`,
+    );
+  }
+  const data = cmd.data
+    ? await loadTextFile(cmd.data)
+    : await loadBrownCorpus({ cacheDir: `${config.dataDir}/cache` });
+  const backend = await selectBackend(cmd.backend, cmd.threads);
+  const out = cmd.out ?? `${config.dataDir}/checkpoints/local.safetensors`;
+  const model = {
+    vocabSize: 256,
+    contextLength: cmd.context,
+    layers: cmd.layers,
+    dModel: cmd.dModel,
+    heads: cmd.heads,
+  };
+  console.log(
+    `training ${cmd.layers} layers, d_model ${cmd.dModel}, ${cmd.heads} heads, context ${cmd.context}, batch ${cmd.batch} on ${backend.name} (${backend.threads} thread${
+      backend.threads > 1 ? "s" : ""
+    }); ${(data.length / 1e6).toFixed(1)} MB of text from ${
+      cmd.data ?? "the Brown corpus"
+    }`,
+  );
+  const progress = new Progress(cmd.steps, "train");
+  let lastVal = NaN;
+  try {
+    const result = await trainLocal({
+      backend,
+      model,
+      adamw: {
+        ...DEFAULT_ADAMW,
+        maxLr: cmd.lr,
+        minLr: cmd.lr / 10,
+        totalSteps: cmd.steps,
+      },
+      steps: cmd.steps,
+      batch: cmd.batch,
+      seed: cmd.seed,
+      data,
+      evalEvery: cmd.evalEvery,
+      onStep: (s) => {
+        if (s.valLoss !== undefined) lastVal = s.valLoss;
+        const val = Number.isNaN(lastVal) ? "" : ` val ${lastVal.toFixed(3)}`;
+        progress.update(
+          s.step,
+          `loss ${s.loss.toFixed(3)}${val} | ${
+            (s.tokensPerSecond / 1000).toFixed(1)
+          }k tok/s`,
+        );
+      },
+    });
+    progress.finish();
+    const bytes = encodeGptCheckpoint(result.model, {
+      dataset: result.datasetId,
+      steps: String(cmd.steps),
+      seed: String(cmd.seed),
+      backend: backend.name,
+    });
+    await Deno.mkdir(out.slice(0, out.lastIndexOf("/")) || ".", {
+      recursive: true,
+    });
+    await atomicWriteFile(out, bytes);
+    console.log(
+      `loss ${result.firstLoss.toFixed(3)} -> ${
+        result.finalLoss.toFixed(3)
+      } (held-out ${result.valLoss.toFixed(3)}) in ${
+        result.seconds.toFixed(1)
+      } s, ${Math.round(result.tokensPerSecond)} tokens/s`,
+    );
+    console.log(`checkpoint ${out} (${bytes.length} bytes, safetensors)`);
+    return 0;
+  } finally {
+    backend.dispose();
+  }
+}
