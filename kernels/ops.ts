@@ -78,9 +78,34 @@ export function addBias(g: Graph, x: Tensor, bias: Tensor): Tensor {
   return out;
 }
 
-/** x @ w + b: a linear layer with w stored [in, out]. */
+/**
+ * x [..., in] @ w [in, out] + b [out]: a linear layer. One op rather than
+ * matmul + addBias, so the bias lands in place and no copy is made.
+ */
 export function linear(g: Graph, x: Tensor, w: Tensor, b: Tensor): Tensor {
-  return addBias(g, matmul(g, x, w), b);
+  const [k, n] = w.shape;
+  if (x.shape[x.shape.length - 1] !== k || b.size !== n) {
+    throw new RangeError(
+      `Cannot apply a linear layer [${w.shape}] + [${b.shape}] to [${x.shape}]`,
+    );
+  }
+  const m = x.size / k;
+  const out = g.zeros([...x.shape.slice(0, -1), n]);
+  g.be.matmul(out.data, x.data, w.data, m, k, n);
+  g.be.addBias(out.data, b.data, m, n);
+  g.record(() => {
+    const dout = out.grad!;
+    g.be.matmul(g.gradOf(x), dout, w.data, m, n, k, {
+      transB: true,
+      accumulate: true,
+    });
+    g.be.matmul(g.gradOf(w), x.data, dout, k, m, n, {
+      transA: true,
+      accumulate: true,
+    });
+    g.be.sumRows(g.gradOf(b), dout, m, n);
+  });
+  return out;
 }
 
 /** Elementwise a + b of equal shapes. */

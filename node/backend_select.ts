@@ -1,14 +1,20 @@
 import type { Backend } from "../kernels/backend.ts";
 import { createJsBackend } from "../kernels/js_backend.ts";
+import {
+  createWasmBackend,
+  defaultThreads,
+} from "../kernels/wasm/wasm_backend.ts";
 import type { BackendChoice } from "./cli/parse_train.ts";
 
 /**
- * The compute backend for a choice: "js" is the plain reference; "auto"
- * picks the fastest available.
+ * The compute backend for a choice: "js" is the plain reference (slow);
+ * "wasm" and "auto" use the WASM SIMD kernels on `threads` threads (default:
+ * every core, at most 8). WebGPU joins "auto" with its own issue.
  */
-export function selectBackend(
-  _choice: BackendChoice,
-  _threads: number | null,
+export async function selectBackend(
+  choice: BackendChoice,
+  threads: number | null,
 ): Promise<Backend> {
-  return Promise.resolve(createJsBackend());
+  if (choice === "js") return createJsBackend();
+  return await createWasmBackend({ threads: threads ?? defaultThreads() });
 }

@@ -5,11 +5,17 @@ const MAIN = fileURLToPath(new URL("./main.ts", import.meta.url));
 const ROOT = fileURLToPath(new URL("../../", import.meta.url));
 
 async function bench(...args: string[]) {
+  return await benchWithin(Infinity, ...args);
+}
+
+/** Runs the bench CLI, killed after `ms` milliseconds. */
+async function benchWithin(ms: number, ...args: string[]) {
   const out = await new Deno.Command(Deno.execPath(), {
     args: ["run", "-A", MAIN, ...args],
     cwd: ROOT,
     stdout: "piped",
     stderr: "piped",
+    signal: Number.isFinite(ms) ? AbortSignal.timeout(ms) : undefined,
   }).output();
   const decode = (b: Uint8Array) => new TextDecoder().decode(b);
   return {
@@ -57,4 +63,63 @@ Deno.test("bench exits 2 with one stderr line on a bad command line", async () =
     assert.equal(stdout, "");
     assert.equal(stderr.trim().split("\n").length, 1, stderr);
   }
+});
+
+Deno.test("bench kernels --quick --skip-torch reports every section in JSON", async () => {
+  const { code, stdout, stderr } = await benchWithin(
+    60_000,
+    "kernels",
+    "--json",
+    "--quick",
+    "--skip-torch",
+  );
+  assert.equal(code, 0, stderr);
+  const { kernels } = JSON.parse(stdout);
+  assert.equal(kernels.quick, true);
+
+  const { cases } = kernels.matmul;
+  assert.ok(cases.length >= 2, `matmul cases: ${cases.length}`);
+  assert.deepEqual(
+    new Set(cases.map((c: { layout: string }) => c.layout)),
+    new Set(["plain", "transposed"]),
+  );
+  for (const c of cases) {
+    const impls = new Set(c.entries.map((e: { impl: string }) => e.impl));
+    for (const name of ["js (reference)", "tfjs-wasm", "onnxruntime-web"]) {
+      assert.ok(impls.has(name), `n=${c.n} ${c.layout} lacks ${name}`);
+    }
+    assert.ok(
+      [...impls].some((name) => String(name).startsWith("zoo wasm-")),
+      `n=${c.n} ${c.layout} lacks our wasm backend`,
+    );
+    for (const e of c.entries) {
+      assertPositive(e.gflops, `${e.impl}/${e.threads} gflops`);
+      assert.ok(e.maxError <= 1e-4, `${e.impl} error ${e.maxError}`);
+    }
+  }
+
+  assert.ok(kernels.adamw.entries.length >= 2);
+  for (const e of kernels.adamw.entries) {
+    assertPositive(e.gbps, `${e.impl}/${e.threads} adamw GB/s`);
+    assertPositive(e.mparamsPerSecond, `${e.impl}/${e.threads} Mparam/s`);
+  }
+
+  const { train, ratios } = kernels;
+  assert.ok(train.ours.length >= 1);
+  for (const e of train.ours) {
+    assertPositive(e.tokensPerSecond, `${e.impl}/${e.threads} tokens/s`);
+    assert.ok(Number.isFinite(e.firstLoss), `${e.impl} loss ${e.firstLoss}`);
+  }
+  assert.equal(train.torch, null);
+  assert.equal(typeof train.torchNote, "string");
+  assert.deepEqual(Object.keys(kernels.otherCores).sort(), [
+    "adamw",
+    "matmul",
+    "train",
+  ]);
+  assert.equal(ratios.matmul.length, 2 * cases.length);
+  assert.deepEqual(ratios.train.map((r: { ratio: null }) => r.ratio), [
+    null,
+    null,
+  ]);
 });

@@ -1,5 +1,6 @@
 /**
  * Benchmark dispatcher: `deno task bench [name...] [--json] [--flag value]`.
+ * A flag given alone (`--quick`) means `--quick true`.
  *
  * No name runs every benchmark. Without `--json` each prints a readable
  * table; with it stdout carries exactly one JSON object,
@@ -15,6 +16,7 @@ import { UsageError } from "./_bench.ts";
 /** Every benchmark, loaded only when selected. Add one line per module. */
 const BENCHES: Record<string, () => Promise<{ default: Bench }>> = {
   blob: () => import("./blob.ts"),
+  kernels: () => import("./kernels.ts"),
 };
 
 /** Where and on what the numbers were taken. */
@@ -81,11 +83,10 @@ function parseArgs(args: string[]): Invocation {
     } else if (arg.startsWith("--")) {
       const eq = arg.indexOf("=");
       const name = arg.slice(2, eq < 0 ? undefined : eq);
-      const value = eq < 0 ? args[++i] : arg.slice(eq + 1);
-      if (value === undefined) {
-        throw new UsageError(`Cannot use --${name} as it needs a value`);
-      }
-      given[name] = value;
+      // A flag with no value (last, or before another flag) means "true".
+      const next = args[i + 1];
+      const bare = eq < 0 && (next === undefined || next.startsWith("--"));
+      given[name] = eq >= 0 ? arg.slice(eq + 1) : bare ? "true" : args[++i];
     } else if (arg.startsWith("-")) {
       throw new UsageError(`Unknown flag ${arg}: ${usage()}`);
     } else if (!Object.hasOwn(BENCHES, arg)) {
