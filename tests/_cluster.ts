@@ -87,6 +87,18 @@ export class Cluster {
   }
 }
 
+/** Runs `fn` with a fresh cluster and tears it down however `fn` ends. */
+export async function withCluster(
+  fn: (c: Cluster) => Promise<void>,
+): Promise<void> {
+  const c = new Cluster();
+  try {
+    await fn(c);
+  } finally {
+    await c.close();
+  }
+}
+
 /** zoo_status of a running peer. */
 export function statusOf(peer: LocalPeer): Promise<NodeStatus> {
   return callRpc<NodeStatus>(peer.info.http!, "zoo_status");

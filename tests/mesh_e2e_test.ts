@@ -12,11 +12,11 @@ import { BLOB_PROTOCOL } from "../protocol/blob_messages.ts";
 import { blockstoreDir } from "../node/node.ts";
 import { stopPeer } from "../node/local_peer.ts";
 import {
-  Cluster,
   LIBP2P_TEST,
   randomBytes,
   statusOf,
   waitForLivePeers,
+  withCluster,
 } from "./_cluster.ts";
 import { zooNode } from "./_cli.ts";
 
@@ -25,9 +25,8 @@ const MiB = 1 << 20;
 Deno.test(
   "3 peers form a mesh within 10 s and shut down on SIGTERM",
   LIBP2P_TEST,
-  async () => {
-    const c = new Cluster();
-    try {
+  () =>
+    withCluster(async (c) => {
       const a = await c.spawn("a");
       const [b, d] = await Promise.all([c.spawn("b", [a]), c.spawn("d", [a])]);
       const started = performance.now();
@@ -51,18 +50,14 @@ Deno.test(
         await Deno.stat(`${d.dataDir}/node.json`).catch(() => null),
         null,
       );
-    } finally {
-      await c.close();
-    }
-  },
+    }),
 );
 
 Deno.test(
   "a 64 MiB blob stored on one peer is fetched by CID on another",
   LIBP2P_TEST,
-  async () => {
-    const c = new Cluster();
-    try {
+  () =>
+    withCluster(async (c) => {
       const a = await c.spawn("a");
       const b = await c.spawn("b", [a]);
       await waitForLivePeers(b, 1, 10_000);
@@ -92,18 +87,14 @@ Deno.test(
       strictEqual(got.length, bytes.length);
       strictEqual(cidToString(await cidForBytes(got)), cid);
       strictEqual((await statusOf(b)).blobs.fetchedBytes, 64 * MiB);
-    } finally {
-      await c.close();
-    }
-  },
+    }),
 );
 
 Deno.test(
   "SIGKILL of the serving peer mid-transfer: the fetch completes from a third peer",
   LIBP2P_TEST,
-  async () => {
-    const c = new Cluster();
-    try {
+  () =>
+    withCluster(async (c) => {
       const a = await c.spawn("a");
       const b = await c.spawn("b", [a]);
       const bytes = randomBytes(64 * MiB);
@@ -127,18 +118,14 @@ Deno.test(
       deepStrictEqual(report.bad, []);
       const stored = await f.store.get(cid);
       strictEqual(cidToString(await cidForBytes(stored)), cidToString(cid));
-    } finally {
-      await c.close();
-    }
-  },
+    }),
 );
 
 Deno.test(
   "a peer serving corrupted bytes is detected and avoided",
   LIBP2P_TEST,
-  async () => {
-    const c = new Cluster();
-    try {
+  () =>
+    withCluster(async (c) => {
       const a = await c.spawn("a");
       const b = await c.spawn("b", [a]);
       const bytes = randomBytes(8 * MiB);
@@ -160,18 +147,14 @@ Deno.test(
       // a noticed too while serving, and dropped its rotten copy.
       strictEqual((await statusOf(a)).blobs.corruptLocal, 1);
       strictEqual(await Deno.stat(onDisk).catch(() => null), null);
-    } finally {
-      await c.close();
-    }
-  },
+    }),
 );
 
 Deno.test(
   "garbage bytes, garbage streams and malformed gossip leave every node running",
   LIBP2P_TEST,
-  async () => {
-    const c = new Cluster();
-    try {
+  () =>
+    withCluster(async (c) => {
       const a = await c.spawn("a");
       const [b, d] = await Promise.all([c.spawn("b", [a]), c.spawn("d", [a])]);
       await Promise.all([a, b, d].map((p) => waitForLivePeers(p, 2, 10_000)));
@@ -260,8 +243,5 @@ Deno.test(
           p.info.peerId,
         );
       }
-    } finally {
-      await c.close();
-    }
-  },
+    }),
 );

@@ -150,3 +150,20 @@ Deno.test("a bad ZOO_* value makes keys show exit 2 naming the variable", () =>
     assert.equal(out.code, 2, stderr);
     assert.match(stderr, /^zoo-node: env ZOO_MAX_BLOB_BYTES: .*"lots"\n$/);
   }));
+
+Deno.test("train with an unwritable --out fails before training, in one line", () =>
+  withDataDir(async (dir) => {
+    const { code, stdout, stderr } = await zooNode([
+      "train",
+      "--local",
+      "--data-dir",
+      dir,
+      "--data",
+      "/proc/self/status",
+      "--out",
+      "/proc/nope/x.safetensors",
+    ]);
+    assert.equal(code, 1, stderr);
+    assert.equal(stdout, "");
+    assert.match(stderr, /^zoo-node: .*\/proc\/nope.*\n$/);
+  }));

@@ -34,6 +34,15 @@ export async function runCli(argv: string[]): Promise<number> {
       console.error(`zoo-node: ${err.message}`);
       return EXIT.failure;
     }
+    // A file or socket the OS refused (missing dir, no permission, port in
+    // use): one line, not a stack trace.
+    if (
+      err instanceof Error &&
+      Object.values(Deno.errors).some((E) => err instanceof E)
+    ) {
+      console.error(`zoo-node: ${err.message}`);
+      return EXIT.failure;
+    }
     throw err;
   }
 }

@@ -25,8 +25,12 @@ export async function train(
   const data = cmd.data
     ? await loadTextFile(cmd.data)
     : await loadBrownCorpus({ cacheDir: `${config.dataDir}/cache` });
-  const backend = await selectBackend(cmd.backend, cmd.threads);
   const out = cmd.out ?? `${config.dataDir}/checkpoints/local.safetensors`;
+  // Fail on an unwritable destination before the training, not after it.
+  await Deno.mkdir(out.slice(0, out.lastIndexOf("/")) || ".", {
+    recursive: true,
+  });
+  const backend = await selectBackend(cmd.backend, cmd.threads);
   const model = {
     vocabSize: 256,
     contextLength: cmd.context,
@@ -75,9 +79,6 @@ export async function train(
       steps: String(cmd.steps),
       seed: String(cmd.seed),
       backend: backend.name,
-    });
-    await Deno.mkdir(out.slice(0, out.lastIndexOf("/")) || ".", {
-      recursive: true,
     });
     await atomicWriteFile(out, bytes);
     console.log(
