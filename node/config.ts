@@ -20,6 +20,10 @@ export interface Config {
   job: string;
   /** Largest blob this node will fetch or serve, in bytes. */
   maxBlobBytes: number;
+  /** An EVM JSON-RPC URL, or null for the embedded anvil in the data dir. */
+  rpcUrl: string | null;
+  /** The registry contract's address, or null for the one recorded at deploy. */
+  registry: `0x${string}` | null;
 }
 
 /** A setting that failed validation; `source` says where it came from. */
@@ -45,6 +49,8 @@ const KEYS = [
   "mdns",
   "job",
   "maxBlobBytes",
+  "rpcUrl",
+  "registry",
 ] as const;
 
 /** Environment variable for each setting. */
@@ -56,6 +62,8 @@ export const ENV_NAMES: Record<keyof Config, string> = {
   mdns: "ZOO_MDNS",
   job: "ZOO_JOB",
   maxBlobBytes: "ZOO_MAX_BLOB_BYTES",
+  rpcUrl: "ZOO_RPC_URL",
+  registry: "ZOO_REGISTRY",
 };
 
 /** Built-in defaults; `home` is the user's home directory. */
@@ -68,6 +76,8 @@ export function defaultConfig(home: string | undefined): Config {
     mdns: false,
     job: "default",
     maxBlobBytes: 2 ** 31,
+    rpcUrl: null,
+    registry: null,
   };
 }
 
@@ -201,6 +211,21 @@ export function validateSetting<K extends keyof Config>(
         typeof value !== "number" || !Number.isSafeInteger(value) || value < 1
       ) {
         fail("expected a positive integer number of bytes");
+      }
+      break;
+    case "rpcUrl":
+      if (value === null) break;
+      if (typeof value !== "string" || !URL.canParse(value)) {
+        fail("expected an http(s) URL of an EVM JSON-RPC endpoint");
+      }
+      if (!/^https?:$/.test(new URL(value as string).protocol)) {
+        fail("expected an http:// or https:// URL");
+      }
+      break;
+    case "registry":
+      if (value === null) break;
+      if (typeof value !== "string" || !/^0x[0-9a-fA-F]{40}$/.test(value)) {
+        fail("expected a 0x-prefixed 20-byte contract address");
       }
       break;
   }

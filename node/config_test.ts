@@ -56,6 +56,8 @@ Deno.test("defaults: every setting when no source gives one", async () => {
     mdns: false,
     job: "default",
     maxBlobBytes: 2 ** 31,
+    rpcUrl: null,
+    registry: null,
   });
   assert.equal(defaultConfig(undefined).dataDir, "./.zoo");
 });
@@ -68,6 +70,8 @@ const FILE = {
   mdns: true,
   job: "from-file",
   maxBlobBytes: 1001,
+  rpcUrl: "http://127.0.0.1:1001",
+  registry: "0x0000000000000000000000000000000000001001",
 };
 const ENV: Record<string, string> = {
   ZOO_LISTEN: "/ip4/127.0.0.1/tcp/2002,/ip4/127.0.0.1/tcp/2003",
@@ -76,6 +80,8 @@ const ENV: Record<string, string> = {
   ZOO_MDNS: "false",
   ZOO_JOB: "from-env",
   ZOO_MAX_BLOB_BYTES: "2002",
+  ZOO_RPC_URL: "https://rpc.example/2002",
+  ZOO_REGISTRY: "0x0000000000000000000000000000000000002002",
 };
 const FLAGS: Omit<Config, "dataDir" | "mdns"> = {
   listen: ["/ip4/127.0.0.1/tcp/3003"],
@@ -83,6 +89,8 @@ const FLAGS: Omit<Config, "dataDir" | "mdns"> = {
   http: null,
   job: "from-flags",
   maxBlobBytes: 3003,
+  rpcUrl: "http://127.0.0.1:3003",
+  registry: "0x0000000000000000000000000000000000003003",
 };
 
 Deno.test("zoo.json overrides every default", () =>
@@ -106,6 +114,8 @@ Deno.test("ZOO_* env overrides zoo.json, lists comma-separated", () =>
       mdns: false,
       job: "from-env",
       maxBlobBytes: 2002,
+      rpcUrl: ENV.ZOO_RPC_URL,
+      registry: ENV.ZOO_REGISTRY,
     });
   }));
 
@@ -184,6 +194,9 @@ const BAD: [keyof Config, string, unknown, string][] = [
   ["maxBlobBytes", "-1", -1, "-1"],
   ["maxBlobBytes", "1.5", 1.5, "1.5"],
   ["maxBlobBytes", "x", "x", '"x"'],
+  ["rpcUrl", "localhost:8545", "localhost:8545", "localhost:8545"],
+  ["rpcUrl", "ws://127.0.0.1:1", "ws://127.0.0.1:1", "http://"],
+  ["registry", "0x1234", "0x1234", "0x1234"],
 ];
 
 const ENV_NAME: Record<string, string> = {
@@ -193,6 +206,8 @@ const ENV_NAME: Record<string, string> = {
   mdns: "ZOO_MDNS",
   job: "ZOO_JOB",
   maxBlobBytes: "ZOO_MAX_BLOB_BYTES",
+  rpcUrl: "ZOO_RPC_URL",
+  registry: "ZOO_REGISTRY",
 };
 
 Deno.test("bad values in zoo.json name the file and the value", async () => {
@@ -219,6 +234,8 @@ Deno.test("bad values in flags name the flag and the value", () => {
     http: "--http",
     job: "--job",
     maxBlobBytes: "--max-blob-bytes",
+    rpcUrl: "--rpc-url",
+    registry: "--registry",
   };
   for (const [key, text, , shown] of BAD) {
     if (key === "mdns") continue; // a boolean flag takes no value

@@ -30,6 +30,8 @@ const SETTING_FLAGS: Record<string, keyof Config> = {
   http: "http",
   job: "job",
   "max-blob-bytes": "maxBlobBytes",
+  "rpc-url": "rpcUrl",
+  registry: "registry",
 };
 
 /** What {@linkcode parseFlags} returns. */

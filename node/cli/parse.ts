@@ -47,6 +47,8 @@ const NODE_FLAGS: Spec = {
   mdns: { type: "boolean" },
   job: { type: "string" },
   "max-blob-bytes": { type: "string" },
+  "rpc-url": { type: "string" },
+  registry: { type: "string" },
 };
 
 /**

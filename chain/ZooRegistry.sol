@@ -1,0 +1,451 @@
+// SPDX-License-Identifier: MIT
+pragma solidity 0.8.37;
+
+/// @title ZooRegistry
+/// @notice The on-chain side of zoo-node: staked node registration bound to
+/// libp2p peer ids, training jobs with a reward pool, round commits carrying
+/// a quorum of EIP-712 attestations, contribution accounting and pro-rata
+/// reward claims.
+/// @dev Every digest here is the sha2-256 digest inside a CIDv1 (raw codec),
+/// so off-chain content ids map to bytes32 and back without loss. Rounds are
+/// numbered from 0: the commit for round r records checkpoint C(r+1), whose
+/// parent is the job's head, starting from the genesis checkpoint C(0).
+contract ZooRegistry {
+    // ---------------------------------------------------------------- types
+
+    struct Node {
+        bytes peerId;
+        uint256 stake;
+        /// 0 while active; else the time from which the stake can be withdrawn.
+        uint64 unbondingEnds;
+        bool registered;
+    }
+
+    struct Job {
+        address creator;
+        uint256 rewardPool;
+        uint256 minStake;
+        uint32 quorum;
+        uint32 rounds;
+        /// The round the next commit must carry; equals the committed count.
+        uint32 nextRound;
+        /// The checkpoint the next commit must name as its parent.
+        bytes32 head;
+        bytes32 genesis;
+        uint256 totalContribution;
+        /// Contribution already paid out, for exact pro-rata claims.
+        uint256 claimedContribution;
+        uint256 paid;
+    }
+
+    /// What members attest and the leader commits: one round's outcome.
+    struct Attestation {
+        bytes32 job;
+        uint32 round;
+        bytes32 parent;
+        bytes32 checkpoint;
+        bytes32 manifest;
+        /// Contributing members' accounts, ascending.
+        address[] contributors;
+        /// Tokens each contributor trained on this round.
+        uint256[] weights;
+    }
+
+    struct Round {
+        bytes32 parent;
+        bytes32 checkpoint;
+        bytes32 manifest;
+        address committer;
+        uint32 signers;
+        uint64 committedAt;
+    }
+
+    // ----------------------------------------------------------- constants
+
+    bytes32 private constant DOMAIN_TYPEHASH = keccak256(
+        "EIP712Domain(string name,string version,uint256 chainId,address verifyingContract)"
+    );
+    bytes32 private constant NAME_HASH = keccak256("ZooRegistry");
+    bytes32 private constant VERSION_HASH = keccak256("1");
+    /// @notice The EIP-712 type every peer signs to vouch for a round.
+    bytes32 public constant ATTESTATION_TYPEHASH = keccak256(
+        "Attestation(bytes32 job,uint32 round,bytes32 parent,bytes32 checkpoint,bytes32 manifest,address[] contributors,uint256[] weights)"
+    );
+    /// Signatures with s above half the curve order are malleable copies.
+    uint256 private constant HALF_CURVE_ORDER =
+        0x7fffffffffffffffffffffffffffffff5d576e7357a4501ddfe92f46681b20a0;
+    uint256 public constant MAX_PEER_ID_BYTES = 64;
+    uint256 public constant MAX_CONTRIBUTORS = 256;
+    uint256 public constant MAX_SIGNATURES = 256;
+
+    // ---------------------------------------------------------------- state
+
+    uint256 public immutable minNodeStake;
+    uint64 public immutable unbondingDelay;
+
+    mapping(address => Node) private nodes;
+    mapping(bytes32 => address) private peerOwners;
+    mapping(bytes32 => Job) private jobs;
+    mapping(bytes32 => mapping(address => bool)) public isMember;
+    mapping(bytes32 => mapping(uint32 => Round)) private roundsOf;
+    mapping(bytes32 => mapping(address => uint256)) public contributionOf;
+    mapping(bytes32 => mapping(address => bool)) public hasClaimed;
+    bytes32[] private jobIds;
+
+    // --------------------------------------------------------------- events
+
+    event NodeRegistered(address indexed account, bytes peerId, uint256 stake);
+    event StakeAdded(address indexed account, uint256 amount, uint256 stake);
+    event ExitStarted(address indexed account, uint64 unbondingEnds);
+    event StakeWithdrawn(address indexed account, uint256 amount);
+    event NodeSlashed(address indexed account, bytes32 indexed job, uint256 amount);
+    event JobCreated(
+        bytes32 indexed job,
+        address indexed creator,
+        bytes32 genesis,
+        uint256 rewardPool,
+        uint32 quorum,
+        uint32 rounds,
+        uint256 minStake
+    );
+    event JobJoined(bytes32 indexed job, address indexed account);
+    event RoundCommitted(
+        bytes32 indexed job,
+        uint32 indexed round,
+        bytes32 parent,
+        bytes32 checkpoint,
+        bytes32 manifest,
+        address committer,
+        address[] contributors,
+        uint256[] weights,
+        address[] signers
+    );
+    event RewardClaimed(bytes32 indexed job, address indexed account, uint256 amount);
+
+    // --------------------------------------------------------------- errors
+
+    error AlreadyRegistered(address account);
+    error NotRegistered(address account);
+    error StakeTooLow(uint256 stake, uint256 required);
+    error BadPeerId();
+    error PeerIdTaken(address owner);
+    error NodeExiting(address account);
+    error NotExiting(address account);
+    error StillUnbonding(uint64 unbondingEnds);
+    error TransferFailed();
+    error JobExists(bytes32 job);
+    error UnknownJob(bytes32 job);
+    error BadArgument(string reason);
+    error TooManySignatures(uint256 signatures, uint256 max);
+    error AlreadyMember(bytes32 job, address account);
+    error WrongRound(uint32 expected, uint32 got);
+    error WrongParent(bytes32 expected, bytes32 got);
+    error JobFinished(bytes32 job);
+    error JobNotFinished(bytes32 job);
+    error BadContributions(string reason);
+    error UnknownContributor(address account);
+    error InvalidSignature(uint256 index);
+    error UnknownSigner(address signer);
+    error DuplicateSigner(address signer);
+    error SignersNotSorted(uint256 index);
+    error InsufficientStake(address account, uint256 stake, uint256 required);
+    error BelowQuorum(uint256 signatures, uint256 quorum);
+    error AlreadyClaimed(bytes32 job, address account);
+    error NothingToClaim(bytes32 job, address account);
+    error EvidenceNotSupported(uint8 kind);
+
+    constructor(uint256 minNodeStake_, uint64 unbondingDelay_) {
+        if (minNodeStake_ == 0) revert BadArgument("minNodeStake must be > 0");
+        minNodeStake = minNodeStake_;
+        unbondingDelay = unbondingDelay_;
+    }
+
+    // ---------------------------------------------------------------- nodes
+
+    /// @notice Registers the caller as a node bound to `peerId` (the libp2p
+    /// peer id's multihash bytes), staking the value sent.
+    function register(bytes calldata peerId) external payable {
+        if (nodes[msg.sender].registered) revert AlreadyRegistered(msg.sender);
+        if (msg.value < minNodeStake) revert StakeTooLow(msg.value, minNodeStake);
+        if (peerId.length == 0 || peerId.length > MAX_PEER_ID_BYTES) revert BadPeerId();
+        bytes32 key = keccak256(peerId);
+        address owner = peerOwners[key];
+        if (owner != address(0)) revert PeerIdTaken(owner);
+        peerOwners[key] = msg.sender;
+        nodes[msg.sender] = Node(peerId, msg.value, 0, true);
+        emit NodeRegistered(msg.sender, peerId, msg.value);
+    }
+
+    /// @notice Adds the value sent to the caller's stake.
+    function addStake() external payable {
+        Node storage node = activeNode(msg.sender);
+        node.stake += msg.value;
+        emit StakeAdded(msg.sender, msg.value, node.stake);
+    }
+
+    /// @notice Starts leaving: the node stops counting for attestations at
+    /// once, and its stake stays slashable until the unbonding delay ends.
+    function beginExit() external {
+        Node storage node = activeNode(msg.sender);
+        node.unbondingEnds = uint64(block.timestamp) + unbondingDelay;
+        emit ExitStarted(msg.sender, node.unbondingEnds);
+    }
+
+    /// @notice Pays back the stake once unbonding has ended and frees the
+    /// peer id.
+    function withdrawStake() external {
+        Node storage node = nodes[msg.sender];
+        if (!node.registered) revert NotRegistered(msg.sender);
+        if (node.unbondingEnds == 0) revert NotExiting(msg.sender);
+        if (block.timestamp < node.unbondingEnds) revert StillUnbonding(node.unbondingEnds);
+        uint256 amount = node.stake;
+        delete peerOwners[keccak256(node.peerId)];
+        delete nodes[msg.sender];
+        emit StakeWithdrawn(msg.sender, amount);
+        pay(msg.sender, amount);
+    }
+
+    /// @notice Slashes `account` on proof of misbehaviour in `job`.
+    /// @dev The hook for verifiable evidence (equivocating attestations,
+    /// provably wrong deltas). `checkEvidence` decides the amount; until a
+    /// kind of evidence is defined it rejects everything, so no stake can be
+    /// taken on an unproven claim.
+    function slash(address account, bytes32 job, uint8 kind, bytes calldata evidence) external {
+        Node storage node = nodes[account];
+        if (!node.registered) revert NotRegistered(account);
+        uint256 amount = checkEvidence(account, job, kind, evidence);
+        if (amount > node.stake) amount = node.stake;
+        node.stake -= amount;
+        emit NodeSlashed(account, job, amount);
+    }
+
+    function checkEvidence(address, bytes32, uint8 kind, bytes calldata)
+        internal
+        view
+        virtual
+        returns (uint256)
+    {
+        revert EvidenceNotSupported(kind);
+    }
+
+    // ----------------------------------------------------------------- jobs
+
+    /// @notice Creates job `job` (the digest of its spec's CID) with the value
+    /// sent as its reward pool.
+    function createJob(bytes32 job, bytes32 genesis, uint32 quorum, uint32 rounds, uint256 minStake)
+        external
+        payable
+    {
+        if (jobs[job].creator != address(0)) revert JobExists(job);
+        if (job == bytes32(0)) revert BadArgument("job id is zero");
+        if (genesis == bytes32(0)) revert BadArgument("genesis checkpoint is zero");
+        if (quorum == 0) revert BadArgument("quorum must be > 0");
+        if (rounds == 0) revert BadArgument("rounds must be > 0");
+        if (msg.value == 0) revert BadArgument("reward pool must be > 0");
+        Job storage j = jobs[job];
+        j.creator = msg.sender;
+        j.rewardPool = msg.value;
+        j.minStake = minStake;
+        j.quorum = quorum;
+        j.rounds = rounds;
+        j.head = genesis;
+        j.genesis = genesis;
+        jobIds.push(job);
+        emit JobCreated(job, msg.sender, genesis, msg.value, quorum, rounds, minStake);
+    }
+
+    /// @notice Makes the caller a member of `job`: members attest rounds and
+    /// earn rewards for their contributions.
+    function joinJob(bytes32 job) external {
+        Job storage j = knownJob(job);
+        Node storage node = activeNode(msg.sender);
+        if (node.stake < j.minStake) revert InsufficientStake(msg.sender, node.stake, j.minStake);
+        if (isMember[job][msg.sender]) revert AlreadyMember(job, msg.sender);
+        isMember[job][msg.sender] = true;
+        emit JobJoined(job, msg.sender);
+    }
+
+    /// @notice Commits round `c.round` of `c.job`: checkpoint C(round+1)
+    /// built on `c.parent` from the listed contributions, vouched for by
+    /// `signatures`: EIP-712 attestations of `c` from distinct members,
+    /// sorted by signer address.
+    function commitRound(Attestation calldata c, bytes[] calldata signatures) external {
+        Job storage j = knownJob(c.job);
+        if (j.nextRound >= j.rounds) revert JobFinished(c.job);
+        if (c.round != j.nextRound) revert WrongRound(j.nextRound, c.round);
+        if (c.parent != j.head) revert WrongParent(j.head, c.parent);
+        if (c.checkpoint == bytes32(0) || c.manifest == bytes32(0)) {
+            revert BadArgument("checkpoint and manifest must be set");
+        }
+        uint256 added = checkContributions(c.job, j.minStake, c.contributors, c.weights);
+        address[] memory signers = checkSignatures(c.job, j.minStake, j.quorum, attestationDigest(c), signatures);
+
+        for (uint256 i = 0; i < c.contributors.length; i++) {
+            contributionOf[c.job][c.contributors[i]] += c.weights[i];
+        }
+        j.totalContribution += added;
+        j.head = c.checkpoint;
+        j.nextRound = c.round + 1;
+        roundsOf[c.job][c.round] =
+            Round(c.parent, c.checkpoint, c.manifest, msg.sender, uint32(signers.length), uint64(block.timestamp));
+        emit RoundCommitted(
+            c.job, c.round, c.parent, c.checkpoint, c.manifest, msg.sender, c.contributors, c.weights, signers
+        );
+    }
+
+    // -------------------------------------------------------------- rewards
+
+    /// @notice Pays the caller's share of a finished job's reward pool, in
+    /// proportion to its recorded contributions.
+    /// @dev Payouts are differences of a cumulative pro-rata sum, so the last
+    /// claim takes the rounding dust and all payouts add up to the pool.
+    function claimReward(bytes32 job) external {
+        Job storage j = knownJob(job);
+        if (j.nextRound < j.rounds) revert JobNotFinished(job);
+        if (hasClaimed[job][msg.sender]) revert AlreadyClaimed(job, msg.sender);
+        uint256 share = contributionOf[job][msg.sender];
+        if (share == 0) revert NothingToClaim(job, msg.sender);
+        hasClaimed[job][msg.sender] = true;
+        j.claimedContribution += share;
+        uint256 paidAfter = (j.rewardPool * j.claimedContribution) / j.totalContribution;
+        uint256 amount = paidAfter - j.paid;
+        j.paid = paidAfter;
+        emit RewardClaimed(job, msg.sender, amount);
+        pay(msg.sender, amount);
+    }
+
+    /// @notice What `account` could claim from `job` now (0 before the job
+    /// finishes or after claiming).
+    function claimable(bytes32 job, address account) external view returns (uint256) {
+        Job storage j = jobs[job];
+        uint256 share = contributionOf[job][account];
+        if (j.nextRound < j.rounds || share == 0 || hasClaimed[job][account]) return 0;
+        return (j.rewardPool * (j.claimedContribution + share)) / j.totalContribution - j.paid;
+    }
+
+    // ---------------------------------------------------------------- views
+
+    function getNode(address account) external view returns (Node memory) {
+        return nodes[account];
+    }
+
+    function accountOfPeer(bytes calldata peerId) external view returns (address) {
+        return peerOwners[keccak256(peerId)];
+    }
+
+    function getJob(bytes32 job) external view returns (Job memory) {
+        return jobs[job];
+    }
+
+    function getRound(bytes32 job, uint32 round) external view returns (Round memory) {
+        return roundsOf[job][round];
+    }
+
+    function jobCount() external view returns (uint256) {
+        return jobIds.length;
+    }
+
+    function jobAt(uint256 index) external view returns (bytes32) {
+        return jobIds[index];
+    }
+
+    /// @notice The EIP-712 domain separator, recomputed per call so a fork to
+    /// another chain id cannot replay attestations.
+    function domainSeparator() public view returns (bytes32) {
+        return keccak256(abi.encode(DOMAIN_TYPEHASH, NAME_HASH, VERSION_HASH, block.chainid, address(this)));
+    }
+
+    /// @notice The digest a member signs to attest round `c`.
+    function attestationDigest(Attestation calldata c) public view returns (bytes32) {
+        bytes32 structHash = keccak256(
+            abi.encode(
+                ATTESTATION_TYPEHASH,
+                c.job,
+                c.round,
+                c.parent,
+                c.checkpoint,
+                c.manifest,
+                keccak256(abi.encodePacked(c.contributors)),
+                keccak256(abi.encodePacked(c.weights))
+            )
+        );
+        return keccak256(abi.encodePacked("\x19\x01", domainSeparator(), structHash));
+    }
+
+    // ------------------------------------------------------------- internal
+
+    function activeNode(address account) private view returns (Node storage node) {
+        node = nodes[account];
+        if (!node.registered) revert NotRegistered(account);
+        if (node.unbondingEnds != 0) revert NodeExiting(account);
+    }
+
+    function knownJob(bytes32 job) private view returns (Job storage j) {
+        j = jobs[job];
+        if (j.creator == address(0)) revert UnknownJob(job);
+    }
+
+    /// A member counts only while registered, not exiting and staked enough.
+    function checkMember(bytes32 job, uint256 minStake, address account) private view returns (bool) {
+        if (!isMember[job][account]) return false;
+        Node storage node = nodes[account];
+        if (!node.registered) return false;
+        if (node.unbondingEnds != 0) revert NodeExiting(account);
+        if (node.stake < minStake) revert InsufficientStake(account, node.stake, minStake);
+        return true;
+    }
+
+    function checkContributions(
+        bytes32 job,
+        uint256 minStake,
+        address[] calldata contributors,
+        uint256[] calldata weights
+    ) private view returns (uint256 total) {
+        if (contributors.length == 0) revert BadContributions("no contributors");
+        if (contributors.length > MAX_CONTRIBUTORS) revert BadContributions("too many contributors");
+        if (contributors.length != weights.length) revert BadContributions("contributors and weights differ in length");
+        address previous = address(0);
+        for (uint256 i = 0; i < contributors.length; i++) {
+            if (contributors[i] <= previous) revert BadContributions("contributors not sorted ascending and distinct");
+            previous = contributors[i];
+            if (weights[i] == 0) revert BadContributions("zero weight");
+            if (!checkMember(job, minStake, contributors[i])) revert UnknownContributor(contributors[i]);
+            total += weights[i];
+        }
+    }
+
+    function checkSignatures(bytes32 job, uint256 minStake, uint32 quorum, bytes32 digest, bytes[] calldata signatures)
+        private
+        view
+        returns (address[] memory signers)
+    {
+        if (signatures.length > MAX_SIGNATURES) revert TooManySignatures(signatures.length, MAX_SIGNATURES);
+        signers = new address[](signatures.length);
+        address previous = address(0);
+        for (uint256 i = 0; i < signatures.length; i++) {
+            address signer = recover(digest, signatures[i], i);
+            if (signer == previous) revert DuplicateSigner(signer);
+            if (signer < previous) revert SignersNotSorted(i);
+            if (!checkMember(job, minStake, signer)) revert UnknownSigner(signer);
+            signers[i] = signer;
+            previous = signer;
+        }
+        if (signatures.length < quorum) revert BelowQuorum(signatures.length, quorum);
+    }
+
+    function recover(bytes32 digest, bytes calldata signature, uint256 index) private pure returns (address) {
+        if (signature.length != 65) revert InvalidSignature(index);
+        bytes32 r = bytes32(signature[0:32]);
+        bytes32 s = bytes32(signature[32:64]);
+        uint8 v = uint8(signature[64]);
+        if (uint256(s) > HALF_CURVE_ORDER || (v != 27 && v != 28)) revert InvalidSignature(index);
+        address signer = ecrecover(digest, v, r, s);
+        if (signer == address(0)) revert InvalidSignature(index);
+        return signer;
+    }
+
+    function pay(address to, uint256 amount) private {
+        (bool ok,) = payable(to).call{value: amount}("");
+        if (!ok) revert TransferFailed();
+    }
+}

@@ -1,0 +1,161 @@
+/**
+ * EIP-712 attestations of a round, as the registry checks them, and the
+ * conversions between off-chain ids (CIDs, peer ids) and contract words.
+ *
+ * @module
+ */
+import { peerIdFromString } from "@libp2p/peer-id";
+import {
+  type Account,
+  bytesToHex,
+  hashTypedData,
+  hexToBytes,
+  recoverTypedDataAddress,
+} from "viem";
+import {
+  type CID,
+  cidFromDigest,
+  cidToString,
+  parseCid,
+  RAW_CODEC,
+} from "../protocol/cid.ts";
+
+/** A 32-byte word as 0x-hex. */
+export type Bytes32 = `0x${string}`;
+/** An account address as 0x-hex. */
+export type Address = `0x${string}`;
+
+/** What members sign and the leader commits: one round's outcome. */
+export interface Attestation {
+  job: Bytes32;
+  round: number;
+  parent: Bytes32;
+  checkpoint: Bytes32;
+  manifest: Bytes32;
+  /** Contributing members' accounts, ascending (see {@linkcode sortContributions}). */
+  contributors: Address[];
+  /** Tokens each contributor trained on this round. */
+  weights: bigint[];
+}
+
+/** The EIP-712 domain of one registry deployment. */
+export interface RegistryDomain {
+  chainId: number;
+  registry: Address;
+}
+
+/** The EIP-712 types; must match `ATTESTATION_TYPEHASH` in the contract. */
+export const ATTESTATION_TYPES = {
+  Attestation: [
+    { name: "job", type: "bytes32" },
+    { name: "round", type: "uint32" },
+    { name: "parent", type: "bytes32" },
+    { name: "checkpoint", type: "bytes32" },
+    { name: "manifest", type: "bytes32" },
+    { name: "contributors", type: "address[]" },
+    { name: "weights", type: "uint256[]" },
+  ],
+} as const;
+
+function typedData(domain: RegistryDomain, att: Attestation) {
+  return {
+    domain: {
+      name: "ZooRegistry",
+      version: "1",
+      chainId: domain.chainId,
+      verifyingContract: domain.registry,
+    },
+    types: ATTESTATION_TYPES,
+    primaryType: "Attestation" as const,
+    message: att,
+  };
+}
+
+/** The digest the contract recovers signers from. */
+export function attestationDigest(
+  domain: RegistryDomain,
+  att: Attestation,
+): Bytes32 {
+  return hashTypedData(typedData(domain, att));
+}
+
+/** Signs `att` with `account` (a viem local account). */
+export function signAttestation(
+  account: Account,
+  domain: RegistryDomain,
+  att: Attestation,
+): Promise<`0x${string}`> {
+  if (!account.signTypedData) {
+    throw new TypeError("Cannot sign: the account has no local key");
+  }
+  return account.signTypedData(typedData(domain, att));
+}
+
+/** The address that signed `att`, for checking attestations as they arrive. */
+export function recoverAttester(
+  domain: RegistryDomain,
+  att: Attestation,
+  signature: `0x${string}`,
+): Promise<Address> {
+  return recoverTypedDataAddress({ ...typedData(domain, att), signature });
+}
+
+/**
+ * Orders signatures by signer address, as the contract requires, dropping
+ * repeats of the same signer.
+ */
+export function orderSignatures(
+  signed: readonly { signer: Address; signature: `0x${string}` }[],
+): `0x${string}`[] {
+  const bySigner = new Map<string, `0x${string}`>();
+  for (const s of signed) bySigner.set(s.signer.toLowerCase(), s.signature);
+  return [...bySigner.keys()].sort().map((k) => bySigner.get(k)!);
+}
+
+/**
+ * Orders contributions by account, as the contract requires; two entries
+ * for one account are summed.
+ */
+export function sortContributions(
+  entries: readonly { account: Address; weight: bigint }[],
+): { contributors: Address[]; weights: bigint[] } {
+  const byAccount = new Map<string, { account: Address; weight: bigint }>();
+  for (const e of entries) {
+    const key = e.account.toLowerCase();
+    const prev = byAccount.get(key);
+    byAccount.set(key, {
+      account: e.account,
+      weight: (prev?.weight ?? 0n) + e.weight,
+    });
+  }
+  const sorted = [...byAccount.keys()].sort().map((k) => byAccount.get(k)!);
+  return {
+    contributors: sorted.map((e) => e.account),
+    weights: sorted.map((e) => e.weight),
+  };
+}
+
+/** The 32-byte sha2-256 digest inside a raw-codec CID (a string or CID). */
+export function cidToBytes32(cid: string | CID): Bytes32 {
+  const parsed = typeof cid === "string" ? parseCid(cid) : cid;
+  if (parsed.code !== RAW_CODEC) {
+    throw new TypeError(
+      `Cannot put CID ${
+        cidToString(parsed)
+      } on chain as only raw-codec CIDs map to bytes32: current codec is 0x${
+        parsed.code.toString(16)
+      }`,
+    );
+  }
+  return bytesToHex(parsed.multihash.digest);
+}
+
+/** The raw-codec CID string for a 32-byte digest read from the chain. */
+export function bytes32ToCid(word: Bytes32): string {
+  return cidToString(cidFromDigest(hexToBytes(word), RAW_CODEC));
+}
+
+/** The peer id's multihash bytes, as the registry binds them to accounts. */
+export function peerIdToHex(peerId: string): `0x${string}` {
+  return bytesToHex(peerIdFromString(peerId).toMultihash().bytes);
+}
