@@ -13,12 +13,14 @@ pragma solidity 0.8.37;
 contract ZooRegistry {
     // ---------------------------------------------------------------- types
 
+    /// stake, unbondingEnds and registered share one slot: a signature
+    /// check reads them all with a single cold load.
     struct Node {
-        bytes peerId;
-        uint256 stake;
+        uint128 stake;
         /// 0 while active; else the time from which the stake can be withdrawn.
         uint64 unbondingEnds;
         bool registered;
+        bytes peerId;
     }
 
     struct Job {
@@ -51,8 +53,9 @@ contract ZooRegistry {
         uint256[] weights;
     }
 
+    /// The parent is not stored: it is the previous round's checkpoint (or
+    /// the genesis), which saves a fresh slot per commit.
     struct Round {
-        bytes32 parent;
         bytes32 checkpoint;
         bytes32 manifest;
         address committer;
@@ -172,14 +175,14 @@ contract ZooRegistry {
         address owner = peerOwners[key];
         if (owner != address(0)) revert PeerIdTaken(owner);
         peerOwners[key] = msg.sender;
-        nodes[msg.sender] = Node(peerId, msg.value, 0, true);
+        nodes[msg.sender] = Node(uint128(msg.value), 0, true, peerId);
         emit NodeRegistered(msg.sender, peerId, msg.value);
     }
 
     /// @notice Adds the value sent to the caller's stake.
     function addStake() external payable {
         Node storage node = activeNode(msg.sender);
-        node.stake += msg.value;
+        node.stake += uint128(msg.value);
         emit StakeAdded(msg.sender, msg.value, node.stake);
     }
 
@@ -215,7 +218,7 @@ contract ZooRegistry {
         if (!node.registered) revert NotRegistered(account);
         uint256 amount = checkEvidence(account, job, kind, evidence);
         if (amount > node.stake) amount = node.stake;
-        node.stake -= amount;
+        node.stake -= uint128(amount);
         emit NodeSlashed(account, job, amount);
     }
 
@@ -287,7 +290,7 @@ contract ZooRegistry {
         j.head = c.checkpoint;
         j.nextRound = c.round + 1;
         roundsOf[c.job][c.round] =
-            Round(c.parent, c.checkpoint, c.manifest, msg.sender, uint32(signers.length), uint64(block.timestamp));
+            Round(c.checkpoint, c.manifest, msg.sender, uint32(signers.length), uint64(block.timestamp));
         emit RoundCommitted(
             c.job, c.round, c.parent, c.checkpoint, c.manifest, msg.sender, c.contributors, c.weights, signers
         );
@@ -337,8 +340,12 @@ contract ZooRegistry {
         return jobs[job];
     }
 
-    function getRound(bytes32 job, uint32 round) external view returns (Round memory) {
-        return roundsOf[job][round];
+    /// @notice Committed round `round` of `job` and its parent checkpoint
+    /// (all zero when not committed).
+    function getRound(bytes32 job, uint32 round) external view returns (Round memory r, bytes32 parent) {
+        r = roundsOf[job][round];
+        if (r.checkpoint == bytes32(0)) return (r, bytes32(0));
+        parent = round == 0 ? jobs[job].genesis : roundsOf[job][round - 1].checkpoint;
     }
 
     function jobCount() external view returns (uint256) {

@@ -17,6 +17,7 @@ import {
   type WalletClient,
 } from "viem";
 import { privateKeyToAccount } from "viem/accounts";
+import { ChainError } from "./errors.ts";
 
 /** Chain ids of local development chains (anvil, hardhat). */
 export const LOCAL_CHAIN_IDS: readonly number[] = [31337, 1337];
@@ -63,11 +64,14 @@ export async function connectChain(opts: ConnectOptions): Promise<ChainClient> {
   try {
     chainId = await probe.getChainId();
   } catch (err) {
-    throw new Error(
+    throw new ChainError(
       `Cannot reach the chain at ${opts.rpcUrl}: ${
         (err as { shortMessage?: string }).shortMessage ??
           (err as Error).message
       }`,
+      null,
+      [],
+      { cause: err },
     );
   }
   const local = LOCAL_CHAIN_IDS.includes(chainId);

@@ -10,7 +10,7 @@ import { parseEther } from "viem";
 import { atomicWriteFile } from "../node/atomic_write.ts";
 import { type Anvil, runningAnvil, startAnvil } from "./anvil.ts";
 import type { Address } from "./attestation.ts";
-import { type ChainClient, connectChain } from "./client.ts";
+import type { ChainClient } from "./client.ts";
 import { ChainError } from "./errors.ts";
 import { deployRegistry, type Registry } from "./registry.ts";
 
@@ -154,15 +154,13 @@ export async function openDevChain(chainDir: string): Promise<DevChain> {
 }
 
 /**
- * Connects to the devnet as `accountKey`, funds that account, and deploys
- * the registry unless a live deployment is recorded.
+ * The devnet registry as seen by `client`: funds the client's account, and
+ * deploys the registry unless a live deployment is recorded in `chainDir`.
  */
 export async function devnetRegistry(
-  dev: DevChain,
+  client: ChainClient,
   chainDir: string,
-  accountKey: `0x${string}`,
 ): Promise<Registry> {
-  const client = await connectChain({ rpcUrl: dev.rpcUrl, accountKey });
   await fundOnDevnet(client, [client.account.address]);
   const recorded = await readDeployment(chainDir, client.chainId);
   if (recorded && await hasCode(client, recorded.registry)) {

@@ -264,6 +264,17 @@ export function slash(
   ]);
 }
 
+/** The registry's fixed parameters. */
+export async function readRegistryParams(
+  reg: Registry,
+): Promise<{ minNodeStake: bigint; unbondingDelay: bigint }> {
+  const [minNodeStake, unbondingDelay] = await Promise.all([
+    read<bigint>(reg, "minNodeStake", []),
+    read<bigint>(reg, "unbondingDelay", []),
+  ]);
+  return { minNodeStake, unbondingDelay };
+}
+
 /** A node's registration (all zero when unregistered). */
 export function readNode(reg: Registry, account: Address): Promise<NodeRecord> {
   return read(reg, "getNode", [account]);
@@ -288,11 +299,10 @@ export async function readRound(
   job: Bytes32,
   round: number,
 ): Promise<RoundRecord | null> {
-  const r = await read<Omit<RoundRecord, "round">>(reg, "getRound", [
-    job,
-    round,
-  ]);
-  return /^0x0{64}$/.test(r.checkpoint) ? null : { round, ...r };
+  const [r, parent] = await read<
+    [Omit<RoundRecord, "round" | "parent">, Bytes32]
+  >(reg, "getRound", [job, round]);
+  return /^0x0{64}$/.test(r.checkpoint) ? null : { round, parent, ...r };
 }
 
 /** Committed rounds `from` to `from + limit - 1` of `job`, as far as committed. */

@@ -7,6 +7,7 @@ import { parseEther } from "viem";
 import { generatePrivateKey } from "viem/accounts";
 import { AnvilError, startAnvil } from "../chain/anvil.ts";
 import { peerIdToHex } from "../chain/attestation.ts";
+import { connectChain } from "../chain/client.ts";
 import { devnetRegistry, openDevChain } from "../chain/deployment.ts";
 import {
   commitRound,
@@ -32,7 +33,10 @@ Deno.test({
     try {
       const first = await openDevChain(dir);
       assert.ok(first.anvil !== null);
-      const reg = await devnetRegistry(first, dir, key);
+      const reg = await devnetRegistry(
+        await connectChain({ rpcUrl: first.rpcUrl, accountKey: key }),
+        dir,
+      );
       // A second opener attaches to the running anvil instead of starting one.
       const attached = await openDevChain(dir);
       assert.equal(attached.anvil, null);
@@ -80,7 +84,10 @@ Deno.test({
       const second = await openDevChain(dir);
       try {
         assert.ok(second.anvil !== null);
-        const again = await devnetRegistry(second, dir, key);
+        const again = await devnetRegistry(
+          await connectChain({ rpcUrl: second.rpcUrl, accountKey: key }),
+          dir,
+        );
         assert.equal(again.address, reg.address);
         const round = await readRound(again, job, 0);
         assert.equal(round?.checkpoint, att.checkpoint);

@@ -11,20 +11,39 @@ import {
 } from "../local_peer.ts";
 import { blockstoreDir } from "../node.ts";
 import { callRpc } from "../rpc_client.ts";
+import {
+  type DevnetChain,
+  formatRegistration,
+  registerLocalPeer,
+  startDevnetChain,
+} from "../devnet_chain.ts";
 
 /**
- * `zoo-node devnet`: starts `nodes` peers as separate processes on
- * loopback, waits until each sees all the others, prints the mesh, moves a
- * blob across it, and stops everything it started.
+ * `zoo-node devnet`: starts the chain (the embedded anvil, or a dev chain
+ * at `rpcUrl`) with a fresh registry, then `nodes` peers as separate
+ * processes on loopback; waits until each sees all the others, registers
+ * each on chain, prints the mesh, moves a blob across it, and stops
+ * everything it started.
  */
 export async function devnet(
   nodes: number,
-  options: { dataDir: string | null; keepRunning: boolean },
+  options: {
+    dataDir: string | null;
+    keepRunning: boolean;
+    rpcUrl: string | null;
+  },
 ): Promise<number> {
   const root = options.dataDir ??
     await Deno.makeTempDir({ prefix: "zoo-devnet-" });
   const peers: LocalPeer[] = [];
+  let chain: DevnetChain | null = null;
   try {
+    chain = await startDevnetChain(`${root}/chain`, options.rpcUrl);
+    console.log(
+      `devnet: chain ${chain.chainId} at ${chain.rpcUrl}${
+        chain.dev ? " (embedded anvil)" : ""
+      }, registry ${chain.registry}`,
+    );
     console.log(`devnet: starting ${nodes} peers in ${root}`);
     peers.push(await spawnPeer("node-1", `${root}/node-1`));
     const seed = `${loopbackAddr(peers[0].info)}`;
@@ -40,6 +59,12 @@ export async function devnet(
     peers.push(...rest);
     const statuses = await waitForMesh(peers, 30_000);
     printMesh(peers, statuses);
+    for (const p of peers) {
+      console.log(
+        formatRegistration(p.name, await registerLocalPeer(chain, p.dataDir)),
+      );
+    }
+    console.log("");
     if (nodes > 1) await blobDemo(peers[0], peers[peers.length - 1]);
     if (options.keepRunning) {
       console.log("devnet: running; press Ctrl-C to stop");
@@ -52,6 +77,7 @@ export async function devnet(
     return 1;
   } finally {
     await Promise.all(peers.map((p) => stopPeer(p)));
+    await chain?.stop();
     if (options.dataDir === null) {
       await Deno.remove(root, { recursive: true }).catch(() => {});
     }

@@ -6,6 +6,7 @@ import {
   type Spec,
   UsageError,
 } from "./flags.ts";
+import { type ChainCommand, parseChain, parseJob } from "./parse_chain.ts";
 import {
   parseSample,
   parseTrain,
@@ -37,7 +38,8 @@ export type Command =
     flags: PartialConfig;
   }
   | TrainCommand
-  | SampleCommand;
+  | SampleCommand
+  | ChainCommand;
 
 const NODE_FLAGS: Spec = {
   ...DATA_DIR,
@@ -92,6 +94,7 @@ export function parseCommand(argv: string[]): Command {
         ...DATA_DIR,
         nodes: { type: "string" },
         "keep-running": { type: "boolean" },
+        "rpc-url": { type: "string" },
       }, 0);
       const text = String(p.values.nodes ?? "3");
       const nodes = /^\d{1,3}$/.test(text) ? Number(text) : NaN;
@@ -115,6 +118,10 @@ export function parseCommand(argv: string[]): Command {
       return parseTrain(rest);
     case "sample":
       return parseSample(rest);
+    case "chain":
+      return parseChain(rest);
+    case "job":
+      return parseJob(rest);
     default:
       throw new UsageError(
         `unknown command ${

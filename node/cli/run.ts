@@ -1,3 +1,5 @@
+import { AnvilError } from "../../chain/anvil.ts";
+import { ChainError } from "../../chain/errors.ts";
 import { ConfigError, loadConfig, type PartialConfig } from "../config.ts";
 import { SafetensorsError } from "../../kernels/safetensors.ts";
 import { CorpusError } from "../corpus_fetch.ts";
@@ -5,6 +7,8 @@ import { IdentityError } from "../identity.ts";
 import { RpcCallError } from "../rpc_client.ts";
 import { VERSION } from "../version.ts";
 import { blobGet, blobPut } from "./blob.ts";
+import { chainCommand } from "./chain.ts";
+import { jobCreate } from "./job.ts";
 import { devnet } from "./devnet.ts";
 import { join } from "./join.ts";
 import { keysInit, keysShow } from "./keys.ts";
@@ -29,7 +33,8 @@ export async function runCli(argv: string[]): Promise<number> {
     }
     if (
       err instanceof IdentityError || err instanceof RpcCallError ||
-      err instanceof CorpusError || err instanceof SafetensorsError
+      err instanceof CorpusError || err instanceof SafetensorsError ||
+      err instanceof ChainError || err instanceof AnvilError
     ) {
       console.error(`zoo-node: ${err.message}`);
       return EXIT.failure;
@@ -65,6 +70,7 @@ async function dispatch(command: Command): Promise<number> {
       return await devnet(command.nodes, {
         dataDir: command.flags.dataDir ?? null,
         keepRunning: command.keepRunning,
+        rpcUrl: command.flags.rpcUrl ?? null,
       });
     case "status":
       return await status(await config(command.flags));
@@ -76,6 +82,13 @@ async function dispatch(command: Command): Promise<number> {
       return await train(await config(command.flags), command);
     case "sample":
       return await sample(command);
+    case "chain-deploy":
+    case "chain-status":
+    case "chain-register":
+    case "chain-rounds":
+      return await chainCommand(await config(command.flags), command);
+    case "job-create":
+      return await jobCreate(await config(command.flags), command);
   }
 }
 

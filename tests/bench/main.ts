@@ -17,6 +17,7 @@ import { UsageError } from "./_bench.ts";
 const BENCHES: Record<string, () => Promise<{ default: Bench }>> = {
   blob: () => import("./blob.ts"),
   kernels: () => import("./kernels.ts"),
+  chain: () => import("./chain.ts"),
 };
 
 /** Where and on what the numbers were taken. */

@@ -1,0 +1,167 @@
+import { parseEther } from "viem";
+import type { PartialConfig } from "../config.ts";
+import {
+  DATA_DIR,
+  type Parsed,
+  parseFlags,
+  settings,
+  type Spec,
+  UsageError,
+} from "./flags.ts";
+
+/** `zoo-node chain ...` and `zoo-node job ...` commands. */
+export type ChainCommand =
+  | {
+    kind: "chain-deploy";
+    minStake: bigint | null;
+    unbondingDelay: bigint | null;
+    flags: PartialConfig;
+  }
+  | { kind: "chain-status"; flags: PartialConfig }
+  | { kind: "chain-register"; stake: bigint | null; flags: PartialConfig }
+  | {
+    kind: "chain-rounds";
+    job: string;
+    from: number;
+    limit: number;
+    json: boolean;
+    flags: PartialConfig;
+  }
+  | {
+    kind: "job-create";
+    spec: string;
+    reward: bigint;
+    minStake: bigint;
+    flags: PartialConfig;
+  };
+
+/** Flags of every command that talks to the chain. */
+export const CHAIN_FLAGS: Spec = {
+  ...DATA_DIR,
+  "rpc-url": { type: "string" },
+  registry: { type: "string" },
+};
+
+/** Parses `chain <action> ...` (argv after "chain"). */
+export function parseChain(argv: string[]): ChainCommand {
+  const action = argv[0];
+  const rest = argv.slice(1);
+  switch (action) {
+    case "deploy": {
+      const p = parseFlags(rest, {
+        ...CHAIN_FLAGS,
+        "min-stake": { type: "string" },
+        "unbonding-delay": { type: "string" },
+      }, 0);
+      return {
+        kind: "chain-deploy",
+        minStake: optionalEther(p, "min-stake"),
+        unbondingDelay: p.values["unbonding-delay"] === undefined
+          ? null
+          : BigInt(integer(p, "unbonding-delay", 0, 10 * 365 * 86400)),
+        flags: settings(p),
+      };
+    }
+    case "status": {
+      const p = parseFlags(rest, CHAIN_FLAGS, 0);
+      return { kind: "chain-status", flags: settings(p) };
+    }
+    case "register": {
+      const p = parseFlags(rest, {
+        ...CHAIN_FLAGS,
+        stake: { type: "string" },
+      }, 0);
+      return {
+        kind: "chain-register",
+        stake: optionalEther(p, "stake"),
+        flags: settings(p),
+      };
+    }
+    case "rounds": {
+      const p = parseFlags(rest, {
+        ...CHAIN_FLAGS,
+        job: { type: "string" },
+        from: { type: "string" },
+        limit: { type: "string" },
+        json: { type: "boolean" },
+      }, 0);
+      const job = p.values.job;
+      if (typeof job !== "string" || job === "") {
+        throw new UsageError(
+          `"chain rounds" needs --job <job id> (the job spec's CID)`,
+        );
+      }
+      return {
+        kind: "chain-rounds",
+        job,
+        from: p.values.from === undefined ? 0 : integer(p, "from", 0, 2 ** 32),
+        limit: p.values.limit === undefined
+          ? 100
+          : integer(p, "limit", 1, 10_000),
+        json: p.values.json === true,
+        flags: settings(withoutJob(p)),
+      };
+    }
+    default:
+      throw new UsageError(
+        `"chain" needs deploy, status, register or rounds: current value is ${
+          JSON.stringify(action ?? "")
+        }`,
+      );
+  }
+}
+
+/** Parses `job <action> ...` (argv after "job"). */
+export function parseJob(argv: string[]): ChainCommand {
+  if (argv[0] !== "create") {
+    throw new UsageError(
+      `"job" needs "create <spec.json>": current value is ${
+        JSON.stringify(argv[0] ?? "")
+      }`,
+    );
+  }
+  const p = parseFlags(argv.slice(1), {
+    ...CHAIN_FLAGS,
+    reward: { type: "string" },
+    "min-stake": { type: "string" },
+  }, 1);
+  return {
+    kind: "job-create",
+    spec: p.positionals[0],
+    reward: optionalEther(p, "reward") ?? parseEther("1"),
+    minStake: optionalEther(p, "min-stake") ?? 0n,
+    flags: settings(p),
+  };
+}
+
+/** `--job` here names a chain job id, not the gossip setting of the same name. */
+function withoutJob(p: Parsed): Parsed {
+  const { job: _job, ...values } = p.values;
+  return { ...p, values };
+}
+
+function optionalEther(p: Parsed, flag: string): bigint | null {
+  const text = p.values[flag];
+  if (text === undefined) return null;
+  if (typeof text !== "string" || !/^\d{1,12}(\.\d{1,18})?$/.test(text)) {
+    throw new UsageError(
+      `--${flag} must be an amount of ETH such as 1 or 0.5: current value is ${
+        JSON.stringify(text)
+      }`,
+    );
+  }
+  return parseEther(text);
+}
+
+function integer(p: Parsed, flag: string, min: number, max: number): number {
+  const text = String(p.values[flag]);
+  const n = /^\d{1,16}$/.test(text) ? Number(text) : NaN;
+  if (!Number.isSafeInteger(n) || n < min || n > max) {
+    throw new UsageError(
+      `--${flag} must be an integer from ${min} to ${max}: current value is ${
+        JSON.stringify(text)
+      }`,
+    );
+  }
+  return n;
+}

@@ -1,0 +1,397 @@
+/**
+ * Blockwise quantization of pseudo-gradients, and the one container format
+ * ("ZQD1") every delta travels in, quantized or not.
+ *
+ * Quantizing: the delta is cut into blocks of `blockSize` elements (the
+ * last may be shorter). Each block gets one float32 scale, the float32
+ * nearest `maxabs / 127` for int8 or `maxabs / 7` for int4, and each
+ * element becomes the integer
+ * `q = roundHalfAwayFromZero(x / scale)` in [−127, 127] or [−7, 7]. The
+ * ranges are symmetric (−128 and −8 are never written), so zero is exact
+ * and a block's sign flip flips its codes. An all-zero block has scale 0
+ * and all codes 0. Dequantizing gives `fround(q · scale)`: the product is
+ * exact in float64 (≤ 8 + 24 bits), so it is rounded once, the same on
+ * every host. Per element, `|x − dequantized| ≤ scale / 2` plus at most
+ * half a float32 ulp of the result.
+ *
+ * Rounding is half away from zero (2.5 → 3, −2.5 → −3), not half to even:
+ * it is symmetric in sign like the ranges, and ties are rare on real data.
+ *
+ * Container layout (all integers and floats little-endian):
+ *
+ * | offset | size | field                                                   |
+ * | ------ | ---- | ------------------------------------------------------- |
+ * | 0      | 4    | magic `ZQD1` (ASCII)                                    |
+ * | 4      | 1    | bits: 8 (int8), 4 (int4) or 32 (raw float32, "none")    |
+ * | 5      | 3    | reserved, zero                                          |
+ * | 8      | 4    | blockSize, u32: 1..65536, or 0 when bits is 32          |
+ * | 12     | 4    | length (element count), u32                             |
+ * | 16     | 4·nb | scales, float32, nb = ceil(length / blockSize) (not 32) |
+ * | …      | …    | int8: `length` bytes, two's complement                  |
+ * |        |      | int4: `ceil(length / 2)` bytes, element 2k in the low   |
+ * |        |      | nibble of byte k and 2k+1 in the high one, two's        |
+ * |        |      | complement; an odd length leaves the last high nibble 0 |
+ * |        |      | raw: `length` float32                                   |
+ *
+ * The total size must match exactly; nothing may follow.
+ *
+ * Pure: no I/O.
+ *
+ * @module
+ */
+
+/** The four ASCII bytes every container starts with. */
+export const QUANTIZED_MAGIC = "ZQD1";
+/** Bytes before the scales. */
+export const QUANTIZED_HEADER_BYTES = 16;
+/** Default elements per block, as in the job spec. */
+export const DEFAULT_BLOCK_SIZE = 256;
+/** Largest accepted block size. */
+export const MAX_BLOCK_SIZE = 65536;
+
+/** Compression settings a job spec can name. */
+export const COMPRESSIONS = ["int8", "int4", "none"] as const;
+/** A compression setting: int8 or int4 blockwise, or raw float32. */
+export type Compression = typeof COMPRESSIONS[number];
+
+/** Bits per element in a container; 32 means raw float32 (no scales). */
+export type QuantBits = 8 | 4 | 32;
+
+/** The container `bits` for each job-spec compression setting. */
+export const BITS_FOR_COMPRESSION: { readonly [C in Compression]: QuantBits } =
+  { int8: 8, int4: 4, none: 32 };
+
+/** A delta in container form; {@linkcode encodeQuantized} writes it out. */
+export interface QuantizedDelta {
+  readonly bits: QuantBits;
+  /** Elements per block; 0 when `bits` is 32. */
+  readonly blockSize: number;
+  /** Number of elements of the delta. */
+  readonly length: number;
+  /** One scale per block (`ceil(length / blockSize)`); empty when raw. */
+  readonly scales: Float32Array;
+  /** The payload exactly as laid out in the container (see module doc). */
+  readonly data: Uint8Array;
+}
+
+/** Options for {@linkcode quantize}. */
+export interface QuantizeOptions {
+  readonly bits: QuantBits;
+  /** Elements per block (ignored when raw); default 256. */
+  readonly blockSize?: number;
+}
+
+/** Limits for {@linkcode decodeQuantized}. */
+export interface DecodeQuantizedOptions {
+  /** Most elements accepted, checked before anything is allocated. */
+  readonly maxElements: number;
+}
+
+/** A container that is malformed: truncated, garbled or out of limits. */
+export class QuantizeFormatError extends Error {
+  constructor(message: string) {
+    super(message);
+    this.name = "QuantizeFormatError";
+  }
+}
+
+const MAGIC = new TextEncoder().encode(QUANTIZED_MAGIC);
+const QMAX = { 8: 127, 4: 7 } as const;
+// Scratch views for stepping a float32 to its neighbours through its bits.
+const F32 = new Float32Array(1);
+const U32 = new Uint32Array(F32.buffer);
+
+/**
+ * Quantizes `x` (see the module doc). Throws a `RangeError` if `x` holds a
+ * non-finite value (a diverged run must not ship its delta) or the options
+ * are out of range. With `bits: 32` the values are copied as they are.
+ *
+ * @example
+ * ```ts
+ * import { dequantize, quantize } from "./quantize.ts";
+ * const q = quantize(new Float32Array([1, -0.5, 0.25, 0]), { bits: 8 });
+ * console.assert(q.scales[0] === Math.fround(1 / 127));
+ * console.assert(Math.abs(dequantize(q)[1] + 0.5) <= q.scales[0] / 2);
+ * ```
+ */
+export function quantize(
+  x: Float32Array,
+  options: QuantizeOptions,
+): QuantizedDelta {
+  const { bits, blockSize = DEFAULT_BLOCK_SIZE } = options;
+  checkParams(bits, blockSize, x.length);
+  for (let i = 0; i < x.length; i++) {
+    if (!Number.isFinite(x[i])) {
+      throw new RangeError(
+        `Cannot quantize delta as every value must be finite: current value at index ${i} is ${
+          x[i]
+        }`,
+      );
+    }
+  }
+  if (bits === 32) {
+    const data = new Uint8Array(x.length * 4);
+    const view = new DataView(data.buffer);
+    for (let i = 0; i < x.length; i++) view.setFloat32(i * 4, x[i], true);
+    return {
+      bits,
+      blockSize: 0,
+      length: x.length,
+      scales: new Float32Array(),
+      data,
+    };
+  }
+  const qmax = QMAX[bits];
+  const blocks = Math.ceil(x.length / blockSize);
+  const scales = new Float32Array(blocks);
+  const data = new Uint8Array(payloadBytes(bits, x.length));
+  for (let b = 0; b < blocks; b++) {
+    const start = b * blockSize;
+    const end = Math.min(start + blockSize, x.length);
+    let maxabs = 0;
+    for (let i = start; i < end; i++) maxabs = Math.max(maxabs, Math.abs(x[i]));
+    const scale = scaleFor(maxabs, qmax);
+    scales[b] = scale;
+    if (scale === 0) continue; // codes stay 0
+    for (let i = start; i < end; i++) {
+      const v = x[i] / scale;
+      // Math.round of a non-negative number rounds half up, which with the
+      // sign put back is half away from zero. The clamp catches the
+      // largest elements when the scale was rounded down (see scaleFor).
+      const q = Math.sign(v) * Math.min(Math.round(Math.abs(v)), qmax);
+      if (bits === 8) data[i] = q & 0xff;
+      else data[i >> 1] |= (q & 0xf) << ((i & 1) * 4);
+    }
+  }
+  return { bits, blockSize, length: x.length, scales, data };
+}
+
+/**
+ * The float32 delta a {@linkcode QuantizedDelta} stands for. Throws a
+ * `RangeError` if its arrays do not fit its header fields.
+ */
+export function dequantize(q: QuantizedDelta): Float32Array {
+  checkShape(q);
+  const out = new Float32Array(q.length);
+  const { data } = q;
+  if (q.bits === 32) {
+    const view = new DataView(data.buffer, data.byteOffset, data.byteLength);
+    for (let i = 0; i < q.length; i++) out[i] = view.getFloat32(i * 4, true);
+    return out;
+  }
+  for (let i = 0; i < q.length; i++) {
+    const scale = q.scales[Math.floor(i / q.blockSize)];
+    // Sign-extend the stored two's complement code.
+    const code = q.bits === 8
+      ? (data[i] << 24) >> 24
+      : ((data[i >> 1] >> ((i & 1) * 4)) << 28) >> 28;
+    out[i] = code * scale;
+  }
+  return out;
+}
+
+/** Size in bytes of the container for `length` elements. */
+export function encodedByteLength(
+  length: number,
+  options: QuantizeOptions,
+): number {
+  const { bits, blockSize = DEFAULT_BLOCK_SIZE } = options;
+  checkParams(bits, blockSize, length);
+  const scales = bits === 32 ? 0 : Math.ceil(length / blockSize);
+  return QUANTIZED_HEADER_BYTES + 4 * scales + payloadBytes(bits, length);
+}
+
+/** Writes `q` as a ZQD1 container (see the module doc). */
+export function encodeQuantized(q: QuantizedDelta): Uint8Array {
+  checkShape(q);
+  const scalesAt = QUANTIZED_HEADER_BYTES;
+  const dataAt = scalesAt + 4 * q.scales.length;
+  const out = new Uint8Array(dataAt + q.data.length);
+  const view = new DataView(out.buffer);
+  out.set(MAGIC, 0);
+  out[4] = q.bits;
+  view.setUint32(8, q.bits === 32 ? 0 : q.blockSize, true);
+  view.setUint32(12, q.length, true);
+  for (let b = 0; b < q.scales.length; b++) {
+    view.setFloat32(scalesAt + 4 * b, q.scales[b], true);
+  }
+  out.set(q.data, dataAt);
+  return out;
+}
+
+/**
+ * Reads a ZQD1 container, checking every field before use: magic, bits,
+ * reserved bytes, block size, `length <= maxElements` (before allocating),
+ * exact total size, finite non-negative scales whose largest code still
+ * dequantizes to a finite float32, codes inside the symmetric range, a zero
+ * padding nibble, and finite raw values. Any failure throws a
+ * {@linkcode QuantizeFormatError}; nothing is read out of bounds. The
+ * result owns copies of its arrays, not views of `bytes`.
+ */
+export function decodeQuantized(
+  bytes: Uint8Array,
+  options: DecodeQuantizedOptions,
+): QuantizedDelta {
+  const { maxElements } = options;
+  if (!Number.isSafeInteger(maxElements) || maxElements < 0) {
+    throw new RangeError(
+      `Cannot decode delta as maxElements must be a safe integer >= 0: current value is ${maxElements}`,
+    );
+  }
+  const fail = (why: string) =>
+    new QuantizeFormatError(`Cannot decode delta as ${why}`);
+  if (bytes.length < QUANTIZED_HEADER_BYTES) {
+    throw fail(
+      `it is shorter than the ${QUANTIZED_HEADER_BYTES}-byte header: current length is ${bytes.length}`,
+    );
+  }
+  if (!MAGIC.every((byte, i) => bytes[i] === byte)) {
+    throw fail(`it does not start with the magic "${QUANTIZED_MAGIC}"`);
+  }
+  const view = new DataView(bytes.buffer, bytes.byteOffset, bytes.byteLength);
+  const bits = bytes[4];
+  if (bits !== 8 && bits !== 4 && bits !== 32) {
+    throw fail(`bits must be 8, 4 or 32: current value is ${bits}`);
+  }
+  if (bytes[5] !== 0 || bytes[6] !== 0 || bytes[7] !== 0) {
+    throw fail("the reserved header bytes 5-7 must be zero");
+  }
+  const blockSize = view.getUint32(8, true);
+  const length = view.getUint32(12, true);
+  if (bits === 32 && blockSize !== 0) {
+    throw fail(
+      `blockSize must be 0 for raw float32: current value is ${blockSize}`,
+    );
+  }
+  if (bits !== 32 && !(blockSize >= 1 && blockSize <= MAX_BLOCK_SIZE)) {
+    throw fail(
+      `blockSize must be in [1, ${MAX_BLOCK_SIZE}]: current value is ${blockSize}`,
+    );
+  }
+  if (length > maxElements) {
+    throw fail(
+      `length must be <= maxElements (${maxElements}): current value is ${length}`,
+    );
+  }
+  const blocks = bits === 32 ? 0 : Math.ceil(length / blockSize);
+  const dataAt = QUANTIZED_HEADER_BYTES + 4 * blocks;
+  const expected = dataAt + payloadBytes(bits, length);
+  if (bytes.length !== expected) {
+    throw fail(
+      `${length} elements of ${bits} bits need exactly ${expected} bytes: current length is ${bytes.length}`,
+    );
+  }
+  const scales = new Float32Array(blocks);
+  for (let b = 0; b < blocks; b++) {
+    const scale = view.getFloat32(QUANTIZED_HEADER_BYTES + 4 * b, true);
+    // Object.is rejects -0, which quantize never writes.
+    const nonNegative = scale > 0 || Object.is(scale, 0);
+    if (
+      !nonNegative || !Number.isFinite(Math.fround(scale * QMAX[bits as 8 | 4]))
+    ) {
+      throw fail(
+        `scale ${b} must be finite, >= 0 and small enough that code × scale stays a finite float32: current value is ${scale}`,
+      );
+    }
+    scales[b] = scale;
+  }
+  const data = bytes.slice(dataAt);
+  checkCodes(bits, length, data, view, dataAt, fail);
+  return { bits, blockSize, length, scales, data };
+}
+
+/** Throws unless every code in `data` is one quantize could have written. */
+function checkCodes(
+  bits: QuantBits,
+  length: number,
+  data: Uint8Array,
+  view: DataView,
+  dataAt: number,
+  fail: (why: string) => QuantizeFormatError,
+): void {
+  if (bits === 8) {
+    const at = data.indexOf(0x80);
+    if (at >= 0) throw fail(`int8 code ${at} is -128, outside [-127, 127]`);
+  } else if (bits === 4) {
+    for (let i = 0; i < length; i++) {
+      if (((data[i >> 1] >> ((i & 1) * 4)) & 0xf) === 0x8) {
+        throw fail(`int4 code ${i} is -8, outside [-7, 7]`);
+      }
+    }
+    if (length % 2 === 1 && data[data.length - 1] >> 4 !== 0) {
+      throw fail("the padding nibble after an odd int4 length must be zero");
+    }
+  } else {
+    for (let i = 0; i < length; i++) {
+      const value = view.getFloat32(dataAt + 4 * i, true);
+      if (!Number.isFinite(value)) {
+        throw fail(`raw value ${i} must be finite: current value is ${value}`);
+      }
+    }
+  }
+}
+
+/**
+ * The float32 scale for a block whose largest magnitude is `maxabs`: the
+ * float32 nearest `maxabs / qmax`. If that rounded down, codes are clamped
+ * to ±qmax, which costs at most `qmax` half-ulps of the scale, far inside
+ * the `scale / 2` bound. Two edges need a step: a subnormal scale can round
+ * down by a large fraction of itself, so it is stepped up until
+ * `(qmax + 1/2) · scale >= maxabs` keeps the bound; near the float32
+ * maximum it is stepped down until `qmax · scale` stays a finite float32.
+ */
+function scaleFor(maxabs: number, qmax: number): number {
+  if (maxabs === 0) return 0;
+  let scale = Math.fround(maxabs / qmax);
+  while ((qmax + 0.5) * scale < maxabs) scale = stepF32(scale, 1);
+  while (!Number.isFinite(Math.fround(scale * qmax))) {
+    scale = stepF32(scale, -1);
+  }
+  return scale;
+}
+
+/** The next float32 above (`dir` 1) or below (-1) a positive float32. */
+function stepF32(value: number, dir: 1 | -1): number {
+  F32[0] = value;
+  U32[0] += dir;
+  return F32[0];
+}
+
+function payloadBytes(bits: QuantBits, length: number): number {
+  return bits === 32 ? length * 4 : bits === 8 ? length : Math.ceil(length / 2);
+}
+
+/** Throws a `RangeError` unless `q`'s arrays fit its header fields. */
+function checkShape(q: QuantizedDelta): void {
+  checkParams(q.bits, q.blockSize, q.length);
+  const blocks = q.bits === 32 ? 0 : Math.ceil(q.length / q.blockSize);
+  const bytes = payloadBytes(q.bits, q.length);
+  if (q.scales.length !== blocks || q.data.length !== bytes) {
+    throw new RangeError(
+      `Cannot use quantized delta as ${q.length} elements need ${blocks} scales and ${bytes} data bytes: current counts are ${q.scales.length} and ${q.data.length}`,
+    );
+  }
+}
+
+/** Throws a `RangeError` naming the first out-of-range parameter. */
+function checkParams(bits: number, blockSize: number, length: number): void {
+  if (bits !== 8 && bits !== 4 && bits !== 32) {
+    throw new RangeError(
+      `Cannot quantize as bits must be 8, 4 or 32: current value is ${bits}`,
+    );
+  }
+  if (
+    bits !== 32 &&
+    !(Number.isInteger(blockSize) && blockSize >= 1 &&
+      blockSize <= MAX_BLOCK_SIZE)
+  ) {
+    throw new RangeError(
+      `Cannot quantize as blockSize must be an integer in [1, ${MAX_BLOCK_SIZE}]: current value is ${blockSize}`,
+    );
+  }
+  if (!(Number.isInteger(length) && length >= 0 && length <= 0xffffffff)) {
+    throw new RangeError(
+      `Cannot quantize as length must be an integer in [0, 2^32 - 1]: current value is ${length}`,
+    );
+  }
+}

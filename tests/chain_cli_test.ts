@@ -1,0 +1,154 @@
+/**
+ * `zoo-node chain ...` and `zoo-node job create` as a user runs them, on the
+ * embedded anvil each command starts in the data dir and stops afterwards.
+ */
+import assert from "node:assert/strict";
+import { zooNode } from "./_cli.ts";
+
+async function withDataDir(fn: (dir: string) => Promise<void>) {
+  const dir = await Deno.makeTempDir({ prefix: "zoo-chain-cli-" });
+  try {
+    await fn(dir);
+  } finally {
+    await Deno.remove(dir, { recursive: true });
+  }
+}
+
+/** A small valid job spec: fields not given take their defaults. */
+const SPEC = {
+  v: 1,
+  name: "cli-test",
+  model: {
+    vocabSize: 256,
+    contextLength: 16,
+    dModel: 32,
+    heads: 2,
+    layers: 1,
+  },
+  dataset: {
+    cid: "bafkreigh2akiscaildcqabsyg3dfr6chu3fgpregiymsck7e7aqa4s52zy",
+  },
+  quorum: 2,
+  rounds: 3,
+};
+
+async function ok(args: string[]): Promise<string> {
+  const { code, stdout, stderr } = await zooNode(args);
+  assert.equal(code, 0, `${args.join(" ")}: ${stderr}`);
+  return stdout;
+}
+
+Deno.test("chain CLI: status, register, job create and rounds on the embedded devnet", async () => {
+  await withDataDir(async (dir) => {
+    const d = ["--data-dir", dir];
+    const noKeys = await zooNode(["chain", "status", ...d]);
+    assert.equal(noKeys.code, 1);
+    assert.match(noKeys.stderr, /keys init/);
+
+    await ok(["keys", "init", ...d]);
+    const peerId = /peer id\s+(\S+)/.exec(await ok(["keys", "show", ...d]))![1];
+
+    const status = await ok(["chain", "status", ...d]);
+    assert.match(status, /chain\s+31337 at block \d+ .*embedded anvil/);
+    const registry = /registry\s+(0x[0-9a-fA-F]{40})/.exec(status)![1];
+    assert.match(status, /not registered/);
+    // Each command stops the anvil it started; its state stays.
+    await assert.rejects(Deno.stat(`${dir}/chain/anvil.json`));
+    await Deno.stat(`${dir}/chain/anvil-state.json`);
+
+    const reg = await ok(["chain", "register", "--stake", "2", ...d]);
+    assert.match(
+      reg,
+      new RegExp(`registered 0x[0-9a-fA-F]{40} as ${peerId} with stake 2 ETH`),
+    );
+    const again = await zooNode(["chain", "register", ...d]);
+    assert.equal(again.code, 1);
+    assert.match(
+      again.stderr,
+      /^zoo-node: Cannot register the node: account 0x[0-9a-fA-F]{40} is already registered\n$/,
+    );
+
+    const after = await ok(["chain", "status", ...d]);
+    assert.ok(after.includes(`registry  ${registry}`), after);
+    assert.match(after, new RegExp(`node\\s+${peerId}, stake 2 ETH, active`));
+
+    const specPath = `${dir}/spec.json`;
+    await Deno.writeTextFile(specPath, JSON.stringify(SPEC));
+    const created = await ok([
+      "job",
+      "create",
+      specPath,
+      "--reward",
+      "5",
+      ...d,
+    ]);
+    const job = /job\s+(baf\S+)/.exec(created)![1];
+    assert.match(created, /genesis\s+baf\S+/);
+    assert.match(created, /pool 5 ETH, quorum 2, 3 rounds/);
+    // The spec is in the blockstore under the job id.
+    const listed = await ok(["chain", "status", ...d]);
+    assert.ok(listed.includes(`${job}  round 0/3`), listed);
+
+    const rounds = await ok(["chain", "rounds", "--job", job, ...d]);
+    assert.match(rounds, /no committed rounds/);
+    const json = JSON.parse(
+      await ok(["chain", "rounds", "--job", job, "--json", ...d]),
+    );
+    assert.deepEqual(json, { job, rounds: [] });
+
+    const dup = await zooNode(["job", "create", specPath, ...d]);
+    assert.equal(dup.code, 1);
+    assert.match(dup.stderr, /already exists/);
+
+    const deployed = await ok(["chain", "deploy", ...d]);
+    const fresh = /registry\s+(0x[0-9a-fA-F]{40})/.exec(deployed)![1];
+    assert.notEqual(fresh, registry);
+    assert.ok((await ok(["chain", "status", ...d])).includes(fresh));
+  });
+});
+
+Deno.test("chain CLI: bad input exits 2 or 1 with one clear line", async () => {
+  await withDataDir(async (dir) => {
+    const d = ["--data-dir", dir];
+    await ok(["keys", "init", ...d]);
+    const cases: [string[], number, RegExp][] = [
+      [["chain"], 2, /"chain" needs deploy, status, register or rounds/],
+      [
+        ["chain", "register", "--stake", "lots", ...d],
+        2,
+        /--stake must be an amount of ETH/,
+      ],
+      [["chain", "rounds", ...d], 2, /needs --job/],
+      [["chain", "rounds", "--job", "nope", ...d], 2, /--job must be a job id/],
+      [["chain", "status", "--rpc-url", "ftp://x", ...d], 2, /rpc-url/],
+      [["chain", "status", "--registry", "0x12", ...d], 2, /registry/],
+      [
+        ["chain", "status", "--rpc-url", "http://127.0.0.1:9", ...d],
+        1,
+        /Cannot reach the chain at http:\/\/127\.0\.0\.1:9/,
+      ],
+      [
+        ["job", "create", `${dir}/missing.json`, ...d],
+        2,
+        /cannot read the job spec/,
+      ],
+      [
+        ["chain", "rounds", "--job", `0x${"ab".repeat(32)}`, ...d],
+        1,
+        /does not exist/,
+      ],
+    ];
+    await Deno.writeTextFile(
+      `${dir}/bad.json`,
+      JSON.stringify({ ...SPEC, quorum: 0 }),
+    );
+    cases.push([["job", "create", `${dir}/bad.json`, ...d], 2, /quorum/]);
+    for (const [args, code, message] of cases) {
+      const out = await zooNode(args);
+      const what = `${args.join(" ")}: ${out.stderr}`;
+      assert.equal(out.code, code, what);
+      assert.equal(out.stderr.trimEnd().split("\n").length, 1, what);
+      assert.match(out.stderr, message, what);
+    }
+  });
+});
