@@ -123,3 +123,25 @@ Deno.test("bench kernels --quick --skip-torch reports every section in JSON", as
     null,
   ]);
 });
+
+Deno.test("bench chain --json reports gas per signer count from a real anvil", async () => {
+  const { code, stdout, stderr } = await bench(
+    "chain",
+    "--json",
+    "--signers",
+    "1,3",
+  );
+  assert.equal(code, 0, stderr);
+  const { chain } = JSON.parse(stdout);
+  assert.deepEqual(chain.rows.map((r: { signers: number }) => r.signers), [
+    1,
+    3,
+  ]);
+  for (const row of chain.rows) {
+    assertPositive(row.gasRound1, "gasRound1");
+    assertPositive(row.gasOneContributor, "gasOneContributor");
+    assert.ok(row.gasRound0 > row.gasRound1, "cold round costs more");
+  }
+  // Each extra attestation costs gas: an ecrecover and membership reads.
+  assert.ok(chain.gasPerSigner > 3000, `gasPerSigner ${chain.gasPerSigner}`);
+});

@@ -1,0 +1,86 @@
+/**
+ * The chain client against a real anvil behind a flaky HTTP front: transport
+ * errors are retried with backoff, reverts are not.
+ */
+import assert from "node:assert/strict";
+import { generatePrivateKey } from "viem/accounts";
+import { connectChain } from "../chain/client.ts";
+import { ChainError } from "../chain/errors.ts";
+import { joinJob } from "../chain/registry.ts";
+import { CHAIN_TEST, digestOf, withChain } from "./_chain.ts";
+
+Deno.test({
+  name: "chain client: retries 503s from the endpoint and then succeeds",
+  ...CHAIN_TEST,
+  fn: () =>
+    withChain(async (chain) => {
+      let requests = 0;
+      let failures = 0;
+      const server = Deno.serve(
+        { hostname: "127.0.0.1", port: 0, onListen: () => {} },
+        async (req) => {
+          requests++;
+          // Every other request fails, as a struggling public RPC might.
+          if (requests % 2 === 1) {
+            failures++;
+            return new Response("busy", { status: 503 });
+          }
+          return await fetch(chain.anvil.rpcUrl, {
+            method: "POST",
+            headers: { "content-type": "application/json" },
+            body: await req.text(),
+          });
+        },
+      );
+      try {
+        const client = await connectChain({
+          rpcUrl: `http://127.0.0.1:${server.addr.port}`,
+          accountKey: generatePrivateKey(),
+          retryDelayMs: 10,
+        });
+        assert.equal(client.chainId, 31337);
+        const reg = { client, address: chain.registry };
+        // A revert (unknown job) comes back as a decoded error, not retried.
+        const before = requests;
+        await assert.rejects(
+          joinJob(reg, { job: digestOf("no such job") }),
+          (err: unknown) =>
+            err instanceof ChainError && err.reason === "UnknownJob",
+        );
+        assert.ok(failures >= 2, `failures: ${failures}`);
+        assert.ok(requests - before <= 2, `requests: ${requests - before}`);
+      } finally {
+        await server.shutdown();
+      }
+    }),
+});
+
+Deno.test({
+  name:
+    "chain client: gives up with a clear error when the endpoint stays down",
+  ...CHAIN_TEST,
+  fn: async () => {
+    const listener = Deno.listen({ hostname: "127.0.0.1", port: 0 });
+    const port = (listener.addr as Deno.NetAddr).port;
+    listener.close();
+    const started = performance.now();
+    await assert.rejects(
+      connectChain({
+        rpcUrl: `http://127.0.0.1:${port}`,
+        accountKey: generatePrivateKey(),
+        retryCount: 3,
+        retryDelayMs: 20,
+      }),
+      (err: unknown) => {
+        assert.ok(err instanceof ChainError);
+        assert.match(
+          err.message,
+          /Cannot reach the chain at http:\/\/127\.0\.0\.1:\d+/,
+        );
+        return true;
+      },
+    );
+    // Backoff 20 + 40 + 80 ms: retried, not failed at once.
+    assert.ok(performance.now() - started >= 100);
+  },
+});
