@@ -431,9 +431,11 @@ contract ZooRegistry {
         address previous = address(0);
         for (uint256 i = 0; i < signatures.length; i++) {
             address signer = recover(digest, signatures[i], i);
+            // Membership first: a signature over other data recovers to a
+            // random address, which must read as unknown wherever it sorts.
+            if (!checkMember(job, minStake, signer)) revert UnknownSigner(signer);
             if (signer == previous) revert DuplicateSigner(signer);
             if (signer < previous) revert SignersNotSorted(i);
-            if (!checkMember(job, minStake, signer)) revert UnknownSigner(signer);
             signers[i] = signer;
             previous = signer;
         }
