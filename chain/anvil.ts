@@ -45,17 +45,36 @@ const STATE_INTERVAL_S = 2;
 /** The anvil version the npm package carries. */
 export const ANVIL_VERSION: string = anvilPackage.version;
 
-/** Where the anvil binary is: `ZOO_ANVIL`, else the npm package. */
+/**
+ * Where the anvil binary is: `ZOO_ANVIL`, else the npm package beside this
+ * module, else the package in Deno's npm cache (a bundled zoo-node runs
+ * away from any node_modules), else `anvil` on the PATH.
+ */
 export function anvilBinary(): string {
   const fromEnv = Deno.env.get("ZOO_ANVIL");
   if (fromEnv) return fromEnv;
+  const candidates: string[] = [];
   try {
     const pkg = import.meta.resolve(
       "@foundry-rs/anvil-linux-amd64/package.json",
     );
-    return new URL("bin/anvil", pkg).pathname;
+    if (pkg.startsWith("file:")) {
+      candidates.push(new URL("bin/anvil", pkg).pathname);
+    }
+  } catch { /* not resolvable from a bundle */ }
+  const denoDir = Deno.env.get("DENO_DIR") ??
+    `${Deno.env.get("HOME") ?? ""}/.cache/deno`;
+  candidates.push(
+    `${denoDir}/npm/registry.npmjs.org/@foundry-rs/anvil-linux-amd64/${ANVIL_VERSION}/bin/anvil`,
+  );
+  return candidates.find(isFile) ?? "anvil";
+}
+
+function isFile(path: string): boolean {
+  try {
+    return Deno.statSync(path).isFile;
   } catch {
-    return "anvil";
+    return false;
   }
 }
 
