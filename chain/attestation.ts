@@ -19,6 +19,7 @@ import {
   parseCid,
   RAW_CODEC,
 } from "../protocol/cid.ts";
+import type { RoundManifest } from "../protocol/round_manifest.ts";
 
 /** A 32-byte word as 0x-hex. */
 export type Bytes32 = `0x${string}`;
@@ -158,4 +159,26 @@ export function bytes32ToCid(word: Bytes32): string {
 /** The peer id's multihash bytes, as the registry binds them to accounts. */
 export function peerIdToHex(peerId: string): `0x${string}` {
   return bytesToHex(peerIdFromString(peerId).toMultihash().bytes);
+}
+
+/**
+ * The attestation of a round manifest stored under `manifestCid`: what
+ * every verifier signs and the leader commits. Weights are the manifest's
+ * token counts.
+ */
+export function attestationForManifest(
+  manifestCid: string,
+  m: RoundManifest,
+): Attestation {
+  return {
+    job: cidToBytes32(m.job),
+    round: m.round,
+    parent: cidToBytes32(m.parent),
+    checkpoint: cidToBytes32(m.checkpoint),
+    manifest: cidToBytes32(manifestCid),
+    ...sortContributions(m.contributions.map((c) => ({
+      account: c.account,
+      weight: BigInt(c.tokens),
+    }))),
+  };
 }

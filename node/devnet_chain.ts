@@ -25,6 +25,8 @@ export interface DevnetChain {
   rpcUrl: string;
   chainId: number;
   registry: `0x${string}`;
+  /** The funded account that deployed the registry; it creates the job. */
+  owner: Registry;
   /** Null when `--rpc-url` chose an outside chain. */
   dev: DevChain | null;
   stop(): Promise<void>;
@@ -50,6 +52,7 @@ export async function startDevnetChain(
       rpcUrl: deployer.rpcUrl,
       chainId: deployer.chainId,
       registry: record.registry,
+      owner: { client: deployer, address: record.registry },
       dev,
       stop: () => dev?.stop() ?? Promise.resolve(),
     };

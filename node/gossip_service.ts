@@ -124,6 +124,20 @@ export class GossipService {
     return () => this.#listeners.delete(listener);
   }
 
+  /**
+   * Publishes a message on the job topic; returns its encoded size, or 0
+   * when no peer could take it (nobody subscribed yet).
+   */
+  async publish(msg: GossipMessage): Promise<number> {
+    const bytes = encodeMessage(msg);
+    try {
+      await this.#host.services.pubsub.publish(this.topic, bytes);
+      return bytes.length;
+    } catch {
+      return 0;
+    }
+  }
+
   /** Publishes one heartbeat now; failures only mean nobody heard it. */
   publishHeartbeat(): void {
     const hb: Heartbeat = {

@@ -9,7 +9,12 @@ import { GossipService } from "./gossip_service.ts";
 import { createHost, type Host } from "./host.ts";
 import { createApp } from "./http/app.ts";
 import { serveHttp } from "./http/serve.ts";
-import type { NodeInfoSource, NodeStatus, PeerSummary } from "./http/types.ts";
+import type {
+  NodeInfoSource,
+  NodeStatus,
+  PeerSummary,
+  TrainingStatus,
+} from "./http/types.ts";
 import type { Identity } from "./identity.ts";
 import { VERSION } from "./version.ts";
 
@@ -41,6 +46,8 @@ export interface ZooNode {
   status(): NodeStatus;
   /** Live and connected peers as the HTTP API reports them. */
   peers(): PeerSummary[];
+  /** Reports the training job through status and RPC from now on. */
+  setTraining(source: () => TrainingStatus | null): void;
   /** Fetches a blob by CID string from `providers`, or from every connected peer. */
   fetchBlob(cid: string, providers?: string[]): Promise<FetchReport>;
   /** Shuts down in the reverse order of startup. */
@@ -102,6 +109,7 @@ export async function startNode(
   }, options.heartbeatIntervalMs ?? 2_000);
 
   const addresses = () => host.getMultiaddrs().map(String);
+  let training: () => TrainingStatus | null = () => null;
   const status = (): NodeStatus => ({
     peerId: identity.peerId,
     addresses: addresses(),
@@ -111,6 +119,7 @@ export async function startNode(
     connections: host.getConnections().length,
     drops: { ...gossip.drops },
     blobs: structuredClone(blobs.stats),
+    training: trainingSummary(training()),
   });
   const peers = () => peerSummaries(host, gossip, Date.now());
   const fetchBlob = (cid: string, providers?: string[]) => {
@@ -119,7 +128,12 @@ export async function startNode(
     for (const p of from) peerIdFromString(p);
     return blobs.fetch(parsed, from);
   };
-  const source: NodeInfoSource = { status, peers, fetchBlob };
+  const source: NodeInfoSource = {
+    status,
+    peers,
+    fetchBlob,
+    training: () => training(),
+  };
 
   let http: Awaited<ReturnType<typeof serveHttp>> | undefined;
   if (config.http) {
@@ -147,6 +161,9 @@ export async function startNode(
     status,
     peers,
     fetchBlob,
+    setTraining(fn) {
+      training = fn;
+    },
     async stop() {
       await Deno.remove(infoPath).catch(() => {});
       await http?.shutdown();
@@ -156,6 +173,14 @@ export async function startNode(
       await host.stop();
     },
   };
+}
+
+function trainingSummary(
+  t: TrainingStatus | null,
+): NodeStatus["training"] {
+  if (t === null) return null;
+  const { committed: _committed, ...rest } = t;
+  return rest;
 }
 
 function connectedPeers(host: Host): string[] {

@@ -152,7 +152,7 @@ Deno.test("decodeMessage() ignores newer versions and unknown types", () => {
     "ignore:unknown-version",
   );
   strictEqual(
-    dropOf(decodeJson({ ...HEARTBEAT, type: "manifest" })),
+    dropOf(decodeJson({ ...HEARTBEAT, type: "from-the-future" })),
     "ignore:unknown-type",
   );
   strictEqual(
@@ -213,6 +213,7 @@ Deno.test("decodeMessage() reads -0 as 0", () => {
   const json = JSON.stringify(HEARTBEAT).replace('"step":17', '"step":-0');
   const verdict = decodeMessage(utf8.encode(json));
   if (verdict.verdict !== "accept") throw new Error(verdict.reason);
+  if (verdict.message.type !== "heartbeat") throw new Error("not a heartbeat");
   strictEqual(Object.is(verdict.message.step, 0), true);
 });
 
@@ -234,7 +235,7 @@ Deno.test("decodeMessage() reaches every drop reason", () => {
     [new Uint8Array(MAX_MESSAGE_BYTES + 1)],
     [utf8.encode("[")],
     [utf8.encode(JSON.stringify({ ...HEARTBEAT, v: 2 }))],
-    [utf8.encode(JSON.stringify({ ...HEARTBEAT, type: "delta" }))],
+    [utf8.encode(JSON.stringify({ ...HEARTBEAT, type: "from-the-future" }))],
     [utf8.encode(JSON.stringify({ ...HEARTBEAT, step: -1 }))],
     [utf8.encode(JSON.stringify(HEARTBEAT)), "12D3KooWOther"],
   ];

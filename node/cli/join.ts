@@ -1,6 +1,18 @@
 import type { Config } from "../config.ts";
 import { ensureIdentity } from "../identity.ts";
+import { type JobRun, runJob } from "../job_runner.ts";
 import { startNode } from "../node.ts";
+import { parseCid } from "../../protocol/cid.ts";
+
+/** A job given as a CID is a training job; any other name is only a topic. */
+function isJobId(job: string): boolean {
+  try {
+    parseCid(job);
+    return true;
+  } catch {
+    return false;
+  }
+}
 
 /**
  * `zoo-node --join`: runs a node until SIGINT or SIGTERM, then shuts it
@@ -14,6 +26,16 @@ export async function join(config: Config): Promise<number> {
   console.log(`zoo-node ${identity.peerId} joined job "${config.job}"`);
   for (const addr of node.info.addresses) console.log(`  listening ${addr}`);
   console.log(`  http      ${node.info.http ?? "off"}`);
+
+  let run: JobRun | null = null;
+  if (isJobId(config.job)) {
+    try {
+      run = await runJob(config, node, identity, config.job);
+    } catch (err) {
+      await node.stop();
+      throw err;
+    }
+  }
 
   node.host.addEventListener("peer:connect", (evt) => {
     console.log(`peer connected    ${evt.detail.toString()}`);
@@ -34,6 +56,7 @@ export async function join(config: Config): Promise<number> {
   for (const [s, h] of handlers) Deno.addSignalListener(s, h);
   const signal = await stopped;
   console.log(`${signal}: shutting down`);
+  await run?.stop();
   await node.stop();
   for (const [s, h] of handlers) Deno.removeSignalListener(s, h);
   return 0;

@@ -55,8 +55,10 @@ export interface CreateAppOptions {
  *       fetched: 0, fetchedBytes: 0,
  *       refused: { "bad-request": 0, "not-found": 0, busy: 0, "too-large": 0 },
  *     },
+ *     training: null,
  *   }),
  *   peers: () => [],
+ *   training: () => null,
  *   fetchBlob: () => Promise.reject(new Error("no blobs here")),
  * });
  * const res = await app.request("/api/status");
@@ -141,6 +143,10 @@ function rpcMethods(source: NodeInfoSource): JsonRpcMethods {
     zoo_peers: (params) => {
       expectNoParams("zoo_peers", params);
       return source.peers();
+    },
+    zoo_rounds: (params) => {
+      expectNoParams("zoo_rounds", params);
+      return source.training()?.committed ?? [];
     },
     zoo_fetchBlob: async (params) => {
       const { cid, providers } = fetchBlobParams(params);

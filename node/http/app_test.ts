@@ -4,6 +4,7 @@ import { BlobFetchError, type FetchReport } from "../blob_service.ts";
 import type { NodeStatus, PeerSummary } from "./types.ts";
 
 const STATUS: NodeStatus = {
+  training: null,
   peerId: "12D3KooWSelf",
   addresses: ["/ip4/127.0.0.1/tcp/4001/p2p/12D3KooWSelf"],
   version: "0.1.0",
@@ -46,6 +47,7 @@ const PEERS: PeerSummary[] = [
 const source: NodeInfoSource = {
   status: () => STATUS,
   peers: () => PEERS,
+  training: () => null,
   fetchBlob: () => Promise.reject(new Error("not used")),
 };
 
@@ -240,6 +242,7 @@ Deno.test("a throwing source is a JSON 500 without details, reported once", asyn
       throw new Error("db locked at /var/lib/zoo");
     },
     peers: () => [],
+    training: () => null,
     fetchBlob: () => Promise.reject(new Error("not used")),
   };
   const app = createApp(broken, {

@@ -5,6 +5,7 @@ import { serveHttp } from "./serve.ts";
 import type { NodeStatus } from "./types.ts";
 
 const STATUS: NodeStatus = {
+  training: null,
   peerId: "12D3KooWSelf",
   addresses: [],
   version: "0.1.0",
@@ -25,6 +26,7 @@ const STATUS: NodeStatus = {
 const app = createApp({
   status: () => STATUS,
   peers: () => [],
+  training: () => null,
   fetchBlob: () => Promise.reject(new Error("not used")),
 });
 

@@ -7,6 +7,23 @@
  */
 
 import type { BlobStats, FetchReport } from "../blob_service.ts";
+import type { RoundRecord } from "../round_ledger.ts";
+
+/** The training job this node takes part in, when it runs one. */
+export interface TrainingStatus {
+  /** The job id (its spec's CID). */
+  job: string;
+  /** The round being trained or fetched. */
+  round: number;
+  /** Where the node is in the round (waiting, training, collecting, ...). */
+  phase: string;
+  /** CID of the checkpoint the round starts from. */
+  parent: string;
+  /** Rounds in the job. */
+  rounds: number;
+  /** Every round this node saw committed, oldest first. */
+  committed: RoundRecord[];
+}
 
 /** One known peer, as the status page and `zoo_peers` show it. */
 export interface PeerSummary {
@@ -46,6 +63,8 @@ export interface NodeStatus {
   drops: Record<string, number>;
   /** Blob protocol counters: transfers served and fetched, refusals. */
   blobs: BlobStats;
+  /** The job being trained (without its round records), or null. */
+  training: Omit<TrainingStatus, "committed"> | null;
 }
 
 /** The node state the HTTP surface reads; called on every request. */
@@ -60,4 +79,6 @@ export interface NodeInfoSource {
    * or peer id and a `BlobFetchError` when no provider delivers it.
    */
   fetchBlob(cid: string, providers?: string[]): Promise<FetchReport>;
+  /** The training job, or null when the node trains none. */
+  training(): TrainingStatus | null;
 }

@@ -1,0 +1,133 @@
+/**
+ * `zoo-node --join --job <id>`: everything a peer needs before its first
+ * round — the chain (registration checked, job joined), the job spec and
+ * dataset by CID, a WASM backend and trainer — then the round driver.
+ *
+ * @module
+ */
+import { cidToBytes32 } from "../chain/attestation.ts";
+import { ChainError } from "../chain/errors.ts";
+import { isMember, joinJob, readNode } from "../chain/registry.ts";
+import { createWasmBackend } from "../kernels/wasm/wasm_backend.ts";
+import { parseCid } from "../protocol/cid.ts";
+import { decodeJobSpec, type JobSpec } from "../protocol/job_spec.ts";
+import { openChainSession, sessionRegistry } from "./chain_session.ts";
+import type { Config } from "./config.ts";
+import type { Identity } from "./identity.ts";
+import { loadJobDataset } from "./job_dataset.ts";
+import type { ZooNode } from "./node.ts";
+import { RoundDriver } from "./round_driver.ts";
+import { RoundTrainer } from "./round_trainer.ts";
+
+/** How long to look for the job spec among peers before giving up, ms. */
+const SPEC_WAIT_MS = 60_000;
+
+/** A job being trained: its driver and how to stop it all. */
+export interface JobRun {
+  driver: RoundDriver;
+  spec: JobSpec;
+  stop(): Promise<void>;
+}
+
+/** Starts training job `jobId` on a running node. */
+export async function runJob(
+  config: Config,
+  node: ZooNode,
+  identity: Identity,
+  jobId: string,
+  log: (line: string) => void = console.log,
+): Promise<JobRun> {
+  const session = await openChainSession(config, identity);
+  try {
+    const registry = await sessionRegistry(session, config);
+    const me = await readNode(registry, identity.address);
+    if (!me.registered) {
+      throw new ChainError(
+        `account ${identity.address} is not a registered node on registry ${registry.address}: run "zoo-node chain register" first`,
+        "NotRegistered",
+      );
+    }
+    const job = cidToBytes32(jobId);
+    if (!await isMember(registry, job, identity.address)) {
+      await joinJob(registry, { job });
+      log(`joined job ${jobId} on chain`);
+    }
+    const spec = await fetchSpec(node, jobId);
+    const dataset = await loadJobDataset(spec, {
+      store: node.store,
+      dataDir: config.dataDir,
+      fetchBlob: async (cid) => {
+        try {
+          await node.fetchBlob(cid);
+          return await node.store.get(parseCid(cid));
+        } catch {
+          return null;
+        }
+      },
+    });
+    // Peers on one machine share its cores; one thread each avoids
+    // oversubscription, and a dedicated host can run more peers.
+    const backend = await createWasmBackend({ threads: 1 });
+    const trainer = new RoundTrainer({
+      backend,
+      spec,
+      dataset,
+      peerId: identity.peerId,
+    });
+    const driver = new RoundDriver({
+      node,
+      identity,
+      registry,
+      jobId,
+      spec,
+      trainer,
+      log,
+    });
+    node.setTraining(() => ({
+      job: jobId,
+      round: driver.state.round,
+      phase: driver.state.phase,
+      parent: driver.state.parent,
+      rounds: spec.rounds,
+      committed: driver.ledger.records,
+    }));
+    driver.start();
+    log(
+      `training job ${jobId}: ${spec.rounds} rounds of ${spec.innerSteps} steps, dataset ${dataset.id} (${dataset.chunks.length} chunks)`,
+    );
+    return {
+      driver,
+      spec,
+      async stop() {
+        driver.stop();
+        backend.dispose();
+        await session.close();
+      },
+    };
+  } catch (err) {
+    await session.close();
+    throw err;
+  }
+}
+
+/** The job spec: from the store, else from connected peers by its CID. */
+async function fetchSpec(node: ZooNode, jobId: string): Promise<JobSpec> {
+  const cid = parseCid(jobId);
+  const deadline = Date.now() + SPEC_WAIT_MS;
+  while (!await node.store.has(cid)) {
+    try {
+      await node.fetchBlob(jobId);
+    } catch {
+      if (Date.now() > deadline) {
+        throw new ChainError(
+          `no peer served the spec of job ${jobId} within ${
+            SPEC_WAIT_MS / 1000
+          } s: bootstrap from the peer that created it`,
+          null,
+        );
+      }
+      await new Promise((r) => setTimeout(r, 500));
+    }
+  }
+  return decodeJobSpec(await node.store.get(cid));
+}

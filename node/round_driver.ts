@@ -1,0 +1,175 @@
+/**
+ * Drives a peer through a job's rounds: turns gossip, the chain and the
+ * clock into events for the pure round machine (`protocol/round_machine`),
+ * and carries out its actions with the trainer, the blob store and the
+ * chain client (`round_work.ts`).
+ *
+ * @module
+ */
+import { bytes32ToCid, cidToBytes32 } from "../chain/attestation.ts";
+import { readJob, type Registry } from "../chain/registry.ts";
+import type { JobSpec } from "../protocol/job_spec.ts";
+import type { GossipMessage } from "../protocol/messages.ts";
+import {
+  initialState,
+  type RoundAction,
+  type RoundEvent,
+  type RoundState,
+  step,
+} from "../protocol/round_machine.ts";
+import type { Identity } from "./identity.ts";
+import { MemberCache } from "./member_cache.ts";
+import type { ZooNode } from "./node.ts";
+import { RoundWork } from "./round_work.ts";
+import type { RoundTrainer } from "./round_trainer.ts";
+import { RoundLedger } from "./round_ledger.ts";
+
+/** What the driver works with. */
+export interface RoundDriverOptions {
+  node: ZooNode;
+  identity: Identity;
+  registry: Registry;
+  jobId: string;
+  spec: JobSpec;
+  trainer: RoundTrainer;
+  /** Progress lines; defaults to console.log. */
+  log?: (line: string) => void;
+  /** How often time and the chain are looked at, ms (default 200). */
+  pollMs?: number;
+}
+
+/** Runs the round machine of one peer until the job finishes or `stop`. */
+export class RoundDriver {
+  readonly ledger: RoundLedger;
+  readonly members: MemberCache;
+  #state: RoundState;
+  readonly #o: RoundDriverOptions;
+  readonly #work: RoundWork;
+  readonly #log: (line: string) => void;
+  readonly #done = Promise.withResolvers<void>();
+  #timer: ReturnType<typeof setInterval> | undefined;
+  #unsubscribe: (() => void) | undefined;
+  #polling = false;
+  #stopped = false;
+
+  constructor(o: RoundDriverOptions) {
+    this.#o = o;
+    this.#log = o.log ?? console.log;
+    const job = cidToBytes32(o.jobId);
+    this.members = new MemberCache(o.registry, job);
+    this.ledger = new RoundLedger(o.spec, o.trainer.parameterCount);
+    this.#state = initialState({
+      job: o.jobId,
+      self: o.identity.peerId,
+      quorum: o.spec.quorum,
+      minPeers: o.spec.minPeers,
+      rounds: o.spec.rounds,
+      roundDeadlineMs: o.spec.roundDeadlineMs,
+    }, Date.now());
+    this.#work = new RoundWork({
+      ...o,
+      members: this.members,
+      ledger: this.ledger,
+      log: this.#log,
+      feed: (event) => this.#feed(event),
+      state: () => this.#state,
+    });
+  }
+
+  /** The machine's current state (for status reports). */
+  get state(): RoundState {
+    return this.#state;
+  }
+
+  /** Resolves when the job has committed all its rounds. */
+  get done(): Promise<void> {
+    return this.#done.promise;
+  }
+
+  /** Starts listening, ticking and polling the chain. */
+  start(): void {
+    this.#unsubscribe = this.#o.node.gossip.onMessage((m) => this.#onGossip(m));
+    const pollMs = this.#o.pollMs ?? 200;
+    this.#timer = setInterval(() => this.#poll(), pollMs);
+    this.#poll();
+  }
+
+  /** Stops feeding the machine; work under way finishes on its own. */
+  stop(): void {
+    this.#stopped = true;
+    clearInterval(this.#timer);
+    this.#unsubscribe?.();
+    this.#work.abort();
+  }
+
+  #feed(event: RoundEvent): void {
+    if (this.#stopped) return;
+    const r = step(this.#state, event, { now: Date.now() });
+    this.#state = r.state;
+    for (const action of r.actions) this.#act(action);
+  }
+
+  #act(action: RoundAction): void {
+    switch (action.type) {
+      case "log":
+        this.#log(action.message);
+        return;
+      case "finish":
+        this.#log(
+          `job ${this.#o.jobId}: all ${this.#o.spec.rounds} rounds committed`,
+        );
+        this.#done.resolve();
+        return;
+      default:
+        this.#work.run(action);
+    }
+  }
+
+  #onGossip(msg: GossipMessage): void {
+    switch (msg.type) {
+      case "heartbeat":
+        this.members.refresh([msg.peer]);
+        return;
+      case "delta":
+        this.ledger.noteGossip(msg);
+        // Only members' deltas count, under the account bound to their id.
+        this.members.isMemberAccount(msg.peer, msg.account).then((ok) => {
+          if (ok) this.#feed({ type: "delta", msg });
+        });
+        return;
+      case "manifest":
+        this.#feed({ type: "manifest", msg });
+        return;
+      case "attest":
+        this.#work.checkAttestation(msg);
+        return;
+      case "committed":
+        this.ledger.noteCommit(msg.round, msg.tx, msg.peer);
+        return;
+    }
+  }
+
+  async #poll(): Promise<void> {
+    if (this.#stopped) return;
+    const live = this.#o.node.gossip.livePeers().map((e) => e.peer);
+    this.members.refresh(live);
+    this.#feed({
+      type: "tick",
+      live: [...this.members.members(live), this.#o.identity.peerId],
+    });
+    if (this.#polling) return;
+    this.#polling = true;
+    try {
+      const job = await readJob(this.#o.registry, cidToBytes32(this.#o.jobId));
+      this.#feed({
+        type: "chainHead",
+        nextRound: job.nextRound,
+        head: bytes32ToCid(job.head),
+      });
+    } catch (err) {
+      this.#log(`chain: ${(err as Error).message}`);
+    } finally {
+      this.#polling = false;
+    }
+  }
+}

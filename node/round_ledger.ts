@@ -1,0 +1,122 @@
+/**
+ * What one peer records about each round it saw committed: loss, leader,
+ * checkpoint, transaction, and the bytes it sent, set against what
+ * synchronous data-parallel training would have sent for the same steps.
+ *
+ * @module
+ */
+import type { JobSpec } from "../protocol/job_spec.ts";
+import type { DeltaAnnounce } from "../protocol/messages.ts";
+import type { RoundManifest } from "../protocol/round_manifest.ts";
+
+/** One committed round as this peer saw it. */
+export interface RoundRecord {
+  round: number;
+  /** CID of C(round + 1). */
+  checkpoint: string;
+  /** Peer id that aggregated it, when known. */
+  leader: string | null;
+  /** The commit transaction, when known. */
+  tx: string | null;
+  contributors: number;
+  /** Token-weighted mean training loss the contributors reported. */
+  trainLoss: number | null;
+  /** Held-out loss of C(round + 1), measured by this peer. */
+  valLoss: number;
+  /** Whether this peer's delta is in the round. */
+  contributed: boolean;
+  /** Bytes this peer sent during the round (gossip and blobs). */
+  bytesSent: number;
+  /**
+   * Bytes a peer would send in the round under synchronous data-parallel
+   * training: a ring all-reduce of fp32 gradients every inner step.
+   */
+  dataParallelBytes: number;
+  /** Time this peer spent in training steps during the round, ms. */
+  trainMs: number;
+  /** Wall time from entering the round to its commit being seen, ms. */
+  wallMs: number;
+}
+
+/**
+ * Bytes one of `peers` sends per inner step in a ring all-reduce of
+ * `params` fp32 gradients: 2 (n − 1) / n × 4 × params.
+ */
+export function allReduceBytes(params: number, peers: number): number {
+  return peers < 2 ? 0 : (2 * (peers - 1) / peers) * 4 * params;
+}
+
+/** The rounds one peer has seen, with the counters behind them. */
+export class RoundLedger {
+  readonly records: RoundRecord[] = [];
+  readonly #commits = new Map<number, { tx: string; peer: string }>();
+  #sent = 0;
+  #trainMs = 0;
+  #enteredAt = Date.now();
+
+  constructor(readonly spec: JobSpec, readonly parameterCount: number) {}
+
+  /** Counts bytes this peer sent (published gossip, served blobs). */
+  noteSent(bytes: number): void {
+    this.#sent += bytes;
+  }
+
+  /** Counts time spent in training steps. */
+  noteTraining(ms: number): void {
+    this.#trainMs += ms;
+  }
+
+  /** A delta announcement seen on gossip (kept for nothing yet). */
+  noteGossip(_msg: DeltaAnnounce): void {}
+
+  /** A commit notice: who committed `round` and in which transaction. */
+  noteCommit(round: number, tx: string, peer: string): void {
+    if (!this.#commits.has(round)) this.#commits.set(round, { tx, peer });
+  }
+
+  /** The commit of `round` as noticed, if any. */
+  commitOf(round: number): { tx: string; peer: string } | null {
+    return this.#commits.get(round) ?? null;
+  }
+
+  /**
+   * Closes `round` once its checkpoint is in hand; `manifest` is the one
+   * that produced it when this peer saw it.
+   */
+  closeRound(r: {
+    round: number;
+    checkpoint: string;
+    manifest: RoundManifest | null;
+    valLoss: number;
+    self: string;
+    livePeers: number;
+  }): RoundRecord {
+    const m = r.manifest;
+    const tokens = m?.contributions.reduce((s, c) => s + c.tokens, 0) ?? 0;
+    const trainLoss = m && tokens > 0
+      ? m.contributions.reduce((s, c) => s + c.loss * c.tokens, 0) / tokens
+      : null;
+    const commit = this.#commits.get(r.round);
+    const peers = Math.max(m?.contributions.length ?? 0, r.livePeers);
+    const record: RoundRecord = {
+      round: r.round,
+      checkpoint: r.checkpoint,
+      leader: m?.leader ?? commit?.peer ?? null,
+      tx: commit?.tx ?? null,
+      contributors: m?.contributions.length ?? 0,
+      trainLoss,
+      valLoss: r.valLoss,
+      contributed: m?.contributions.some((c) => c.peer === r.self) ?? false,
+      bytesSent: this.#sent,
+      dataParallelBytes: this.spec.innerSteps *
+        allReduceBytes(this.parameterCount, peers),
+      trainMs: this.#trainMs,
+      wallMs: Date.now() - this.#enteredAt,
+    };
+    this.records.push(record);
+    this.#sent = 0;
+    this.#trainMs = 0;
+    this.#enteredAt = Date.now();
+    return record;
+  }
+}

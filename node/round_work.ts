@@ -1,0 +1,531 @@
+/**
+ * The work behind each round action: train and announce a delta, fetch and
+ * aggregate deltas into a checkpoint and manifest, verify someone else's
+ * manifest by recomputing it, sign attestations, commit on chain, and fetch
+ * the committed checkpoint. Results go back to the machine as events.
+ *
+ * @module
+ */
+import {
+  attestationForManifest,
+  orderSignatures,
+  recoverAttester,
+  signAttestation,
+} from "../chain/attestation.ts";
+import { commitRound, type Registry } from "../chain/registry.ts";
+import { privateKeyToAccount } from "viem/accounts";
+import { assignChunks } from "../protocol/assignment.ts";
+import { cidToString, parseCid } from "../protocol/cid.ts";
+import { maxTokensPerRound } from "../protocol/job_spec.ts";
+import type { JobSpec } from "../protocol/job_spec.ts";
+import type {
+  AttestationMessage,
+  DeltaAnnounce,
+  GossipMessage,
+  ManifestAnnounce,
+} from "../protocol/messages.ts";
+import { comparePeerIds } from "../protocol/peer_table.ts";
+import { pseudoGradient } from "../protocol/pseudo_gradient.ts";
+import {
+  BITS_FOR_COMPRESSION,
+  encodeQuantized,
+  quantize,
+} from "../protocol/quantize.ts";
+import {
+  decodeRoundCheckpoint,
+  encodeRoundCheckpoint,
+  type RoundCheckpoint,
+} from "../protocol/round_checkpoint.ts";
+import {
+  decodeManifest,
+  encodeManifest,
+  type RoundManifest,
+} from "../protocol/round_manifest.ts";
+import type {
+  RoundAction,
+  RoundEvent,
+  RoundState,
+} from "../protocol/round_machine.ts";
+import { collectMs } from "../protocol/round_machine.ts";
+import { decodeDelta, nextCheckpoint } from "../protocol/round_update.ts";
+import type { Identity } from "./identity.ts";
+import type { MemberCache } from "./member_cache.ts";
+import type { ZooNode } from "./node.ts";
+import type { RoundLedger } from "./round_ledger.ts";
+import type { RoundTrainer } from "./round_trainer.ts";
+
+/** What the work needs from the driver. */
+export interface RoundWorkOptions {
+  node: ZooNode;
+  identity: Identity;
+  registry: Registry;
+  jobId: string;
+  spec: JobSpec;
+  trainer: RoundTrainer;
+  members: MemberCache;
+  ledger: RoundLedger;
+  log: (line: string) => void;
+  /** Hands an event back to the machine. */
+  feed: (event: RoundEvent) => void;
+  /** The machine's current state. */
+  state: () => RoundState;
+}
+
+/** A checkpoint in hand: its CID and contents. */
+interface Held {
+  cid: string;
+  ckpt: RoundCheckpoint;
+}
+
+const KEEP_MANIFESTS = 16;
+
+/** Carries out round actions for one peer. */
+export class RoundWork {
+  readonly #o: RoundWorkOptions;
+  readonly #abort = new AbortController();
+  readonly #account;
+  #current: Held | null = null;
+  /** Manifests this peer built or verified, by CID. */
+  readonly #manifests = new Map<string, RoundManifest>();
+  /** The servedBytes counter at the last look, for the ledger. */
+  #served = 0;
+
+  constructor(o: RoundWorkOptions) {
+    this.#o = o;
+    this.#account = privateKeyToAccount(o.identity.accountKey);
+    this.#served = o.node.blobs.stats.servedBytes;
+  }
+
+  /** Stops training and fetches under way. */
+  abort(): void {
+    this.#abort.abort(new Error("the round driver stopped"));
+  }
+
+  /** Starts an action; failures are logged or fed back as events. */
+  run(action: RoundAction): void {
+    const task = this.#dispatch(action);
+    task.catch((err) => {
+      if (this.#abort.signal.aborted) return;
+      this.#o.log(`${action.type}: ${(err as Error).message}`);
+    });
+  }
+
+  #dispatch(action: RoundAction): Promise<void> {
+    switch (action.type) {
+      case "train":
+        return this.#train(action.round, action.parent);
+      case "aggregate":
+        return this.#aggregate(action).catch((err) =>
+          this.#o.feed({
+            type: "aggregateFailed",
+            reason: (err as Error).message,
+          })
+        );
+      case "verify":
+        return this.#verify(action.manifest, action.announced);
+      case "attest":
+        return this.#attest(action.manifest.manifest);
+      case "commit":
+        return this.#commit(action).catch((err) =>
+          this.#o.feed({ type: "commitFailed", reason: (err as Error).message })
+        );
+      case "advance":
+        return this.#advance(action.round, action.checkpoint);
+      default:
+        return Promise.resolve();
+    }
+  }
+
+  // ------------------------------------------------------------- training
+
+  async #train(round: number, parent: string): Promise<void> {
+    const held = this.#held(parent);
+    const { trainer, spec, node, identity } = this.#o;
+    const assigned = assignChunks({
+      job: this.#o.jobId,
+      round,
+      peers: this.#o.state().live,
+      chunks: trainer.trainChunks.length,
+    }).get(identity.peerId) ?? [];
+    node.gossip.setProgress({ round, step: 0, backend: "wasm" });
+    const started = performance.now();
+    const result = await trainer.trainRound({
+      round,
+      params: held.ckpt.params,
+      chunks: assigned.map((i) => trainer.trainChunks[i]),
+      signal: this.#abort.signal,
+      onStep: (s) =>
+        node.gossip.setProgress({
+          step: s.step,
+          throughput: (s.step * spec.batchSize * spec.contextLength) /
+            ((performance.now() - started) / 1000),
+        }),
+    });
+    this.#o.ledger.noteTraining(result.trainMs);
+    if (this.#o.state().round !== round) return; // the chain moved on meanwhile
+    const delta = pseudoGradient(held.ckpt.params, result.params);
+    const bytes = encodeQuantized(quantize(delta, {
+      bits: BITS_FOR_COMPRESSION[spec.compression.format],
+      blockSize: spec.compression.blockSize,
+    }));
+    const cid = cidToString(await node.store.put(bytes));
+    const msg: DeltaAnnounce = {
+      v: 1,
+      type: "delta",
+      peer: identity.peerId,
+      job: this.#o.jobId,
+      round,
+      parent,
+      delta: cid,
+      tokens: result.tokens,
+      loss: result.loss,
+      account: identity.address,
+    };
+    await this.#publish(msg);
+    this.#o.log(
+      `round ${round}: trained ${result.steps} steps on ${assigned.length} chunk(s), loss ${
+        result.loss.toFixed(3)
+      }, delta ${cid} (${bytes.length} bytes)`,
+    );
+    this.#o.feed({ type: "trained", delta: msg });
+  }
+
+  // ---------------------------------------------------------- aggregation
+
+  async #aggregate(
+    a: Extract<RoundAction, { type: "aggregate" }>,
+  ): Promise<void> {
+    const held = this.#held(a.parent);
+    const cap = maxTokensPerRound(this.#o.spec);
+    const fetched = await Promise.all(
+      a.contributions.map(async (d) => {
+        try {
+          return { d, delta: await this.#delta(d.delta, [d.peer]) };
+        } catch (err) {
+          this.#o.log(
+            `round ${a.round}: left out ${d.peer}: ${(err as Error).message}`,
+          );
+          return null;
+        }
+      }),
+    );
+    const ok = fetched.filter((f) => f !== null)
+      .sort((x, y) => comparePeerIds(x.d.peer, y.d.peer));
+    if (ok.length === 0) throw new Error("no delta could be fetched");
+    const next = nextCheckpoint({
+      spec: this.#o.spec,
+      parent: held.ckpt,
+      parentCid: held.cid,
+      deltas: ok.map(({ d, delta }) => ({
+        peer: d.peer,
+        tokens: Math.min(d.tokens, cap),
+        delta,
+      })),
+    });
+    const checkpoint = cidToString(
+      await this.#o.node.store.put(encodeRoundCheckpoint(next)),
+    );
+    const manifest: RoundManifest = {
+      v: 1,
+      job: this.#o.jobId,
+      round: a.round,
+      parent: a.parent,
+      leader: this.#o.identity.peerId,
+      rule: this.#o.spec.aggregation,
+      contributions: ok.map(({ d }) => ({
+        peer: d.peer,
+        account: d.account,
+        delta: d.delta,
+        tokens: Math.min(d.tokens, cap),
+        loss: d.loss,
+      })),
+      checkpoint,
+    };
+    const manifestCid = cidToString(
+      await this.#o.node.store.put(encodeManifest(manifest)),
+    );
+    this.#remember(manifestCid, manifest);
+    const announce: ManifestAnnounce = {
+      v: 1,
+      type: "manifest",
+      peer: this.#o.identity.peerId,
+      job: this.#o.jobId,
+      round: a.round,
+      parent: a.parent,
+      manifest: manifestCid,
+      checkpoint,
+      rank: a.rank,
+    };
+    this.#o.feed({
+      type: "aggregated",
+      manifest: manifestCid,
+      checkpoint,
+      rank: a.rank,
+    });
+    await this.#publish(announce);
+    // The aggregator vouches for its own result like any verifier.
+    this.#o.feed({
+      type: "attestation",
+      msg: await this.#attestation(manifestCid, manifest),
+    });
+  }
+
+  /** A delta's values: from the local store, else fetched from `providers`. */
+  async #delta(cid: string, providers: string[]): Promise<Float32Array> {
+    const parsed = parseCid(cid);
+    const { node, trainer } = this.#o;
+    if (!await node.store.has(parsed)) {
+      const timeout = AbortSignal.timeout(collectMs(this.#o.state().config));
+      await node.blobs.fetch(parsed, providers, {
+        signal: AbortSignal.any([timeout, this.#abort.signal]),
+      });
+    }
+    return decodeDelta(await node.store.get(parsed), trainer.parameterCount);
+  }
+
+  // --------------------------------------------------------- verification
+
+  async #verify(
+    m: ManifestAnnounce,
+    announced: readonly DeltaAnnounce[],
+  ): Promise<void> {
+    const done = (ok: boolean, reason?: string) =>
+      this.#o.feed({ type: "verified", msg: m, ok, reason });
+    let manifest: RoundManifest;
+    try {
+      manifest = await this.#fetchManifest(m);
+      const problem = this.#checkManifest(m, manifest, announced);
+      if (problem) return done(false, problem);
+      const held = this.#held(m.parent);
+      const deltas = await Promise.all(
+        manifest.contributions.map(async (c) => ({
+          peer: c.peer,
+          tokens: c.tokens,
+          delta: await this.#delta(c.delta, [m.peer, c.peer]),
+        })),
+      );
+      const bytes = encodeRoundCheckpoint(
+        nextCheckpoint({
+          spec: this.#o.spec,
+          parent: held.ckpt,
+          parentCid: held.cid,
+          deltas,
+        }),
+      );
+      // Stored whatever the outcome: a match is C(r+1), fetched for free.
+      const cid = cidToString(await this.#o.node.store.put(bytes));
+      if (cid !== manifest.checkpoint) {
+        return done(false, `recomputed checkpoint ${cid} differs`);
+      }
+    } catch (err) {
+      return done(false, (err as Error).message);
+    }
+    this.#remember(m.manifest, manifest);
+    done(true);
+  }
+
+  async #fetchManifest(m: ManifestAnnounce): Promise<RoundManifest> {
+    const parsed = parseCid(m.manifest);
+    const { node } = this.#o;
+    if (!await node.store.has(parsed)) {
+      await node.blobs.fetch(parsed, [m.peer], {
+        signal: AbortSignal.any([
+          AbortSignal.timeout(collectMs(this.#o.state().config)),
+          this.#abort.signal,
+        ]),
+      });
+    }
+    return decodeManifest(await node.store.get(parsed));
+  }
+
+  /** Why `manifest` cannot be what `m` announced, or null when it fits. */
+  #checkManifest(
+    m: ManifestAnnounce,
+    manifest: RoundManifest,
+    announced: readonly DeltaAnnounce[],
+  ): string | null {
+    if (
+      manifest.job !== this.#o.jobId || manifest.round !== m.round ||
+      manifest.parent !== m.parent || manifest.leader !== m.peer ||
+      manifest.checkpoint !== m.checkpoint
+    ) {
+      return "manifest does not match its announcement";
+    }
+    if (
+      JSON.stringify(manifest.rule) !== JSON.stringify(this.#o.spec.aggregation)
+    ) {
+      return "manifest uses another aggregation rule";
+    }
+    const cap = maxTokensPerRound(this.#o.spec);
+    const byPeer = new Map(announced.map((d) => [d.peer, d]));
+    for (const c of manifest.contributions) {
+      const d = byPeer.get(c.peer);
+      // Every contribution must be one its author announced (signed on
+      // gossip): a leader cannot invent or alter deltas.
+      if (
+        !d || d.delta !== c.delta || d.loss !== c.loss ||
+        d.account.toLowerCase() !== c.account.toLowerCase() ||
+        Math.min(d.tokens, cap) !== c.tokens
+      ) {
+        return `contribution of ${c.peer} was not announced as listed`;
+      }
+    }
+    return null;
+  }
+
+  // ------------------------------------------------ attestation and commit
+
+  async #attestation(
+    manifestCid: string,
+    manifest: RoundManifest,
+  ): Promise<AttestationMessage> {
+    const signature = await signAttestation(
+      this.#account,
+      this.#domain(),
+      attestationForManifest(manifestCid, manifest),
+    );
+    return {
+      v: 1,
+      type: "attest",
+      peer: this.#o.identity.peerId,
+      job: this.#o.jobId,
+      round: manifest.round,
+      parent: manifest.parent,
+      manifest: manifestCid,
+      checkpoint: manifest.checkpoint,
+      account: this.#o.identity.address,
+      signature,
+    };
+  }
+
+  async #attest(manifestCid: string): Promise<void> {
+    const manifest = this.#manifests.get(manifestCid);
+    if (!manifest) return;
+    await this.#publish(await this.#attestation(manifestCid, manifest));
+  }
+
+  /** Feeds a gossiped attestation to the machine once its signature checks out. */
+  async checkAttestation(msg: AttestationMessage): Promise<void> {
+    const led = this.#o.state().led;
+    const manifest = this.#manifests.get(msg.manifest);
+    if (!led || led.manifest !== msg.manifest || !manifest) return;
+    const signer = await recoverAttester(
+      this.#domain(),
+      attestationForManifest(msg.manifest, manifest),
+      msg.signature as `0x${string}`,
+    ).catch(() => null);
+    if (signer?.toLowerCase() !== msg.account.toLowerCase()) return;
+    if (!await this.#o.members.isMemberAccount(msg.peer, msg.account)) return;
+    this.#o.feed({ type: "attestation", msg });
+  }
+
+  async #commit(a: Extract<RoundAction, { type: "commit" }>): Promise<void> {
+    const manifest = this.#manifests.get(a.manifest);
+    if (!manifest) throw new Error(`manifest ${a.manifest} is not held`);
+    const tx = await commitRound(this.#o.registry, {
+      attestation: attestationForManifest(a.manifest, manifest),
+      signatures: orderSignatures(a.attestations.map((x) => ({
+        signer: x.account as `0x${string}`,
+        signature: x.signature as `0x${string}`,
+      }))),
+    });
+    this.#o.log(
+      `round ${a.round}: committed ${a.checkpoint} with ${a.attestations.length} attestations (tx ${tx.hash}, ${tx.gasUsed} gas)`,
+    );
+    this.#o.ledger.noteCommit(a.round, tx.hash, this.#o.identity.peerId);
+    await this.#publish({
+      v: 1,
+      type: "committed",
+      peer: this.#o.identity.peerId,
+      job: this.#o.jobId,
+      round: a.round,
+      parent: manifest.parent,
+      checkpoint: a.checkpoint,
+      tx: tx.hash,
+    });
+  }
+
+  // -------------------------------------------------------------- syncing
+
+  async #advance(round: number, checkpoint: string): Promise<void> {
+    const parsed = parseCid(checkpoint);
+    const { node } = this.#o;
+    while (!await node.store.has(parsed)) {
+      if (this.#o.state().round !== round || this.#abort.signal.aborted) return;
+      const peers = [
+        ...new Set(
+          node.host.getConnections().map((c) => c.remotePeer.toString()),
+        ),
+      ];
+      try {
+        await node.blobs.fetch(parsed, peers, { signal: this.#abort.signal });
+      } catch {
+        await new Promise((r) => setTimeout(r, 500));
+      }
+    }
+    const ckpt = decodeRoundCheckpoint(await node.store.get(parsed));
+    if (ckpt.job !== this.#o.jobId || ckpt.round !== round) {
+      throw new Error(
+        `checkpoint ${checkpoint} is round ${ckpt.round} of job ${ckpt.job}, not round ${round} of ${this.#o.jobId}`,
+      );
+    }
+    if (round > 0) this.#closeRound(round - 1, checkpoint, ckpt);
+    this.#current = { cid: checkpoint, ckpt };
+    if (this.#o.state().round === round) {
+      this.#o.feed({ type: "enter", round, parent: checkpoint });
+    }
+  }
+
+  #closeRound(round: number, checkpoint: string, ckpt: RoundCheckpoint): void {
+    const manifest =
+      [...this.#manifests.values()].find((m) =>
+        m.round === round && m.checkpoint === checkpoint
+      ) ?? null;
+    const served = this.#o.node.blobs.stats.servedBytes;
+    this.#o.ledger.noteSent(served - this.#served);
+    this.#served = served;
+    const record = this.#o.ledger.closeRound({
+      round,
+      checkpoint,
+      manifest,
+      valLoss: this.#o.trainer.evalLoss(ckpt.params),
+      self: this.#o.identity.peerId,
+      livePeers: this.#o.state().live.length,
+    });
+    this.#o.log(
+      `round ${round}: committed ${checkpoint}, held-out loss ${
+        record.valLoss.toFixed(3)
+      }, sent ${record.bytesSent} bytes (data-parallel: ${
+        Math.round(record.dataParallelBytes)
+      })`,
+    );
+  }
+
+  // -------------------------------------------------------------- helpers
+
+  #held(cid: string): Held {
+    if (this.#current?.cid !== cid) {
+      throw new Error(`checkpoint ${cid} is not the one held`);
+    }
+    return this.#current;
+  }
+
+  #remember(cid: string, manifest: RoundManifest): void {
+    this.#manifests.set(cid, manifest);
+    if (this.#manifests.size > KEEP_MANIFESTS) {
+      this.#manifests.delete(this.#manifests.keys().next().value!);
+    }
+  }
+
+  #domain() {
+    const { client, address } = this.#o.registry;
+    return { chainId: client.chainId, registry: address };
+  }
+
+  /** Publishes on gossip and counts the bytes every mesh neighbour receives. */
+  async #publish(msg: GossipMessage): Promise<void> {
+    const size = await this.#o.node.gossip.publish(msg);
+    const fanout = this.#o.node.host.getConnections().length;
+    this.#o.ledger.noteSent(size * fanout);
+  }
+}

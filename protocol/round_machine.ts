@@ -1,0 +1,463 @@
+/**
+ * One peer's view of a training round as a pure state machine:
+ * `step(state, event, { now }) → { state, actions }`. The node turns the
+ * world (training finished, gossip arrived, the chain moved, time passed)
+ * into events and carries out the actions; nothing here touches a clock,
+ * socket or file, so a round can be simulated with many in-process peers.
+ *
+ * A round r, from checkpoint C(r) named by its CID `parent`:
+ *   waiting     until `minPeers` live members are seen;
+ *   training    H inner steps (action `train`), then the delta is announced;
+ *   collecting  announced deltas are gathered. The leader (rank 0 of
+ *               `rankLeaders(parent, live members)`) aggregates once every
+ *               live member has announced or `collectMs` has passed since
+ *               its own delta; backup k takes over `k · takeoverMs` later.
+ *               Every manifest announced for the round is verified (action
+ *               `verify`) and, when it checks out, attested (`attest`).
+ *   aggregator  the peer that aggregated gathers attestations for its own
+ *               manifest and commits (`commit`) once it has a quorum.
+ *   syncing     the chain recorded the round (first valid commit wins):
+ *               `advance` fetches C(r+1), then the node enters round r+1.
+ *
+ * @module
+ */
+import { rankLeaders } from "./assignment.ts";
+import { comparePeerIds } from "./peer_table.ts";
+import type {
+  AttestationMessage,
+  DeltaAnnounce,
+  ManifestAnnounce,
+} from "./messages.ts";
+
+/** What a peer's machine needs to know about the job and itself. */
+export interface RoundConfig {
+  /** The job id. */
+  job: string;
+  /** This peer's id. */
+  self: string;
+  /** Attestations needed to commit. */
+  quorum: number;
+  /** Live members needed before training a round. */
+  minPeers: number;
+  /** Rounds in the job. */
+  rounds: number;
+  /** The job's round deadline; collect and takeover windows derive from it. */
+  roundDeadlineMs: number;
+}
+
+/** Where a peer is within its round. */
+export type RoundPhase =
+  | "syncing"
+  | "waiting"
+  | "training"
+  | "collecting"
+  | "finished";
+
+/** One peer's round state. Treat as immutable: `step` returns a new one. */
+export interface RoundState {
+  readonly config: RoundConfig;
+  readonly phase: RoundPhase;
+  /** The round being trained (or, while syncing, the one being fetched). */
+  readonly round: number;
+  /** CID of C(round). */
+  readonly parent: string;
+  readonly enteredAt: number;
+  /** When this peer's own delta was announced; null before. */
+  readonly trainedAt: number | null;
+  /** Delta announcements for this round and parent, by peer. */
+  readonly deltas: ReadonlyMap<string, DeltaAnnounce>;
+  /** Announcements that arrived for the next round while still in this one. */
+  readonly early: readonly DeltaAnnounce[];
+  /** Live members at the last tick, this peer included, sorted. */
+  readonly live: readonly string[];
+  /** Manifest CIDs already sent to verification, by announcing peer. */
+  readonly verifying: ReadonlyMap<string, string>;
+  /** True while this peer's own aggregation runs. */
+  readonly aggregating: boolean;
+  /** This peer's own manifest for the round, once aggregated. */
+  readonly led: {
+    readonly manifest: string;
+    readonly checkpoint: string;
+    readonly rank: number;
+  } | null;
+  /** Attestations of `led`, by lower-cased account. */
+  readonly attestations: ReadonlyMap<string, AttestationMessage>;
+  /** True while a commit transaction is in flight. */
+  readonly committing: boolean;
+  /** When the last commit attempt failed; retried a second later. */
+  readonly commitFailedAt: number | null;
+}
+
+/** Something that happened, as the node reports it. */
+export type RoundEvent =
+  /** Start round `round` from checkpoint `parent` (now held locally). */
+  | { type: "enter"; round: number; parent: string }
+  /** Time passed; `live` lists the live job members, this peer included. */
+  | { type: "tick"; live: readonly string[] }
+  /** This peer's training finished and its delta was announced. */
+  | { type: "trained"; delta: DeltaAnnounce }
+  /** Another peer announced a delta (already validated). */
+  | { type: "delta"; msg: DeltaAnnounce }
+  /** This peer's aggregation finished; `manifest` was announced. */
+  | { type: "aggregated"; manifest: string; checkpoint: string; rank: number }
+  /** This peer's aggregation failed (no delta could be fetched, ...). */
+  | { type: "aggregateFailed"; reason: string }
+  /** A peer announced a manifest for some round. */
+  | { type: "manifest"; msg: ManifestAnnounce }
+  /** A verification finished. */
+  | { type: "verified"; msg: ManifestAnnounce; ok: boolean; reason?: string }
+  /** A valid attestation (signature already checked) arrived. */
+  | { type: "attestation"; msg: AttestationMessage }
+  /** This peer's commit transaction failed. */
+  | { type: "commitFailed"; reason: string }
+  /** The chain's head for the job: `nextRound` rounds are committed. */
+  | { type: "chainHead"; nextRound: number; head: string };
+
+/** What the node should do. */
+export type RoundAction =
+  /** Train round `round` from C(round) and announce the delta. */
+  | { type: "train"; round: number; parent: string }
+  /** Fetch the contributions, aggregate, store and announce a manifest. */
+  | {
+    type: "aggregate";
+    round: number;
+    parent: string;
+    rank: number;
+    contributions: DeltaAnnounce[];
+  }
+  /** Recompute `manifest` from its deltas; `announced` are the deltas seen. */
+  | { type: "verify"; manifest: ManifestAnnounce; announced: DeltaAnnounce[] }
+  /** Sign and publish an attestation of a verified manifest. */
+  | { type: "attest"; manifest: ManifestAnnounce }
+  /** Submit the commit with these attestations. */
+  | {
+    type: "commit";
+    round: number;
+    manifest: string;
+    checkpoint: string;
+    attestations: AttestationMessage[];
+  }
+  /** Fetch checkpoint `checkpoint` (C(round)), then send `enter`. */
+  | { type: "advance"; round: number; checkpoint: string }
+  /** The job has committed all its rounds. */
+  | { type: "finish" }
+  /** A line for the log. */
+  | { type: "log"; message: string };
+
+/** Result of one step. */
+export interface Step {
+  state: RoundState;
+  actions: RoundAction[];
+}
+
+/** How long the leader waits for other deltas after its own, in ms. */
+export function collectMs(config: RoundConfig): number {
+  return config.roundDeadlineMs / 4;
+}
+
+/** How long each backup rank waits after the one before it, in ms. */
+export function takeoverMs(config: RoundConfig): number {
+  return config.roundDeadlineMs / 2;
+}
+
+/** Retry delay after a failed commit, in ms. */
+export const COMMIT_RETRY_MS = 1000;
+
+/**
+ * A machine that knows nothing of the job yet: feed it the chain's head
+ * (`chainHead`) and it asks to fetch that checkpoint (`advance`).
+ */
+export function initialState(config: RoundConfig, now: number): RoundState {
+  return {
+    config,
+    phase: "syncing",
+    round: -1,
+    parent: "",
+    enteredAt: now,
+    trainedAt: null,
+    deltas: new Map(),
+    early: [],
+    live: [config.self],
+    verifying: new Map(),
+    aggregating: false,
+    led: null,
+    attestations: new Map(),
+    committing: false,
+    commitFailedAt: null,
+  };
+}
+
+/** Applies one event. */
+export function step(
+  state: RoundState,
+  event: RoundEvent,
+  ctx: { now: number },
+): Step {
+  switch (event.type) {
+    case "enter":
+      return enter(state, event.round, event.parent, ctx.now);
+    case "tick":
+      return onTick({ ...state, live: withSelf(state, event.live) }, ctx.now);
+    case "trained":
+      return onTrained(state, event.delta, ctx.now);
+    case "delta":
+      return onDelta(state, event.msg, ctx.now);
+    case "aggregated":
+      return onAggregated(state, event);
+    case "aggregateFailed":
+      return {
+        state: { ...state, aggregating: false },
+        actions: [
+          log(`round ${state.round}: aggregation failed: ${event.reason}`),
+        ],
+      };
+    case "manifest":
+      return onManifest(state, event.msg);
+    case "verified":
+      return onVerified(state, event);
+    case "attestation":
+      return onAttestation(state, event.msg, ctx.now);
+    case "commitFailed":
+      return {
+        state: { ...state, committing: false, commitFailedAt: ctx.now },
+        actions: [log(`round ${state.round}: commit failed: ${event.reason}`)],
+      };
+    case "chainHead":
+      return onChainHead(state, event.nextRound, event.head);
+  }
+}
+
+function enter(
+  state: RoundState,
+  round: number,
+  parent: string,
+  now: number,
+): Step {
+  const fresh = initialState(state.config, now);
+  const deltas = new Map<string, DeltaAnnounce>();
+  for (const d of state.early) {
+    if (d.round === round && d.parent === parent) deltas.set(d.peer, d);
+  }
+  const next: RoundState = {
+    ...fresh,
+    phase: "waiting",
+    round,
+    parent,
+    live: state.live,
+    deltas,
+    early: state.early.filter((d) => d.round > round),
+  };
+  return startIfEnoughPeers(next);
+}
+
+function startIfEnoughPeers(state: RoundState): Step {
+  if (state.phase !== "waiting") return { state, actions: [] };
+  if (state.live.length < state.config.minPeers) return { state, actions: [] };
+  return {
+    state: { ...state, phase: "training" },
+    actions: [{ type: "train", round: state.round, parent: state.parent }],
+  };
+}
+
+function onTick(state: RoundState, now: number): Step {
+  if (state.phase === "waiting") return startIfEnoughPeers(state);
+  if (state.phase !== "collecting") return { state, actions: [] };
+  const actions: RoundAction[] = [];
+  let next = state;
+  if (next.led === null && !next.aggregating) {
+    const rank = leaderRank(next);
+    if (rank >= 0 && shouldAggregate(next, rank, now)) {
+      next = { ...next, aggregating: true };
+      actions.push({
+        type: "aggregate",
+        round: next.round,
+        parent: next.parent,
+        rank,
+        contributions: [...next.deltas.values()],
+      });
+    }
+  }
+  if (
+    next.led !== null && !next.committing && next.commitFailedAt !== null &&
+    now - next.commitFailedAt >= COMMIT_RETRY_MS
+  ) {
+    return commitIfQuorum(next, actions);
+  }
+  return { state: next, actions };
+}
+
+/** This peer's rank among the live members for this round's parent. */
+export function leaderRank(state: RoundState): number {
+  return rankLeaders(state.parent, state.live).indexOf(state.config.self);
+}
+
+function shouldAggregate(
+  state: RoundState,
+  rank: number,
+  now: number,
+): boolean {
+  if (state.trainedAt === null) return false;
+  const waited = now - state.trainedAt;
+  const everyone = state.live.every((p) => state.deltas.has(p));
+  if (rank === 0) return everyone || waited >= collectMs(state.config);
+  return waited >= collectMs(state.config) + rank * takeoverMs(state.config);
+}
+
+function onTrained(state: RoundState, delta: DeltaAnnounce, now: number): Step {
+  if (
+    state.phase !== "training" || delta.round !== state.round ||
+    delta.parent !== state.parent
+  ) {
+    return { state, actions: [] };
+  }
+  const deltas = new Map(state.deltas).set(delta.peer, delta);
+  return onTick({ ...state, phase: "collecting", trainedAt: now, deltas }, now);
+}
+
+function onDelta(state: RoundState, msg: DeltaAnnounce, now: number): Step {
+  if (msg.round === state.round && msg.parent === state.parent) {
+    if (state.deltas.has(msg.peer)) return { state, actions: [] };
+    const deltas = new Map(state.deltas).set(msg.peer, msg);
+    return onTick({ ...state, deltas }, now);
+  }
+  // Peers that advanced first announce the next round before this peer has
+  // fetched its checkpoint; keep a bounded few for when it gets there.
+  if (
+    msg.round === state.round + 1 && state.early.length < MAX_EARLY &&
+    !state.early.some((d) => d.peer === msg.peer && d.round === msg.round)
+  ) {
+    return { state: { ...state, early: [...state.early, msg] }, actions: [] };
+  }
+  return { state, actions: [] };
+}
+
+/** Cap on buffered next-round announcements. */
+export const MAX_EARLY = 1024;
+
+function onAggregated(
+  state: RoundState,
+  e: Extract<RoundEvent, { type: "aggregated" }>,
+): Step {
+  if (!state.aggregating) return { state, actions: [] };
+  const next: RoundState = {
+    ...state,
+    aggregating: false,
+    led: { manifest: e.manifest, checkpoint: e.checkpoint, rank: e.rank },
+    attestations: new Map(),
+  };
+  return {
+    state: next,
+    actions: [log(
+      `round ${state.round}: aggregated ${state.deltas.size} delta(s) as rank ${e.rank}: manifest ${e.manifest}`,
+    )],
+  };
+}
+
+function onManifest(state: RoundState, msg: ManifestAnnounce): Step {
+  if (
+    msg.round !== state.round || msg.parent !== state.parent ||
+    state.phase === "syncing" || state.phase === "finished" ||
+    state.verifying.has(msg.peer)
+  ) {
+    return { state, actions: [] };
+  }
+  // One verification per announcing peer: a leader that announces two
+  // different manifests for a round gets only its first one checked.
+  const verifying = new Map(state.verifying).set(msg.peer, msg.manifest);
+  return {
+    state: { ...state, verifying },
+    actions: [{
+      type: "verify",
+      manifest: msg,
+      announced: [...state.deltas.values()],
+    }],
+  };
+}
+
+function onVerified(
+  state: RoundState,
+  e: Extract<RoundEvent, { type: "verified" }>,
+): Step {
+  if (e.msg.round !== state.round || e.msg.parent !== state.parent) {
+    return { state, actions: [] };
+  }
+  if (!e.ok) {
+    return {
+      state,
+      actions: [log(
+        `round ${state.round}: manifest ${e.msg.manifest} from ${e.msg.peer} failed verification: ${e.reason}`,
+      )],
+    };
+  }
+  return { state, actions: [{ type: "attest", manifest: e.msg }] };
+}
+
+function onAttestation(
+  state: RoundState,
+  msg: AttestationMessage,
+  _now: number,
+): Step {
+  if (
+    state.led === null || msg.round !== state.round ||
+    msg.parent !== state.parent || msg.manifest !== state.led.manifest ||
+    msg.checkpoint !== state.led.checkpoint
+  ) {
+    return { state, actions: [] };
+  }
+  const key = msg.account.toLowerCase();
+  if (state.attestations.has(key)) return { state, actions: [] };
+  const attestations = new Map(state.attestations).set(key, msg);
+  return commitIfQuorum({ ...state, attestations }, []);
+}
+
+function commitIfQuorum(state: RoundState, actions: RoundAction[]): Step {
+  if (
+    state.led === null || state.committing ||
+    state.attestations.size < state.config.quorum
+  ) {
+    return { state, actions };
+  }
+  return {
+    state: { ...state, committing: true, commitFailedAt: null },
+    actions: [...actions, {
+      type: "commit",
+      round: state.round,
+      manifest: state.led.manifest,
+      checkpoint: state.led.checkpoint,
+      attestations: [...state.attestations.values()],
+    }],
+  };
+}
+
+function onChainHead(
+  state: RoundState,
+  nextRound: number,
+  head: string,
+): Step {
+  if (state.phase === "finished") return { state, actions: [] };
+  if (nextRound >= state.config.rounds) {
+    return {
+      state: { ...state, phase: "finished", round: nextRound, parent: head },
+      actions: [{ type: "finish" }],
+    };
+  }
+  // Syncing to this very round already: the fetch is under way.
+  if (state.phase === "syncing" && nextRound === state.round) {
+    return { state, actions: [] };
+  }
+  if (nextRound <= state.round) return { state, actions: [] };
+  return {
+    state: { ...state, phase: "syncing", round: nextRound, parent: head },
+    actions: [{ type: "advance", round: nextRound, checkpoint: head }],
+  };
+}
+
+function withSelf(state: RoundState, live: readonly string[]): string[] {
+  const set = new Set(live);
+  set.add(state.config.self);
+  return [...set].sort(comparePeerIds);
+}
+
+function log(message: string): RoundAction {
+  return { type: "log", message };
+}
