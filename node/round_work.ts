@@ -87,6 +87,8 @@ export class RoundWork {
   #current: Held | null = null;
   /** Manifests this peer built or verified, by CID. */
   readonly #manifests = new Map<string, RoundManifest>();
+  /** Verifications under way, by the checkpoint CID they recompute. */
+  readonly #recomputing = new Map<string, Promise<void>>();
   /** The servedBytes counter at the last look, for the ledger. */
   #served = 0;
 
@@ -121,8 +123,14 @@ export class RoundWork {
             reason: (err as Error).message,
           })
         );
-      case "verify":
-        return this.#verify(action.manifest, action.announced);
+      case "verify": {
+        const { manifest, announced } = action;
+        const task = this.#verify(manifest, announced).finally(() =>
+          this.#recomputing.delete(manifest.checkpoint)
+        );
+        this.#recomputing.set(manifest.checkpoint, task);
+        return task;
+      }
       case "attest":
         return this.#attest(action.manifest.manifest);
       case "commit":
@@ -301,7 +309,9 @@ export class RoundWork {
         manifest.contributions.map(async (c) => ({
           peer: c.peer,
           tokens: c.tokens,
-          delta: await this.#delta(c.delta, [m.peer, c.peer]),
+          // The author first: the leader would otherwise serve every delta
+          // to every verifier.
+          delta: await this.#delta(c.delta, [c.peer, m.peer]),
         })),
       );
       const bytes = encodeRoundCheckpoint(
@@ -450,6 +460,9 @@ export class RoundWork {
   async #advance(round: number, checkpoint: string): Promise<void> {
     const parsed = parseCid(checkpoint);
     const { node } = this.#o;
+    // A verification under way is about to store this very checkpoint:
+    // waiting for it costs less than fetching it from a peer.
+    await this.#recomputing.get(checkpoint);
     while (!await node.store.has(parsed)) {
       if (this.#o.state().round !== round || this.#abort.signal.aborted) return;
       const peers = [

@@ -17,7 +17,8 @@
  *   aggregator  the peer that aggregated gathers attestations for its own
  *               manifest and commits (`commit`) once it has a quorum.
  *   syncing     the chain recorded the round (first valid commit wins):
- *               `advance` fetches C(r+1), then the node enters round r+1.
+ *               `advance` fetches C(r+1), then the node enters round r+1;
+ *   finished    entered past the last round (C(rounds) is in hand).
  *
  * @module
  */
@@ -137,7 +138,10 @@ export type RoundAction =
     checkpoint: string;
     attestations: AttestationMessage[];
   }
-  /** Fetch checkpoint `checkpoint` (C(round)), then send `enter`. */
+  /**
+   * Fetch checkpoint `checkpoint` (C(round)), then send `enter`; `round`
+   * may be the job's round count, for the final checkpoint.
+   */
   | { type: "advance"; round: number; checkpoint: string }
   /** The job has committed all its rounds. */
   | { type: "finish" }
@@ -233,6 +237,12 @@ function enter(
   parent: string,
   now: number,
 ): Step {
+  if (round >= state.config.rounds) {
+    return {
+      state: { ...state, phase: "finished", round, parent, enteredAt: now },
+      actions: [{ type: "finish" }],
+    };
+  }
   const fresh = initialState(state.config, now);
   const deltas = new Map<string, DeltaAnnounce>();
   for (const d of state.early) {
@@ -435,17 +445,13 @@ function onChainHead(
   head: string,
 ): Step {
   if (state.phase === "finished") return { state, actions: [] };
-  if (nextRound >= state.config.rounds) {
-    return {
-      state: { ...state, phase: "finished", round: nextRound, parent: head },
-      actions: [{ type: "finish" }],
-    };
-  }
   // Syncing to this very round already: the fetch is under way.
   if (state.phase === "syncing" && nextRound === state.round) {
     return { state, actions: [] };
   }
   if (nextRound <= state.round) return { state, actions: [] };
+  // The final checkpoint is fetched too: `enter` past the last round
+  // finishes, so the node closes the last round like every other.
   return {
     state: { ...state, phase: "syncing", round: nextRound, parent: head },
     actions: [{ type: "advance", round: nextRound, checkpoint: head }],

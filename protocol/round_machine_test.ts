@@ -243,13 +243,22 @@ Deno.test("round machine: the chain moving on advances, and the last round finis
   ]);
   assert.deepEqual(types(actions), ["advance", "advance"]);
   assert.equal(state.phase, "syncing");
-  const done = run(state, [[2, {
-    type: "chainHead",
-    nextRound: 2,
-    head: "bafkreic2",
+  // The final checkpoint is fetched like any other; entering past the
+  // last round finishes.
+  const last = run(state, [
+    [2, { type: "enter", round: 1, parent: "bafkreic1" }],
+    [3, { type: "chainHead", nextRound: 2, head: "bafkreic2" }],
+  ]);
+  assert.deepEqual(types(last.actions), ["advance"]);
+  assert.equal(last.state.phase, "syncing");
+  const done = run(last.state, [[4, {
+    type: "enter",
+    round: 2,
+    parent: "bafkreic2",
   }]]);
   assert.deepEqual(types(done.actions), ["finish"]);
   assert.equal(done.state.phase, "finished");
+  assert.equal(done.state.parent, "bafkreic2");
 });
 
 // ---------------------------------------------------------------------------

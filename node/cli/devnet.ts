@@ -1,7 +1,25 @@
 import { cidToString } from "../../protocol/cid.ts";
+import {
+  defaultJobSpec,
+  type JobSpec,
+  JobSpecError,
+} from "../../protocol/job_spec.ts";
 import type { FetchReport } from "../blob_service.ts";
 import { Blockstore } from "../blockstore.ts";
+import {
+  type DevnetChain,
+  formatRegistration,
+  registerLocalPeer,
+  startDevnetChain,
+} from "../devnet_chain.ts";
+import {
+  publishDevnetJob,
+  registerDevnetPeers,
+  spawnJobPeers,
+} from "../devnet_job.ts";
+import { formatRound, watchRounds } from "../devnet_rounds.ts";
 import type { NodeStatus } from "../http/types.ts";
+import { DEFAULT_CORPUS_DATASET_ID } from "../job_dataset.ts";
 import {
   type LocalPeer,
   loopbackAddr,
@@ -11,78 +29,165 @@ import {
 } from "../local_peer.ts";
 import { blockstoreDir } from "../node.ts";
 import { callRpc } from "../rpc_client.ts";
-import {
-  type DevnetChain,
-  formatRegistration,
-  registerLocalPeer,
-  startDevnetChain,
-} from "../devnet_chain.ts";
+import { UsageError } from "./flags.ts";
+import { readSpecFields } from "./job.ts";
+import type { DevnetCommand } from "./parse_devnet.ts";
 
 /**
  * `zoo-node devnet`: starts the chain (the embedded anvil, or a dev chain
- * at `rpcUrl`) with a fresh registry, then `nodes` peers as separate
- * processes on loopback; waits until each sees all the others, registers
- * each on chain, prints the mesh, moves a blob across it, and stops
- * everything it started.
+ * at `rpcUrl`) with a fresh registry and `nodes` peers as separate
+ * processes on loopback, each registered on chain with its own key. With
+ * `rounds` > 0 it creates a job on the default corpus and the peers train
+ * it round by round, each round printed as it commits; with 0 it shows the
+ * mesh and moves a blob across it. Then it stops everything it started.
  */
-export async function devnet(
-  nodes: number,
-  options: {
-    dataDir: string | null;
-    keepRunning: boolean;
-    rpcUrl: string | null;
-  },
-): Promise<number> {
-  const root = options.dataDir ??
+export async function devnet(command: DevnetCommand): Promise<number> {
+  // A bad spec file is a usage error: found before anything starts.
+  const spec = command.rounds > 0 ? await devnetSpec(command) : null;
+  const root = command.flags.dataDir ??
     await Deno.makeTempDir({ prefix: "zoo-devnet-" });
   const peers: LocalPeer[] = [];
   let chain: DevnetChain | null = null;
+  let failed = false;
   try {
-    chain = await startDevnetChain(`${root}/chain`, options.rpcUrl);
+    chain = await startDevnetChain(
+      `${root}/chain`,
+      command.flags.rpcUrl ?? null,
+    );
     console.log(
       `devnet: chain ${chain.chainId} at ${chain.rpcUrl}${
         chain.dev ? " (embedded anvil)" : ""
       }, registry ${chain.registry}`,
     );
-    console.log(`devnet: starting ${nodes} peers in ${root}`);
-    peers.push(await spawnPeer("node-1", `${root}/node-1`));
-    const seed = `${loopbackAddr(peers[0].info)}`;
-    const rest = await Promise.all(
-      Array.from(
-        { length: nodes - 1 },
-        (_, i) =>
-          spawnPeer(`node-${i + 2}`, `${root}/node-${i + 2}`, {
-            bootstrap: [seed],
-          }),
-      ),
-    );
-    peers.push(...rest);
-    const statuses = await waitForMesh(peers, 30_000);
-    printMesh(peers, statuses);
-    for (const p of peers) {
-      console.log(
-        formatRegistration(p.name, await registerLocalPeer(chain, p.dataDir)),
-      );
+    if (spec) {
+      await trainJob(chain, root, command.nodes, spec, peers);
+    } else {
+      await meshDemo(chain, root, command.nodes, peers);
     }
-    console.log("");
-    if (nodes > 1) await blobDemo(peers[0], peers[peers.length - 1]);
-    if (options.keepRunning) {
+    if (command.keepRunning) {
       console.log("devnet: running; press Ctrl-C to stop");
       await waitForSignal();
     }
     return 0;
   } catch (err) {
+    failed = true;
     console.error(`devnet: ${(err as Error).message}`);
     for (const p of peers) console.error(`  ${p.name} log: ${p.log}`);
     return 1;
   } finally {
     await Promise.all(peers.map((p) => stopPeer(p)));
     await chain?.stop();
-    if (options.dataDir === null) {
+    // A failed run keeps its temp dir: the logs named above are in it.
+    if (command.flags.dataDir === undefined && !failed) {
       await Deno.remove(root, { recursive: true }).catch(() => {});
     }
-    console.log("devnet: stopped");
+    console.log(
+      failed ? `devnet: stopped; logs kept in ${root}` : "devnet: stopped",
+    );
   }
+}
+
+/**
+ * The devnet's job: the default corpus, every peer needed to start a
+ * round, a majority quorum and a 20 s round deadline, under the fields of
+ * `--spec` and `--rounds`.
+ */
+async function devnetSpec(command: DevnetCommand): Promise<JobSpec> {
+  const fields = command.spec ? await readSpecFields(command.spec) : {};
+  try {
+    return defaultJobSpec({
+      name: "devnet",
+      minPeers: command.nodes,
+      roundDeadlineMs: 20_000,
+      ...fields,
+      dataset: { cid: DEFAULT_CORPUS_DATASET_ID, ...fields.dataset },
+      rounds: command.rounds,
+    });
+  } catch (err) {
+    if (err instanceof JobSpecError) {
+      throw new UsageError(`${command.spec ?? "devnet job"}: ${err.message}`);
+    }
+    throw err;
+  }
+}
+
+async function trainJob(
+  chain: DevnetChain,
+  root: string,
+  nodes: number,
+  spec: JobSpec,
+  peers: LocalPeer[],
+): Promise<void> {
+  const slots = await registerDevnetPeers(chain, root, nodes);
+  for (const s of slots) {
+    console.log(formatRegistration(s.name, s.registration));
+  }
+  const job = await publishDevnetJob(chain, root, slots, spec);
+  console.log(`job      ${job.id} (tx ${job.tx.hash})`);
+  console.log(`genesis  ${job.genesis}`);
+  console.log(
+    `         ${spec.rounds} rounds of ${spec.innerSteps} steps, batch ${spec.batchSize}x${spec.contextLength}, ${spec.compression.format} deltas, ${spec.aggregation.rule}, quorum ${spec.quorum}`,
+  );
+  peers.push(...await spawnJobPeers(chain, job.id, slots));
+  printMesh(peers, await waitForMesh(peers, 30_000));
+  const names = new Map(peers.map((p) => [p.info.peerId, p.name]));
+  const started = performance.now();
+  const rounds = await watchRounds({
+    peers,
+    rounds: spec.rounds,
+    stallMs: Math.max(120_000, 4 * spec.roundDeadlineMs),
+    onRound: (r) => {
+      for (const line of formatRound(r, spec.rounds, names)) console.log(line);
+    },
+  });
+  const first = [...rounds[0].records.values()][0];
+  const last = [...rounds[rounds.length - 1].records.values()][0];
+  const finals = new Set(
+    [...rounds[rounds.length - 1].records.values()].map((r) => r.checkpoint),
+  );
+  if (finals.size !== 1) {
+    throw new Error(`the peers ended on ${finals.size} different checkpoints`);
+  }
+  console.log(
+    `devnet: ${spec.rounds} rounds committed in ${
+      ((performance.now() - started) / 1000).toFixed(1)
+    } s; held-out loss ${first.valLoss.toFixed(3)} -> ${
+      last.valLoss.toFixed(3)
+    }; every peer holds ${last.checkpoint}`,
+  );
+}
+
+async function meshDemo(
+  chain: DevnetChain,
+  root: string,
+  nodes: number,
+  peers: LocalPeer[],
+): Promise<void> {
+  console.log(`devnet: starting ${nodes} peers in ${root}`);
+  peers.push(await spawnPeer("node-1", `${root}/node-1`));
+  const seed = loopbackAddr(peers[0].info);
+  const rest = await Promise.allSettled(
+    Array.from(
+      { length: nodes - 1 },
+      (_, i) =>
+        spawnPeer(`node-${i + 2}`, `${root}/node-${i + 2}`, {
+          bootstrap: [seed],
+        }),
+    ),
+  );
+  for (const r of rest) {
+    if (r.status === "fulfilled") peers.push(r.value);
+  }
+  const failed = rest.find((r) => r.status === "rejected");
+  if (failed) throw failed.reason;
+  printMesh(peers, await waitForMesh(peers, 30_000));
+  for (const p of peers) {
+    console.log(
+      formatRegistration(p.name, await registerLocalPeer(chain, p.dataDir)),
+    );
+  }
+  console.log("");
+  if (nodes > 1) await blobDemo(peers[0], peers[peers.length - 1]);
 }
 
 async function waitForMesh(

@@ -94,3 +94,25 @@ export function settings(parsed: Parsed): PartialConfig {
   }
   return out;
 }
+
+/**
+ * The integer flag `--name` in [min, max], or `fallback` when absent; a bad
+ * value is a {@linkcode UsageError} naming the range and the value.
+ */
+export function intFlag(
+  values: Record<string, string | undefined>,
+  name: string,
+  fallback: number,
+  min: number,
+  max: number,
+): number {
+  const text = values[name];
+  if (text === undefined) return fallback;
+  const n = /^\d+$/.test(text) ? Number(text) : NaN;
+  if (!(n >= min && n <= max)) {
+    throw new UsageError(
+      `--${name} must be an integer from ${min} to ${max}: current value is "${text}"`,
+    );
+  }
+  return n;
+}

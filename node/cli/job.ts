@@ -1,17 +1,12 @@
 import { formatEther } from "viem";
-import { cidToBytes32 } from "../../chain/attestation.ts";
-import { createJob } from "../../chain/registry.ts";
-import { cidToString } from "../../protocol/cid.ts";
 import {
   defaultJobSpec,
-  encodeJobSpec,
   JobSpecError,
+  type JobSpecOverrides,
 } from "../../protocol/job_spec.ts";
-import {
-  encodeRoundCheckpoint,
-  genesisCheckpoint,
-} from "../../protocol/round_checkpoint.ts";
+import { DEFAULT_CORPUS_DATASET_ID } from "../job_dataset.ts";
 import { Blockstore } from "../blockstore.ts";
+import { publishJob } from "../job_publish.ts";
 import { sessionRegistry } from "../chain_session.ts";
 import type { Config } from "../config.ts";
 import { blockstoreDir } from "../node.ts";
@@ -28,48 +23,27 @@ export async function jobCreate(
   config: Config,
   command: Extract<ChainCommand, { kind: "job-create" }>,
 ): Promise<number> {
-  let text: string;
-  try {
-    text = await Deno.readTextFile(command.spec);
-  } catch (err) {
-    throw new UsageError(
-      `cannot read the job spec ${JSON.stringify(command.spec)}: ${
-        (err as Error).message
-      }`,
-    );
-  }
+  const fields = await readSpecFields(command.spec);
   let spec;
   try {
-    const json = JSON.parse(text);
-    if (typeof json !== "object" || json === null || Array.isArray(json)) {
-      throw new UsageError(`${command.spec}: a job spec must be a JSON object`);
-    }
-    // Fields left out take their defaults; every field is then validated.
-    spec = defaultJobSpec(json);
+    // Fields left out take their defaults (the default corpus among them);
+    // every field is then validated.
+    spec = defaultJobSpec({
+      ...fields,
+      dataset: { cid: DEFAULT_CORPUS_DATASET_ID, ...fields.dataset },
+    });
   } catch (err) {
-    if (err instanceof JobSpecError || err instanceof SyntaxError) {
+    if (err instanceof JobSpecError) {
       throw new UsageError(`${command.spec}: ${err.message}`);
     }
     throw err;
   }
-  // The canonical spec bytes are stored under their CID, the job id, so
-  // any peer can fetch the spec by the id alone.
   const store = await Blockstore.open(blockstoreDir(config.dataDir));
-  const job = cidToString(await store.put(encodeJobSpec(spec)));
-  const genesis = cidToString(
-    await store.put(
-      encodeRoundCheckpoint(genesisCheckpoint(job, spec.model, spec.seed)),
-    ),
-  );
   return await withSession(config, async (session) => {
     const reg = await sessionRegistry(session, config);
-    const tx = await createJob(reg, {
-      job: cidToBytes32(job),
-      genesis: cidToBytes32(genesis),
-      quorum: spec.quorum,
-      rounds: spec.rounds,
-      minStake: command.minStake,
+    const { id: job, genesis, tx } = await publishJob([store], reg, spec, {
       reward: command.reward,
+      minStake: command.minStake,
     });
     console.log(`job       ${job}`);
     console.log(`genesis   ${genesis}`);
@@ -80,4 +54,34 @@ export async function jobCreate(
     );
     return 0;
   });
+}
+
+/**
+ * The fields of a job spec JSON file, unchecked (the caller merges
+ * defaults and validates); an unreadable file or anything but a JSON
+ * object is a {@linkcode UsageError}.
+ */
+export async function readSpecFields(
+  path: string,
+): Promise<Partial<JobSpecOverrides>> {
+  let text: string;
+  try {
+    text = await Deno.readTextFile(path);
+  } catch (err) {
+    throw new UsageError(
+      `cannot read the job spec ${JSON.stringify(path)}: ${
+        (err as Error).message
+      }`,
+    );
+  }
+  let json: unknown;
+  try {
+    json = JSON.parse(text);
+  } catch (err) {
+    throw new UsageError(`${path}: ${(err as Error).message}`);
+  }
+  if (typeof json !== "object" || json === null || Array.isArray(json)) {
+    throw new UsageError(`${path}: a job spec must be a JSON object`);
+  }
+  return json as Partial<JobSpecOverrides>;
 }

@@ -7,6 +7,7 @@ import {
   UsageError,
 } from "./flags.ts";
 import { type ChainCommand, parseChain, parseJob } from "./parse_chain.ts";
+import { type DevnetCommand, parseDevnet } from "./parse_devnet.ts";
 import {
   parseSample,
   parseTrain,
@@ -22,12 +23,7 @@ export type Command =
   | { kind: "version" }
   | { kind: "keys"; action: "init" | "show"; flags: PartialConfig }
   | { kind: "join"; flags: PartialConfig }
-  | {
-    kind: "devnet";
-    nodes: number;
-    keepRunning: boolean;
-    flags: PartialConfig;
-  }
+  | DevnetCommand
   | { kind: "status"; flags: PartialConfig }
   | { kind: "blob-put"; file: string; flags: PartialConfig }
   | {
@@ -89,27 +85,8 @@ export function parseCommand(argv: string[]): Command {
         flags: settings(parseFlags(rest.slice(1), DATA_DIR, 0)),
       };
     }
-    case "devnet": {
-      const p = parseFlags(rest, {
-        ...DATA_DIR,
-        nodes: { type: "string" },
-        "keep-running": { type: "boolean" },
-        "rpc-url": { type: "string" },
-      }, 0);
-      const text = String(p.values.nodes ?? "3");
-      const nodes = /^\d{1,3}$/.test(text) ? Number(text) : NaN;
-      if (!Number.isInteger(nodes) || nodes < 1 || nodes > 32) {
-        throw new UsageError(
-          `--nodes must be an integer from 1 to 32: current value is "${p.values.nodes}"`,
-        );
-      }
-      return {
-        kind: "devnet",
-        nodes,
-        keepRunning: p.values["keep-running"] === true,
-        flags: settings(p),
-      };
-    }
+    case "devnet":
+      return parseDevnet(rest);
     case "status":
       return { kind: "status", flags: settings(parseFlags(rest, DATA_DIR, 0)) };
     case "blob":

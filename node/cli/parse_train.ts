@@ -1,5 +1,11 @@
 import type { PartialConfig } from "../config.ts";
-import { DATA_DIR, parseFlags, settings, UsageError } from "./flags.ts";
+import {
+  DATA_DIR,
+  intFlag as int,
+  parseFlags,
+  settings,
+  UsageError,
+} from "./flags.ts";
 
 /** Which compute backend to use. */
 export type BackendChoice = "auto" | "wasm" | "js";
@@ -113,24 +119,6 @@ export function parseSample(argv: string[]): SampleCommand {
     backend: backend(v.backend),
     flags: settings(p),
   };
-}
-
-function int(
-  values: Record<string, string | undefined>,
-  name: string,
-  fallback: number,
-  min: number,
-  max: number,
-): number {
-  const text = values[name];
-  if (text === undefined) return fallback;
-  const n = /^\d+$/.test(text) ? Number(text) : NaN;
-  if (!(n >= min && n <= max)) {
-    throw new UsageError(
-      `--${name} must be an integer from ${min} to ${max}: current value is "${text}"`,
-    );
-  }
-  return n;
 }
 
 function float(

@@ -67,11 +67,7 @@ async function dispatch(command: Command): Promise<number> {
     case "join":
       return await join(await config(command.flags));
     case "devnet":
-      return await devnet(command.nodes, {
-        dataDir: command.flags.dataDir ?? null,
-        keepRunning: command.keepRunning,
-        rpcUrl: command.flags.rpcUrl ?? null,
-      });
+      return await devnet(command);
     case "status":
       return await status(await config(command.flags));
     case "blob-put":

@@ -21,6 +21,14 @@ export interface TrainingStatus {
   parent: string;
   /** Rounds in the job. */
   rounds: number;
+  /** The elected leader of the round, as this node ranks the live peers. */
+  leader: string | null;
+  /** Live job members this node counts, itself included. */
+  live: number;
+  /** Delta announcements this node holds for the round. */
+  deltas: number;
+  /** Whether this node is aggregating the round now. */
+  aggregating: boolean;
   /** Every round this node saw committed, oldest first. */
   committed: RoundRecord[];
 }

@@ -1,0 +1,35 @@
+import type { PartialConfig } from "../config.ts";
+import { DATA_DIR, intFlag, parseFlags, settings } from "./flags.ts";
+
+/** `zoo-node devnet ...` as parsed. */
+export interface DevnetCommand {
+  kind: "devnet";
+  nodes: number;
+  /** Rounds to train; 0 only forms the mesh and moves a blob. */
+  rounds: number;
+  /** JSON file of job spec fields over the devnet's defaults, or null. */
+  spec: string | null;
+  keepRunning: boolean;
+  flags: PartialConfig;
+}
+
+/** Parses the arguments after `devnet`. */
+export function parseDevnet(argv: string[]): DevnetCommand {
+  const p = parseFlags(argv, {
+    ...DATA_DIR,
+    nodes: { type: "string" },
+    rounds: { type: "string" },
+    spec: { type: "string" },
+    "keep-running": { type: "boolean" },
+    "rpc-url": { type: "string" },
+  }, 0);
+  const v = p.values as Record<string, string | undefined>;
+  return {
+    kind: "devnet",
+    nodes: intFlag(v, "nodes", 3, 1, 32),
+    rounds: intFlag(v, "rounds", 3, 0, 10_000),
+    spec: v.spec ?? null,
+    keepRunning: p.values["keep-running"] === true,
+    flags: settings(p),
+  };
+}

@@ -1,0 +1,145 @@
+/**
+ * The training side of `zoo-node devnet`: keys and chain registration for
+ * every local peer, the job's dataset, spec and genesis checkpoint seeded
+ * into every peer's blockstore (peers on one machine share one corpus
+ * download), the job created on chain, and the peers started with
+ * `--join --job <id>` against the devnet chain.
+ *
+ * @module
+ */
+import { parseEther } from "viem";
+import type { Dataset } from "../kernels/data/dataset.ts";
+import type { JobSpec } from "../protocol/job_spec.ts";
+import { Blockstore } from "./blockstore.ts";
+import {
+  type DevnetChain,
+  type PeerRegistration,
+  registerLocalPeer,
+} from "./devnet_chain.ts";
+import { ensureIdentity } from "./identity.ts";
+import {
+  DEFAULT_CORPUS_DATASET_ID,
+  defaultCorpusDataset,
+  loadJobDataset,
+  storeDataset,
+} from "./job_dataset.ts";
+import { type PublishedJob, publishJob } from "./job_publish.ts";
+import {
+  type LocalPeer,
+  loopbackAddr,
+  spawnPeer,
+  type SpawnPeerOptions,
+  stopPeer,
+} from "./local_peer.ts";
+import { blockstoreDir } from "./node.ts";
+
+/** Reward pool of a devnet job. */
+export const DEVNET_REWARD: bigint = parseEther("1");
+
+/** A devnet peer before it runs: its name, folder and registration. */
+export interface DevnetPeerSlot {
+  name: string;
+  dataDir: string;
+  registration: PeerRegistration;
+}
+
+/**
+ * Creates keys for `count` peers under `root` (`node-1`, `node-2`, ...)
+ * and registers each on the devnet chain.
+ */
+export async function registerDevnetPeers(
+  chain: DevnetChain,
+  root: string,
+  count: number,
+  first = 1,
+): Promise<DevnetPeerSlot[]> {
+  const slots: DevnetPeerSlot[] = [];
+  for (let i = first; i < first + count; i++) {
+    const name = `node-${i}`;
+    const dataDir = `${root}/${name}`;
+    await ensureIdentity(dataDir);
+    slots.push({
+      name,
+      dataDir,
+      registration: await registerLocalPeer(chain, dataDir),
+    });
+  }
+  return slots;
+}
+
+/**
+ * Seeds the job's dataset, spec and genesis into every peer's store and
+ * creates the job on chain. The default corpus is built once, cached in
+ * `<root>/cache`; any other dataset must already be in `<root>`'s store.
+ */
+export async function publishDevnetJob(
+  chain: DevnetChain,
+  root: string,
+  slots: readonly DevnetPeerSlot[],
+  spec: JobSpec,
+): Promise<PublishedJob> {
+  const stores = await Promise.all(
+    slots.map((s) => Blockstore.open(blockstoreDir(s.dataDir))),
+  );
+  const dataset = await devnetDataset(root, spec);
+  for (const store of stores) await storeDataset(store, dataset);
+  return await publishJob(stores, chain.owner, spec, {
+    reward: DEVNET_REWARD,
+    minStake: 0n,
+  });
+}
+
+async function devnetDataset(root: string, spec: JobSpec): Promise<Dataset> {
+  if (spec.dataset.cid === DEFAULT_CORPUS_DATASET_ID) {
+    return await defaultCorpusDataset(root);
+  }
+  return await loadJobDataset(spec, {
+    store: await Blockstore.open(blockstoreDir(root)),
+    dataDir: root,
+  });
+}
+
+/** The `--join` flags that make a peer train `job` on the devnet chain. */
+export function jobPeerArgs(chain: DevnetChain, job: string): string[] {
+  return [
+    "--job",
+    job,
+    "--rpc-url",
+    chain.rpcUrl,
+    "--registry",
+    chain.registry,
+  ];
+}
+
+/**
+ * Starts the registered `slots` as `--join --job` processes: the first
+ * alone, the rest bootstrapping from it (or all from `bootstrap`).
+ */
+export async function spawnJobPeers(
+  chain: DevnetChain,
+  job: string,
+  slots: readonly DevnetPeerSlot[],
+  options: SpawnPeerOptions = {},
+): Promise<LocalPeer[]> {
+  const spawn = (s: DevnetPeerSlot, bootstrap?: string[]) =>
+    spawnPeer(s.name, s.dataDir, {
+      ...options,
+      bootstrap: bootstrap ?? options.bootstrap,
+      args: [...jobPeerArgs(chain, job), ...(options.args ?? [])],
+    });
+  const peers: LocalPeer[] = [];
+  let rest = slots;
+  if (!options.bootstrap) {
+    peers.push(await spawn(slots[0]));
+    rest = slots.slice(1);
+  }
+  const seed = options.bootstrap ?? [loopbackAddr(peers[0].info)];
+  const settled = await Promise.allSettled(rest.map((s) => spawn(s, seed)));
+  for (const r of settled) if (r.status === "fulfilled") peers.push(r.value);
+  const failed = settled.find((r) => r.status === "rejected");
+  if (failed) {
+    await Promise.all(peers.map((p) => stopPeer(p)));
+    throw failed.reason;
+  }
+  return peers;
+}

@@ -1,0 +1,163 @@
+/**
+ * Helpers for multi-process training tests: the devnet's pieces (embedded
+ * anvil, registry, registered peers, a published job) with a tiny model,
+ * so a round takes a fraction of a second of compute and the tests
+ * exercise the protocol, not the kernels.
+ */
+import { bytes32ToCid, cidToBytes32 } from "../chain/attestation.ts";
+import { readJob } from "../chain/registry.ts";
+import { type DevnetChain, startDevnetChain } from "../node/devnet_chain.ts";
+import {
+  type DevnetPeerSlot,
+  publishDevnetJob,
+  registerDevnetPeers,
+  spawnJobPeers,
+} from "../node/devnet_job.ts";
+import type { TrainingStatus } from "../node/http/types.ts";
+import { BROWN_CACHE_FILE, loadBrownCorpus } from "../node/corpus_fetch.ts";
+import { DEFAULT_CORPUS_DATASET_ID } from "../node/job_dataset.ts";
+import {
+  type LocalPeer,
+  loopbackAddr,
+  stopPeer,
+  waitFor,
+} from "../node/local_peer.ts";
+import type { PublishedJob } from "../node/job_publish.ts";
+import type { RoundRecord } from "../node/round_ledger.ts";
+import { callRpc } from "../node/rpc_client.ts";
+import {
+  defaultJobSpec,
+  type JobSpec,
+  type JobSpecOverrides,
+} from "../protocol/job_spec.ts";
+import { MAIN } from "./_cli.ts";
+import { CORPUS_CACHE } from "./_corpus.ts";
+
+/** Test options: libp2p and viem keep timers after a test. */
+export const JOB_TEST = { sanitizeOps: false, sanitizeResources: false };
+
+/** A tiny job: 1 layer, d_model 32, 20 inner steps of 8x32 tokens. */
+export function tinySpec(
+  over: Partial<JobSpecOverrides> = {},
+): JobSpec {
+  return defaultJobSpec({
+    name: "e2e",
+    model: { layers: 1, dModel: 32, heads: 2, contextLength: 32 },
+    batchSize: 8,
+    innerSteps: 20,
+    inner: { maxLr: 1e-2, minLr: 1e-3, warmupSteps: 5 },
+    rounds: 3,
+    roundDeadlineMs: 4_000,
+    ...over,
+    dataset: { cid: DEFAULT_CORPUS_DATASET_ID, ...over.dataset },
+  });
+}
+
+/** One training test's chain, job and peers. */
+export class JobCluster {
+  readonly peers: LocalPeer[] = [];
+  constructor(
+    readonly root: string,
+    readonly chain: DevnetChain,
+    readonly spec: JobSpec,
+    readonly slots: DevnetPeerSlot[],
+    readonly job: PublishedJob,
+  ) {}
+
+  /** Starts the peers of `slots` (by index), bootstrapping from `from`. */
+  async spawn(indices: number[], from?: LocalPeer): Promise<LocalPeer[]> {
+    const started = await spawnJobPeers(
+      this.chain,
+      this.job.id,
+      indices.map((i) => this.slots[i]),
+      {
+        entry: MAIN,
+        bootstrap: from ? [loopbackAddr(from.info)] : undefined,
+        timeoutMs: 60_000,
+      },
+    );
+    this.peers.push(...started);
+    return started;
+  }
+
+  /** The peer named `name`. */
+  peer(name: string): LocalPeer {
+    const p = this.peers.find((x) => x.name === name);
+    if (!p) throw new Error(`no peer ${name}`);
+    return p;
+  }
+
+  /** Rounds committed on chain and the chain's head checkpoint CID. */
+  async chainHead(): Promise<{ nextRound: number; head: string }> {
+    const j = await readJob(this.chain.owner, cidToBytes32(this.job.id));
+    return { nextRound: j.nextRound, head: bytes32ToCid(j.head) };
+  }
+
+  /** Waits until `n` rounds are committed on chain. */
+  waitForRounds(n: number, timeoutMs: number): Promise<number> {
+    return waitFor(
+      async () => {
+        const { nextRound } = await this.chainHead();
+        return nextRound >= n ? nextRound : null;
+      },
+      timeoutMs,
+      `${n} rounds committed on chain`,
+    );
+  }
+
+  async stop(): Promise<void> {
+    await Promise.all(this.peers.map((p) => stopPeer(p, "SIGKILL")));
+    await this.chain.stop();
+  }
+}
+
+/** The training status of a running peer. */
+export async function trainingOf(peer: LocalPeer): Promise<TrainingStatus> {
+  const s = await callRpc<{ training: TrainingStatus | null }>(
+    peer.info.http!,
+    "zoo_status",
+  );
+  if (!s.training) throw new Error(`${peer.name} trains no job`);
+  return s.training;
+}
+
+/** The rounds a running peer recorded. */
+export function roundsOf(peer: LocalPeer): Promise<RoundRecord[]> {
+  return callRpc<RoundRecord[]>(peer.info.http!, "zoo_rounds");
+}
+
+/**
+ * Runs `fn` with a fresh chain, `nodes` registered peer slots and a
+ * published job; prints the peers' logs when `fn` fails.
+ */
+export async function withJobCluster(
+  o: { nodes: number; spec: JobSpec },
+  fn: (c: JobCluster) => Promise<void>,
+): Promise<void> {
+  const root = await Deno.makeTempDir({ prefix: "zoo-rounds-test-" });
+  const chain = await startDevnetChain(`${root}/chain`, null);
+  let cluster: JobCluster | null = null;
+  try {
+    const slots = await registerDevnetPeers(chain, root, o.nodes);
+    // The shared test cache saves each test a corpus download.
+    await loadBrownCorpus({ cacheDir: CORPUS_CACHE });
+    await Deno.mkdir(`${root}/cache`, { recursive: true });
+    await Deno.copyFile(
+      `${CORPUS_CACHE}/${BROWN_CACHE_FILE}`,
+      `${root}/cache/${BROWN_CACHE_FILE}`,
+    );
+    const job = await publishDevnetJob(chain, root, slots, o.spec);
+    cluster = new JobCluster(root, chain, o.spec, slots, job);
+    await fn(cluster);
+  } catch (err) {
+    for (const p of cluster?.peers ?? []) {
+      const log = await Deno.readTextFile(p.log).catch(() => "");
+      console.error(`--- ${p.name} (${p.info.peerId})\n${log.slice(-6000)}`);
+    }
+    throw err;
+  } finally {
+    if (cluster) await cluster.stop();
+    else await chain.stop();
+    await Deno.remove(root, { recursive: true }).catch(() => {});
+  }
+}
