@@ -44,8 +44,15 @@ export async function spawnPeer(
   await Deno.remove(`${dataDir}/node.json`).catch(() => {});
   const log = `${dataDir}/node.log`;
   const [cmd, ...base] = selfCommand(options.entry ?? Deno.mainModule);
-  const child = new Deno.Command(cmd, {
+  // The shell hands the log file to the child as its stdout and stderr,
+  // then execs it: the log is written by the child alone, survives this
+  // process, and the pid is the peer's.
+  const child = new Deno.Command("sh", {
     args: [
+      "-c",
+      'exec "$@" >"$LOG" 2>&1',
+      "sh",
+      cmd,
       ...base,
       "--join",
       "--data-dir",
@@ -57,21 +64,11 @@ export async function spawnPeer(
       ...(options.bootstrap ?? []).flatMap((b) => ["--bootstrap", b]),
       ...(options.args ?? []),
     ],
+    env: { LOG: log },
     stdin: "null",
-    stdout: "piped",
-    stderr: "piped",
+    stdout: "null",
+    stderr: "null",
   }).spawn();
-  const logFile = await Deno.open(log, {
-    write: true,
-    create: true,
-    truncate: true,
-  });
-  const writer = logFile.writable.getWriter();
-  const pump = async (s: ReadableStream<Uint8Array>) => {
-    for await (const chunk of s) await writer.write(chunk);
-  };
-  Promise.all([pump(child.stdout), pump(child.stderr)])
-    .finally(() => writer.close().catch(() => {}));
   let exited: Deno.CommandStatus | null = null;
   child.status.then((s) => exited = s);
   const info = await waitFor(

@@ -17,6 +17,8 @@ export interface Membership {
 }
 
 const RECHECK_MS = 3000;
+/** Age after which a cached "no" is asked again before a message is dropped. */
+const CONFIRM_RECHECK_MS = 250;
 
 /** Cached job membership of peers, looked up on the registry. */
 export class MemberCache {
@@ -34,9 +36,18 @@ export class MemberCache {
     return this.#known.get(peer) ?? null;
   }
 
-  /** Whether `peer` is a member whose account is `account` (any case). */
+  /**
+   * Whether `peer` is a member whose account is `account` (any case). A
+   * cached "no" older than {@linkcode CONFIRM_RECHECK_MS} is asked again:
+   * a peer's first heartbeat often arrives before its `joinJob` is mined,
+   * and a message it signs later must not be judged on that stale answer.
+   */
   async isMemberAccount(peer: string, account: string): Promise<boolean> {
-    const m = await this.lookup(peer);
+    const hit = this.#known.get(peer);
+    const m = hit && !hit.member &&
+        this.now() - hit.at >= CONFIRM_RECHECK_MS
+      ? await this.#lookupFresh(peer)
+      : await this.lookup(peer);
     return m.member && m.account?.toLowerCase() === account.toLowerCase();
   }
 
@@ -49,6 +60,10 @@ export class MemberCache {
     if (hit && (hit.member || this.now() - hit.at < RECHECK_MS)) {
       return Promise.resolve(hit);
     }
+    return this.#lookupFresh(peer);
+  }
+
+  #lookupFresh(peer: string): Promise<Membership> {
     const running = this.#inflight.get(peer);
     if (running) return running;
     const job = this.#ask(peer).finally(() => this.#inflight.delete(peer));

@@ -38,6 +38,9 @@ export interface RoundDriverOptions {
   pollMs?: number;
 }
 
+/** How often this round's own announcements are sent again, ms. */
+export const REANNOUNCE_MS = 2_000;
+
 /** Runs the round machine of one peer until the job finishes or `stop`. */
 export class RoundDriver {
   readonly ledger: RoundLedger;
@@ -51,6 +54,7 @@ export class RoundDriver {
   #unsubscribe: (() => void) | undefined;
   #polling = false;
   #stopped = false;
+  #reannouncedAt = 0;
 
   constructor(o: RoundDriverOptions) {
     this.#o = o;
@@ -157,6 +161,11 @@ export class RoundDriver {
       type: "tick",
       live: [...this.members.members(live), this.#o.identity.peerId],
     });
+    const now = Date.now();
+    if (now - this.#reannouncedAt >= REANNOUNCE_MS) {
+      this.#reannouncedAt = now;
+      this.#work.reannounce().catch(() => {});
+    }
     if (this.#polling) return;
     this.#polling = true;
     try {

@@ -87,6 +87,8 @@ export class RoundWork {
   #current: Held | null = null;
   /** Manifests this peer built or verified, by CID. */
   readonly #manifests = new Map<string, RoundManifest>();
+  /** This peer's announcements of the current round, sent again. */
+  #repeats: GossipMessage[] = [];
   /** Verifications under way, by the checkpoint CID they recompute. */
   readonly #recomputing = new Map<string, Promise<void>>();
   /** The servedBytes counter at the last look, for the ledger. */
@@ -189,7 +191,7 @@ export class RoundWork {
       loss: result.loss,
       account: identity.address,
     };
-    await this.#publish(msg);
+    await this.#publish(msg, { repeat: true });
     this.#o.log(
       `round ${round}: trained ${result.steps} steps on ${assigned.length} chunk(s), loss ${
         result.loss.toFixed(3)
@@ -270,7 +272,7 @@ export class RoundWork {
       checkpoint,
       rank: a.rank,
     });
-    await this.#publish(announce);
+    await this.#publish(announce, { repeat: true });
     // The aggregator vouches for its own result like any verifier.
     this.#o.feed({
       type: "attestation",
@@ -411,7 +413,9 @@ export class RoundWork {
   async #attest(manifestCid: string): Promise<void> {
     const manifest = this.#manifests.get(manifestCid);
     if (!manifest) return;
-    await this.#publish(await this.#attestation(manifestCid, manifest));
+    await this.#publish(await this.#attestation(manifestCid, manifest), {
+      repeat: true,
+    });
   }
 
   /** Feeds a gossiped attestation to the machine once its signature checks out. */
@@ -535,10 +539,38 @@ export class RoundWork {
     return { chainId: client.chainId, registry: address };
   }
 
-  /** Publishes on gossip and counts the bytes every mesh neighbour receives. */
-  async #publish(msg: GossipMessage): Promise<void> {
+  /**
+   * Publishes on gossip and counts the bytes every mesh neighbour receives.
+   * With `repeat`, the message is also sent again by
+   * {@linkcode reannounce} until its round is over.
+   */
+  async #publish(
+    msg: GossipMessage,
+    options: { repeat?: boolean } = {},
+  ): Promise<void> {
+    if (options.repeat && "round" in msg) {
+      this.#repeats = this.#repeats.filter((m) =>
+        "round" in m && m.round >= msg.round
+      );
+      this.#repeats.push(msg);
+    }
     const size = await this.#o.node.gossip.publish(msg);
     const fanout = this.#o.node.host.getConnections().length;
     this.#o.ledger.noteSent(size * fanout);
+  }
+
+  /**
+   * Sends this round's delta, manifest and attestations again. Gossip
+   * delivers a message only to the mesh of the moment: a peer that was
+   * between connections (its bootstrap peer died, it had just joined)
+   * would otherwise never see them and the round could not reach quorum.
+   * Receivers ignore what they already hold.
+   */
+  async reannounce(): Promise<void> {
+    const { round, phase } = this.#o.state();
+    if (phase === "syncing" || phase === "finished") return;
+    for (const msg of this.#repeats) {
+      if ("round" in msg && msg.round === round) await this.#publish(msg);
+    }
   }
 }

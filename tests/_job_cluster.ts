@@ -151,7 +151,7 @@ export async function withJobCluster(
     await fn(cluster);
   } catch (err) {
     for (const p of cluster?.peers ?? []) {
-      const log = await Deno.readTextFile(p.log).catch(() => "");
+      const log = await Deno.readTextFile(p.log).catch((e) => String(e));
       console.error(`--- ${p.name} (${p.info.peerId})\n${log.slice(-6000)}`);
     }
     throw err;

@@ -1,0 +1,231 @@
+/**
+ * Chaos in training rounds, each scenario on its own chain with real
+ * `--join --job` processes: a leader killed while aggregating, a worker
+ * killed while training, a late joiner, and a peer that announces a delta
+ * it never serves.
+ */
+import assert from "node:assert/strict";
+import { multiaddr } from "@multiformats/multiaddr";
+import { cidToBytes32 } from "../chain/attestation.ts";
+import { connectChain } from "../chain/client.ts";
+import { joinJob, listRounds } from "../chain/registry.ts";
+import { defaultConfig, mergeConfig } from "../node/config.ts";
+import { loadIdentity } from "../node/identity.ts";
+import { type LocalPeer, loopbackAddr, waitFor } from "../node/local_peer.ts";
+import { startNode } from "../node/node.ts";
+import { BLOB_PROTOCOL } from "../protocol/blob_messages.ts";
+import { cidToString } from "../protocol/cid.ts";
+import { cidForBytes } from "../protocol/cid.ts";
+import type { DeltaAnnounce } from "../protocol/messages.ts";
+import {
+  JOB_TEST,
+  type JobCluster,
+  roundsOf,
+  tinySpec,
+  trainingOf,
+  withJobCluster,
+} from "./_job_cluster.ts";
+
+/** Polls `peer` every few ms until `ok` holds for its training status. */
+function waitForPhase(
+  peer: LocalPeer,
+  ok: (t: Awaited<ReturnType<typeof trainingOf>>) => boolean,
+  what: string,
+) {
+  return waitFor(
+    async () => {
+      const t = await trainingOf(peer);
+      return ok(t) ? t : null;
+    },
+    60_000,
+    what,
+  );
+}
+
+/** The on-chain record of `round`: committer account and signers. */
+async function committed(c: JobCluster, round: number) {
+  const rounds = await listRounds(c.chain.owner, cidToBytes32(c.job.id));
+  return rounds[round];
+}
+
+/** Peer-id of the slot with this chain account. */
+function accountOf(c: JobCluster, peer: LocalPeer): string {
+  const slot = c.slots.find((s) => s.name === peer.name)!;
+  return slot.registration.address.toLowerCase();
+}
+
+Deno.test({
+  name:
+    "rounds chaos: SIGKILL of the leader while it aggregates, a backup commits the round",
+  ...JOB_TEST,
+  fn: () =>
+    withJobCluster({
+      nodes: 3,
+      spec: tinySpec({ minPeers: 2, quorum: 2, rounds: 2, innerSteps: 60 }),
+    }, async (c) => {
+      const peers = await c.spawn([0, 1, 2]);
+      // Everyone sees all three before the leader is named.
+      const t = await waitForPhase(
+        peers[0],
+        (t) => t.round === 0 && t.live === 3 && t.leader !== null,
+        "round 0 with 3 live peers",
+      );
+      const leader = peers.find((p) => p.info.peerId === t.leader)!;
+      // Its own delta is out: from here it collects, then aggregates.
+      await waitForPhase(
+        leader,
+        (t) => t.phase === "collecting" || t.aggregating,
+        "the leader collecting",
+      );
+      leader.child.kill("SIGKILL");
+      await c.waitForRounds(2, 60_000);
+      const r0 = await committed(c, 0);
+      assert.notEqual(r0.committer.toLowerCase(), accountOf(c, leader));
+      const survivor = peers.find((p) => p !== leader)!;
+      const rec = await roundsOf(survivor);
+      assert.notEqual(rec[0].leader, leader.info.peerId);
+      assert.ok(rec[0].leader !== null, "the backup's manifest is known");
+    }),
+});
+
+Deno.test({
+  name:
+    "rounds chaos: SIGKILL of a worker mid-round, the round commits without it",
+  ...JOB_TEST,
+  fn: () =>
+    withJobCluster({
+      nodes: 3,
+      spec: tinySpec({ minPeers: 2, quorum: 2, rounds: 2, innerSteps: 200 }),
+    }, async (c) => {
+      const peers = await c.spawn([0, 1, 2]);
+      const t = await waitForPhase(
+        peers[0],
+        (t) => t.round === 0 && t.live === 3 && t.leader !== null,
+        "round 0 with 3 live peers",
+      );
+      const worker = peers.find((p) => p.info.peerId !== t.leader)!;
+      await waitForPhase(
+        worker,
+        (t) => t.phase === "training",
+        "the worker training",
+      );
+      worker.child.kill("SIGKILL");
+      await c.waitForRounds(2, 60_000);
+      const survivor = peers.find((p) => p !== worker)!;
+      const rec = await roundsOf(survivor);
+      assert.equal(rec[0].contributors, 2);
+      const r0 = await committed(c, 0);
+      assert.ok(r0.signers >= 2);
+    }),
+});
+
+Deno.test({
+  name:
+    "rounds chaos: a peer that joins after round 1 contributes from a later round",
+  ...JOB_TEST,
+  fn: () =>
+    withJobCluster({
+      nodes: 3,
+      spec: tinySpec({ minPeers: 2, quorum: 2, rounds: 5, innerSteps: 200 }),
+    }, async (c) => {
+      const [first] = await c.spawn([0, 1]);
+      await c.waitForRounds(1, 60_000);
+      const [late] = await c.spawn([2], first);
+      await c.waitForRounds(5, 90_000);
+      const rec = await waitFor(
+        async () => {
+          const r = await roundsOf(late);
+          return r.some((x) => x.round === 4) ? r : null;
+        },
+        30_000,
+        "the late peer closing the last round",
+      );
+      assert.ok(
+        !rec.some((r) => r.round === 0 && r.contributed),
+        "the late peer took no part in round 0",
+      );
+      assert.ok(
+        rec.some((r) => r.contributed),
+        `the late peer contributed to no round: ${JSON.stringify(rec)}`,
+      );
+      const { head } = await c.chainHead();
+      assert.equal(rec.find((r) => r.round === 4)!.checkpoint, head);
+    }),
+});
+
+Deno.test({
+  name:
+    "rounds chaos: a delta announced and never served does not stall the round past its deadline",
+  ...JOB_TEST,
+  fn: () =>
+    withJobCluster({
+      nodes: 4,
+      spec: tinySpec({ minPeers: 3, quorum: 2, rounds: 1, innerSteps: 100 }),
+    }, async (c) => {
+      const peers = await c.spawn([0, 1, 2]);
+      // The fourth slot is a registered member run in this process, whose
+      // blob handler takes every stream and never answers.
+      const slot = c.slots[3];
+      const identity = (await loadIdentity(slot.dataDir))!;
+      const client = await connectChain({
+        rpcUrl: c.chain.rpcUrl,
+        accountKey: identity.accountKey,
+      });
+      await joinJob({ client, address: c.chain.registry }, {
+        job: cidToBytes32(c.job.id),
+      });
+      const rogue = await startNode(
+        mergeConfig(defaultConfig(undefined), {
+          dataDir: slot.dataDir,
+          listen: ["/ip4/127.0.0.1/tcp/0"],
+          http: null,
+          job: c.job.id,
+        }),
+        identity,
+      );
+      try {
+        await rogue.blobs.stop();
+        await rogue.host.handle(BLOB_PROTOCOL, () => {});
+        await rogue.host.dial(multiaddr(loopbackAddr(peers[0].info)));
+        await waitForPhase(
+          peers[0],
+          (t) => t.round === 0 && t.phase === "training" && t.live === 4,
+          "round 0 training with the rogue live",
+        );
+        const bogus = cidToString(
+          await cidForBytes(crypto.getRandomValues(new Uint8Array(64))),
+        );
+        const announce: DeltaAnnounce = {
+          v: 1,
+          type: "delta",
+          peer: identity.peerId,
+          job: c.job.id,
+          round: 0,
+          parent: c.job.genesis,
+          delta: bogus,
+          tokens: 1000,
+          loss: 1,
+          account: identity.address,
+        };
+        const announcedAt = performance.now();
+        assert.ok(await rogue.gossip.publish(announce) > 0, "nobody heard it");
+        await c.waitForRounds(1, 60_000);
+        const took = performance.now() - announcedAt;
+        assert.ok(
+          took < c.spec.roundDeadlineMs * 2,
+          `the round took ${took.toFixed(0)} ms after the bogus announcement`,
+        );
+        const rec = await waitFor(
+          async () => {
+            const r = await roundsOf(peers[0]);
+            return r.length > 0 ? r : null;
+          },
+          10_000,
+          "round 0 closed",
+        );
+        assert.equal(rec[0].contributors, 3, "the bogus delta was left out");
+      } finally {
+        await rogue.stop();
+      }
+    }),
+});
