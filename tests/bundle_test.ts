@@ -18,7 +18,7 @@ function run(args: string[], cwd: string) {
 }
 
 Deno.test(
-  "the bundle runs on its own: --version and a 2-peer devnet",
+  "the bundle runs on its own: --version and a 2-peer mesh devnet",
   LIBP2P_TEST,
   async () => {
     const dir = await Deno.makeTempDir({ prefix: "zoo-bundle-" });
@@ -38,7 +38,7 @@ Deno.test(
         "zoo-node 0.1.0",
       );
       const devnet = await run(
-        ["run", "-A", out, "devnet", "--nodes", "2"],
+        ["run", "-A", out, "devnet", "--nodes", "2", "--rounds", "0"],
         dir,
       );
       const text = new TextDecoder().decode(devnet.stdout);

@@ -51,6 +51,29 @@ Deno.test("a bad command line exits 2 with one line on stderr", async () => {
   await assertUsageExit(["devnet", "--nodes", "0"], "--nodes");
 });
 
+Deno.test("devnet refuses a bad --spec before starting anything", () =>
+  withDataDir(async (dir) => {
+    await assertUsageExit(
+      ["devnet", "--spec", `${dir}/missing.json`],
+      "cannot read the job spec",
+    );
+    await Deno.writeTextFile(`${dir}/list.json`, "[1]");
+    await assertUsageExit(
+      ["devnet", "--spec", `${dir}/list.json`],
+      "must be a JSON object",
+    );
+    await Deno.writeTextFile(`${dir}/bad.json`, '{"batchSize": 0}');
+    await assertUsageExit(
+      ["devnet", "--spec", `${dir}/bad.json`],
+      "batchSize",
+    );
+    // Nothing was started: no chain folder, no peers.
+    assert.deepEqual(
+      [...Deno.readDirSync(dir)].map((e) => e.name).sort(),
+      ["bad.json", "list.json"],
+    );
+  }));
+
 Deno.test("keys show on an empty data dir exits 1 with a hint", () =>
   withDataDir(async (dir) => {
     const { code, stdout, stderr } = await zooNode([

@@ -100,10 +100,12 @@ Deno.test("keys init / keys show, with and without --data-dir", () => {
   });
 });
 
-Deno.test("devnet: defaults, --nodes, --keep-running, --data-dir", () => {
+Deno.test("devnet: defaults, --nodes, --rounds, --spec, --keep-running, --data-dir", () => {
   assert.deepEqual(parseCommand(["devnet"]), {
     kind: "devnet",
     nodes: 3,
+    rounds: 3,
+    spec: null,
     keepRunning: false,
     flags: {},
   });
@@ -112,11 +114,22 @@ Deno.test("devnet: defaults, --nodes, --keep-running, --data-dir", () => {
       "devnet",
       "--nodes",
       "32",
+      "--rounds",
+      "0",
+      "--spec",
+      "job.json",
       "--keep-running",
       "--data-dir",
       "/d",
     ]),
-    { kind: "devnet", nodes: 32, keepRunning: true, flags: { dataDir: "/d" } },
+    {
+      kind: "devnet",
+      nodes: 32,
+      rounds: 0,
+      spec: "job.json",
+      keepRunning: true,
+      flags: { dataDir: "/d" },
+    },
   );
   assert.equal(
     (parseCommand(["devnet", "--nodes", "1"]) as { nodes: number }).nodes,
@@ -202,6 +215,12 @@ Deno.test("devnet --nodes must be 1 to 32", () => {
     );
   }
   assertUsage(["devnet", "--nodes", "abc"], /"abc"/);
+  for (const r of ["-1", "10001", "x"]) {
+    assertUsage(
+      ["devnet", `--rounds=${r}`],
+      /--rounds must be an integer from 0 to 10000/,
+    );
+  }
 });
 
 Deno.test("blob put and get need exactly one argument", () => {
