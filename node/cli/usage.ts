@@ -2,12 +2,16 @@
 export const USAGE = `zoo-node: decentralized training node
 
 Usage:
-  zoo-node --join [options]        start a node and join the mesh
-  zoo-node devnet [--nodes N]      start N local peers on loopback, show the mesh
+  zoo-node --join [options]        start a node; with --job <id>, train that job
+  zoo-node devnet [options]        local chain + N peers training a job together
   zoo-node status                  show the running node's status
   zoo-node keys init|show          create the node's keys / show its ids
   zoo-node blob put <file>         store a file in the local blockstore, print its CID
   zoo-node blob get <cid>          fetch a blob through the running node
+  zoo-node chain deploy|status|register|rounds   the on-chain registry
+  zoo-node job create <spec.json>  publish a training job and create it on chain
+  zoo-node train --local [options] train a GPT on this machine
+  zoo-node sample --checkpoint F   generate text from a checkpoint
   zoo-node --help | --version
 
 Node options (--join):
@@ -16,13 +20,18 @@ Node options (--join):
   --bootstrap MULTIADDR   peer to dial on start, with /p2p/<id>, repeatable
   --http [HOST:]PORT|off  local status page + JSON-RPC (default 127.0.0.1:7070)
   --mdns                  discover peers on the local network
-  --job NAME              job to gossip on (default "default")
+  --job ID|NAME           a job id (CID) to train, or a topic name (default "default")
   --max-blob-bytes N      largest blob to fetch or serve (default 2147483648)
+  --rpc-url URL           EVM JSON-RPC endpoint (default: the embedded anvil)
+  --registry 0xADDRESS    registry contract (default: the recorded deployment)
 
 devnet options:
   --nodes N               number of peers, 1-32 (default 3)
+  --rounds R              rounds to train, 0-10000 (default 3; 0: mesh and blob demo only)
+  --spec FILE             job spec fields (JSON) over the devnet's defaults
   --data-dir DIR          keep the peers' state here (default: a temp dir, removed)
-  --keep-running          stay up until Ctrl-C instead of exiting after the demo
+  --rpc-url URL           a dev chain (anvil) instead of the embedded one
+  --keep-running          stay up until Ctrl-C instead of exiting at the end
 
 blob get options:
   --from PEER_ID          provider to fetch from, repeatable (default: connected peers)
@@ -30,6 +39,7 @@ blob get options:
 
 Settings are read from, lowest to highest precedence: defaults, <data-dir>/zoo.json,
 ZOO_* environment variables (ZOO_DATA_DIR, ZOO_LISTEN, ZOO_BOOTSTRAP, ZOO_HTTP,
-ZOO_MDNS, ZOO_JOB, ZOO_MAX_BLOB_BYTES; lists comma-separated), then flags.
+ZOO_MDNS, ZOO_JOB, ZOO_MAX_BLOB_BYTES, ZOO_RPC_URL, ZOO_REGISTRY; lists
+comma-separated), then flags.
 
 Exit codes: 0 success, 1 failure, 2 bad command line or settings.`;

@@ -18,6 +18,7 @@ const BENCHES: Record<string, () => Promise<{ default: Bench }>> = {
   blob: () => import("./blob.ts"),
   kernels: () => import("./kernels.ts"),
   chain: () => import("./chain.ts"),
+  rounds: () => import("./rounds.ts"),
 };
 
 /** Where and on what the numbers were taken. */
