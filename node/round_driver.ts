@@ -149,6 +149,8 @@ export class RoundDriver {
         return;
       case "committed":
         this.ledger.noteCommit(msg.round, msg.tx, msg.peer);
+        // A hint only, but it saves waiting for the next poll of the chain.
+        this.#poll();
         return;
     }
   }

@@ -54,6 +54,20 @@ function accountOf(c: JobCluster, peer: LocalPeer): string {
   return slot.registration.address.toLowerCase();
 }
 
+/**
+ * Starts three peers and waits until round 0 runs with all three live, so
+ * that every peer names the same leader.
+ */
+async function threePeersInRound0(c: JobCluster) {
+  const peers = await c.spawn([0, 1, 2]);
+  const t = await waitForPhase(
+    peers[0],
+    (t) => t.round === 0 && t.live === 3 && t.leader !== null,
+    "round 0 with 3 live peers",
+  );
+  return { peers, leader: peers.find((p) => p.info.peerId === t.leader)! };
+}
+
 Deno.test({
   name:
     "rounds chaos: SIGKILL of the leader while it aggregates, a backup commits the round",
@@ -63,14 +77,7 @@ Deno.test({
       nodes: 3,
       spec: tinySpec({ minPeers: 2, quorum: 2, rounds: 2, innerSteps: 60 }),
     }, async (c) => {
-      const peers = await c.spawn([0, 1, 2]);
-      // Everyone sees all three before the leader is named.
-      const t = await waitForPhase(
-        peers[0],
-        (t) => t.round === 0 && t.live === 3 && t.leader !== null,
-        "round 0 with 3 live peers",
-      );
-      const leader = peers.find((p) => p.info.peerId === t.leader)!;
+      const { peers, leader } = await threePeersInRound0(c);
       // Its own delta is out: from here it collects, then aggregates.
       await waitForPhase(
         leader,
@@ -97,13 +104,8 @@ Deno.test({
       nodes: 3,
       spec: tinySpec({ minPeers: 2, quorum: 2, rounds: 2, innerSteps: 200 }),
     }, async (c) => {
-      const peers = await c.spawn([0, 1, 2]);
-      const t = await waitForPhase(
-        peers[0],
-        (t) => t.round === 0 && t.live === 3 && t.leader !== null,
-        "round 0 with 3 live peers",
-      );
-      const worker = peers.find((p) => p.info.peerId !== t.leader)!;
+      const { peers, leader } = await threePeersInRound0(c);
+      const worker = peers.find((p) => p !== leader)!;
       await waitForPhase(
         worker,
         (t) => t.phase === "training",
