@@ -51,14 +51,14 @@ fn main(@builtin(workgroup_id) wg: vec3<u32>, @builtin(num_workgroups) nwg: vec3
   var s = 0.0;
   for (var i = l; i < p.V; i += ${WG}u) { s += exp(logits[o + i] - mx); }
   s = reduce(l, s, false);
-  let target = u32(targets[p.targetsOff + r]);
-  if (l == 0u) { losses[p.lossOff + r] = log(s) - (logits[o + target] - mx); }
+  let tgt = u32(targets[p.targetsOff + r]);
+  if (l == 0u) { losses[p.lossOff + r] = log(s) - (logits[o + tgt] - mx); }
   if (p.writeGrad != 0u) {
     // Every thread has read what it needs of the row before any writes it.
     workgroupBarrier();
     for (var i = l; i < p.V; i += ${WG}u) {
       let prob = exp(logits[o + i] - mx) / s;
-      logits[o + i] = (prob - select(0.0, 1.0, i == target)) * p.dloss;
+      logits[o + i] = (prob - select(0.0, 1.0, i == tgt)) * p.dloss;
     }
   }
 }`;

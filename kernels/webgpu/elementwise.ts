@@ -15,11 +15,15 @@ import {
   uniform,
 } from "./context.ts";
 
-// tanh(u) is 1.0f beyond |u| = 9.01; clamping keeps implementations that
-// compute tanh from exp(2u) away from inf / inf.
+// With u = sqrt(2/pi) (x + 0.044715 x^3): (1 + tanh u) / 2 = sigmoid(2u)
+// = 1 / (1 + e), e = exp(-2u), which has no cancellation for negative x
+// (1 + tanh u loses every digit there in f32). -2u is capped at 80 so that
+// e stays finite and s never goes subnormal. As the WASM kernels do.
 const GELU = /* wgsl */ `
 const GELU_K: f32 = 0.7978845608028654; // sqrt(2 / pi)
-fn tanhSafe(u: f32) -> f32 { return tanh(clamp(u, -10.0, 10.0)); }
+fn geluE(x: f32) -> f32 {
+  return exp(min(-2.0 * GELU_K * (x + 0.044715 * x * x * x), 80.0));
+}
 ${GROUP_INDEX}`;
 
 const GELU_FORWARD = /* wgsl */ `
@@ -34,7 +38,7 @@ fn main(@builtin(workgroup_id) wg: vec3<u32>, @builtin(num_workgroups) nwg: vec3
   let i = groupIndex(wg, nwg) * 256u + l;
   if (i >= p.n) { return; }
   let v = x[p.xOff + i];
-  out[p.outOff + i] = 0.5 * v * (1.0 + tanhSafe(GELU_K * (v + 0.044715 * v * v * v)));
+  out[p.outOff + i] = v / (1.0 + geluE(v));
 }`;
 
 /** out[n] = GELU(x[n]). */
@@ -64,10 +68,12 @@ fn main(@builtin(workgroup_id) wg: vec3<u32>, @builtin(num_workgroups) nwg: vec3
         @builtin(local_invocation_index) l: u32) {
   let i = groupIndex(wg, nwg) * 256u + l;
   if (i >= p.n) { return; }
+  // GELU'(x) = s + 2 x s (1 - s) du/dx, 1 - s = e s.
   let v = x[p.xOff + i];
-  let t = tanhSafe(GELU_K * (v + 0.044715 * v * v * v));
+  let e = geluE(v);
+  let s = 1.0 / (1.0 + e);
   let du = GELU_K * (1.0 + 3.0 * 0.044715 * v * v);
-  let g = (0.5 * (1.0 + t) + 0.5 * v * (1.0 - t * t) * du) * dout[p.doutOff + i];
+  let g = (s + 2.0 * v * s * (e * s) * du) * dout[p.doutOff + i];
   let j = p.dxOff + i;
   if (p.accumulate != 0u) { dx[j] = dx[j] + g; } else { dx[j] = g; }
 }`;
