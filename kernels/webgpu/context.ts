@@ -9,7 +9,7 @@
  *
  * @module
  */
-import { BufferPool, STORAGE_USAGE } from "./buffer_pool.ts";
+import { BufferPool } from "./buffer_pool.ts";
 
 /** A view of `length` elements of a GPU buffer, from element `offset`. */
 export interface GpuTensor {
@@ -247,5 +247,3 @@ export class GpuContext {
     this.#pipelines.clear();
   }
 }
-
-export { STORAGE_USAGE };

@@ -13,7 +13,7 @@
  *
  * @module
  */
-import { type AdamWConfig, learningRate } from "../adamw.ts";
+import { learningRate } from "../adamw.ts";
 import { parameterLayout, validateGptConfig } from "../gpt.ts";
 import type { StepResult } from "../train_step.ts";
 import {
