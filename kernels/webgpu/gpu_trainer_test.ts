@@ -139,6 +139,32 @@ gpuTest(
 );
 
 gpuTest(
+  "steps issued without waiting give the bits of awaited steps",
+  async () => {
+    const init = {
+      model: MODEL,
+      adamw: ADAMW,
+      params: initialParameters(MODEL, 3),
+    };
+    const awaited = createGpuTrainer({ device: testGpu!.device, ...init });
+    const queued = createGpuTrainer({ device: testGpu!.device, ...init });
+    try {
+      const s = sampler("queue");
+      const batches = [1, 2, 3, 4, 5].map((i) => batch(s, i));
+      const one: number[] = [];
+      for (const b of batches) one.push((await awaited.step(b)).loss);
+      // Every step is submitted before the first loss comes back.
+      const all = await Promise.all(batches.map((b) => queued.step(b)));
+      deepEqual(all.map((r) => r.loss), one);
+      deepEqual(await queued.readParams(), await awaited.readParams());
+    } finally {
+      awaited.dispose();
+      queued.dispose();
+    }
+  },
+);
+
+gpuTest(
   "evaluation leaves the parameters alone and takes other batch shapes",
   async () => {
     await withTrainers(async (gpu, wasm) => {
