@@ -186,8 +186,7 @@ export function attentionForward(
   return [
     heads(ctx, true, t.qkvh, t.qkv, s, 3, false),
     matmul(ctx, { out: t.att, a: q, b: k }, T, hs, T, { transB: true, batch }),
-    // An empty att buffer for the forward's unused binding would cost a
-    // pipeline variant; att itself is bound and not read.
+    // The forward reads no second tensor: yh, written next, fills the slot.
     softmax(ctx, t.att, t.yh, s, false),
     matmul(ctx, { out: t.yh, a: t.att, b: v }, T, T, hs, { batch }),
     heads(ctx, false, t.out, t.yh, s, 1, false),

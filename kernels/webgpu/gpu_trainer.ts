@@ -30,7 +30,8 @@ import {
 import { adamw, type AdamwTensors, adamwUniform } from "./adamw.ts";
 import { type Dispatch, GpuContext, type GpuTensor, slice } from "./context.ts";
 import { bucketTokens } from "./embedding.ts";
-import { backwardPass, forwardPass, namedViews } from "./gpt_passes.ts";
+import { backwardPass } from "./gpt_backward.ts";
+import { forwardPass, namedViews } from "./gpt_forward.ts";
 import { sumSquares } from "./reduce.ts";
 
 /** Options of {@linkcode createGpuTrainer}. */

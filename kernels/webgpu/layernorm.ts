@@ -15,6 +15,7 @@ import {
   type GpuTensor,
   grid,
   GROUP_INDEX,
+  slice,
   uniform,
 } from "./context.ts";
 import { CHUNK_ROWS, sumChunks } from "./reduce.ts";
@@ -233,7 +234,7 @@ export function layernormBackward(
       ctx,
       {
         out: t.dw,
-        partials: { buffer: s.buffer, offset: s.offset, length: chunks * C },
+        partials: slice(s, 0, chunks * C),
       },
       chunks,
       C,
@@ -243,11 +244,7 @@ export function layernormBackward(
       ctx,
       {
         out: t.db,
-        partials: {
-          buffer: s.buffer,
-          offset: s.offset + chunks * C,
-          length: chunks * C,
-        },
+        partials: slice(s, chunks * C, chunks * C),
       },
       chunks,
       C,

@@ -41,11 +41,8 @@ import {
 import { cpuSample, otherCores } from "./kernels_load.ts";
 import { ortMatmul, tfjsMatmul } from "./kernels_peers.ts";
 import { type KernelsRatios, ratios, table } from "./kernels_report.ts";
-import {
-  runWebgpu,
-  type WebgpuKernelsResult,
-  webgpuTable,
-} from "./kernels_webgpu.ts";
+import { runWebgpu, type WebgpuKernelsResult } from "./kernels_webgpu.ts";
+import { webgpuTable } from "./kernels_webgpu_report.ts";
 import {
   findTorchPython,
   measureTraining,
