@@ -3,8 +3,8 @@
  * and activations stay on the GPU for the whole inner loop. A step uploads
  * the batch's token ids (and their buckets, see `embedding.ts`), encodes
  * the recorded forward, backward, norm and AdamW dispatches into one
- * command buffer, and reads back 8 bytes: the mean loss and the squared
- * gradient norm. Parameters come back only when asked (round end).
+ * command buffer, and reads back 16 bytes holding the mean loss and the
+ * squared gradient norm. Parameters come back only when asked (round end).
  *
  * The dispatches of a batch shape are recorded once (pipelines, bind
  * groups, uniforms) and replayed; only AdamW's uniform (learning rate,
@@ -13,8 +13,8 @@
  *
  * @module
  */
-import { learningRate } from "../adamw.ts";
-import { parameterLayout, validateGptConfig } from "../gpt.ts";
+import { type AdamWConfig, learningRate } from "../adamw.ts";
+import { type GptConfig, parameterLayout, validateGptConfig } from "../gpt.ts";
 import type { StepResult } from "../train_step.ts";
 import {
   checkParamsLength,
@@ -62,19 +62,31 @@ class GpuTrainer implements Trainer {
   readonly parameterCount: number;
   optimizerStep = 0;
   readonly #ctx: GpuContext;
-  readonly #init: TrainerInit;
+  readonly #model: GptConfig;
+  readonly #adamw: AdamWConfig;
   readonly #decayed: number;
   /** Parameters, gradients and AdamW moments, flat [n] each. */
   readonly #state: Omit<AdamwTensors, "normSq">;
   readonly #hyper: GPUBuffer;
   #plan: Plan | null = null;
+  /** A validation scope is open around a new plan, until its first submit. */
+  #checking = false;
 
   constructor(o: GpuTrainerOptions) {
     validateGptConfig(o.model);
     const layout = parameterLayout(o.model);
     checkParamsLength(o.params, layout.total);
+    const limit = o.device.limits.maxStorageBufferBindingSize;
+    if (layout.total * 4 > limit) {
+      throw new RangeError(
+        `Cannot train a GPT of ${layout.total} parameters on this GPU: its ${
+          layout.total * 4
+        } bytes exceed the device's storage binding limit of ${limit}`,
+      );
+    }
     this.#ctx = new GpuContext(o.device);
-    this.#init = o;
+    this.#model = o.model;
+    this.#adamw = o.adamw;
     this.parameterCount = layout.total;
     this.#decayed = layout.decayedSize;
     const n = layout.total, ctx = this.#ctx;
@@ -98,8 +110,8 @@ class GpuTrainer implements Trainer {
   async step(batch: TokenBatch, lr?: number): Promise<StepResult> {
     const plan = this.#prepare(batch, true);
     const step = ++this.optimizerStep;
-    const rate = lr ?? learningRate(step, this.#init.adamw);
-    const a = this.#init.adamw;
+    const a = this.#adamw;
+    const rate = lr ?? learningRate(step, a);
     const state = this.#adamwTensors(plan.acts);
     this.#ctx.device.queue.writeBuffer(
       this.#hyper,
@@ -143,7 +155,7 @@ class GpuTrainer implements Trainer {
 
   /** The plan of this batch's shape, with its tokens uploaded. */
   #prepare(batch: TokenBatch, train: boolean): Plan {
-    const { B, T } = batch, c = this.#init.model;
+    const { B, T } = batch, c = this.#model;
     if (
       !Number.isInteger(B) || !Number.isInteger(T) || B < 1 || T < 1 ||
       T > c.contextLength || batch.inputs.length !== B * T ||
@@ -170,10 +182,12 @@ class GpuTrainer implements Trainer {
   #planFor(B: number, T: number): Plan {
     if (this.#plan?.acts.B === B && this.#plan.acts.T === T) return this.#plan;
     this.#dropPlan();
-    const ctx = this.#ctx, layout = parameterLayout(this.#init.model);
-    const acts = allocActivations(ctx, this.#init.model, B, T, layout.total);
+    const ctx = this.#ctx, layout = parameterLayout(this.#model);
+    ctx.device.pushErrorScope("validation");
+    this.#checking = true;
+    const acts = allocActivations(ctx, this.#model, B, T, layout.total);
     const inputs = {
-      config: this.#init.model,
+      config: this.#model,
       acts,
       w: namedViews(this.#state.param, layout),
       g: namedViews(this.#state.grad, layout),
@@ -228,7 +242,17 @@ class GpuTrainer implements Trainer {
       ctx.encode(encoder, dispatches);
       encoder.copyBufferToBuffer(source.buffer, 0, staging, 0, 16);
       device.queue.submit([encoder.finish()]);
+      const check = this.#checking ? device.popErrorScope() : null;
+      this.#checking = false;
       await staging.mapAsync(GPUMapMode.READ, 0, 16);
+      const invalid = await check;
+      if (invalid) {
+        throw new Error(
+          `WebGPU rejected the first step of a ${this.#plan!.acts.B}x${
+            this.#plan!.acts.T
+          } batch: ${invalid.message}`,
+        );
+      }
       const out = new Float32Array(staging.getMappedRange(0, 16).slice(0));
       staging.unmap();
       return out.subarray(0, scalars);
