@@ -10,10 +10,6 @@
  * @module
  */
 
-/** Storage buffers that can be written from the CPU and copied out. */
-export const STORAGE_USAGE = GPUBufferUsage.STORAGE |
-  GPUBufferUsage.COPY_SRC | GPUBufferUsage.COPY_DST;
-
 const GRANULE = 256;
 
 /** Reuses buffers of equal rounded size and usage. */
@@ -27,8 +23,15 @@ export class BufferPool {
     this.#device = device;
   }
 
-  /** A buffer of at least `bytes` bytes (contents undefined if reused). */
-  acquire(bytes: number, usage: number = STORAGE_USAGE): GPUBuffer {
+  /**
+   * A buffer of at least `bytes` bytes (contents undefined if reused);
+   * by default a storage buffer that can be written and copied out.
+   */
+  acquire(
+    bytes: number,
+    usage: number = GPUBufferUsage.STORAGE | GPUBufferUsage.COPY_SRC |
+      GPUBufferUsage.COPY_DST,
+  ): GPUBuffer {
     if (!Number.isSafeInteger(bytes) || bytes < 0) {
       throw new RangeError(
         `Cannot allocate a GPU buffer of ${bytes} bytes: expected a non-negative integer`,
