@@ -241,7 +241,7 @@ async function runTraining(
   }
   const runs: WebgpuTrainRun[] = [];
   for (const [model, batch, specs] of models) {
-    const measured = await measureTraining(specs, null, "inherit", {
+    const setup = {
       model,
       batch,
       adamw: DEFAULT_ADAMW,
@@ -249,8 +249,26 @@ async function runTraining(
       seed: 1,
       text,
       textPath: `${cacheDir}/${BROWN_CACHE_FILE}`,
-    }, log);
-    runs.push({ model, batch, entries: measured.ours });
+    };
+    try {
+      const measured = await measureTraining(
+        specs,
+        null,
+        "inherit",
+        setup,
+        log,
+      );
+      runs.push({ model, batch, entries: measured.ours });
+    } catch (error) {
+      // The big model may not fit a GPU's limits; the reference must run.
+      if (model === REFERENCE_MODEL || !(error instanceof RangeError)) {
+        throw error;
+      }
+      log(`training ${model.layers} layers skipped: ${error.message}`);
+      skipped.push(
+        `${model.layers} layers, d_model ${model.dModel}: ${error.message}`,
+      );
+    }
   }
   return { runs, skipped };
 }
