@@ -67,14 +67,15 @@ export class AdamW {
   }
 
   /**
-   * Clips the model's gradients and applies one update; returns the
-   * learning rate used and the gradient norm before clipping.
+   * Clips the model's gradients and applies one update at `lr` (default:
+   * the schedule's rate for this step); returns the learning rate used and
+   * the gradient norm before clipping.
    */
-  update(model: Gpt): { lr: number; gradNorm: number } {
+  update(model: Gpt, lr?: number): { lr: number; gradNorm: number } {
     const be = this.#be, c = this.config;
     const gradNorm = clipGradNorm(be, model.grads, c.gradClip);
     this.step++;
-    const lr = learningRate(this.step, c);
+    lr ??= learningRate(this.step, c);
     const hp = {
       lr,
       beta1: c.beta1,

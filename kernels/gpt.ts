@@ -142,6 +142,33 @@ export function parameterSpecs(c: GptConfig): ParamSpec[] {
 
 const sizeOf = (shape: readonly number[]) => shape.reduce((a, b) => a * b, 1);
 
+/** Where each parameter lives in the flat buffer. */
+export interface ParameterLayout {
+  /** Every parameter in buffer order, with its element offset and size. */
+  entries: { spec: ParamSpec; offset: number; size: number }[];
+  /** Elements in the flat buffer. */
+  total: number;
+  /** Elements [0, decayedSize) get weight decay; the rest do not. */
+  decayedSize: number;
+}
+
+/**
+ * The flat layout of {@linkcode parameterSpecs}: what every backend (the
+ * WebGPU trainer included) uses, so parameters move between them as one
+ * array.
+ */
+export function parameterLayout(c: GptConfig): ParameterLayout {
+  const entries: ParameterLayout["entries"] = [];
+  let offset = 0, decayedSize = 0;
+  for (const spec of parameterSpecs(c)) {
+    const size = sizeOf(spec.shape);
+    entries.push({ spec, offset, size });
+    offset += size;
+    if (spec.decay) decayedSize = offset;
+  }
+  return { entries, total: offset, decayedSize };
+}
+
 /** The model: config, flat buffers, and named tensor views. */
 export class Gpt {
   readonly config: GptConfig;
@@ -159,21 +186,16 @@ export class Gpt {
   constructor(be: Backend, config: GptConfig) {
     this.config = validateGptConfig(config);
     this.be = be;
-    this.specs = parameterSpecs(config);
-    const total = this.specs.reduce((s, p) => s + sizeOf(p.shape), 0);
-    this.params = be.alloc(total);
-    this.grads = be.alloc(total);
-    let offset = 0;
-    let decayed = 0;
-    for (const spec of this.specs) {
-      const n = sizeOf(spec.shape);
-      const data = this.params.subarray(offset, offset + n);
-      const grad = this.grads.subarray(offset, offset + n);
+    const layout = parameterLayout(config);
+    this.specs = layout.entries.map((e) => e.spec);
+    this.params = be.alloc(layout.total);
+    this.grads = be.alloc(layout.total);
+    for (const { spec, offset, size } of layout.entries) {
+      const data = this.params.subarray(offset, offset + size);
+      const grad = this.grads.subarray(offset, offset + size);
       this.#tensors.set(spec.name, new Tensor(data, spec.shape, grad));
-      offset += n;
-      if (spec.decay) decayed = offset;
     }
-    this.decayedSize = decayed;
+    this.decayedSize = layout.decayedSize;
   }
 
   /** The parameter tensor called `name`. */

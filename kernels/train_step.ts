@@ -22,10 +22,16 @@ export interface StepResult {
 }
 
 /**
- * One training step: forward, backward, clip, AdamW. Activations live in
- * the backend arena only for the duration of the step.
+ * One training step: forward, backward, clip, AdamW at `lr` (default: the
+ * optimizer's schedule). Activations live in the backend arena only for
+ * the duration of the step.
  */
-export function trainStep(model: Gpt, opt: AdamW, batch: Batch): StepResult {
+export function trainStep(
+  model: Gpt,
+  opt: AdamW,
+  batch: Batch,
+  lr?: number,
+): StepResult {
   const be = model.be;
   const mark = be.mark();
   const g = new Graph(be);
@@ -41,7 +47,7 @@ export function trainStep(model: Gpt, opt: AdamW, batch: Batch): StepResult {
     );
     const value = loss.data[0];
     g.backward(loss);
-    return { loss: value, ...opt.update(model) };
+    return { loss: value, ...opt.update(model, lr) };
   } finally {
     g.clear();
     be.release(mark);

@@ -1,20 +1,79 @@
 import type { Backend } from "../kernels/backend.ts";
+import {
+  type BackendChoice,
+  type BackendSelection,
+  selectBackend,
+} from "../kernels/backend_select.ts";
 import { createJsBackend } from "../kernels/js_backend.ts";
+import {
+  createCpuTrainer,
+  type Trainer,
+  type TrainerInit,
+} from "../kernels/trainer.ts";
 import {
   createWasmBackend,
   defaultThreads,
 } from "../kernels/wasm/wasm_backend.ts";
-import type { BackendChoice } from "./cli/parse_train.ts";
+import { adapterLabel } from "../kernels/webgpu/device.ts";
+import { createGpuTrainer } from "../kernels/webgpu/gpu_trainer.ts";
+
+/** A CPU backend choice: what runs without a GPU (`sample`, fallbacks). */
+export type CpuBackendChoice = "auto" | "wasm" | "js";
 
 /**
- * The compute backend for a choice: "js" is the plain reference (slow);
- * "wasm" and "auto" use the WASM SIMD kernels on `threads` threads (default:
- * every core, at most 8). WebGPU joins "auto" with its own issue.
+ * A CPU backend: "js" is the plain reference (slow); "wasm" and "auto" use
+ * the WASM SIMD kernels on `threads` threads (default: every core, at
+ * most 8).
  */
-export async function selectBackend(
-  choice: BackendChoice,
+export async function createCpuBackend(
+  choice: CpuBackendChoice,
   threads: number | null,
 ): Promise<Backend> {
   if (choice === "js") return createJsBackend();
   return await createWasmBackend({ threads: threads ?? defaultThreads() });
+}
+
+/** Where training runs, chosen and opened: makes trainers, then disposes. */
+export interface Compute {
+  readonly selection: BackendSelection;
+  /** One line for the user: backend, threads or adapter, and why. */
+  readonly label: string;
+  /** A trainer on this compute (dispose it before the compute). */
+  createTrainer(init: TrainerInit): Trainer;
+  dispose(): void;
+}
+
+/**
+ * Opens the backend for a training choice (see `selectBackend` in
+ * `kernels/backend_select.ts`): a WebGPU device, or a CPU backend with
+ * `threads` threads.
+ */
+export async function openCompute(
+  choice: BackendChoice,
+  threads: number | null,
+): Promise<Compute> {
+  const selection = await selectBackend(choice);
+  const gpu = selection.gpu;
+  if (gpu) {
+    return {
+      selection,
+      label: `webgpu (${adapterLabel(gpu.info)}; ${selection.reason})`,
+      createTrainer: (init) =>
+        createGpuTrainer({ device: gpu.device, ...init }),
+      dispose: () => gpu.device.destroy(),
+    };
+  }
+  const be = await createCpuBackend(
+    selection.kind as CpuBackendChoice,
+    threads,
+  );
+  const why = choice === "auto" ? `; auto: ${selection.reason}` : "";
+  return {
+    selection,
+    label: `${be.name} (${be.threads} thread${
+      be.threads > 1 ? "s" : ""
+    }${why})`,
+    createTrainer: (init) => createCpuTrainer(be, init),
+    dispose: () => be.dispose(),
+  };
 }

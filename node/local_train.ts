@@ -1,14 +1,18 @@
 import type { AdamWConfig } from "../kernels/adamw.ts";
-import { AdamW } from "../kernels/adamw.ts";
-import type { Backend } from "../kernels/backend.ts";
 import { chunkDataset, splitTrainVal } from "../kernels/data/dataset.ts";
 import { BatchSampler } from "../kernels/data/sampler.ts";
-import { fillPositions, Gpt, type GptConfig, initGpt } from "../kernels/gpt.ts";
-import { type Batch, evalLoss, trainStep } from "../kernels/train_step.ts";
+import type { GptConfig } from "../kernels/gpt.ts";
+import {
+  initialParameters,
+  type TokenBatch,
+  type Trainer,
+  type TrainerInit,
+} from "../kernels/trainer.ts";
 
 /** What a local training run is made of. */
 export interface LocalTrainOptions {
-  backend: Backend;
+  /** Makes the trainer (on WebGPU or a CPU backend, see `openCompute`). */
+  createTrainer: (init: TrainerInit) => Trainer;
   model: GptConfig;
   adamw: AdamWConfig;
   steps: number;
@@ -34,7 +38,8 @@ export interface StepInfo {
 
 /** The outcome of a run. */
 export interface LocalTrainResult {
-  model: Gpt;
+  /** The trained parameters, flat in `parameterLayout` order. */
+  params: Float32Array;
   datasetId: string;
   firstLoss: number;
   finalLoss: number;
@@ -52,7 +57,6 @@ const EVAL_BATCHES = 4;
 export async function trainLocal(
   o: LocalTrainOptions,
 ): Promise<LocalTrainResult> {
-  const be = o.backend;
   const T = o.model.contextLength, B = o.batch;
   const dataset = await chunkDataset(o.data);
   const { train, val } = splitTrainVal(dataset, 0.05);
@@ -66,54 +70,59 @@ export async function trainLocal(
     batch: B,
     context: T,
   });
-  const model = new Gpt(be, o.model);
-  initGpt(model, o.seed);
-  const opt = new AdamW(be, model.params.length, o.adamw);
-  const batch: Batch = {
-    inputs: be.allocInt32(B * T),
-    targets: be.allocInt32(B * T),
-    positions: fillPositions(be.allocInt32(B * T), B, T),
-    B,
-    T,
-  };
-  const evaluate = () => {
-    let sum = 0;
-    for (let i = 0; i < EVAL_BATCHES; i++) {
-      valSampler.writeBatch(i, batch.inputs, batch.targets);
-      sum += evalLoss(model, batch);
-    }
-    return sum / EVAL_BATCHES;
-  };
-
-  const started = performance.now();
-  let firstLoss = NaN, finalLoss = NaN, valLoss = NaN;
-  let trainSeconds = 0;
-  for (let step = 1; step <= o.steps; step++) {
-    sampler.writeBatch(step, batch.inputs, batch.targets);
-    const t0 = performance.now();
-    const r = trainStep(model, opt, batch);
-    trainSeconds += (performance.now() - t0) / 1000;
-    if (step === 1) firstLoss = r.loss;
-    finalLoss = r.loss;
-    const info: StepInfo = {
-      step,
-      ...r,
-      tokensPerSecond: (step * B * T) / trainSeconds,
+  const trainer = o.createTrainer({
+    model: o.model,
+    adamw: o.adamw,
+    params: initialParameters(o.model, o.seed),
+  });
+  try {
+    const batch: TokenBatch = {
+      inputs: new Int32Array(B * T),
+      targets: new Int32Array(B * T),
+      B,
+      T,
     };
-    if ((o.evalEvery > 0 && step % o.evalEvery === 0) || step === o.steps) {
-      valLoss = info.valLoss = evaluate();
+    const evaluate = async () => {
+      let sum = 0;
+      for (let i = 0; i < EVAL_BATCHES; i++) {
+        valSampler.writeBatch(i, batch.inputs, batch.targets);
+        sum += await trainer.evalLoss(batch);
+      }
+      return sum / EVAL_BATCHES;
+    };
+
+    const started = performance.now();
+    let firstLoss = NaN, finalLoss = NaN, valLoss = NaN;
+    let trainSeconds = 0;
+    for (let step = 1; step <= o.steps; step++) {
+      sampler.writeBatch(step, batch.inputs, batch.targets);
+      const t0 = performance.now();
+      const r = await trainer.step(batch);
+      trainSeconds += (performance.now() - t0) / 1000;
+      if (step === 1) firstLoss = r.loss;
+      finalLoss = r.loss;
+      const info: StepInfo = {
+        step,
+        ...r,
+        tokensPerSecond: (step * B * T) / trainSeconds,
+      };
+      if ((o.evalEvery > 0 && step % o.evalEvery === 0) || step === o.steps) {
+        valLoss = info.valLoss = await evaluate();
+      }
+      o.onStep?.(info);
+      // Let signals and timers run between steps.
+      if (step % 16 === 0) await new Promise((r) => setTimeout(r, 0));
     }
-    o.onStep?.(info);
-    // Let signals and timers run between steps.
-    if (step % 16 === 0) await new Promise((r) => setTimeout(r, 0));
+    return {
+      params: await trainer.readParams(),
+      datasetId: dataset.id,
+      firstLoss,
+      finalLoss,
+      valLoss,
+      tokensPerSecond: (o.steps * B * T) / trainSeconds,
+      seconds: (performance.now() - started) / 1000,
+    };
+  } finally {
+    trainer.dispose();
   }
-  return {
-    model,
-    datasetId: dataset.id,
-    firstLoss,
-    finalLoss,
-    valLoss,
-    tokensPerSecond: (o.steps * B * T) / trainSeconds,
-    seconds: (performance.now() - started) / 1000,
-  };
 }

@@ -4,18 +4,18 @@
  */
 import { ok } from "node:assert";
 import { DEFAULT_ADAMW } from "../kernels/adamw.ts";
-import { selectBackend } from "../node/backend_select.ts";
+import { openCompute } from "../node/backend_select.ts";
 import { loadBrownCorpus } from "../node/corpus_fetch.ts";
 import { trainLocal } from "../node/local_train.ts";
 import { CORPUS_CACHE } from "./_corpus.ts";
 
 Deno.test("a small GPT learns the Brown corpus: held-out loss < 3.0 in 300 steps", async () => {
   const data = await loadBrownCorpus({ cacheDir: CORPUS_CACHE });
-  const backend = await selectBackend("auto", null);
+  const compute = await openCompute("auto", null);
   try {
     const steps = 300;
     const result = await trainLocal({
-      backend,
+      createTrainer: compute.createTrainer,
       model: {
         vocabSize: 256,
         contextLength: 64,
@@ -36,9 +36,9 @@ Deno.test("a small GPT learns the Brown corpus: held-out loss < 3.0 in 300 steps
     );
     ok(
       result.valLoss < 3.0,
-      `held-out loss ${result.valLoss} on ${backend.name}`,
+      `held-out loss ${result.valLoss} on ${compute.label}`,
     );
   } finally {
-    backend.dispose();
+    compute.dispose();
   }
 });

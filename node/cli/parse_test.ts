@@ -253,3 +253,20 @@ Deno.test("a bad setting value is a ConfigError naming the flag", () => {
     });
   }
 });
+
+Deno.test("train --backend takes auto, webgpu, wasm, js; sample the CPU ones", () => {
+  for (const backend of ["auto", "webgpu", "wasm", "js"]) {
+    const command = parseCommand(["train", "--local", "--backend", backend]);
+    assert.equal(command.kind === "train" && command.backend, backend);
+  }
+  const train = parseCommand(["train", "--local"]);
+  assert.equal(train.kind === "train" && train.backend, "auto");
+  assertUsage(
+    ["train", "--local", "--backend", "cuda"],
+    /--backend must be auto, webgpu, wasm or js: current value is "cuda"/,
+  );
+  assertUsage(
+    ["sample", "--checkpoint", "x", "--backend", "webgpu"],
+    /--backend must be auto, wasm or js: current value is "webgpu"/,
+  );
+});

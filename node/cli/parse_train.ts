@@ -1,4 +1,9 @@
+import {
+  BACKEND_CHOICES,
+  type BackendChoice,
+} from "../../kernels/backend_select.ts";
 import type { PartialConfig } from "../config.ts";
+import type { CpuBackendChoice } from "../backend_select.ts";
 import {
   DATA_DIR,
   intFlag as int,
@@ -7,8 +12,7 @@ import {
   UsageError,
 } from "./flags.ts";
 
-/** Which compute backend to use. */
-export type BackendChoice = "auto" | "wasm" | "js";
+export type { BackendChoice };
 
 /** `zoo-node train --local`. */
 export interface TrainCommand {
@@ -40,7 +44,7 @@ export interface SampleCommand {
   temperature: number;
   topK: number;
   seed: number;
-  backend: BackendChoice;
+  backend: CpuBackendChoice;
   flags: PartialConfig;
 }
 
@@ -83,7 +87,7 @@ export function parseTrain(argv: string[]): TrainCommand {
     seed: int(v, "seed", 1, 0, 2 ** 31 - 1),
     evalEvery: int(v, "eval-every", 100, 0, 10_000_000),
     threads: v.threads === undefined ? null : int(v, "threads", 1, 1, 64),
-    backend: backend(v.backend),
+    backend: backend(v.backend, BACKEND_CHOICES),
     data: v.data ?? null,
     out: v.out ?? null,
     flags: settings(p),
@@ -116,7 +120,8 @@ export function parseSample(argv: string[]): SampleCommand {
     temperature: float(v, "temperature", 0.8),
     topK: int(v, "top-k", 40, 0, 256),
     seed: int(v, "seed", 1, 0, 2 ** 31 - 1),
-    backend: backend(v.backend),
+    // Sampling is a few small matmuls per token: the CPU backends only.
+    backend: backend(v.backend, ["auto", "wasm", "js"] as const),
     flags: settings(p),
   };
 }
@@ -137,10 +142,15 @@ function float(
   return n;
 }
 
-function backend(text: string | undefined): BackendChoice {
-  if (text === undefined) return "auto";
-  if (text === "auto" || text === "wasm" || text === "js") return text;
+function backend<T extends string>(
+  text: string | undefined,
+  allowed: readonly T[],
+): T {
+  if (text === undefined) return allowed[0];
+  if ((allowed as readonly string[]).includes(text)) return text as T;
   throw new UsageError(
-    `--backend must be auto, wasm or js: current value is "${text}"`,
+    `--backend must be ${allowed.slice(0, -1).join(", ")} or ${
+      allowed.at(-1)
+    }: current value is "${text}"`,
   );
 }

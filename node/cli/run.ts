@@ -2,6 +2,7 @@ import { AnvilError } from "../../chain/anvil.ts";
 import { ChainError } from "../../chain/errors.ts";
 import { ConfigError, loadConfig, type PartialConfig } from "../config.ts";
 import { SafetensorsError } from "../../kernels/safetensors.ts";
+import { GpuUnavailableError } from "../../kernels/webgpu/device.ts";
 import { CorpusError } from "../corpus_fetch.ts";
 import { IdentityError } from "../identity.ts";
 import { RpcCallError } from "../rpc_client.ts";
@@ -34,7 +35,8 @@ export async function runCli(argv: string[]): Promise<number> {
     if (
       err instanceof IdentityError || err instanceof RpcCallError ||
       err instanceof CorpusError || err instanceof SafetensorsError ||
-      err instanceof ChainError || err instanceof AnvilError
+      err instanceof ChainError || err instanceof AnvilError ||
+      err instanceof GpuUnavailableError
     ) {
       console.error(`zoo-node: ${err.message}`);
       return EXIT.failure;

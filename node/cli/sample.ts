@@ -2,7 +2,7 @@ import { Rng } from "../../kernels/data/rng.ts";
 import { decode, encode } from "../../kernels/data/tokenizer.ts";
 import { decodeGptCheckpoint } from "../../kernels/gpt_checkpoint.ts";
 import { generate } from "../../kernels/sample.ts";
-import { selectBackend } from "../backend_select.ts";
+import { createCpuBackend } from "../backend_select.ts";
 import { UsageError } from "./flags.ts";
 import type { SampleCommand } from "./parse_train.ts";
 
@@ -16,7 +16,7 @@ export async function sample(cmd: SampleCommand): Promise<number> {
       `cannot read checkpoint ${JSON.stringify(cmd.checkpoint)}: no such file`,
     );
   }
-  const backend = await selectBackend(cmd.backend, 1);
+  const backend = await createCpuBackend(cmd.backend, 1);
   try {
     const { model } = decodeGptCheckpoint(backend, bytes);
     const out = generate(model, encode(cmd.prompt), {

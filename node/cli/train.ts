@@ -1,7 +1,9 @@
 import { DEFAULT_ADAMW } from "../../kernels/adamw.ts";
+import { Gpt } from "../../kernels/gpt.ts";
 import { encodeGptCheckpoint } from "../../kernels/gpt_checkpoint.ts";
+import { createJsBackend } from "../../kernels/js_backend.ts";
 import { atomicWriteFile } from "../atomic_write.ts";
-import { selectBackend } from "../backend_select.ts";
+import { openCompute } from "../backend_select.ts";
 import type { Config } from "../config.ts";
 import { loadBrownCorpus, loadTextFile } from "../corpus_fetch.ts";
 import { trainLocal } from "../local_train.ts";
@@ -30,7 +32,7 @@ export async function train(
   await Deno.mkdir(out.slice(0, out.lastIndexOf("/")) || ".", {
     recursive: true,
   });
-  const backend = await selectBackend(cmd.backend, cmd.threads);
+  const compute = await openCompute(cmd.backend, cmd.threads);
   const model = {
     vocabSize: 256,
     contextLength: cmd.context,
@@ -39,17 +41,15 @@ export async function train(
     heads: cmd.heads,
   };
   console.log(
-    `training ${cmd.layers} layers, d_model ${cmd.dModel}, ${cmd.heads} heads, context ${cmd.context}, batch ${cmd.batch} on ${backend.name} (${backend.threads} thread${
-      backend.threads > 1 ? "s" : ""
-    }); ${(data.length / 1e6).toFixed(1)} MB of text from ${
-      cmd.data ?? "the Brown corpus"
-    }`,
+    `training ${cmd.layers} layers, d_model ${cmd.dModel}, ${cmd.heads} heads, context ${cmd.context}, batch ${cmd.batch} on ${compute.label}; ${
+      (data.length / 1e6).toFixed(1)
+    } MB of text from ${cmd.data ?? "the Brown corpus"}`,
   );
   const progress = new Progress(cmd.steps, "train");
   let lastVal = NaN;
   try {
     const result = await trainLocal({
-      backend,
+      createTrainer: compute.createTrainer,
       model,
       adamw: {
         ...DEFAULT_ADAMW,
@@ -74,11 +74,13 @@ export async function train(
       },
     });
     progress.finish();
-    const bytes = encodeGptCheckpoint(result.model, {
+    const trained = new Gpt(createJsBackend(), model);
+    trained.params.set(result.params);
+    const bytes = encodeGptCheckpoint(trained, {
       dataset: result.datasetId,
       steps: String(cmd.steps),
       seed: String(cmd.seed),
-      backend: backend.name,
+      backend: compute.selection.kind,
     });
     await atomicWriteFile(out, bytes);
     console.log(
@@ -91,6 +93,6 @@ export async function train(
     console.log(`checkpoint ${out} (${bytes.length} bytes, safetensors)`);
     return 0;
   } finally {
-    backend.dispose();
+    compute.dispose();
   }
 }

@@ -1,5 +1,6 @@
 import assert from "node:assert/strict";
 import { fileURLToPath } from "node:url";
+import { gpuTest } from "../../kernels/webgpu/_test_gpu.ts";
 
 const MAIN = fileURLToPath(new URL("./main.ts", import.meta.url));
 const ROOT = fileURLToPath(new URL("../../", import.meta.url));
@@ -145,3 +146,47 @@ Deno.test("bench chain --json reports gas per signer count from a real anvil", a
   // Each extra attestation costs gas: an ecrecover and membership reads.
   assert.ok(chain.gasPerSigner > 3000, `gasPerSigner ${chain.gasPerSigner}`);
 });
+
+gpuTest(
+  "bench kernels --backend webgpu --quick reports matmul and training in JSON",
+  async () => {
+    const { code, stdout, stderr } = await benchWithin(
+      120_000,
+      "kernels",
+      "--json",
+      "--quick",
+      "--backend",
+      "webgpu",
+    );
+    assert.equal(code, 0, stderr);
+    const { kernels } = JSON.parse(stdout);
+    assert.equal(kernels.backend, "webgpu");
+    assert.equal(typeof kernels.adapter.description, "string");
+    assert.deepEqual(
+      kernels.matmul.cases.map((c: { n: number; layout: string }) =>
+        `${c.n} ${c.layout}`
+      ),
+      ["64 plain", "64 transposed", "128 plain", "128 transposed"],
+    );
+    for (const c of kernels.matmul.cases) {
+      const gpu = c.entries.find((e: { impl: string }) =>
+        e.impl === "zoo webgpu"
+      );
+      assertPositive(gpu?.gflops, `webgpu n=${c.n} ${c.layout} gflops`);
+      assert.ok(gpu.maxError <= 1e-4, `webgpu error ${gpu.maxError}`);
+    }
+    const [run] = kernels.train.runs;
+    assert.deepEqual(
+      run.entries.map((e: { impl: string }) => e.impl.split("-")[0]),
+      ["zoo webgpu", "zoo wasm"],
+    );
+    for (const e of run.entries) {
+      assertPositive(e.tokensPerSecond, `${e.impl} tokens/s`);
+    }
+    // Same seed, same batches: both backends see the same first loss.
+    assert.ok(
+      Math.abs(run.entries[0].firstLoss - run.entries[1].firstLoss) < 1e-4,
+    );
+    assert.equal(typeof kernels.floor4096, "string");
+  },
+);

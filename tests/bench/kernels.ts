@@ -24,10 +24,11 @@
 import { DEFAULT_ADAMW } from "../../kernels/adamw.ts";
 import type { Backend } from "../../kernels/backend.ts";
 import { createJsBackend } from "../../kernels/js_backend.ts";
+import { createCpuTrainer, type TrainerInit } from "../../kernels/trainer.ts";
 import { createWasmBackend } from "../../kernels/wasm/wasm_backend.ts";
 import { loadConfig } from "../../node/config.ts";
 import { BROWN_CACHE_FILE, loadBrownCorpus } from "../../node/corpus_fetch.ts";
-import { type Bench, UsageError } from "./_bench.ts";
+import { type Bench, numberFlag, UsageError } from "./_bench.ts";
 import { type AdamwEntry, measureAdamw } from "./kernels_adamw.ts";
 import {
   backendMatmul,
@@ -40,22 +41,30 @@ import {
 import { cpuSample, otherCores } from "./kernels_load.ts";
 import { ortMatmul, tfjsMatmul } from "./kernels_peers.ts";
 import { type KernelsRatios, ratios, table } from "./kernels_report.ts";
+import { runWebgpu, type WebgpuKernelsResult } from "./kernels_webgpu.ts";
+import { webgpuTable } from "./kernels_webgpu_report.ts";
 import {
   findTorchPython,
   measureTraining,
+  REFERENCE_BATCH as BATCH,
+  REFERENCE_MODEL as MODEL,
   torchVersion,
   type TrainResult,
 } from "./kernels_train.ts";
 
-/** `--quick`, `--skip-torch`, `--torch-blas`. */
+/** `--backend`, `--quick`, `--skip-torch`, `--torch-blas`, `--max-n`. */
 export interface KernelsOptions {
+  backend: "wasm" | "webgpu";
   quick: boolean;
   skipTorch: boolean;
   torchBlas: "native" | "inherit";
+  /** WebGPU only: the largest matmul n (null: by adapter). */
+  maxN: number | null;
 }
 
-/** What `kernels` reports. */
+/** What `kernels --backend wasm` reports. */
 export interface KernelsResult {
+  backend: "wasm";
   quick: boolean;
   matmul: {
     cases: MatmulCase[];
@@ -78,16 +87,6 @@ export interface KernelsResult {
   otherCores: Record<"matmul" | "adamw" | "train", number | null>;
   ratios: KernelsRatios;
 }
-
-/** The reference GPT of the training comparison. */
-const MODEL = {
-  vocabSize: 256,
-  contextLength: 64,
-  layers: 2,
-  dModel: 128,
-  heads: 4,
-};
-const BATCH = 16;
 
 /** Sizes and repetitions, full and `--quick`. */
 const PLAN = {
@@ -130,10 +129,20 @@ function parse(flags: Record<string, string>): KernelsOptions {
       `Cannot use --torch-blas as it must be native or inherit: current value is "${torchBlas}"`,
     );
   }
+  const backend = flags.backend;
+  if (backend !== "wasm" && backend !== "webgpu") {
+    throw new UsageError(
+      `Cannot use --backend as it must be wasm or webgpu: current value is "${backend}"`,
+    );
+  }
   return {
+    backend,
     quick: booleanFlag(flags, "quick"),
     skipTorch: booleanFlag(flags, "skip-torch"),
     torchBlas,
+    maxN: flags["max-n"] === "auto"
+      ? null
+      : numberFlag(flags, "max-n", { min: 1, max: 65536, integer: true }),
   };
 }
 
@@ -187,6 +196,15 @@ async function startPeers(
 async function run(
   options: KernelsOptions,
   log: (line: string) => void,
+): Promise<KernelsResult | WebgpuKernelsResult> {
+  return options.backend === "webgpu"
+    ? await runWebgpu(options, log)
+    : await runWasm(options, log);
+}
+
+async function runWasm(
+  options: KernelsOptions,
+  log: (line: string) => void,
 ): Promise<KernelsResult> {
   const plan = options.quick ? PLAN.quick : PLAN.full;
   const js = { name: "js (reference)", be: createJsBackend() };
@@ -220,6 +238,7 @@ async function run(
     const train = await runTraining(options, plan.train, ours, log);
     cpu.push(cpuSample());
     const result = {
+      backend: "wasm" as const,
       quick: options.quick,
       matmul: { cases, unavailable },
       adamw: { bytesPerParam: 28 as const, entries: adamw },
@@ -247,7 +266,13 @@ async function runTraining(
   const cacheDir = `${config.dataDir}/cache`;
   const text = await loadBrownCorpus({ cacheDir });
   // Train on the default build (relaxed SIMD where supported) only.
-  const auto = ours.filter(({ be }) => be.name === ours[0]?.be.name);
+  const auto = ours.filter(({ be }) => be.name === ours[0]?.be.name).map((
+    { name, be },
+  ) => ({
+    name,
+    threads: be.threads,
+    createTrainer: (init: TrainerInit) => createCpuTrainer(be, init),
+  }));
   let python: string | null = null;
   let torchNote: string | null = null;
   if (options.skipTorch) {
@@ -278,10 +303,19 @@ async function runTraining(
   };
 }
 
-const kernels: Bench<KernelsOptions, KernelsResult> = {
+const kernels: Bench<KernelsOptions, KernelsResult | WebgpuKernelsResult> = {
   summary:
-    "matmul GFLOP/s, AdamW GB/s and GPT training tokens/s: our wasm backends vs JS, tfjs-wasm, onnxruntime-web, PyTorch",
+    "matmul GFLOP/s, AdamW GB/s and GPT training tokens/s: our wasm backends vs JS, tfjs-wasm, onnxruntime-web, PyTorch; --backend webgpu: our WGSL kernels and GPU trainer",
   flags: {
+    backend: {
+      default: "wasm",
+      help:
+        "wasm: the CPU comparison; webgpu: WGSL matmul 256-8192 and the GPU trainer",
+    },
+    "max-n": {
+      default: "auto",
+      help: "webgpu: largest matmul n (auto: 8192, 1024 on a software adapter)",
+    },
     quick: { default: "false", help: "tiny sizes and reps (smoke test)" },
     "skip-torch": { default: "false", help: "leave PyTorch out" },
     "torch-blas": {
@@ -292,6 +326,6 @@ const kernels: Bench<KernelsOptions, KernelsResult> = {
   },
   parse,
   run,
-  table,
+  table: (r) => r.backend === "webgpu" ? webgpuTable(r) : table(r),
 };
 export default kernels;

@@ -20,17 +20,27 @@
  * @module
  */
 import { fileURLToPath } from "node:url";
-import { AdamW, type AdamWConfig } from "../../kernels/adamw.ts";
-import type { Backend } from "../../kernels/backend.ts";
+import type { AdamWConfig } from "../../kernels/adamw.ts";
 import { BatchSampler } from "../../kernels/data/sampler.ts";
+import type { GptConfig } from "../../kernels/gpt.ts";
 import {
-  fillPositions,
-  Gpt,
-  type GptConfig,
-  initGpt,
-} from "../../kernels/gpt.ts";
-import { type Batch, trainStep } from "../../kernels/train_step.ts";
+  initialParameters,
+  type TokenBatch,
+  type Trainer,
+  type TrainerInit,
+} from "../../kernels/trainer.ts";
 import { median } from "./_bench.ts";
+
+/** The reference GPT of the training comparisons. */
+export const REFERENCE_MODEL: GptConfig = {
+  vocabSize: 256,
+  contextLength: 64,
+  layers: 2,
+  dModel: 128,
+  heads: 4,
+};
+/** Its batch size. */
+export const REFERENCE_BATCH = 16;
 
 const TORCH_SCRIPT = fileURLToPath(new URL("./torch_gpt.py", import.meta.url));
 
@@ -70,49 +80,62 @@ export interface TrainEntry {
 }
 
 /** Something that trains `steps` steps and says how long they took. */
-interface Trainer {
+interface TimedTrainer {
   impl: string;
   threads: number;
   round(
     steps: number,
   ): Promise<{ seconds: number; first: number; last: number; params: number }>;
+  dispose(): void;
 }
 
-/** A trainer over one of our backends. */
-function oursTrainer(name: string, be: Backend, s: TrainSetup): Trainer {
+/** One of our trainers to measure (a CPU backend or WebGPU). */
+export interface OursSpec {
+  name: string;
+  threads: number;
+  createTrainer: (init: TrainerInit) => Trainer;
+}
+
+/** A trainer over one of our backends, after `s.warmup` untimed steps. */
+async function oursTrainer(
+  ours: OursSpec,
+  s: TrainSetup,
+): Promise<TimedTrainer> {
   const { batch: B } = s, T = s.model.contextLength;
   const sampler = new BatchSampler(
     { bytes: s.text, chunks: [{ offset: 0, length: s.text.length }] },
     [0],
     { seed: s.seed, batch: B, context: T },
   );
-  const model = new Gpt(be, s.model);
-  initGpt(model, s.seed);
-  const opt = new AdamW(be, model.params.length, s.adamw);
-  const batch: Batch = {
-    inputs: be.allocInt32(B * T),
-    targets: be.allocInt32(B * T),
-    positions: fillPositions(be.allocInt32(B * T), B, T),
+  const trainer = ours.createTrainer({
+    model: s.model,
+    adamw: s.adamw,
+    params: initialParameters(s.model, s.seed),
+  });
+  const batch: TokenBatch = {
+    inputs: new Int32Array(B * T),
+    targets: new Int32Array(B * T),
     B,
     T,
   };
   let step = 0, first = NaN;
-  const run = (steps: number) => {
+  const run = async (steps: number) => {
     let seconds = 0, last = NaN;
     for (let i = 0; i < steps; i++) {
       sampler.writeBatch(++step, batch.inputs, batch.targets);
       const start = performance.now();
-      last = trainStep(model, opt, batch).loss;
+      last = (await trainer.step(batch)).loss;
       seconds += (performance.now() - start) / 1000;
       if (step === 1) first = last;
     }
-    return { seconds, first, last, params: model.params.length };
+    return { seconds, first, last, params: trainer.parameterCount };
   };
-  run(s.warmup);
+  await run(s.warmup);
   return {
-    impl: name,
-    threads: be.threads,
-    round: (steps) => Promise.resolve(run(steps)),
+    impl: ours.name,
+    threads: ours.threads,
+    round: run,
+    dispose: () => trainer.dispose(),
   };
 }
 
@@ -144,7 +167,7 @@ function torchTrainer(
   openblas: number,
   blas: "native" | "inherit",
   s: TrainSetup,
-): Trainer & { info: Partial<TrainEntry> } {
+): TimedTrainer & { info: Partial<TrainEntry> } {
   const env = Deno.env.toObject();
   if (blas === "native") {
     delete env.OPENBLAS_CORETYPE;
@@ -203,6 +226,8 @@ function torchTrainer(
       : "torch",
     threads: Math.max(omp, openblas),
     info,
+    // Each round is its own subprocess.
+    dispose() {},
     async round(steps) {
       const out = await new Deno.Command(python, {
         args: [...args, "--steps", `${steps}`],
@@ -241,21 +266,36 @@ export interface TrainResult {
   torchVersion: string | null;
 }
 
-/** Runs the rounds; `backends` are ours, `python` null skips torch. */
+/** Runs the rounds; `python` null skips torch. */
 export async function measureTraining(
-  backends: { name: string; be: Backend }[],
+  oursSpecs: OursSpec[],
   python: string | null,
   blas: "native" | "inherit",
   s: TrainSetup,
   log: (line: string) => void,
 ): Promise<Omit<TrainResult, "torchNote" | "torchVersion">> {
-  const ours = backends.map(({ name, be }) => oursTrainer(name, be, s));
+  const ours: TimedTrainer[] = [];
+  try {
+    for (const spec of oursSpecs) ours.push(await oursTrainer(spec, s));
+    return await measureRounds(ours, python, blas, s, log);
+  } finally {
+    for (const t of ours) t.dispose();
+  }
+}
+
+async function measureRounds(
+  ours: TimedTrainer[],
+  python: string | null,
+  blas: "native" | "inherit",
+  s: TrainSetup,
+  log: (line: string) => void,
+): Promise<Omit<TrainResult, "torchNote" | "torchVersion">> {
   const torch = python === null ? [] : [
     torchTrainer(python, 1, 1, blas, s),
     torchTrainer(python, 2, 1, blas, s),
     torchTrainer(python, 1, 2, blas, s),
   ];
-  const all: Trainer[] = [...ours, ...torch];
+  const all: TimedTrainer[] = [...ours, ...torch];
   const tokens = s.steps * s.batch * s.model.contextLength;
   const rates: number[][] = all.map(() => []);
   const losses = all.map(() => ({ first: NaN, last: NaN, params: 0 }));

@@ -1,0 +1,127 @@
+/**
+ * What trains a GPT, whatever runs it: the interface shared by the CPU
+ * backends (JS, WASM SIMD: {@linkcode createCpuTrainer}) and the WebGPU
+ * trainer (`webgpu/gpu_trainer.ts`), so the local trainer and the round
+ * trainer drive either one the same way: set the parameters (C(r)), run
+ * steps on given batches, read the parameters back.
+ *
+ * Parameters are always one flat Float32Array in `parameterLayout` order
+ * (`gpt.ts`), identical across trainers.
+ *
+ * @module
+ */
+import { AdamW, type AdamWConfig } from "./adamw.ts";
+import type { Backend } from "./backend.ts";
+import { fillPositions, Gpt, type GptConfig, initGpt } from "./gpt.ts";
+import { createJsBackend } from "./js_backend.ts";
+import {
+  type Batch,
+  evalLoss,
+  type StepResult,
+  trainStep,
+} from "./train_step.ts";
+
+/** Token ids of one batch: inputs and next-token targets, each [B*T]. */
+export interface TokenBatch {
+  inputs: Int32Array;
+  targets: Int32Array;
+  B: number;
+  T: number;
+}
+
+/** What a trainer starts from. */
+export interface TrainerInit {
+  model: GptConfig;
+  adamw: AdamWConfig;
+  /** Initial parameters, flat in `parameterLayout` order (copied). */
+  params: Float32Array;
+}
+
+/** A model with its optimizer on some compute backend. */
+export interface Trainer {
+  /** The backend: "webgpu", "wasm-relaxed", "js", ... */
+  readonly name: string;
+  readonly parameterCount: number;
+  /**
+   * AdamW updates applied so far: the next step is number
+   * `optimizerStep + 1` for bias correction and the default learning
+   * rate. Settable, as the round trainer numbers steps across rounds.
+   */
+  optimizerStep: number;
+  /**
+   * One step: forward, backward, global-norm clip, AdamW at `lr` (default:
+   * the schedule's rate). The loss is the mean over B*T tokens.
+   */
+  step(batch: TokenBatch, lr?: number): Promise<StepResult>;
+  /** Mean loss over a batch; parameters and optimizer untouched. */
+  evalLoss(batch: TokenBatch): Promise<number>;
+  /** A copy of the parameters. */
+  readParams(): Promise<Float32Array>;
+  /** Replaces the parameters; the AdamW moments are kept. */
+  setParams(params: Float32Array): void;
+  dispose(): void;
+}
+
+/** GPT-2 initial parameters from `seed` (as `initGpt`), flat. */
+export function initialParameters(model: GptConfig, seed: number) {
+  const gpt = new Gpt(createJsBackend(), model);
+  initGpt(gpt, seed);
+  return gpt.params;
+}
+
+/** Throws a RangeError unless `params` has the model's length. */
+export function checkParamsLength(params: Float32Array, expected: number) {
+  if (params.length !== expected) {
+    throw new RangeError(
+      `Cannot load parameters as the model has ${expected}: current length is ${params.length}`,
+    );
+  }
+}
+
+/**
+ * A trainer on a CPU backend (`trainStep` on a {@linkcode Gpt}). The
+ * backend stays the caller's to dispose.
+ */
+export function createCpuTrainer(be: Backend, init: TrainerInit): Trainer {
+  const model = new Gpt(be, init.model);
+  checkParamsLength(init.params, model.params.length);
+  model.params.set(init.params);
+  const opt = new AdamW(be, model.params.length, init.adamw);
+  const batches = new Map<string, Batch>();
+  const load = (b: TokenBatch): Batch => {
+    const key = `${b.B}x${b.T}`;
+    let batch = batches.get(key);
+    if (!batch) {
+      const n = b.B * b.T;
+      batch = {
+        inputs: be.allocInt32(n),
+        targets: be.allocInt32(n),
+        positions: fillPositions(be.allocInt32(n), b.B, b.T),
+        B: b.B,
+        T: b.T,
+      };
+      batches.set(key, batch);
+    }
+    batch.inputs.set(b.inputs);
+    batch.targets.set(b.targets);
+    return batch;
+  };
+  return {
+    name: be.name,
+    parameterCount: model.params.length,
+    get optimizerStep() {
+      return opt.step;
+    },
+    set optimizerStep(step: number) {
+      opt.step = step;
+    },
+    step: (b, lr) => Promise.resolve(trainStep(model, opt, load(b), lr)),
+    evalLoss: (b) => Promise.resolve(evalLoss(model, load(b))),
+    readParams: () => Promise.resolve(model.params.slice()),
+    setParams(params) {
+      checkParamsLength(params, model.params.length);
+      model.params.set(params);
+    },
+    dispose() {},
+  };
+}

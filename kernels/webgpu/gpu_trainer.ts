@@ -1,0 +1,263 @@
+/**
+ * Device-resident training on WebGPU: parameters, gradients, AdamW moments
+ * and activations stay on the GPU for the whole inner loop. A step uploads
+ * the batch's token ids (and their buckets, see `embedding.ts`), encodes
+ * the recorded forward, backward, norm and AdamW dispatches into one
+ * command buffer, and reads back 16 bytes holding the mean loss and the
+ * squared gradient norm. Parameters come back only when asked (round end).
+ *
+ * The dispatches of a batch shape are recorded once (pipelines, bind
+ * groups, uniforms) and replayed; only AdamW's uniform (learning rate,
+ * bias corrections) is rewritten per step. Steps may be issued before the
+ * previous one's loss has come back: the queue keeps them in order.
+ *
+ * @module
+ */
+import { type AdamWConfig, learningRate } from "../adamw.ts";
+import { type GptConfig, parameterLayout, validateGptConfig } from "../gpt.ts";
+import type { StepResult } from "../train_step.ts";
+import {
+  checkParamsLength,
+  type TokenBatch,
+  type Trainer,
+  type TrainerInit,
+} from "../trainer.ts";
+import {
+  type Activations,
+  allocActivations,
+  freeActivations,
+} from "./activations.ts";
+import { adamw, type AdamwTensors, adamwUniform } from "./adamw.ts";
+import { type Dispatch, GpuContext, type GpuTensor, slice } from "./context.ts";
+import { bucketTokens } from "./embedding.ts";
+import { backwardPass } from "./gpt_backward.ts";
+import { forwardPass, namedViews } from "./gpt_forward.ts";
+import { sumSquares } from "./reduce.ts";
+
+/** Options of {@linkcode createGpuTrainer}. */
+export interface GpuTrainerOptions extends TrainerInit {
+  device: GPUDevice;
+}
+
+/** The recorded work of one batch shape. */
+interface Plan {
+  acts: Activations;
+  /** forward (dlogits in place), backward, norm, AdamW. */
+  train: Dispatch[];
+  /** forward to the mean loss. */
+  eval: Dispatch[];
+}
+
+/**
+ * A {@linkcode Trainer} on a WebGPU device. Its parameters are a copy of
+ * `params`; the AdamW moments start at zero and persist across
+ * `setParams`. `dispose()` destroys every buffer it made (not the device).
+ */
+export function createGpuTrainer(o: GpuTrainerOptions): Trainer {
+  return new GpuTrainer(o);
+}
+
+class GpuTrainer implements Trainer {
+  readonly name = "webgpu";
+  readonly parameterCount: number;
+  optimizerStep = 0;
+  readonly #ctx: GpuContext;
+  readonly #model: GptConfig;
+  readonly #adamw: AdamWConfig;
+  readonly #decayed: number;
+  /** Parameters, gradients and AdamW moments, flat [n] each. */
+  readonly #state: Omit<AdamwTensors, "normSq">;
+  readonly #hyper: GPUBuffer;
+  #plan: Plan | null = null;
+  /** A validation scope is open around a new plan, until its first submit. */
+  #checking = false;
+
+  constructor(o: GpuTrainerOptions) {
+    validateGptConfig(o.model);
+    const layout = parameterLayout(o.model);
+    checkParamsLength(o.params, layout.total);
+    const limit = o.device.limits.maxStorageBufferBindingSize;
+    if (layout.total * 4 > limit) {
+      throw new RangeError(
+        `Cannot train a GPT of ${layout.total} parameters on this GPU: its ${
+          layout.total * 4
+        } bytes exceed the device's storage binding limit of ${limit}`,
+      );
+    }
+    this.#ctx = new GpuContext(o.device);
+    this.#model = o.model;
+    this.#adamw = o.adamw;
+    this.parameterCount = layout.total;
+    this.#decayed = layout.decayedSize;
+    const n = layout.total, ctx = this.#ctx;
+    this.#state = {
+      param: ctx.upload(o.params),
+      grad: ctx.tensor(n),
+      m: ctx.tensor(n),
+      v: ctx.tensor(n),
+    };
+    const encoder = o.device.createCommandEncoder();
+    encoder.clearBuffer(this.#state.m.buffer);
+    encoder.clearBuffer(this.#state.v.buffer);
+    o.device.queue.submit([encoder.finish()]);
+    this.#hyper = o.device.createBuffer({
+      label: "adamw step",
+      size: 64,
+      usage: GPUBufferUsage.UNIFORM | GPUBufferUsage.COPY_DST,
+    });
+  }
+
+  async step(batch: TokenBatch, lr?: number): Promise<StepResult> {
+    const plan = this.#prepare(batch, true);
+    const step = ++this.optimizerStep;
+    const a = this.#adamw;
+    const rate = lr ?? learningRate(step, a);
+    const state = this.#adamwTensors(plan.acts);
+    this.#ctx.device.queue.writeBuffer(
+      this.#hyper,
+      0,
+      adamwUniform(state, this.parameterCount, {
+        lr: rate,
+        beta1: a.beta1,
+        beta2: a.beta2,
+        eps: a.eps,
+        weightDecay: a.weightDecay,
+        step,
+        decayed: this.#decayed,
+        gradClip: a.gradClip,
+      }),
+    );
+    const [loss, normSq] = await this.#submit(plan.train, 2, (encoder) => {
+      encoder.clearBuffer(this.#state.grad.buffer);
+    });
+    return { loss, lr: rate, gradNorm: Math.sqrt(normSq) };
+  }
+
+  async evalLoss(batch: TokenBatch): Promise<number> {
+    const plan = this.#prepare(batch, false);
+    return (await this.#submit(plan.eval, 1))[0];
+  }
+
+  async readParams(): Promise<Float32Array> {
+    return await this.#ctx.readF32(this.#state.param);
+  }
+
+  setParams(params: Float32Array): void {
+    checkParamsLength(params, this.parameterCount);
+    this.#ctx.write(this.#state.param, params);
+  }
+
+  dispose(): void {
+    this.#dropPlan();
+    this.#hyper.destroy();
+    this.#ctx.destroy();
+  }
+
+  /** The plan of this batch's shape, with its tokens uploaded. */
+  #prepare(batch: TokenBatch, train: boolean): Plan {
+    const { B, T } = batch, c = this.#model;
+    if (
+      !Number.isInteger(B) || !Number.isInteger(T) || B < 1 || T < 1 ||
+      T > c.contextLength || batch.inputs.length !== B * T ||
+      batch.targets.length !== B * T
+    ) {
+      throw new RangeError(
+        `Cannot run the GPT on B=${B}, T=${T} with ${batch.inputs.length} ids and ${batch.targets.length} targets: T must be in [1, ${c.contextLength}] and both B*T long`,
+      );
+    }
+    const plan = this.#planFor(B, T);
+    const a = plan.acts.tensors, ctx = this.#ctx;
+    // Validates every id, so no kernel reads outside the embeddings.
+    const buckets = bucketTokens(batch.inputs, c.vocabSize);
+    bucketTokens(batch.targets, c.vocabSize);
+    ctx.write(a.ids, batch.inputs);
+    ctx.write(a.targets, batch.targets);
+    if (train) {
+      ctx.write(a.starts, buckets.starts);
+      ctx.write(a.order, buckets.order);
+    }
+    return plan;
+  }
+
+  #planFor(B: number, T: number): Plan {
+    if (this.#plan?.acts.B === B && this.#plan.acts.T === T) return this.#plan;
+    this.#dropPlan();
+    const ctx = this.#ctx, layout = parameterLayout(this.#model);
+    ctx.device.pushErrorScope("validation");
+    this.#checking = true;
+    const acts = allocActivations(ctx, this.#model, B, T, layout.total);
+    const inputs = {
+      config: this.#model,
+      acts,
+      w: namedViews(this.#state.param, layout),
+      g: namedViews(this.#state.grad, layout),
+    };
+    const state = this.#adamwTensors(acts);
+    const n = this.parameterCount;
+    this.#plan = {
+      acts,
+      train: [
+        ...forwardPass(ctx, inputs, true),
+        ...backwardPass(ctx, inputs),
+        ...sumSquares(ctx, {
+          out: state.normSq,
+          x: state.grad,
+          scratch: acts.tensors.scratch,
+        }, n),
+        adamw(ctx, state, n, this.#hyper),
+      ],
+      eval: forwardPass(ctx, inputs, false),
+    };
+    return this.#plan;
+  }
+
+  /** The squared norm is scalars[1] of the activations. */
+  #adamwTensors(acts: Activations): AdamwTensors {
+    return { ...this.#state, normSq: slice(acts.tensors.scalars, 1, 1) };
+  }
+
+  #dropPlan(): void {
+    if (!this.#plan) return;
+    this.#ctx.release(this.#plan.train);
+    this.#ctx.release(this.#plan.eval);
+    freeActivations(this.#ctx, this.#plan.acts);
+    this.#plan = null;
+  }
+
+  /** One command buffer: `before`, the dispatches, scalars to a staging buffer. */
+  async #submit(
+    dispatches: readonly Dispatch[],
+    scalars: number,
+    before?: (encoder: GPUCommandEncoder) => void,
+  ): Promise<Float32Array> {
+    const ctx = this.#ctx, device = ctx.device;
+    const source: GpuTensor = this.#plan!.acts.tensors.scalars;
+    const staging = ctx.pool.acquire(
+      16,
+      GPUBufferUsage.MAP_READ | GPUBufferUsage.COPY_DST,
+    );
+    try {
+      const encoder = device.createCommandEncoder();
+      before?.(encoder);
+      ctx.encode(encoder, dispatches);
+      encoder.copyBufferToBuffer(source.buffer, 0, staging, 0, 16);
+      device.queue.submit([encoder.finish()]);
+      const check = this.#checking ? device.popErrorScope() : null;
+      this.#checking = false;
+      await staging.mapAsync(GPUMapMode.READ, 0, 16);
+      const invalid = await check;
+      if (invalid) {
+        throw new Error(
+          `WebGPU rejected the first step of a ${this.#plan!.acts.B}x${
+            this.#plan!.acts.T
+          } batch: ${invalid.message}`,
+        );
+      }
+      const out = new Float32Array(staging.getMappedRange(0, 16).slice(0));
+      staging.unmap();
+      return out.subarray(0, scalars);
+    } finally {
+      ctx.pool.release(staging);
+    }
+  }
+}

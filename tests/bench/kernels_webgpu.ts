@@ -1,0 +1,274 @@
+/**
+ * `deno task bench kernels --backend webgpu`: the WebGPU path.
+ *
+ *   matmul  f32 GFLOP/s of our WGSL kernel, square n = 256 .. 8192, plain
+ *           (A @ B) and transposed (A @ B^T), next to our WASM kernel up to
+ *           n = 1024; timed as a command buffer of repeated products, from
+ *           submit to completion (kernels_matmul.ts checks every output
+ *           against float64 first). On a software adapter (lavapipe) sizes
+ *           above 1024 are skipped, as they would take many minutes; say
+ *           `--max-n` to force them.
+ *   train   tokens/s of the device-resident GPT trainer next to the WASM
+ *           trainer on the reference model (kernels_train.ts), and on a
+ *           GPT-2-small-shaped model (12 layers, d_model 768) on a
+ *           hardware adapter only.
+ *
+ * @module
+ */
+import { DEFAULT_ADAMW } from "../../kernels/adamw.ts";
+import { selectBackend } from "../../kernels/backend_select.ts";
+import type { GptConfig } from "../../kernels/gpt.ts";
+import { createCpuTrainer } from "../../kernels/trainer.ts";
+import {
+  createWasmBackend,
+  defaultThreads,
+} from "../../kernels/wasm/wasm_backend.ts";
+import {
+  type Dispatch,
+  GpuContext,
+  type GpuTensor,
+} from "../../kernels/webgpu/context.ts";
+import {
+  type AdapterDescription,
+  adapterLabel,
+} from "../../kernels/webgpu/device.ts";
+import { createGpuTrainer } from "../../kernels/webgpu/gpu_trainer.ts";
+import { matmul } from "../../kernels/webgpu/matmul.ts";
+import { loadConfig } from "../../node/config.ts";
+import { BROWN_CACHE_FILE, loadBrownCorpus } from "../../node/corpus_fetch.ts";
+import {
+  backendMatmul,
+  type Layout,
+  makeProblem,
+  type MatmulCase,
+  type MatmulImpl,
+  measureMatmul,
+} from "./kernels_matmul.ts";
+import {
+  measureTraining,
+  type OursSpec,
+  REFERENCE_BATCH,
+  REFERENCE_MODEL,
+  type TrainEntry,
+} from "./kernels_train.ts";
+
+/** Flags of the WebGPU run. */
+export interface WebgpuOptions {
+  quick: boolean;
+  /** Largest matmul n; null: 8192, or 1024 on a software adapter. */
+  maxN: number | null;
+}
+
+/** One model's training numbers. */
+export interface WebgpuTrainRun {
+  model: GptConfig;
+  batch: number;
+  entries: TrainEntry[];
+}
+
+/** What the WebGPU run reports. */
+export interface WebgpuKernelsResult {
+  backend: "webgpu";
+  quick: boolean;
+  adapter: AdapterDescription;
+  matmul: {
+    cases: MatmulCase[];
+    /** Sizes left out, and why (null: none). */
+    skipped: { sizes: number[]; reason: string } | null;
+  };
+  /** The 4096^3 >= 10 TFLOP/s floor of a real GPU, or why it is unmeasured. */
+  floor4096: string;
+  train: { runs: WebgpuTrainRun[]; skipped: string[] };
+}
+
+const PLAN = {
+  full: {
+    sizes: [256, 512, 1024, 2048, 4096, 8192],
+    wasmMaxN: 1024,
+    reps: 5,
+    sampleSeconds: 0.2,
+    train: { warmup: 3, steps: 10, rounds: 3 },
+  },
+  quick: {
+    sizes: [64, 128],
+    wasmMaxN: 128,
+    reps: 2,
+    sampleSeconds: 0.002,
+    train: { warmup: 1, steps: 2, rounds: 1 },
+  },
+};
+const SOFTWARE_MAX_N = 1024;
+const SMALL_GPT2: GptConfig = {
+  vocabSize: 256,
+  contextLength: 512,
+  layers: 12,
+  dModel: 768,
+  heads: 12,
+};
+
+/** Our WGSL matmul as a timed implementation. */
+function webgpuMatmul(ctx: GpuContext): MatmulImpl {
+  let held: GpuTensor[] = [];
+  let out: GpuTensor | null = null;
+  let product: Dispatch | null = null;
+  const drop = () => {
+    for (const t of held) ctx.free(t);
+    if (product) ctx.release([product]);
+    held = [];
+  };
+  return {
+    name: "zoo webgpu",
+    threads: 1,
+    load(p) {
+      drop();
+      const a = ctx.upload(p.a), b = ctx.upload(p.b);
+      out = ctx.tensor(p.n * p.n);
+      held = [a, b, out];
+      product = matmul(ctx, { out, a, b }, p.n, p.n, p.n, {
+        transB: p.layout === "transposed",
+      });
+      return Promise.resolve();
+    },
+    async time(times) {
+      const encoder = ctx.device.createCommandEncoder();
+      ctx.encode(encoder, Array(times).fill(product));
+      const commands = encoder.finish();
+      const start = performance.now();
+      ctx.device.queue.submit([commands]);
+      await ctx.device.queue.onSubmittedWorkDone();
+      return (performance.now() - start) / 1000 / times;
+    },
+    output: () => ctx.readF32(out!),
+    dispose() {
+      drop();
+      return Promise.resolve();
+    },
+  };
+}
+
+/** Runs the WebGPU benchmark; throws when no WebGPU device can be had. */
+export async function runWebgpu(
+  options: WebgpuOptions,
+  log: (line: string) => void,
+): Promise<WebgpuKernelsResult> {
+  const plan = options.quick ? PLAN.quick : PLAN.full;
+  const selection = await selectBackend("webgpu");
+  const gpu = selection.gpu!;
+  const software = gpu.info.software;
+  log(`webgpu: ${adapterLabel(gpu.info)}`);
+  const maxN = options.maxN ?? (software ? SOFTWARE_MAX_N : Infinity);
+  const sizes = plan.sizes.filter((n) => n <= maxN);
+  const cut = plan.sizes.filter((n) => n > maxN);
+  const ctx = new GpuContext(gpu.device);
+  const wasm = await createWasmBackend({ threads: defaultThreads() });
+  try {
+    const ours = webgpuMatmul(ctx);
+    const wasmImpl = backendMatmul(wasm, `zoo ${wasm.name}`);
+    const cases: MatmulCase[] = [];
+    for (const n of sizes) {
+      for (const layout of ["plain", "transposed"] as Layout[]) {
+        const impls = n <= plan.wasmMaxN ? [ours, wasmImpl] : [ours];
+        cases.push(
+          await measureMatmul(makeProblem(n, layout), impls, plan, log),
+        );
+      }
+    }
+    await ours.dispose();
+    await wasmImpl.dispose();
+    const at4096 = cases.find((c) => c.n === 4096 && c.layout === "plain");
+    const floor4096 = at4096
+      ? `${(at4096.entries[0].gflops / 1000).toFixed(2)} TFLOP/s measured`
+      : `not measured (${
+        software ? "software adapter, no GPU" : "4096 not in this run"
+      })`;
+    const train = await runTraining(
+      plan.train,
+      gpu.device,
+      wasm,
+      software,
+      log,
+    );
+    return {
+      backend: "webgpu",
+      quick: options.quick,
+      adapter: gpu.info,
+      matmul: {
+        cases,
+        skipped: cut.length === 0 ? null : {
+          sizes: cut,
+          reason: options.maxN !== null
+            ? `--max-n ${options.maxN}`
+            : "software adapter: minutes per product; --max-n 8192 forces them",
+        },
+      },
+      floor4096,
+      train,
+    };
+  } finally {
+    wasm.dispose();
+    ctx.destroy();
+    gpu.device.destroy();
+  }
+}
+
+async function runTraining(
+  t: { warmup: number; steps: number; rounds: number },
+  device: GPUDevice,
+  wasm: Awaited<ReturnType<typeof createWasmBackend>>,
+  software: boolean,
+  log: (line: string) => void,
+): Promise<WebgpuKernelsResult["train"]> {
+  const config = await loadConfig({}, Deno.env.toObject());
+  const cacheDir = `${config.dataDir}/cache`;
+  const text = await loadBrownCorpus({ cacheDir });
+  const webgpu: OursSpec = {
+    name: "zoo webgpu",
+    threads: 1,
+    createTrainer: (init) => createGpuTrainer({ device, ...init }),
+  };
+  const models: [GptConfig, number, OursSpec[]][] = [
+    [REFERENCE_MODEL, REFERENCE_BATCH, [webgpu, {
+      name: `zoo ${wasm.name}`,
+      threads: wasm.threads,
+      createTrainer: (init) => createCpuTrainer(wasm, init),
+    }]],
+  ];
+  const skipped: string[] = [];
+  if (software) {
+    skipped.push("12 layers, d_model 768: software adapter (hours per round)");
+  } else {
+    models.push([SMALL_GPT2, 8, [webgpu]]);
+  }
+  const runs: WebgpuTrainRun[] = [];
+  for (const [model, batch, specs] of models) {
+    const setup = {
+      model,
+      batch,
+      adamw: DEFAULT_ADAMW,
+      ...t,
+      seed: 1,
+      text,
+      textPath: `${cacheDir}/${BROWN_CACHE_FILE}`,
+    };
+    try {
+      const measured = await measureTraining(
+        specs,
+        null,
+        "inherit",
+        setup,
+        log,
+      );
+      runs.push({ model, batch, entries: measured.ours });
+    } catch (error) {
+      // The big model may not fit a GPU's limits; the reference must run.
+      if (model === REFERENCE_MODEL || !(error instanceof RangeError)) {
+        throw error;
+      }
+      log(`training ${model.layers} layers skipped: ${error.message}`);
+      skipped.push(
+        `${model.layers} layers, d_model ${model.dModel}: ${error.message}`,
+      );
+    }
+  }
+  return { runs, skipped };
+}

@@ -1,0 +1,72 @@
+/**
+ * The readable table of `kernels --backend webgpu` (kernels_webgpu.ts).
+ *
+ * @module
+ */
+import { adapterLabel } from "../../kernels/webgpu/device.ts";
+import { formatTable } from "./_bench.ts";
+import type { WebgpuKernelsResult } from "./kernels_webgpu.ts";
+
+const f1 = (x: number) => x.toFixed(1);
+const k1 = (x: number) => `${(x / 1000).toFixed(1)}k`;
+
+/** The WebGPU result as readable lines. */
+export function webgpuTable(r: WebgpuKernelsResult): string {
+  const heads = r.matmul.cases.map((c) =>
+    `${c.n}${c.layout === "plain" ? "" : " A@B^T"}`
+  );
+  const rows = new Map<string, string[]>();
+  r.matmul.cases.forEach((c, i) => {
+    for (const e of c.entries) {
+      const row = rows.get(e.impl) ?? [e.impl, ...heads.map(() => "-")];
+      row[1 + i] = f1(e.gflops);
+      rows.set(e.impl, row);
+    }
+  });
+  const maxError = Math.max(
+    ...r.matmul.cases.flatMap((c) => c.entries.map((e) => e.maxError)),
+  );
+  const lines = [
+    `webgpu adapter: ${adapterLabel(r.adapter)}${
+      r.adapter.software
+        ? " (software rasterizer on the CPU: these are not GPU speeds)"
+        : ""
+    }${r.adapter.f16 ? ", shader-f16" : ""}`,
+    "",
+    "matmul f32 GFLOP/s, square n (A@B^T: B stored [n,k])",
+    formatTable(["impl", ...heads], [...rows.values()]),
+    `check vs float64 on sampled rows: max scaled error ${
+      maxError.toExponential(1)
+    }`,
+    ...(r.matmul.skipped
+      ? [
+        `skipped n = ${
+          r.matmul.skipped.sizes.join(", ")
+        }: ${r.matmul.skipped.reason}`,
+      ]
+      : []),
+    `H100 floor, 4096^3 >= 10 TFLOP/s: ${r.floor4096}`,
+    "",
+  ];
+  for (const run of r.train.runs) {
+    const m = run.model;
+    lines.push(
+      `GPT training tokens/s: ${m.layers} layers, d_model ${m.dModel}, ${m.heads} heads, ctx ${m.contextLength}, vocab ${m.vocabSize}, batch ${run.batch}; ${
+        run.entries[0]?.params ?? "?"
+      } params`,
+      formatTable(
+        ["impl", "threads", "tokens/s", "rounds", "loss@1", "loss@last"],
+        run.entries.map((e) => [
+          e.impl,
+          `${e.threads}`,
+          k1(e.tokensPerSecond),
+          e.rounds.map(k1).join(" "),
+          e.firstLoss.toFixed(2),
+          e.lastLoss.toFixed(2),
+        ]),
+      ),
+    );
+  }
+  for (const s of r.train.skipped) lines.push(`training skipped: ${s}`);
+  return lines.join("\n");
+}
