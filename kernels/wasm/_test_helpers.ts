@@ -99,14 +99,22 @@ export function relativeError(
   return norm === 0 ? Math.sqrt(diff) : Math.sqrt(diff / norm);
 }
 
-/** Throws unless got matches ref within TOLERANCE (normwise). */
+/**
+ * Throws unless got matches ref within TOLERANCE (normwise). `scale`, when
+ * given, replaces `ref` as the norm the error is measured against: for a
+ * sum whose terms can cancel, the rounding error follows the terms, not
+ * the (possibly tiny) result.
+ */
 export function assertClose(
   got: ArrayLike<number>,
   ref: ArrayLike<number>,
   what: string,
   tolerance = TOLERANCE,
+  scale?: ArrayLike<number>,
 ): void {
-  const err = relativeError(got, ref);
+  const err = scale === undefined
+    ? relativeError(got, ref)
+    : Math.sqrt(sumOfSquares(got, ref) / sumOfSquares(scale));
   if (!(err < tolerance)) {
     throw new Error(
       `${what}: relative error ${
@@ -114,6 +122,13 @@ export function assertClose(
       } >= ${tolerance} (ZOO_TEST_SEED=${SEED})`,
     );
   }
+}
+
+/** Sum of (x[i] − y[i])², or of x[i]² without `y`, in float64. */
+function sumOfSquares(x: ArrayLike<number>, y?: ArrayLike<number>): number {
+  let sum = 0;
+  for (let i = 0; i < x.length; i++) sum += (x[i] - (y?.[i] ?? 0)) ** 2;
+  return sum;
 }
 
 /** Throws unless a and b hold the same bytes. */
