@@ -1,4 +1,8 @@
 import { multiaddr } from "@multiformats/multiaddr";
+import {
+  BACKEND_CHOICES,
+  type BackendChoice,
+} from "../kernels/backend_select.ts";
 
 /**
  * The node's settings. Each comes from, in rising precedence: built-in
@@ -24,6 +28,10 @@ export interface Config {
   rpcUrl: string | null;
   /** The registry contract's address, or null for the one recorded at deploy. */
   registry: `0x${string}` | null;
+  /** Where a training job runs: a WebGPU device or a CPU backend. */
+  backend: BackendChoice;
+  /** Threads of a CPU backend, or null for every core (at most 8). */
+  threads: number | null;
 }
 
 /** A setting that failed validation; `source` says where it came from. */
@@ -51,6 +59,8 @@ const KEYS = [
   "maxBlobBytes",
   "rpcUrl",
   "registry",
+  "backend",
+  "threads",
 ] as const;
 
 /** Environment variable for each setting. */
@@ -64,6 +74,8 @@ export const ENV_NAMES: Record<keyof Config, string> = {
   maxBlobBytes: "ZOO_MAX_BLOB_BYTES",
   rpcUrl: "ZOO_RPC_URL",
   registry: "ZOO_REGISTRY",
+  backend: "ZOO_BACKEND",
+  threads: "ZOO_THREADS",
 };
 
 /** Built-in defaults; `home` is the user's home directory. */
@@ -78,6 +90,8 @@ export function defaultConfig(home: string | undefined): Config {
     maxBlobBytes: 2 ** 31,
     rpcUrl: null,
     registry: null,
+    backend: "auto",
+    threads: null,
   };
 }
 
@@ -126,6 +140,9 @@ export function parseSetting<K extends keyof Config>(
       if (!/^\d+$/.test(text)) {
         return fail("expected a positive integer number of bytes");
       }
+      return validateSetting(source, key, Number(text)) as Config[K];
+    case "threads":
+      if (!/^\d+$/.test(text)) return fail("expected an integer from 1 to 64");
       return validateSetting(source, key, Number(text)) as Config[K];
     default:
       return validateSetting(source, key, text) as Config[K];
@@ -226,6 +243,20 @@ export function validateSetting<K extends keyof Config>(
       if (value === null) break;
       if (typeof value !== "string" || !/^0x[0-9a-fA-F]{40}$/.test(value)) {
         fail("expected a 0x-prefixed 20-byte contract address");
+      }
+      break;
+    case "backend":
+      if (!(BACKEND_CHOICES as readonly unknown[]).includes(value)) {
+        fail(`expected one of ${BACKEND_CHOICES.join(", ")}`);
+      }
+      break;
+    case "threads":
+      if (value === null) break;
+      if (
+        typeof value !== "number" || !Number.isInteger(value) || value < 1 ||
+        value > 64
+      ) {
+        fail("expected an integer from 1 to 64");
       }
       break;
   }

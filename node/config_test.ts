@@ -3,6 +3,7 @@ import {
   type Config,
   ConfigError,
   defaultConfig,
+  ENV_NAMES,
   loadConfig,
 } from "./config.ts";
 import { parseCommand } from "./cli/parse.ts";
@@ -58,6 +59,8 @@ Deno.test("defaults: every setting when no source gives one", async () => {
     maxBlobBytes: 2 ** 31,
     rpcUrl: null,
     registry: null,
+    backend: "auto",
+    threads: null,
   });
   assert.equal(defaultConfig(undefined).dataDir, "./.zoo");
 });
@@ -72,6 +75,8 @@ const FILE = {
   maxBlobBytes: 1001,
   rpcUrl: "http://127.0.0.1:1001",
   registry: "0x0000000000000000000000000000000000001001",
+  backend: "wasm",
+  threads: 1,
 };
 const ENV: Record<string, string> = {
   ZOO_LISTEN: "/ip4/127.0.0.1/tcp/2002,/ip4/127.0.0.1/tcp/2003",
@@ -82,6 +87,8 @@ const ENV: Record<string, string> = {
   ZOO_MAX_BLOB_BYTES: "2002",
   ZOO_RPC_URL: "https://rpc.example/2002",
   ZOO_REGISTRY: "0x0000000000000000000000000000000000002002",
+  ZOO_BACKEND: "js",
+  ZOO_THREADS: "2",
 };
 const FLAGS: Omit<Config, "dataDir" | "mdns"> = {
   listen: ["/ip4/127.0.0.1/tcp/3003"],
@@ -91,6 +98,8 @@ const FLAGS: Omit<Config, "dataDir" | "mdns"> = {
   maxBlobBytes: 3003,
   rpcUrl: "http://127.0.0.1:3003",
   registry: "0x0000000000000000000000000000000000003003",
+  backend: "webgpu",
+  threads: 3,
 };
 
 Deno.test("zoo.json overrides every default", () =>
@@ -116,6 +125,8 @@ Deno.test("ZOO_* env overrides zoo.json, lists comma-separated", () =>
       maxBlobBytes: 2002,
       rpcUrl: ENV.ZOO_RPC_URL,
       registry: ENV.ZOO_REGISTRY,
+      backend: "js",
+      threads: 2,
     });
   }));
 
@@ -197,18 +208,11 @@ const BAD: [keyof Config, string, unknown, string][] = [
   ["rpcUrl", "localhost:8545", "localhost:8545", "localhost:8545"],
   ["rpcUrl", "ws://127.0.0.1:1", "ws://127.0.0.1:1", "http://"],
   ["registry", "0x1234", "0x1234", "0x1234"],
+  ["backend", "cuda", "cuda", "cuda"],
+  ["threads", "0", 0, "0"],
+  ["threads", "65", 65, "65"],
+  ["threads", "two", "two", "two"],
 ];
-
-const ENV_NAME: Record<string, string> = {
-  listen: "ZOO_LISTEN",
-  bootstrap: "ZOO_BOOTSTRAP",
-  http: "ZOO_HTTP",
-  mdns: "ZOO_MDNS",
-  job: "ZOO_JOB",
-  maxBlobBytes: "ZOO_MAX_BLOB_BYTES",
-  rpcUrl: "ZOO_RPC_URL",
-  registry: "ZOO_REGISTRY",
-};
 
 Deno.test("bad values in zoo.json name the file and the value", async () => {
   for (const [key, , json, shown] of BAD) {
@@ -222,8 +226,8 @@ Deno.test("bad values in zoo.json name the file and the value", async () => {
 
 Deno.test("bad values in ZOO_* env name the variable and the value", async () => {
   for (const [key, text, , shown] of BAD) {
-    const env = { [ENV_NAME[key]]: text, HOME: "/nonexistent" };
-    await assertConfigError(() => loadConfig({}, env), ENV_NAME[key], shown);
+    const env = { [ENV_NAMES[key]]: text, HOME: "/nonexistent" };
+    await assertConfigError(() => loadConfig({}, env), ENV_NAMES[key], shown);
   }
 });
 
@@ -236,6 +240,8 @@ Deno.test("bad values in flags name the flag and the value", () => {
     maxBlobBytes: "--max-blob-bytes",
     rpcUrl: "--rpc-url",
     registry: "--registry",
+    backend: "--backend",
+    threads: "--threads",
   };
   for (const [key, text, , shown] of BAD) {
     if (key === "mdns") continue; // a boolean flag takes no value

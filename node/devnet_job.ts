@@ -8,6 +8,7 @@
  * @module
  */
 import { parseEther } from "viem";
+import type { BackendChoice } from "../kernels/backend_select.ts";
 import type { Dataset } from "../kernels/data/dataset.ts";
 import type { JobSpec } from "../protocol/job_spec.ts";
 import { Blockstore } from "./blockstore.ts";
@@ -99,8 +100,15 @@ async function devnetDataset(root: string, spec: JobSpec): Promise<Dataset> {
   });
 }
 
-/** The `--join` flags that make a peer train `job` on the devnet chain. */
-export function jobPeerArgs(chain: DevnetChain, job: string): string[] {
+/**
+ * The `--join` flags that make a peer train `job` on the devnet chain.
+ * Devnet peers share this machine's cores, so each trains on one thread.
+ */
+export function jobPeerArgs(
+  chain: DevnetChain,
+  job: string,
+  backend: BackendChoice = "auto",
+): string[] {
   return [
     "--job",
     job,
@@ -108,6 +116,10 @@ export function jobPeerArgs(chain: DevnetChain, job: string): string[] {
     chain.rpcUrl,
     "--registry",
     chain.registry,
+    "--backend",
+    backend,
+    "--threads",
+    "1",
   ];
 }
 
@@ -119,13 +131,16 @@ export async function spawnJobPeers(
   chain: DevnetChain,
   job: string,
   slots: readonly DevnetPeerSlot[],
-  options: SpawnPeerOptions = {},
+  options: SpawnPeerOptions & { backend?: BackendChoice } = {},
 ): Promise<LocalPeer[]> {
   const spawn = (s: DevnetPeerSlot, bootstrap?: string[]) =>
     spawnPeer(s.name, s.dataDir, {
       ...options,
       bootstrap: bootstrap ?? options.bootstrap,
-      args: [...jobPeerArgs(chain, job), ...(options.args ?? [])],
+      args: [
+        ...jobPeerArgs(chain, job, options.backend),
+        ...(options.args ?? []),
+      ],
     });
   const peers: LocalPeer[] = [];
   let rest = slots;

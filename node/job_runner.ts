@@ -8,11 +8,11 @@
 import { cidToBytes32 } from "../chain/attestation.ts";
 import { ChainError } from "../chain/errors.ts";
 import { isMember, joinJob, readNode } from "../chain/registry.ts";
-import { createWasmBackend } from "../kernels/wasm/wasm_backend.ts";
 import { rankLeaders } from "../protocol/assignment.ts";
 import { parseCid } from "../protocol/cid.ts";
 import { decodeJobSpec, type JobSpec } from "../protocol/job_spec.ts";
 import { openChainSession, sessionRegistry } from "./chain_session.ts";
+import { openCompute } from "./backend_select.ts";
 import type { Config } from "./config.ts";
 import type { TrainingStatus } from "./http/types.ts";
 import type { Identity } from "./identity.ts";
@@ -67,11 +67,10 @@ export async function runJob(
         }
       },
     });
-    // Peers on one machine share its cores; one thread each avoids
-    // oversubscription, and a dedicated host can run more peers.
-    const backend = await createWasmBackend({ threads: 1 });
+    const compute = await openCompute(config.backend, config.threads);
+    log(`compute: ${compute.label}`);
     const trainer = new RoundTrainer({
-      backend,
+      createTrainer: (init) => compute.createTrainer(init),
       spec,
       dataset,
       peerId: identity.peerId,
@@ -95,7 +94,8 @@ export async function runJob(
       spec,
       async stop() {
         driver.stop();
-        backend.dispose();
+        trainer.dispose();
+        compute.dispose();
         await session.close();
       },
     };

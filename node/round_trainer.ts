@@ -17,13 +17,11 @@
  *
  * @module
  */
-import { AdamW } from "../kernels/adamw.ts";
-import type { Backend } from "../kernels/backend.ts";
 import { type Dataset, splitTrainVal } from "../kernels/data/dataset.ts";
 import { BatchSampler } from "../kernels/data/sampler.ts";
-import { fillPositions, Gpt } from "../kernels/gpt.ts";
-import { type Batch, evalLoss, trainStep } from "../kernels/train_step.ts";
+import type { TokenBatch, Trainer, TrainerInit } from "../kernels/trainer.ts";
 import type { JobSpec } from "../protocol/job_spec.ts";
+import { parameterCount } from "../protocol/round_checkpoint.ts";
 
 /** Fixed validation batches behind every reported held-out loss. */
 export const VAL_BATCHES = 4;
@@ -32,8 +30,11 @@ const YIELD_EVERY_MS = 25;
 
 /** What a {@linkcode RoundTrainer} is made of. */
 export interface RoundTrainerOptions {
-  /** Where the model runs; owned by the caller (dispose it there). */
-  backend: Backend;
+  /**
+   * Makes the trainer the rounds run on (a CPU backend's or a WebGPU
+   * device's, see `openCompute`); the RoundTrainer disposes it.
+   */
+  createTrainer: (init: TrainerInit) => Trainer;
   spec: JobSpec;
   /** The job's dataset (`spec.dataset.cid`), e.g. from `loadJobDataset`. */
   dataset: Dataset;
@@ -139,15 +140,18 @@ export class RoundTrainer {
   readonly trainChunks: readonly number[];
   /** Dataset chunk indices held out for validation, ascending. */
   readonly valChunks: readonly number[];
-  readonly #model: Gpt;
-  readonly #opt: AdamW;
-  readonly #batch: Batch;
+  /** Number of model parameters (the length of every params array). */
+  readonly parameterCount: number;
+  readonly #trainer: Trainer;
+  readonly #batch: TokenBatch;
   readonly #val: BatchSampler;
+  /** Serializes use of the trainer: rounds step, evaluations swap params. */
+  #queue: Promise<unknown> = Promise.resolve();
   #busy = false;
 
-  /** Allocates the model, optimizer state and batch buffers on `backend`. */
+  /** Creates the trainer and the batch buffers. */
   constructor(options: RoundTrainerOptions) {
-    const { backend: be, spec, dataset, peerId } = options;
+    const { spec, dataset, peerId } = options;
     if (dataset.id !== spec.dataset.cid) {
       throw new TypeError(
         `Cannot create RoundTrainer as the dataset is not the job's: expected ${spec.dataset.cid}, current value is ${dataset.id}`,
@@ -159,13 +163,17 @@ export class RoundTrainer {
     const { train, val } = splitTrainVal(dataset, spec.dataset.valFraction);
     this.trainChunks = train;
     this.valChunks = val;
+    this.parameterCount = parameterCount(spec.model);
     const B = spec.batchSize, T = spec.contextLength;
-    this.#model = new Gpt(be, spec.model);
-    this.#opt = new AdamW(be, this.#model.params.length, spec.inner);
+    // Every round loads C(r) first; these are only a placeholder.
+    this.#trainer = options.createTrainer({
+      model: spec.model,
+      adamw: spec.inner,
+      params: new Float32Array(this.parameterCount),
+    });
     this.#batch = {
-      inputs: be.allocInt32(B * T),
-      targets: be.allocInt32(B * T),
-      positions: fillPositions(be.allocInt32(B * T), B, T),
+      inputs: new Int32Array(B * T),
+      targets: new Int32Array(B * T),
       B,
       T,
     };
@@ -177,9 +185,9 @@ export class RoundTrainer {
     });
   }
 
-  /** Number of model parameters (the length of every params array). */
-  get parameterCount(): number {
-    return this.#model.params.length;
+  /** The trainer's backend: "webgpu", "wasm-relaxed", "js", ... */
+  get backendName(): string {
+    return this.#trainer.name;
   }
 
   /**
@@ -197,92 +205,107 @@ export class RoundTrainer {
       this.peerId,
       p.chunks,
     );
-    return await this.#exclusive("train a round", async () => {
-      this.#load(p.params);
-      const model = this.#model, opt = this.#opt, batch = this.#batch;
+    if (this.#busy) {
+      throw new TypeError(
+        "Cannot train a round as a round is already training on this RoundTrainer",
+      );
+    }
+    this.#busy = true;
+    try {
+      await this.#exclusive(() => {
+        this.#load(p.params);
+        return Promise.resolve();
+      });
       let lossSum = 0, trainMs = 0;
-      let lastYield = performance.now();
       for (let h = 0; h < H; h++) {
-        sampler.writeBatch(h, batch.inputs, batch.targets);
-        // AdamW.update increments first: r·H + h + 1 is this step's number.
-        opt.step = p.round * H + h;
+        // Each step holds the trainer alone, so an evaluation may run
+        // between two steps (see evalLoss) but never inside one.
         const t0 = performance.now();
-        const r = trainStep(model, opt, batch);
-        const t1 = performance.now();
-        trainMs += t1 - t0;
+        const r = await this.#exclusive(() => {
+          sampler.writeBatch(h, this.#batch.inputs, this.#batch.targets);
+          // The step increments first: r·H + h + 1 is this step's number.
+          this.#trainer.optimizerStep = p.round * H + h;
+          return this.#trainer.step(this.#batch);
+        });
+        trainMs += performance.now() - t0;
         lossSum += r.loss;
         p.onStep?.({
           round: p.round,
           step: h + 1,
-          scheduleStep: opt.step,
+          scheduleStep: p.round * H + h + 1,
           ...r,
         });
-        // Time-based, so big models still yield every step and tiny ones
-        // are not slowed down; gossip and heartbeats need the event loop.
-        if (t1 - lastYield >= YIELD_EVERY_MS || h === H - 1) {
-          await new Promise((resolve) => setTimeout(resolve, 0));
-          lastYield = performance.now();
-        }
+        await this.#yieldNow();
         p.signal?.throwIfAborted();
       }
       const B = this.spec.batchSize, T = this.spec.contextLength;
+      const params = await this.#exclusive(() => this.#trainer.readParams());
       return {
-        params: new Float32Array(model.params),
+        params,
         tokens: H * B * T,
         loss: lossSum / H,
-        valLoss: this.#validate(),
+        valLoss: await this.evalLoss(params),
         trainMs,
         steps: H,
       };
-    });
+    } finally {
+      this.#busy = false;
+    }
   }
 
   /**
    * Held-out loss of `params` (e.g. a committed checkpoint's) on the same
    * fixed validation batches as {@linkcode TrainRoundResult.valLoss}.
-   * Safe to call while a round trains (between its steps): the working
-   * parameters are put back, and the batch buffers are rewritten by the
-   * next step anyway.
+   * Safe to call while a round trains: it runs between two steps and puts
+   * the working parameters back.
    */
-  evalLoss(params: Float32Array): number {
-    const working = new Float32Array(this.#model.params);
-    try {
-      this.#load(params);
-      return this.#validate();
-    } finally {
-      this.#model.params.set(working);
-    }
+  evalLoss(params: Float32Array): Promise<number> {
+    return this.#exclusive(async () => {
+      const working = await this.#trainer.readParams();
+      try {
+        this.#load(params);
+        let sum = 0;
+        for (let i = 0; i < VAL_BATCHES; i++) {
+          this.#val.writeBatch(i, this.#batch.inputs, this.#batch.targets);
+          sum += await this.#trainer.evalLoss(this.#batch);
+        }
+        return sum / VAL_BATCHES;
+      } finally {
+        this.#trainer.setParams(working);
+      }
+    });
+  }
+
+  /** Releases the trainer (its device or backend memory). */
+  dispose(): void {
+    this.#trainer.dispose();
   }
 
   #load(params: Float32Array): void {
-    if (params.length !== this.#model.params.length) {
+    if (params.length !== this.parameterCount) {
       throw new RangeError(
-        `Cannot load parameters as the model has ${this.#model.params.length}: current length is ${params.length}`,
+        `Cannot load parameters as the model has ${this.parameterCount}: current length is ${params.length}`,
       );
     }
-    this.#model.params.set(params);
+    this.#trainer.setParams(params);
   }
 
-  #validate(): number {
-    let sum = 0;
-    for (let i = 0; i < VAL_BATCHES; i++) {
-      this.#val.writeBatch(i, this.#batch.inputs, this.#batch.targets);
-      sum += evalLoss(this.#model, this.#batch);
-    }
-    return sum / VAL_BATCHES;
+  /** Runs `task` once everything queued before it has finished. */
+  #exclusive<T>(task: () => Promise<T>): Promise<T> {
+    const run = this.#queue.then(task);
+    this.#queue = run.catch(() => {});
+    return run;
   }
 
-  async #exclusive<T>(what: string, task: () => Promise<T>): Promise<T> {
-    if (this.#busy) {
-      throw new TypeError(
-        `Cannot ${what} as a round is already training on this RoundTrainer`,
-      );
-    }
-    this.#busy = true;
-    try {
-      return await task();
-    } finally {
-      this.#busy = false;
-    }
+  #lastYield = performance.now();
+
+  /**
+   * Gives the event loop a turn every {@linkcode YIELD_EVERY_MS}: gossip
+   * and heartbeats need it, and a CPU trainer's steps never yield.
+   */
+  async #yieldNow(): Promise<void> {
+    if (performance.now() - this.#lastYield < YIELD_EVERY_MS) return;
+    await new Promise((resolve) => setTimeout(resolve, 0));
+    this.#lastYield = performance.now();
   }
 }

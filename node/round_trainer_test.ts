@@ -3,12 +3,16 @@ import { learningRate } from "../kernels/adamw.ts";
 import type { Backend } from "../kernels/backend.ts";
 import { chunkDataset, type Dataset } from "../kernels/data/dataset.ts";
 import { createJsBackend } from "../kernels/js_backend.ts";
+import { createCpuTrainer, type TrainerInit } from "../kernels/trainer.ts";
 import { createWasmBackend } from "../kernels/wasm/wasm_backend.ts";
 import { defaultJobSpec, type JobSpec } from "../protocol/job_spec.ts";
 import { genesisCheckpoint } from "../protocol/round_checkpoint.ts";
 import { roundSampler, RoundTrainer } from "./round_trainer.ts";
 
 const H = 20;
+
+const jsTrainer = (init: TrainerInit) =>
+  createCpuTrainer(createJsBackend(), init);
 
 function tinySpec(dataset: Dataset, valFraction = 0.2): JobSpec {
   return defaultJobSpec({
@@ -65,13 +69,13 @@ Deno.test("RoundTrainer: loss falls over rounds started from the last output", a
   const dataset = await readmeDataset();
   const spec = tinySpec(dataset);
   const trainer = new RoundTrainer({
-    backend: createJsBackend(),
+    createTrainer: jsTrainer,
     spec,
     dataset,
     peerId: "peerA",
   });
   const start = genesis(spec);
-  const initialVal = trainer.evalLoss(start);
+  const initialVal = await trainer.evalLoss(start);
   const results = await trainRounds(trainer, start, 4);
   for (const r of results) {
     assert.equal(r.steps, H);
@@ -94,7 +98,7 @@ Deno.test("RoundTrainer: loss falls over rounds started from the last output", a
     `${initialVal} -> ${results.map((r) => r.valLoss).join()}`,
   );
   // The returned params are a copy: evaluating them reports the same loss.
-  assert.equal(trainer.evalLoss(results[3].params), results[3].valLoss);
+  assert.equal(await trainer.evalLoss(results[3].params), results[3].valLoss);
 });
 
 Deno.test("RoundTrainer: the same inputs give bit-identical params (js)", async () => {
@@ -103,7 +107,7 @@ Deno.test("RoundTrainer: the same inputs give bit-identical params (js)", async 
   const run = () =>
     trainRounds(
       new RoundTrainer({
-        backend: createJsBackend(),
+        createTrainer: jsTrainer,
         spec,
         dataset,
         peerId: "peerA",
@@ -126,7 +130,7 @@ Deno.test("RoundTrainer: the same inputs give bit-identical params (wasm, 2 thre
     const backend = await createWasmBackend({ threads: 2 });
     try {
       const trainer = new RoundTrainer({
-        backend,
+        createTrainer: (init) => createCpuTrainer(backend, init),
         spec,
         dataset,
         peerId: "peerA",
@@ -148,7 +152,7 @@ Deno.test("RoundTrainer: evalLoss between steps leaves the round unchanged", asy
   const spec = tinySpec(dataset);
   const make = () =>
     new RoundTrainer({
-      backend: createJsBackend(),
+      createTrainer: jsTrainer,
       spec,
       dataset,
       peerId: "peerA",
@@ -160,14 +164,18 @@ Deno.test("RoundTrainer: evalLoss between steps leaves the round unchanged", asy
     chunks: [],
   });
   const trainer = make();
-  const expected = trainer.evalLoss(start);
+  const expected = await trainer.evalLoss(start);
+  const between: Promise<number>[] = [];
   const interrupted = await trainer.trainRound({
     round: 0,
     params: start,
     chunks: [],
-    // As when a commit for another round arrives mid-training.
-    onStep: () => assert.equal(trainer.evalLoss(start), expected),
+    // As when a commit for another round arrives mid-training: each runs
+    // before the next step.
+    onStep: () => between.push(trainer.evalLoss(start)),
   });
+  assert.equal(between.length, H);
+  for (const loss of await Promise.all(between)) assert.equal(loss, expected);
   assert(sameBits(interrupted.params, plain.params));
   assert.equal(interrupted.valLoss, plain.valLoss);
 });
@@ -219,7 +227,12 @@ Deno.test("RoundTrainer: trains only on the chunks it is given", async () => {
   const dataset = await chunkDataset(bytes, 64);
   const spec = tinySpec(dataset, 0.2);
   const { backend, seen, state } = recordingBackend(256, 32);
-  const trainer = new RoundTrainer({ backend, spec, dataset, peerId: "p" });
+  const trainer = new RoundTrainer({
+    createTrainer: (init) => createCpuTrainer(backend, init),
+    spec,
+    dataset,
+    peerId: "p",
+  });
   assert.deepEqual(trainer.valChunks, [2, 7]);
   const chunks = [3, 8];
   await trainer.trainRound({
@@ -250,7 +263,7 @@ Deno.test("RoundTrainer: inner step h of round r uses schedule step r·H + h + 1
   const dataset = await readmeDataset();
   const spec = tinySpec(dataset);
   const trainer = new RoundTrainer({
-    backend: createJsBackend(),
+    createTrainer: jsTrainer,
     spec,
     dataset,
     peerId: "peerA",
@@ -280,7 +293,7 @@ Deno.test("RoundTrainer: the inner AdamW state carries over between rounds", asy
   const spec = tinySpec(dataset);
   const make = () =>
     new RoundTrainer({
-      backend: createJsBackend(),
+      createTrainer: jsTrainer,
       spec,
       dataset,
       peerId: "peerA",
@@ -297,7 +310,7 @@ Deno.test("RoundTrainer: rejects misuse with clear errors", async () => {
   const dataset = await readmeDataset();
   const spec = tinySpec(dataset);
   const trainer = new RoundTrainer({
-    backend: createJsBackend(),
+    createTrainer: jsTrainer,
     spec,
     dataset,
     peerId: "peerA",
@@ -341,7 +354,7 @@ Deno.test("RoundTrainer: rejects misuse with clear errors", async () => {
   assert.throws(
     () =>
       new RoundTrainer({
-        backend: createJsBackend(),
+        createTrainer: jsTrainer,
         spec,
         dataset: other,
         peerId: "peerA",

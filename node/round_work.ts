@@ -20,6 +20,7 @@ import { maxTokensPerRound } from "../protocol/job_spec.ts";
 import type { JobSpec } from "../protocol/job_spec.ts";
 import type {
   AttestationMessage,
+  Backend as HeartbeatBackend,
   DeltaAnnounce,
   GossipMessage,
   ManifestAnnounce,
@@ -157,7 +158,11 @@ export class RoundWork {
       peers: this.#o.state().live,
       chunks: trainer.trainChunks.length,
     }).get(identity.peerId) ?? [];
-    node.gossip.setProgress({ round, step: 0, backend: "wasm" });
+    node.gossip.setProgress({
+      round,
+      step: 0,
+      backend: heartbeatBackend(trainer.backendName),
+    });
     const started = performance.now();
     const result = await trainer.trainRound({
       round,
@@ -486,14 +491,18 @@ export class RoundWork {
         `checkpoint ${checkpoint} is round ${ckpt.round} of job ${ckpt.job}, not round ${round} of ${this.#o.jobId}`,
       );
     }
-    if (round > 0) this.#closeRound(round - 1, checkpoint, ckpt);
+    if (round > 0) await this.#closeRound(round - 1, checkpoint, ckpt);
     this.#current = { cid: checkpoint, ckpt };
     if (this.#o.state().round === round) {
       this.#o.feed({ type: "enter", round, parent: checkpoint });
     }
   }
 
-  #closeRound(round: number, checkpoint: string, ckpt: RoundCheckpoint): void {
+  async #closeRound(
+    round: number,
+    checkpoint: string,
+    ckpt: RoundCheckpoint,
+  ): Promise<void> {
     const manifest =
       [...this.#manifests.values()].find((m) =>
         m.round === round && m.checkpoint === checkpoint
@@ -505,7 +514,7 @@ export class RoundWork {
       round,
       checkpoint,
       manifest,
-      valLoss: this.#o.trainer.evalLoss(ckpt.params),
+      valLoss: await this.#o.trainer.evalLoss(ckpt.params),
       self: this.#o.identity.peerId,
       livePeers: this.#o.state().live.length,
     });
@@ -573,4 +582,10 @@ export class RoundWork {
       if ("round" in msg && msg.round === round) await this.#publish(msg);
     }
   }
+}
+
+/** The heartbeat's backend field for a trainer's name ("wasm-relaxed", ...). */
+export function heartbeatBackend(name: string): HeartbeatBackend {
+  if (name === "webgpu" || name === "js") return name;
+  return name.startsWith("wasm") ? "wasm" : "none";
 }

@@ -5,6 +5,7 @@
  * exercise the protocol, not the kernels.
  */
 import { bytes32ToCid, cidToBytes32 } from "../chain/attestation.ts";
+import type { BackendChoice } from "../kernels/backend_select.ts";
 import { readJob } from "../chain/registry.ts";
 import { type DevnetChain, startDevnetChain } from "../node/devnet_chain.ts";
 import {
@@ -64,8 +65,15 @@ export class JobCluster {
     readonly job: PublishedJob,
   ) {}
 
-  /** Starts the peers of `slots` (by index), bootstrapping from `from`. */
-  async spawn(indices: number[], from?: LocalPeer): Promise<LocalPeer[]> {
+  /**
+   * Starts the peers of `slots` (by index), bootstrapping from `from`, on
+   * `backend` (default: auto, which is WASM without a real GPU).
+   */
+  async spawn(
+    indices: number[],
+    from?: LocalPeer,
+    backend?: BackendChoice,
+  ): Promise<LocalPeer[]> {
     const started = await spawnJobPeers(
       this.chain,
       this.job.id,
@@ -74,6 +82,7 @@ export class JobCluster {
         entry: MAIN,
         bootstrap: from ? [loopbackAddr(from.info)] : undefined,
         timeoutMs: 60_000,
+        backend,
       },
     );
     this.peers.push(...started);

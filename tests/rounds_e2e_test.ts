@@ -5,6 +5,9 @@
 import assert from "node:assert/strict";
 import { listRounds } from "../chain/registry.ts";
 import { cidToBytes32 } from "../chain/attestation.ts";
+import type { PeerSummary } from "../node/http/types.ts";
+import { waitFor } from "../node/local_peer.ts";
+import { callRpc } from "../node/rpc_client.ts";
 import {
   JOB_TEST,
   roundsOf,
@@ -42,6 +45,67 @@ Deno.test({
       assert.ok(
         val[2] < val[0] - 0.1,
         `held-out loss should fall: ${val.join(" -> ")}`,
+      );
+    }),
+});
+
+// Lavapipe (software Vulkan) stands in for a GPU where there is none; CI
+// installs it, so there this test must run.
+const CI = Deno.env.get("CI") === "true";
+const hasAdapter = (await navigator.gpu?.requestAdapter()) != null;
+if (!hasAdapter) {
+  console.log(
+    `%cthe mixed WebGPU/WASM round test is ${
+      CI ? "FAILING (CI=true)" : "skipped"
+    }: no WebGPU adapter (install mesa-vulkan-drivers libvulkan1)`,
+    "color: yellow",
+  );
+}
+
+Deno.test({
+  name:
+    "rounds e2e: a peer on WebGPU and a peer on WASM commit rounds together",
+  ...JOB_TEST,
+  ignore: !hasAdapter && !CI,
+  fn: () =>
+    withJobCluster({
+      nodes: 2,
+      // Lavapipe is slow: a long deadline keeps the leader waiting for the
+      // WebGPU peer's delta instead of leaving it out.
+      spec: tinySpec({
+        rounds: 2,
+        minPeers: 2,
+        quorum: 2,
+        roundDeadlineMs: 60_000,
+      }),
+    }, async (c) => {
+      assert.ok(hasAdapter, "CI=true but no WebGPU adapter was found");
+      const [gpu] = await c.spawn([0], undefined, "webgpu");
+      const [cpu] = await c.spawn([1], gpu, "wasm");
+      await c.waitForRounds(2, 120_000);
+      const { head } = await c.chainHead();
+      for (const p of [gpu, cpu]) {
+        const rec = await waitFor(
+          async () => {
+            const r = await roundsOf(p);
+            return r.length === 2 ? r : null;
+          },
+          30_000,
+          `${p.name} closing both rounds`,
+        );
+        assert.ok(rec.every((r) => r.contributors === 2), JSON.stringify(rec));
+        assert.equal(rec[1].checkpoint, head);
+      }
+      // Each names its backend in its heartbeats.
+      const seen = await callRpc<PeerSummary[]>(cpu.info.http!, "zoo_peers");
+      assert.equal(
+        seen.find((s) => s.peerId === gpu.info.peerId)?.backend,
+        "webgpu",
+      );
+      const back = await callRpc<PeerSummary[]>(gpu.info.http!, "zoo_peers");
+      assert.equal(
+        back.find((s) => s.peerId === cpu.info.peerId)?.backend,
+        "wasm",
       );
     }),
 });

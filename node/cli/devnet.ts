@@ -60,7 +60,7 @@ export async function devnet(command: DevnetCommand): Promise<number> {
       }, registry ${chain.registry}`,
     );
     if (spec) {
-      await trainJob(chain, root, command.nodes, spec, peers);
+      await trainJob(chain, root, command, spec, peers);
     } else {
       await meshDemo(chain, root, command.nodes, peers);
     }
@@ -114,11 +114,11 @@ async function devnetSpec(command: DevnetCommand): Promise<JobSpec> {
 async function trainJob(
   chain: DevnetChain,
   root: string,
-  nodes: number,
+  command: DevnetCommand,
   spec: JobSpec,
   peers: LocalPeer[],
 ): Promise<void> {
-  const slots = await registerDevnetPeers(chain, root, nodes);
+  const slots = await registerDevnetPeers(chain, root, command.nodes);
   for (const s of slots) {
     console.log(formatRegistration(s.name, s.registration));
   }
@@ -128,7 +128,11 @@ async function trainJob(
   console.log(
     `         ${spec.rounds} rounds of ${spec.innerSteps} steps, batch ${spec.batchSize}x${spec.contextLength}, ${spec.compression.format} deltas, ${spec.aggregation.rule}, quorum ${spec.quorum}`,
   );
-  peers.push(...await spawnJobPeers(chain, job.id, slots));
+  peers.push(
+    ...await spawnJobPeers(chain, job.id, slots, {
+      backend: command.flags.backend,
+    }),
+  );
   printMesh(peers, await waitForMesh(peers, 30_000));
   const names = new Map(peers.map((p) => [p.info.peerId, p.name]));
   const started = performance.now();

@@ -32,6 +32,8 @@ const SETTING_FLAGS: Record<string, keyof Config> = {
   "max-blob-bytes": "maxBlobBytes",
   "rpc-url": "rpcUrl",
   registry: "registry",
+  backend: "backend",
+  threads: "threads",
 };
 
 /** What {@linkcode parseFlags} returns. */

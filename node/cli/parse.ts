@@ -47,6 +47,8 @@ const NODE_FLAGS: Spec = {
   "max-blob-bytes": { type: "string" },
   "rpc-url": { type: "string" },
   registry: { type: "string" },
+  backend: { type: "string" },
+  threads: { type: "string" },
 };
 
 /**

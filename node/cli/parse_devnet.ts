@@ -22,6 +22,7 @@ export function parseDevnet(argv: string[]): DevnetCommand {
     spec: { type: "string" },
     "keep-running": { type: "boolean" },
     "rpc-url": { type: "string" },
+    backend: { type: "string" },
   }, 0);
   const v = p.values as Record<string, string | undefined>;
   return {

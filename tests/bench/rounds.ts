@@ -20,6 +20,7 @@ import {
   genesisCheckpoint,
 } from "../../protocol/round_checkpoint.ts";
 import { createWasmBackend } from "../../kernels/wasm/wasm_backend.ts";
+import { createCpuTrainer } from "../../kernels/trainer.ts";
 import type { JobSpec } from "../../protocol/job_spec.ts";
 import { DEFAULT_MODEL } from "../../protocol/job_spec.ts";
 import { formatBytes } from "../../node/devnet_rounds.ts";
@@ -97,13 +98,13 @@ async function trainAlone(
     inner: { ...spec.inner, totalSteps: spec.rounds * steps },
   };
   const backend = await createWasmBackend({ threads: 1 });
+  const trainer = new RoundTrainer({
+    createTrainer: (init) => createCpuTrainer(backend, init),
+    spec: alone,
+    dataset: await defaultCorpusDataset(root),
+    peerId: "alone",
+  });
   try {
-    const trainer = new RoundTrainer({
-      backend,
-      spec: alone,
-      dataset: await defaultCorpusDataset(root),
-      peerId: "alone",
-    });
     // Through the checkpoint codec, as the peers start from C(0).
     let params = decodeRoundCheckpoint(
       encodeRoundCheckpoint(genesisCheckpoint("alone", spec.model, spec.seed)),
@@ -114,11 +115,10 @@ async function trainAlone(
         .params;
       log(`alone: round ${r + 1}/${spec.rounds} (${steps} steps)`);
     }
-    return {
-      valLoss: trainer.evalLoss(params),
-      seconds: (performance.now() - t0) / 1000,
-    };
+    const seconds = (performance.now() - t0) / 1000;
+    return { valLoss: await trainer.evalLoss(params), seconds };
   } finally {
+    trainer.dispose();
     backend.dispose();
   }
 }
