@@ -22,6 +22,7 @@ import {
   GROUP_INDEX,
   slice,
   uniform,
+  workgroupReduce,
 } from "./context.ts";
 import { matmul } from "./matmul.ts";
 
@@ -105,18 +106,7 @@ struct Params { rows: u32, T: u32, attOff: u32, gradOff: u32, backward: u32, sca
 @group(0) @binding(0) var<storage, read_write> x: array<f32>;  // [B*NH*T, T]: scores -> att, or datt -> dpre
 @group(0) @binding(1) var<storage, read> att: array<f32>;      // [B*NH*T, T] (backward only)
 @group(0) @binding(2) var<uniform> p: Params;
-var<workgroup> sh: array<f32, ${WG}>;
-fn reduce(l: u32, v: f32, isMax: bool) -> f32 {
-  sh[l] = v;
-  workgroupBarrier();
-  for (var s = ${WG / 2}u; s > 0u; s = s >> 1u) {
-    if (l < s) { sh[l] = select(sh[l] + sh[l + s], max(sh[l], sh[l + s]), isMax); }
-    workgroupBarrier();
-  }
-  let total = sh[0];
-  workgroupBarrier();
-  return total;
-}
+${workgroupReduce(WG)}
 ${GROUP_INDEX}
 @compute @workgroup_size(${WG})
 fn main(@builtin(workgroup_id) wg: vec3<u32>, @builtin(num_workgroups) nwg: vec3<u32>,

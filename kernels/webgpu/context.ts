@@ -74,6 +74,27 @@ export function grid(groups: number): [number, number, number] {
 export const GROUP_INDEX = /* wgsl */ `
 fn groupIndex(wg: vec3<u32>, nwg: vec3<u32>) -> u32 { return wg.y * nwg.x + wg.x; }`;
 
+/**
+ * WGSL: `reduce(l, v, isMax)`, the sum (or max) of `v` over a workgroup of
+ * `size` invocations (a power of two) by tree reduction in shared memory,
+ * returned to every invocation. All of them must call it.
+ */
+export function workgroupReduce(size: number): string {
+  return /* wgsl */ `
+var<workgroup> sh: array<f32, ${size}>;
+fn reduce(l: u32, v: f32, isMax: bool) -> f32 {
+  sh[l] = v;
+  workgroupBarrier();
+  for (var s = ${size / 2}u; s > 0u; s = s >> 1u) {
+    if (l < s) { sh[l] = select(sh[l] + sh[l + s], max(sh[l], sh[l + s]), isMax); }
+    workgroupBarrier();
+  }
+  let total = sh[0];
+  workgroupBarrier();
+  return total;
+}`;
+}
+
 /** A device with its pipeline cache and buffer pool. */
 export class GpuContext {
   readonly device: GPUDevice;

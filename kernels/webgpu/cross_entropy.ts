@@ -16,6 +16,7 @@ import {
   grid,
   GROUP_INDEX,
   uniform,
+  workgroupReduce,
 } from "./context.ts";
 
 const WG = 256;
@@ -26,18 +27,7 @@ struct Params { rows: u32, V: u32, lossOff: u32, logitsOff: u32, targetsOff: u32
 @group(0) @binding(1) var<storage, read_write> logits: array<f32>;  // [rows, V] -> dlogits
 @group(0) @binding(2) var<storage, read> targets: array<i32>;       // [rows]
 @group(0) @binding(3) var<uniform> p: Params;
-var<workgroup> sh: array<f32, ${WG}>;
-fn reduce(l: u32, v: f32, isMax: bool) -> f32 {
-  sh[l] = v;
-  workgroupBarrier();
-  for (var s = ${WG / 2}u; s > 0u; s = s >> 1u) {
-    if (l < s) { sh[l] = select(sh[l] + sh[l + s], max(sh[l], sh[l + s]), isMax); }
-    workgroupBarrier();
-  }
-  let total = sh[0];
-  workgroupBarrier();
-  return total;
-}
+${workgroupReduce(WG)}
 ${GROUP_INDEX}
 @compute @workgroup_size(${WG})
 fn main(@builtin(workgroup_id) wg: vec3<u32>, @builtin(num_workgroups) nwg: vec3<u32>,
