@@ -85,7 +85,8 @@ export function createApp(
   const onInternalError = (error: unknown) => options.onInternalError?.(error);
 
   const asset =
-    (body: string, type: string, extra: HeadersInit = {}) => (c: Context) =>
+    (body: string, type: string, extra: Record<string, string> = {}) =>
+    (c: Context) =>
       c.body(body, 200, {
         "content-type": type,
         "cache-control": "no-cache",

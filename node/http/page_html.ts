@@ -83,6 +83,7 @@ body { margin: 0; font: 15px/1.4 system-ui, sans-serif; color: var(--fg); backgr
 header { display: flex; flex-wrap: wrap; gap: .5rem 1rem; align-items: baseline;
   padding: .75rem 1rem; border-bottom: 1px solid var(--line); }
 h1 { font-size: 1.2rem; margin: 0; }
+#self { overflow-wrap: anywhere; min-width: 0; }
 h2 { font-size: 1rem; margin: 1.25rem 0 .5rem; }
 main { padding: 0 1rem 2rem; max-width: 1100px; }
 .mono, td { font-family: ui-monospace, monospace; font-size: .85rem; }
