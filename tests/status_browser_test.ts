@@ -112,7 +112,7 @@ Deno.test({
         // A phone-sized window: nothing sticks out sideways.
         await page.setViewportSize({ width: 360, height: 800 });
         const overflow = await page.evaluate(() =>
-          document.documentElement.scrollWidth - window.innerWidth
+          document.documentElement.scrollWidth - globalThis.innerWidth
         );
         assert.ok(overflow <= 0, `the page is ${overflow} px too wide at 360`);
         const narrow = `${ARTIFACTS}status_page_narrow.png`;
