@@ -43,6 +43,14 @@ export interface Progress {
   throughput: number;
 }
 
+/** Bytes of gossip on the job topic, for the status page and metrics. */
+export interface GossipTraffic {
+  /** Bytes of messages this node published, times the peers each went to. */
+  sentBytes: number;
+  /** Bytes of distinct messages received (gossipsub drops duplicates first). */
+  receivedBytes: number;
+}
+
 /** Gossip settings. */
 export interface GossipServiceOptions {
   job: string;
@@ -62,6 +70,7 @@ export class GossipService {
   #drops: DropCounts = emptyDropCounts();
   #table: PeerTable = emptyPeerTable();
   #progress: Progress = { round: 0, step: 0, backend: "none", throughput: 0 };
+  #traffic: GossipTraffic = { sentBytes: 0, receivedBytes: 0 };
   #seq: number;
   #timer: ReturnType<typeof setInterval> | undefined;
   readonly #host: Host;
@@ -94,6 +103,16 @@ export class GossipService {
     this.publishHeartbeat();
   }
 
+  /**
+   * Stops heartbeats but stays on the topic: peers stop counting this node
+   * as live (so they neither assign it work nor wait for it as leader)
+   * while it still relays and hears the job.
+   */
+  stopHeartbeats(): void {
+    clearInterval(this.#timer);
+    this.#progress = { ...this.#progress, throughput: 0 };
+  }
+
   /** Stops heartbeats and leaves the topic. */
   stop(): void {
     clearInterval(this.#timer);
@@ -106,6 +125,16 @@ export class GossipService {
   /** Messages dropped so far, by reason. */
   get drops(): DropCounts {
     return this.#drops;
+  }
+
+  /** Gossip bytes sent and received so far (a copy). */
+  get traffic(): GossipTraffic {
+    return { ...this.#traffic };
+  }
+
+  /** What this node's heartbeats report now. */
+  get progress(): Progress {
+    return this.#progress;
   }
 
   /** Peers heard from within the TTL, sorted by peer id. */
@@ -131,11 +160,19 @@ export class GossipService {
   async publish(msg: GossipMessage): Promise<number> {
     const bytes = encodeMessage(msg);
     try {
-      await this.#host.services.pubsub.publish(this.topic, bytes);
+      await this.#send(bytes);
       return bytes.length;
     } catch {
       return 0;
     }
+  }
+
+  async #send(bytes: Uint8Array): Promise<void> {
+    const { recipients } = await this.#host.services.pubsub.publish(
+      this.topic,
+      bytes,
+    );
+    this.#traffic.sentBytes += bytes.length * recipients.length;
   }
 
   /** Publishes one heartbeat now; failures only mean nobody heard it. */
@@ -152,12 +189,12 @@ export class GossipService {
         .filter((a) => a.length <= MAX_ADDR_LENGTH).slice(0, MAX_ADDRS),
     };
     this.#table = expirePeers(this.#table, this.#now(), this.#ttlMs);
-    this.#host.services.pubsub.publish(this.topic, encodeMessage(hb)).catch(
-      () => {},
-    );
+    this.#send(encodeMessage(hb)).catch(() => {});
   }
 
   #validate(msg: Message): TopicValidatorResult {
+    // Counted before judging: dropped messages cost bandwidth too.
+    this.#traffic.receivedBytes += msg.data.length;
     const from = msg.type === "signed" ? msg.from.toString() : undefined;
     if (from === undefined) return this.#drop("sender-mismatch");
     const verdict = decodeMessage(msg.data, { from });

@@ -8,15 +8,14 @@
 import { cidToBytes32 } from "../chain/attestation.ts";
 import { ChainError } from "../chain/errors.ts";
 import { isMember, joinJob, readNode } from "../chain/registry.ts";
-import { rankLeaders } from "../protocol/assignment.ts";
 import { parseCid } from "../protocol/cid.ts";
 import { decodeJobSpec, type JobSpec } from "../protocol/job_spec.ts";
 import { openChainSession, sessionRegistry } from "./chain_session.ts";
 import { openCompute } from "./backend_select.ts";
 import type { Config } from "./config.ts";
-import type { TrainingStatus } from "./http/types.ts";
 import type { Identity } from "./identity.ts";
 import { loadJobDataset } from "./job_dataset.ts";
+import { createJobView } from "./job_view.ts";
 import type { ZooNode } from "./node.ts";
 import { RoundDriver } from "./round_driver.ts";
 import { RoundTrainer } from "./round_trainer.ts";
@@ -84,7 +83,14 @@ export async function runJob(
       trainer,
       log,
     });
-    node.setTraining(() => trainingStatus(jobId, spec, driver));
+    node.setJob(createJobView({
+      node,
+      driver,
+      registry,
+      jobId,
+      spec,
+      account: identity.address,
+    }));
     driver.start();
     log(
       `training job ${jobId}: ${spec.rounds} rounds of ${spec.innerSteps} steps, dataset ${dataset.id} (${dataset.chunks.length} chunks)`,
@@ -103,27 +109,6 @@ export async function runJob(
     await session.close();
     throw err;
   }
-}
-
-function trainingStatus(
-  job: string,
-  spec: JobSpec,
-  driver: RoundDriver,
-): TrainingStatus {
-  const s = driver.state;
-  const ranked = s.parent ? rankLeaders(s.parent, s.live) : [];
-  return {
-    job,
-    round: s.round,
-    phase: s.phase,
-    parent: s.parent,
-    rounds: spec.rounds,
-    leader: ranked[0] ?? null,
-    live: s.live.length,
-    deltas: s.deltas.size,
-    aggregating: s.aggregating,
-    committed: driver.ledger.records,
-  };
 }
 
 /** The job spec: from the store, else from connected peers by its CID. */

@@ -4,18 +4,22 @@ import { parseCid } from "../protocol/cid.ts";
 import { atomicWriteFile } from "./atomic_write.ts";
 import { BlobService, type FetchReport } from "./blob_service.ts";
 import { Blockstore } from "./blockstore.ts";
+import { checkpointInfo } from "./checkpoint_info.ts";
 import type { Config } from "./config.ts";
 import { GossipService } from "./gossip_service.ts";
 import { createHost, type Host } from "./host.ts";
 import { createApp } from "./http/app.ts";
+import { StatusEvents } from "./http/events.ts";
 import { serveHttp } from "./http/serve.ts";
 import type {
+  JobSource,
   NodeInfoSource,
   NodeStatus,
   PeerSummary,
   TrainingStatus,
 } from "./http/types.ts";
 import type { Identity } from "./identity.ts";
+import { ensureRpcToken } from "./rpc_token.ts";
 import { VERSION } from "./version.ts";
 
 /** Where a running node can be reached, written to `<dataDir>/node.json`. */
@@ -46,8 +50,8 @@ export interface ZooNode {
   status(): NodeStatus;
   /** Live and connected peers as the HTTP API reports them. */
   peers(): PeerSummary[];
-  /** Reports the training job through status and RPC from now on. */
-  setTraining(source: () => TrainingStatus | null): void;
+  /** Reports the training job through status, RPC and metrics from now on. */
+  setJob(job: JobSource | null): void;
   /** Fetches a blob by CID string from `providers`, or from every connected peer. */
   fetchBlob(cid: string, providers?: string[]): Promise<FetchReport>;
   /** Shuts down in the reverse order of startup. */
@@ -109,7 +113,7 @@ export async function startNode(
   }, options.heartbeatIntervalMs ?? 2_000);
 
   const addresses = () => host.getMultiaddrs().map(String);
-  let training: () => TrainingStatus | null = () => null;
+  let job: JobSource | null = null;
   const status = (): NodeStatus => ({
     peerId: identity.peerId,
     addresses: addresses(),
@@ -119,9 +123,20 @@ export async function startNode(
     connections: host.getConnections().length,
     drops: { ...gossip.drops },
     blobs: structuredClone(blobs.stats),
-    training: trainingSummary(training()),
+    bytes: {
+      gossip: {
+        sent: gossip.traffic.sentBytes,
+        received: gossip.traffic.receivedBytes,
+      },
+      blob: {
+        sent: blobs.stats.servedBytes,
+        received: blobs.stats.fetchedBytes,
+      },
+    },
+    progress: { ...gossip.progress },
+    training: trainingSummary(job?.training() ?? null),
   });
-  const peers = () => peerSummaries(host, gossip, Date.now());
+  const peers = () => peerSummaries(host, gossip, job, Date.now());
   const fetchBlob = (cid: string, providers?: string[]) => {
     const parsed = parseCid(cid);
     const from = providers ?? connectedPeers(host);
@@ -132,12 +147,19 @@ export async function startNode(
     status,
     peers,
     fetchBlob,
-    training: () => training(),
+    checkpoint: (cid) =>
+      checkpointInfo(store, cid, job?.training().committed ?? []),
+    job: () => job,
   };
 
   let http: Awaited<ReturnType<typeof serveHttp>> | undefined;
+  const events = new StatusEvents();
   if (config.http) {
-    http = await serveHttp(createApp(source), config.http);
+    const rpcToken = await ensureRpcToken(config.dataDir);
+    http = await serveHttp(
+      createApp(source, { rpcToken, events }),
+      config.http,
+    );
   }
   const info: RuntimeInfo = {
     pid: Deno.pid,
@@ -161,11 +183,13 @@ export async function startNode(
     status,
     peers,
     fetchBlob,
-    setTraining(fn) {
-      training = fn;
+    setJob(source) {
+      job = source;
     },
     async stop() {
       await Deno.remove(infoPath).catch(() => {});
+      // Event streams never end by themselves; the server waits for them.
+      events.close();
       await http?.shutdown();
       clearInterval(maintain);
       gossip.stop();
@@ -191,6 +215,7 @@ function connectedPeers(host: Host): string[] {
 function peerSummaries(
   host: Host,
   gossip: GossipService,
+  job: JobSource | null,
   now: number,
 ): PeerSummary[] {
   const connected = new Set(connectedPeers(host));
@@ -207,6 +232,7 @@ function peerSummaries(
       backend: e?.backend ?? null,
       throughput: e?.throughput ?? null,
       version: e?.version ?? null,
+      contribution: job?.peerContribution(peerId) ?? null,
     };
   });
 }

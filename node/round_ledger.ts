@@ -8,6 +8,23 @@
 import type { JobSpec } from "../protocol/job_spec.ts";
 import type { DeltaAnnounce } from "../protocol/messages.ts";
 import type { RoundManifest } from "../protocol/round_manifest.ts";
+import { Histogram } from "./histogram.ts";
+import { StepLog } from "./step_log.ts";
+
+/** Upper bounds of the commit latency histogram, seconds. */
+export const COMMIT_LATENCY_BOUNDS = [
+  0.01,
+  0.025,
+  0.05,
+  0.1,
+  0.25,
+  0.5,
+  1,
+  2.5,
+  5,
+  10,
+  30,
+];
 
 /** One committed round as this peer saw it. */
 export interface RoundRecord {
@@ -49,6 +66,10 @@ export function allReduceBytes(params: number, peers: number): number {
 /** The rounds one peer has seen, with the counters behind them. */
 export class RoundLedger {
   readonly records: RoundRecord[] = [];
+  /** The loss of every inner step this peer trained (the last few thousand). */
+  readonly steps: StepLog = new StepLog();
+  /** Seconds from sending this peer's commit transactions to their receipts. */
+  readonly commitLatency: Histogram = new Histogram(COMMIT_LATENCY_BOUNDS);
   readonly #commits = new Map<number, { tx: string; peer: string }>();
   #sent = 0;
   #trainMs = 0;

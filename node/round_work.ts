@@ -169,12 +169,14 @@ export class RoundWork {
       params: held.ckpt.params,
       chunks: assigned.map((i) => trainer.trainChunks[i]),
       signal: this.#abort.signal,
-      onStep: (s) =>
+      onStep: (s) => {
+        this.#o.ledger.steps.note(round, s.step, s.loss);
         node.gossip.setProgress({
           step: s.step,
           throughput: (s.step * spec.batchSize * spec.contextLength) /
             ((performance.now() - started) / 1000),
-        }),
+        });
+      },
     });
     this.#o.ledger.noteTraining(result.trainMs);
     if (this.#o.state().round !== round) return; // the chain moved on meanwhile
@@ -441,6 +443,7 @@ export class RoundWork {
   async #commit(a: Extract<RoundAction, { type: "commit" }>): Promise<void> {
     const manifest = this.#manifests.get(a.manifest);
     if (!manifest) throw new Error(`manifest ${a.manifest} is not held`);
+    const sentAt = performance.now();
     const tx = await commitRound(this.#o.registry, {
       attestation: attestationForManifest(a.manifest, manifest),
       signatures: orderSignatures(a.attestations.map((x) => ({
@@ -451,6 +454,7 @@ export class RoundWork {
     this.#o.log(
       `round ${a.round}: committed ${a.checkpoint} with ${a.attestations.length} attestations (tx ${tx.hash}, ${tx.gasUsed} gas)`,
     );
+    this.#o.ledger.commitLatency.observe((performance.now() - sentAt) / 1000);
     this.#o.ledger.noteCommit(a.round, tx.hash, this.#o.identity.peerId);
     await this.#publish({
       v: 1,

@@ -136,10 +136,35 @@ export function roundsOf(peer: LocalPeer): Promise<RoundRecord[]> {
 }
 
 /**
- * Runs `fn` with a fresh chain, `nodes` registered peer slots and a
- * published job; prints the peers' logs when `fn` fails.
+ * Runs `fn` holding a machine-wide lock. Training clusters run their round
+ * deadlines on the wall clock: two clusters at once on a 2-core machine
+ * starve each other's peers past those deadlines, so test files that run in
+ * parallel take turns with their clusters.
  */
-export async function withJobCluster(
+async function oneClusterAtATime<T>(fn: () => Promise<T>): Promise<T> {
+  const path = `${Deno.env.get("TMPDIR") ?? "/tmp"}/zoo-job-cluster.lock`;
+  using file = await Deno.open(path, { create: true, write: true });
+  await file.lock(true);
+  try {
+    return await fn();
+  } finally {
+    await file.unlock();
+  }
+}
+
+/**
+ * Runs `fn` with a fresh chain, `nodes` registered peer slots and a
+ * published job; prints the peers' logs when `fn` fails. Clusters of all
+ * test files run one at a time.
+ */
+export function withJobCluster(
+  o: { nodes: number; spec: JobSpec },
+  fn: (c: JobCluster) => Promise<void>,
+): Promise<void> {
+  return oneClusterAtATime(() => runJobCluster(o, fn));
+}
+
+async function runJobCluster(
   o: { nodes: number; spec: JobSpec },
   fn: (c: JobCluster) => Promise<void>,
 ): Promise<void> {

@@ -24,7 +24,7 @@ export type Command =
   | { kind: "keys"; action: "init" | "show"; flags: PartialConfig }
   | { kind: "join"; flags: PartialConfig }
   | DevnetCommand
-  | { kind: "status"; flags: PartialConfig }
+  | { kind: "status"; rpc: string | null; flags: PartialConfig }
   | { kind: "blob-put"; file: string; flags: PartialConfig }
   | {
     kind: "blob-get";
@@ -90,7 +90,7 @@ export function parseCommand(argv: string[]): Command {
     case "devnet":
       return parseDevnet(rest);
     case "status":
-      return { kind: "status", flags: settings(parseFlags(rest, DATA_DIR, 0)) };
+      return parseStatus(rest);
     case "blob":
       return parseBlob(rest);
     case "train":
@@ -108,6 +108,19 @@ export function parseCommand(argv: string[]): Command {
         }: run "zoo-node --help" for the list`,
       );
   }
+}
+
+function parseStatus(argv: string[]): Command {
+  const p = parseFlags(argv, { ...DATA_DIR, rpc: { type: "string" } }, 0);
+  const rpc = (p.values.rpc as string | undefined) ?? null;
+  if (rpc !== null && !/^https?:\/\/[^/\s]+(\/rpc)?\/?$/.test(rpc)) {
+    throw new UsageError(
+      `--rpc must be a node's HTTP address like http://127.0.0.1:7070: current value is ${
+        JSON.stringify(rpc)
+      }`,
+    );
+  }
+  return { kind: "status", rpc, flags: settings(p) };
 }
 
 function parseBlob(argv: string[]): Command {

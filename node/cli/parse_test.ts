@@ -137,12 +137,35 @@ Deno.test("devnet: defaults, --nodes, --rounds, --spec, --keep-running, --data-d
   );
 });
 
-Deno.test("status, with and without --data-dir", () => {
-  assert.deepEqual(parseCommand(["status"]), { kind: "status", flags: {} });
+Deno.test("status, with and without --data-dir and --rpc", () => {
+  assert.deepEqual(parseCommand(["status"]), {
+    kind: "status",
+    rpc: null,
+    flags: {},
+  });
   assert.deepEqual(parseCommand(["status", "--data-dir", "/d"]), {
     kind: "status",
+    rpc: null,
     flags: { dataDir: "/d" },
   });
+  for (
+    const url of [
+      "http://127.0.0.1:7070",
+      "http://127.0.0.1:7070/",
+      "https://node.example:8443/rpc",
+    ]
+  ) {
+    assert.equal(
+      (parseCommand(["status", "--rpc", url]) as { rpc: string }).rpc,
+      url,
+    );
+  }
+  for (const bad of ["127.0.0.1:7070", "ftp://x", "http://", "http://a/b/c"]) {
+    assertUsage(
+      ["status", "--rpc", bad],
+      /--rpc must be a node's HTTP address/,
+    );
+  }
 });
 
 Deno.test("blob put <file>", () => {

@@ -71,7 +71,7 @@ async function dispatch(command: Command): Promise<number> {
     case "devnet":
       return await devnet(command);
     case "status":
-      return await status(await config(command.flags));
+      return await status(await config(command.flags), command.rpc);
     case "blob-put":
       return await blobPut(await config(command.flags), command.file);
     case "blob-get":

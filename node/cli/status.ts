@@ -1,30 +1,48 @@
 import type { Config } from "../config.ts";
-import type { NodeStatus, PeerSummary } from "../http/types.ts";
+import type {
+  Contributions,
+  NodeStatus,
+  PeerSummary,
+  RoundRecord,
+} from "../http/types.ts";
 import { readRuntimeInfo } from "../node.ts";
-import { callRpc } from "../rpc_client.ts";
+import { callRpc, RpcCallError } from "../rpc_client.ts";
+import { formatStatus } from "./status_format.ts";
 
-/** `zoo-node status`: asks the node running on this data dir. */
-export async function status(config: Config): Promise<number> {
-  const info = await readRuntimeInfo(config.dataDir);
-  if (!info?.http) {
+/** Committed rounds `zoo-node status` shows. */
+const RECENT_ROUNDS = 10;
+
+/**
+ * `zoo-node status [--rpc URL]`: asks a node over JSON-RPC (the one at
+ * `rpc`, else the one running on this data dir) and prints its summary.
+ * Only read methods are called, so no token is needed.
+ */
+export async function status(
+  config: Config,
+  rpc: string | null,
+): Promise<number> {
+  const url = rpc ?? (await readRuntimeInfo(config.dataDir))?.http ?? null;
+  if (url === null) {
     console.error(
-      `zoo-node: no node with HTTP is running on ${config.dataDir}: start one with "zoo-node --join"`,
+      `zoo-node: no node with HTTP is running on ${config.dataDir}: start one with "zoo-node --join", or pass --rpc http://HOST:PORT`,
     );
     return 1;
   }
-  const s = await callRpc<NodeStatus>(info.http, "zoo_status");
-  const peers = await callRpc<PeerSummary[]>(info.http, "zoo_peers");
-  console.log(`peer id      ${s.peerId}`);
-  console.log(`version      ${s.version}, up ${s.uptimeSeconds} s`);
-  for (const a of s.addresses) console.log(`listening    ${a}`);
-  console.log(`connections  ${s.connections}, live peers ${s.livePeers}`);
-  for (const p of peers) {
-    const seen = p.lastSeenMs === null
-      ? "no heartbeat"
-      : `seen ${(p.lastSeenMs / 1000).toFixed(1)} s ago`;
-    console.log(
-      `  ${p.peerId}  ${p.connected ? "connected" : "via gossip"}  ${seen}`,
-    );
+  const base = url.replace(/\/+(rpc)?$/, "");
+  const s = await callRpc<NodeStatus>(base, "zoo_status");
+  const peers = await callRpc<PeerSummary[]>(base, "zoo_peers");
+  let rounds: RoundRecord[] = [];
+  let contributions: Contributions | string | null = null;
+  if (s.training !== null) {
+    rounds = await callRpc<RoundRecord[]>(base, "zoo_rounds", {
+      from: Math.max(0, s.training.round - RECENT_ROUNDS),
+    });
+    // The chain may be unreachable; the rest of the summary still helps.
+    contributions = await callRpc<Contributions>(base, "zoo_contributions")
+      .catch((err: RpcCallError) => err.message);
   }
+  console.log(
+    formatStatus({ status: s, peers, rounds, contributions }).join("\n"),
+  );
   return 0;
 }

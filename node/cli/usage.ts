@@ -4,7 +4,7 @@ export const USAGE = `zoo-node: decentralized training node
 Usage:
   zoo-node --join [options]        start a node; with --job <id>, train that job
   zoo-node devnet [options]        local chain + N peers training a job together
-  zoo-node status                  show the running node's status
+  zoo-node status [--rpc URL]      show a running node's status (default: the one on --data-dir)
   zoo-node keys init|show          create the node's keys / show its ids
   zoo-node blob put <file>         store a file in the local blockstore, print its CID
   zoo-node blob get <cid>          fetch a blob through the running node

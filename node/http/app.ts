@@ -1,6 +1,8 @@
 /**
- * The node's local HTTP surface: `GET /api/status` and JSON-RPC 2.0 at
- * `POST /rpc`, as one hono app that tests drive with `app.request()`.
+ * The node's local HTTP surface as one hono app that tests drive with
+ * `app.request()`: the status page (`/`, its assets and `GET /events`),
+ * `GET /api/status`, JSON-RPC 2.0 at `POST /rpc` and Prometheus text at
+ * `GET /metrics`.
  *
  * @module
  */
@@ -9,16 +11,16 @@ import { Hono } from "hono";
 import type { Context } from "hono";
 import { bodyLimit } from "hono/body-limit";
 import { HTTPException } from "hono/http-exception";
-import {
-  handleJsonRpc,
-  InvalidParamsError,
-  InvalidRequestError,
-  JsonRpcError,
-  type JsonRpcMethods,
-} from "./jsonrpc.ts";
-import { BlobFetchError } from "../blob_service.ts";
+import { isBearer } from "../rpc_token.ts";
+import { StatusEvents } from "./events.ts";
+import { handleJsonRpc, InvalidRequestError } from "./jsonrpc.ts";
+import { METRICS_CONTENT_TYPE, renderMetrics } from "./metrics.ts";
+import { FAVICON_SVG, PAGE_CSP, PAGE_CSS, PAGE_HTML } from "./page_html.ts";
+import { PAGE_SCRIPT } from "./page_script.ts";
+import { rpcMethods } from "./rpc_methods.ts";
 import type { NodeInfoSource } from "./types.ts";
 
+export { BlobUnavailableError } from "./rpc_errors.ts";
 export type { NodeInfoSource, NodeStatus, PeerSummary } from "./types.ts";
 
 /** Largest request body `/rpc` accepts, in bytes (1 MiB). */
@@ -31,8 +33,14 @@ export interface CreateAppOptions {
    * -32603, so the operator can log it. Default: ignore.
    */
   onInternalError?: (error: unknown) => void;
+  /**
+   * The bearer token that state-changing methods (`zoo_leave`) require.
+   * Without one they are refused to everybody.
+   */
+  rpcToken?: string;
+  /** The event streams, so their owner can end them on shutdown. */
+  events?: StatusEvents;
 }
-
 /**
  * Builds the HTTP app over a node's info source.
  *
@@ -55,10 +63,13 @@ export interface CreateAppOptions {
  *       fetched: 0, fetchedBytes: 0,
  *       refused: { "bad-request": 0, "not-found": 0, busy: 0, "too-large": 0 },
  *     },
+ *     bytes: { gossip: { sent: 0, received: 0 }, blob: { sent: 0, received: 0 } },
+ *     progress: { round: 0, step: 0, backend: "none", throughput: 0 },
  *     training: null,
  *   }),
  *   peers: () => [],
- *   training: () => null,
+ *   job: () => null,
+ *   checkpoint: () => Promise.resolve(null),
  *   fetchBlob: () => Promise.reject(new Error("no blobs here")),
  * });
  * const res = await app.request("/api/status");
@@ -70,13 +81,49 @@ export function createApp(
   options: CreateAppOptions = {},
 ): Hono {
   const app = new Hono();
-  const methods = rpcMethods(source);
+  const events = options.events ?? new StatusEvents();
+  const onInternalError = (error: unknown) => options.onInternalError?.(error);
+
+  const asset =
+    (body: string, type: string, extra: Record<string, string> = {}) =>
+    (c: Context) =>
+      c.body(body, 200, {
+        "content-type": type,
+        "cache-control": "no-cache",
+        "x-content-type-options": "nosniff",
+        ...extra,
+      });
+  app.get(
+    "/",
+    asset(PAGE_HTML, "text/html; charset=utf-8", {
+      "content-security-policy": PAGE_CSP,
+      "referrer-policy": "no-referrer",
+    }),
+  );
+  app.get("/app.css", asset(PAGE_CSS, "text/css; charset=utf-8"));
+  app.get("/app.js", asset(PAGE_SCRIPT, "text/javascript; charset=utf-8"));
+  app.get("/favicon.svg", asset(FAVICON_SVG, "image/svg+xml"));
+  for (const path of ["/", "/app.css", "/app.js", "/favicon.svg"]) {
+    app.all(path, (c) => methodNotAllowed(c, "GET, HEAD"));
+  }
+
+  app.get("/events", (c) => events.handle(c, source, onInternalError));
+  app.all("/events", (c) => methodNotAllowed(c, "GET"));
 
   app.get(
     "/api/status",
     (c) => c.json({ ...source.status(), peers: source.peers() }),
   );
   app.all("/api/status", (c) => methodNotAllowed(c, "GET, HEAD"));
+
+  app.get(
+    "/metrics",
+    (c) =>
+      c.body(renderMetrics(source), 200, {
+        "content-type": METRICS_CONTENT_TYPE,
+      }),
+  );
+  app.all("/metrics", (c) => methodNotAllowed(c, "GET, HEAD"));
 
   app.post(
     "/rpc",
@@ -105,8 +152,13 @@ export function createApp(
           ).toErrorObject(),
         }, 415);
       }
+      const token = options.rpcToken;
+      const methods = rpcMethods(source, {
+        authorized: token !== undefined &&
+          isBearer(c.req.header("authorization"), token),
+      });
       const out = await handleJsonRpc(await c.req.text(), methods, {
-        onInternalError: (error) => options.onInternalError?.(error),
+        onInternalError,
       });
       if (out === null) return c.body(null, 204);
       return c.body(out, 200, { "content-type": "application/json" });
@@ -126,83 +178,11 @@ export function createApp(
     if (error instanceof HTTPException) {
       return c.json({ error: error.message || "HTTP error" }, error.status);
     }
-    options.onInternalError?.(error);
+    onInternalError(error);
     return c.json({ error: "Internal Server Error" }, 500);
   });
 
   return app;
-}
-
-/** The JSON-RPC methods, named `zoo_*` so they cannot clash with others later. */
-function rpcMethods(source: NodeInfoSource): JsonRpcMethods {
-  return {
-    zoo_status: (params) => {
-      expectNoParams("zoo_status", params);
-      return source.status();
-    },
-    zoo_peers: (params) => {
-      expectNoParams("zoo_peers", params);
-      return source.peers();
-    },
-    zoo_rounds: (params) => {
-      expectNoParams("zoo_rounds", params);
-      return source.training()?.committed ?? [];
-    },
-    zoo_fetchBlob: async (params) => {
-      const { cid, providers } = fetchBlobParams(params);
-      try {
-        return await source.fetchBlob(cid, providers);
-      } catch (err) {
-        if (err instanceof TypeError) throw new InvalidParamsError(err.message);
-        if (err instanceof BlobFetchError) {
-          throw new BlobUnavailableError(err.message, err.report);
-        }
-        throw err;
-      }
-    },
-  };
-}
-
-/** -32001: no provider delivered the blob; `data` is the fetch report. */
-export class BlobUnavailableError extends JsonRpcError {
-  constructor(message: string, data: unknown) {
-    super(-32001, message, data);
-  }
-}
-
-function fetchBlobParams(
-  params: unknown,
-): { cid: string; providers?: string[] } {
-  const p = params as { cid?: unknown; providers?: unknown } | undefined;
-  const ok = typeof p === "object" && p !== null && !Array.isArray(p) &&
-    Object.keys(p).every((k) => k === "cid" || k === "providers") &&
-    typeof p.cid === "string" &&
-    (p.providers === undefined ||
-      (Array.isArray(p.providers) && p.providers.length <= 64 &&
-        p.providers.every((x) => typeof x === "string")));
-  if (!ok) {
-    throw new InvalidParamsError(
-      `zoo_fetchBlob takes {cid: string, providers?: string[] (at most 64)}: got ${
-        JSON.stringify(params)?.slice(0, 100)
-      }`,
-    );
-  }
-  return p as { cid: string; providers?: string[] };
-}
-
-/** Accepts absent params, `[]` or `{}`; anything else is -32602. */
-function expectNoParams(method: string, params: unknown): void {
-  if (params === undefined) return;
-  if (
-    Array.isArray(params)
-      ? params.length === 0
-      : Object.keys(params as object).length === 0
-  ) {
-    return;
-  }
-  throw new InvalidParamsError(
-    `${method} takes no params: got ${JSON.stringify(params).slice(0, 100)}`,
-  );
 }
 
 function methodNotAllowed(c: Context, allow: string): Response {

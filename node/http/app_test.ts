@@ -1,55 +1,9 @@
 import { deepStrictEqual, strictEqual } from "node:assert";
 import { createApp, MAX_RPC_BODY_BYTES, type NodeInfoSource } from "./app.ts";
 import { BlobFetchError, type FetchReport } from "../blob_service.ts";
-import type { NodeStatus, PeerSummary } from "./types.ts";
+import { fakeSource, PEERS, STATUS } from "./_fixtures.ts";
 
-const STATUS: NodeStatus = {
-  training: null,
-  peerId: "12D3KooWSelf",
-  addresses: ["/ip4/127.0.0.1/tcp/4001/p2p/12D3KooWSelf"],
-  version: "0.1.0",
-  uptimeSeconds: 93,
-  livePeers: 1,
-  connections: 2,
-  drops: { malformed: 3, oversize: 1 },
-  blobs: {
-    served: 2,
-    servedBytes: 1024,
-    refused: { "bad-request": 1, "not-found": 0, busy: 0, "too-large": 0 },
-    badStreams: 0,
-    corruptLocal: 0,
-    fetched: 1,
-    fetchedBytes: 512,
-  },
-};
-const PEERS: PeerSummary[] = [
-  {
-    peerId: "12D3KooWA",
-    connected: true,
-    lastSeenMs: 1200,
-    round: 4,
-    step: 17,
-    backend: "webgpu",
-    throughput: 5321.5,
-    version: "0.1.0",
-  },
-  {
-    peerId: "12D3KooWB",
-    connected: false,
-    lastSeenMs: null,
-    round: null,
-    step: null,
-    backend: null,
-    throughput: null,
-    version: null,
-  },
-];
-const source: NodeInfoSource = {
-  status: () => STATUS,
-  peers: () => PEERS,
-  training: () => null,
-  fetchBlob: () => Promise.reject(new Error("not used")),
-};
+const source = fakeSource();
 
 function post(app: ReturnType<typeof createApp>, body: BodyInit) {
   return app.request("/rpc", {
@@ -126,11 +80,11 @@ Deno.test("non-empty params are -32602", async () => {
   const cases: [string, string][] = [
     [
       '{"jsonrpc":"2.0","id":1,"method":"zoo_status","params":[1]}',
-      "zoo_status takes no params: got [1]",
+      "zoo_status takes no params: got 1 positional params",
     ],
     [
       '{"jsonrpc":"2.0","id":1,"method":"zoo_peers","params":{"all":true}}',
-      'zoo_peers takes no params: got {"all":true}',
+      'zoo_peers takes no params: unknown member "all"',
     ],
   ];
   for (const [body, message] of cases) {
@@ -242,7 +196,8 @@ Deno.test("a throwing source is a JSON 500 without details, reported once", asyn
       throw new Error("db locked at /var/lib/zoo");
     },
     peers: () => [],
-    training: () => null,
+    job: () => null,
+    checkpoint: () => Promise.resolve(null),
     fetchBlob: () => Promise.reject(new Error("not used")),
   };
   const app = createApp(broken, {

@@ -9,8 +9,9 @@ import type { Hono } from "hono";
 /** Options for {@linkcode serveHttp}. */
 export interface ServeHttpOptions {
   /**
-   * Interface to bind. Default "127.0.0.1": the surface has no auth, so it
-   * is reachable from this machine only unless the operator says otherwise.
+   * Interface to bind. Default "127.0.0.1": reading the status needs no
+   * token, so it is reachable from this machine only unless the operator
+   * says otherwise.
    */
   hostname?: string;
   /** Port to bind; 0 (the default) picks a free one. */

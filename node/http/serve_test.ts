@@ -2,33 +2,9 @@ import { deepStrictEqual, match, rejects, strictEqual } from "node:assert";
 import { Hono } from "hono";
 import { createApp, MAX_RPC_BODY_BYTES } from "./app.ts";
 import { serveHttp } from "./serve.ts";
-import type { NodeStatus } from "./types.ts";
+import { fakeSource, STATUS } from "./_fixtures.ts";
 
-const STATUS: NodeStatus = {
-  training: null,
-  peerId: "12D3KooWSelf",
-  addresses: [],
-  version: "0.1.0",
-  uptimeSeconds: 5,
-  livePeers: 0,
-  connections: 0,
-  drops: {},
-  blobs: {
-    served: 0,
-    servedBytes: 0,
-    refused: { "bad-request": 0, "not-found": 0, busy: 0, "too-large": 0 },
-    badStreams: 0,
-    corruptLocal: 0,
-    fetched: 0,
-    fetchedBytes: 0,
-  },
-};
-const app = createApp({
-  status: () => STATUS,
-  peers: () => [],
-  training: () => null,
-  fetchBlob: () => Promise.reject(new Error("not used")),
-});
+const app = createApp(fakeSource({ peers: () => [] }));
 
 Deno.test("serves on 127.0.0.1 with an ephemeral port by default", async () => {
   const server = await serveHttp(app, {});

@@ -1,13 +1,22 @@
 /**
- * What the HTTP surface reads from the running node. The libp2p host
- * implements {@linkcode NodeInfoSource}; the HTTP layer only reads it, so
- * tests can hand it plain data.
+ * What the HTTP surface reads from the running node. The node implements
+ * {@linkcode NodeInfoSource} and a training job adds a {@linkcode JobSource};
+ * the HTTP layer only reads them, so tests can hand it plain data.
+ *
+ * Amounts recorded on chain (token weights, wei) are decimal strings: they
+ * are uint256 there and may exceed what a JSON number holds exactly.
  *
  * @module
  */
 
+import type { JobSpec } from "../../protocol/job_spec.ts";
 import type { BlobStats, FetchReport } from "../blob_service.ts";
+import type { Progress } from "../gossip_service.ts";
+import type { HistogramSnapshot } from "../histogram.ts";
 import type { RoundRecord } from "../round_ledger.ts";
+import type { StepLoss } from "../step_log.ts";
+
+export type { RoundRecord, StepLoss };
 
 /** The training job this node takes part in, when it runs one. */
 export interface TrainingStatus {
@@ -15,12 +24,14 @@ export interface TrainingStatus {
   job: string;
   /** The round being trained or fetched. */
   round: number;
-  /** Where the node is in the round (waiting, training, collecting, ...). */
+  /** Where the node is in the round (waiting, training, ...; "left" after zoo_leave). */
   phase: string;
   /** CID of the checkpoint the round starts from. */
   parent: string;
   /** Rounds in the job. */
   rounds: number;
+  /** Inner steps per round (H). */
+  innerSteps: number;
   /** The elected leader of the round, as this node ranks the live peers. */
   leader: string | null;
   /** Live job members this node counts, itself included. */
@@ -51,6 +62,14 @@ export interface PeerSummary {
   throughput: number | null;
   /** Its zoo-node version; null if unknown. */
   version: string | null;
+  /** Tokens the chain credits it with in this node's job; null if unknown. */
+  contribution: string | null;
+}
+
+/** Bytes one protocol moved. */
+export interface ByteCounts {
+  sent: number;
+  received: number;
 }
 
 /** This node's own state. */
@@ -71,8 +90,125 @@ export interface NodeStatus {
   drops: Record<string, number>;
   /** Blob protocol counters: transfers served and fetched, refusals. */
   blobs: BlobStats;
+  /** Bytes sent and received, by protocol. */
+  bytes: { gossip: ByteCounts; blob: ByteCounts };
+  /** What this node's heartbeats report: round, step, backend, tokens/s. */
+  progress: Progress;
   /** The job being trained (without its round records), or null. */
   training: Omit<TrainingStatus, "committed"> | null;
+}
+
+/** This node's standing in its job, as the chain records it. */
+export interface Contributions {
+  job: string;
+  /** This node's chain account. */
+  account: string;
+  /** Tokens credited to this account over all committed rounds. */
+  contribution: string;
+  /** Tokens credited to every contributor together. */
+  totalContribution: string;
+  /** The job's reward pool, wei. */
+  rewardPool: string;
+  /** What this account could claim now, wei (0 until the last round commits). */
+  claimable: string;
+  /** Rounds committed on chain. */
+  roundsCommitted: number;
+  /** Rounds in the job. */
+  rounds: number;
+  /** Rounds this node saw committed with its delta in them. */
+  contributedRounds: number[];
+  /** When the chain was read, ms since the epoch. */
+  readAt: number;
+}
+
+/** A job as `zoo_job` reports it: its spec and its record on chain. */
+export interface JobInfo {
+  id: string;
+  spec: JobSpec;
+  chain: {
+    chainId: number;
+    registry: string;
+    creator: string;
+    rewardPool: string;
+    minStake: string;
+    quorum: number;
+    rounds: number;
+    nextRound: number;
+    /** CID of the last committed checkpoint (the genesis before round 0). */
+    head: string;
+    genesis: string;
+    totalContribution: string;
+    paid: string;
+  };
+}
+
+/** One round as `zoo_round` reports it. */
+export interface RoundDetail {
+  round: number;
+  /** What this node recorded when it closed the round; null if it did not. */
+  record: RoundRecord | null;
+  /** The commit as the chain records it. */
+  chain: {
+    parent: string;
+    checkpoint: string;
+    manifest: string;
+    committer: string;
+    signers: number;
+    /** Unix time of the commit's block, seconds. */
+    committedAt: number;
+    /** The commit transaction; null when its log was not found. */
+    tx: string | null;
+  };
+}
+
+/** Metadata of a round checkpoint this node holds (`zoo_checkpoint`). */
+export interface CheckpointInfo {
+  cid: string;
+  /** Size of the safetensors file, bytes. */
+  size: number;
+  format: string;
+  job: string;
+  /** The round this checkpoint starts. */
+  round: number;
+  /** CID of the previous round's checkpoint; null for the genesis. */
+  parent: string | null;
+  /** The model config, as recorded in the file. */
+  config: unknown;
+  /** The round whose commit produced it, as this node recorded it. */
+  committed: RoundRecord | null;
+}
+
+/** What `zoo_leave` reports. */
+export interface LeaveResult {
+  job: string;
+  /** The round the node was in when it left. */
+  round: number;
+  /** False when the node had already left. */
+  left: boolean;
+}
+
+/** The job a node trains, as the HTTP surface reads it. */
+export interface JobSource {
+  /** Where the job stands now. */
+  training(): TrainingStatus;
+  /** Inner-step losses with `seq > after`, oldest first (-1: all kept). */
+  steps(after: number): StepLoss[];
+  /** Inner steps trained since the node started. */
+  stepsTotal(): number;
+  /** Seconds from sending this node's commit transactions to their receipts. */
+  commitLatency(): HistogramSnapshot;
+  /** The last contributions read from chain (refreshed in the background). */
+  cachedContributions(): Contributions | null;
+  /** The last chain reading of `peerId`'s contribution, or null. */
+  peerContribution(peerId: string): string | null;
+  /** Contributions and claimable rewards, read from chain unless fresh. */
+  contributions(): Promise<Contributions>;
+  /** The job's spec and chain record. */
+  info(): Promise<JobInfo>;
+  /** Committed round `round`, or null when the chain has no such commit. */
+  round(round: number): Promise<RoundDetail | null>;
+  /** Stops training and contributing; the node stays up. */
+  leave(): LeaveResult;
 }
 
 /** The node state the HTTP surface reads; called on every request. */
@@ -87,6 +223,12 @@ export interface NodeInfoSource {
    * or peer id and a `BlobFetchError` when no provider delivers it.
    */
   fetchBlob(cid: string, providers?: string[]): Promise<FetchReport>;
+  /**
+   * Metadata of a round checkpoint in the local store, or null when the
+   * store does not hold `cid`. Throws a `TypeError` for a bad CID and a
+   * `SafetensorsError` for a blob that is not a round checkpoint.
+   */
+  checkpoint(cid: string): Promise<CheckpointInfo | null>;
   /** The training job, or null when the node trains none. */
-  training(): TrainingStatus | null;
+  job(): JobSource | null;
 }

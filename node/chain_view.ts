@@ -1,0 +1,161 @@
+/**
+ * What the status surfaces show from the chain about one job: the job
+ * record, this node's contribution and claimable reward, other members'
+ * contributions, and committed rounds with their transactions. Reads are
+ * cached for a few seconds, so a page refreshing every second costs the
+ * chain a handful of calls per interval, whatever the number of viewers.
+ *
+ * @module
+ */
+import {
+  type Address,
+  bytes32ToCid,
+  cidToBytes32,
+} from "../chain/attestation.ts";
+import {
+  claimable,
+  commitTransactions,
+  contributionOf,
+  readJob,
+  readRound,
+  type Registry,
+} from "../chain/registry.ts";
+import type { JobSpec } from "../protocol/job_spec.ts";
+import { Cached } from "./cached.ts";
+import type { Contributions, JobInfo, RoundDetail } from "./http/types.ts";
+import type { MemberCache } from "./member_cache.ts";
+
+/** How long a chain reading is shown before it is read again, ms. */
+export const CHAIN_VIEW_TTL_MS = 3_000;
+
+/** What a {@linkcode JobChainView} reads with. */
+export interface JobChainViewOptions {
+  registry: Registry;
+  jobId: string;
+  spec: JobSpec;
+  /** This node's chain account. */
+  account: Address;
+  /** Maps peer ids to accounts (cached by the round driver already). */
+  members: MemberCache;
+  /** Rounds this node saw committed with its delta in them. */
+  contributedRounds: () => number[];
+  ttlMs?: number;
+}
+
+/** Cached chain readings about one job. */
+export class JobChainView {
+  readonly #o: JobChainViewOptions;
+  readonly #job;
+  readonly #mine: Cached<Contributions>;
+  readonly #txs: Cached<Map<number, string>>;
+  readonly #peers = new Map<string, Cached<string | null>>();
+
+  constructor(o: JobChainViewOptions) {
+    this.#o = o;
+    const ttl = o.ttlMs ?? CHAIN_VIEW_TTL_MS;
+    const job = cidToBytes32(o.jobId);
+    this.#job = new Cached(() => readJob(o.registry, job), ttl);
+    this.#txs = new Cached(() => commitTransactions(o.registry, job), ttl);
+    this.#mine = new Cached(async () => {
+      const [j, mine, due] = await Promise.all([
+        this.#job.get(),
+        contributionOf(o.registry, job, o.account),
+        claimable(o.registry, job, o.account),
+      ]);
+      return {
+        job: o.jobId,
+        account: o.account,
+        contribution: String(mine),
+        totalContribution: String(j.totalContribution),
+        rewardPool: String(j.rewardPool),
+        claimable: String(due),
+        roundsCommitted: j.nextRound,
+        rounds: j.rounds,
+        contributedRounds: o.contributedRounds(),
+        readAt: Date.now(),
+      };
+    }, ttl);
+  }
+
+  /** This node's contributions as last read; starts a read when stale. */
+  cachedContributions(): Contributions | null {
+    return this.#mine.peek();
+  }
+
+  /** This node's contributions, read from chain unless fresh. */
+  contributions(): Promise<Contributions> {
+    return this.#mine.get();
+  }
+
+  /**
+   * `peer`'s credited tokens as last read (null until read, or when it has
+   * no account); starts a read when stale.
+   */
+  peerContribution(peer: string): string | null {
+    let cached = this.#peers.get(peer);
+    if (!cached) {
+      cached = new Cached(async () => {
+        const { account } = await this.#o.members.lookup(peer);
+        if (account === null) return null;
+        const job = cidToBytes32(this.#o.jobId);
+        return String(await contributionOf(this.#o.registry, job, account));
+      }, this.#o.ttlMs ?? CHAIN_VIEW_TTL_MS);
+      this.#peers.set(peer, cached);
+    }
+    return cached.peek();
+  }
+
+  /** The job's spec and chain record. */
+  async info(): Promise<JobInfo> {
+    const { registry, jobId, spec } = this.#o;
+    const j = await this.#job.get();
+    return {
+      id: jobId,
+      spec,
+      chain: {
+        chainId: registry.client.chainId,
+        registry: registry.address,
+        creator: j.creator,
+        rewardPool: String(j.rewardPool),
+        minStake: String(j.minStake),
+        quorum: j.quorum,
+        rounds: j.rounds,
+        nextRound: j.nextRound,
+        head: bytes32ToCid(j.head),
+        genesis: bytes32ToCid(j.genesis),
+        totalContribution: String(j.totalContribution),
+        paid: String(j.paid),
+      },
+    };
+  }
+
+  /** Round `round` as committed on chain, or null when it is not. */
+  async round(round: number): Promise<Omit<RoundDetail, "record"> | null> {
+    const r = await readRound(
+      this.#o.registry,
+      cidToBytes32(this.#o.jobId),
+      round,
+    );
+    if (r === null) return null;
+    let txs = await this.#txs.get();
+    // A round committed since the last look is not in the cached logs yet.
+    if (!txs.has(round)) {
+      txs = await commitTransactions(
+        this.#o.registry,
+        cidToBytes32(this.#o.jobId),
+      );
+    }
+    return {
+      round,
+      chain: {
+        parent: bytes32ToCid(r.parent),
+        checkpoint: bytes32ToCid(r.checkpoint),
+        manifest: bytes32ToCid(r.manifest),
+        committer: r.committer,
+        signers: r.signers,
+        committedAt: Number(r.committedAt),
+        tx: txs.get(round) ?? null,
+      },
+    };
+  }
+}

@@ -1,0 +1,62 @@
+import { deepStrictEqual, strictEqual } from "node:assert";
+import { fakeJob, PEERS, record, STATUS } from "../http/_fixtures.ts";
+import {
+  formatBytes,
+  formatEther,
+  formatStatus,
+  table,
+} from "./status_format.ts";
+
+Deno.test("status format: a training node shows job, peers, rounds and rewards", async () => {
+  const job = fakeJob(2);
+  const lines = formatStatus({
+    status: { ...STATUS, training: job.training() },
+    peers: PEERS,
+    rounds: [record(0), record(1)],
+    contributions: await job.contributions(),
+  });
+  const text = lines.join("\n");
+  for (
+    const part of [
+      "peer id      12D3KooWSelf",
+      "job          bafkreijob",
+      "round        2 of 3, training, leader 12D3KooWA",
+      "backend      wasm, 813 tokens/s",
+      "sent         1.3 KiB (gossip 300 B, blobs 1.0 KiB)",
+      "contribution 20480 of 40960 tokens in 2 round(s), claimable 0.000000 ETH",
+      "peers (2)",
+      "committed rounds (the last 2)",
+    ]
+  ) {
+    strictEqual(text.includes(part), true, `missing "${part}" in\n${text}`);
+  }
+  const peerRow = lines.find((l) =>
+    l.includes("12D3KooWA") && l.includes("webgpu")
+  );
+  strictEqual(
+    peerRow?.replace(/\s+/g, " ").trim(),
+    "12D3KooWA webgpu 5322 1.2 s ago 4.17 10240",
+  );
+  const roundRow = lines.find((l) => l.trim().startsWith("1 "));
+  strictEqual(roundRow?.includes(record(1).tx!), true);
+});
+
+Deno.test("status format: no job, and a chain that could not be read", () => {
+  const text = formatStatus({
+    status: STATUS,
+    peers: [],
+    rounds: [],
+    contributions: "Internal error",
+  }).join("\n");
+  strictEqual(text.includes("job          none"), true);
+  strictEqual(text.includes("contribution unavailable: Internal error"), true);
+  strictEqual(text.includes("committed rounds"), false);
+});
+
+Deno.test("status format helpers", () => {
+  deepStrictEqual(table([["a", "bbb"], ["cc", "d"]]), ["a   bbb", "cc  d"]);
+  strictEqual(formatBytes(1023), "1023 B");
+  strictEqual(formatBytes(1536), "1.5 KiB");
+  strictEqual(formatEther("1234567890123456789"), "1.234567 ETH");
+  strictEqual(formatEther("0"), "0.000000 ETH");
+});

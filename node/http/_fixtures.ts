@@ -1,0 +1,174 @@
+/**
+ * Plain-data node and job sources for the HTTP tests: the app only reads
+ * its source, so these stand in for a running node without a port.
+ */
+import { Histogram } from "../histogram.ts";
+import { StepLog } from "../step_log.ts";
+import type {
+  Contributions,
+  JobSource,
+  NodeInfoSource,
+  NodeStatus,
+  PeerSummary,
+  RoundRecord,
+  TrainingStatus,
+} from "./types.ts";
+
+/** A node's status with some of every counter. */
+export const STATUS: NodeStatus = {
+  training: null,
+  peerId: "12D3KooWSelf",
+  addresses: ["/ip4/127.0.0.1/tcp/4001/p2p/12D3KooWSelf"],
+  version: "0.1.0",
+  uptimeSeconds: 93,
+  livePeers: 1,
+  connections: 2,
+  drops: { malformed: 3, oversized: 1 },
+  blobs: {
+    served: 2,
+    servedBytes: 1024,
+    refused: { "bad-request": 1, "not-found": 0, busy: 0, "too-large": 0 },
+    badStreams: 0,
+    corruptLocal: 0,
+    fetched: 1,
+    fetchedBytes: 512,
+  },
+  bytes: {
+    gossip: { sent: 300, received: 200 },
+    blob: { sent: 1024, received: 512 },
+  },
+  progress: { round: 1, step: 4, backend: "wasm", throughput: 812.5 },
+};
+
+/** Two peers: one live and connected, one known only by connection. */
+export const PEERS: PeerSummary[] = [
+  {
+    peerId: "12D3KooWA",
+    connected: true,
+    lastSeenMs: 1200,
+    round: 4,
+    step: 17,
+    backend: "webgpu",
+    throughput: 5321.5,
+    version: "0.1.0",
+    contribution: "10240",
+  },
+  {
+    peerId: "12D3KooWB",
+    connected: false,
+    lastSeenMs: null,
+    round: null,
+    step: null,
+    backend: null,
+    throughput: null,
+    version: null,
+    contribution: null,
+  },
+];
+
+/** A round record with the given number. */
+export function record(round: number): RoundRecord {
+  return {
+    round,
+    checkpoint: `bafkreickpt${round}`,
+    leader: "12D3KooWA",
+    tx: `0x${String(round).padStart(64, "0")}`,
+    contributors: 2,
+    trainLoss: 5 - round / 10,
+    valLoss: 5.1 - round / 10,
+    contributed: true,
+    bytesSent: 1000,
+    dataParallelBytes: 90000,
+    trainMs: 40,
+    wallMs: 900,
+  };
+}
+
+/** A job with `rounds` closed and 3 steps noted per round; calls are logged. */
+export function fakeJob(rounds = 2): JobSource & {
+  steps_: StepLog;
+  records: RoundRecord[];
+  leaves: number;
+} {
+  const steps = new StepLog();
+  const records = Array.from({ length: rounds }, (_, r) => record(r));
+  for (let r = 0; r < rounds; r++) {
+    for (let h = 1; h <= 3; h++) steps.note(r, h, 5.5 - r / 10 - h / 100);
+  }
+  const latency = new Histogram([0.1, 1]);
+  latency.observe(0.05);
+  const contributions: Contributions = {
+    job: "bafkreijob",
+    account: "0x00000000000000000000000000000000000000aa",
+    contribution: "20480",
+    totalContribution: "40960",
+    rewardPool: "1000000000000000000",
+    claimable: "0",
+    roundsCommitted: rounds,
+    rounds: 3,
+    contributedRounds: records.map((r) => r.round),
+    readAt: 0,
+  };
+  const job = {
+    steps_: steps,
+    records,
+    leaves: 0,
+    training: (): TrainingStatus => ({
+      job: "bafkreijob",
+      round: rounds,
+      phase: job.leaves > 0 ? "left" : "training",
+      parent: "bafkreiparent",
+      rounds: 3,
+      innerSteps: 3,
+      leader: "12D3KooWA",
+      live: 2,
+      deltas: 1,
+      aggregating: false,
+      committed: records,
+    }),
+    steps: (after: number) => steps.since(after),
+    stepsTotal: () => steps.total,
+    commitLatency: () => latency.snapshot(),
+    cachedContributions: () => contributions,
+    peerContribution: () => "10240",
+    contributions: () => Promise.resolve(contributions),
+    info: () => Promise.reject(new Error("not used")),
+    round: (n: number) =>
+      Promise.resolve(
+        n < records.length
+          ? {
+            round: n,
+            record: records[n],
+            chain: {
+              parent: "bafkreiparent",
+              checkpoint: records[n].checkpoint,
+              manifest: "bafkreimanifest",
+              committer: "0x00000000000000000000000000000000000000aa",
+              signers: 2,
+              committedAt: 1_700_000_000,
+              tx: records[n].tx,
+            },
+          }
+          : null,
+      ),
+    leave() {
+      job.leaves++;
+      return { job: "bafkreijob", round: rounds, left: job.leaves === 1 };
+    },
+  };
+  return job;
+}
+
+/** A node source over {@linkcode STATUS} and {@linkcode PEERS}. */
+export function fakeSource(
+  over: Partial<NodeInfoSource> = {},
+): NodeInfoSource {
+  return {
+    status: () => STATUS,
+    peers: () => PEERS,
+    job: () => null,
+    checkpoint: () => Promise.resolve(null),
+    fetchBlob: () => Promise.reject(new Error("not used")),
+    ...over,
+  };
+}

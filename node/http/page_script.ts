@@ -1,0 +1,216 @@
+/**
+ * The status page's script, served as `/app.js`. It listens to `/events`
+ * and redraws the cards, the loss chart and the tables on every frame;
+ * text from the node goes in with `textContent` only, never as HTML.
+ *
+ * @module
+ */
+
+/** Plain browser JavaScript (no modules, no dependencies). */
+export const PAGE_SCRIPT = String.raw`"use strict";
+(function () {
+  var MAX_STEPS = 5000;
+  var steps = [];
+  var rounds = [];
+  var svgNs = "http://www.w3.org/2000/svg";
+
+  function $(id) { return document.getElementById(id); }
+  function el(tag, text, cls) {
+    var e = document.createElement(tag);
+    if (text !== undefined && text !== null) e.textContent = String(text);
+    if (cls) e.className = cls;
+    return e;
+  }
+  function svg(tag, attrs) {
+    var e = document.createElementNS(svgNs, tag);
+    for (var k in attrs) e.setAttribute(k, String(attrs[k]));
+    return e;
+  }
+  function short(id) {
+    if (!id) return "-";
+    return id.length > 16 ? id.slice(0, 8) + "…" + id.slice(-6) : id;
+  }
+  function bytes(n) {
+    var units = ["B", "KiB", "MiB", "GiB", "TiB"];
+    var i = 0;
+    while (n >= 1024 && i < units.length - 1) { n /= 1024; i++; }
+    return (i === 0 ? n : n.toFixed(1)) + " " + units[i];
+  }
+  function num(x, digits) {
+    return x === null || x === undefined ? "-" : Number(x).toFixed(digits);
+  }
+  function ether(wei) {
+    if (wei === null || wei === undefined) return "-";
+    var w = BigInt(wei);
+    var whole = w / 1000000000000000000n;
+    var frac = (w % 1000000000000000000n).toString().padStart(18, "0").slice(0, 6);
+    return whole + "." + frac + " ETH";
+  }
+  function fill(tbody, rows) {
+    tbody.replaceChildren.apply(tbody, rows);
+  }
+  function row(cells, attrs) {
+    var tr = el("tr");
+    for (var k in attrs || {}) tr.setAttribute(k, attrs[k]);
+    cells.forEach(function (c) {
+      var td = el("td", c.text === undefined ? c : c.text);
+      if (c.title) td.title = c.title;
+      tr.appendChild(td);
+    });
+    return tr;
+  }
+  function card(label, value, title) {
+    var d = el("div", null, "card");
+    d.appendChild(el("div", label, "label"));
+    var v = el("div", value, "value");
+    if (title) v.title = title;
+    d.appendChild(v);
+    return d;
+  }
+
+  function renderCards(f) {
+    var s = f.status, t = s.training, c = f.contributions;
+    var sent = s.bytes.gossip.sent + s.bytes.blob.sent;
+    var received = s.bytes.gossip.received + s.bytes.blob.received;
+    $("cards").replaceChildren(
+      card("job", t ? short(t.job) : "none", t ? t.job : ""),
+      card("round", t ? t.round + " / " + t.rounds : "-"),
+      card("phase", t ? t.phase : "-"),
+      card("leader", t ? short(t.leader) : "-", t && t.leader ? t.leader : ""),
+      card("live peers", s.livePeers),
+      card("tokens/s", num(s.progress.throughput, 0)),
+      card("backend", s.progress.backend),
+      card("sent", bytes(sent)),
+      card("received", bytes(received)),
+      card("contribution", c ? c.contribution + " tokens" : "-"),
+      card("claimable", c ? ether(c.claimable) : "-"),
+    );
+  }
+
+  function renderPeers(f) {
+    var s = f.status;
+    var me = row([
+      { text: short(s.peerId), title: s.peerId },
+      s.progress.backend,
+      num(s.progress.throughput, 0),
+      "now",
+      s.progress.round + "." + s.progress.step,
+      f.contributions ? f.contributions.contribution : "-",
+    ], { "data-peer": s.peerId, "class": "self" });
+    var others = f.peers.map(function (p) {
+      return row([
+        { text: short(p.peerId), title: p.peerId },
+        p.backend || "-",
+        num(p.throughput, 0),
+        p.lastSeenMs === null ? (p.connected ? "connected" : "-")
+          : (p.lastSeenMs / 1000).toFixed(1) + " s ago",
+        p.round === null ? "-" : p.round + "." + p.step,
+        p.contribution === null ? "-" : p.contribution,
+      ], { "data-peer": p.peerId });
+    });
+    fill($("peers").tBodies[0], [me].concat(others));
+    $("peer-count").textContent = "(" + (others.length + 1) + ")";
+  }
+
+  function renderCommits() {
+    var recent = rounds.slice(-50).reverse();
+    fill($("commits").tBodies[0], recent.map(function (r) {
+      return row([
+        r.round,
+        { text: short(r.checkpoint), title: r.checkpoint },
+        { text: short(r.tx), title: r.tx || "" },
+        { text: short(r.leader), title: r.leader || "" },
+        num(r.trainLoss, 3),
+        num(r.valLoss, 3),
+        bytes(r.bytesSent),
+      ], { "data-round": String(r.round) });
+    }));
+  }
+
+  function renderTraffic(f) {
+    var s = f.status, rows = [
+      ["gossip sent / received", bytes(s.bytes.gossip.sent) + " / " + bytes(s.bytes.gossip.received)],
+      ["blobs sent / received", bytes(s.bytes.blob.sent) + " / " + bytes(s.bytes.blob.received)],
+      ["blob transfers served / fetched", s.blobs.served + " / " + s.blobs.fetched],
+    ];
+    for (var reason in s.drops) {
+      if (s.drops[reason] > 0) rows.push(["dropped: " + reason, s.drops[reason]]);
+    }
+    fill($("traffic").tBodies[0], rows.map(function (r) { return row(r); }));
+  }
+
+  // x: global step (round × H + step); y: loss, on a 600 × 240 canvas.
+  function renderChart(f) {
+    var t = f.status.training;
+    var H = t ? t.innerSteps : 1;
+    var pts = steps.map(function (s) { return [s.round * H + s.step, s.loss]; });
+    var marks = [];
+    rounds.forEach(function (r) {
+      var x = (r.round + 1) * H;
+      marks.push([x, r.valLoss, "val"]);
+      if (r.trainLoss !== null) marks.push([x, r.trainLoss, "train"]);
+    });
+    var all = pts.concat(marks);
+    var axes = $("axes");
+    if (all.length === 0) {
+      $("step-line").setAttribute("points", "");
+      $("round-markers").replaceChildren();
+      axes.replaceChildren(svg("text", { x: 300, y: 120, "text-anchor": "middle" }));
+      axes.firstChild.textContent = "no training steps yet";
+      return;
+    }
+    var xs = all.map(function (p) { return p[0]; });
+    var ys = all.map(function (p) { return p[1]; });
+    var x0 = Math.min.apply(null, xs), x1 = Math.max.apply(null, xs);
+    var y0 = Math.min.apply(null, ys), y1 = Math.max.apply(null, ys);
+    if (x1 === x0) x1 = x0 + 1;
+    if (y1 === y0) { y1 += 0.5; y0 -= 0.5; }
+    var L = 44, R = 590, T = 10, B = 220;
+    function px(x) { return (L + (x - x0) / (x1 - x0) * (R - L)).toFixed(1); }
+    function py(y) { return (B - (y - y0) / (y1 - y0) * (B - T)).toFixed(1); }
+    $("step-line").setAttribute("points", pts.map(function (p) {
+      return px(p[0]) + "," + py(p[1]);
+    }).join(" "));
+    $("round-markers").replaceChildren.apply($("round-markers"), marks.map(function (m) {
+      return svg("circle", { cx: px(m[0]), cy: py(m[1]), r: 4, "class": "round-marker " + m[2] });
+    }));
+    var labels = [
+      [L - 4, T + 4, y1.toFixed(2), "end"], [L - 4, B, y0.toFixed(2), "end"],
+      [L, 236, "step " + x0, "start"], [R, 236, "step " + x1, "end"],
+    ];
+    axes.replaceChildren.apply(axes, [
+      svg("line", { x1: L, y1: T, x2: L, y2: B }),
+      svg("line", { x1: L, y1: B, x2: R, y2: B }),
+    ].concat(labels.map(function (l) {
+      var e = svg("text", { x: l[0], y: l[1], "text-anchor": l[3] });
+      e.textContent = l[2];
+      return e;
+    })));
+  }
+
+  function onFrame(f) {
+    if (f.full) { steps = []; rounds = []; }
+    steps = steps.concat(f.steps);
+    if (steps.length > MAX_STEPS) steps = steps.slice(-MAX_STEPS);
+    rounds = rounds.slice(0, f.roundsFrom).concat(f.rounds);
+    $("self").textContent = f.status.peerId + " · v" + f.status.version +
+      " · up " + f.status.uptimeSeconds + " s";
+    renderCards(f);
+    renderChart(f);
+    renderPeers(f);
+    renderCommits();
+    renderTraffic(f);
+  }
+
+  var events = new EventSource("/events");
+  events.addEventListener("status", function (e) {
+    $("conn").textContent = "live";
+    $("conn").className = "pill live";
+    onFrame(JSON.parse(e.data));
+  });
+  events.onerror = function () {
+    $("conn").textContent = "reconnecting";
+    $("conn").className = "pill down";
+  };
+})();
+`;

@@ -1,0 +1,138 @@
+/**
+ * The `zoo_*` JSON-RPC methods over a node's info source. Each checks its
+ * params (-32602 naming the field), answers from the source, and maps what
+ * the source throws to a typed JSON-RPC error.
+ *
+ * @module
+ */
+import { SafetensorsError } from "../../kernels/safetensors.ts";
+import { BlobFetchError } from "../blob_service.ts";
+import { InvalidParamsError, type JsonRpcMethods } from "./jsonrpc.ts";
+import {
+  BlobUnavailableError,
+  NoJobError,
+  NotFoundError,
+  UnauthorizedError,
+} from "./rpc_errors.ts";
+import { parseParams } from "./rpc_params.ts";
+import type { JobSource, NodeInfoSource } from "./types.ts";
+
+/** Default and largest page of `zoo_rounds`. */
+export const ROUNDS_PAGE = { default: 100, max: 1000 } as const;
+
+const ROUND = { type: "integer", min: 0, max: 2 ** 32 - 1 } as const;
+const CID = { type: "string", maxLength: 128 } as const;
+
+/** Who is calling: whether the request carried the node's bearer token. */
+export interface RpcCaller {
+  authorized: boolean;
+}
+
+/**
+ * The method table for one request (or batch) from `caller`.
+ *
+ * @example
+ * ```ts ignore
+ * const out = await handleJsonRpc(body, rpcMethods(source, { authorized: false }));
+ * ```
+ */
+export function rpcMethods(
+  source: NodeInfoSource,
+  caller: RpcCaller,
+): JsonRpcMethods {
+  const jobOf = (method: string): JobSource => {
+    const job = source.job();
+    if (job === null) throw new NoJobError(method);
+    return job;
+  };
+  return {
+    zoo_status: (params) => {
+      parseParams("zoo_status", params, {});
+      return source.status();
+    },
+    zoo_peers: (params) => {
+      parseParams("zoo_peers", params, {});
+      return source.peers();
+    },
+    zoo_job: (params) => {
+      parseParams("zoo_job", params, {});
+      return jobOf("zoo_job").info();
+    },
+    zoo_rounds: (params) => {
+      const p = parseParams("zoo_rounds", params, {
+        from: { ...ROUND, optional: true },
+        limit: {
+          type: "integer",
+          min: 1,
+          max: ROUNDS_PAGE.max,
+          optional: true,
+        },
+      }) as { from?: number; limit?: number };
+      const records = source.job()?.training().committed ?? [];
+      return records.filter((r) => r.round >= (p.from ?? 0))
+        .slice(0, p.limit ?? ROUNDS_PAGE.default);
+    },
+    zoo_round: async (params) => {
+      const { round } = parseParams("zoo_round", params, { round: ROUND }) as {
+        round: number;
+      };
+      const detail = await jobOf("zoo_round").round(round);
+      if (detail === null) {
+        throw new NotFoundError(
+          `round ${round} is not committed on chain: ask zoo_job for nextRound`,
+        );
+      }
+      return detail;
+    },
+    zoo_checkpoint: async (params) => {
+      const { cid } = parseParams("zoo_checkpoint", params, { cid: CID }) as {
+        cid: string;
+      };
+      let info;
+      try {
+        info = await source.checkpoint(cid);
+      } catch (err) {
+        if (err instanceof TypeError || err instanceof SafetensorsError) {
+          throw new InvalidParamsError(err.message);
+        }
+        throw err;
+      }
+      if (info === null) {
+        throw new NotFoundError(
+          `checkpoint ${cid} is not in this node's store: fetch it with zoo_fetchBlob first`,
+        );
+      }
+      return info;
+    },
+    zoo_contributions: (params) => {
+      parseParams("zoo_contributions", params, {});
+      return jobOf("zoo_contributions").contributions();
+    },
+    zoo_leave: (params) => {
+      // Authorization first: a caller without the token learns nothing else.
+      if (!caller.authorized) throw new UnauthorizedError("zoo_leave");
+      parseParams("zoo_leave", params, {});
+      return jobOf("zoo_leave").leave();
+    },
+    zoo_fetchBlob: async (params) => {
+      const { cid, providers } = parseParams("zoo_fetchBlob", params, {
+        cid: CID,
+        providers: {
+          type: "strings",
+          maxItems: 64,
+          maxLength: 128,
+          optional: true,
+        },
+      }) as { cid: string; providers?: string[] };
+      try {
+        return await source.fetchBlob(cid, providers);
+      } catch (err) {
+        if (err instanceof TypeError) throw new InvalidParamsError(err.message);
+        if (err instanceof BlobFetchError) {
+          throw new BlobUnavailableError(err.message, err.report);
+        }
+        throw err;
+      }
+    },
+  };
+}

@@ -1,0 +1,88 @@
+/**
+ * A training job as the status page, JSON-RPC and metrics see it: the
+ * round driver's state and ledger, chain readings, and the one action a
+ * script may take on it, leaving.
+ *
+ * @module
+ */
+import type { Address } from "../chain/attestation.ts";
+import type { Registry } from "../chain/registry.ts";
+import { rankLeaders } from "../protocol/assignment.ts";
+import type { JobSpec } from "../protocol/job_spec.ts";
+import { JobChainView } from "./chain_view.ts";
+import type { JobSource, TrainingStatus } from "./http/types.ts";
+import type { ZooNode } from "./node.ts";
+import type { RoundDriver } from "./round_driver.ts";
+
+/** What a job view is built from. */
+export interface JobViewOptions {
+  node: ZooNode;
+  driver: RoundDriver;
+  registry: Registry;
+  jobId: string;
+  spec: JobSpec;
+  /** This node's chain account. */
+  account: Address;
+}
+
+/** The {@linkcode JobSource} of a job this node trains with `driver`. */
+export function createJobView(o: JobViewOptions): JobSource {
+  const { driver, spec, jobId } = o;
+  const ledger = driver.ledger;
+  const chain = new JobChainView({
+    registry: o.registry,
+    jobId,
+    spec,
+    account: o.account,
+    members: driver.members,
+    contributedRounds: () =>
+      ledger.records.filter((r) => r.contributed).map((r) => r.round),
+  });
+  let left = false;
+
+  const training = (): TrainingStatus => {
+    const s = driver.state;
+    const ranked = s.parent ? rankLeaders(s.parent, s.live) : [];
+    return {
+      job: jobId,
+      round: s.round,
+      phase: left ? "left" : s.phase,
+      parent: s.parent,
+      rounds: spec.rounds,
+      innerSteps: spec.innerSteps,
+      leader: ranked[0] ?? null,
+      live: s.live.length,
+      deltas: s.deltas.size,
+      aggregating: s.aggregating,
+      committed: ledger.records,
+    };
+  };
+
+  return {
+    training,
+    steps: (after) => ledger.steps.since(after),
+    stepsTotal: () => ledger.steps.total,
+    commitLatency: () => ledger.commitLatency.snapshot(),
+    cachedContributions: () => chain.cachedContributions(),
+    peerContribution: (peer) => chain.peerContribution(peer),
+    contributions: () => chain.contributions(),
+    info: () => chain.info(),
+    async round(round) {
+      const onChain = await chain.round(round);
+      if (onChain === null) return null;
+      const record = ledger.records.find((r) => r.round === round) ?? null;
+      return { ...onChain, record };
+    },
+    leave() {
+      const round = driver.state.round;
+      if (left) return { job: jobId, round, left: false };
+      left = true;
+      // Without heartbeats the other peers stop counting this node as
+      // live within their peer TTL, so they neither assign it chunks nor
+      // wait for it as a leader.
+      driver.stop();
+      o.node.gossip.stopHeartbeats();
+      return { job: jobId, round, left: true };
+    },
+  };
+}

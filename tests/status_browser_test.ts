@@ -1,0 +1,128 @@
+/// <reference lib="dom" />
+/**
+ * The status page in a real browser: a 3-peer training devnet, Debian's
+ * headless chromium driven by playwright-core. Every peer is listed, the
+ * loss chart draws and grows as rounds commit, the page fits a 360 px
+ * window, and it requests nothing outside the node. Screenshots are left
+ * in tests/artifacts/ (gitignored).
+ */
+import assert from "node:assert/strict";
+import { chromium, type Page } from "playwright-core";
+import { JOB_TEST, tinySpec, withJobCluster } from "./_job_cluster.ts";
+import { CHROMIUM, skipWithout } from "./_tools.ts";
+
+const ARTIFACTS = new URL("./artifacts/", import.meta.url).pathname;
+
+/** What the chart shows now: points on the step line, round markers. */
+function chart(page: Page): Promise<{ points: number; markers: number }> {
+  return page.evaluate(() => {
+    const line = document.querySelector("#step-line")!.getAttribute("points");
+    return {
+      points: line ? line.trim().split(/\s+/).length : 0,
+      markers: document.querySelectorAll("#round-markers circle.val").length,
+    };
+  });
+}
+
+/** Waits (polling in the page) until the chart has more than `than`. */
+async function chartBeyond(
+  page: Page,
+  than: { points: number; markers: number },
+): Promise<{ points: number; markers: number }> {
+  await page.waitForFunction(
+    (t) => {
+      const line = document.querySelector("#step-line")?.getAttribute(
+        "points",
+      );
+      const points = line ? line.trim().split(/\s+/).length : 0;
+      const markers =
+        document.querySelectorAll("#round-markers circle.val").length;
+      return points > t.points && markers > t.markers;
+    },
+    than,
+    { timeout: 90_000, polling: 200 },
+  );
+  return await chart(page);
+}
+
+Deno.test({
+  name:
+    "status page in chromium: every peer listed, loss chart grows with rounds, fits 360 px, nothing from elsewhere",
+  ignore: skipWithout(CHROMIUM, `chromium (${CHROMIUM}, Debian package)`),
+  ...JOB_TEST,
+  fn: () =>
+    withJobCluster({ nodes: 3, spec: tinySpec({ rounds: 5 }) }, async (c) => {
+      const peers = await c.spawn([0, 1, 2]);
+      const origin = new URL(peers[0].info.http!).origin;
+      const browser = await chromium.launch({
+        executablePath: CHROMIUM,
+        args: ["--no-sandbox"],
+      });
+      try {
+        const page = await browser.newPage({
+          viewport: { width: 1100, height: 1000 },
+        });
+        const foreign: string[] = [];
+        const problems: string[] = [];
+        await page.route("**/*", (route) => {
+          const url = route.request().url();
+          if (new URL(url).origin === origin) return route.continue();
+          foreign.push(url);
+          return route.abort();
+        });
+        page.on("pageerror", (err) => problems.push(`page: ${err.message}`));
+        page.on("console", (msg) => {
+          if (msg.type() === "error") problems.push(`console: ${msg.text()}`);
+        });
+        await page.goto(`${origin}/`);
+
+        // Every peer of the devnet has a row, this node's own included.
+        const ids = peers.map((p) => p.info.peerId);
+        await page.waitForFunction(
+          (ids) =>
+            ids.every((id) =>
+              document.querySelector(`#peers tbody tr[data-peer="${id}"]`)
+            ),
+          ids,
+          { timeout: 60_000, polling: 200 },
+        );
+        assert.equal(
+          await page.locator(`#peers tbody tr.self`).getAttribute("data-peer"),
+          ids[0],
+        );
+
+        // The chart draws once a round has committed, then grows with the
+        // next ones, without a reload.
+        const first = await chartBeyond(page, { points: 1, markers: 0 });
+        const committed = (await c.chainHead()).nextRound;
+        await c.waitForRounds(committed + 1, 90_000);
+        const later = await chartBeyond(page, first);
+        assert.ok(later.markers > first.markers && later.points > first.points);
+        assert.ok(
+          await page.locator("#commits tbody tr").count() >= later.markers,
+        );
+        assert.match(
+          await page.locator("#commits tbody tr").first().innerText(),
+          /\d/,
+        );
+        await Deno.mkdir(ARTIFACTS, { recursive: true });
+        const wide = `${ARTIFACTS}status_page.png`;
+        await page.screenshot({ path: wide, fullPage: true });
+
+        // A phone-sized window: nothing sticks out sideways.
+        await page.setViewportSize({ width: 360, height: 800 });
+        const overflow = await page.evaluate(() =>
+          document.documentElement.scrollWidth - globalThis.innerWidth
+        );
+        assert.ok(overflow <= 0, `the page is ${overflow} px too wide at 360`);
+        const narrow = `${ARTIFACTS}status_page_narrow.png`;
+        await page.screenshot({ path: narrow, fullPage: true });
+        console.log(`screenshots: ${wide} ${narrow}`);
+
+        assert.deepEqual(foreign, [], "requests outside the node");
+        assert.deepEqual(problems, [], "errors in the page");
+      } finally {
+        await browser.close();
+      }
+    }),
+});
