@@ -15,6 +15,10 @@ import {
   defaultThreads,
 } from "../kernels/wasm/wasm_backend.ts";
 import { adapterLabel } from "../kernels/webgpu/device.ts";
+import {
+  type Backend as HeartbeatBackend,
+  MAX_DEVICE_LENGTH,
+} from "../protocol/messages.ts";
 import { createGpuTrainer } from "../kernels/webgpu/gpu_trainer.ts";
 
 /** A CPU backend choice: what runs without a GPU (`sample`, fallbacks). */
@@ -33,11 +37,22 @@ export async function createCpuBackend(
   return await createWasmBackend({ threads: threads ?? defaultThreads() });
 }
 
+/**
+ * A device description as heartbeats carry it: printable ASCII (adapter
+ * names may hold ® or ™, which the receivers' validator would refuse,
+ * dropping every heartbeat) and at most `MAX_DEVICE_LENGTH` chars.
+ */
+export function heartbeatDevice(label: string): string {
+  return label.replace(/[^\x20-\x7e]/g, "?").slice(0, MAX_DEVICE_LENGTH);
+}
+
 /** Where training runs, chosen and opened: makes trainers, then disposes. */
 export interface Compute {
   readonly selection: BackendSelection;
   /** One line for the user: backend, threads or adapter, and why. */
   readonly label: string;
+  /** What heartbeats report: the backend kind and what it runs on. */
+  readonly heartbeat: { backend: HeartbeatBackend; device: string };
   /** A trainer on this compute (dispose it before the compute). */
   createTrainer(init: TrainerInit): Trainer;
   dispose(): void;
@@ -58,6 +73,10 @@ export async function openCompute(
     return {
       selection,
       label: `webgpu (${adapterLabel(gpu.info)}; ${selection.reason})`,
+      heartbeat: {
+        backend: "webgpu",
+        device: heartbeatDevice(adapterLabel(gpu.info)),
+      },
       createTrainer: (init) =>
         createGpuTrainer({ device: gpu.device, ...init }),
       dispose: () => gpu.device.destroy(),
@@ -73,6 +92,10 @@ export async function openCompute(
     label: `${be.name} (${be.threads} thread${
       be.threads > 1 ? "s" : ""
     }${why})`,
+    heartbeat: {
+      backend: be.name === "js" ? "js" : "wasm",
+      device: `${be.name} x${be.threads}`,
+    },
     createTrainer: (init) => createCpuTrainer(be, init),
     dispose: () => be.dispose(),
   };

@@ -40,6 +40,8 @@ export interface Progress {
   round: number;
   step: number;
   backend: Backend;
+  /** The GPU adapter or CPU kernels it trains on; "" when idle. */
+  device: string;
   throughput: number;
 }
 
@@ -69,7 +71,13 @@ export class GossipService {
   readonly topic: string;
   #drops: DropCounts = emptyDropCounts();
   #table: PeerTable = emptyPeerTable();
-  #progress: Progress = { round: 0, step: 0, backend: "none", throughput: 0 };
+  #progress: Progress = {
+    round: 0,
+    step: 0,
+    backend: "none",
+    device: "",
+    throughput: 0,
+  };
   #traffic: GossipTraffic = { sentBytes: 0, receivedBytes: 0 };
   #seq: number;
   #timer: ReturnType<typeof setInterval> | undefined;

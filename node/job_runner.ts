@@ -68,6 +68,7 @@ export async function runJob(
     });
     const compute = await openCompute(config.backend, config.threads);
     log(`compute: ${compute.label}`);
+    node.gossip.setProgress(compute.heartbeat);
     const trainer = new RoundTrainer({
       createTrainer: (init) => compute.createTrainer(init),
       spec,

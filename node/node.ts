@@ -230,6 +230,7 @@ function peerSummaries(
       round: e?.round ?? null,
       step: e?.step ?? null,
       backend: e?.backend ?? null,
+      device: e?.device ?? null,
       throughput: e?.throughput ?? null,
       version: e?.version ?? null,
       contribution: job?.peerContribution(peerId) ?? null,

@@ -185,11 +185,6 @@ export class RoundTrainer {
     });
   }
 
-  /** The trainer's backend: "webgpu", "wasm-relaxed", "js", ... */
-  get backendName(): string {
-    return this.#trainer.name;
-  }
-
   /**
    * Loads C(r)'s `params`, trains `spec.innerSteps` AdamW steps on the
    * round's batches ({@linkcode roundSampler}) and returns a copy of the

@@ -20,7 +20,6 @@ import { maxTokensPerRound } from "../protocol/job_spec.ts";
 import type { JobSpec } from "../protocol/job_spec.ts";
 import type {
   AttestationMessage,
-  Backend as HeartbeatBackend,
   DeltaAnnounce,
   GossipMessage,
   ManifestAnnounce,
@@ -158,11 +157,7 @@ export class RoundWork {
       peers: this.#o.state().live,
       chunks: trainer.trainChunks.length,
     }).get(identity.peerId) ?? [];
-    node.gossip.setProgress({
-      round,
-      step: 0,
-      backend: heartbeatBackend(trainer.backendName),
-    });
+    node.gossip.setProgress({ round, step: 0 });
     const started = performance.now();
     const result = await trainer.trainRound({
       round,
@@ -586,10 +581,4 @@ export class RoundWork {
       if ("round" in msg && msg.round === round) await this.#publish(msg);
     }
   }
-}
-
-/** The heartbeat's backend field for a trainer's name ("wasm-relaxed", ...). */
-export function heartbeatBackend(name: string): HeartbeatBackend {
-  if (name === "webgpu" || name === "js") return name;
-  return name.startsWith("wasm") ? "wasm" : "none";
 }

@@ -24,6 +24,7 @@ const HEARTBEAT: Heartbeat = {
   round: 3,
   step: 17,
   backend: "webgpu",
+  device: "NVIDIA H100 80GB HBM3 (vulkan)",
   throughput: 812.5,
   seq: 42,
   addrs: ["/ip4/127.0.0.1/tcp/4001"],
@@ -47,7 +48,8 @@ Deno.test("encodeMessage() and decodeMessage() round trip", () => {
     new TextDecoder().decode(bytes),
     '{"v":1,"type":"heartbeat","peer":"' + PEER + '","version":"0.1.0",' +
       '"job":"bafkreigh2akiscaildcqabsyg3dfr6chu3fgpregiymsck7e7aqa4s52zy",' +
-      '"round":3,"step":17,"backend":"webgpu","throughput":812.5,"seq":42,"addrs":["/ip4/127.0.0.1/tcp/4001"]}',
+      '"round":3,"step":17,"backend":"webgpu",' +
+      '"device":"NVIDIA H100 80GB HBM3 (vulkan)","throughput":812.5,"seq":42,"addrs":["/ip4/127.0.0.1/tcp/4001"]}',
   );
   deepStrictEqual(decodeMessage(bytes), {
     verdict: "accept",

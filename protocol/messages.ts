@@ -57,6 +57,8 @@ export const MAX_CID_LENGTH = 128;
 export const MAX_LOSS = 1e6;
 /** Highest leader rank a manifest may claim (0 is the elected leader). */
 export const MAX_LEADER_RANK = 1000;
+/** Longest device description a heartbeat may carry. */
+export const MAX_DEVICE_LENGTH = 96;
 /** Most listen addresses a heartbeat may carry. */
 export const MAX_ADDRS = 8;
 /** Longest multiaddr string a heartbeat may carry. */
@@ -84,6 +86,11 @@ export type Heartbeat = {
   readonly step: number;
   /** Backend the sender trains with. */
   readonly backend: Backend;
+  /**
+   * What it runs on, e.g. the GPU adapter ("NVIDIA H100 (vulkan)") or the
+   * CPU kernels and threads ("wasm-relaxed x1"); "" when not training.
+   */
+  readonly device: string;
   /** Sender's measured training throughput, tokens per second. */
   readonly throughput: number;
   /** Sender's heartbeat counter; lets receivers drop replays and reorders. */
@@ -226,6 +233,8 @@ const PEER_ID_PATTERN = /^[A-Za-z0-9]+$/;
 const ADDR_PATTERN = /^\/[\x21-\x7e]*$/;
 const JOB_ID_PATTERN = /^[A-Za-z0-9._:-]+$/;
 const ADDRESS_PATTERN = /^0x[0-9a-fA-F]{40}$/;
+// Printable ASCII only: the string lands in tables and terminals.
+const DEVICE_PATTERN = /^[\x20-\x7e]*$/;
 const SIGNATURE_PATTERN = /^0x[0-9a-fA-F]{130}$/;
 const TX_HASH_PATTERN = /^0x[0-9a-fA-F]{64}$/;
 // semver.org's grammar, loosened only in allowing leading zeros.
@@ -241,6 +250,7 @@ const HEARTBEAT_FIELDS = new Set([
   "round",
   "step",
   "backend",
+  "device",
   "throughput",
   "seq",
   "addrs",
@@ -287,7 +297,8 @@ const COMMITTED_FIELDS = new Set([...ROUND_FIELDS, "checkpoint", "tx"]);
  *
  * const check = validateHeartbeat({
  *   v: 1, type: "heartbeat", peer: "12D3KooWabc", version: "0.1.0",
- *   job: "bafyjob", round: 3, step: 17, backend: "wasm", throughput: 812.5,
+ *   job: "bafyjob", round: 3, step: 17, backend: "wasm",
+ *   device: "wasm-relaxed x1", throughput: 812.5,
  *   seq: 42, addrs: ["/ip4/10.0.0.2/tcp/4001"],
  * });
  * if (!check.ok) throw new Error(check.problem);
@@ -300,8 +311,18 @@ export function validateHeartbeat(
   if (unknown !== undefined) {
     return fail(unknown, "is not a field of a heartbeat");
   }
-  const { peer, version, job, round, step, backend, throughput, seq, addrs } =
-    obj;
+  const {
+    peer,
+    version,
+    job,
+    round,
+    step,
+    backend,
+    device,
+    throughput,
+    seq,
+    addrs,
+  } = obj;
   if (!isPeerId(peer)) return fail("peer", PEER_ID_PROBLEM);
   if (!isBoundedString(version, MAX_VERSION_LENGTH, SEMVER_PATTERN)) {
     return fail(
@@ -314,6 +335,15 @@ export function validateHeartbeat(
   if (!isCount(step)) return fail("step", "must be a safe integer >= 0");
   if (!isBackend(backend)) {
     return fail("backend", `must be one of ${BACKENDS.join(", ")}`);
+  }
+  if (
+    typeof device !== "string" || device.length > MAX_DEVICE_LENGTH ||
+    !DEVICE_PATTERN.test(device)
+  ) {
+    return fail(
+      "device",
+      `must be at most ${MAX_DEVICE_LENGTH} printable ASCII chars`,
+    );
   }
   if (
     typeof throughput !== "number" || !(throughput >= 0) ||
@@ -343,6 +373,7 @@ export function validateHeartbeat(
     round: round + 0,
     step: step + 0,
     backend,
+    device,
     throughput: throughput + 0,
     seq: seq + 0,
     addrs: [...addrs],

@@ -13,6 +13,7 @@ import {
   isMessageType,
   type ManifestAnnounce,
   MAX_CID_LENGTH,
+  MAX_DEVICE_LENGTH,
   MAX_JOB_ID_LENGTH,
   MAX_LEADER_RANK,
   MAX_LOSS,
@@ -34,6 +35,7 @@ const HEARTBEAT: Heartbeat = {
   round: 3,
   step: 17,
   backend: "wasm",
+  device: "wasm-relaxed x1",
   throughput: 812.5,
   seq: 42,
   addrs: ["/ip4/127.0.0.1/tcp/4001"],
@@ -93,6 +95,12 @@ Deno.test("validateHeartbeat() bounds string fields", () => {
     ["backend", "none", "ok"],
     ["backend", "cuda", "backend"],
     ["backend", "WASM", "backend"],
+    ["device", "", "ok"],
+    ["device", "d".repeat(MAX_DEVICE_LENGTH), "ok"],
+    ["device", "d".repeat(MAX_DEVICE_LENGTH + 1), "device"],
+    ["device", "gpu\u001b[31m", "device"],
+    ["device", "gpü", "device"],
+    ["device", 7, "device"],
   ];
   for (const [field, value, expected] of cases) {
     strictEqual(

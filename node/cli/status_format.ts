@@ -69,9 +69,9 @@ export function formatStatus(r: StatusReport): string[] {
     `version      ${s.version}, up ${s.uptimeSeconds} s`,
     ...s.addresses.map((a) => `listening    ${a}`),
     `connections  ${s.connections}, live peers ${s.livePeers}`,
-    `backend      ${s.progress.backend}, ${
-      s.progress.throughput.toFixed(0)
-    } tokens/s`,
+    `backend      ${s.progress.backend}${
+      s.progress.device ? ` (${s.progress.device})` : ""
+    }, ${s.progress.throughput.toFixed(0)} tokens/s`,
     `sent         ${
       formatBytes(s.bytes.gossip.sent + s.bytes.blob.sent)
     } (gossip ${formatBytes(s.bytes.gossip.sent)}, blobs ${

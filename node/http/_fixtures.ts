@@ -37,7 +37,13 @@ export const STATUS: NodeStatus = {
     gossip: { sent: 300, received: 200 },
     blob: { sent: 1024, received: 512 },
   },
-  progress: { round: 1, step: 4, backend: "wasm", throughput: 812.5 },
+  progress: {
+    round: 1,
+    step: 4,
+    backend: "wasm",
+    device: "wasm-relaxed x1",
+    throughput: 812.5,
+  },
 };
 
 /** Two peers: one live and connected, one known only by connection. */
@@ -49,6 +55,7 @@ export const PEERS: PeerSummary[] = [
     round: 4,
     step: 17,
     backend: "webgpu",
+    device: "NVIDIA H100 (vulkan)",
     throughput: 5321.5,
     version: "0.1.0",
     contribution: "10240",
@@ -60,6 +67,7 @@ export const PEERS: PeerSummary[] = [
     round: null,
     step: null,
     backend: null,
+    device: null,
     throughput: null,
     version: null,
     contribution: null,

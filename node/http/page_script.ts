@@ -79,7 +79,7 @@ export const PAGE_SCRIPT = String.raw`"use strict";
       card("leader", t ? short(t.leader) : "-", t && t.leader ? t.leader : ""),
       card("live peers", s.livePeers),
       card("tokens/s", num(s.progress.throughput, 0)),
-      card("backend", s.progress.backend),
+      card("backend", s.progress.backend, s.progress.device),
       card("sent", bytes(sent)),
       card("received", bytes(received)),
       card("contribution", c ? c.contribution + " tokens" : "-"),
@@ -91,7 +91,7 @@ export const PAGE_SCRIPT = String.raw`"use strict";
     var s = f.status;
     var me = row([
       { text: short(s.peerId), title: s.peerId },
-      s.progress.backend,
+      { text: s.progress.backend, title: s.progress.device },
       num(s.progress.throughput, 0),
       "now",
       s.progress.round + "." + s.progress.step,
@@ -100,7 +100,7 @@ export const PAGE_SCRIPT = String.raw`"use strict";
     var others = f.peers.map(function (p) {
       return row([
         { text: short(p.peerId), title: p.peerId },
-        p.backend || "-",
+        { text: p.backend || "-", title: p.device || "" },
         num(p.throughput, 0),
         p.lastSeenMs === null ? (p.connected ? "connected" : "-")
           : (p.lastSeenMs / 1000).toFixed(1) + " s ago",

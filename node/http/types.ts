@@ -58,6 +58,8 @@ export interface PeerSummary {
   step: number | null;
   /** Its compute backend (e.g. "webgpu", "wasm"); null if unknown. */
   backend: string | null;
+  /** What that backend runs on (GPU adapter, CPU kernels); null if unknown. */
+  device: string | null;
   /** Its reported throughput (tokens per second); null if unknown. */
   throughput: number | null;
   /** Its zoo-node version; null if unknown. */
