@@ -31,11 +31,6 @@ export class MemberCache {
     readonly now: () => number = Date.now,
   ) {}
 
-  /** The cached answer for `peer`, or null when not looked up yet. */
-  cached(peer: string): Membership | null {
-    return this.#known.get(peer) ?? null;
-  }
-
   /**
    * Whether `peer` is a member whose account is `account` (any case). A
    * cached "no" older than {@linkcode CONFIRM_RECHECK_MS} is asked again:

@@ -1,6 +1,7 @@
 import { peerIdFromString } from "@libp2p/peer-id";
-import { multiaddr } from "@multiformats/multiaddr";
+import { type Multiaddr, multiaddr } from "@multiformats/multiaddr";
 import { parseCid } from "../protocol/cid.ts";
+import type { Heartbeat } from "../protocol/messages.ts";
 import { atomicWriteFile } from "./atomic_write.ts";
 import { BlobService, type FetchReport } from "./blob_service.ts";
 import { Blockstore } from "./blockstore.ts";
@@ -107,6 +108,9 @@ export async function startNode(
     peerTtlMs: options.peerTtlMs,
   });
   gossip.start();
+  const stopLearning = gossip.onMessage((msg) => {
+    if (msg.type === "heartbeat") learnAddrs(host, msg);
+  });
   const maintain = setInterval(() => {
     redialBootstrap(host, config.bootstrap);
     dialGossipPeers(host, gossip, options.maxDialedPeers ?? 16);
@@ -192,6 +196,7 @@ export async function startNode(
       events.close();
       await http?.shutdown();
       clearInterval(maintain);
+      stopLearning();
       gossip.stop();
       await blobs.stop();
       await host.stop();
@@ -258,16 +263,39 @@ function dialGossipPeers(host: Host, gossip: GossipService, max: number): void {
   const self = host.peerId.toString();
   for (const entry of gossip.livePeers()) {
     if (entry.peer === self || connected.has(entry.peer)) continue;
-    const addrs = entry.addrs.flatMap((a) => {
-      try {
-        const ma = multiaddr(a);
-        return ma.getComponents().some((c) => c.name === "p2p")
-          ? [ma]
-          : [ma.encapsulate(`/p2p/${entry.peer}`)];
-      } catch {
-        return [];
-      }
-    });
+    const addrs = heartbeatAddrs(entry.peer, entry.addrs);
     if (addrs.length > 0) host.dial(addrs).catch(() => {});
   }
+}
+
+/**
+ * Records the listen addresses of a peer first heard of through gossip, so
+ * that a fetch from it (a delta, a manifest) can dial it at once instead
+ * of failing until the next maintenance pass has connected the two.
+ */
+/** The multicodec of `/p2p/<peer id>`. */
+const P2P_CODE = 421;
+
+function learnAddrs(host: Host, hb: Heartbeat): void {
+  if (hb.peer === host.peerId.toString()) return;
+  const peer = peerIdFromString(hb.peer);
+  if (host.getConnections(peer).length > 0) return;
+  const multiaddrs = heartbeatAddrs(hb.peer, hb.addrs)
+    .map((ma) => ma.decapsulateCode(P2P_CODE));
+  if (multiaddrs.length === 0) return;
+  host.peerStore.merge(peer, { multiaddrs }).catch(() => {});
+}
+
+/** A heartbeat's listen addresses as multiaddrs ending in `/p2p/<peer>`. */
+function heartbeatAddrs(peer: string, addrs: readonly string[]): Multiaddr[] {
+  return addrs.flatMap((a) => {
+    try {
+      const ma = multiaddr(a);
+      return ma.getComponents().some((c) => c.name === "p2p")
+        ? [ma]
+        : [ma.encapsulate(`/p2p/${peer}`)];
+    } catch {
+      return [];
+    }
+  });
 }

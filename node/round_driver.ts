@@ -135,7 +135,6 @@ export class RoundDriver {
         this.members.refresh([msg.peer]);
         return;
       case "delta":
-        this.ledger.noteGossip(msg);
         // Only members' deltas count, under the account bound to their id.
         this.members.isMemberAccount(msg.peer, msg.account).then((ok) => {
           if (ok) this.#feed({ type: "delta", msg });

@@ -6,7 +6,6 @@
  * @module
  */
 import type { JobSpec } from "../protocol/job_spec.ts";
-import type { DeltaAnnounce } from "../protocol/messages.ts";
 import type { RoundManifest } from "../protocol/round_manifest.ts";
 import { Histogram } from "./histogram.ts";
 import { StepLog } from "./step_log.ts";
@@ -87,17 +86,9 @@ export class RoundLedger {
     this.#trainMs += ms;
   }
 
-  /** A delta announcement seen on gossip (kept for nothing yet). */
-  noteGossip(_msg: DeltaAnnounce): void {}
-
   /** A commit notice: who committed `round` and in which transaction. */
   noteCommit(round: number, tx: string, peer: string): void {
     if (!this.#commits.has(round)) this.#commits.set(round, { tx, peer });
-  }
-
-  /** The commit of `round` as noticed, if any. */
-  commitOf(round: number): { tx: string; peer: string } | null {
-    return this.#commits.get(round) ?? null;
   }
 
   /**

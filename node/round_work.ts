@@ -182,12 +182,7 @@ export class RoundWork {
     }));
     const cid = cidToString(await node.store.put(bytes));
     const msg: DeltaAnnounce = {
-      v: 1,
-      type: "delta",
-      peer: identity.peerId,
-      job: this.#o.jobId,
-      round,
-      parent,
+      ...this.#header("delta", round, parent),
       delta: cid,
       tokens: result.tokens,
       loss: result.loss,
@@ -258,12 +253,7 @@ export class RoundWork {
     );
     this.#remember(manifestCid, manifest);
     const announce: ManifestAnnounce = {
-      v: 1,
-      type: "manifest",
-      peer: this.#o.identity.peerId,
-      job: this.#o.jobId,
-      round: a.round,
-      parent: a.parent,
+      ...this.#header("manifest", a.round, a.parent),
       manifest: manifestCid,
       checkpoint,
       rank: a.rank,
@@ -399,12 +389,7 @@ export class RoundWork {
       attestationForManifest(manifestCid, manifest),
     );
     return {
-      v: 1,
-      type: "attest",
-      peer: this.#o.identity.peerId,
-      job: this.#o.jobId,
-      round: manifest.round,
-      parent: manifest.parent,
+      ...this.#header("attest", manifest.round, manifest.parent),
       manifest: manifestCid,
       checkpoint: manifest.checkpoint,
       account: this.#o.identity.address,
@@ -452,12 +437,7 @@ export class RoundWork {
     this.#o.ledger.commitLatency.observe((performance.now() - sentAt) / 1000);
     this.#o.ledger.noteCommit(a.round, tx.hash, this.#o.identity.peerId);
     await this.#publish({
-      v: 1,
-      type: "committed",
-      peer: this.#o.identity.peerId,
-      job: this.#o.jobId,
-      round: a.round,
-      parent: manifest.parent,
+      ...this.#header("committed", a.round, manifest.parent),
       checkpoint: a.checkpoint,
       tx: tx.hash,
     });
@@ -540,6 +520,23 @@ export class RoundWork {
     if (this.#manifests.size > KEEP_MANIFESTS) {
       this.#manifests.delete(this.#manifests.keys().next().value!);
     }
+  }
+
+  /** The fields every round message of this peer starts with. */
+  #header<T extends Exclude<GossipMessage["type"], "heartbeat">>(
+    type: T,
+    round: number,
+    parent: string,
+  ) {
+    const { identity, jobId } = this.#o;
+    return {
+      v: 1 as const,
+      type,
+      peer: identity.peerId,
+      job: jobId,
+      round,
+      parent,
+    };
   }
 
   #domain() {

@@ -24,7 +24,7 @@ Deno.test({
     // left out (the leader aggregates once all three have announced).
     withJobCluster({
       nodes: 3,
-      spec: tinySpec({ roundDeadlineMs: 30_000 }),
+      spec: tinySpec({ minPeers: 3, roundDeadlineMs: 30_000 }),
     }, async (c) => {
       const peers = await c.spawn([0, 1, 2]);
       await c.waitForRounds(3, 90_000);
@@ -44,7 +44,10 @@ Deno.test({
       for (const [i, rec] of records.entries()) {
         assert.equal(rec.length, 3, `${peers[i].name} closed ${rec.length}`);
         assert.equal(rec[2].checkpoint, head);
-        assert.ok(rec.every((r) => r.contributors === 3));
+        assert.ok(
+          rec.every((r) => r.contributors === 3),
+          JSON.stringify(rec),
+        );
       }
       const val = records[0].map((r) => r.valLoss);
       assert.ok(
