@@ -108,12 +108,14 @@ export async function startNode(
     peerTtlMs: options.peerTtlMs,
   });
   gossip.start();
-  const stopLearning = gossip.onMessage((msg) => {
-    if (msg.type === "heartbeat") learnAddrs(host, msg);
+  // Heartbeats arrive every couple of seconds, so a failed dial is retried.
+  const stopMeeting = gossip.onMessage((msg) => {
+    if (msg.type === "heartbeat") {
+      meetGossipPeer(host, msg, options.maxDialedPeers ?? 16);
+    }
   });
   const maintain = setInterval(() => {
     redialBootstrap(host, config.bootstrap);
-    dialGossipPeers(host, gossip, options.maxDialedPeers ?? 16);
   }, options.heartbeatIntervalMs ?? 2_000);
 
   const addresses = () => host.getMultiaddrs().map(String);
@@ -196,7 +198,7 @@ export async function startNode(
       events.close();
       await http?.shutdown();
       clearInterval(maintain);
-      stopLearning();
+      stopMeeting();
       gossip.stop();
       await blobs.stop();
       await host.stop();
@@ -255,35 +257,25 @@ function redialBootstrap(host: Host, list: string[]): void {
   }
 }
 
-// Peers met only through gossip relays are dialled directly, so the mesh
-// survives the loss of the peer that introduced them.
-function dialGossipPeers(host: Host, gossip: GossipService, max: number): void {
-  const connected = new Set(connectedPeers(host));
-  if (connected.size >= max) return;
-  const self = host.peerId.toString();
-  for (const entry of gossip.livePeers()) {
-    if (entry.peer === self || connected.has(entry.peer)) continue;
-    const addrs = heartbeatAddrs(entry.peer, entry.addrs);
-    if (addrs.length > 0) host.dial(addrs).catch(() => {});
-  }
-}
-
-/**
- * Records the listen addresses of a peer first heard of through gossip, so
- * that a fetch from it (a delta, a manifest) can dial it at once instead
- * of failing until the next maintenance pass has connected the two.
- */
 /** The multicodec of `/p2p/<peer id>`. */
 const P2P_CODE = 421;
 
-function learnAddrs(host: Host, hb: Heartbeat): void {
+/**
+ * Connects directly to a peer heard of only through gossip relays, so the
+ * mesh survives the loss of the peer that introduced them and a fetch from
+ * it (a delta, a manifest) can dial it at once. Its addresses go into the
+ * peer store first: a fetch may race the dial.
+ */
+function meetGossipPeer(host: Host, hb: Heartbeat, maxPeers: number): void {
   if (hb.peer === host.peerId.toString()) return;
   const peer = peerIdFromString(hb.peer);
   if (host.getConnections(peer).length > 0) return;
-  const multiaddrs = heartbeatAddrs(hb.peer, hb.addrs)
-    .map((ma) => ma.decapsulateCode(P2P_CODE));
-  if (multiaddrs.length === 0) return;
-  host.peerStore.merge(peer, { multiaddrs }).catch(() => {});
+  const addrs = heartbeatAddrs(hb.peer, hb.addrs);
+  if (addrs.length === 0) return;
+  host.peerStore.merge(peer, {
+    multiaddrs: addrs.map((ma) => ma.decapsulateCode(P2P_CODE)),
+  }).catch(() => {});
+  if (connectedPeers(host).length < maxPeers) host.dial(addrs).catch(() => {});
 }
 
 /** A heartbeat's listen addresses as multiaddrs ending in `/p2p/<peer>`. */

@@ -73,7 +73,7 @@ const utf8Decoder = new TextDecoder("utf-8", { fatal: true, ignoreBOM: true });
  *
  * const bytes = encodeMessage({
  *   v: 1, type: "heartbeat", peer: "12D3KooWabc", version: "0.1.0",
- *   job: "bafyjob", round: 0, step: 5, backend: "js", throughput: 90,
+ *   job: "bafyjob", round: 0, step: 5, backend: "js", device: "", throughput: 90,
  *   seq: 7, addrs: [],
  * });
  * const verdict = decodeMessage(bytes, { from: "12D3KooWabc" });

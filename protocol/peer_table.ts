@@ -53,7 +53,7 @@ export function emptyPeerTable(): PeerTable {
  *
  * const table = observeHeartbeat(emptyPeerTable(), {
  *   v: 1, type: "heartbeat", peer: "12D3KooWabc", version: "0.1.0",
- *   job: "bafyjob", round: 0, step: 5, backend: "js", throughput: 90,
+ *   job: "bafyjob", round: 0, step: 5, backend: "js", device: "", throughput: 90,
  *   seq: 7, addrs: [],
  * }, 1000);
  * if (table.get("12D3KooWabc")?.lastSeen !== 1000) throw new Error("lost");

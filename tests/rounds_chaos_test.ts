@@ -25,6 +25,7 @@ import {
   trainingOf,
   withJobCluster,
 } from "./_job_cluster.ts";
+import { statusOf } from "./_cluster.ts";
 
 /** Polls `peer` every few ms until `ok` holds for its training status. */
 function waitForPhase(
@@ -102,22 +103,29 @@ Deno.test({
   fn: () =>
     withJobCluster({
       nodes: 3,
-      spec: tinySpec({ minPeers: 2, quorum: 2, rounds: 2, innerSteps: 200 }),
+      spec: tinySpec({ minPeers: 2, quorum: 2, rounds: 4, innerSteps: 200 }),
     }, async (c) => {
       const { peers, leader } = await threePeersInRound0(c);
       const worker = peers.find((p) => p !== leader)!;
-      await waitForPhase(
-        worker,
-        (t) => t.phase === "training",
-        "the worker training",
+      // Early in its steps, so its delta cannot be out before it dies.
+      const killed = await waitFor(
+        async () => {
+          const s = await statusOf(worker);
+          return s.training?.phase === "training" && s.progress.step < 100
+            ? s
+            : null;
+        },
+        60_000,
+        "the worker early in its training",
       );
       worker.child.kill("SIGKILL");
-      await c.waitForRounds(2, 60_000);
+      const round = killed.training!.round;
+      await c.waitForRounds(round + 2, 60_000);
       const survivor = peers.find((p) => p !== worker)!;
       const rec = await roundsOf(survivor);
-      assert.equal(rec[0].contributors, 2);
-      const r0 = await committed(c, 0);
-      assert.ok(r0.signers >= 2);
+      assert.equal(rec[round].contributors, 2, JSON.stringify(rec));
+      const onChain = await committed(c, round);
+      assert.ok(onChain.signers >= 2);
     }),
 });
 

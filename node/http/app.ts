@@ -64,7 +64,7 @@ export interface CreateAppOptions {
  *       refused: { "bad-request": 0, "not-found": 0, busy: 0, "too-large": 0 },
  *     },
  *     bytes: { gossip: { sent: 0, received: 0 }, blob: { sent: 0, received: 0 } },
- *     progress: { round: 0, step: 0, backend: "none", throughput: 0 },
+ *     progress: { round: 0, step: 0, backend: "none", device: "", throughput: 0 },
  *     training: null,
  *   }),
  *   peers: () => [],
