@@ -39,6 +39,8 @@ export class AnvilError extends Error {
 
 const READY_TIMEOUT_MS = 15_000;
 const STOP_TIMEOUT_MS = 10_000;
+/** Recent block states anvil keeps in memory. */
+const KEPT_STATES = 64;
 /** How often anvil also dumps its state while running, in seconds. */
 const STATE_INTERVAL_S = 2;
 
@@ -114,7 +116,12 @@ export async function startAnvil(dir: string): Promise<Anvil> {
         `${dir}/anvil-state.json`,
         "--state-interval",
         String(STATE_INTERVAL_S),
+        // A bounded history, not none: with none, a call that anvil pins
+        // to the latest block fails ("block height is 7 but requested was
+        // 6") when a transaction is mined meanwhile, which many peers
+        // sharing one devnet chain make common.
         "--prune-history",
+        String(KEPT_STATES),
       ],
       stdin: "null",
       stdout: "piped",

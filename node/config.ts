@@ -32,6 +32,8 @@ export interface Config {
   backend: BackendChoice;
   /** Threads of a CPU backend, or null for every core (at most 8). */
   threads: number | null;
+  /** Train the next round while the current one is aggregated. */
+  overlap: boolean;
 }
 
 /** A setting that failed validation; `source` says where it came from. */
@@ -61,6 +63,7 @@ const KEYS = [
   "registry",
   "backend",
   "threads",
+  "overlap",
 ] as const;
 
 /** Environment variable for each setting. */
@@ -76,6 +79,7 @@ export const ENV_NAMES: Record<keyof Config, string> = {
   registry: "ZOO_REGISTRY",
   backend: "ZOO_BACKEND",
   threads: "ZOO_THREADS",
+  overlap: "ZOO_OVERLAP",
 };
 
 /** Built-in defaults; `home` is the user's home directory. */
@@ -92,6 +96,7 @@ export function defaultConfig(home: string | undefined): Config {
     registry: null,
     backend: "auto",
     threads: null,
+    overlap: true,
   };
 }
 
@@ -131,6 +136,7 @@ export function parseSetting<K extends keyof Config>(
       return validateSetting(source, key, list) as Config[K];
     }
     case "mdns":
+    case "overlap":
       if (/^(true|1|yes|on)$/i.test(text)) return true as Config[K];
       if (/^(false|0|no|off)$/i.test(text)) return false as Config[K];
       return fail("expected true or false");
@@ -221,6 +227,7 @@ export function validateSetting<K extends keyof Config>(
       break;
     }
     case "mdns":
+    case "overlap":
       if (typeof value !== "boolean") fail("expected true or false");
       break;
     case "maxBlobBytes":

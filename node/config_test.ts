@@ -61,6 +61,7 @@ Deno.test("defaults: every setting when no source gives one", async () => {
     registry: null,
     backend: "auto",
     threads: null,
+    overlap: true,
   });
   assert.equal(defaultConfig(undefined).dataDir, "./.zoo");
 });
@@ -77,6 +78,7 @@ const FILE = {
   registry: "0x0000000000000000000000000000000000001001",
   backend: "wasm",
   threads: 1,
+  overlap: false,
 };
 const ENV: Record<string, string> = {
   ZOO_LISTEN: "/ip4/127.0.0.1/tcp/2002,/ip4/127.0.0.1/tcp/2003",
@@ -89,6 +91,7 @@ const ENV: Record<string, string> = {
   ZOO_REGISTRY: "0x0000000000000000000000000000000000002002",
   ZOO_BACKEND: "js",
   ZOO_THREADS: "2",
+  ZOO_OVERLAP: "true",
 };
 const FLAGS: Omit<Config, "dataDir" | "mdns"> = {
   listen: ["/ip4/127.0.0.1/tcp/3003"],
@@ -100,6 +103,7 @@ const FLAGS: Omit<Config, "dataDir" | "mdns"> = {
   registry: "0x0000000000000000000000000000000000003003",
   backend: "webgpu",
   threads: 3,
+  overlap: false,
 };
 
 Deno.test("zoo.json overrides every default", () =>
@@ -127,6 +131,7 @@ Deno.test("ZOO_* env overrides zoo.json, lists comma-separated", () =>
       registry: ENV.ZOO_REGISTRY,
       backend: "js",
       threads: 2,
+      overlap: true,
     });
   }));
 
@@ -138,6 +143,12 @@ Deno.test("flags override env and zoo.json", () =>
     );
     assert.deepEqual(config, { ...FLAGS, dataDir: dir, mdns: true });
   }));
+
+Deno.test("--no-overlap turns training ahead off; leaving it out changes nothing", () => {
+  const off = parseCommand(["--join", "--no-overlap"]);
+  assert.deepEqual(off, { kind: "join", flags: { overlap: false } });
+  assert.deepEqual(parseCommand(["--join"]), { kind: "join", flags: {} });
+});
 
 Deno.test("dataDir: flag beats ZOO_DATA_DIR, which beats HOME", async () => {
   await withDataDir({ job: "flag-dir" }, async (flagDir) => {
@@ -212,6 +223,7 @@ const BAD: [keyof Config, string, unknown, string][] = [
   ["threads", "0", 0, "0"],
   ["threads", "65", 65, "65"],
   ["threads", "two", "two", "two"],
+  ["overlap", "sometimes", "sometimes", "sometimes"],
 ];
 
 Deno.test("bad values in zoo.json name the file and the value", async () => {
@@ -244,7 +256,7 @@ Deno.test("bad values in flags name the flag and the value", () => {
     threads: "--threads",
   };
   for (const [key, text, , shown] of BAD) {
-    if (key === "mdns") continue; // a boolean flag takes no value
+    if (key === "mdns" || key === "overlap") continue; // boolean flags
     assert.throws(
       () => parseCommand(["--join", `${FLAG[key]}=${text}`]),
       (err) => {

@@ -83,6 +83,7 @@ export async function runJob(
       spec,
       trainer,
       log,
+      overlap: config.overlap,
     });
     node.setJob(createJobView({
       node,

@@ -25,8 +25,12 @@ export interface SpawnPeerOptions {
 
 /** The child exited before it was up. */
 export class PeerExitedError extends Error {
-  constructor(name: string, code: number, log: string) {
-    super(`${name} exited with code ${code}; see ${log}`);
+  constructor(name: string, code: number, log: string, lastLine = "") {
+    super(
+      `${name} exited with code ${code}${
+        lastLine ? `: ${lastLine}` : ""
+      }; see ${log}`,
+    );
     this.name = "PeerExitedError";
   }
 }
@@ -73,7 +77,11 @@ export async function spawnPeer(
   child.status.then((s) => exited = s);
   const info = await waitFor(
     async () => {
-      if (exited) throw new PeerExitedError(name, exited.code, log);
+      if (exited) {
+        const text = await Deno.readTextFile(log).catch(() => "");
+        const last = text.trimEnd().split("\n").at(-1) ?? "";
+        throw new PeerExitedError(name, exited.code, log, last);
+      }
       return await readRuntimeInfo(dataDir).catch(() => null);
     },
     options.timeoutMs ?? 20_000,

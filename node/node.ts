@@ -214,7 +214,8 @@ function trainingSummary(
   return rest;
 }
 
-function connectedPeers(host: Host): string[] {
+/** Peer ids of the host's open connections, each once, sorted. */
+export function connectedPeers(host: Host): string[] {
   return [...new Set(host.getConnections().map((c) => c.remotePeer.toString()))]
     .sort();
 }

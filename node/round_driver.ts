@@ -36,6 +36,8 @@ export interface RoundDriverOptions {
   log?: (line: string) => void;
   /** How often time and the chain are looked at, ms (default 200). */
   pollMs?: number;
+  /** Train the next round while this one is aggregated (default true). */
+  overlap?: boolean;
 }
 
 /** How often this round's own announcements are sent again, ms. */
@@ -69,6 +71,7 @@ export class RoundDriver {
       minPeers: o.spec.minPeers,
       rounds: o.spec.rounds,
       roundDeadlineMs: o.spec.roundDeadlineMs,
+      overlap: o.overlap ?? true,
     }, Date.now());
     this.#work = new RoundWork({
       ...o,
@@ -144,7 +147,9 @@ export class RoundDriver {
         this.#feed({ type: "manifest", msg });
         return;
       case "attest":
-        this.#work.checkAttestation(msg);
+        this.#work.checkAttestation(msg).catch((err) =>
+          this.#log(`attestation from ${msg.peer}: ${(err as Error).message}`)
+        );
         return;
       case "committed":
         this.ledger.noteCommit(msg.round, msg.tx, msg.peer);

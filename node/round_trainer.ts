@@ -19,7 +19,12 @@
  */
 import { type Dataset, splitTrainVal } from "../kernels/data/dataset.ts";
 import { BatchSampler } from "../kernels/data/sampler.ts";
-import type { TokenBatch, Trainer, TrainerInit } from "../kernels/trainer.ts";
+import {
+  checkParamsLength,
+  type TokenBatch,
+  type Trainer,
+  type TrainerInit,
+} from "../kernels/trainer.ts";
 import type { JobSpec } from "../protocol/job_spec.ts";
 import { parameterCount } from "../protocol/round_checkpoint.ts";
 
@@ -57,8 +62,11 @@ export interface RoundStepInfo {
 /** Inputs of {@linkcode RoundTrainer.trainRound}. */
 export interface TrainRoundParams {
   round: number;
-  /** C(r)'s parameters, flat in the model's spec order (not modified). */
-  params: Float32Array;
+  /**
+   * C(r)'s parameters, flat in the model's spec order (not modified), or
+   * null to go on from the trainer's own (training a round ahead).
+   */
+  params: Float32Array | null;
   /**
    * Dataset chunk indices assigned to this peer this round (indices into
    * `dataset.chunks`, not into the training list: map assignment output
@@ -69,6 +77,14 @@ export interface TrainRoundParams {
   onStep?: (info: RoundStepInfo) => void;
   /** Stops training between steps, rejecting with its reason. */
   signal?: AbortSignal;
+  /**
+   * Asked before each step and after the last: a vector to add to the
+   * parameters, or null. How a round trained ahead moves onto its
+   * checkpoint once that is known.
+   */
+  shift?: () => Float32Array | null;
+  /** Waits for `until` before step `beforeStep` (0-based) is taken. */
+  hold?: { beforeStep: number; until: Promise<unknown> };
 }
 
 /** What one round of local training produced. */
@@ -207,12 +223,16 @@ export class RoundTrainer {
     }
     this.#busy = true;
     try {
-      await this.#exclusive(() => {
-        this.#load(p.params);
-        return Promise.resolve();
-      });
+      if (p.params) {
+        const params = p.params;
+        await this.#exclusive(() => Promise.resolve(this.#load(params)));
+      }
       let lossSum = 0, trainMs = 0;
       for (let h = 0; h < H; h++) {
+        if (p.hold && h === p.hold.beforeStep) {
+          await untilOrAborted(p.hold.until, p.signal);
+        }
+        await this.#applyShift(p.shift);
         // Each step holds the trainer alone, so an evaluation may run
         // between two steps (see evalLoss) but never inside one.
         const t0 = performance.now();
@@ -233,6 +253,7 @@ export class RoundTrainer {
         await this.#yieldNow();
         p.signal?.throwIfAborted();
       }
+      await this.#applyShift(p.shift);
       const B = this.spec.batchSize, T = this.spec.contextLength;
       const params = await this.#exclusive(() => this.#trainer.readParams());
       return {
@@ -276,6 +297,18 @@ export class RoundTrainer {
     this.#trainer.dispose();
   }
 
+  /** Adds the vector `shift` hands out, if any, to the parameters. */
+  async #applyShift(shift?: () => Float32Array | null): Promise<void> {
+    const by = shift?.();
+    if (!by) return;
+    await this.#exclusive(async () => {
+      const params = await this.#trainer.readParams();
+      checkParamsLength(by, params.length);
+      for (let i = 0; i < params.length; i++) params[i] += by[i];
+      this.#trainer.setParams(params);
+    });
+  }
+
   #load(params: Float32Array): void {
     if (params.length !== this.parameterCount) {
       throw new RangeError(
@@ -303,4 +336,20 @@ export class RoundTrainer {
     await new Promise((resolve) => setTimeout(resolve, 0));
     this.#lastYield = performance.now();
   }
+}
+
+/** Resolves with `until`, or rejects with the signal's reason on abort. */
+function untilOrAborted(
+  until: Promise<unknown>,
+  signal?: AbortSignal,
+): Promise<unknown> {
+  if (!signal) return until;
+  signal.throwIfAborted();
+  return new Promise((resolve, reject) => {
+    const onAbort = () => reject(signal.reason);
+    signal.addEventListener("abort", onAbort, { once: true });
+    until.then(resolve, reject).finally(() =>
+      signal.removeEventListener("abort", onAbort)
+    );
+  });
 }

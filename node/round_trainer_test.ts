@@ -383,3 +383,98 @@ Deno.test("RoundTrainer: rejects misuse with clear errors", async () => {
     { name: "TypeError", message: /not the job's/ },
   );
 });
+
+Deno.test("RoundTrainer: going on from its own params, and shifts between steps", async () => {
+  const dataset = await textDataset();
+  const spec = tinySpec(dataset);
+  const make = () =>
+    new RoundTrainer({
+      createTrainer: jsTrainer,
+      spec,
+      dataset,
+      peerId: "peerA",
+    });
+  const start = genesis(spec);
+  // params: null goes on from where the last round ended, exactly as
+  // passing that round's output.
+  const a = make(), b = make();
+  const a0 = await a.trainRound({ round: 0, params: start, chunks: [] });
+  await b.trainRound({ round: 0, params: start, chunks: [] });
+  const onward = await a.trainRound({ round: 1, params: null, chunks: [] });
+  const given = await b.trainRound({ round: 1, params: a0.params, chunks: [] });
+  assert(sameBits(onward.params, given.params));
+
+  // A shift asked for after the last step lands on the result as is; a
+  // zero shift changes nothing.
+  const shift = Float32Array.from(start, (_, i) => Math.sin(i) * 1e-3);
+  const run = async (by: Float32Array | null) => {
+    const t = make();
+    let polls = 0;
+    return await t.trainRound({
+      round: 0,
+      params: start,
+      chunks: [],
+      // Asked before each of the H steps and once after the last.
+      shift: () => ++polls === H + 1 ? by : null,
+    });
+  };
+  const plain = await run(null);
+  const zero = await run(new Float32Array(start.length));
+  const moved = await run(shift);
+  assert(sameBits(zero.params, plain.params));
+  assert(
+    sameBits(
+      moved.params,
+      Float32Array.from(plain.params, (p, i) => p + shift[i]),
+    ),
+  );
+  // A shift mid-round changes the steps after it.
+  const t = make();
+  let polls = 0;
+  const mid = await t.trainRound({
+    round: 0,
+    params: start,
+    chunks: [],
+    shift: () => ++polls === 5 ? shift : null,
+  });
+  assert(!sameBits(mid.params, moved.params));
+});
+
+Deno.test("RoundTrainer: a hold stops the steps until its promise settles", async () => {
+  const dataset = await textDataset();
+  const spec = tinySpec(dataset);
+  const trainer = new RoundTrainer({
+    createTrainer: jsTrainer,
+    spec,
+    dataset,
+    peerId: "peerA",
+  });
+  let steps = 0;
+  const gate = Promise.withResolvers<void>();
+  const seenAtRelease = new Promise<number>((resolve) =>
+    setTimeout(() => {
+      resolve(steps);
+      gate.resolve();
+    }, 100)
+  );
+  const result = await trainer.trainRound({
+    round: 0,
+    params: genesis(spec),
+    chunks: [],
+    onStep: () => steps++,
+    hold: { beforeStep: 3, until: gate.promise },
+  });
+  assert.equal(await seenAtRelease, 3);
+  assert.equal(result.steps, H);
+  // An abort while held ends the round.
+  const controller = new AbortController();
+  const held = trainer.trainRound({
+    round: 1,
+    params: null,
+    chunks: [],
+    signal: controller.signal,
+    hold: { beforeStep: 1, until: new Promise(() => {}) },
+  });
+  setTimeout(() => controller.abort(new Error("dropped")), 10);
+  await assert.rejects(held, { message: "dropped" });
+});

@@ -8,13 +8,14 @@
  */
 import {
   attestationForManifest,
+  bytes32ToCid,
+  cidToBytes32,
   orderSignatures,
   recoverAttester,
   signAttestation,
 } from "../chain/attestation.ts";
-import { commitRound, type Registry } from "../chain/registry.ts";
+import { commitRound, readRound, type Registry } from "../chain/registry.ts";
 import { privateKeyToAccount } from "viem/accounts";
-import { assignChunks } from "../protocol/assignment.ts";
 import { cidToString, parseCid } from "../protocol/cid.ts";
 import { maxTokensPerRound } from "../protocol/job_spec.ts";
 import type { JobSpec } from "../protocol/job_spec.ts";
@@ -25,12 +26,6 @@ import type {
   ManifestAnnounce,
 } from "../protocol/messages.ts";
 import { comparePeerIds } from "../protocol/peer_table.ts";
-import { pseudoGradient } from "../protocol/pseudo_gradient.ts";
-import {
-  BITS_FOR_COMPRESSION,
-  encodeQuantized,
-  quantize,
-} from "../protocol/quantize.ts";
 import {
   decodeRoundCheckpoint,
   encodeRoundCheckpoint,
@@ -50,9 +45,10 @@ import { collectMs } from "../protocol/round_machine.ts";
 import { decodeDelta, nextCheckpoint } from "../protocol/round_update.ts";
 import type { Identity } from "./identity.ts";
 import type { MemberCache } from "./member_cache.ts";
-import type { ZooNode } from "./node.ts";
+import { connectedPeers, type ZooNode } from "./node.ts";
 import type { RoundLedger } from "./round_ledger.ts";
 import type { RoundTrainer } from "./round_trainer.ts";
+import { RoundTraining, type TrainedDelta } from "./round_training.ts";
 
 /** What the work needs from the driver. */
 export interface RoundWorkOptions {
@@ -78,11 +74,14 @@ interface Held {
 }
 
 const KEEP_MANIFESTS = 16;
+/** How long closing a round may wait for a manifest it did not verify. */
+const MANIFEST_FETCH_MS = 2_000;
 
 /** Carries out round actions for one peer. */
 export class RoundWork {
   readonly #o: RoundWorkOptions;
   readonly #abort = new AbortController();
+  readonly #training: RoundTraining;
   readonly #account;
   #current: Held | null = null;
   /** Manifests this peer built or verified, by CID. */
@@ -96,6 +95,11 @@ export class RoundWork {
 
   constructor(o: RoundWorkOptions) {
     this.#o = o;
+    this.#training = new RoundTraining({
+      ...o,
+      signal: this.#abort.signal,
+      announce: (d) => this.#announce(d),
+    });
     this.#account = privateKeyToAccount(o.identity.accountKey);
     this.#served = o.node.blobs.stats.servedBytes;
   }
@@ -117,7 +121,19 @@ export class RoundWork {
   #dispatch(action: RoundAction): Promise<void> {
     switch (action.type) {
       case "train":
-        return this.#train(action.round, action.parent);
+        return this.#training.train(
+          action.round,
+          action.parent,
+          this.#held(action.parent).ckpt.params,
+        );
+      case "trainAhead":
+        return this.#training.trainAhead(action.round);
+      case "rebase":
+        return this.#training.rebase(
+          action.round,
+          action.parent,
+          this.#held(action.parent).ckpt.params,
+        );
       case "aggregate":
         return this.#aggregate(action).catch((err) =>
           this.#o.feed({
@@ -148,51 +164,20 @@ export class RoundWork {
 
   // ------------------------------------------------------------- training
 
-  async #train(round: number, parent: string): Promise<void> {
-    const held = this.#held(parent);
-    const { trainer, spec, node, identity } = this.#o;
-    const assigned = assignChunks({
-      job: this.#o.jobId,
-      round,
-      peers: this.#o.state().live,
-      chunks: trainer.trainChunks.length,
-    }).get(identity.peerId) ?? [];
-    node.gossip.setProgress({ round, step: 0 });
-    const started = performance.now();
-    const result = await trainer.trainRound({
-      round,
-      params: held.ckpt.params,
-      chunks: assigned.map((i) => trainer.trainChunks[i]),
-      signal: this.#abort.signal,
-      onStep: (s) => {
-        this.#o.ledger.steps.note(round, s.step, s.loss);
-        node.gossip.setProgress({
-          step: s.step,
-          throughput: (s.step * spec.batchSize * spec.contextLength) /
-            ((performance.now() - started) / 1000),
-        });
-      },
-    });
-    this.#o.ledger.noteTraining(result.trainMs);
-    if (this.#o.state().round !== round) return; // the chain moved on meanwhile
-    const delta = pseudoGradient(held.ckpt.params, result.params);
-    const bytes = encodeQuantized(quantize(delta, {
-      bits: BITS_FOR_COMPRESSION[spec.compression.format],
-      blockSize: spec.compression.blockSize,
-    }));
-    const cid = cidToString(await node.store.put(bytes));
+  /** Announces this peer's trained delta and tells the machine. */
+  async #announce(d: TrainedDelta): Promise<void> {
     const msg: DeltaAnnounce = {
-      ...this.#header("delta", round, parent),
-      delta: cid,
-      tokens: result.tokens,
-      loss: result.loss,
-      account: identity.address,
+      ...this.#header("delta", d.round, d.parent),
+      delta: d.cid,
+      tokens: d.tokens,
+      loss: d.loss,
+      account: this.#o.identity.address,
     };
     await this.#publish(msg, { repeat: true });
     this.#o.log(
-      `round ${round}: trained ${result.steps} steps on ${assigned.length} chunk(s), loss ${
-        result.loss.toFixed(3)
-      }, delta ${cid} (${bytes.length} bytes)`,
+      `round ${d.round}: trained ${d.steps} steps on ${d.chunks} chunk(s), loss ${
+        d.loss.toFixed(3)
+      }, delta ${d.cid} (${d.bytes} bytes)`,
     );
     this.#o.feed({ type: "trained", delta: msg });
   }
@@ -453,13 +438,10 @@ export class RoundWork {
     await this.#recomputing.get(checkpoint);
     while (!await node.store.has(parsed)) {
       if (this.#o.state().round !== round || this.#abort.signal.aborted) return;
-      const peers = [
-        ...new Set(
-          node.host.getConnections().map((c) => c.remotePeer.toString()),
-        ),
-      ];
       try {
-        await node.blobs.fetch(parsed, peers, { signal: this.#abort.signal });
+        await node.blobs.fetch(parsed, connectedPeers(node.host), {
+          signal: this.#abort.signal,
+        });
       } catch {
         await new Promise((r) => setTimeout(r, 500));
       }
@@ -485,7 +467,7 @@ export class RoundWork {
     const manifest =
       [...this.#manifests.values()].find((m) =>
         m.round === round && m.checkpoint === checkpoint
-      ) ?? null;
+      ) ?? await this.#committedManifest(round, checkpoint);
     const served = this.#o.node.blobs.stats.servedBytes;
     this.#o.ledger.noteSent(served - this.#served);
     this.#served = served;
@@ -504,6 +486,42 @@ export class RoundWork {
         Math.round(record.dataParallelBytes)
       })`,
     );
+  }
+
+  /**
+   * The manifest the chain recorded for `round`, fetched from peers: for a
+   * round this peer did not see verified (it joined late, or the commit
+   * overtook its verification). Null when it cannot be had quickly.
+   */
+  async #committedManifest(
+    round: number,
+    checkpoint: string,
+  ): Promise<RoundManifest | null> {
+    try {
+      const r = await readRound(
+        this.#o.registry,
+        cidToBytes32(this.#o.jobId),
+        round,
+      );
+      if (!r) return null;
+      const cid = bytes32ToCid(r.manifest);
+      const parsed = parseCid(cid);
+      const { node } = this.#o;
+      if (!await node.store.has(parsed)) {
+        await node.blobs.fetch(parsed, connectedPeers(node.host), {
+          signal: AbortSignal.any([
+            AbortSignal.timeout(MANIFEST_FETCH_MS),
+            this.#abort.signal,
+          ]),
+        });
+      }
+      const manifest = decodeManifest(await node.store.get(parsed));
+      return manifest.round === round && manifest.checkpoint === checkpoint
+        ? manifest
+        : null;
+    } catch {
+      return null;
+    }
   }
 
   // -------------------------------------------------------------- helpers

@@ -20,6 +20,14 @@
  *               `advance` fetches C(r+1), then the node enters round r+1;
  *   finished    entered past the last round (C(rounds) is in hand).
  *
+ * With `overlap`, a peer does not sit idle while its round is aggregated,
+ * verified and committed: once its delta is out it starts the next round's
+ * inner steps from its own parameters (`trainAhead`), and when it enters
+ * that round it moves them onto the committed checkpoint (`rebase`: add
+ * C(r+1) − θ_local(r)) and carries on. Its delta is still C(r+1) − θ_end.
+ * If the chain skips the round trained ahead, that work is dropped and
+ * the round after is trained from its checkpoint as usual.
+ *
  * @module
  */
 import { rankLeaders } from "./assignment.ts";
@@ -44,6 +52,8 @@ export interface RoundConfig {
   rounds: number;
   /** The job's round deadline; collect and takeover windows derive from it. */
   roundDeadlineMs: number;
+  /** Train the next round while this one is aggregated (see the module doc). */
+  overlap: boolean;
 }
 
 /** Where a peer is within its round. */
@@ -87,6 +97,8 @@ export interface RoundState {
   readonly committing: boolean;
   /** When the last commit attempt failed; retried a second later. */
   readonly commitFailedAt: number | null;
+  /** The round being trained ahead (see `overlap`), or null. */
+  readonly ahead: number | null;
 }
 
 /** Something that happened, as the node reports it. */
@@ -116,8 +128,21 @@ export type RoundEvent =
 
 /** What the node should do. */
 export type RoundAction =
-  /** Train round `round` from C(round) and announce the delta. */
+  /**
+   * Train round `round` from C(round) and announce the delta. Drops any
+   * training ahead that is still running.
+   */
   | { type: "train"; round: number; parent: string }
+  /**
+   * Start round `round`'s inner steps from this peer's own parameters,
+   * before C(round) is known; the delta waits for `rebase`.
+   */
+  | { type: "trainAhead"; round: number }
+  /**
+   * C(round) = `parent` is in hand: move the steps trained ahead onto it,
+   * finish them and announce the delta.
+   */
+  | { type: "rebase"; round: number; parent: string }
   /** Fetch the contributions, aggregate, store and announce a manifest. */
   | {
     type: "aggregate";
@@ -188,6 +213,7 @@ export function initialState(config: RoundConfig, now: number): RoundState {
     attestations: new Map(),
     committing: false,
     commitFailedAt: null,
+    ahead: null,
   };
 }
 
@@ -245,6 +271,7 @@ function enter(
   }
   const fresh = initialState(state.config, now);
   const deltas = new Map<string, DeltaAnnounce>();
+  const wasAhead = state.ahead === round;
   for (const d of state.early) {
     if (d.round === round && d.parent === parent) deltas.set(d.peer, d);
   }
@@ -257,6 +284,13 @@ function enter(
     deltas,
     early: state.early.filter((d) => d.round > round),
   };
+  // Trained ahead: the steps are under way, whoever is live now.
+  if (wasAhead) {
+    return {
+      state: { ...next, phase: "training" },
+      actions: [{ type: "rebase", round, parent }],
+    };
+  }
   return startIfEnoughPeers(next);
 }
 
@@ -321,7 +355,22 @@ function onTrained(state: RoundState, delta: DeltaAnnounce, now: number): Step {
     return { state, actions: [] };
   }
   const deltas = new Map(state.deltas).set(delta.peer, delta);
-  return onTick({ ...state, phase: "collecting", trainedAt: now, deltas }, now);
+  const collecting = onTick(
+    { ...state, phase: "collecting", trainedAt: now, deltas },
+    now,
+  );
+  const next = state.round + 1;
+  const { config } = state;
+  if (
+    !config.overlap || next >= config.rounds ||
+    state.live.length < config.minPeers
+  ) {
+    return collecting;
+  }
+  return {
+    state: { ...collecting.state, ahead: next },
+    actions: [...collecting.actions, { type: "trainAhead", round: next }],
+  };
 }
 
 function onDelta(state: RoundState, msg: DeltaAnnounce, now: number): Step {

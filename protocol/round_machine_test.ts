@@ -27,6 +27,7 @@ function config(self: string, over: Partial<RoundConfig> = {}): RoundConfig {
     minPeers: 2,
     rounds: 3,
     roundDeadlineMs: 4000,
+    overlap: false,
     ...over,
   };
 }
@@ -261,6 +262,79 @@ Deno.test("round machine: the chain moving on advances, and the last round finis
   assert.equal(done.state.parent, "bafkreic2");
 });
 
+Deno.test("round machine: with overlap, a peer trains the next round ahead and rebases on entering it", () => {
+  const live = ["a", "b"];
+  const cfg = config("a", { overlap: true });
+  const { state, actions } = run(initialState(cfg, 0), [
+    [0, { type: "chainHead", nextRound: 0, head: GENESIS }],
+    [0, { type: "enter", round: 0, parent: GENESIS }],
+    [0, { type: "tick", live }],
+    [1000, { type: "trained", delta: delta("a") }],
+  ]);
+  assert.deepEqual(types(actions), ["advance", "train", "trainAhead"]);
+  assert.equal(state.phase, "collecting");
+  assert.equal(state.ahead, 1);
+  assert.deepEqual(actions.at(-1), { type: "trainAhead", round: 1 });
+  // The round commits; entering round 1 moves the steps onto C(1).
+  const next = run(state, [
+    [2000, { type: "chainHead", nextRound: 1, head: "bafkreic1" }],
+    [2100, { type: "enter", round: 1, parent: "bafkreic1" }],
+  ]);
+  assert.deepEqual(types(next.actions), ["advance", "rebase"]);
+  assert.deepEqual(next.actions.at(-1), {
+    type: "rebase",
+    round: 1,
+    parent: "bafkreic1",
+  });
+  assert.equal(next.state.phase, "training");
+  assert.equal(next.state.ahead, null);
+  // Its delta then counts as round 1's.
+  const done = run(next.state, [[2500, {
+    type: "trained",
+    delta: delta("a", 1, "bafkreic1"),
+  }]]);
+  assert.equal(done.state.phase, "collecting");
+  assert.ok(done.state.deltas.has("a"));
+});
+
+Deno.test("round machine: with overlap, a skipped round drops the work ahead and the next is trained from its checkpoint", () => {
+  const live = ["a", "b"];
+  const { state } = run(initialState(config("a", { overlap: true }), 0), [
+    [0, { type: "chainHead", nextRound: 0, head: GENESIS }],
+    [0, { type: "enter", round: 0, parent: GENESIS }],
+    [0, { type: "tick", live }],
+    [1000, { type: "trained", delta: delta("a") }],
+  ]);
+  assert.equal(state.ahead, 1);
+  const jumped = run(state, [
+    [5000, { type: "chainHead", nextRound: 2, head: "bafkreic2" }],
+    [5100, { type: "enter", round: 2, parent: "bafkreic2" }],
+  ]);
+  assert.deepEqual(types(jumped.actions), ["advance", "train"]);
+  assert.equal(jumped.state.ahead, null);
+});
+
+Deno.test("round machine: no training ahead past the last round, or without overlap", () => {
+  const live = ["a", "b"];
+  const last = run(
+    initialState(config("a", { overlap: true, rounds: 1 }), 0),
+    [
+      [0, { type: "chainHead", nextRound: 0, head: GENESIS }],
+      [0, { type: "enter", round: 0, parent: GENESIS }],
+      [0, { type: "tick", live }],
+      [1000, { type: "trained", delta: delta("a") }],
+    ],
+  );
+  assert.ok(!types(last.actions).includes("trainAhead"));
+  const off = run(initialState(config("a"), 0), [
+    [0, { type: "chainHead", nextRound: 0, head: GENESIS }],
+    [0, { type: "enter", round: 0, parent: GENESIS }],
+    [0, { type: "tick", live }],
+    [1000, { type: "trained", delta: delta("a") }],
+  ]);
+  assert.ok(!types(off.actions).includes("trainAhead"));
+});
+
 // ---------------------------------------------------------------------------
 // In-process simulation: many machines, a network that delivers next tick,
 // and a chain that accepts the first valid commit of each round.
@@ -279,6 +353,8 @@ interface SimOptions {
   lateJoiners?: Map<string, number>;
   /** Whether `from` can reach `to` now (partitions). */
   reach?: (sim: Sim, from: string, to: string) => boolean;
+  /** Peers train the next round while theirs is aggregated. */
+  overlap?: boolean;
 }
 
 interface Commit {
@@ -327,6 +403,8 @@ function simulate(o: SimOptions): Sim {
   const pending: { at: number; to: string; event: RoundEvent; from: string }[] =
     [];
   const reach = (from: string, to: string) => o.reach?.(sim, from, to) ?? true;
+  /** When each peer started training ahead. */
+  const ahead = new Map<string, number>();
   const send = (from: string, to: string, event: RoundEvent, delay = tick) => {
     pending.push({ at: sim.now + delay, to, event, from });
   };
@@ -339,6 +417,7 @@ function simulate(o: SimOptions): Sim {
       minPeers: 1,
       rounds: o.rounds,
       roundDeadlineMs: 4000,
+      overlap: o.overlap ?? false,
     };
     sim.states.set(id, initialState(cfg, sim.now));
     send(id, id, {
@@ -436,6 +515,24 @@ function simulate(o: SimOptions): Sim {
         } else {
           send(id, id, { type: "commitFailed", reason: "WrongRound" }, 50);
         }
+        break;
+      }
+      case "trainAhead":
+        ahead.set(id, sim.now);
+        break;
+      case "rebase": {
+        // The steps started at trainAhead; the delta can go once they are
+        // done and the base is known.
+        const ms = o.trainMs?.(index) ?? 1000;
+        const wait = Math.max(0, ahead.get(id)! + ms - sim.now);
+        const msg: DeltaAnnounce = { ...delta(id, a.round, a.parent) };
+        send(id, id, { type: "trained", delta: msg }, wait);
+        pending.push({
+          at: sim.now + wait,
+          to: "*",
+          event: { type: "delta", msg },
+          from: id,
+        });
         break;
       }
       case "advance":
@@ -537,6 +634,28 @@ Deno.test("simulation: 60 peers commit 5 rounds with every peer contributing", (
     assert.equal(c.by, rankLeaders(parent, sim.ids)[0]);
     parent = c.checkpoint;
   }
+});
+
+Deno.test("simulation: with overlap, 20 peers commit the same rounds and finish sooner", () => {
+  const run = (overlap: boolean) =>
+    simulate({
+      peers: 20,
+      rounds: 5,
+      quorum: 11,
+      trainMs: (i) => 800 + (i % 5) * 100,
+      overlap,
+    });
+  const plain = run(false), overlapped = run(true);
+  assertAllFinished(plain, 5);
+  assertAllFinished(overlapped, 5);
+  for (const c of overlapped.chain.commits) {
+    assert.equal(c.contributors.length, 20);
+  }
+  // Training no longer waits for aggregation, verification and the commit.
+  assert.ok(
+    overlapped.now < plain.now - 4 * 500,
+    `${overlapped.now} ms with overlap, ${plain.now} ms without`,
+  );
 });
 
 Deno.test("simulation: the leader crashes while aggregating and its backup commits the round", () => {

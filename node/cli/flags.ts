@@ -80,6 +80,10 @@ export function settings(parsed: Parsed): PartialConfig {
       out.mdns = value === true;
       continue;
     }
+    if (flag === "no-overlap") {
+      if (value === true) out.overlap = false;
+      continue;
+    }
     const key = SETTING_FLAGS[flag];
     if (!key || value === undefined) continue;
     const text = Array.isArray(value) ? value.join(",") : String(value);

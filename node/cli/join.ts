@@ -19,6 +19,13 @@ function isJobId(job: string): boolean {
  * down in order. A second signal exits at once.
  */
 export async function join(config: Config): Promise<number> {
+  // A node keeps serving its peers when a background task fails in a way
+  // nothing handled: the failure is logged as the bug it is, not fatal.
+  globalThis.addEventListener("unhandledrejection", (e) => {
+    e.preventDefault();
+    const reason = e.reason instanceof Error ? e.reason.message : e.reason;
+    console.error(`zoo-node: unhandled error in a background task: ${reason}`);
+  });
   await Deno.mkdir(config.dataDir, { recursive: true, mode: 0o700 });
   const { identity, created } = await ensureIdentity(config.dataDir);
   if (created) console.log(`created keys in ${config.dataDir}/keys`);

@@ -1,0 +1,250 @@
+/**
+ * A peer's inner training for the round machine's `train`, `trainAhead`
+ * and `rebase` actions: H steps on its assigned chunks, then its
+ * pseudo-gradient Δ = C(r) − θ_end, quantized and stored as a block, is
+ * handed over for announcement.
+ *
+ * Training ahead (`overlap`): once its delta for round r is out, the peer
+ * goes on with round r+1's steps from θ_local(r) while r is aggregated and
+ * committed. When C(r+1) arrives the parameters move onto it between two
+ * steps, θ += C(r+1) − θ_local(r), so the rest of the round runs from the
+ * committed checkpoint: θ_end = C(r+1) + (the round's own progress) and
+ * the delta is C(r+1) − θ_end as without overlap. Steps taken before the
+ * move see a stale base, and a whole stale round measurably hurts the
+ * model, so at most {@linkcode AHEAD_FRACTION} of a round's steps run
+ * ahead; then the peer waits for the checkpoint.
+ *
+ * @module
+ */
+import { assignChunks } from "../protocol/assignment.ts";
+import { cidToString } from "../protocol/cid.ts";
+import type { JobSpec } from "../protocol/job_spec.ts";
+import { pseudoGradient } from "../protocol/pseudo_gradient.ts";
+import {
+  BITS_FOR_COMPRESSION,
+  encodeQuantized,
+  quantize,
+} from "../protocol/quantize.ts";
+import type { RoundState } from "../protocol/round_machine.ts";
+import type { Identity } from "./identity.ts";
+import type { ZooNode } from "./node.ts";
+import type { RoundLedger } from "./round_ledger.ts";
+import type {
+  RoundTrainer,
+  TrainRoundParams,
+  TrainRoundResult,
+} from "./round_trainer.ts";
+
+/** Most of a round's inner steps taken before its checkpoint is known. */
+export const AHEAD_FRACTION = 0.1;
+
+/** A trained round's delta, stored and ready to announce. */
+export interface TrainedDelta {
+  round: number;
+  /** CID of C(round), the base of the delta. */
+  parent: string;
+  /** CID of the stored, quantized delta. */
+  cid: string;
+  bytes: number;
+  tokens: number;
+  loss: number;
+  steps: number;
+  chunks: number;
+}
+
+/** What {@linkcode RoundTraining} works with. */
+export interface RoundTrainingOptions {
+  node: ZooNode;
+  identity: Identity;
+  jobId: string;
+  spec: JobSpec;
+  trainer: RoundTrainer;
+  ledger: RoundLedger;
+  /** The machine's current state. */
+  state: () => RoundState;
+  /** Announces a trained delta (and tells the machine). */
+  announce: (delta: TrainedDelta) => Promise<void>;
+  /** Stops everything when the driver stops. */
+  signal: AbortSignal;
+}
+
+/** A round being trained ahead of its checkpoint. */
+interface Ahead {
+  round: number;
+  /** θ_local of the previous round: where these steps started. */
+  start: Float32Array;
+  abort: AbortController;
+  /** C(round)'s CID and parameters, once `rebase` brings them. */
+  base: PromiseWithResolvers<{ parent: string; params: Float32Array }>;
+  /** C(round) − start, handed to the trainer once. */
+  shift: Float32Array | null;
+  shifted: boolean;
+  done: Promise<void>;
+}
+
+/** Runs one peer's inner rounds, ahead of the chain when asked to. */
+export class RoundTraining {
+  readonly #o: RoundTrainingOptions;
+  #ahead: Ahead | null = null;
+  /** θ_local of the last round trained, where training ahead starts. */
+  #last: Float32Array | null = null;
+
+  constructor(o: RoundTrainingOptions) {
+    this.#o = o;
+  }
+
+  /** Trains `round` from C(round) = `base` (dropping any work ahead). */
+  async train(round: number, parent: string, base: Float32Array) {
+    await this.#dropAhead();
+    const result = await this.#steps(round, base, this.#o.signal);
+    this.#last = result.params;
+    if (this.#o.state().round !== round) return; // the chain moved on
+    await this.#deliver(round, parent, base, result);
+  }
+
+  /** Starts `round`'s steps from the last round's own parameters. */
+  trainAhead(round: number): Promise<void> {
+    if (!this.#last || this.#ahead) return Promise.resolve();
+    const abort = new AbortController();
+    const ahead: Ahead = {
+      round,
+      start: this.#last,
+      abort,
+      base: Promise.withResolvers(),
+      shift: null,
+      shifted: false,
+      done: Promise.resolve(),
+    };
+    this.#ahead = ahead;
+    ahead.done = this.#runAhead(ahead).finally(() => {
+      if (this.#ahead === ahead) this.#ahead = null;
+    });
+    return ahead.done;
+  }
+
+  /**
+   * C(round) = `base` is known: moves the steps trained ahead onto it, or
+   * trains the round from it when nothing was trained ahead.
+   */
+  rebase(round: number, parent: string, base: Float32Array): Promise<void> {
+    const ahead = this.#ahead;
+    if (ahead?.round !== round) return this.train(round, parent, base);
+    const shift = new Float32Array(base.length);
+    for (let i = 0; i < base.length; i++) shift[i] = base[i] - ahead.start[i];
+    ahead.shift = shift;
+    ahead.base.resolve({ parent, params: base });
+    return Promise.resolve();
+  }
+
+  async #runAhead(ahead: Ahead): Promise<void> {
+    const signal = AbortSignal.any([ahead.abort.signal, this.#o.signal]);
+    const aborted = new Promise<never>((_, reject) => {
+      signal.addEventListener("abort", () => reject(signal.reason), {
+        once: true,
+      });
+    });
+    aborted.catch(() => {});
+    try {
+      const result = await this.#steps(ahead.round, null, signal, {
+        shift: () => {
+          if (!ahead.shift || ahead.shifted) return null;
+          ahead.shifted = true;
+          return ahead.shift;
+        },
+        hold: {
+          beforeStep: Math.max(
+            1,
+            Math.floor(this.#o.spec.innerSteps * AHEAD_FRACTION),
+          ),
+          until: ahead.base.promise,
+        },
+      });
+      const { parent, params: base } = await Promise.race([
+        ahead.base.promise,
+        aborted,
+      ]);
+      if (!ahead.shifted) {
+        // The steps ended before the checkpoint came: move the result.
+        for (let i = 0; i < base.length; i++) {
+          result.params[i] += ahead.shift![i];
+        }
+      }
+      this.#last = result.params;
+      if (this.#o.state().round !== ahead.round) return;
+      await this.#deliver(ahead.round, parent, base, result);
+    } catch (err) {
+      // Dropped because the chain went elsewhere: nothing to report.
+      if (ahead.abort.signal.aborted) return;
+      throw err;
+    }
+  }
+
+  async #dropAhead(): Promise<void> {
+    const ahead = this.#ahead;
+    if (!ahead) return;
+    ahead.abort.abort(
+      new Error(`training ahead of round ${ahead.round} dropped`),
+    );
+    await ahead.done.catch(() => {});
+  }
+
+  /** H steps of `round` on this peer's chunks, from `params` or onwards. */
+  async #steps(
+    round: number,
+    params: Float32Array | null,
+    signal: AbortSignal,
+    ahead: Pick<TrainRoundParams, "shift" | "hold"> = {},
+  ): Promise<TrainRoundResult & { chunks: number }> {
+    const { trainer, spec, node, identity, ledger } = this.#o;
+    const assigned = assignChunks({
+      job: this.#o.jobId,
+      round,
+      peers: this.#o.state().live,
+      chunks: trainer.trainChunks.length,
+    }).get(identity.peerId) ?? [];
+    node.gossip.setProgress({ round, step: 0 });
+    const started = performance.now();
+    const result = await trainer.trainRound({
+      round,
+      params,
+      chunks: assigned.map((i) => trainer.trainChunks[i]),
+      signal,
+      ...ahead,
+      onStep: (s) => {
+        ledger.steps.note(round, s.step, s.loss);
+        node.gossip.setProgress({
+          step: s.step,
+          throughput: (s.step * spec.batchSize * spec.contextLength) /
+            ((performance.now() - started) / 1000),
+        });
+      },
+    });
+    ledger.noteTraining(result.trainMs);
+    return { ...result, chunks: assigned.length };
+  }
+
+  /** Quantizes and stores Δ = base − θ_end, then hands it over. */
+  async #deliver(
+    round: number,
+    parent: string,
+    base: Float32Array,
+    result: TrainRoundResult & { chunks: number },
+  ): Promise<void> {
+    const { spec, node } = this.#o;
+    const delta = pseudoGradient(base, result.params);
+    const bytes = encodeQuantized(quantize(delta, {
+      bits: BITS_FOR_COMPRESSION[spec.compression.format],
+      blockSize: spec.compression.blockSize,
+    }));
+    await this.#o.announce({
+      round,
+      parent,
+      cid: cidToString(await node.store.put(bytes)),
+      bytes: bytes.length,
+      tokens: result.tokens,
+      loss: result.loss,
+      steps: result.steps,
+      chunks: result.chunks,
+    });
+  }
+}
