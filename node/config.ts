@@ -96,7 +96,7 @@ export function defaultConfig(home: string | undefined): Config {
     registry: null,
     backend: "auto",
     threads: null,
-    overlap: true,
+    overlap: false,
   };
 }
 

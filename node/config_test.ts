@@ -61,7 +61,7 @@ Deno.test("defaults: every setting when no source gives one", async () => {
     registry: null,
     backend: "auto",
     threads: null,
-    overlap: true,
+    overlap: false,
   });
   assert.equal(defaultConfig(undefined).dataDir, "./.zoo");
 });
@@ -144,9 +144,9 @@ Deno.test("flags override env and zoo.json", () =>
     assert.deepEqual(config, { ...FLAGS, dataDir: dir, mdns: true });
   }));
 
-Deno.test("--no-overlap turns training ahead off; leaving it out changes nothing", () => {
-  const off = parseCommand(["--join", "--no-overlap"]);
-  assert.deepEqual(off, { kind: "join", flags: { overlap: false } });
+Deno.test("--overlap turns training ahead on; leaving it out changes nothing", () => {
+  const on = parseCommand(["--join", "--overlap"]);
+  assert.deepEqual(on, { kind: "join", flags: { overlap: true } });
   assert.deepEqual(parseCommand(["--join"]), { kind: "join", flags: {} });
 });
 

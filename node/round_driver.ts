@@ -36,7 +36,7 @@ export interface RoundDriverOptions {
   log?: (line: string) => void;
   /** How often time and the chain are looked at, ms (default 200). */
   pollMs?: number;
-  /** Train the next round while this one is aggregated (default true). */
+  /** Train the next round while this one is aggregated (default false). */
   overlap?: boolean;
 }
 
@@ -71,7 +71,7 @@ export class RoundDriver {
       minPeers: o.spec.minPeers,
       rounds: o.spec.rounds,
       roundDeadlineMs: o.spec.roundDeadlineMs,
-      overlap: o.overlap ?? true,
+      overlap: o.overlap ?? false,
     }, Date.now());
     this.#work = new RoundWork({
       ...o,

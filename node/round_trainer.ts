@@ -95,8 +95,6 @@ export interface TrainRoundResult {
   tokens: number;
   /** Mean training loss over the round's steps. */
   loss: number;
-  /** Held-out loss of `params` on the fixed validation batches. */
-  valLoss: number;
   /** Time spent inside training steps only, ms. */
   trainMs: number;
   steps: number;
@@ -260,7 +258,6 @@ export class RoundTrainer {
         params,
         tokens: H * B * T,
         loss: lossSum / H,
-        valLoss: await this.evalLoss(params),
         trainMs,
         steps: H,
       };
@@ -270,10 +267,10 @@ export class RoundTrainer {
   }
 
   /**
-   * Held-out loss of `params` (e.g. a committed checkpoint's) on the same
-   * fixed validation batches as {@linkcode TrainRoundResult.valLoss}.
-   * Safe to call while a round trains: it runs between two steps and puts
-   * the working parameters back.
+   * Held-out loss of `params` (e.g. a committed checkpoint's) on fixed
+   * validation batches, the same for every peer and round, so losses
+   * compare. Safe to call while a round trains: it runs between two steps
+   * and puts the working parameters back.
    */
   evalLoss(params: Float32Array): Promise<number> {
     return this.#exclusive(async () => {

@@ -170,6 +170,9 @@ export class RoundTraining {
         }
       }
       this.#last = result.params;
+      // No longer ahead: delivering starts the next round's steps, which
+      // must find the way clear.
+      if (this.#ahead === ahead) this.#ahead = null;
       if (this.#o.state().round !== ahead.round) return;
       await this.#deliver(ahead.round, parent, base, result);
     } catch (err) {

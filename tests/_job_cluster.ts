@@ -67,12 +67,14 @@ export class JobCluster {
 
   /**
    * Starts the peers of `slots` (by index), bootstrapping from `from`, on
-   * `backend` (default: auto, which is WASM without a real GPU).
+   * `backend` (default: auto, which is WASM without a real GPU), with more
+   * `--join` flags in `args`.
    */
   async spawn(
     indices: number[],
     from?: LocalPeer,
     backend?: BackendChoice,
+    args: string[] = [],
   ): Promise<LocalPeer[]> {
     const started = await spawnJobPeers(
       this.chain,
@@ -83,6 +85,7 @@ export class JobCluster {
         bootstrap: from ? [loopbackAddr(from.info)] : undefined,
         timeoutMs: 60_000,
         backend,
+        args,
       },
     );
     this.peers.push(...started);

@@ -76,12 +76,8 @@ export function parseFlags(
 export function settings(parsed: Parsed): PartialConfig {
   const out: PartialConfig = {};
   for (const [flag, value] of Object.entries(parsed.values)) {
-    if (flag === "mdns") {
-      out.mdns = value === true;
-      continue;
-    }
-    if (flag === "no-overlap") {
-      if (value === true) out.overlap = false;
+    if (flag === "mdns" || flag === "overlap") {
+      out[flag] = value === true;
       continue;
     }
     const key = SETTING_FLAGS[flag];

@@ -49,7 +49,7 @@ const NODE_FLAGS: Spec = {
   registry: { type: "string" },
   backend: { type: "string" },
   threads: { type: "string" },
-  "no-overlap": { type: "boolean" },
+  overlap: { type: "boolean" },
 };
 
 /**

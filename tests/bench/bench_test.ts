@@ -147,6 +147,39 @@ Deno.test("bench chain --json reports gas per signer count from a real anvil", a
   assert.ok(chain.gasPerSigner > 3000, `gasPerSigner ${chain.gasPerSigner}`);
 });
 
+Deno.test({
+  name:
+    "bench rounds --json compares DiLoCo peers with one alone (tiny model, real processes and anvil)",
+  sanitizeOps: false,
+  sanitizeResources: false,
+  fn: async () => {
+    const { code, stdout, stderr } = await bench(
+      "rounds",
+      "--json",
+      "--model",
+      "tiny",
+      "--peers",
+      "2",
+      "--rounds",
+      "2",
+      "--inner-steps",
+      "20",
+    );
+    assert.equal(code, 0, stderr);
+    const { rounds } = JSON.parse(stdout);
+    assert.equal(rounds.peers, 2);
+    assert.equal(rounds.perPeer.length, 2);
+    for (const key of ["lossRatio", "reduction", "utilization"]) {
+      assertPositive(rounds[key], key);
+    }
+    assert.ok(rounds.utilization <= 1, `utilization ${rounds.utilization}`);
+    // Two peers each send their int8 delta once: far below all-reducing
+    // fp32 gradients every one of 20 steps.
+    assert.ok(rounds.reduction > 10, `reduction ${rounds.reduction}`);
+    assert.equal(rounds.tokens, 2 * 2 * 20 * 8 * 32);
+  },
+});
+
 gpuTest(
   "bench kernels --backend webgpu --quick reports matmul and training in JSON",
   async () => {

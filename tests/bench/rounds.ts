@@ -37,6 +37,11 @@ export interface PeerFigures {
   reduction: number;
   /** Time in training steps over wall time, all rounds. */
   utilization: number;
+  /**
+   * The same from round 2 on: round 1 also waits for every peer to start
+   * and load the data, which a long job pays once.
+   */
+  steadyUtilization: number;
   /** Rounds whose committed manifest includes this peer's delta. */
   contributed: number;
 }
@@ -47,6 +52,8 @@ export interface RoundsResult {
   rounds: number;
   innerSteps: number;
   model: string;
+  /** Whether peers trained ahead (see `overlap` in the round machine). */
+  overlap: boolean;
   parameters: number;
   /** Tokens trained in all, by the DiLoCo peers and by the lone peer each. */
   tokens: number;
@@ -60,6 +67,7 @@ export interface RoundsResult {
   /** Means over peers. */
   reduction: number;
   utilization: number;
+  steadyUtilization: number;
 }
 
 interface Options {
@@ -67,6 +75,7 @@ interface Options {
   rounds: number;
   innerSteps: number;
   model: "default" | "tiny";
+  overlap: boolean;
 }
 
 function specFor(o: Options): JobSpec {
@@ -130,6 +139,10 @@ const bench: Bench<Options, RoundsResult> = {
     peers: { default: "4", help: "DiLoCo peers, 2-8" },
     rounds: { default: "4", help: "rounds, 1-100" },
     "inner-steps": { default: "100", help: "inner steps per round H, 1-10000" },
+    overlap: {
+      default: "false",
+      help: "peers train ahead while a round is aggregated (true|false)",
+    },
     model: {
       default: "default",
       help:
@@ -137,6 +150,11 @@ const bench: Bench<Options, RoundsResult> = {
     },
   },
   parse(flags) {
+    if (flags.overlap !== "true" && flags.overlap !== "false") {
+      throw new UsageError(
+        `Cannot use --overlap as it must be true or false: current value is "${flags.overlap}"`,
+      );
+    }
     if (flags.model !== "default" && flags.model !== "tiny") {
       throw new UsageError(
         `Cannot use --model as it must be default or tiny: current value is "${flags.model}"`,
@@ -151,6 +169,7 @@ const bench: Bench<Options, RoundsResult> = {
         integer: true,
       }),
       model: flags.model,
+      overlap: flags.overlap === "true",
     };
   },
   async run(o, log) {
@@ -158,7 +177,12 @@ const bench: Bench<Options, RoundsResult> = {
     let result: RoundsResult | null = null;
     await withJobCluster({ nodes: o.peers, spec }, async (c) => {
       log(`starting ${o.peers} peers`);
-      const peers = await c.spawn(Array.from({ length: o.peers }, (_, i) => i));
+      const peers = await c.spawn(
+        Array.from({ length: o.peers }, (_, i) => i),
+        undefined,
+        undefined,
+        o.overlap ? ["--overlap"] : [],
+      );
       const t0 = performance.now();
       const rounds = await watchRounds({
         peers,
@@ -174,12 +198,17 @@ const bench: Bench<Options, RoundsResult> = {
         const sent = recs.reduce((s, r) => s + r.bytesSent, 0) / recs.length;
         const dp = recs.reduce((s, r) => s + r.dataParallelBytes, 0) /
           recs.length;
+        const utilization = (rs: typeof recs) =>
+          rs.reduce((s, r) => s + r.trainMs, 0) /
+          rs.reduce((s, r) => s + r.wallMs, 0);
         return {
           name: p.name,
           bytesPerRound: sent,
           reduction: dp / sent,
-          utilization: recs.reduce((s, r) => s + r.trainMs, 0) /
-            recs.reduce((s, r) => s + r.wallMs, 0),
+          utilization: utilization(recs),
+          steadyUtilization: recs.length > 1
+            ? utilization(recs.slice(1))
+            : utilization(recs),
           contributed: recs.filter((r) => r.contributed).length,
         };
       });
@@ -191,6 +220,7 @@ const bench: Bench<Options, RoundsResult> = {
         rounds: spec.rounds,
         innerSteps: spec.innerSteps,
         model: o.model,
+        overlap: o.overlap,
         parameters: Math.round(
           first.dataParallelBytes /
             (spec.innerSteps * 8 * (o.peers - 1) / o.peers),
@@ -208,13 +238,16 @@ const bench: Bench<Options, RoundsResult> = {
         perPeer,
         reduction: mean(perPeer.map((p) => p.reduction)),
         utilization: mean(perPeer.map((p) => p.utilization)),
+        steadyUtilization: mean(perPeer.map((p) => p.steadyUtilization)),
       };
     });
     return result!;
   },
   table(r) {
     return [
-      `${r.peers} DiLoCo peers x ${r.rounds} rounds x ${r.innerSteps} steps (${r.model} model, ${r.parameters} params, ${r.tokens} tokens) against one peer alone on the same tokens`,
+      `${r.peers} DiLoCo peers x ${r.rounds} rounds x ${r.innerSteps} steps (${r.model} model, ${r.parameters} params, ${r.tokens} tokens, overlap ${
+        r.overlap ? "on" : "off"
+      }) against one peer alone on the same tokens`,
       `held-out loss: DiLoCo ${r.diloco.valLoss.toFixed(3)} (${
         r.diloco.seconds.toFixed(1)
       } s), alone ${r.alone.valLoss.toFixed(3)} (${
@@ -222,12 +255,20 @@ const bench: Bench<Options, RoundsResult> = {
       } s); ratio ${r.lossRatio.toFixed(3)}`,
       `per round: ${r.diloco.perRound.map((l) => l.toFixed(3)).join(" -> ")}`,
       formatTable(
-        ["peer", "sent/round", "vs data-parallel", "utilization", "rounds in"],
+        [
+          "peer",
+          "sent/round",
+          "vs data-parallel",
+          "utilization",
+          "from round 2",
+          "rounds in",
+        ],
         r.perPeer.map((p) => [
           p.name,
           formatBytes(Math.round(p.bytesPerRound)),
           `${Math.round(p.reduction)}x less`,
           `${(100 * p.utilization).toFixed(1)}%`,
+          `${(100 * p.steadyUtilization).toFixed(1)}%`,
           String(p.contributed),
         ]),
       ),
@@ -235,7 +276,9 @@ const bench: Bench<Options, RoundsResult> = {
         formatBytes(Math.round(r.dataParallelBytesPerRound))
       } per peer per round; mean reduction ${
         Math.round(r.reduction)
-      }x, mean utilization ${(100 * r.utilization).toFixed(1)}%`,
+      }x, mean utilization ${(100 * r.utilization).toFixed(1)}% (${
+        (100 * r.steadyUtilization).toFixed(1)
+      }% from round 2)`,
     ].join("\n");
   },
 };
