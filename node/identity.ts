@@ -50,8 +50,8 @@ export function keyPaths(dataDir: string): {
  */
 export async function loadIdentity(dataDir: string): Promise<Identity | null> {
   const paths = keyPaths(dataDir);
-  const peerBytes = await readKeyFile(paths.peer);
-  const accountBytes = await readKeyFile(paths.account);
+  const peerBytes = await readPrivateFile(paths.peer, "key file");
+  const accountBytes = await readPrivateFile(paths.account, "key file");
   if (peerBytes === null && accountBytes === null) return null;
   if (peerBytes === null || accountBytes === null) {
     const missing = peerBytes === null ? paths.peer : paths.account;
@@ -112,7 +112,16 @@ function toIdentity(peerKey: PrivateKey, accountKey: `0x${string}`): Identity {
   };
 }
 
-async function readKeyFile(path: string): Promise<Uint8Array | null> {
+/**
+ * The bytes of a secret file (a key, a token), or null when it does not
+ * exist. Throws an {@linkcode IdentityError} when other users may read it:
+ * a secret that leaked is not used, whatever it would unlock. `what`
+ * names it in the message ("key file").
+ */
+export async function readPrivateFile(
+  path: string,
+  what: string,
+): Promise<Uint8Array | null> {
   let info: Deno.FileInfo;
   try {
     info = await Deno.stat(path);
@@ -124,7 +133,7 @@ async function readKeyFile(path: string): Promise<Uint8Array | null> {
     const mode = (info.mode & 0o777).toString(8).padStart(4, "0");
     throw new IdentityError(
       path,
-      `Cannot use key file ${path} as its permissions ${mode} let other users read it: run "chmod 600 ${path}"`,
+      `Cannot use ${what} ${path} as its permissions ${mode} let other users read it: run "chmod 600 ${path}"`,
     );
   }
   return await Deno.readFile(path);

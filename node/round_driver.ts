@@ -7,8 +7,7 @@
  * @module
  */
 import { bytes32ToCid, cidToBytes32 } from "../chain/attestation.ts";
-import { readJob, type Registry } from "../chain/registry.ts";
-import type { JobSpec } from "../protocol/job_spec.ts";
+import { readJob } from "../chain/registry.ts";
 import type { GossipMessage } from "../protocol/messages.ts";
 import {
   initialState,
@@ -17,21 +16,12 @@ import {
   type RoundState,
   step,
 } from "../protocol/round_machine.ts";
-import type { Identity } from "./identity.ts";
 import { MemberCache } from "./member_cache.ts";
-import type { ZooNode } from "./node.ts";
-import { RoundWork } from "./round_work.ts";
-import type { RoundTrainer } from "./round_trainer.ts";
+import { type RoundContext, RoundWork } from "./round_work.ts";
 import { RoundLedger } from "./round_ledger.ts";
 
 /** What the driver works with. */
-export interface RoundDriverOptions {
-  node: ZooNode;
-  identity: Identity;
-  registry: Registry;
-  jobId: string;
-  spec: JobSpec;
-  trainer: RoundTrainer;
+export interface RoundDriverOptions extends RoundContext {
   /** Progress lines; defaults to console.log. */
   log?: (line: string) => void;
   /** How often time and the chain are looked at, ms (default 200). */

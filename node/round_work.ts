@@ -50,14 +50,18 @@ import type { RoundLedger } from "./round_ledger.ts";
 import type { RoundTrainer } from "./round_trainer.ts";
 import { RoundTraining, type TrainedDelta } from "./round_training.ts";
 
-/** What the work needs from the driver. */
-export interface RoundWorkOptions {
+/** The job a peer's rounds belong to, and what it trains and talks with. */
+export interface RoundContext {
   node: ZooNode;
   identity: Identity;
   registry: Registry;
   jobId: string;
   spec: JobSpec;
   trainer: RoundTrainer;
+}
+
+/** What the work needs from the driver. */
+export interface RoundWorkOptions extends RoundContext {
   members: MemberCache;
   ledger: RoundLedger;
   log: (line: string) => void;

@@ -9,7 +9,7 @@
  */
 import { randomBytes, timingSafeEqual } from "node:crypto";
 import { atomicWriteFile } from "./atomic_write.ts";
-import { IdentityError } from "./identity.ts";
+import { IdentityError, readPrivateFile } from "./identity.ts";
 
 /** Where the token lives in a data dir. */
 export function rpcTokenPath(dataDir: string): string {
@@ -38,21 +38,9 @@ export async function ensureRpcToken(dataDir: string): Promise<string> {
 /** The data dir's token, or null when there is none yet. */
 export async function readRpcToken(dataDir: string): Promise<string | null> {
   const path = rpcTokenPath(dataDir);
-  let info: Deno.FileInfo;
-  try {
-    info = await Deno.stat(path);
-  } catch (err) {
-    if (err instanceof Deno.errors.NotFound) return null;
-    throw err;
-  }
-  if (info.mode !== null && (info.mode & 0o077) !== 0) {
-    const mode = (info.mode & 0o777).toString(8).padStart(4, "0");
-    throw new IdentityError(
-      path,
-      `Cannot use RPC token file ${path} as its permissions ${mode} let other users read it: run "chmod 600 ${path}"`,
-    );
-  }
-  const token = (await Deno.readTextFile(path)).trim();
+  const bytes = await readPrivateFile(path, "RPC token file");
+  if (bytes === null) return null;
+  const token = new TextDecoder().decode(bytes).trim();
   if (!TOKEN.test(token)) {
     throw new IdentityError(
       path,
