@@ -22,13 +22,16 @@ export async function callRpc<T = unknown>(
   baseUrl: string,
   method: string,
   params?: unknown,
-  options: { signal?: AbortSignal } = {},
+  options: { signal?: AbortSignal; token?: string } = {},
 ): Promise<T> {
   let res: Response;
   try {
     res = await fetch(`${baseUrl}/rpc`, {
       method: "POST",
-      headers: { "content-type": "application/json" },
+      headers: {
+        "content-type": "application/json",
+        ...(options.token ? { authorization: `Bearer ${options.token}` } : {}),
+      },
       body: JSON.stringify({ jsonrpc: "2.0", id: 1, method, params }),
       signal: options.signal,
     });

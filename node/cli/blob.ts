@@ -5,6 +5,7 @@ import { Blockstore } from "../blockstore.ts";
 import type { Config } from "../config.ts";
 import { blockstoreDir, readRuntimeInfo } from "../node.ts";
 import { callRpc } from "../rpc_client.ts";
+import { readRpcToken } from "../rpc_token.ts";
 import { UsageError } from "./parse.ts";
 
 /** `zoo-node blob put <file>`: stores a file by content, prints its CID. */
@@ -48,10 +49,11 @@ export async function blobGet(
     return 1;
   }
   const started = performance.now();
+  const token = await readRpcToken(config.dataDir) ?? undefined;
   const report = await callRpc<FetchReport>(info.http, "zoo_fetchBlob", {
     cid: opts.cid,
     ...(opts.from.length > 0 ? { providers: opts.from } : {}),
-  });
+  }, { token });
   const seconds = (performance.now() - started) / 1000;
   if (report.local) {
     console.log(`${report.cid}: already stored (${report.size} bytes)`);

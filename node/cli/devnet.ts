@@ -29,6 +29,7 @@ import {
 } from "../local_peer.ts";
 import { blockstoreDir } from "../node.ts";
 import { callRpc } from "../rpc_client.ts";
+import { readRpcToken } from "../rpc_token.ts";
 import { UsageError } from "./flags.ts";
 import { readSpecFields } from "./job.ts";
 import type { DevnetCommand } from "./parse_devnet.ts";
@@ -244,7 +245,7 @@ async function blobDemo(from: LocalPeer, to: LocalPeer): Promise<void> {
   const report = await callRpc<FetchReport>(to.info.http!, "zoo_fetchBlob", {
     cid,
     providers: [from.info.peerId],
-  });
+  }, { token: await readRpcToken(to.dataDir) ?? undefined });
   const seconds = (performance.now() - started) / 1000;
   console.log(
     `blob ${cid}\n  ${report.size} bytes ${from.name} -> ${to.name} over /zoo/blob/1.0.0 in ${

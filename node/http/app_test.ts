@@ -5,10 +5,16 @@ import { fakeSource, PEERS, STATUS } from "./_fixtures.ts";
 
 const source = fakeSource();
 
-function post(app: ReturnType<typeof createApp>, body: BodyInit) {
+const TOKEN = "ab".repeat(32);
+
+function post(
+  app: ReturnType<typeof createApp>,
+  body: BodyInit,
+  headers: Record<string, string> = {},
+) {
   return app.request("/rpc", {
     method: "POST",
-    headers: { "content-type": "application/json" },
+    headers: { "content-type": "application/json", ...headers },
     body,
   });
 }
@@ -259,8 +265,8 @@ Deno.test("zoo_fetchBlob validates params and maps fetch failures", async () => 
         new BlobFetchError(cid, { ...report, cid, failed: { P: "refused" } }),
       );
     },
-  });
-  const call = async (params: unknown) =>
+  }, { rpcToken: TOKEN });
+  const call = async (params: unknown, token: string | null = TOKEN) =>
     await (await post(
       app,
       JSON.stringify({
@@ -269,7 +275,16 @@ Deno.test("zoo_fetchBlob validates params and maps fetch failures", async () => 
         method: "zoo_fetchBlob",
         params,
       }),
+      token ? { authorization: `Bearer ${token}` } : {},
     )).json();
+
+  // Fetching stores data: without the token nothing is fetched.
+  strictEqual((await call({ cid: "bafkreigood" }, null)).error.code, -32003);
+  strictEqual(
+    (await call({ cid: "bafkreigood" }, "cd".repeat(32))).error.code,
+    -32003,
+  );
+  deepStrictEqual(calls, []);
 
   deepStrictEqual(await call({ cid: "bafkreigood", providers: ["P"] }), {
     jsonrpc: "2.0",

@@ -115,6 +115,8 @@ export function rpcMethods(
       return jobOf("zoo_leave").leave();
     },
     zoo_fetchBlob: async (params) => {
+      // It makes the node download and store data: the token's to ask.
+      if (!caller.authorized) throw new UnauthorizedError("zoo_fetchBlob");
       const { cid, providers } = parseParams("zoo_fetchBlob", params, {
         cid: CID,
         providers: {
