@@ -15,6 +15,15 @@ const H = 20;
 const jsTrainer = (init: TrainerInit) =>
   createCpuTrainer(createJsBackend(), init);
 
+/** A round trainer on the JS backend for peer "peerA". */
+const jsRoundTrainer = (spec: JobSpec, dataset: Dataset) =>
+  new RoundTrainer({
+    createTrainer: jsTrainer,
+    spec,
+    dataset,
+    peerId: "peerA",
+  });
+
 function tinySpec(dataset: Dataset, valFraction = 0.2): JobSpec {
   return defaultJobSpec({
     dataset: { cid: dataset.id, valFraction },
@@ -86,12 +95,7 @@ async function trainRounds(
 Deno.test("RoundTrainer: loss falls over rounds started from the last output", async () => {
   const dataset = await textDataset();
   const spec = tinySpec(dataset);
-  const trainer = new RoundTrainer({
-    createTrainer: jsTrainer,
-    spec,
-    dataset,
-    peerId: "peerA",
-  });
+  const trainer = jsRoundTrainer(spec, dataset);
   const start = genesis(spec);
   const initialVal = await trainer.evalLoss(start);
   const results = await trainRounds(trainer, start, 4);
@@ -127,12 +131,7 @@ Deno.test("RoundTrainer: the same inputs give bit-identical params (js)", async 
   const spec = tinySpec(dataset);
   const run = () =>
     trainRounds(
-      new RoundTrainer({
-        createTrainer: jsTrainer,
-        spec,
-        dataset,
-        peerId: "peerA",
-      }),
+      jsRoundTrainer(spec, dataset),
       genesis(spec),
       2,
       [0, 2, 4],
@@ -171,13 +170,7 @@ Deno.test("RoundTrainer: the same inputs give bit-identical params (wasm, 2 thre
 Deno.test("RoundTrainer: evalLoss between steps leaves the round unchanged", async () => {
   const dataset = await textDataset();
   const spec = tinySpec(dataset);
-  const make = () =>
-    new RoundTrainer({
-      createTrainer: jsTrainer,
-      spec,
-      dataset,
-      peerId: "peerA",
-    });
+  const make = () => jsRoundTrainer(spec, dataset);
   const start = genesis(spec);
   const plain = await make().trainRound({
     round: 0,
@@ -283,12 +276,7 @@ Deno.test("RoundTrainer: trains only on the chunks it is given", async () => {
 Deno.test("RoundTrainer: inner step h of round r uses schedule step r·H + h + 1", async () => {
   const dataset = await textDataset();
   const spec = tinySpec(dataset);
-  const trainer = new RoundTrainer({
-    createTrainer: jsTrainer,
-    spec,
-    dataset,
-    peerId: "peerA",
-  });
+  const trainer = jsRoundTrainer(spec, dataset);
   const infos: { scheduleStep: number; lr: number; step: number }[] = [];
   await trainer.trainRound({
     round: 2,
@@ -312,13 +300,7 @@ Deno.test("RoundTrainer: inner step h of round r uses schedule step r·H + h + 1
 Deno.test("RoundTrainer: the inner AdamW state carries over between rounds", async () => {
   const dataset = await textDataset();
   const spec = tinySpec(dataset);
-  const make = () =>
-    new RoundTrainer({
-      createTrainer: jsTrainer,
-      spec,
-      dataset,
-      peerId: "peerA",
-    });
+  const make = () => jsRoundTrainer(spec, dataset);
   const start = genesis(spec);
   const kept = make();
   await kept.trainRound({ round: 0, params: start, chunks: [] });
@@ -330,12 +312,7 @@ Deno.test("RoundTrainer: the inner AdamW state carries over between rounds", asy
 Deno.test("RoundTrainer: rejects misuse with clear errors", async () => {
   const dataset = await textDataset();
   const spec = tinySpec(dataset);
-  const trainer = new RoundTrainer({
-    createTrainer: jsTrainer,
-    spec,
-    dataset,
-    peerId: "peerA",
-  });
+  const trainer = jsRoundTrainer(spec, dataset);
   const params = genesis(spec);
   const val = trainer.valChunks[0];
   await assert.rejects(
@@ -387,13 +364,7 @@ Deno.test("RoundTrainer: rejects misuse with clear errors", async () => {
 Deno.test("RoundTrainer: going on from its own params, and shifts between steps", async () => {
   const dataset = await textDataset();
   const spec = tinySpec(dataset);
-  const make = () =>
-    new RoundTrainer({
-      createTrainer: jsTrainer,
-      spec,
-      dataset,
-      peerId: "peerA",
-    });
+  const make = () => jsRoundTrainer(spec, dataset);
   const start = genesis(spec);
   // params: null goes on from where the last round ended, exactly as
   // passing that round's output.
@@ -443,12 +414,7 @@ Deno.test("RoundTrainer: going on from its own params, and shifts between steps"
 Deno.test("RoundTrainer: a hold stops the steps until its promise settles", async () => {
   const dataset = await textDataset();
   const spec = tinySpec(dataset);
-  const trainer = new RoundTrainer({
-    createTrainer: jsTrainer,
-    spec,
-    dataset,
-    peerId: "peerA",
-  });
+  const trainer = jsRoundTrainer(spec, dataset);
   let steps = 0;
   const gate = Promise.withResolvers<void>();
   const seenAtRelease = new Promise<number>((resolve) =>
