@@ -162,6 +162,7 @@ export class RoundTrainer {
   /** Serializes use of the trainer: rounds step, evaluations swap params. */
   #queue: Promise<unknown> = Promise.resolve();
   #busy = false;
+  #lastYield = performance.now();
 
   /** Creates the trainer and the batch buffers. */
   constructor(options: RoundTrainerOptions) {
@@ -223,7 +224,9 @@ export class RoundTrainer {
     try {
       if (p.params) {
         const params = p.params;
-        await this.#exclusive(() => Promise.resolve(this.#load(params)));
+        await this.#exclusive(() =>
+          Promise.resolve(this.#trainer.setParams(params))
+        );
       }
       let lossSum = 0, trainMs = 0;
       for (let h = 0; h < H; h++) {
@@ -276,7 +279,7 @@ export class RoundTrainer {
     return this.#exclusive(async () => {
       const working = await this.#trainer.readParams();
       try {
-        this.#load(params);
+        this.#trainer.setParams(params);
         let sum = 0;
         for (let i = 0; i < VAL_BATCHES; i++) {
           this.#val.writeBatch(i, this.#batch.inputs, this.#batch.targets);
@@ -306,23 +309,12 @@ export class RoundTrainer {
     });
   }
 
-  #load(params: Float32Array): void {
-    if (params.length !== this.parameterCount) {
-      throw new RangeError(
-        `Cannot load parameters as the model has ${this.parameterCount}: current length is ${params.length}`,
-      );
-    }
-    this.#trainer.setParams(params);
-  }
-
   /** Runs `task` once everything queued before it has finished. */
   #exclusive<T>(task: () => Promise<T>): Promise<T> {
     const run = this.#queue.then(task);
     this.#queue = run.catch(() => {});
     return run;
   }
-
-  #lastYield = performance.now();
 
   /**
    * Gives the event loop a turn every {@linkcode YIELD_EVERY_MS}: gossip
@@ -336,10 +328,10 @@ export class RoundTrainer {
 }
 
 /** Resolves with `until`, or rejects with the signal's reason on abort. */
-function untilOrAborted(
-  until: Promise<unknown>,
+export function untilOrAborted<T>(
+  until: Promise<T>,
   signal?: AbortSignal,
-): Promise<unknown> {
+): Promise<T> {
   if (!signal) return until;
   signal.throwIfAborted();
   return new Promise((resolve, reject) => {

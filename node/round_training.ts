@@ -17,7 +17,6 @@
  * @module
  */
 import { assignChunks } from "../protocol/assignment.ts";
-import { cidToString } from "../protocol/cid.ts";
 import type { JobSpec } from "../protocol/job_spec.ts";
 import { pseudoGradient } from "../protocol/pseudo_gradient.ts";
 import {
@@ -26,13 +25,13 @@ import {
   quantize,
 } from "../protocol/quantize.ts";
 import type { RoundState } from "../protocol/round_machine.ts";
-import type { Identity } from "./identity.ts";
-import type { ZooNode } from "./node.ts";
+import type { Progress } from "./gossip_service.ts";
 import type { RoundLedger } from "./round_ledger.ts";
-import type {
-  RoundTrainer,
-  TrainRoundParams,
-  TrainRoundResult,
+import {
+  type RoundTrainer,
+  type TrainRoundParams,
+  type TrainRoundResult,
+  untilOrAborted,
 } from "./round_trainer.ts";
 
 /** Most of a round's inner steps taken before its checkpoint is known. */
@@ -54,14 +53,21 @@ export interface TrainedDelta {
 
 /** What {@linkcode RoundTraining} works with. */
 export interface RoundTrainingOptions {
-  node: ZooNode;
-  identity: Identity;
   jobId: string;
+  /** This peer's id: its chunk assignment and batch stream. */
+  peerId: string;
   spec: JobSpec;
   trainer: RoundTrainer;
-  ledger: RoundLedger;
-  /** The machine's current state. */
-  state: () => RoundState;
+  /** Where step losses and training time are counted. */
+  ledger: Pick<RoundLedger, "steps" | "noteTraining">;
+  /** The machine's current state (its round and live peers). */
+  state: () => Pick<RoundState, "round" | "live">;
+  /** Reports progress for heartbeats. */
+  progress: (
+    p: Partial<Pick<Progress, "round" | "step" | "throughput">>,
+  ) => void;
+  /** Stores a quantized delta as a block; resolves with its CID string. */
+  store: (bytes: Uint8Array) => Promise<string>;
   /** Announces a trained delta (and tells the machine). */
   announce: (delta: TrainedDelta) => Promise<void>;
   /** Stops everything when the driver stops. */
@@ -138,12 +144,6 @@ export class RoundTraining {
 
   async #runAhead(ahead: Ahead): Promise<void> {
     const signal = AbortSignal.any([ahead.abort.signal, this.#o.signal]);
-    const aborted = new Promise<never>((_, reject) => {
-      signal.addEventListener("abort", () => reject(signal.reason), {
-        once: true,
-      });
-    });
-    aborted.catch(() => {});
     try {
       const result = await this.#steps(ahead.round, null, signal, {
         shift: () => {
@@ -159,10 +159,10 @@ export class RoundTraining {
           until: ahead.base.promise,
         },
       });
-      const { parent, params: base } = await Promise.race([
+      const { parent, params: base } = await untilOrAborted(
         ahead.base.promise,
-        aborted,
-      ]);
+        signal,
+      );
       if (!ahead.shifted) {
         // The steps ended before the checkpoint came: move the result.
         for (let i = 0; i < base.length; i++) {
@@ -198,14 +198,14 @@ export class RoundTraining {
     signal: AbortSignal,
     ahead: Pick<TrainRoundParams, "shift" | "hold"> = {},
   ): Promise<TrainRoundResult & { chunks: number }> {
-    const { trainer, spec, node, identity, ledger } = this.#o;
+    const { trainer, spec, ledger, progress } = this.#o;
     const assigned = assignChunks({
       job: this.#o.jobId,
       round,
       peers: this.#o.state().live,
       chunks: trainer.trainChunks.length,
-    }).get(identity.peerId) ?? [];
-    node.gossip.setProgress({ round, step: 0 });
+    }).get(this.#o.peerId) ?? [];
+    progress({ round, step: 0 });
     const started = performance.now();
     const result = await trainer.trainRound({
       round,
@@ -215,7 +215,7 @@ export class RoundTraining {
       ...ahead,
       onStep: (s) => {
         ledger.steps.note(round, s.step, s.loss);
-        node.gossip.setProgress({
+        progress({
           step: s.step,
           throughput: (s.step * spec.batchSize * spec.contextLength) /
             ((performance.now() - started) / 1000),
@@ -233,7 +233,7 @@ export class RoundTraining {
     base: Float32Array,
     result: TrainRoundResult & { chunks: number },
   ): Promise<void> {
-    const { spec, node } = this.#o;
+    const { spec } = this.#o;
     const delta = pseudoGradient(base, result.params);
     const bytes = encodeQuantized(quantize(delta, {
       bits: BITS_FOR_COMPRESSION[spec.compression.format],
@@ -242,7 +242,7 @@ export class RoundTraining {
     await this.#o.announce({
       round,
       parent,
-      cid: cidToString(await node.store.put(bytes)),
+      cid: await this.#o.store(bytes),
       bytes: bytes.length,
       tokens: result.tokens,
       loss: result.loss,

@@ -16,7 +16,8 @@ import {
 } from "../chain/attestation.ts";
 import { commitRound, readRound, type Registry } from "../chain/registry.ts";
 import { privateKeyToAccount } from "viem/accounts";
-import { cidToString, parseCid } from "../protocol/cid.ts";
+import { canonicalJson } from "../protocol/canonical_json.ts";
+import { cidForBytes, cidToString, parseCid } from "../protocol/cid.ts";
 import { maxTokensPerRound } from "../protocol/job_spec.ts";
 import type { JobSpec } from "../protocol/job_spec.ts";
 import type {
@@ -101,6 +102,9 @@ export class RoundWork {
     this.#o = o;
     this.#training = new RoundTraining({
       ...o,
+      peerId: o.identity.peerId,
+      progress: (p) => o.node.gossip.setProgress(p),
+      store: async (bytes) => cidToString(await o.node.store.put(bytes)),
       signal: this.#abort.signal,
       announce: (d) => this.#announce(d),
     });
@@ -305,11 +309,13 @@ export class RoundWork {
           deltas,
         }),
       );
-      // Stored whatever the outcome: a match is C(r+1), fetched for free.
-      const cid = cidToString(await this.#o.node.store.put(bytes));
+      // A match is C(r+1), stored here for free; a mismatch is not kept,
+      // or a leader announcing bogus manifests would fill the disk.
+      const cid = cidToString(await cidForBytes(bytes));
       if (cid !== manifest.checkpoint) {
         return done(false, `recomputed checkpoint ${cid} differs`);
       }
+      await this.#o.node.store.put(bytes);
     } catch (err) {
       return done(false, (err as Error).message);
     }
@@ -345,7 +351,7 @@ export class RoundWork {
       return "manifest does not match its announcement";
     }
     if (
-      JSON.stringify(manifest.rule) !== JSON.stringify(this.#o.spec.aggregation)
+      canonicalJson(manifest.rule) !== canonicalJson(this.#o.spec.aggregation)
     ) {
       return "manifest uses another aggregation rule";
     }
@@ -456,11 +462,13 @@ export class RoundWork {
         `checkpoint ${checkpoint} is round ${ckpt.round} of job ${ckpt.job}, not round ${round} of ${this.#o.jobId}`,
       );
     }
-    if (round > 0) await this.#closeRound(round - 1, checkpoint, ckpt);
     this.#current = { cid: checkpoint, ckpt };
     if (this.#o.state().round === round) {
       this.#o.feed({ type: "enter", round, parent: checkpoint });
     }
+    // Bookkeeping after the next round has started: it may wait on a
+    // manifest fetch and evaluates the checkpoint, which training need not.
+    if (round > 0) await this.#closeRound(round - 1, checkpoint, ckpt);
   }
 
   async #closeRound(

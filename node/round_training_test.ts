@@ -1,0 +1,157 @@
+import assert from "node:assert/strict";
+import { chunkDataset } from "../kernels/data/dataset.ts";
+import { createJsBackend } from "../kernels/js_backend.ts";
+import { createCpuTrainer } from "../kernels/trainer.ts";
+import { defaultJobSpec, type JobSpec } from "../protocol/job_spec.ts";
+import { genesisCheckpoint } from "../protocol/round_checkpoint.ts";
+import { decodeDelta } from "../protocol/round_update.ts";
+import { RoundLedger } from "./round_ledger.ts";
+import { RoundTrainer } from "./round_trainer.ts";
+import { RoundTraining, type TrainedDelta } from "./round_training.ts";
+
+const H = 20;
+const bytes = new TextEncoder().encode(
+  "the peer trains a round and signs the manifest by noon. ".repeat(300),
+);
+const dataset = await chunkDataset(bytes, 1024);
+const spec: JobSpec = defaultJobSpec({
+  dataset: { cid: dataset.id, valFraction: 0.2 },
+  model: { contextLength: 16, dModel: 32, heads: 2, layers: 1 },
+  innerSteps: H,
+  batchSize: 4,
+  rounds: 5,
+  inner: { maxLr: 1e-2, minLr: 1e-3, warmupSteps: 2 },
+});
+const genesis = genesisCheckpoint("bafkreijob", spec.model, spec.seed).params;
+
+/** θ_local(0): round 0 trained from genesis (the trainer is deterministic). */
+async function local0(): Promise<Float32Array> {
+  return (await setup().trainer.trainRound({
+    round: 0,
+    params: genesis,
+    chunks: [],
+  })).params;
+}
+
+/** A RoundTraining on the JS backend, with what it delivered and stored. */
+function setup() {
+  const trainer = new RoundTrainer({
+    createTrainer: (init) => createCpuTrainer(createJsBackend(), init),
+    spec,
+    dataset,
+    peerId: "peerA",
+  });
+  const state = { round: 0, live: ["peerA"] as readonly string[] };
+  const blocks = new Map<string, Uint8Array>();
+  const delivered: TrainedDelta[] = [];
+  const training = new RoundTraining({
+    jobId: "bafkreijob",
+    peerId: "peerA",
+    spec,
+    trainer,
+    ledger: new RoundLedger(spec, trainer.parameterCount),
+    state: () => state,
+    progress: () => {},
+    store: (b) => {
+      const cid = `block-${blocks.size}`;
+      blocks.set(cid, b);
+      return Promise.resolve(cid);
+    },
+    announce: (d) => {
+      delivered.push(d);
+      return Promise.resolve();
+    },
+    signal: new AbortController().signal,
+  });
+  const delta = (d: TrainedDelta) =>
+    decodeDelta(blocks.get(d.cid)!, trainer.parameterCount);
+  return { trainer, state, training, delivered, delta };
+}
+
+function maxAbsDiff(a: Float32Array, b: Float32Array): number {
+  let worst = 0;
+  for (let i = 0; i < a.length; i++) {
+    worst = Math.max(worst, Math.abs(a[i] - b[i]));
+  }
+  return worst;
+}
+
+Deno.test("RoundTraining: a round's delta is C(r) − θ_end, as trained from C(r)", async () => {
+  const { training, delivered, delta } = setup();
+  await training.train(0, "bafkreic0", genesis);
+  assert.equal(delivered.length, 1);
+  assert.equal(delivered[0].round, 0);
+  assert.equal(delivered[0].parent, "bafkreic0");
+  assert.equal(delivered[0].steps, H);
+  // The same steps on a fresh trainer give θ_end; the delta is int8, so
+  // it matches within a quantization step.
+  const end = await local0();
+  const want = Float32Array.from(genesis, (g, i) => g - end[i]);
+  const got = delta(delivered[0]);
+  const scale = want.reduce((m, x) => Math.max(m, Math.abs(x)), 0);
+  assert.ok(scale > 0);
+  assert.ok(maxAbsDiff(got, want) <= scale / 127, "delta off by a step");
+});
+
+Deno.test("RoundTraining: trained ahead onto C(r+1) = θ_local(r) gives round r+1 trained from it", async () => {
+  const ahead = setup();
+  await ahead.training.train(0, "bafkreic0", genesis);
+  const start = await local0();
+  const running = ahead.training.trainAhead(1);
+  // C(1) equal to this peer's own result: the move onto it is zero.
+  ahead.state.round = 1;
+  await ahead.training.rebase(1, "bafkreic1", start);
+  await running;
+  assert.deepEqual(ahead.delivered.map((d) => [d.round, d.parent]), [
+    [0, "bafkreic0"],
+    [1, "bafkreic1"],
+  ]);
+
+  const plain = setup();
+  await plain.training.train(0, "bafkreic0", genesis);
+  plain.state.round = 1;
+  await plain.training.train(1, "bafkreic1", start);
+  assert.deepEqual(
+    ahead.delta(ahead.delivered[1]),
+    plain.delta(plain.delivered[1]),
+  );
+});
+
+Deno.test("RoundTraining: a checkpoint other than θ_local(r) moves the steps trained ahead", async () => {
+  const t = setup();
+  await t.training.train(0, "bafkreic0", genesis);
+  const start = await local0();
+  const running = t.training.trainAhead(1);
+  t.state.round = 1;
+  // A C(1) 1.0 away from this peer's parameters in every coordinate: the
+  // rest of the round starts from it, so θ_end lies near it and the delta
+  // is only the round's own progress. AdamW moves a parameter at most lr
+  // (1e-2) a step, 0.2 in 20 steps; without the move the delta would
+  // carry the whole offset, 1.0 in every coordinate.
+  const c1 = Float32Array.from(start, (x, i) => x + (i % 2 ? 1 : -1));
+  await t.training.rebase(1, "bafkreic1", c1);
+  await running;
+  const d1 = t.delta(t.delivered[1]);
+  const rms = Math.sqrt(d1.reduce((s, x) => s + x * x, 0) / d1.length);
+  assert.ok(rms > 0 && rms < 0.25, `rms of Δ1 ${rms}`);
+});
+
+Deno.test("RoundTraining: a round trained ahead that the chain skips is dropped, not delivered", async () => {
+  const t = setup();
+  await t.training.train(0, "bafkreic0", genesis);
+  const running = t.training.trainAhead(1);
+  // The chain jumps to round 2: it is trained from C(2), the work ahead
+  // on round 1 is abandoned.
+  t.state.round = 2;
+  await t.training.train(2, "bafkreic2", genesis);
+  await running;
+  assert.deepEqual(t.delivered.map((d) => d.round), [0, 2]);
+});
+
+Deno.test("RoundTraining: rebase without work ahead trains the round from its checkpoint", async () => {
+  const t = setup();
+  await t.training.rebase(0, "bafkreic0", genesis);
+  assert.deepEqual(t.delivered.map((d) => [d.round, d.parent]), [
+    [0, "bafkreic0"],
+  ]);
+});
