@@ -9,6 +9,7 @@
  */
 import type { LocalPeer } from "./local_peer.ts";
 import type { RoundRecord } from "./round_ledger.ts";
+import { formatBytes } from "./format_bytes.ts";
 import { callRpc } from "./rpc_client.ts";
 
 /** One committed round as every running peer recorded it. */
@@ -79,14 +80,6 @@ export async function watchRounds(
     await new Promise((r) => setTimeout(r, o.pollMs ?? 250));
   }
   return done;
-}
-
-/** Byte counts as `1.2 MB`. */
-export function formatBytes(n: number): string {
-  if (n < 1e3) return `${n} B`;
-  if (n < 1e6) return `${(n / 1e3).toFixed(1)} kB`;
-  if (n < 1e9) return `${(n / 1e6).toFixed(1)} MB`;
-  return `${(n / 1e9).toFixed(2)} GB`;
 }
 
 /**

@@ -134,7 +134,8 @@ export class RoundDriver {
         });
         return;
       case "manifest":
-        this.#feed({ type: "manifest", msg });
+        // Verifying one costs fetches and a recomputation: members only.
+        this.#ifMember(msg.peer, () => this.#feed({ type: "manifest", msg }));
         return;
       case "attest":
         this.#work.checkAttestation(msg).catch((err) =>
@@ -142,11 +143,20 @@ export class RoundDriver {
         );
         return;
       case "committed":
-        this.ledger.noteCommit(msg.round, msg.tx, msg.peer);
-        // A hint only, but it saves waiting for the next poll of the chain.
-        this.#poll();
+        // A hint only (the round's record shows its transaction), but it
+        // saves waiting for the next poll of the chain.
+        this.#ifMember(msg.peer, () => {
+          this.ledger.noteCommit(msg.round, msg.tx, msg.peer);
+          this.#poll();
+        });
         return;
     }
+  }
+
+  #ifMember(peer: string, then: () => void): void {
+    this.members.lookup(peer).then((m) => {
+      if (m.member) then();
+    });
   }
 
   async #poll(): Promise<void> {

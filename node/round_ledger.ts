@@ -93,10 +93,12 @@ export class RoundLedger {
 
   /**
    * Closes `round` once its checkpoint is in hand; `manifest` is the one
-   * that produced it when this peer saw it.
+   * that produced it when this peer saw it; `at` is when the next round
+   * began (Date.now() time), which ends this round's wall time.
    */
   closeRound(r: {
     round: number;
+    at: number;
     checkpoint: string;
     manifest: RoundManifest | null;
     valLoss: number;
@@ -123,12 +125,12 @@ export class RoundLedger {
       dataParallelBytes: this.spec.innerSteps *
         allReduceBytes(this.parameterCount, peers),
       trainMs: this.#trainMs,
-      wallMs: Date.now() - this.#enteredAt,
+      wallMs: r.at - this.#enteredAt,
     };
     this.records.push(record);
     this.#sent = 0;
     this.#trainMs = 0;
-    this.#enteredAt = Date.now();
+    this.#enteredAt = r.at;
     return record;
   }
 }

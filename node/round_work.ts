@@ -463,18 +463,22 @@ export class RoundWork {
       );
     }
     this.#current = { cid: checkpoint, ckpt };
+    const enteredAt = Date.now();
     if (this.#o.state().round === round) {
       this.#o.feed({ type: "enter", round, parent: checkpoint });
     }
     // Bookkeeping after the next round has started: it may wait on a
     // manifest fetch and evaluates the checkpoint, which training need not.
-    if (round > 0) await this.#closeRound(round - 1, checkpoint, ckpt);
+    if (round > 0) {
+      await this.#closeRound(round - 1, checkpoint, ckpt, enteredAt);
+    }
   }
 
   async #closeRound(
     round: number,
     checkpoint: string,
     ckpt: RoundCheckpoint,
+    at: number,
   ): Promise<void> {
     const manifest =
       [...this.#manifests.values()].find((m) =>
@@ -485,6 +489,7 @@ export class RoundWork {
     this.#served = served;
     const record = this.#o.ledger.closeRound({
       round,
+      at,
       checkpoint,
       manifest,
       valLoss: await this.#o.trainer.evalLoss(ckpt.params),

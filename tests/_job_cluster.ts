@@ -92,13 +92,6 @@ export class JobCluster {
     return started;
   }
 
-  /** The peer named `name`. */
-  peer(name: string): LocalPeer {
-    const p = this.peers.find((x) => x.name === name);
-    if (!p) throw new Error(`no peer ${name}`);
-    return p;
-  }
-
   /** Rounds committed on chain and the chain's head checkpoint CID. */
   async chainHead(): Promise<{ nextRound: number; head: string }> {
     const j = await readJob(this.chain.owner, cidToBytes32(this.job.id));

@@ -5,6 +5,7 @@
  *
  * @module
  */
+import { formatBytes } from "../format_bytes.ts";
 import type {
   Contributions,
   NodeStatus,
@@ -30,17 +31,6 @@ export function table(rows: string[][]): string[] {
   return rows.map((r) =>
     r.map((cell, i) => cell.padEnd(widths[i])).join("  ").trimEnd()
   );
-}
-
-/** Bytes as B, KiB, MiB, GiB. */
-export function formatBytes(n: number): string {
-  const units = ["B", "KiB", "MiB", "GiB", "TiB"];
-  let i = 0;
-  while (n >= 1024 && i < units.length - 1) {
-    n /= 1024;
-    i++;
-  }
-  return i === 0 ? `${n} B` : `${n.toFixed(1)} ${units[i]}`;
 }
 
 /** Wei as ETH with six decimals, exactly (no float rounding). */

@@ -1,11 +1,7 @@
 import { deepStrictEqual, strictEqual } from "node:assert";
 import { fakeJob, PEERS, record, STATUS } from "../http/_fixtures.ts";
-import {
-  formatBytes,
-  formatEther,
-  formatStatus,
-  table,
-} from "./status_format.ts";
+import { formatBytes } from "../format_bytes.ts";
+import { formatEther, formatStatus, table } from "./status_format.ts";
 
 Deno.test("status format: a training node shows job, peers, rounds and rewards", async () => {
   const job = fakeJob(2);
@@ -22,7 +18,7 @@ Deno.test("status format: a training node shows job, peers, rounds and rewards",
       "job          bafkreijob",
       "round        2 of 3, training, leader 12D3KooWA",
       "backend      wasm (wasm-relaxed x1), 813 tokens/s",
-      "sent         1.3 KiB (gossip 300 B, blobs 1.0 KiB)",
+      "sent         1.3 kB (gossip 300 B, blobs 1.0 kB)",
       "contribution 20480 of 40960 tokens in 2 round(s), claimable 0.000000 ETH",
       "peers (2)",
       "committed rounds (the last 2)",
@@ -55,8 +51,10 @@ Deno.test("status format: no job, and a chain that could not be read", () => {
 
 Deno.test("status format helpers", () => {
   deepStrictEqual(table([["a", "bbb"], ["cc", "d"]]), ["a   bbb", "cc  d"]);
-  strictEqual(formatBytes(1023), "1023 B");
-  strictEqual(formatBytes(1536), "1.5 KiB");
+  strictEqual(formatBytes(999), "999 B");
+  strictEqual(formatBytes(1536), "1.5 kB");
+  strictEqual(formatBytes(116_736_000), "116.7 MB");
+  strictEqual(formatBytes(1_313_280_000), "1.31 GB");
   strictEqual(formatEther("1234567890123456789"), "1.234567 ETH");
   strictEqual(formatEther("0"), "0.000000 ETH");
 });

@@ -30,10 +30,11 @@ export const PAGE_SCRIPT = String.raw`"use strict";
     if (!id) return "-";
     return id.length > 16 ? id.slice(0, 8) + "…" + id.slice(-6) : id;
   }
+  // Decimal units, as node/format_bytes.ts prints them in the terminal.
   function bytes(n) {
-    var units = ["B", "KiB", "MiB", "GiB", "TiB"];
+    var units = ["B", "kB", "MB", "GB", "TB"];
     var i = 0;
-    while (n >= 1024 && i < units.length - 1) { n /= 1024; i++; }
+    while (n >= 1000 && i < units.length - 1) { n /= 1000; i++; }
     return (i === 0 ? n : n.toFixed(1)) + " " + units[i];
   }
   function num(x, digits) {

@@ -23,7 +23,7 @@ import { createWasmBackend } from "../../kernels/wasm/wasm_backend.ts";
 import { createCpuTrainer } from "../../kernels/trainer.ts";
 import type { JobSpec } from "../../protocol/job_spec.ts";
 import { DEFAULT_MODEL } from "../../protocol/job_spec.ts";
-import { formatBytes } from "../../node/devnet_rounds.ts";
+import { formatBytes } from "../../node/format_bytes.ts";
 import { watchRounds } from "../../node/devnet_rounds.ts";
 import { tinySpec, withJobCluster } from "../_job_cluster.ts";
 import { type Bench, formatTable, numberFlag, UsageError } from "./_bench.ts";
