@@ -68,6 +68,12 @@ export interface FetchReport {
 /** Options of one fetch. */
 export interface FetchOptions {
   signal?: AbortSignal;
+  /**
+   * Refuse a blob announced larger than this (default and ceiling: the
+   * node's `maxBlobBytes`): a caller that knows what it expects, a delta or
+   * a manifest, does not download gigabytes a liar claims it is.
+   */
+  maxBytes?: number;
   /** Called after each chunk lands on disk. */
   onProgress?: (received: number, size: number, peer: string) => void;
 }
@@ -349,9 +355,13 @@ export class BlobService {
         }
         throw new PeerRefused(`refused: ${header.error}`);
       }
-      if (header.size > this.#opts.maxBlobBytes) {
+      const limit = Math.min(
+        options.maxBytes ?? Infinity,
+        this.#opts.maxBlobBytes,
+      );
+      if (header.size > limit) {
         throw new PeerRefused(
-          `announced ${header.size} bytes, over the limit of ${this.#opts.maxBlobBytes}`,
+          `announced ${header.size} bytes, over the limit of ${limit}`,
         );
       }
       if (pull.partial && pull.partial.expectedSize !== header.size) {

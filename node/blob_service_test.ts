@@ -338,6 +338,29 @@ Deno.test("fetch: size limits on both sides", LIBP2P, async () => {
   });
 });
 
+Deno.test(
+  "fetch: a caller's own limit is below the node's",
+  LIBP2P,
+  async () => {
+    await withNodes([{}, {}], async ([fetcher, holder]) => {
+      const bytes = random(64 * 1024);
+      const cid = await putBlob(bytes, holder);
+      await assertFetchFails(
+        fetcher.blobs.fetch(cid, [holder.id], { maxBytes: 1000 }),
+        ({ report }) =>
+          assert.match(
+            report.failed[holder.id],
+            /announced 65536 bytes, over the limit of 1000/,
+          ),
+      );
+      assert.equal(await fetcher.store.has(cid), false);
+      // The same blob within the limit is fetched.
+      await fetcher.blobs.fetch(cid, [holder.id], { maxBytes: 65536 });
+      assert.equal(await fetcher.store.has(cid), true);
+    });
+  },
+);
+
 /** Sends `bytes` on a raw blob stream; the answer header, or "aborted". */
 async function exchange(
   from: TestNode,

@@ -146,7 +146,15 @@ export async function startNode(
   const fetchBlob = (cid: string, providers?: string[]) => {
     const parsed = parseCid(cid);
     const from = providers ?? connectedPeers(host);
-    for (const p of from) peerIdFromString(p);
+    for (const p of from) {
+      try {
+        peerIdFromString(p);
+      } catch {
+        throw new TypeError(
+          `Cannot fetch from ${JSON.stringify(p)} as it is not a peer id`,
+        );
+      }
+    }
     return blobs.fetch(parsed, from);
   };
   const source: NodeInfoSource = {
@@ -163,7 +171,17 @@ export async function startNode(
   if (config.http) {
     const rpcToken = await ensureRpcToken(config.dataDir);
     http = await serveHttp(
-      createApp(source, { rpcToken, events }),
+      createApp(source, {
+        rpcToken,
+        events,
+        // The caller sees only "Internal error": the details go to the log.
+        onInternalError: (error) =>
+          console.error(
+            `zoo-node: internal error serving HTTP: ${
+              error instanceof Error ? error.stack ?? error.message : error
+            }`,
+          ),
+      }),
       config.http,
     );
   }

@@ -33,8 +33,13 @@ import {
   type RoundCheckpoint,
 } from "../protocol/round_checkpoint.ts";
 import {
+  BITS_FOR_COMPRESSION,
+  encodedByteLength,
+} from "../protocol/quantize.ts";
+import {
   decodeManifest,
   encodeManifest,
+  MAX_MANIFEST_BYTES,
   type RoundManifest,
 } from "../protocol/round_manifest.ts";
 import type {
@@ -79,6 +84,8 @@ interface Held {
 }
 
 const KEEP_MANIFESTS = 16;
+/** Room for a round checkpoint's safetensors header and metadata. */
+const CHECKPOINT_HEADER_BYTES = 1 << 20;
 /** How long closing a round may wait for a manifest it did not verify. */
 const MANIFEST_FETCH_MS = 2_000;
 
@@ -97,6 +104,8 @@ export class RoundWork {
   readonly #recomputing = new Map<string, Promise<void>>();
   /** The servedBytes counter at the last look, for the ledger. */
   #served = 0;
+  /** Exact size of this job's encoded deltas. */
+  readonly #deltaBytes: number;
 
   constructor(o: RoundWorkOptions) {
     this.#o = o;
@@ -109,6 +118,10 @@ export class RoundWork {
       announce: (d) => this.#announce(d),
     });
     this.#account = privateKeyToAccount(o.identity.accountKey);
+    this.#deltaBytes = encodedByteLength(o.trainer.parameterCount, {
+      bits: BITS_FOR_COMPRESSION[o.spec.compression.format],
+      blockSize: o.spec.compression.blockSize,
+    });
     this.#served = o.node.blobs.stats.servedBytes;
   }
 
@@ -273,6 +286,7 @@ export class RoundWork {
       const timeout = AbortSignal.timeout(collectMs(this.#o.state().config));
       await node.blobs.fetch(parsed, providers, {
         signal: AbortSignal.any([timeout, this.#abort.signal]),
+        maxBytes: this.#deltaBytes,
       });
     }
     return decodeDelta(await node.store.get(parsed), trainer.parameterCount);
@@ -332,6 +346,7 @@ export class RoundWork {
           AbortSignal.timeout(collectMs(this.#o.state().config)),
           this.#abort.signal,
         ]),
+        maxBytes: MAX_MANIFEST_BYTES,
       });
     }
     return decodeManifest(await node.store.get(parsed));
@@ -451,6 +466,9 @@ export class RoundWork {
       try {
         await node.blobs.fetch(parsed, connectedPeers(node.host), {
           signal: this.#abort.signal,
+          // Parameters and momentum in float32, plus the header.
+          maxBytes: 8 * this.#o.trainer.parameterCount +
+            CHECKPOINT_HEADER_BYTES,
         });
       } catch {
         await new Promise((r) => setTimeout(r, 500));
@@ -530,6 +548,7 @@ export class RoundWork {
             AbortSignal.timeout(MANIFEST_FETCH_MS),
             this.#abort.signal,
           ]),
+          maxBytes: MAX_MANIFEST_BYTES,
         });
       }
       const manifest = decodeManifest(await node.store.get(parsed));

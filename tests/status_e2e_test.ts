@@ -17,6 +17,7 @@ import type {
 } from "../node/http/types.ts";
 import { waitFor } from "../node/local_peer.ts";
 import { zooNode } from "./_cli.ts";
+import { skipWithout } from "./_tools.ts";
 import {
   JOB_TEST,
   roundsOf,
@@ -52,8 +53,28 @@ async function send(
 const json = { "content-type": "application/json" };
 
 /** Bad input to every endpoint, each answered cleanly. */
-async function badInputs(url: string): Promise<void> {
+async function badInputs(url: string, token: string): Promise<void> {
+  const auth = { ...json, authorization: `Bearer ${token}` };
   const cases: [string, RequestInit, number, RegExp][] = [
+    [
+      "/rpc",
+      {
+        method: "POST",
+        headers: auth,
+        body: JSON.stringify({
+          jsonrpc: "2.0",
+          id: 1,
+          method: "zoo_fetchBlob",
+          params: {
+            cid: "bafkreigh2akiscaildcqabsyg3dfr6chu3fgpregiymsck7e7aqa4s52zy",
+            providers: ["notapeer"],
+          },
+        }),
+      },
+      200,
+      /-32602.*notapeer/,
+    ],
+    ["/events", { method: "HEAD" }, 200, /^$/],
     [
       "/rpc",
       { method: "POST", headers: json, body: "x".repeat(2 << 20) },
@@ -182,7 +203,9 @@ Deno.test({
       assert.equal(left.left, true);
       assert.equal((await trainingOf(leaver)).phase, "left");
 
-      await badInputs(url);
+      const token0 = await readRpcToken(peers[0].dataDir);
+      assert.ok(token0);
+      await badInputs(url, token0);
 
       // The other two go on: a round entered after the leave is committed
       // and closed by node-1 without node-3's delta.
@@ -221,7 +244,7 @@ Deno.test({
       }
       assert.ok(sample(now.m, "zoo_step_loss", job)! > 0);
       assert.equal(sample(now.m, "zoo_backend_info", { backend: "wasm" }), 1);
-      if (PROMTOOL !== null) {
+      if (!skipWithout(PROMTOOL, "promtool (Prometheus' linter)")) {
         const lint = await promtool(now.text);
         assert.equal(lint.code, 0, lint.out);
       }

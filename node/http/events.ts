@@ -48,6 +48,11 @@ export class StatusEvents {
     if (this.#closed) {
       return c.json({ error: "The node is shutting down" }, 503);
     }
+    // hono answers HEAD by running GET and dropping the body, which would
+    // leave a stream nobody reads holding a viewer slot for good.
+    if (c.req.method === "HEAD") {
+      return c.body(null, 200, { "content-type": "text/event-stream" });
+    }
     if (this.#stops.size >= this.maxClients) {
       return c.json(
         {
@@ -59,11 +64,17 @@ export class StatusEvents {
       );
     }
     const ended = Promise.withResolvers<void>();
-    const end = () => ended.resolve();
+    let aborting: (() => void) | undefined;
+    const end = () => {
+      ended.resolve();
+      // A write stuck on a viewer that stopped reading ends too.
+      aborting?.();
+    };
     // Counted now, not when the stream starts, so a burst cannot overshoot.
     this.#stops.add(end);
     return streamSSE(c, async (stream) => {
-      stream.onAbort(end);
+      aborting = () => stream.abort();
+      stream.onAbort(() => ended.resolve());
       let cursor: DashboardCursor | null = null;
       let timer: ReturnType<typeof setTimeout> | undefined;
       try {

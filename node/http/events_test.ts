@@ -100,3 +100,31 @@ Deno.test("events: POST is 405", async () => {
   strictEqual(res.status, 405);
   strictEqual(res.headers.get("allow"), "GET");
 });
+
+Deno.test("events: HEAD answers the headers and takes no viewer slot", async () => {
+  const events = new StatusEvents({ maxClients: 1, intervalMs: 5 });
+  const app = createApp(fakeSource(), { events });
+  for (let i = 0; i < 3; i++) {
+    const head = await app.request("/events", { method: "HEAD" });
+    strictEqual(head.status, 200);
+    strictEqual(head.headers.get("content-type"), "text/event-stream");
+    await head.body?.cancel();
+  }
+  strictEqual(events.clients, 0);
+  const viewer = new Frames(await app.request("/events"));
+  strictEqual((await viewer.next())?.full, true);
+  await viewer.cancel();
+  events.close();
+});
+
+Deno.test("events: closing ends a stream whose viewer stopped reading", async () => {
+  const events = new StatusEvents({ intervalMs: 1 });
+  const app = createApp(fakeSource(), { events });
+  // Never read: its writes back up once the stream's buffer is full.
+  const res = await app.request("/events");
+  while (events.clients === 0) await new Promise((r) => setTimeout(r, 5));
+  await new Promise((r) => setTimeout(r, 200));
+  events.close();
+  while (events.clients > 0) await new Promise((r) => setTimeout(r, 5));
+  await res.body?.cancel();
+});
