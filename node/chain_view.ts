@@ -25,6 +25,9 @@ import { Cached } from "./cached.ts";
 import type { Contributions, JobInfo, RoundDetail } from "./http/types.ts";
 import type { MemberCache } from "./member_cache.ts";
 
+/** Peers whose contributions are kept cached at most. */
+const MAX_PEERS_CACHED = 1024;
+
 /** How long a chain reading is shown before it is read again, ms. */
 export const CHAIN_VIEW_TTL_MS = 3_000;
 
@@ -101,6 +104,10 @@ export class JobChainView {
         return String(await contributionOf(this.#o.registry, job, account));
       }, this.#o.ttlMs ?? CHAIN_VIEW_TTL_MS);
       this.#peers.set(peer, cached);
+      // Peers come and go; the oldest entry makes room past a bound.
+      if (this.#peers.size > MAX_PEERS_CACHED) {
+        this.#peers.delete(this.#peers.keys().next().value!);
+      }
     }
     return cached.peek();
   }
@@ -138,12 +145,14 @@ export class JobChainView {
     );
     if (r === null) return null;
     let txs = await this.#txs.get();
-    // A round committed since the last look is not in the cached logs yet.
+    // A round committed since the last look is not in the cached logs yet:
+    // read them again, once, for every caller after this one too.
     if (!txs.has(round)) {
       txs = await commitTransactions(
         this.#o.registry,
         cidToBytes32(this.#o.jobId),
       );
+      this.#txs.set(txs);
     }
     return {
       round,

@@ -45,8 +45,16 @@ export class Histogram {
     this.#counts = bounds.map(() => 0);
   }
 
-  /** Records one value. */
+  /**
+   * Records one value. Throws a `RangeError` for NaN or an infinity, which
+   * would poison the sum for good.
+   */
   observe(value: number): void {
+    if (!Number.isFinite(value)) {
+      throw new RangeError(
+        `Cannot observe a value that is not finite: current value is ${value}`,
+      );
+    }
     for (let i = 0; i < this.bounds.length; i++) {
       if (value <= this.bounds[i]) this.#counts[i]++;
     }

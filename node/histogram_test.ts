@@ -1,4 +1,4 @@
-import { deepStrictEqual, throws } from "node:assert";
+import { deepStrictEqual, strictEqual, throws } from "node:assert";
 import { Histogram } from "./histogram.ts";
 
 Deno.test("histogram counts cumulatively, with sum and count", () => {
@@ -16,4 +16,12 @@ Deno.test("histogram refuses unsorted or infinite bounds", () => {
   throws(() => new Histogram([1, 0.5]), RangeError);
   throws(() => new Histogram([1, 1]), RangeError);
   throws(() => new Histogram([1, Infinity]), RangeError);
+});
+
+Deno.test("histogram refuses values that are not finite", () => {
+  const h = new Histogram([1]);
+  for (const bad of [NaN, Infinity, -Infinity]) {
+    throws(() => h.observe(bad), RangeError);
+  }
+  strictEqual(h.snapshot().count, 0);
 });

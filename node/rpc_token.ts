@@ -1,6 +1,6 @@
 /**
  * The bearer token that guards JSON-RPC methods which change the node's
- * state (`zoo_leave`). The node creates it on start when missing, in
+ * state (`zoo_leave`, `zoo_fetchBlob`). The node creates it on start when missing, in
  * `<data-dir>/rpc-token` with mode 0600, so whoever can read the data dir
  * (the node's own user) can act on the node and nobody else can. It is
  * never printed or logged.

@@ -69,11 +69,4 @@ export class StepLog {
     }
     return out;
   }
-
-  /** The latest step, or null before the first. */
-  last(): StepLoss | null {
-    return this.#total === 0
-      ? null
-      : this.#ring[(this.#total - 1) % this.capacity];
-  }
 }

@@ -3,7 +3,6 @@ import { StepLog } from "./step_log.ts";
 
 Deno.test("step log keeps the last `capacity` steps in order", () => {
   const log = new StepLog(3);
-  strictEqual(log.last(), null);
   deepStrictEqual(log.since(-1), []);
   for (let i = 0; i < 7; i++) log.note(Math.floor(i / 2), (i % 2) + 1, 10 - i);
   strictEqual(log.total, 7);
@@ -12,7 +11,6 @@ Deno.test("step log keeps the last `capacity` steps in order", () => {
   deepStrictEqual(log.since(6), []);
   // A reader that fell behind the ring gets what is still kept.
   deepStrictEqual(log.since(0).map((s) => s.seq), [4, 5, 6]);
-  strictEqual(log.last()?.seq, 6);
 });
 
 Deno.test("step log refuses a capacity below 1", () => {

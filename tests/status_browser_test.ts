@@ -8,10 +8,21 @@
  */
 import assert from "node:assert/strict";
 import { chromium, type Page } from "playwright-core";
-import { JOB_TEST, tinySpec, withJobCluster } from "./_job_cluster.ts";
+import {
+  JOB_TEST,
+  roundsOf,
+  tinySpec,
+  withJobCluster,
+} from "./_job_cluster.ts";
 import { CHROMIUM, skipWithout } from "./_tools.ts";
 
 const ARTIFACTS = new URL("./artifacts/", import.meta.url).pathname;
+
+/** A peer id or CID shortened as the page shows it. */
+function short(id: string | null): string {
+  if (!id) return "-";
+  return id.length > 16 ? id.slice(0, 8) + "…" + id.slice(-6) : id;
+}
 
 /** What the chart shows now: points on the step line, round markers. */
 function chart(page: Page): Promise<{ points: number; markers: number }> {
@@ -101,10 +112,21 @@ Deno.test({
         assert.ok(
           await page.locator("#commits tbody tr").count() >= later.markers,
         );
-        assert.match(
-          await page.locator("#commits tbody tr").first().innerText(),
-          /\d/,
-        );
+        // The newest commit row shows that round's checkpoint and
+        // transaction as the node recorded them; the cards its job.
+        const row = page.locator("#commits tbody tr").first();
+        const shown = Number(await row.getAttribute("data-round"));
+        const record = (await roundsOf(peers[0])).find((r) =>
+          r.round === shown
+        )!;
+        assert.ok(record, `round ${shown} is not in zoo_rounds`);
+        const cells = await row.locator("td").allInnerTexts();
+        assert.equal(cells[0], String(shown));
+        assert.equal(cells[1], short(record.checkpoint));
+        assert.equal(cells[2], short(record.tx));
+        const cards = await page.locator("#cards").innerText();
+        assert.ok(cards.includes(short(c.job.id)), cards);
+        assert.ok(cards.includes(`/ ${c.spec.rounds}`), cards);
         await Deno.mkdir(ARTIFACTS, { recursive: true });
         const wide = `${ARTIFACTS}status_page.png`;
         await page.screenshot({ path: wide, fullPage: true });

@@ -20,7 +20,6 @@ import { PAGE_SCRIPT } from "./page_script.ts";
 import { rpcMethods } from "./rpc_methods.ts";
 import type { NodeInfoSource } from "./types.ts";
 
-export { BlobUnavailableError } from "./rpc_errors.ts";
 export type { NodeInfoSource, NodeStatus, PeerSummary } from "./types.ts";
 
 /** Largest request body `/rpc` accepts, in bytes (1 MiB). */
@@ -34,7 +33,8 @@ export interface CreateAppOptions {
    */
   onInternalError?: (error: unknown) => void;
   /**
-   * The bearer token that state-changing methods (`zoo_leave`) require.
+   * The bearer token that state-changing methods (`zoo_leave`,
+   * `zoo_fetchBlob`) require.
    * Without one they are refused to everybody.
    */
   rpcToken?: string;
