@@ -69,6 +69,36 @@ export function initialParameters(model: GptConfig, seed: number) {
   return gpt.params;
 }
 
+/**
+ * Throws a RangeError naming the problem unless `batch` fits `model`: B and
+ * T positive integers, T at most the context, both id arrays B*T long,
+ * every id in [0, vocabSize). Every trainer checks the same way, so none
+ * trains on stale ids or reads outside its embeddings.
+ */
+export function checkBatch(batch: TokenBatch, model: GptConfig): void {
+  const { B, T, inputs, targets } = batch;
+  if (
+    !Number.isInteger(B) || !Number.isInteger(T) || B < 1 || T < 1 ||
+    T > model.contextLength || inputs.length !== B * T ||
+    targets.length !== B * T
+  ) {
+    throw new RangeError(
+      `Cannot run the GPT on B=${B}, T=${T} with ${inputs.length} ids and ${targets.length} targets: T must be in [1, ${model.contextLength}] and both B*T long`,
+    );
+  }
+  for (const [what, ids] of [["input", inputs], ["target", targets]] as const) {
+    for (let r = 0; r < ids.length; r++) {
+      if (!(ids[r] >= 0 && ids[r] < model.vocabSize)) {
+        throw new RangeError(
+          `Cannot use ${what} id ${
+            ids[r]
+          } at row ${r}: ids must be in [0, ${model.vocabSize})`,
+        );
+      }
+    }
+  }
+}
+
 /** Throws a RangeError unless `params` has the model's length. */
 export function checkParamsLength(params: Float32Array, expected: number) {
   if (params.length !== expected) {
@@ -89,6 +119,7 @@ export function createCpuTrainer(be: Backend, init: TrainerInit): Trainer {
   const opt = new AdamW(be, model.params.length, init.adamw);
   const batches = new Map<string, Batch>();
   const load = (b: TokenBatch): Batch => {
+    checkBatch(b, init.model);
     const key = `${b.B}x${b.T}`;
     let batch = batches.get(key);
     if (!batch) {
@@ -115,8 +146,10 @@ export function createCpuTrainer(be: Backend, init: TrainerInit): Trainer {
     set optimizerStep(step: number) {
       opt.step = step;
     },
-    step: (b, lr) => Promise.resolve(trainStep(model, opt, load(b), lr)),
-    evalLoss: (b) => Promise.resolve(evalLoss(model, load(b))),
+    // A bad batch rejects like the GPU trainer's; the work still runs at
+    // call time.
+    step: (b, lr) => settle(() => trainStep(model, opt, load(b), lr)),
+    evalLoss: (b) => settle(() => evalLoss(model, load(b))),
     readParams: () => Promise.resolve(model.params.slice()),
     setParams(params) {
       checkParamsLength(params, model.params.length);
@@ -124,4 +157,13 @@ export function createCpuTrainer(be: Backend, init: TrainerInit): Trainer {
     },
     dispose() {},
   };
+}
+
+/** Runs `f` now; its result or its exception as a settled promise. */
+function settle<T>(f: () => T): Promise<T> {
+  try {
+    return Promise.resolve(f());
+  } catch (err) {
+    return Promise.reject(err);
+  }
 }

@@ -21,8 +21,11 @@ import {
 } from "../protocol/messages.ts";
 import { createGpuTrainer } from "../kernels/webgpu/gpu_trainer.ts";
 
-/** A CPU backend choice: what runs without a GPU (`sample`, fallbacks). */
-export type CpuBackendChoice = "auto" | "wasm" | "js";
+/** The CPU backend choices: what runs without a GPU (`sample`, fallbacks). */
+export const CPU_BACKEND_CHOICES = ["auto", "wasm", "js"] as const;
+
+/** A CPU backend choice. */
+export type CpuBackendChoice = typeof CPU_BACKEND_CHOICES[number];
 
 /**
  * A CPU backend: "js" is the plain reference (slow); "wasm" and "auto" use

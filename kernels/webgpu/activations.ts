@@ -12,6 +12,7 @@
  */
 import type { GptConfig } from "../gpt.ts";
 import type { GpuContext, GpuTensor } from "./context.ts";
+import { GpuLimitError } from "./device.ts";
 import { layernormScratch } from "./layernorm.ts";
 import { sumRowsScratch, sumSquaresGroups } from "./reduce.ts";
 
@@ -91,7 +92,7 @@ export function allocActivations(
   const table = sizes(c, B, T, params);
   for (const [name, n] of Object.entries(table)) {
     if (n * 4 > limit) {
-      throw new RangeError(
+      throw new GpuLimitError(
         `Cannot train batches of ${B}x${T} on this GPU as activation "${name}" needs ${
           n * 4
         } bytes: the device binds at most ${limit}; use a smaller batch or context`,

@@ -42,6 +42,17 @@ export class GpuUnavailableError extends Error {
   }
 }
 
+/**
+ * The model or batch does not fit the device's limits (binding size,
+ * workgroups per dispatch); names the limit and what to make smaller.
+ */
+export class GpuLimitError extends RangeError {
+  constructor(message: string) {
+    super(message);
+    this.name = "GpuLimitError";
+  }
+}
+
 // Substrings of software implementations in adapter info fields.
 const SOFTWARE_NAMES = ["llvmpipe", "lavapipe", "swiftshader", "warp"];
 

@@ -17,6 +17,7 @@ import { type AdamWConfig, learningRate } from "../adamw.ts";
 import { type GptConfig, parameterLayout, validateGptConfig } from "../gpt.ts";
 import type { StepResult } from "../train_step.ts";
 import {
+  checkBatch,
   checkParamsLength,
   type TokenBatch,
   type Trainer,
@@ -29,6 +30,7 @@ import {
 } from "./activations.ts";
 import { adamw, type AdamwTensors, adamwUniform } from "./adamw.ts";
 import { type Dispatch, GpuContext, type GpuTensor, slice } from "./context.ts";
+import { GpuLimitError, GpuUnavailableError } from "./device.ts";
 import { bucketTokens } from "./embedding.ts";
 import { backwardPass } from "./gpt_backward.ts";
 import { forwardPass, namedViews } from "./gpt_forward.ts";
@@ -78,7 +80,7 @@ class GpuTrainer implements Trainer {
     checkParamsLength(o.params, layout.total);
     const limit = o.device.limits.maxStorageBufferBindingSize;
     if (layout.total * 4 > limit) {
-      throw new RangeError(
+      throw new GpuLimitError(
         `Cannot train a GPT of ${layout.total} parameters on this GPU: its ${
           layout.total * 4
         } bytes exceed the device's storage binding limit of ${limit}`,
@@ -155,24 +157,15 @@ class GpuTrainer implements Trainer {
 
   /** The plan of this batch's shape, with its tokens uploaded. */
   #prepare(batch: TokenBatch, train: boolean): Plan {
-    const { B, T } = batch, c = this.#model;
-    if (
-      !Number.isInteger(B) || !Number.isInteger(T) || B < 1 || T < 1 ||
-      T > c.contextLength || batch.inputs.length !== B * T ||
-      batch.targets.length !== B * T
-    ) {
-      throw new RangeError(
-        `Cannot run the GPT on B=${B}, T=${T} with ${batch.inputs.length} ids and ${batch.targets.length} targets: T must be in [1, ${c.contextLength}] and both B*T long`,
-      );
-    }
-    const plan = this.#planFor(B, T);
+    // Checked before any plan is built, so no kernel reads outside the
+    // embeddings and no half-built plan is left behind.
+    checkBatch(batch, this.#model);
+    const plan = this.#planFor(batch.B, batch.T);
     const a = plan.acts.tensors, ctx = this.#ctx;
-    // Validates every id, so no kernel reads outside the embeddings.
-    const buckets = bucketTokens(batch.inputs, c.vocabSize);
-    bucketTokens(batch.targets, c.vocabSize);
     ctx.write(a.ids, batch.inputs);
     ctx.write(a.targets, batch.targets);
     if (train) {
+      const buckets = bucketTokens(batch.inputs, this.#model.vocabSize);
       ctx.write(a.starts, buckets.starts);
       ctx.write(a.order, buckets.order);
     }
@@ -185,7 +178,15 @@ class GpuTrainer implements Trainer {
     const ctx = this.#ctx, layout = parameterLayout(this.#model);
     ctx.device.pushErrorScope("validation");
     this.#checking = true;
-    const acts = allocActivations(ctx, this.#model, B, T, layout.total);
+    let acts: Activations;
+    try {
+      acts = allocActivations(ctx, this.#model, B, T, layout.total);
+    } catch (err) {
+      // Too big for this device: close the scope the plan opened.
+      this.#checking = false;
+      ctx.device.popErrorScope().catch(() => {});
+      throw err;
+    }
     const inputs = {
       config: this.#model,
       acts,
@@ -247,16 +248,24 @@ class GpuTrainer implements Trainer {
       await staging.mapAsync(GPUMapMode.READ, 0, 16);
       const invalid = await check;
       if (invalid) {
-        throw new Error(
+        throw new GpuUnavailableError(
           `WebGPU rejected the first step of a ${this.#plan!.acts.B}x${
             this.#plan!.acts.T
           } batch: ${invalid.message}`,
         );
       }
-      const out = new Float32Array(staging.getMappedRange(0, 16).slice(0));
-      staging.unmap();
-      return out.subarray(0, scalars);
+      return new Float32Array(staging.getMappedRange(0, 16).slice(0))
+        .subarray(0, scalars);
+    } catch (err) {
+      // A device that failed (lost, out of memory) ends training with a
+      // clear error, not whatever the binding threw.
+      if (err instanceof GpuUnavailableError) throw err;
+      throw new GpuUnavailableError(
+        `The GPU failed a training step: ${(err as Error).message}`,
+        { cause: err },
+      );
     } finally {
+      if (staging.mapState === "mapped") staging.unmap();
       ctx.pool.release(staging);
     }
   }

@@ -23,6 +23,7 @@ import {
 } from "../trainer.ts";
 import { assertClose } from "../wasm/_test_helpers.ts";
 import { createWasmBackend } from "../wasm/wasm_backend.ts";
+import { GpuLimitError } from "./device.ts";
 import { createGpuTrainer } from "./gpu_trainer.ts";
 import { gpuTest, testGpu } from "./_test_gpu.ts";
 
@@ -185,20 +186,63 @@ gpuTest(
   },
 );
 
-gpuTest("bad batches and parameter lengths are RangeErrors", async () => {
-  await withTrainers(async (gpu) => {
-    const ids = new Int32Array(B * T);
-    throws(
-      () => gpu.setParams(new Float32Array(3)),
-      /model has \d+: current length is 3/,
-    );
-    await rejects(
-      () => gpu.step({ inputs: ids, targets: ids.map(() => 256), B, T }),
-      /token id 256 at row 0/,
-    );
-    await rejects(
-      () => gpu.evalLoss({ inputs: ids, targets: ids, B, T: T + 1 }),
-      /T must be in \[1, 16\]/,
-    );
-  });
-});
+gpuTest(
+  "bad batches and parameter lengths are RangeErrors, on both trainers",
+  async () => {
+    await withTrainers(async (gpu, wasm) => {
+      const ids = new Int32Array(B * T);
+      throws(
+        () => gpu.setParams(new Float32Array(3)),
+        /model has \d+: current length is 3/,
+      );
+      for (const trainer of [gpu, wasm]) {
+        await rejects(
+          () =>
+            trainer.step({ inputs: ids, targets: ids.map(() => 256), B, T }),
+          /target id 256 at row 0/,
+        );
+        await rejects(
+          () => trainer.step({ inputs: ids.map(() => -1), targets: ids, B, T }),
+          /input id -1 at row 0/,
+        );
+        await rejects(
+          () => trainer.evalLoss({ inputs: ids, targets: ids, B, T: T + 1 }),
+          /T must be in \[1, 16\]/,
+        );
+        // Fewer ids than B*T: refused, not trained on stale ids.
+        await rejects(
+          () => trainer.step({ inputs: ids.subarray(4), targets: ids, B, T }),
+          /both B\*T long/,
+        );
+      }
+      // The GPU trainer still trains after all that.
+      ok(
+        Number.isFinite(
+          (await gpu.step({ inputs: ids, targets: ids, B, T })).loss,
+        ),
+      );
+    });
+  },
+);
+
+gpuTest(
+  "a batch too big for the device is a GpuLimitError, and training goes on",
+  async () => {
+    await withTrainers(async (gpu) => {
+      const big = 1 << 16;
+      const ids = new Int32Array(big * T);
+      await rejects(
+        () => gpu.step({ inputs: ids, targets: ids, B: big, T }),
+        (err: unknown) =>
+          err instanceof GpuLimitError &&
+          /use a smaller batch/.test(err.message),
+      );
+      const small = new Int32Array(B * T);
+      ok(
+        Number.isFinite(
+          (await gpu.step({ inputs: small, targets: small, B, T })).loss,
+        ),
+      );
+    });
+  },
+);

@@ -14,6 +14,7 @@ import {
   type GpuTensor,
   uniform,
 } from "./context.ts";
+import { GpuLimitError } from "./device.ts";
 import { matmulShader, type MatmulVariant } from "./matmul_wgsl.ts";
 
 /** Tensors of one product; `bias` [n] and `residual` [batch, m, n] optional. */
@@ -77,6 +78,15 @@ export function matmul(
     bias: args.bias !== undefined,
     residual: args.residual !== undefined,
   };
+  const groups = [Math.ceil(n / tile), Math.ceil(m / tile), batch] as const;
+  const most = ctx.device.limits.maxComputeWorkgroupsPerDimension;
+  if (groups.some((g) => g > most)) {
+    throw new GpuLimitError(
+      `Cannot multiply ${m}x${k}x${n} (batch ${batch}) on this GPU as it needs ${
+        groups.join(" x ")
+      } workgroups, over the device's ${most} per dimension: use a smaller batch, context or head count`,
+    );
+  }
   const tensors = [args.out, args.a, args.b];
   if (args.bias) tensors.push(args.bias);
   if (args.residual) tensors.push(args.residual);
@@ -95,6 +105,6 @@ export function matmul(
       args.residual?.offset ?? 0,
       accumulate ? 1 : 0,
     ]),
-    workgroups: [Math.ceil(n / tile), Math.ceil(m / tile), batch],
+    workgroups: [...groups],
   });
 }

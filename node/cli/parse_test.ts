@@ -277,16 +277,19 @@ Deno.test("a bad setting value is a ConfigError naming the flag", () => {
   }
 });
 
-Deno.test("train --backend takes auto, webgpu, wasm, js; sample the CPU ones", () => {
-  for (const backend of ["auto", "webgpu", "wasm", "js"]) {
+Deno.test("train --backend and --threads are node settings; sample takes the CPU backends", () => {
+  for (const backend of ["auto", "webgpu", "wasm", "js"] as const) {
     const command = parseCommand(["train", "--local", "--backend", backend]);
-    assert.equal(command.kind === "train" && command.backend, backend);
+    assert.equal(command.kind === "train" && command.flags.backend, backend);
   }
+  const threads = parseCommand(["train", "--local", "--threads", "3"]);
+  assert.equal(threads.kind === "train" && threads.flags.threads, 3);
   const train = parseCommand(["train", "--local"]);
-  assert.equal(train.kind === "train" && train.backend, "auto");
-  assertUsage(
-    ["train", "--local", "--backend", "cuda"],
-    /--backend must be auto, webgpu, wasm or js: current value is "cuda"/,
+  assert.equal(train.kind === "train" && train.flags.backend, undefined);
+  assert.throws(
+    () => parseCommand(["train", "--local", "--backend", "cuda"]),
+    (err: unknown) =>
+      err instanceof ConfigError && /--backend.*"cuda"/.test(err.message),
   );
   assertUsage(
     ["sample", "--checkpoint", "x", "--backend", "webgpu"],

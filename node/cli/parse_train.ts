@@ -1,9 +1,8 @@
-import {
-  BACKEND_CHOICES,
-  type BackendChoice,
-} from "../../kernels/backend_select.ts";
 import type { PartialConfig } from "../config.ts";
-import type { CpuBackendChoice } from "../backend_select.ts";
+import {
+  CPU_BACKEND_CHOICES,
+  type CpuBackendChoice,
+} from "../backend_select.ts";
 import {
   DATA_DIR,
   intFlag as int,
@@ -12,9 +11,10 @@ import {
   UsageError,
 } from "./flags.ts";
 
-export type { BackendChoice };
-
-/** `zoo-node train --local`. */
+/**
+ * `zoo-node train --local`. Its `--backend` and `--threads` are node
+ * settings (`flags`), so `ZOO_BACKEND` and `zoo.json` apply too.
+ */
 export interface TrainCommand {
   kind: "train";
   steps: number;
@@ -26,8 +26,6 @@ export interface TrainCommand {
   lr: number;
   seed: number;
   evalEvery: number;
-  threads: number | null;
-  backend: BackendChoice;
   /** A text file to train on; null trains on the Brown corpus. */
   data: string | null;
   /** Where to write the checkpoint; null: `<data-dir>/checkpoints/local.safetensors`. */
@@ -86,8 +84,6 @@ export function parseTrain(argv: string[]): TrainCommand {
     lr: float(v, "lr", 3e-3),
     seed: int(v, "seed", 1, 0, 2 ** 31 - 1),
     evalEvery: int(v, "eval-every", 100, 0, 10_000_000),
-    threads: v.threads === undefined ? null : int(v, "threads", 1, 1, 64),
-    backend: backend(v.backend, BACKEND_CHOICES),
     data: v.data ?? null,
     out: v.out ?? null,
     flags: settings(p),
@@ -121,7 +117,7 @@ export function parseSample(argv: string[]): SampleCommand {
     topK: int(v, "top-k", 40, 0, 256),
     seed: int(v, "seed", 1, 0, 2 ** 31 - 1),
     // Sampling is a few small matmuls per token: the CPU backends only.
-    backend: backend(v.backend, ["auto", "wasm", "js"] as const),
+    backend: backend(v.backend, CPU_BACKEND_CHOICES),
     flags: settings(p),
   };
 }

@@ -2,7 +2,10 @@ import { AnvilError } from "../../chain/anvil.ts";
 import { ChainError } from "../../chain/errors.ts";
 import { ConfigError, loadConfig, type PartialConfig } from "../config.ts";
 import { SafetensorsError } from "../../kernels/safetensors.ts";
-import { GpuUnavailableError } from "../../kernels/webgpu/device.ts";
+import {
+  GpuLimitError,
+  GpuUnavailableError,
+} from "../../kernels/webgpu/device.ts";
 import { CorpusError } from "../corpus_fetch.ts";
 import { IdentityError } from "../identity.ts";
 import { RpcCallError } from "../rpc_client.ts";
@@ -36,7 +39,7 @@ export async function runCli(argv: string[]): Promise<number> {
       err instanceof IdentityError || err instanceof RpcCallError ||
       err instanceof CorpusError || err instanceof SafetensorsError ||
       err instanceof ChainError || err instanceof AnvilError ||
-      err instanceof GpuUnavailableError
+      err instanceof GpuUnavailableError || err instanceof GpuLimitError
     ) {
       console.error(`zoo-node: ${err.message}`);
       return EXIT.failure;

@@ -27,12 +27,21 @@ export async function train(
   const data = cmd.data
     ? await loadTextFile(cmd.data)
     : await loadBrownCorpus({ cacheDir: `${config.dataDir}/cache` });
+  if (data.length < cmd.context + 1) {
+    throw new UsageError(
+      `${
+        cmd.data ?? "the corpus"
+      } holds ${data.length} bytes: --context ${cmd.context} needs at least ${
+        cmd.context + 1
+      }; use a shorter --context or more text`,
+    );
+  }
   const out = cmd.out ?? `${config.dataDir}/checkpoints/local.safetensors`;
   // Fail on an unwritable destination before the training, not after it.
   await Deno.mkdir(out.slice(0, out.lastIndexOf("/")) || ".", {
     recursive: true,
   });
-  const compute = await openCompute(cmd.backend, cmd.threads);
+  const compute = await openCompute(config.backend, config.threads);
   const model = {
     vocabSize: 256,
     contextLength: cmd.context,
