@@ -9,6 +9,7 @@ import type { Backend } from "./backend.ts";
 import { createJsBackend } from "./js_backend.ts";
 import * as op from "./ops.ts";
 import { Graph, type Tensor } from "./tensor.ts";
+import { relativeError } from "./relative_error.ts";
 
 /** The JS kernels computing in float64: the reference of every test. */
 export function createF64Backend(): Backend {
@@ -27,22 +28,6 @@ export function fillRandom<T extends Float32Array | Float64Array>(
 ): T {
   for (let i = 0; i < x.length; i++) x[i] = (Math.random() * 2 - 1) * scale;
   return x;
-}
-
-/** ||a - b|| / ||b||, or ||a|| when b is all zeros. */
-export function relativeError(
-  a: ArrayLike<number>,
-  b: ArrayLike<number>,
-): number {
-  if (a.length !== b.length) {
-    throw new RangeError(`lengths ${a.length} != ${b.length}`);
-  }
-  let diff = 0, ref = 0;
-  for (let i = 0; i < a.length; i++) {
-    diff += (a[i] - b[i]) ** 2;
-    ref += b[i] ** 2;
-  }
-  return ref === 0 ? Math.sqrt(diff) : Math.sqrt(diff / ref);
 }
 
 /**

@@ -1,5 +1,6 @@
 import { ok, strictEqual } from "node:assert";
-import { fillRandom, relativeError } from "./_test_utils.ts";
+import { fillRandom } from "./_test_utils.ts";
+import { relativeError } from "./relative_error.ts";
 import { AdamW, DEFAULT_ADAMW, learningRate } from "./adamw.ts";
 import { createJsBackend } from "./js_backend.ts";
 import { Gpt, initGpt } from "./gpt.ts";

@@ -43,6 +43,8 @@ export interface BackendSelection {
 export interface SelectBackendOptions {
   /** Where to look for adapters (default `navigator.gpu`). */
   gpu?: GPU | undefined;
+  /** The startup check a device must pass (default `gpuSelfTest`). */
+  selfTest?: (device: GPUDevice) => Promise<string | null>;
 }
 
 /**
@@ -83,7 +85,7 @@ export async function selectBackend(
   if (choice === "auto" && gpu.info.software) {
     return wasm(`${label} is a software adapter, slower than WASM`);
   }
-  const failure = await gpuSelfTest(gpu.device);
+  const failure = await (options.selfTest ?? gpuSelfTest)(gpu.device);
   if (failure) {
     if (choice === "webgpu") {
       gpu.device.destroy();

@@ -45,6 +45,26 @@ gpuTest(
   },
 );
 
-gpuTest("the startup self-test passes on this device", async () => {
-  equal(await gpuSelfTest(testGpu!.device), null);
-});
+gpuTest(
+  "the startup self-test passes on this device, and can fail",
+  async () => {
+    equal(await gpuSelfTest(testGpu!.device), null);
+    // Float32 never matches the float64 reference exactly: with nothing
+    // allowed, the first product is reported by its size.
+    const failed = await gpuSelfTest(testGpu!.device, 0);
+    ok(failed?.startsWith("matmul 67x45x33 is off by"), String(failed));
+  },
+);
+
+gpuTest(
+  "selectBackend: a device failing the self-test is refused for --backend webgpu",
+  async () => {
+    await rejects(
+      selectBackend("webgpu", { selfTest: (device) => gpuSelfTest(device, 0) }),
+      (err: unknown) =>
+        err instanceof GpuUnavailableError &&
+        /failed the self-test: matmul 67x45x33 is off by/.test(err.message) &&
+        /use --backend wasm/.test(err.message),
+    );
+  },
+);

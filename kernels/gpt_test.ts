@@ -1,5 +1,6 @@
 import { deepStrictEqual, ok, strictEqual, throws } from "node:assert";
-import { createF64Backend, relativeError } from "./_test_utils.ts";
+import { createF64Backend } from "./_test_utils.ts";
+import { relativeError } from "./relative_error.ts";
 import { createJsBackend } from "./js_backend.ts";
 import {
   fillPositions,

@@ -8,6 +8,7 @@
 import type { Backend } from "../backend.ts";
 import { relaxedSimdSupported, type SimdLevel } from "./loader.ts";
 import { createWasmBackend, type WasmBackend } from "./wasm_backend.ts";
+import { relativeError } from "../relative_error.ts";
 
 /** Normwise relative error allowed for float32 kernels against float64. */
 export const TOLERANCE = 1e-5;
@@ -81,22 +82,6 @@ export function randomBuffer(
 /** A float64 copy (the reference kernels' input). */
 export function f64(x: ArrayLike<number>): Float64Array {
   return Float64Array.from(x);
-}
-
-/** ||got - ref|| / ||ref|| (or ||got|| when ref is all zeros). */
-export function relativeError(
-  got: ArrayLike<number>,
-  ref: ArrayLike<number>,
-): number {
-  if (got.length !== ref.length) {
-    throw new RangeError(`lengths ${got.length} != ${ref.length}`);
-  }
-  let diff = 0, norm = 0;
-  for (let i = 0; i < ref.length; i++) {
-    diff += (got[i] - ref[i]) ** 2;
-    norm += ref[i] ** 2;
-  }
-  return norm === 0 ? Math.sqrt(diff) : Math.sqrt(diff / norm);
 }
 
 /**

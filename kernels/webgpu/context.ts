@@ -95,11 +95,34 @@ fn reduce(l: u32, v: f32, isMax: bool) -> f32 {
 }`;
 }
 
+/**
+ * WGSL: `workgroupSum(l, v)`, the sum of `v` (of WGSL type `type`) over a
+ * workgroup of `size` invocations (a power of two), by tree reduction in
+ * shared memory, returned to every invocation. All of them must call it.
+ */
+export function workgroupSum(size: number, type = "f32"): string {
+  return /* wgsl */ `
+var<workgroup> sums: array<${type}, ${size}>;
+fn workgroupSum(l: u32, v: ${type}) -> ${type} {
+  sums[l] = v;
+  workgroupBarrier();
+  for (var s = ${size / 2}u; s > 0u; s = s >> 1u) {
+    if (l < s) { sums[l] = sums[l] + sums[l + s]; }
+    workgroupBarrier();
+  }
+  let total = sums[0];
+  workgroupBarrier();
+  return total;
+}`;
+}
+
 /** A device with its pipeline cache and buffer pool. */
 export class GpuContext {
   readonly device: GPUDevice;
   readonly pool: BufferPool;
   readonly #pipelines = new Map<string, GPUComputePipeline>();
+  /** Uniforms of dispatches not released yet; `destroy` frees them too. */
+  readonly #uniforms = new Set<GPUBuffer>();
 
   constructor(device: GPUDevice) {
     this.device = device;
@@ -176,6 +199,7 @@ export class GpuContext {
       });
       new Uint8Array(owned.getMappedRange()).set(new Uint8Array(spec.params));
       owned.unmap();
+      this.#uniforms.add(owned);
     } else {
       uniformBuffer = spec.params;
     }
@@ -225,7 +249,11 @@ export class GpuContext {
 
   /** Destroys the uniform buffers that `dispatches` own. */
   release(dispatches: readonly Dispatch[]): void {
-    for (const d of dispatches) d.uniform?.destroy();
+    for (const d of dispatches) {
+      if (!d.uniform) continue;
+      d.uniform.destroy();
+      this.#uniforms.delete(d.uniform);
+    }
   }
 
   /** Copies `t` back to the CPU once the queue has reached this point. */
@@ -265,6 +293,8 @@ export class GpuContext {
   /** Frees every pooled buffer (pipelines go with the device). */
   destroy(): void {
     this.pool.destroy();
+    for (const u of this.#uniforms) u.destroy();
+    this.#uniforms.clear();
     this.#pipelines.clear();
   }
 }

@@ -57,7 +57,7 @@ export class GpuLimitError extends RangeError {
 const SOFTWARE_NAMES = ["llvmpipe", "lavapipe", "swiftshader", "warp"];
 
 /** Describes an adapter; `software` from its fallback flag or its names. */
-export function describeAdapter(adapter: GPUAdapter): AdapterDescription {
+function describeAdapter(adapter: GPUAdapter): AdapterDescription {
   const info = adapter.info;
   // Deno reports the fallback flag on info, the spec on the adapter.
   const fallback =

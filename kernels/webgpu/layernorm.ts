@@ -17,26 +17,11 @@ import {
   GROUP_INDEX,
   slice,
   uniform,
+  workgroupSum,
 } from "./context.ts";
 import { CHUNK_ROWS, sumChunks } from "./reduce.ts";
 
 const WG = 128;
-
-const ROW_REDUCE = /* wgsl */ `
-var<workgroup> sh: array<vec2<f32>, ${WG}>;
-// Sums v over the workgroup; every thread gets the total.
-fn rowSum(l: u32, v: vec2<f32>) -> vec2<f32> {
-  sh[l] = v;
-  workgroupBarrier();
-  for (var s = ${WG / 2}u; s > 0u; s = s >> 1u) {
-    if (l < s) { sh[l] = sh[l] + sh[l + s]; }
-    workgroupBarrier();
-  }
-  let total = sh[0];
-  workgroupBarrier();
-  return total;
-}
-${GROUP_INDEX}`;
 
 const FORWARD = /* wgsl */ `
 struct Params { rows: u32, C: u32, outOff: u32, meanOff: u32, rstdOff: u32, xOff: u32, wOff: u32, bOff: u32 }
@@ -47,7 +32,8 @@ struct Params { rows: u32, C: u32, outOff: u32, meanOff: u32, rstdOff: u32, xOff
 @group(0) @binding(4) var<storage, read> w: array<f32>;           // [C]
 @group(0) @binding(5) var<storage, read> b: array<f32>;           // [C]
 @group(0) @binding(6) var<uniform> p: Params;
-${ROW_REDUCE}
+${workgroupSum(WG, "vec2<f32>")}
+${GROUP_INDEX}
 @compute @workgroup_size(${WG})
 fn main(@builtin(workgroup_id) wg: vec3<u32>, @builtin(num_workgroups) nwg: vec3<u32>,
         @builtin(local_invocation_index) l: u32) {
@@ -56,10 +42,10 @@ fn main(@builtin(workgroup_id) wg: vec3<u32>, @builtin(num_workgroups) nwg: vec3
   let xo = p.xOff + r * p.C;
   var s = 0.0;
   for (var c = l; c < p.C; c += ${WG}u) { s += x[xo + c]; }
-  let mu = rowSum(l, vec2<f32>(s, 0.0)).x / f32(p.C);
+  let mu = workgroupSum(l, vec2<f32>(s, 0.0)).x / f32(p.C);
   var q = 0.0;
   for (var c = l; c < p.C; c += ${WG}u) { let d = x[xo + c] - mu; q = fma(d, d, q); }
-  let rs = 1.0 / sqrt(rowSum(l, vec2<f32>(q, 0.0)).x / f32(p.C) + 1e-5);
+  let rs = 1.0 / sqrt(workgroupSum(l, vec2<f32>(q, 0.0)).x / f32(p.C) + 1e-5);
   let oo = p.outOff + r * p.C;
   for (var c = l; c < p.C; c += ${WG}u) {
     out[oo + c] = (x[xo + c] - mu) * rs * w[p.wOff + c] + b[p.bOff + c];
@@ -111,7 +97,8 @@ struct Params { rows: u32, C: u32, dxOff: u32, doutOff: u32, xOff: u32, wOff: u3
 @group(0) @binding(4) var<storage, read> mean: array<f32>;      // [rows]
 @group(0) @binding(5) var<storage, read> rstd: array<f32>;      // [rows]
 @group(0) @binding(6) var<uniform> p: Params;
-${ROW_REDUCE}
+${workgroupSum(WG, "vec2<f32>")}
+${GROUP_INDEX}
 @compute @workgroup_size(${WG})
 fn main(@builtin(workgroup_id) wg: vec3<u32>, @builtin(num_workgroups) nwg: vec3<u32>,
         @builtin(local_invocation_index) l: u32) {
@@ -128,7 +115,7 @@ fn main(@builtin(workgroup_id) wg: vec3<u32>, @builtin(num_workgroups) nwg: vec3
     let dnorm = w[p.wOff + c] * dout[go + c];
     s += vec2<f32>(dnorm, dnorm * norm);
   }
-  let m = rowSum(l, s) / f32(p.C);
+  let m = workgroupSum(l, s) / f32(p.C);
   let dxo = p.dxOff + r * p.C;
   for (var c = l; c < p.C; c += ${WG}u) {
     let norm = (x[xo + c] - mu) * rs;

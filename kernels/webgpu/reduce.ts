@@ -18,6 +18,7 @@ import {
   grid,
   GROUP_INDEX,
   uniform,
+  workgroupSum,
 } from "./context.ts";
 
 /** Rows per chunk in the first pass of column sums. */
@@ -113,24 +114,12 @@ export function sumChunks(
   });
 }
 
-const TREE = /* wgsl */ `
-var<workgroup> sh: array<f32, 256>;
-fn treeSum(l: u32, v: f32) -> f32 {
-  sh[l] = v;
-  workgroupBarrier();
-  for (var s = 128u; s > 0u; s = s >> 1u) {
-    if (l < s) { sh[l] = sh[l] + sh[l + s]; }
-    workgroupBarrier();
-  }
-  return sh[0];
-}`;
-
 const SUM_SQUARES_PARTIAL = /* wgsl */ `
 struct Params { n: u32, partOff: u32, xOff: u32 }
 @group(0) @binding(0) var<storage, read_write> part: array<f32>;
 @group(0) @binding(1) var<storage, read> x: array<f32>;
 @group(0) @binding(2) var<uniform> p: Params;
-${TREE}
+${workgroupSum(256)}
 @compute @workgroup_size(256)
 fn main(@builtin(workgroup_id) wg: vec3<u32>, @builtin(num_workgroups) nwg: vec3<u32>,
         @builtin(local_invocation_index) l: u32) {
@@ -139,7 +128,7 @@ fn main(@builtin(workgroup_id) wg: vec3<u32>, @builtin(num_workgroups) nwg: vec3
     let v = x[p.xOff + i];
     s = fma(v, v, s);
   }
-  let total = treeSum(l, s);
+  let total = workgroupSum(l, s);
   if (l == 0u) { part[p.partOff + wg.x] = total; }
 }`;
 
@@ -175,12 +164,12 @@ struct Params { n: u32, outOff: u32, xOff: u32, scale: f32 }
 @group(0) @binding(0) var<storage, read_write> out: array<f32>;
 @group(0) @binding(1) var<storage, read> x: array<f32>;
 @group(0) @binding(2) var<uniform> p: Params;
-${TREE}
+${workgroupSum(256)}
 @compute @workgroup_size(256)
 fn main(@builtin(local_invocation_index) l: u32) {
   var s = 0.0;
   for (var i = l; i < p.n; i += 256u) { s += x[p.xOff + i]; }
-  let total = treeSum(l, s);
+  let total = workgroupSum(l, s);
   if (l == 0u) { out[p.outOff] = total * p.scale; }
 }`;
 
