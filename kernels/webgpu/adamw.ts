@@ -15,6 +15,7 @@
 import type { AdamWParams } from "../backend.ts";
 import {
   type Dispatch,
+  flatMain,
   type GpuContext,
   type GpuTensor,
   grid,
@@ -34,11 +35,7 @@ struct Params {
 @group(0) @binding(4) var<storage, read> normSq: array<f32>;
 @group(0) @binding(5) var<uniform> p: Params;
 ${GROUP_INDEX}
-@compute @workgroup_size(256)
-fn main(@builtin(workgroup_id) wg: vec3<u32>, @builtin(num_workgroups) nwg: vec3<u32>,
-        @builtin(local_invocation_index) l: u32) {
-  let i = groupIndex(wg, nwg) * 256u + l;
-  if (i >= p.n) { return; }
+${flatMain("p.n")}
   let norm = sqrt(normSq[p.normOff]);
   let scale = select(1.0, p.clip / (norm + 1e-6), p.clipOn != 0u && norm > p.clip);
   let g = grad[p.gOff + i] * scale;

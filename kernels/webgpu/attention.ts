@@ -16,6 +16,7 @@
  */
 import {
   type Dispatch,
+  flatMain,
   type GpuContext,
   type GpuTensor,
   grid,
@@ -44,20 +45,12 @@ fn rowIndex(i: u32) -> u32 {
 }`;
 
 const SPLIT = /* wgsl */ `${HEADS}
-@compute @workgroup_size(256)
-fn main(@builtin(workgroup_id) wg: vec3<u32>, @builtin(num_workgroups) nwg: vec3<u32>,
-        @builtin(local_invocation_index) l: u32) {
-  let i = groupIndex(wg, nwg) * 256u + l;
-  if (i >= p.S * p.B * p.T * p.C) { return; }
+${flatMain("p.S * p.B * p.T * p.C")}
   dst[p.headsOff + i] = src[p.rowsOff + rowIndex(i)];
 }`;
 
 const MERGE = /* wgsl */ `${HEADS}
-@compute @workgroup_size(256)
-fn main(@builtin(workgroup_id) wg: vec3<u32>, @builtin(num_workgroups) nwg: vec3<u32>,
-        @builtin(local_invocation_index) l: u32) {
-  let i = groupIndex(wg, nwg) * 256u + l;
-  if (i >= p.S * p.B * p.T * p.C) { return; }
+${flatMain("p.S * p.B * p.T * p.C")}
   let j = p.rowsOff + rowIndex(i);
   let v = src[p.headsOff + i];
   if (p.accumulate != 0u) { dst[j] = dst[j] + v; } else { dst[j] = v; }

@@ -96,6 +96,20 @@ fn reduce(l: u32, v: f32, isMax: bool) -> f32 {
 }
 
 /**
+ * WGSL: the head of a 1-D kernel over elements, 256 invocations a
+ * workgroup on a {@linkcode grid}: `fn main` with `i`, the element, and an
+ * early return for `i >= limit` (a WGSL expression). The body and the
+ * closing brace follow.
+ */
+export function flatMain(limit: string): string {
+  return /* wgsl */ `@compute @workgroup_size(256)
+fn main(@builtin(workgroup_id) wg: vec3<u32>, @builtin(num_workgroups) nwg: vec3<u32>,
+        @builtin(local_invocation_index) l: u32) {
+  let i = (wg.y * nwg.x + wg.x) * 256u + l;
+  if (i >= ${limit}) { return; }`;
+}
+
+/**
  * WGSL: `workgroupSum(l, v)`, the sum of `v` (of WGSL type `type`) over a
  * workgroup of `size` invocations (a power of two), by tree reduction in
  * shared memory, returned to every invocation. All of them must call it.

@@ -8,6 +8,7 @@
  */
 import {
   type Dispatch,
+  flatMain,
   type GpuContext,
   type GpuTensor,
   grid,
@@ -32,11 +33,7 @@ struct Params { n: u32, outOff: u32, xOff: u32 }
 @group(0) @binding(1) var<storage, read> x: array<f32>;
 @group(0) @binding(2) var<uniform> p: Params;
 ${GELU}
-@compute @workgroup_size(256)
-fn main(@builtin(workgroup_id) wg: vec3<u32>, @builtin(num_workgroups) nwg: vec3<u32>,
-        @builtin(local_invocation_index) l: u32) {
-  let i = groupIndex(wg, nwg) * 256u + l;
-  if (i >= p.n) { return; }
+${flatMain("p.n")}
   let v = x[p.xOff + i];
   out[p.outOff + i] = v / (1.0 + geluE(v));
 }`;
@@ -63,11 +60,7 @@ struct Params { n: u32, dxOff: u32, xOff: u32, doutOff: u32, accumulate: u32 }
 @group(0) @binding(2) var<storage, read> dout: array<f32>;
 @group(0) @binding(3) var<uniform> p: Params;
 ${GELU}
-@compute @workgroup_size(256)
-fn main(@builtin(workgroup_id) wg: vec3<u32>, @builtin(num_workgroups) nwg: vec3<u32>,
-        @builtin(local_invocation_index) l: u32) {
-  let i = groupIndex(wg, nwg) * 256u + l;
-  if (i >= p.n) { return; }
+${flatMain("p.n")}
   // GELU'(x) = s + 2 x s (1 - s) du/dx, 1 - s = e s.
   let v = x[p.xOff + i];
   let e = geluE(v);

@@ -11,6 +11,7 @@
  */
 import {
   type Dispatch,
+  flatMain,
   type GpuContext,
   type GpuTensor,
   grid,
@@ -56,11 +57,7 @@ struct Params { rows: u32, T: u32, C: u32, outOff: u32, wteOff: u32, wpeOff: u32
 @group(0) @binding(3) var<storage, read> ids: array<i32>;       // [rows]
 @group(0) @binding(4) var<uniform> p: Params;
 ${GROUP_INDEX}
-@compute @workgroup_size(256)
-fn main(@builtin(workgroup_id) wg: vec3<u32>, @builtin(num_workgroups) nwg: vec3<u32>,
-        @builtin(local_invocation_index) l: u32) {
-  let i = groupIndex(wg, nwg) * 256u + l;
-  if (i >= p.rows * p.C) { return; }
+${flatMain("p.rows * p.C")}
   let r = i / p.C;
   let c = i % p.C;
   let id = u32(ids[p.idsOff + r]);
@@ -109,11 +106,7 @@ struct Params { V: u32, C: u32, dwteOff: u32, doutOff: u32, startsOff: u32, orde
 @group(0) @binding(3) var<storage, read> order: array<i32>;      // [rows]
 @group(0) @binding(4) var<uniform> p: Params;
 ${GROUP_INDEX}
-@compute @workgroup_size(256)
-fn main(@builtin(workgroup_id) wg: vec3<u32>, @builtin(num_workgroups) nwg: vec3<u32>,
-        @builtin(local_invocation_index) l: u32) {
-  let i = groupIndex(wg, nwg) * 256u + l;
-  if (i >= p.V * p.C) { return; }
+${flatMain("p.V * p.C")}
   let v = i / p.C;
   let c = i % p.C;
   let j0 = u32(starts[p.startsOff + v]);
@@ -132,11 +125,7 @@ struct Params { B: u32, T: u32, C: u32, dwpeOff: u32, doutOff: u32 }
 @group(0) @binding(1) var<storage, read> dout: array<f32>;       // [B, T, C]
 @group(0) @binding(2) var<uniform> p: Params;
 ${GROUP_INDEX}
-@compute @workgroup_size(256)
-fn main(@builtin(workgroup_id) wg: vec3<u32>, @builtin(num_workgroups) nwg: vec3<u32>,
-        @builtin(local_invocation_index) l: u32) {
-  let i = groupIndex(wg, nwg) * 256u + l;
-  if (i >= p.T * p.C) { return; }
+${flatMain("p.T * p.C")}
   var acc = dwpe[p.dwpeOff + i];
   for (var b = 0u; b < p.B; b++) { acc += dout[p.doutOff + b * p.T * p.C + i]; }
   dwpe[p.dwpeOff + i] = acc;
