@@ -41,6 +41,11 @@ export const DEFAULT_CORPUS_DATASET_ID =
   "bafkreicjb5zcdwaimp3i5ebcryyjai35qncmsntc32i7kixamam75btlze";
 /** Largest dataset accepted from a manifest: it is held in memory. */
 export const MAX_DATASET_BYTES = 2 ** 31;
+/**
+ * Largest dataset manifest fetched: a CID per 64 KiB chunk of the largest
+ * dataset takes about 2.2 MB.
+ */
+const MAX_MANIFEST_BYTES = 8 << 20;
 /** Chunks fetched at once. */
 const FETCH_CONCURRENCY = 8;
 
@@ -56,8 +61,11 @@ export class JobDatasetError extends Error {
 export interface LoadJobDatasetDeps {
   /** Local blocks; fetched or built blocks are stored here. */
   store: Blockstore;
-  /** Fetches a blob by CID from peers; null when no one has it. */
-  fetchBlob?: (cid: string) => Promise<Uint8Array | null>;
+  /**
+   * Fetches a blob by CID from peers, refusing one announced larger than
+   * `maxBytes`; null when no one has it.
+   */
+  fetchBlob?: (cid: string, maxBytes: number) => Promise<Uint8Array | null>;
   /** The node's data dir: the corpus cache is `<dataDir>/cache`. */
   dataDir: string;
   signal?: AbortSignal;
@@ -157,7 +165,7 @@ async function fromPeers(
 ): Promise<Dataset> {
   const { store, signal } = deps;
   const manifest = await readBlock(store, id) ??
-    await fetchVerified(id, "dataset manifest", deps);
+    await fetchVerified(id, "dataset manifest", MAX_MANIFEST_BYTES, deps);
   const { size, chunkBytes, chunks } = parseManifest(id, manifest);
   const blocks = new Array<Uint8Array>(chunks.length);
   let next = 0, failed = false;
@@ -168,7 +176,12 @@ async function fromPeers(
       try {
         signal?.throwIfAborted();
         blocks[i] = await readBlock(store, chunks[i]) ??
-          await fetchVerified(chunks[i], `chunk ${i} of dataset ${id}`, deps);
+          await fetchVerified(
+            chunks[i],
+            `chunk ${i} of dataset ${id}`,
+            chunkBytes,
+            deps,
+          );
       } catch (error) {
         failed = true; // the other workers stop after their current chunk
         throw error;
@@ -198,6 +211,7 @@ async function readBlock(
 async function fetchVerified(
   cid: string,
   what: string,
+  maxBytes: number,
   deps: LoadJobDatasetDeps,
 ): Promise<Uint8Array> {
   if (!deps.fetchBlob) {
@@ -208,7 +222,7 @@ async function fetchVerified(
   }
   let bytes: Uint8Array | null;
   try {
-    bytes = await deps.fetchBlob(cid);
+    bytes = await deps.fetchBlob(cid, maxBytes);
   } catch (error) {
     if (deps.signal?.aborted) throw deps.signal.reason;
     throw new JobDatasetError(

@@ -32,18 +32,20 @@ async function sampleDataset(): Promise<Dataset> {
 
 const specOf = (cid: string) => ({ dataset: { cid, valFraction: 0.1 } });
 
-/** A fetchBlob served by another node's store, counting requests. */
+/** A fetchBlob served by another node's store, recording requests. */
 function peerFetcher(peer: Blockstore) {
   const asked: string[] = [];
-  const fetchBlob = async (cid: string) => {
+  const limits = new Map<string, number>();
+  const fetchBlob = async (cid: string, maxBytes: number) => {
     asked.push(cid);
+    limits.set(cid, maxBytes);
     try {
       return await peer.get(parseCid(cid));
     } catch {
       return null;
     }
   };
-  return { fetchBlob, asked };
+  return { fetchBlob, asked, limits };
 }
 
 function assertSameDataset(actual: Dataset, expected: Dataset): void {
@@ -75,7 +77,7 @@ Deno.test("loadJobDataset: fetches what is missing from peers and stores it", as
   // This node already has chunk 0; only the rest should be fetched.
   const first = dataset.chunks[0];
   await store.put(dataset.bytes.subarray(0, first.length));
-  const { fetchBlob, asked } = peerFetcher(peer);
+  const { fetchBlob, asked, limits } = peerFetcher(peer);
 
   const loaded = await loadJobDataset(specOf(dataset.id), {
     store,
@@ -89,6 +91,10 @@ Deno.test("loadJobDataset: fetches what is missing from peers and stores it", as
   );
   for (const cid of [dataset.id, ...dataset.chunks.map((c) => c.cid)]) {
     assert(await store.has(parseCid(cid)), `${cid} was not stored`);
+  }
+  // A chunk is fetched at most its size: a peer cannot make it larger.
+  for (const c of dataset.chunks.slice(1)) {
+    assert.equal(limits.get(c.cid), dataset.chunkBytes);
   }
   // Now the node needs no peer at all.
   assertSameDataset(
@@ -131,8 +137,10 @@ Deno.test("loadJobDataset: bytes that do not match their CID are refused, not st
   await storeDataset(peer, dataset);
   const honest = peerFetcher(peer).fetchBlob;
   const forged = new TextEncoder().encode("not the chunk you asked for");
-  const fetchBlob = (cid: string) =>
-    cid === dataset.chunks[2].cid ? Promise.resolve(forged) : honest(cid);
+  const fetchBlob = (cid: string, maxBytes: number) =>
+    cid === dataset.chunks[2].cid
+      ? Promise.resolve(forged)
+      : honest(cid, maxBytes);
 
   await assert.rejects(
     loadJobDataset(specOf(dataset.id), { store, fetchBlob, dataDir: dir.path }),

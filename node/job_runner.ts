@@ -9,14 +9,18 @@ import { cidToBytes32 } from "../chain/attestation.ts";
 import { ChainError } from "../chain/errors.ts";
 import { isMember, joinJob, readNode } from "../chain/registry.ts";
 import { parseCid } from "../protocol/cid.ts";
-import { decodeJobSpec, type JobSpec } from "../protocol/job_spec.ts";
+import {
+  decodeJobSpec,
+  type JobSpec,
+  MAX_JOB_SPEC_BYTES,
+} from "../protocol/job_spec.ts";
 import { openChainSession, sessionRegistry } from "./chain_session.ts";
 import { openCompute } from "./backend_select.ts";
 import type { Config } from "./config.ts";
 import type { Identity } from "./identity.ts";
 import { loadJobDataset } from "./job_dataset.ts";
 import { createJobView } from "./job_view.ts";
-import type { ZooNode } from "./node.ts";
+import { connectedPeers, type ZooNode } from "./node.ts";
 import { RoundDriver } from "./round_driver.ts";
 import { RoundTrainer } from "./round_trainer.ts";
 
@@ -57,9 +61,9 @@ export async function runJob(
     const dataset = await loadJobDataset(spec, {
       store: node.store,
       dataDir: config.dataDir,
-      fetchBlob: async (cid) => {
+      fetchBlob: async (cid, maxBytes) => {
         try {
-          await node.fetchBlob(cid);
+          await fetchFromPeers(node, cid, maxBytes);
           return await node.store.get(parseCid(cid));
         } catch {
           return null;
@@ -113,13 +117,20 @@ export async function runJob(
   }
 }
 
+/** Fetches `cid` from the connected peers, refusing more than `maxBytes`. */
+function fetchFromPeers(node: ZooNode, cid: string, maxBytes: number) {
+  return node.blobs.fetch(parseCid(cid), connectedPeers(node.host), {
+    maxBytes,
+  });
+}
+
 /** The job spec: from the store, else from connected peers by its CID. */
 async function fetchSpec(node: ZooNode, jobId: string): Promise<JobSpec> {
   const cid = parseCid(jobId);
   const deadline = Date.now() + SPEC_WAIT_MS;
   while (!await node.store.has(cid)) {
     try {
-      await node.fetchBlob(jobId);
+      await fetchFromPeers(node, jobId, MAX_JOB_SPEC_BYTES);
     } catch {
       if (Date.now() > deadline) {
         throw new ChainError(
