@@ -26,8 +26,6 @@ import type { Backend } from "../../kernels/backend.ts";
 import { createJsBackend } from "../../kernels/js_backend.ts";
 import { createCpuTrainer, type TrainerInit } from "../../kernels/trainer.ts";
 import { createWasmBackend } from "../../kernels/wasm/wasm_backend.ts";
-import { loadConfig } from "../../node/config.ts";
-import { BROWN_CACHE_FILE, loadBrownCorpus } from "../../node/corpus_fetch.ts";
 import { type Bench, numberFlag, UsageError } from "./_bench.ts";
 import { type AdamwEntry, measureAdamw } from "./kernels_adamw.ts";
 import {
@@ -44,6 +42,7 @@ import { type KernelsRatios, ratios, table } from "./kernels_report.ts";
 import { runWebgpu, type WebgpuKernelsResult } from "./kernels_webgpu.ts";
 import { webgpuTable } from "./kernels_webgpu_report.ts";
 import {
+  benchCorpus,
   findTorchPython,
   measureTraining,
   REFERENCE_BATCH as BATCH,
@@ -262,9 +261,7 @@ async function runTraining(
   ours: { name: string; be: Backend }[],
   log: (line: string) => void,
 ): Promise<KernelsResult["train"]> {
-  const config = await loadConfig({}, Deno.env.toObject());
-  const cacheDir = `${config.dataDir}/cache`;
-  const text = await loadBrownCorpus({ cacheDir });
+  const { text, textPath } = await benchCorpus();
   // Train on the default build (relaxed SIMD where supported) only.
   const auto = ours.filter(({ be }) => be.name === ours[0]?.be.name).map((
     { name, be },
@@ -288,7 +285,7 @@ async function runTraining(
     ...t,
     seed: 1,
     text,
-    textPath: `${cacheDir}/${BROWN_CACHE_FILE}`,
+    textPath,
   }, log);
   return {
     model: MODEL,

@@ -29,6 +29,8 @@ import {
   type Trainer,
   type TrainerInit,
 } from "../../kernels/trainer.ts";
+import { loadConfig } from "../../node/config.ts";
+import { BROWN_CACHE_FILE, loadBrownCorpus } from "../../node/corpus_fetch.ts";
 import { median } from "./_bench.ts";
 
 /** The reference GPT of the training comparisons. */
@@ -41,6 +43,19 @@ export const REFERENCE_MODEL: GptConfig = {
 };
 /** Its batch size. */
 export const REFERENCE_BATCH = 16;
+
+/**
+ * The Brown corpus text the training benchmarks use, from the data dir's
+ * cache (fetched once), and the path of the cached file for PyTorch.
+ */
+export async function benchCorpus(): Promise<
+  { text: Uint8Array; textPath: string }
+> {
+  const config = await loadConfig({}, Deno.env.toObject());
+  const cacheDir = `${config.dataDir}/cache`;
+  const text = await loadBrownCorpus({ cacheDir });
+  return { text, textPath: `${cacheDir}/${BROWN_CACHE_FILE}` };
+}
 
 const TORCH_SCRIPT = fileURLToPath(new URL("./torch_gpt.py", import.meta.url));
 

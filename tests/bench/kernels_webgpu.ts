@@ -34,8 +34,6 @@ import {
 } from "../../kernels/webgpu/device.ts";
 import { createGpuTrainer } from "../../kernels/webgpu/gpu_trainer.ts";
 import { matmul } from "../../kernels/webgpu/matmul.ts";
-import { loadConfig } from "../../node/config.ts";
-import { BROWN_CACHE_FILE, loadBrownCorpus } from "../../node/corpus_fetch.ts";
 import {
   backendMatmul,
   type Layout,
@@ -45,6 +43,7 @@ import {
   measureMatmul,
 } from "./kernels_matmul.ts";
 import {
+  benchCorpus,
   measureTraining,
   type OursSpec,
   REFERENCE_BATCH,
@@ -218,9 +217,7 @@ async function runTraining(
   software: boolean,
   log: (line: string) => void,
 ): Promise<WebgpuKernelsResult["train"]> {
-  const config = await loadConfig({}, Deno.env.toObject());
-  const cacheDir = `${config.dataDir}/cache`;
-  const text = await loadBrownCorpus({ cacheDir });
+  const { text, textPath } = await benchCorpus();
   const webgpu: OursSpec = {
     name: "zoo webgpu",
     threads: 1,
@@ -248,7 +245,7 @@ async function runTraining(
       ...t,
       seed: 1,
       text,
-      textPath: `${cacheDir}/${BROWN_CACHE_FILE}`,
+      textPath,
     };
     try {
       const measured = await measureTraining(
