@@ -18,6 +18,8 @@ export function createF64Backend(): Backend {
     name: "js-f64",
     // The kernels are generic over float32/float64 buffers.
     alloc: (n) => new Float64Array(n) as unknown as Float32Array,
+    // NaN, so an op that reads an output it should have overwritten fails.
+    empty: (n) => new Float64Array(n).fill(NaN) as unknown as Float32Array,
   };
 }
 

@@ -63,6 +63,12 @@ export interface Backend {
 
   /** A zeroed float32 buffer of `length` elements in backend memory. */
   alloc(length: number): Float32Array;
+  /**
+   * A float32 buffer whose contents are unspecified (what earlier buffers
+   * left): only for outputs a kernel overwrites whole. Zeroing is not
+   * free: on a shared WebAssembly memory it cost 15% of a training step.
+   */
+  empty(length: number): Float32Array;
   /** A zeroed int32 buffer (token ids) in backend memory. */
   allocInt32(length: number): Int32Array;
   /** The current arena position. */

@@ -22,6 +22,7 @@ export function createJsBackend(): Backend {
     name: "js",
     threads: 1,
     alloc: (length) => new Float32Array(length),
+    empty: (length) => new Float32Array(length),
     allocInt32: (length) => new Int32Array(length),
     // The garbage collector frees what is no longer referenced.
     mark: () => 0,

@@ -2,6 +2,8 @@
  * Differentiable ops over {@linkcode Graph}: each computes its output with a
  * backend kernel and records its backward pass, written right beside it.
  * Gradients accumulate, so a tensor used twice gets both contributions.
+ * Outputs come unzeroed from {@linkcode Graph.empty}, as every forward
+ * kernel writes its whole output; gradients come zeroed.
  *
  * @module
  */
@@ -35,7 +37,7 @@ export function matmul(
   const shared = b.shape.length === 2;
   const batch = shared ? 1 : b.size / (k * n);
   const m = a.size / (k * batch);
-  const out = g.zeros([...lead, n]);
+  const out = g.empty([...lead, n]);
   const fwd: MatmulOptions = { transB, batch };
   g.be.matmul(out.data, a.data, b.data, m, k, n, fwd);
   g.record(() => {
@@ -68,7 +70,7 @@ export function matmul(
 export function addBias(g: Graph, x: Tensor, bias: Tensor): Tensor {
   const cols = bias.size;
   const rows = x.size / cols;
-  const out = g.zeros(x.shape);
+  const out = g.empty(x.shape);
   out.data.set(x.data);
   g.be.addBias(out.data, bias.data, rows, cols);
   g.record(() => {
@@ -90,7 +92,7 @@ export function linear(g: Graph, x: Tensor, w: Tensor, b: Tensor): Tensor {
     );
   }
   const m = x.size / k;
-  const out = g.zeros([...x.shape.slice(0, -1), n]);
+  const out = g.empty([...x.shape.slice(0, -1), n]);
   g.be.matmul(out.data, x.data, w.data, m, k, n);
   g.be.addBias(out.data, b.data, m, n);
   g.record(() => {
@@ -111,7 +113,7 @@ export function linear(g: Graph, x: Tensor, w: Tensor, b: Tensor): Tensor {
 /** Elementwise a + b of equal shapes. */
 export function add(g: Graph, a: Tensor, b: Tensor): Tensor {
   sameSize(a, b, "add");
-  const out = g.zeros(a.shape);
+  const out = g.empty(a.shape);
   g.be.add(out.data, a.data, b.data, a.size);
   g.record(() => {
     g.be.axpy(g.gradOf(a), 1, out.grad!, a.size);
@@ -123,10 +125,10 @@ export function add(g: Graph, a: Tensor, b: Tensor): Tensor {
 /** Elementwise a * b of equal shapes. */
 export function mul(g: Graph, a: Tensor, b: Tensor): Tensor {
   sameSize(a, b, "mul");
-  const out = g.zeros(a.shape);
+  const out = g.empty(a.shape);
   g.be.mul(out.data, a.data, b.data, a.size);
   g.record(() => {
-    const tmp = g.be.alloc(a.size);
+    const tmp = g.be.empty(a.size);
     g.be.mul(tmp, out.grad!, b.data, a.size);
     g.be.axpy(g.gradOf(a), 1, tmp, a.size);
     g.be.mul(tmp, out.grad!, a.data, a.size);
@@ -137,7 +139,7 @@ export function mul(g: Graph, a: Tensor, b: Tensor): Tensor {
 
 /** GELU (tanh approximation). */
 export function gelu(g: Graph, x: Tensor): Tensor {
-  const out = g.zeros(x.shape);
+  const out = g.empty(x.shape);
   g.be.gelu(out.data, x.data, x.size);
   g.record(() => g.be.geluBackward(g.gradOf(x), x.data, out.grad!, x.size));
   return out;
@@ -147,8 +149,8 @@ export function gelu(g: Graph, x: Tensor): Tensor {
 export function layernorm(g: Graph, x: Tensor, w: Tensor, b: Tensor): Tensor {
   const C = w.size;
   const rows = x.size / C;
-  const out = g.zeros(x.shape);
-  const mean = g.be.alloc(rows), rstd = g.be.alloc(rows);
+  const out = g.empty(x.shape);
+  const mean = g.be.empty(rows), rstd = g.be.empty(rows);
   g.be.layernorm(out.data, mean, rstd, x.data, w.data, b.data, rows, C);
   g.record(() =>
     g.be.layernormBackward(
@@ -176,11 +178,11 @@ export function attention(g: Graph, qkv: Tensor, heads: number): Tensor {
       `Cannot attend over qkv of shape [${qkv.shape}] with ${heads} heads: need [B, T, 3C] with C divisible by heads`,
     );
   }
-  const out = g.zeros([B, T, C]);
-  const att = g.be.alloc(B * heads * T * T);
+  const out = g.empty([B, T, C]);
+  const att = g.be.empty(B * heads * T * T);
   g.be.attention(out.data, att, qkv.data, B, T, C, heads);
   g.record(() => {
-    const datt = g.be.alloc(att.length);
+    const datt = g.be.empty(att.length);
     g.be.attentionBackward(
       g.gradOf(qkv),
       datt,
@@ -204,7 +206,7 @@ export function embedding(
   shape: readonly number[],
 ): Tensor {
   const C = table.shape[1];
-  const out = g.zeros([...shape, C]);
+  const out = g.empty([...shape, C]);
   g.be.embedding(out.data, table.data, ids, ids.length, C);
   g.record(() =>
     g.be.embeddingBackward(g.gradOf(table), out.grad!, ids, ids.length, C)
@@ -228,8 +230,8 @@ export function crossEntropy(
       `Cannot score ${rows} rows of logits against ${targets.length} targets`,
     );
   }
-  const losses = g.be.alloc(rows);
-  const probs = g.be.alloc(logits.size);
+  const losses = g.be.empty(rows);
+  const probs = g.be.empty(logits.size);
   g.be.crossEntropy(losses, probs, logits.data, targets, rows, V);
   const loss = g.zeros([1]);
   let sum = 0;

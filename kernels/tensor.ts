@@ -53,6 +53,14 @@ export class Graph {
     return new Tensor(this.be.alloc(shape.reduce((a, b) => a * b, 1)), shape);
   }
 
+  /**
+   * A tensor of `shape` with unspecified contents, for an op whose kernel
+   * overwrites every element (see {@linkcode Backend.empty}).
+   */
+  empty(shape: readonly number[]): Tensor {
+    return new Tensor(this.be.empty(shape.reduce((a, b) => a * b, 1)), shape);
+  }
+
   /** Records a backward step; ops call this after computing their output. */
   record(backward: () => void): void {
     this.#tape.push(backward);

@@ -51,8 +51,11 @@ export class WasmArena {
     this.#top = mark;
   }
 
-  /** Reserves `bytes` zeroed bytes and returns their offset. */
-  reserve(bytes: number): number {
+  /**
+   * Reserves `bytes` bytes and returns their offset; they are zeroed
+   * unless `zero` is false (then they hold what earlier buffers left).
+   */
+  reserve(bytes: number, zero = true): number {
     if (!Number.isInteger(bytes) || bytes < 0) {
       throw new RangeError(
         `Cannot allocate ${bytes} bytes: expected a non-negative integer`,
@@ -62,8 +65,11 @@ export class WasmArena {
     const end = align(offset + bytes, ARENA_ALIGN);
     this.#ensure(end);
     const dirty = Math.min(end, this.#dirtyEnd);
-    if (dirty > offset) {
-      new Uint8Array(this.memory.buffer, offset, dirty - offset).fill(0);
+    if (zero && dirty > offset) {
+      // Both ends are ARENA_ALIGN-aligned. V8 fills a shared buffer element
+      // by element, so 8-byte elements zero ~4x faster than bytes.
+      new Float64Array(this.memory.buffer, offset, (dirty - offset) / 8)
+        .fill(0);
     }
     this.#dirtyEnd = Math.max(this.#dirtyEnd, end);
     this.#top = end;
@@ -74,6 +80,13 @@ export class WasmArena {
   alloc(length: number): Float32Array {
     checkLength(length);
     const offset = this.reserve(length * 4); // may grow: take the buffer after
+    return new Float32Array(this.memory.buffer, offset, length);
+  }
+
+  /** A float32 buffer holding whatever earlier buffers left there. */
+  empty(length: number): Float32Array {
+    checkLength(length);
+    const offset = this.reserve(length * 4, false);
     return new Float32Array(this.memory.buffer, offset, length);
   }
 

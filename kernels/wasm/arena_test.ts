@@ -34,6 +34,18 @@ Deno.test("arena: release frees back to a mark and reused memory is zeroed", () 
   equal(y.every((v) => v === 0), true);
 });
 
+Deno.test("arena: empty() keeps stale bytes, and alloc() still zeroes after it", () => {
+  const a = arena();
+  const mark = a.mark();
+  a.alloc(100).fill(7);
+  a.release(mark);
+  const stale = a.empty(100);
+  equal(stale.every((v) => v === 7), true);
+  a.release(mark);
+  equal(a.alloc(100).every((v) => v === 0), true);
+  throws(() => a.empty(-1), RangeError);
+});
+
 Deno.test("arena: bad lengths and marks throw", () => {
   const a = arena();
   throws(() => a.alloc(-1), RangeError);

@@ -67,6 +67,10 @@ export class WasmKernels implements WasmBackend {
     return this.#arena.alloc(length);
   }
 
+  empty(length: number): Float32Array {
+    return this.#arena.empty(length);
+  }
+
   allocInt32(length: number): Int32Array {
     return this.#arena.allocInt32(length);
   }
