@@ -137,7 +137,7 @@ export function roundsOf(peer: LocalPeer): Promise<RoundRecord[]> {
  * starve each other's peers past those deadlines, so test files that run in
  * parallel take turns with their clusters.
  */
-async function oneClusterAtATime<T>(fn: () => Promise<T>): Promise<T> {
+export async function oneClusterAtATime<T>(fn: () => Promise<T>): Promise<T> {
   const path = `${Deno.env.get("TMPDIR") ?? "/tmp"}/zoo-job-cluster.lock`;
   using file = await Deno.open(path, { create: true, write: true });
   await file.lock(true);

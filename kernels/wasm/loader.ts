@@ -1,11 +1,13 @@
 /**
  * Finds, compiles and instantiates the kernel modules: relaxed-SIMD
- * detection, the module files (committed in `wasm/`, or a fresh build in
- * `$ZOO_WASM_DIR`), and the shared memory every thread's instance imports.
+ * detection, the module files (committed in `wasm/`, a fresh build in
+ * `$ZOO_WASM_DIR`, or packed into a bundle), and the shared memory every
+ * thread's instance imports.
  *
  * @module
  */
 import { type KernelExports, kernelExports } from "./abi.ts";
+import { embeddedKernels } from "./embedded.ts";
 
 /** Which build of the kernels to run. */
 export type SimdLevel = "relaxed" | "simd128";
@@ -82,15 +84,7 @@ export function resolveSimdLevel(simd: "auto" | SimdLevel = "auto"): SimdLevel {
  * (to test a fresh build), else the committed `wasm/` at the repo root.
  */
 export function wasmDir(dir?: string | URL): URL {
-  if (dir === undefined) {
-    let env: string | undefined;
-    try {
-      env = Deno.env.get("ZOO_WASM_DIR");
-    } catch {
-      env = undefined; // no --allow-env: use the committed modules
-    }
-    if (env) dir = env;
-  }
+  dir ??= envWasmDir();
   if (dir === undefined) return new URL("../../wasm/", import.meta.url);
   if (dir instanceof URL) {
     return dir.href.endsWith("/") ? dir : new URL(dir.href + "/");
@@ -101,6 +95,15 @@ export function wasmDir(dir?: string | URL): URL {
     : new URL(path, `file://${Deno.cwd()}/`);
 }
 
+/** `$ZOO_WASM_DIR`, if set and readable. */
+function envWasmDir(): string | undefined {
+  try {
+    return Deno.env.get("ZOO_WASM_DIR") || undefined;
+  } catch {
+    return undefined; // no --allow-env: use the committed modules
+  }
+}
+
 /** The module file of one build. */
 export function wasmFile(level: SimdLevel, dir?: string | URL): URL {
   return new URL(`zoo_kernels_${level}.wasm`, wasmDir(dir));
@@ -108,17 +111,26 @@ export function wasmFile(level: SimdLevel, dir?: string | URL): URL {
 
 const compiled = new Map<string, Promise<WebAssembly.Module>>();
 
-/** Compiles (once per file) the kernel module of one build. */
+/**
+ * Compiles (once per file) the kernel module of one build: from `dir`,
+ * else `$ZOO_WASM_DIR`, else the bytes a bundle packed, else `wasm/`.
+ */
 export function loadKernelModule(
   level: SimdLevel,
   dir?: string | URL,
 ): Promise<WebAssembly.Module> {
-  const url = wasmFile(level, dir);
-  let module = compiled.get(url.href);
+  const packed = dir === undefined && envWasmDir() === undefined
+    ? embeddedKernels()?.modules[level]
+    : undefined;
+  const key = packed ? `embedded:${level}` : wasmFile(level, dir).href;
+  let module = compiled.get(key);
   if (!module) {
-    module = readBytes(url).then((bytes) => WebAssembly.compile(bytes));
-    module.catch(() => compiled.delete(url.href));
-    compiled.set(url.href, module);
+    const bytes = packed
+      ? Promise.resolve(packed)
+      : readBytes(wasmFile(level, dir));
+    module = bytes.then((b) => WebAssembly.compile(b as BufferSource));
+    module.catch(() => compiled.delete(key));
+    compiled.set(key, module);
   }
   return module;
 }

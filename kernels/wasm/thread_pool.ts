@@ -25,6 +25,7 @@ import {
   WAKE,
 } from "./control_block.ts";
 import type { WorkerInit } from "./worker.ts";
+import { kernelWorkerUrl } from "./embedded.ts";
 
 /** What a pool needs to start its workers. */
 export interface ThreadPoolInit {
@@ -65,7 +66,7 @@ export class ThreadPool {
     const workers: Worker[] = [];
     try {
       await Promise.all(init.stackTops.map((stackTop, i) => {
-        const worker = new Worker(new URL("./worker.ts", import.meta.url), {
+        const worker = new Worker(kernelWorkerUrl(), {
           type: "module",
         });
         workers.push(worker);

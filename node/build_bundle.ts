@@ -1,0 +1,87 @@
+/**
+ * `deno task bundle`: one runnable JavaScript file (default
+ * `dist/zoo-node.js`) that needs nothing beside it, the WASM kernels and
+ * their worker included, so it trains as a checkout does.
+ *
+ * Two `deno bundle` runs: first the kernel worker alone (it starts from a
+ * blob URL, see `kernels/wasm/embedded.ts`), then a generated entry that
+ * imports it as text and both `.wasm` builds as bytes, packs them with
+ * `embedKernels` and runs the CLI. Those raw imports are resolved while
+ * bundling; the output is plain JavaScript that runs without flags.
+ *
+ * Usage: `deno run -A node/build_bundle.ts [--out FILE]`.
+ *
+ * @module
+ */
+import { parseArgs } from "node:util";
+
+const ROOT = new URL("../", import.meta.url);
+
+/** Bundles the CLI with its kernels into `out`. */
+export async function buildBundle(out: string): Promise<void> {
+  const tmp = await Deno.makeTempDir({ prefix: "zoo-bundle-build-" });
+  try {
+    const worker = `${tmp}/kernel_worker.js`;
+    await denoBundle([
+      "-o",
+      worker,
+      new URL("kernels/wasm/worker.ts", ROOT).pathname,
+    ]);
+    const entry = `${tmp}/entry.ts`;
+    const at = (path: string) => JSON.stringify(new URL(path, ROOT).href);
+    await Deno.writeTextFile(
+      entry,
+      `import { embedKernels } from ${at("kernels/wasm/embedded.ts")};
+import { runCli } from ${at("node/cli/run.ts")};
+import relaxed from ${
+        at("wasm/zoo_kernels_relaxed.wasm")
+      } with { type: "bytes" };
+import simd128 from ${
+        at("wasm/zoo_kernels_simd128.wasm")
+      } with { type: "bytes" };
+import workerSource from ${
+        JSON.stringify(`file://${worker}`)
+      } with { type: "text" };
+
+embedKernels({ modules: { relaxed, simd128 }, workerSource });
+// As main.ts: libp2p leaves a BroadcastChannel open, so exit explicitly.
+if (import.meta.main) Deno.exit(await runCli(Deno.args));
+`,
+    );
+    await denoBundle(["--unstable-raw-imports", "-o", out, entry]);
+  } finally {
+    await Deno.remove(tmp, { recursive: true });
+  }
+}
+
+async function denoBundle(args: string[]): Promise<void> {
+  const result = await new Deno.Command(Deno.execPath(), {
+    args: [
+      "bundle",
+      "--platform=deno",
+      "--config",
+      new URL("deno.json", ROOT).pathname,
+      ...args,
+    ],
+    stdout: "piped",
+    stderr: "piped",
+  }).output();
+  if (!result.success) {
+    throw new Error(
+      `deno bundle ${args.at(-1)} failed: ${
+        new TextDecoder().decode(result.stderr)
+      }`,
+    );
+  }
+}
+
+if (import.meta.main) {
+  const { values } = parseArgs({
+    args: Deno.args,
+    options: { out: { type: "string" } },
+  });
+  const out = values.out ?? new URL("dist/zoo-node.js", ROOT).pathname;
+  await buildBundle(out);
+  const size = (await Deno.stat(out)).size;
+  console.log(`bundle: ${out} (${(size / 1e6).toFixed(2)} MB)`);
+}
