@@ -76,12 +76,23 @@ async function denoBundle(args: string[]): Promise<void> {
 }
 
 if (import.meta.main) {
-  const { values } = parseArgs({
-    args: Deno.args,
-    options: { out: { type: "string" } },
-  });
-  const out = values.out ?? new URL("dist/zoo-node.js", ROOT).pathname;
-  await buildBundle(out);
+  let out: string;
+  try {
+    const { values } = parseArgs({
+      args: Deno.args,
+      options: { out: { type: "string" } },
+    });
+    out = values.out ?? new URL("dist/zoo-node.js", ROOT).pathname;
+  } catch (error) {
+    console.error(`build_bundle: ${(error as Error).message}`);
+    Deno.exit(2);
+  }
+  try {
+    await buildBundle(out);
+  } catch (error) {
+    console.error(`build_bundle: ${(error as Error).message}`);
+    Deno.exit(1);
+  }
   const size = (await Deno.stat(out)).size;
   console.log(`bundle: ${out} (${(size / 1e6).toFixed(2)} MB)`);
 }
