@@ -221,6 +221,15 @@ export class BlobService {
     providers: string[],
     options: FetchOptions = {},
   ): Promise<FetchReport> {
+    const { maxBytes } = options;
+    if (maxBytes !== undefined && !(maxBytes >= 0)) {
+      // NaN would compare false against every size: no limit at all.
+      return Promise.reject(
+        new RangeError(
+          `Cannot fetch with maxBytes ${maxBytes}: expected a number >= 0`,
+        ),
+      );
+    }
     const key = cidToString(cid);
     const running = this.#inflight.get(key);
     if (running) return running;

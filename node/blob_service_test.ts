@@ -354,6 +354,12 @@ Deno.test(
           ),
       );
       assert.equal(await fetcher.store.has(cid), false);
+      // A limit that is no number is refused, not read as no limit.
+      await assert.rejects(
+        fetcher.blobs.fetch(cid, [holder.id], { maxBytes: NaN }),
+        /maxBytes NaN/,
+      );
+      assert.equal(await fetcher.store.has(cid), false);
       // The same blob within the limit is fetched.
       await fetcher.blobs.fetch(cid, [holder.id], { maxBytes: 65536 });
       assert.equal(await fetcher.store.has(cid), true);

@@ -16,6 +16,7 @@
  * @module
  */
 import { atomicWriteFile } from "./atomic_write.ts";
+import { BodyTooLargeError, readBody } from "./read_body.ts";
 import { brownToText } from "../kernels/data/brown.ts";
 import { untar } from "../kernels/data/tar.ts";
 import { encode } from "../kernels/data/tokenizer.ts";
@@ -192,21 +193,15 @@ async function download(
         url,
       );
     }
-    const parts: Uint8Array[] = [];
-    let size = 0;
-    for await (const part of response.body) {
-      size += part.length;
-      if (size > MAX_TARBALL_BYTES) {
-        throw new CorpusError(
-          `Cannot download ${url} as it is larger than ${MAX_TARBALL_BYTES} bytes`,
-          url,
-        );
-      }
-      parts.push(part);
-    }
-    return concat(parts, size);
+    return await readBody(response, MAX_TARBALL_BYTES);
   } catch (error) {
     if (error instanceof CorpusError) throw error;
+    if (error instanceof BodyTooLargeError) {
+      throw new CorpusError(
+        `Cannot download ${url} as it is larger than ${MAX_TARBALL_BYTES} bytes`,
+        url,
+      );
+    }
     if (signal?.aborted) throw error; // the caller's own abort
     throw new CorpusError(
       `Cannot download ${url} as the request failed: ${
@@ -266,14 +261,4 @@ async function sha256Hex(bytes: Uint8Array): Promise<string> {
     new Uint8Array(digest),
     (b) => b.toString(16).padStart(2, "0"),
   ).join("");
-}
-
-function concat(parts: Uint8Array[], size: number): Uint8Array<ArrayBuffer> {
-  const out = new Uint8Array(size);
-  let at = 0;
-  for (const part of parts) {
-    out.set(part, at);
-    at += part.length;
-  }
-  return out;
 }

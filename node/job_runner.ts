@@ -61,13 +61,11 @@ export async function runJob(
     const dataset = await loadJobDataset(spec, {
       store: node.store,
       dataDir: config.dataDir,
+      // A failed fetch throws, so the dataset error says why (no
+      // provider, over the size limit, a lying peer).
       fetchBlob: async (cid, maxBytes) => {
-        try {
-          await fetchFromPeers(node, cid, maxBytes);
-          return await node.store.get(parseCid(cid));
-        } catch {
-          return null;
-        }
+        await fetchFromPeers(node, cid, maxBytes);
+        return await node.store.get(parseCid(cid));
       },
     });
     const compute = await openCompute(config.backend, config.threads);

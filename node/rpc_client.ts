@@ -1,3 +1,8 @@
+import { BodyTooLargeError, readBody } from "./read_body.ts";
+
+/** The largest answer read (a full `zoo_rounds` page is well under 1 MiB). */
+const MAX_RPC_RESPONSE_BYTES = 16 * 1024 * 1024;
+
 /** A JSON-RPC call that returned an error object, or a transport failure. */
 export class RpcCallError extends Error {
   readonly code: number | null;
@@ -41,7 +46,15 @@ export async function callRpc<T = unknown>(
       null,
     );
   }
-  const body = await res.json().catch(() => null);
+  // Capped: `status --rpc` may point at any host.
+  let body;
+  try {
+    const bytes = await readBody(res, MAX_RPC_RESPONSE_BYTES);
+    body = JSON.parse(new TextDecoder().decode(bytes));
+  } catch (err) {
+    if (!(err instanceof BodyTooLargeError)) body = null;
+    else throw new RpcCallError(`${method} failed: ${err.message}`, null);
+  }
   if (body?.error) {
     throw new RpcCallError(
       body.error.message,

@@ -72,9 +72,11 @@ export class JobCluster {
    */
   async spawn(
     indices: number[],
-    from?: LocalPeer,
-    backend?: BackendChoice,
-    args: string[] = [],
+    { from, backend, args = [] }: {
+      from?: LocalPeer;
+      backend?: BackendChoice;
+      args?: string[];
+    } = {},
   ): Promise<LocalPeer[]> {
     const started = await spawnJobPeers(
       this.chain,

@@ -177,7 +177,7 @@ Deno.test({
     }, async (c) => {
       const [first] = await c.spawn([0, 1]);
       await c.waitForRounds(1, 60_000);
-      const [late] = await c.spawn([2], first);
+      const [late] = await c.spawn([2], { from: first });
       await c.waitForRounds(5, 90_000);
       const rec = await waitFor(
         async () => {

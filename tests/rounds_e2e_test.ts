@@ -27,7 +27,7 @@ function threePeersThreeRounds(args: string[]) {
     nodes: 3,
     spec: tinySpec({ minPeers: 3, roundDeadlineMs: 30_000 }),
   }, async (c) => {
-    const peers = await c.spawn([0, 1, 2], undefined, undefined, args);
+    const peers = await c.spawn([0, 1, 2], { args });
     await c.waitForRounds(3, 90_000);
     const { head } = await c.chainHead();
     const onChain = await listRounds(c.chain.owner, cidToBytes32(c.job.id));
@@ -101,8 +101,8 @@ Deno.test({
       }),
     }, async (c) => {
       assert.ok(hasAdapter, "CI=true but no WebGPU adapter was found");
-      const [gpu] = await c.spawn([0], undefined, "webgpu");
-      const [cpu] = await c.spawn([1], gpu, "wasm");
+      const [gpu] = await c.spawn([0], { backend: "webgpu" });
+      const [cpu] = await c.spawn([1], { from: gpu, backend: "wasm" });
       await c.waitForRounds(2, 120_000);
       const { head } = await c.chainHead();
       for (const p of [gpu, cpu]) {

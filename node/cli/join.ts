@@ -23,7 +23,11 @@ export async function join(config: Config): Promise<number> {
   // nothing handled: the failure is logged as the bug it is, not fatal.
   globalThis.addEventListener("unhandledrejection", (e) => {
     e.preventDefault();
-    const reason = e.reason instanceof Error ? e.reason.message : e.reason;
+    // The stack, as this is a bug to find (an Error's stack never holds
+    // keys: it is the message and the call sites).
+    const reason = e.reason instanceof Error
+      ? e.reason.stack ?? e.reason.message
+      : e.reason;
     console.error(`zoo-node: unhandled error in a background task: ${reason}`);
   });
   await Deno.mkdir(config.dataDir, { recursive: true, mode: 0o700 });

@@ -108,7 +108,7 @@ export function createApp(
   }
 
   app.get("/events", (c) => events.handle(c, source, onInternalError));
-  app.all("/events", (c) => methodNotAllowed(c, "GET"));
+  app.all("/events", (c) => methodNotAllowed(c, "GET, HEAD"));
 
   app.get(
     "/api/status",

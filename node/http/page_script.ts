@@ -30,12 +30,12 @@ export const PAGE_SCRIPT = String.raw`"use strict";
     if (!id) return "-";
     return id.length > 16 ? id.slice(0, 8) + "…" + id.slice(-6) : id;
   }
-  // Decimal units, as node/format_bytes.ts prints them in the terminal.
+  // As node/format_bytes.ts prints them in the terminal.
   function bytes(n) {
-    var units = ["B", "kB", "MB", "GB", "TB"];
-    var i = 0;
-    while (n >= 1000 && i < units.length - 1) { n /= 1000; i++; }
-    return (i === 0 ? n : n.toFixed(1)) + " " + units[i];
+    if (n < 1e3) return n + " B";
+    if (n < 1e6) return (n / 1e3).toFixed(1) + " kB";
+    if (n < 1e9) return (n / 1e6).toFixed(1) + " MB";
+    return (n / 1e9).toFixed(2) + " GB";
   }
   function num(x, digits) {
     return x === null || x === undefined ? "-" : Number(x).toFixed(digits);

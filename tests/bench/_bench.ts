@@ -71,6 +71,21 @@ export function rate(bytes: number, seconds: number[]): Rate {
   };
 }
 
+/** Parses `--name` as true/1/yes or false/0/no; UsageError otherwise. */
+export function booleanFlag(
+  flags: Record<string, string>,
+  name: string,
+): boolean {
+  const text = flags[name].toLowerCase();
+  if (["true", "1", "yes"].includes(text)) return true;
+  if (["false", "0", "no"].includes(text)) return false;
+  throw new UsageError(
+    `Cannot use --${name} as it must be true or false: current value is "${
+      flags[name]
+    }"`,
+  );
+}
+
 /** Parses `--name` as a number in [min, max]; UsageError otherwise. */
 export function numberFlag(
   flags: Record<string, string>,

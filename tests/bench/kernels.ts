@@ -26,7 +26,7 @@ import type { Backend } from "../../kernels/backend.ts";
 import { createJsBackend } from "../../kernels/js_backend.ts";
 import { createCpuTrainer, type TrainerInit } from "../../kernels/trainer.ts";
 import { createWasmBackend } from "../../kernels/wasm/wasm_backend.ts";
-import { type Bench, numberFlag, UsageError } from "./_bench.ts";
+import { type Bench, booleanFlag, numberFlag, UsageError } from "./_bench.ts";
 import { type AdamwEntry, measureAdamw } from "./kernels_adamw.ts";
 import {
   backendMatmul,
@@ -109,17 +109,6 @@ const PLAN = {
 
 const THREADS = [1, 2];
 const SIMD = ["relaxed", "simd128"] as const;
-
-function booleanFlag(flags: Record<string, string>, name: string): boolean {
-  const text = flags[name].toLowerCase();
-  if (["true", "1", "yes"].includes(text)) return true;
-  if (["false", "0", "no"].includes(text)) return false;
-  throw new UsageError(
-    `Cannot use --${name} as it must be true or false: current value is "${
-      flags[name]
-    }"`,
-  );
-}
 
 function parse(flags: Record<string, string>): KernelsOptions {
   const torchBlas = flags["torch-blas"];

@@ -26,7 +26,13 @@ import { DEFAULT_MODEL } from "../../protocol/job_spec.ts";
 import { formatBytes } from "../../node/format_bytes.ts";
 import { watchRounds } from "../../node/devnet_rounds.ts";
 import { tinySpec, withJobCluster } from "../_job_cluster.ts";
-import { type Bench, formatTable, numberFlag, UsageError } from "./_bench.ts";
+import {
+  type Bench,
+  booleanFlag,
+  formatTable,
+  numberFlag,
+  UsageError,
+} from "./_bench.ts";
 
 /** One peer's figures over the whole run. */
 export interface PeerFigures {
@@ -150,11 +156,6 @@ const bench: Bench<Options, RoundsResult> = {
     },
   },
   parse(flags) {
-    if (flags.overlap !== "true" && flags.overlap !== "false") {
-      throw new UsageError(
-        `Cannot use --overlap as it must be true or false: current value is "${flags.overlap}"`,
-      );
-    }
     if (flags.model !== "default" && flags.model !== "tiny") {
       throw new UsageError(
         `Cannot use --model as it must be default or tiny: current value is "${flags.model}"`,
@@ -169,7 +170,7 @@ const bench: Bench<Options, RoundsResult> = {
         integer: true,
       }),
       model: flags.model,
-      overlap: flags.overlap === "true",
+      overlap: booleanFlag(flags, "overlap"),
     };
   },
   async run(o, log) {
@@ -179,9 +180,7 @@ const bench: Bench<Options, RoundsResult> = {
       log(`starting ${o.peers} peers`);
       const peers = await c.spawn(
         Array.from({ length: o.peers }, (_, i) => i),
-        undefined,
-        undefined,
-        o.overlap ? ["--overlap"] : [],
+        { args: o.overlap ? ["--overlap"] : [] },
       );
       const t0 = performance.now();
       const rounds = await watchRounds({
