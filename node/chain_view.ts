@@ -146,7 +146,7 @@ export class JobChainView {
     if (r === null) return null;
     let txs = await this.#txs.get();
     // A round committed since the last look is not in the cached logs yet:
-    // read them again, once, for every caller after this one too.
+    // read them again and keep them for the callers after this one.
     if (!txs.has(round)) {
       txs = await commitTransactions(
         this.#o.registry,

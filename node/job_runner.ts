@@ -20,7 +20,7 @@ import type { Config } from "./config.ts";
 import type { Identity } from "./identity.ts";
 import { loadJobDataset } from "./job_dataset.ts";
 import { createJobView } from "./job_view.ts";
-import { connectedPeers, type ZooNode } from "./node.ts";
+import type { ZooNode } from "./node.ts";
 import { RoundDriver } from "./round_driver.ts";
 import { RoundTrainer } from "./round_trainer.ts";
 
@@ -64,7 +64,7 @@ export async function runJob(
       // A failed fetch throws, so the dataset error says why (no
       // provider, over the size limit, a lying peer).
       fetchBlob: async (cid, maxBytes) => {
-        await fetchFromPeers(node, cid, maxBytes);
+        await node.fetchBlob(cid, undefined, { maxBytes });
         return await node.store.get(parseCid(cid));
       },
     });
@@ -115,20 +115,13 @@ export async function runJob(
   }
 }
 
-/** Fetches `cid` from the connected peers, refusing more than `maxBytes`. */
-function fetchFromPeers(node: ZooNode, cid: string, maxBytes: number) {
-  return node.blobs.fetch(parseCid(cid), connectedPeers(node.host), {
-    maxBytes,
-  });
-}
-
 /** The job spec: from the store, else from connected peers by its CID. */
 async function fetchSpec(node: ZooNode, jobId: string): Promise<JobSpec> {
   const cid = parseCid(jobId);
   const deadline = Date.now() + SPEC_WAIT_MS;
   while (!await node.store.has(cid)) {
     try {
-      await fetchFromPeers(node, jobId, MAX_JOB_SPEC_BYTES);
+      await node.fetchBlob(jobId, undefined, { maxBytes: MAX_JOB_SPEC_BYTES });
     } catch {
       if (Date.now() > deadline) {
         throw new ChainError(

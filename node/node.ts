@@ -1,9 +1,13 @@
 import { peerIdFromString } from "@libp2p/peer-id";
-import { type Multiaddr, multiaddr } from "@multiformats/multiaddr";
+import { CODE_P2P, type Multiaddr, multiaddr } from "@multiformats/multiaddr";
 import { parseCid } from "../protocol/cid.ts";
 import type { Heartbeat } from "../protocol/messages.ts";
 import { atomicWriteFile } from "./atomic_write.ts";
-import { BlobService, type FetchReport } from "./blob_service.ts";
+import {
+  BlobService,
+  type FetchOptions,
+  type FetchReport,
+} from "./blob_service.ts";
 import { Blockstore } from "./blockstore.ts";
 import { checkpointInfo } from "./checkpoint_info.ts";
 import type { Config } from "./config.ts";
@@ -53,8 +57,15 @@ export interface ZooNode {
   peers(): PeerSummary[];
   /** Reports the training job through status, RPC and metrics from now on. */
   setJob(job: JobSource | null): void;
-  /** Fetches a blob by CID string from `providers`, or from every connected peer. */
-  fetchBlob(cid: string, providers?: string[]): Promise<FetchReport>;
+  /**
+   * Fetches a blob by CID string from `providers`, or from every connected
+   * peer; throws a TypeError for a provider that is not a peer id.
+   */
+  fetchBlob(
+    cid: string,
+    providers?: string[],
+    options?: FetchOptions,
+  ): Promise<FetchReport>;
   /** Shuts down in the reverse order of startup. */
   stop(): Promise<void>;
 }
@@ -143,7 +154,11 @@ export async function startNode(
     training: trainingSummary(job?.training() ?? null),
   });
   const peers = () => peerSummaries(host, gossip, job, Date.now());
-  const fetchBlob = (cid: string, providers?: string[]) => {
+  const fetchBlob = (
+    cid: string,
+    providers?: string[],
+    options?: FetchOptions,
+  ) => {
     const parsed = parseCid(cid);
     const from = providers ?? connectedPeers(host);
     for (const p of from) {
@@ -155,7 +170,7 @@ export async function startNode(
         );
       }
     }
-    return blobs.fetch(parsed, from);
+    return blobs.fetch(parsed, from, options);
   };
   const source: NodeInfoSource = {
     status,
@@ -276,9 +291,6 @@ function redialBootstrap(host: Host, list: string[]): void {
   }
 }
 
-/** The multicodec of `/p2p/<peer id>`. */
-const P2P_CODE = 421;
-
 /**
  * Connects directly to a peer heard of only through gossip relays, so the
  * mesh survives the loss of the peer that introduced them and a fetch from
@@ -292,7 +304,7 @@ function meetGossipPeer(host: Host, hb: Heartbeat, maxPeers: number): void {
   const addrs = heartbeatAddrs(hb.peer, hb.addrs);
   if (addrs.length === 0) return;
   host.peerStore.merge(peer, {
-    multiaddrs: addrs.map((ma) => ma.decapsulateCode(P2P_CODE)),
+    multiaddrs: addrs.map((ma) => ma.decapsulateCode(CODE_P2P)),
   }).catch(() => {});
   if (connectedPeers(host).length < maxPeers) host.dial(addrs).catch(() => {});
 }

@@ -143,8 +143,9 @@ export class RoundDriver {
         );
         return;
       case "committed":
-        // A hint only (the round's record shows its transaction), but it
-        // saves waiting for the next poll of the chain.
+        // A member's claim: the round's record shows its transaction unless
+        // this peer committed the round itself (zoo_round reads the chain's),
+        // and it saves waiting for the next poll of the chain.
         this.#ifMember(msg.peer, () => {
           this.ledger.noteCommit(msg.round, msg.tx, msg.peer);
           this.#poll();

@@ -54,6 +54,13 @@ export interface RoundRecord {
   wallMs: number;
 }
 
+/** A round's own counters, cut when the next round begins. */
+export interface RoundCounters {
+  bytesSent: number;
+  trainMs: number;
+  wallMs: number;
+}
+
 /**
  * Bytes one of `peers` sends per inner step in a ring all-reduce of
  * `params` fp32 gradients: 2 (n − 1) / n × 4 × params.
@@ -86,19 +93,43 @@ export class RoundLedger {
     this.#trainMs += ms;
   }
 
-  /** A commit notice: who committed `round` and in which transaction. */
-  noteCommit(round: number, tx: string, peer: string): void {
-    if (!this.#commits.has(round)) this.#commits.set(round, { tx, peer });
+  /**
+   * Who committed `round` and in which transaction: the first notice a
+   * member gossiped, unless this peer `own`s the commit (its receipt is
+   * certain, a notice only claimed). zoo_round reads the chain's own.
+   */
+  noteCommit(round: number, tx: string, peer: string, own = false): void {
+    if (own || !this.#commits.has(round)) {
+      this.#commits.set(round, { tx, peer });
+    }
   }
 
   /**
-   * Closes `round` once its checkpoint is in hand; `manifest` is the one
-   * that produced it when this peer saw it; `at` is when the next round
-   * began (Date.now() time), which ends this round's wall time.
+   * Ends the current round's counters at `at` (Date.now() time), when the
+   * next round begins, and starts the next round's. Synchronous, so what
+   * the next round sends or trains while the record is being completed
+   * (a manifest fetch, an evaluation) is counted in the next round.
+   */
+  cut(at: number): RoundCounters {
+    const counters = {
+      bytesSent: this.#sent,
+      trainMs: this.#trainMs,
+      wallMs: at - this.#enteredAt,
+    };
+    this.#sent = 0;
+    this.#trainMs = 0;
+    this.#enteredAt = at;
+    return counters;
+  }
+
+  /**
+   * Records `round` once its checkpoint is in hand, with the counters
+   * {@linkcode cut} gave when it ended; `manifest` is the one that
+   * produced the checkpoint when this peer saw it.
    */
   closeRound(r: {
     round: number;
-    at: number;
+    counters: RoundCounters;
     checkpoint: string;
     manifest: RoundManifest | null;
     valLoss: number;
@@ -121,16 +152,11 @@ export class RoundLedger {
       trainLoss,
       valLoss: r.valLoss,
       contributed: m?.contributions.some((c) => c.peer === r.self) ?? false,
-      bytesSent: this.#sent,
       dataParallelBytes: this.spec.innerSteps *
         allReduceBytes(this.parameterCount, peers),
-      trainMs: this.#trainMs,
-      wallMs: r.at - this.#enteredAt,
+      ...r.counters,
     };
     this.records.push(record);
-    this.#sent = 0;
-    this.#trainMs = 0;
-    this.#enteredAt = r.at;
     return record;
   }
 }

@@ -4,7 +4,8 @@
  *
  * One {@linkcode RoundTrainer} lives for a whole job, so the inner AdamW
  * moments carry over from round to round as they do in DiLoCo; only the
- * parameters are replaced by C(r)'s at the start of each round.
+ * parameters are replaced by C(r)'s at the start of each round (or, for a
+ * round trained ahead, moved onto C(r) between two steps: `shift`).
  *
  * Learning-rate schedule: inner step h (0-based) of round r is step
  * `r·H + h + 1` of `spec.inner`'s warmup + cosine schedule, so the job's
@@ -201,10 +202,11 @@ export class RoundTrainer {
   }
 
   /**
-   * Loads C(r)'s `params`, trains `spec.innerSteps` AdamW steps on the
-   * round's batches ({@linkcode roundSampler}) and returns a copy of the
-   * result with its losses. Rounds must not overlap: a second call while
-   * one runs throws a `TypeError`.
+   * Loads C(r)'s `params` (null: goes on from the parameters it has),
+   * trains `spec.innerSteps` AdamW steps on the round's batches
+   * ({@linkcode roundSampler}) and returns a copy of the result with its
+   * losses. Rounds must not overlap: a second call while one runs throws a
+   * `TypeError`.
    */
   async trainRound(p: TrainRoundParams): Promise<TrainRoundResult> {
     const H = this.spec.innerSteps;
@@ -328,7 +330,7 @@ export class RoundTrainer {
 }
 
 /** Resolves with `until`, or rejects with the signal's reason on abort. */
-export function untilOrAborted<T>(
+function untilOrAborted<T>(
   until: Promise<T>,
   signal?: AbortSignal,
 ): Promise<T> {

@@ -11,8 +11,9 @@
  * committed checkpoint: θ_end = C(r+1) + (the round's own progress) and
  * the delta is C(r+1) − θ_end as without overlap. Steps taken before the
  * move see a stale base, and a whole stale round measurably hurts the
- * model, so at most {@linkcode AHEAD_FRACTION} of a round's steps run
- * ahead; then the peer waits for the checkpoint.
+ * model, so at most a tenth of a round's steps (rounded down: none when H
+ * < 10) run ahead; then the peer waits for the checkpoint, so every round
+ * ends moved onto its own checkpoint.
  *
  * @module
  */
@@ -31,11 +32,10 @@ import {
   type RoundTrainer,
   type TrainRoundParams,
   type TrainRoundResult,
-  untilOrAborted,
 } from "./round_trainer.ts";
 
 /** Most of a round's inner steps taken before its checkpoint is known. */
-export const AHEAD_FRACTION = 0.1;
+const AHEAD_FRACTION = 0.1;
 
 /** A trained round's delta, stored and ready to announce. */
 export interface TrainedDelta {
@@ -151,24 +151,15 @@ export class RoundTraining {
           ahead.shifted = true;
           return ahead.shift;
         },
+        // Below H, so the trainer's own parameters are always moved: the
+        // next round ahead starts from them.
         hold: {
-          beforeStep: Math.max(
-            1,
-            Math.floor(this.#o.spec.innerSteps * AHEAD_FRACTION),
-          ),
+          beforeStep: Math.floor(this.#o.spec.innerSteps * AHEAD_FRACTION),
           until: ahead.base.promise,
         },
       });
-      const { parent, params: base } = await untilOrAborted(
-        ahead.base.promise,
-        signal,
-      );
-      if (!ahead.shifted) {
-        // The steps ended before the checkpoint came: move the result.
-        for (let i = 0; i < base.length; i++) {
-          result.params[i] += ahead.shift![i];
-        }
-      }
+      // Resolved: the hold waited for it.
+      const { parent, params: base } = await ahead.base.promise;
       this.#last = result.params;
       // No longer ahead: delivering starts the next round's steps, which
       // must find the way clear.

@@ -34,22 +34,23 @@ async function local0(): Promise<Float32Array> {
 }
 
 /** A RoundTraining on the JS backend, with what it delivered and stored. */
-function setup() {
+function setup(jobSpec = spec) {
   const trainer = new RoundTrainer({
     createTrainer: (init) => createCpuTrainer(createJsBackend(), init),
-    spec,
+    spec: jobSpec,
     dataset,
     peerId: "peerA",
   });
+  const ledger = new RoundLedger(jobSpec, trainer.parameterCount);
   const state = { round: 0, live: ["peerA"] as readonly string[] };
   const blocks = new Map<string, Uint8Array>();
   const delivered: TrainedDelta[] = [];
   const training = new RoundTraining({
     jobId: "bafkreijob",
     peerId: "peerA",
-    spec,
+    spec: jobSpec,
     trainer,
-    ledger: new RoundLedger(spec, trainer.parameterCount),
+    ledger,
     state: () => state,
     progress: () => {},
     store: (b) => {
@@ -65,7 +66,24 @@ function setup() {
   });
   const delta = (d: TrainedDelta) =>
     decodeDelta(blocks.get(d.cid)!, trainer.parameterCount);
-  return { trainer, state, training, delivered, delta };
+  /** Inner steps taken in `round` so far. */
+  const stepsIn = (round: number) =>
+    ledger.steps.since(0).filter((s) => s.round === round).length;
+  return { trainer, state, training, delivered, delta, stepsIn };
+}
+
+/** Root mean square of a vector. */
+function rms(x: Float32Array): number {
+  return Math.sqrt(x.reduce((s, v) => s + v * v, 0) / x.length);
+}
+
+/** Resolves once `ok()` holds (polling), or fails after 10 s. */
+async function until(ok: () => boolean): Promise<void> {
+  const deadline = Date.now() + 10_000;
+  while (!ok()) {
+    if (Date.now() > deadline) throw new Error("timed out");
+    await new Promise((r) => setTimeout(r, 2));
+  }
 }
 
 function maxAbsDiff(a: Float32Array, b: Float32Array): number {
@@ -131,9 +149,45 @@ Deno.test("RoundTraining: a checkpoint other than θ_local(r) moves the steps tr
   const c1 = Float32Array.from(start, (x, i) => x + (i % 2 ? 1 : -1));
   await t.training.rebase(1, "bafkreic1", c1);
   await running;
-  const d1 = t.delta(t.delivered[1]);
-  const rms = Math.sqrt(d1.reduce((s, x) => s + x * x, 0) / d1.length);
-  assert.ok(rms > 0 && rms < 0.25, `rms of Δ1 ${rms}`);
+  const d1 = rms(t.delta(t.delivered[1]));
+  assert.ok(d1 > 0 && d1 < 0.25, `rms of Δ1 ${d1}`);
+});
+
+Deno.test("RoundTraining: ahead, a tenth of the steps run, then it waits; two such rounds in a row stay on their checkpoints", async () => {
+  const t = setup();
+  await t.training.train(0, "bafkreic0", genesis);
+  let base = await local0();
+  for (const round of [1, 2]) {
+    const running = t.training.trainAhead(round);
+    // H/10 steps on the stale base, then the hold: no more come.
+    await until(() => t.stepsIn(round) === H / 10);
+    await new Promise((r) => setTimeout(r, 50));
+    assert.equal(t.stepsIn(round), H / 10, `round ${round} held`);
+    // Its checkpoint arrives late and 1.0 away in every coordinate.
+    const c = Float32Array.from(base, (x, i) => x + (i % 2 ? 1 : -1));
+    t.state.round = round;
+    await t.training.rebase(round, `bafkreic${round}`, c);
+    await running;
+    const d = rms(t.delta(t.delivered[round]));
+    // Only the round's own progress (at most 0.2 here): an offset left in
+    // the parameters from the round before would show as ~1.0.
+    assert.ok(d > 0 && d < 0.25, `rms of Δ${round} ${d}`);
+    base = c;
+  }
+});
+
+Deno.test("RoundTraining: with H < 10 nothing is trained ahead of the checkpoint", async () => {
+  const short = { ...spec, innerSteps: 5 };
+  const t = setup(short);
+  await t.training.train(0, "bafkreic0", genesis);
+  const running = t.training.trainAhead(1);
+  await new Promise((r) => setTimeout(r, 50));
+  assert.equal(t.stepsIn(1), 0);
+  t.state.round = 1;
+  await t.training.rebase(1, "bafkreic1", genesis);
+  await running;
+  assert.equal(t.stepsIn(1), 5);
+  assert.deepEqual(t.delivered.map((d) => d.round), [0, 1]);
 });
 
 Deno.test("RoundTraining: a round trained ahead that the chain skips is dropped, not delivered", async () => {
@@ -142,10 +196,12 @@ Deno.test("RoundTraining: a round trained ahead that the chain skips is dropped,
   const running = t.training.trainAhead(1);
   // The chain jumps to round 2: it is trained from C(2), the work ahead
   // on round 1 is abandoned.
+  await until(() => t.stepsIn(1) > 0);
   t.state.round = 2;
   await t.training.train(2, "bafkreic2", genesis);
   await running;
   assert.deepEqual(t.delivered.map((d) => d.round), [0, 2]);
+  assert.ok(t.stepsIn(1) < H, "round 1 was cut short");
 });
 
 Deno.test("RoundTraining: rebase without work ahead trains the round from its checkpoint", async () => {

@@ -51,8 +51,8 @@ import { collectMs } from "../protocol/round_machine.ts";
 import { decodeDelta, nextCheckpoint } from "../protocol/round_update.ts";
 import type { Identity } from "./identity.ts";
 import type { MemberCache } from "./member_cache.ts";
-import { connectedPeers, type ZooNode } from "./node.ts";
-import type { RoundLedger } from "./round_ledger.ts";
+import type { ZooNode } from "./node.ts";
+import type { RoundCounters, RoundLedger } from "./round_ledger.ts";
 import type { RoundTrainer } from "./round_trainer.ts";
 import { RoundTraining, type TrainedDelta } from "./round_training.ts";
 
@@ -96,6 +96,8 @@ export class RoundWork {
   readonly #training: RoundTraining;
   readonly #account;
   #current: Held | null = null;
+  /** The round records being completed, one after another. */
+  #closing: Promise<void> = Promise.resolve();
   /** Manifests this peer built or verified, by CID. */
   readonly #manifests = new Map<string, RoundManifest>();
   /** This peer's announcements of the current round, sent again. */
@@ -132,7 +134,13 @@ export class RoundWork {
 
   /** Starts an action; failures are logged or fed back as events. */
   run(action: RoundAction): void {
-    const task = this.#dispatch(action);
+    let task: Promise<void>;
+    try {
+      task = this.#dispatch(action);
+    } catch (err) {
+      // Thrown before any await (no checkpoint held): logged the same way.
+      task = Promise.reject(err);
+    }
     task.catch((err) => {
       if (this.#abort.signal.aborted) return;
       this.#o.log(`${action.type}: ${(err as Error).message}`);
@@ -445,7 +453,12 @@ export class RoundWork {
       `round ${a.round}: committed ${a.checkpoint} with ${a.attestations.length} attestations (tx ${tx.hash}, ${tx.gasUsed} gas)`,
     );
     this.#o.ledger.commitLatency.observe((performance.now() - sentAt) / 1000);
-    this.#o.ledger.noteCommit(a.round, tx.hash, this.#o.identity.peerId);
+    this.#o.ledger.noteCommit(
+      a.round,
+      tx.hash,
+      this.#o.identity.peerId,
+      true,
+    );
     await this.#publish({
       ...this.#header("committed", a.round, manifest.parent),
       checkpoint: a.checkpoint,
@@ -464,7 +477,7 @@ export class RoundWork {
     while (!await node.store.has(parsed)) {
       if (this.#o.state().round !== round || this.#abort.signal.aborted) return;
       try {
-        await node.blobs.fetch(parsed, connectedPeers(node.host), {
+        await node.fetchBlob(checkpoint, undefined, {
           signal: this.#abort.signal,
           // Parameters and momentum in float32, plus the header.
           maxBytes: 8 * this.#o.trainer.parameterCount +
@@ -480,15 +493,24 @@ export class RoundWork {
         `checkpoint ${checkpoint} is round ${ckpt.round} of job ${ckpt.job}, not round ${round} of ${this.#o.jobId}`,
       );
     }
+    // A slower fetch of an older checkpoint must not replace a newer one.
+    if ((this.#current?.ckpt.round ?? -1) >= round) return;
     this.#current = { cid: checkpoint, ckpt };
-    const enteredAt = Date.now();
+    const served = this.#o.node.blobs.stats.servedBytes;
+    this.#o.ledger.noteSent(served - this.#served);
+    this.#served = served;
+    const counters = this.#o.ledger.cut(Date.now());
     if (this.#o.state().round === round) {
       this.#o.feed({ type: "enter", round, parent: checkpoint });
     }
     // Bookkeeping after the next round has started: it may wait on a
     // manifest fetch and evaluates the checkpoint, which training need not.
+    // One close at a time, so records keep the rounds' order.
     if (round > 0) {
-      await this.#closeRound(round - 1, checkpoint, ckpt, enteredAt);
+      const close = () =>
+        this.#closeRound(round - 1, checkpoint, ckpt, counters);
+      this.#closing = this.#closing.then(close, close);
+      await this.#closing;
     }
   }
 
@@ -496,18 +518,15 @@ export class RoundWork {
     round: number,
     checkpoint: string,
     ckpt: RoundCheckpoint,
-    at: number,
+    counters: RoundCounters,
   ): Promise<void> {
     const manifest =
       [...this.#manifests.values()].find((m) =>
         m.round === round && m.checkpoint === checkpoint
       ) ?? await this.#committedManifest(round, checkpoint);
-    const served = this.#o.node.blobs.stats.servedBytes;
-    this.#o.ledger.noteSent(served - this.#served);
-    this.#served = served;
     const record = this.#o.ledger.closeRound({
       round,
-      at,
+      counters,
       checkpoint,
       manifest,
       valLoss: await this.#o.trainer.evalLoss(ckpt.params),
@@ -543,7 +562,7 @@ export class RoundWork {
       const parsed = parseCid(cid);
       const { node } = this.#o;
       if (!await node.store.has(parsed)) {
-        await node.blobs.fetch(parsed, connectedPeers(node.host), {
+        await node.fetchBlob(cid, undefined, {
           signal: AbortSignal.any([
             AbortSignal.timeout(MANIFEST_FETCH_MS),
             this.#abort.signal,

@@ -426,22 +426,30 @@ function simulate(o: SimOptions): Sim {
       head: sim.chain.head,
     }, 0);
   };
+  /** `id` finishes training `round` in `after` ms and gossips its delta. */
+  const deliver = (
+    id: string,
+    round: number,
+    parent: string,
+    after: number,
+  ) => {
+    const msg: DeltaAnnounce = { ...delta(id, round, parent) };
+    send(id, id, { type: "trained", delta: msg }, after);
+    pending.push({
+      at: sim.now + after,
+      to: "*",
+      event: { type: "delta", msg },
+      from: id,
+    });
+  };
   const act = (id: string, a: RoundAction) => {
     if (o.onAction && !o.onAction(sim, id, a)) return;
     const index = ids.indexOf(id);
+    const ms = o.trainMs?.(index) ?? 1000;
     switch (a.type) {
-      case "train": {
-        const msg: DeltaAnnounce = { ...delta(id, a.round, a.parent) };
-        const ms = o.trainMs?.(index) ?? 1000;
-        send(id, id, { type: "trained", delta: msg }, ms);
-        pending.push({
-          at: sim.now + ms,
-          to: "*",
-          event: { type: "delta", msg },
-          from: id,
-        });
+      case "train":
+        deliver(id, a.round, a.parent, ms);
         break;
-      }
       case "aggregate": {
         const contributors = a.contributions.map((d) => d.peer).sort();
         const manifest = `bafkreim${a.round}${id}`;
@@ -521,18 +529,10 @@ function simulate(o: SimOptions): Sim {
         ahead.set(id, sim.now);
         break;
       case "rebase": {
-        // The steps started at trainAhead; the delta can go once they are
-        // done and the base is known.
-        const ms = o.trainMs?.(index) ?? 1000;
-        const wait = Math.max(0, ahead.get(id)! + ms - sim.now);
-        const msg: DeltaAnnounce = { ...delta(id, a.round, a.parent) };
-        send(id, id, { type: "trained", delta: msg }, wait);
-        pending.push({
-          at: sim.now + wait,
-          to: "*",
-          event: { type: "delta", msg },
-          from: id,
-        });
+        // The steps started at trainAhead, but as the node does, at most a
+        // tenth of them run before the base is known.
+        const started = Math.max(ahead.get(id)!, sim.now - 0.1 * ms);
+        deliver(id, a.round, a.parent, started + ms - sim.now);
         break;
       }
       case "advance":
@@ -651,9 +651,11 @@ Deno.test("simulation: with overlap, 20 peers commit the same rounds and finish 
   for (const c of overlapped.chain.commits) {
     assert.equal(c.contributors.length, 20);
   }
-  // Training no longer waits for aggregation, verification and the commit.
+  // A tenth of each round's steps no longer wait for aggregation,
+  // verification and the commit: rounds 2-5 end sooner by at least a tenth
+  // of the fastest training (800 ms).
   assert.ok(
-    overlapped.now < plain.now - 4 * 500,
+    overlapped.now <= plain.now - 4 * 80,
     `${overlapped.now} ms with overlap, ${plain.now} ms without`,
   );
 });

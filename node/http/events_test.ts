@@ -123,9 +123,11 @@ Deno.test("events: closing ends a stream whose viewer stopped reading", async ()
   const app = createApp(fakeSource(), { events });
   // Never read: its writes back up once the stream's buffer is full.
   const res = await app.request("/events");
-  await waitFor(async () => events.clients > 0 || null, 2000, "a viewer");
+  const clients = (want: (n: number) => boolean) => () =>
+    Promise.resolve(want(events.clients) || null);
+  await waitFor(clients((n) => n > 0), 2000, "a viewer");
   events.close();
   // A stream stuck in a write would hold its slot forever: fail, not hang.
-  await waitFor(async () => events.clients === 0 || null, 2000, "no viewer");
+  await waitFor(clients((n) => n === 0), 2000, "no viewer");
   await res.body?.cancel();
 });

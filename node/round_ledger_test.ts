@@ -1,0 +1,59 @@
+import assert from "node:assert/strict";
+import { defaultJobSpec } from "../protocol/job_spec.ts";
+import { DEFAULT_CORPUS_DATASET_ID } from "./job_dataset.ts";
+import { RoundLedger } from "./round_ledger.ts";
+
+const spec = defaultJobSpec({
+  dataset: { cid: DEFAULT_CORPUS_DATASET_ID },
+  rounds: 3,
+});
+
+Deno.test("RoundLedger: counters are cut when the next round begins, whenever the record is completed", () => {
+  const ledger = new RoundLedger(spec, 1000);
+  const start = Date.now();
+  ledger.noteSent(100);
+  ledger.noteTraining(40);
+  const round0 = ledger.cut(start + 500);
+  // The next round's work, while round 0's record is still being made.
+  ledger.noteSent(7);
+  ledger.noteTraining(3);
+  const record = ledger.closeRound({
+    round: 0,
+    counters: round0,
+    checkpoint: "bafkreic1",
+    manifest: null,
+    valLoss: 2.5,
+    self: "peerA",
+    livePeers: 2,
+  });
+  assert.equal(record.bytesSent, 100);
+  assert.equal(record.trainMs, 40);
+  assert.ok(record.wallMs >= 500 && record.wallMs < 1000, `${record.wallMs}`);
+  assert.deepEqual(ledger.cut(start + 800), {
+    bytesSent: 7,
+    trainMs: 3,
+    wallMs: 300,
+  });
+});
+
+Deno.test("RoundLedger: the first member's commit notice is kept, unless this peer committed the round", () => {
+  const ledger = new RoundLedger(spec, 1000);
+  const close = (round: number) =>
+    ledger.closeRound({
+      round,
+      counters: ledger.cut(Date.now()),
+      checkpoint: `bafkreic${round + 1}`,
+      manifest: null,
+      valLoss: 2,
+      self: "peerA",
+      livePeers: 2,
+    });
+  ledger.noteCommit(0, "0xfirst", "peerB");
+  ledger.noteCommit(0, "0xsecond", "peerC");
+  assert.equal(close(0).tx, "0xfirst");
+  ledger.noteCommit(1, "0xclaimed", "peerB");
+  ledger.noteCommit(1, "0xmine", "peerA", true);
+  ledger.noteCommit(1, "0xlater", "peerB");
+  const mine = close(1);
+  assert.deepEqual([mine.tx, mine.leader], ["0xmine", "peerA"]);
+});
