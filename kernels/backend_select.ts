@@ -85,7 +85,10 @@ export async function selectBackend(
   if (choice === "auto" && gpu.info.software) {
     return wasm(`${label} is a software adapter, slower than WASM`);
   }
-  const failure = await (options.selfTest ?? gpuSelfTest)(gpu.device);
+  // A self-test that throws (a lost device) fails like one that reports.
+  const failure = await (options.selfTest ?? gpuSelfTest)(gpu.device).catch(
+    (err) => `it threw ${(err as Error).message}`,
+  );
   if (failure) {
     if (choice === "webgpu") {
       gpu.device.destroy();

@@ -66,5 +66,14 @@ gpuTest(
         /failed the self-test: matmul 67x45x33 is off by/.test(err.message) &&
         /use --backend wasm/.test(err.message),
     );
+    // A self-test that throws is a failure too, not an escaping error.
+    await rejects(
+      selectBackend("webgpu", {
+        selfTest: () => Promise.reject(new Error("device lost")),
+      }),
+      (err: unknown) =>
+        err instanceof GpuUnavailableError &&
+        /failed the self-test: it threw device lost/.test(err.message),
+    );
   },
 );

@@ -59,13 +59,19 @@ export async function trainLocal(
 ): Promise<LocalTrainResult> {
   const T = o.model.contextLength, B = o.batch;
   const dataset = await chunkDataset(o.data);
-  const { train, val } = splitTrainVal(dataset, 0.05);
+  // A set of chunks serves batches when it holds one window of T + 1
+  // bytes. The held-out tail of a short text may not: it is then not held
+  // out (and the whole text trains if even the rest is too short).
+  const serves = (ids: number[]) =>
+    ids.reduce((n, i) => n + dataset.chunks[i].length, 0) > T;
+  let { train, val } = splitTrainVal(dataset, 0.05);
+  if (!serves(train)) [train, val] = [dataset.chunks.map((_, i) => i), []];
   const sampler = new BatchSampler(dataset, train, {
     seed: o.seed,
     batch: B,
     context: T,
   });
-  const valSampler = new BatchSampler(dataset, val.length > 0 ? val : train, {
+  const valSampler = new BatchSampler(dataset, serves(val) ? val : train, {
     seed: `${o.seed}/val`,
     batch: B,
     context: T,

@@ -78,7 +78,7 @@ function sizes(c: GptConfig, B: number, T: number, params: number) {
 
 /**
  * Allocates the buffers for batches of B x T from the context's pool.
- * Throws a RangeError naming the buffer when one exceeds the device's
+ * Throws a GpuLimitError naming the buffer when one exceeds the device's
  * storage binding limit (use a smaller batch or context).
  */
 export function allocActivations(

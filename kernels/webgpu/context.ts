@@ -99,13 +99,13 @@ fn reduce(l: u32, v: f32, isMax: bool) -> f32 {
  * WGSL: the head of a 1-D kernel over elements, 256 invocations a
  * workgroup on a {@linkcode grid}: `fn main` with `i`, the element, and an
  * early return for `i >= limit` (a WGSL expression). The body and the
- * closing brace follow.
+ * closing brace follow; the module must hold {@linkcode GROUP_INDEX}.
  */
 export function flatMain(limit: string): string {
   return /* wgsl */ `@compute @workgroup_size(256)
 fn main(@builtin(workgroup_id) wg: vec3<u32>, @builtin(num_workgroups) nwg: vec3<u32>,
         @builtin(local_invocation_index) l: u32) {
-  let i = (wg.y * nwg.x + wg.x) * 256u + l;
+  let i = groupIndex(wg, nwg) * 256u + l;
   if (i >= ${limit}) { return; }`;
 }
 
@@ -288,13 +288,13 @@ export class GpuContext {
       );
       this.device.queue.submit([encoder.finish()]);
       await staging.mapAsync(GPUMapMode.READ, 0, Math.ceil(bytes / 4) * 4);
-      const copy = staging.getMappedRange(0, Math.ceil(bytes / 4) * 4).slice(
+      return staging.getMappedRange(0, Math.ceil(bytes / 4) * 4).slice(
         0,
         bytes,
       );
-      staging.unmap();
-      return copy;
     } finally {
+      // Never back to the pool still mapped, whatever failed.
+      if (staging.mapState === "mapped") staging.unmap();
       this.pool.release(staging);
     }
   }

@@ -34,7 +34,11 @@ export interface OpenGpuOptions {
   powerPreference?: GPUPowerPreference;
 }
 
-/** No adapter or device could be had; names what to install or choose. */
+/**
+ * The GPU cannot be used: no adapter or device could be had (the message
+ * names what to install or choose), or the device failed or rejected the
+ * work (lost, out of memory, a validation error).
+ */
 export class GpuUnavailableError extends Error {
   constructor(message: string, options?: ErrorOptions) {
     super(message, options);

@@ -158,7 +158,7 @@ class GpuTrainer implements Trainer {
   /** The plan of this batch's shape, with its tokens uploaded. */
   #prepare(batch: TokenBatch, train: boolean): Plan {
     // Checked before any plan is built, so no kernel reads outside the
-    // embeddings and no half-built plan is left behind.
+    // embeddings.
     checkBatch(batch, this.#model);
     const plan = this.#planFor(batch.B, batch.T);
     const a = plan.acts.tensors, ctx = this.#ctx;
@@ -175,18 +175,34 @@ class GpuTrainer implements Trainer {
   #planFor(B: number, T: number): Plan {
     if (this.#plan?.acts.B === B && this.#plan.acts.T === T) return this.#plan;
     this.#dropPlan();
-    const ctx = this.#ctx, layout = parameterLayout(this.#model);
+    const ctx = this.#ctx;
     ctx.device.pushErrorScope("validation");
-    this.#checking = true;
-    let acts: Activations;
+    let acts: Activations | null = null;
     try {
-      acts = allocActivations(ctx, this.#model, B, T, layout.total);
+      acts = allocActivations(
+        ctx,
+        this.#model,
+        B,
+        T,
+        parameterLayout(this.#model).total,
+      );
+      this.#plan = this.#record(acts);
+      this.#checking = true;
+      return this.#plan;
     } catch (err) {
-      // Too big for this device: close the scope the plan opened.
-      this.#checking = false;
+      // Too big for this device (a buffer, or a dispatch's workgroups):
+      // nothing of the plan is kept, and the scope it opened is closed.
+      // Uniforms of dispatches recorded before the throw go with the
+      // context (`GpuContext.destroy`).
+      if (acts) freeActivations(ctx, acts);
       ctx.device.popErrorScope().catch(() => {});
       throw err;
     }
+  }
+
+  /** Records the dispatches of training and evaluation on `acts`. */
+  #record(acts: Activations): Plan {
+    const ctx = this.#ctx, layout = parameterLayout(this.#model);
     const inputs = {
       config: this.#model,
       acts,
@@ -195,7 +211,7 @@ class GpuTrainer implements Trainer {
     };
     const state = this.#adamwTensors(acts);
     const n = this.parameterCount;
-    this.#plan = {
+    return {
       acts,
       train: [
         ...forwardPass(ctx, inputs, true),
@@ -209,7 +225,6 @@ class GpuTrainer implements Trainer {
       ],
       eval: forwardPass(ctx, inputs, false),
     };
-    return this.#plan;
   }
 
   /** The squared norm is scalars[1] of the activations. */
@@ -248,10 +263,11 @@ class GpuTrainer implements Trainer {
       await staging.mapAsync(GPUMapMode.READ, 0, 16);
       const invalid = await check;
       if (invalid) {
+        const { B, T } = this.#plan!.acts;
+        // Its dispatches are invalid: a retry must build the plan anew.
+        this.#dropPlan();
         throw new GpuUnavailableError(
-          `WebGPU rejected the first step of a ${this.#plan!.acts.B}x${
-            this.#plan!.acts.T
-          } batch: ${invalid.message}`,
+          `WebGPU rejected the first step of a ${B}x${T} batch: ${invalid.message}`,
         );
       }
       return new Float32Array(staging.getMappedRange(0, 16).slice(0))
@@ -261,7 +277,7 @@ class GpuTrainer implements Trainer {
       // clear error, not whatever the binding threw.
       if (err instanceof GpuUnavailableError) throw err;
       throw new GpuUnavailableError(
-        `The GPU failed a training step: ${(err as Error).message}`,
+        `The GPU failed a step: ${(err as Error).message}`,
         { cause: err },
       );
     } finally {

@@ -226,6 +226,47 @@ gpuTest(
 );
 
 gpuTest(
+  "a batch needing more workgroups than a dispatch allows is a GpuLimitError, and nothing of its plan is left",
+  async () => {
+    // B x heads = 65536 attention products, one over the per-dimension
+    // workgroup limit, on a model small enough for any device's memory.
+    const model = { ...MODEL, vocabSize: 8, dModel: 8, layers: 1 };
+    const gpu = createGpuTrainer({
+      device: testGpu!.device,
+      model,
+      adamw: ADAMW,
+      params: initialParameters(model, 7),
+    });
+    try {
+      const big = 16384, t = 4, ids = new Int32Array(big * t);
+      await rejects(
+        () => gpu.step({ inputs: ids, targets: ids, B: big, T: t }),
+        (err: unknown) =>
+          err instanceof GpuLimitError &&
+          /workgroups, over the device's 65535 per dimension/.test(
+            err.message,
+          ),
+      );
+      // No error scope left open: the two are gpuTest's, a third is none.
+      const device = testGpu!.device;
+      await device.popErrorScope();
+      await device.popErrorScope();
+      await rejects(() => device.popErrorScope());
+      device.pushErrorScope("out-of-memory");
+      device.pushErrorScope("validation");
+      const small = new Int32Array(B * T);
+      ok(
+        Number.isFinite(
+          (await gpu.step({ inputs: small, targets: small, B, T })).loss,
+        ),
+      );
+    } finally {
+      gpu.dispose();
+    }
+  },
+);
+
+gpuTest(
   "a batch too big for the device is a GpuLimitError, and training goes on",
   async () => {
     await withTrainers(async (gpu) => {

@@ -36,7 +36,9 @@ export interface GpuMatmulOptions extends MatmulOptions {
 
 /**
  * Records out (+)= op(a) @ op(b) (+ bias) (+ residual). Throws a
- * RangeError when a tensor is too short for the shape.
+ * RangeError when a tensor is too short for the shape, and a
+ * GpuLimitError when the product needs more workgroups per dimension than
+ * the device dispatches.
  */
 export function matmul(
   ctx: GpuContext,

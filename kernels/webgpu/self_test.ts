@@ -2,8 +2,7 @@
  * The startup self-test a WebGPU device must pass before the engine trains
  * on it: small matmuls (each operand transposed, vec4 and scalar paths,
  * 64 and 128 tiles, bias epilogue) compared with the JS reference in
- * float64. A
- * driver that miscompiles the kernels, or a device that fails validation,
+ * float64. A driver that miscompiles the kernels, or a device that fails validation,
  * is caught here rather than as a diverging loss.
  *
  * @module

@@ -193,3 +193,38 @@ Deno.test("train with an unwritable --out fails before training, in one line", (
     assert.equal(stdout, "");
     assert.match(stderr, /^zoo-node: .*\/proc\/nope.*\n$/);
   }));
+
+Deno.test("train refuses text shorter than --context + 1, and trains on a text whose held-out tail is short", () =>
+  withDataDir(async (dir) => {
+    const text = `${dir}/short.txt`;
+    await Deno.writeTextFile(text, "tiny text");
+    await assertUsageExit(
+      ["train", "--local", "--data-dir", dir, "--data", text],
+      "holds 9 bytes",
+      "--context 64",
+    );
+    // Two chunks of 64 KiB, the second (held out) 10 bytes long.
+    await Deno.writeTextFile(text, "words and more words. ".repeat(2980));
+    const { code, stdout, stderr } = await zooNode([
+      "train",
+      "--local",
+      "--backend",
+      "js",
+      "--steps",
+      "2",
+      "--batch",
+      "2",
+      "--d-model",
+      "16",
+      "--layers",
+      "1",
+      "--data-dir",
+      dir,
+      "--data",
+      text,
+      "--out",
+      `${dir}/m.safetensors`,
+    ]);
+    assert.equal(code, 0, stderr);
+    assert.match(stdout, /checkpoint .*m\.safetensors/);
+  }));
