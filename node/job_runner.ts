@@ -21,6 +21,7 @@ import type { Identity } from "./identity.ts";
 import { loadJobDataset } from "./job_dataset.ts";
 import { createJobView } from "./job_view.ts";
 import type { ZooNode } from "./node.ts";
+import type { RoundBehaviour } from "./round_behaviour.ts";
 import { RoundDriver } from "./round_driver.ts";
 import { RoundTrainer } from "./round_trainer.ts";
 
@@ -34,13 +35,21 @@ export interface JobRun {
   stop(): Promise<void>;
 }
 
+/** How a job runs beyond the node's config. */
+export interface RunJobOptions {
+  /** Progress lines; console.log by default. */
+  log?: (line: string) => void;
+  /** The peer's conduct in rounds; HONEST by default (see round_behaviour). */
+  behaviour?: RoundBehaviour;
+}
+
 /** Starts training job `jobId` on a running node. */
 export async function runJob(
   config: Config,
   node: ZooNode,
   identity: Identity,
   jobId: string,
-  log: (line: string) => void = console.log,
+  { log = console.log, behaviour }: RunJobOptions = {},
 ): Promise<JobRun> {
   const session = await openChainSession(config, identity);
   try {
@@ -86,6 +95,7 @@ export async function runJob(
       trainer,
       log,
       overlap: config.overlap,
+      behaviour,
     });
     node.setJob(createJobView({
       node,

@@ -54,6 +54,8 @@ export function createJobView(o: JobViewOptions): JobSource {
       live: s.live.length,
       deltas: s.deltas.size,
       aggregating: s.aggregating,
+      refused: Object.fromEntries(ledger.refused),
+      refusals: ledger.refusals,
       committed: ledger.records,
     };
   };

@@ -1,7 +1,8 @@
 /**
  * What one peer records about each round it saw committed: loss, leader,
  * checkpoint, transaction, and the bytes it sent, set against what
- * synchronous data-parallel training would have sent for the same steps.
+ * synchronous data-parallel training would have sent for the same steps;
+ * and every delta or manifest it refused, with the peer to blame.
  *
  * @module
  */
@@ -54,6 +55,23 @@ export interface RoundRecord {
   wallMs: number;
 }
 
+/**
+ * A delta or manifest this peer refused: a delta left out of its aggregate
+ * (unavailable, malformed, bound elsewhere, screened out as no work) or a
+ * manifest it would not attest (censoring, tampered, miscounted).
+ */
+export interface Refusal {
+  round: number;
+  /** The peer that sent what was refused. */
+  peer: string;
+  what: "delta" | "manifest";
+  /** A short code, e.g. "wrong-round", "zero", "censored". */
+  reason: string;
+}
+
+/** Refusals kept for reports; the counts keep going. */
+export const KEEP_REFUSALS = 512;
+
 /** A round's own counters, cut when the next round begins. */
 export interface RoundCounters {
   bytesSent: number;
@@ -76,6 +94,10 @@ export class RoundLedger {
   readonly steps: StepLog = new StepLog();
   /** Seconds from sending this peer's commit transactions to their receipts. */
   readonly commitLatency: Histogram = new Histogram(COMMIT_LATENCY_BOUNDS);
+  /** The latest refusals, oldest first (at most KEEP_REFUSALS). */
+  readonly refusals: Refusal[] = [];
+  /** Refusals ever made, by `what:reason`. */
+  readonly refused: Map<string, number> = new Map();
   readonly #commits = new Map<number, { tx: string; peer: string }>();
   #sent = 0;
   #trainMs = 0;
@@ -86,6 +108,20 @@ export class RoundLedger {
   /** Counts bytes this peer sent (published gossip, served blobs). */
   noteSent(bytes: number): void {
     this.#sent += bytes;
+  }
+
+  /** Records a refusal, once per round, peer, kind and reason. */
+  noteRefusal(r: Refusal): void {
+    if (
+      this.refusals.some((x) =>
+        x.round === r.round && x.peer === r.peer && x.what === r.what &&
+        x.reason === r.reason
+      )
+    ) return;
+    this.refusals.push(r);
+    if (this.refusals.length > KEEP_REFUSALS) this.refusals.shift();
+    const key = `${r.what}:${r.reason}`;
+    this.refused.set(key, (this.refused.get(key) ?? 0) + 1);
   }
 
   /** Counts time spent in training steps. */

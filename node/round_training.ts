@@ -2,7 +2,8 @@
  * A peer's inner training for the round machine's `train`, `trainAhead`
  * and `rebase` actions: H steps on its assigned chunks, then its
  * pseudo-gradient Δ = C(r) − θ_end, quantized and stored as a block, is
- * handed over for announcement.
+ * handed over for announcement. The blob is bound to its job, round,
+ * parent and peer (delta_blob.ts), so it is good for this round only.
  *
  * Training ahead (`overlap`): once its delta for round r is out, the peer
  * goes on with round r+1's steps from θ_local(r) while r is aggregated and
@@ -18,6 +19,7 @@
  * @module
  */
 import { assignChunks } from "../protocol/assignment.ts";
+import { encodeDeltaBlob } from "../protocol/delta_blob.ts";
 import type { JobSpec } from "../protocol/job_spec.ts";
 import { pseudoGradient } from "../protocol/pseudo_gradient.ts";
 import {
@@ -27,6 +29,7 @@ import {
 } from "../protocol/quantize.ts";
 import type { RoundState } from "../protocol/round_machine.ts";
 import type { Progress } from "./gossip_service.ts";
+import type { DeltaChoice, RoundBehaviour } from "./round_behaviour.ts";
 import type { RoundLedger } from "./round_ledger.ts";
 import {
   type RoundTrainer,
@@ -72,6 +75,10 @@ export interface RoundTrainingOptions {
   announce: (delta: TrainedDelta) => Promise<void>;
   /** Stops everything when the driver stops. */
   signal: AbortSignal;
+  /** How the delta is settled; HONEST in the shipped node. */
+  behaviour: RoundBehaviour;
+  /** The other peers' deltas announced so far this round, fetched. */
+  announced: DeltaChoice["announced"];
 }
 
 /** A round being trained ahead of its checkpoint. */
@@ -224,12 +231,27 @@ export class RoundTraining {
     base: Float32Array,
     result: TrainRoundResult & { chunks: number },
   ): Promise<void> {
-    const { spec } = this.#o;
-    const delta = pseudoGradient(base, result.params);
-    const bytes = encodeQuantized(quantize(delta, {
+    const { spec, behaviour } = this.#o;
+    const delta = await behaviour.delta({
+      round,
+      parent,
+      delta: pseudoGradient(base, result.params),
+      live: () => this.#o.state().live,
+      announced: this.#o.announced,
+    });
+    const quantized = encodeQuantized(quantize(delta, {
       bits: BITS_FOR_COMPRESSION[spec.compression.format],
       blockSize: spec.compression.blockSize,
     }));
+    const bytes = encodeDeltaBlob(
+      behaviour.deltaContext({
+        job: this.#o.jobId,
+        round,
+        parent,
+        peer: this.#o.peerId,
+      }),
+      quantized,
+    );
     await this.#o.announce({
       round,
       parent,

@@ -4,7 +4,8 @@ import { createJsBackend } from "../kernels/js_backend.ts";
 import { createCpuTrainer } from "../kernels/trainer.ts";
 import { defaultJobSpec, type JobSpec } from "../protocol/job_spec.ts";
 import { genesisCheckpoint } from "../protocol/round_checkpoint.ts";
-import { decodeDelta } from "../protocol/round_update.ts";
+import { decodeDeltaBlob } from "../protocol/delta_blob.ts";
+import { HONEST } from "./round_behaviour.ts";
 import { RoundLedger } from "./round_ledger.ts";
 import { RoundTrainer } from "./round_trainer.ts";
 import { RoundTraining, type TrainedDelta } from "./round_training.ts";
@@ -63,9 +64,15 @@ function setup(jobSpec = spec) {
       return Promise.resolve();
     },
     signal: new AbortController().signal,
+    behaviour: HONEST,
+    announced: () => Promise.resolve([]),
   });
   const delta = (d: TrainedDelta) =>
-    decodeDelta(blocks.get(d.cid)!, trainer.parameterCount);
+    decodeDeltaBlob(
+      blocks.get(d.cid)!,
+      { job: "bafkreijob", round: d.round, parent: d.parent, peer: "peerA" },
+      trainer.parameterCount,
+    );
   /** Inner steps taken in `round` so far. */
   const stepsIn = (round: number) =>
     ledger.steps.since(0).filter((s) => s.round === round).length;

@@ -28,6 +28,15 @@ import type {
 } from "../protocol/messages.ts";
 import { comparePeerIds } from "../protocol/peer_table.ts";
 import {
+  decodeDeltaBlob,
+  DeltaContextError,
+  MAX_DELTA_BLOB_OVERHEAD,
+} from "../protocol/delta_blob.ts";
+import {
+  partitionDeltas,
+  type ScreenReason,
+} from "../protocol/delta_screen.ts";
+import {
   decodeRoundCheckpoint,
   encodeRoundCheckpoint,
   type RoundCheckpoint,
@@ -39,6 +48,7 @@ import {
 import {
   decodeManifest,
   encodeManifest,
+  MANIFEST_VERSION,
   MAX_MANIFEST_BYTES,
   type RoundManifest,
 } from "../protocol/round_manifest.ts";
@@ -48,9 +58,10 @@ import type {
   RoundState,
 } from "../protocol/round_machine.ts";
 import { collectMs } from "../protocol/round_machine.ts";
-import { decodeDelta, nextCheckpoint } from "../protocol/round_update.ts";
+import { nextCheckpoint } from "../protocol/round_update.ts";
 import type { Identity } from "./identity.ts";
 import type { MemberCache } from "./member_cache.ts";
+import { HONEST, type RoundBehaviour } from "./round_behaviour.ts";
 import type { ZooNode } from "./node.ts";
 import type { RoundCounters, RoundLedger } from "./round_ledger.ts";
 import type { RoundTrainer } from "./round_trainer.ts";
@@ -64,6 +75,8 @@ export interface RoundContext {
   jobId: string;
   spec: JobSpec;
   trainer: RoundTrainer;
+  /** How this peer plays its part; HONEST unless the attack suite runs it. */
+  behaviour?: RoundBehaviour;
 }
 
 /** What the work needs from the driver. */
@@ -86,8 +99,29 @@ interface Held {
 const KEEP_MANIFESTS = 16;
 /** Room for a round checkpoint's safetensors header and metadata. */
 const CHECKPOINT_HEADER_BYTES = 1 << 20;
+/** Aggregations redone for deltas that arrived meanwhile, at most. */
+const MAX_AGGREGATE_PASSES = 3;
 /** How long closing a round may wait for a manifest it did not verify. */
 const MANIFEST_FETCH_MS = 2_000;
+
+/** Why a manifest is not attested; `code` is the refusal's reason. */
+class ManifestRefused extends Error {
+  constructor(readonly code: string, message: string) {
+    super(message);
+    this.name = "ManifestRefused";
+  }
+}
+
+/** The refusal reason for a delta that could not be fetched or read. */
+function deltaRefusalReason(err: unknown): string {
+  if (err instanceof DeltaContextError) {
+    return err.field === "" ? "malformed" : `wrong-${err.field}`;
+  }
+  return err instanceof RangeError ||
+      (err as Error)?.name === "QuantizeFormatError"
+    ? "malformed"
+    : "unavailable";
+}
 
 /** Carries out round actions for one peer. */
 export class RoundWork {
@@ -108,11 +142,15 @@ export class RoundWork {
   #served = 0;
   /** Exact size of this job's encoded deltas. */
   readonly #deltaBytes: number;
+  readonly #behaviour: RoundBehaviour;
 
   constructor(o: RoundWorkOptions) {
     this.#o = o;
+    this.#behaviour = o.behaviour ?? HONEST;
     this.#training = new RoundTraining({
       ...o,
+      behaviour: this.#behaviour,
+      announced: () => this.#announcedDeltas(),
       peerId: o.identity.peerId,
       progress: (p) => o.node.gossip.setProgress(p),
       store: async (bytes) => cidToString(await o.node.store.put(bytes)),
@@ -120,10 +158,11 @@ export class RoundWork {
       announce: (d) => this.#announce(d),
     });
     this.#account = privateKeyToAccount(o.identity.accountKey);
-    this.#deltaBytes = encodedByteLength(o.trainer.parameterCount, {
-      bits: BITS_FOR_COMPRESSION[o.spec.compression.format],
-      blockSize: o.spec.compression.blockSize,
-    });
+    this.#deltaBytes = MAX_DELTA_BLOB_OVERHEAD +
+      encodedByteLength(o.trainer.parameterCount, {
+        bits: BITS_FOR_COMPRESSION[o.spec.compression.format],
+        blockSize: o.spec.compression.blockSize,
+      });
     this.#served = o.node.blobs.stats.servedBytes;
   }
 
@@ -171,8 +210,8 @@ export class RoundWork {
           })
         );
       case "verify": {
-        const { manifest, announced } = action;
-        const task = this.#verify(manifest, announced).finally(() =>
+        const { manifest } = action;
+        const task = this.#verify(action).finally(() =>
           this.#recomputing.delete(manifest.checkpoint)
         );
         this.#recomputing.set(manifest.checkpoint, task);
@@ -195,18 +234,18 @@ export class RoundWork {
 
   /** Announces this peer's trained delta and tells the machine. */
   async #announce(d: TrainedDelta): Promise<void> {
-    const msg: DeltaAnnounce = {
+    const msg: DeltaAnnounce = this.#behaviour.announce({
       ...this.#header("delta", d.round, d.parent),
       delta: d.cid,
       tokens: d.tokens,
       loss: d.loss,
       account: this.#o.identity.address,
-    };
+    });
     await this.#publish(msg, { repeat: true });
     this.#o.log(
       `round ${d.round}: trained ${d.steps} steps on ${d.chunks} chunk(s), loss ${
         d.loss.toFixed(3)
-      }, delta ${d.cid} (${d.bytes} bytes)`,
+      }, delta ${msg.delta} (${d.bytes} bytes)`,
     );
     this.#o.feed({ type: "trained", delta: msg });
   }
@@ -218,47 +257,55 @@ export class RoundWork {
   ): Promise<void> {
     const held = this.#held(a.parent);
     const cap = maxTokensPerRound(this.#o.spec);
-    const fetched = await Promise.all(
-      a.contributions.map(async (d) => {
-        try {
-          return { d, delta: await this.#delta(d.delta, [d.peer]) };
-        } catch (err) {
-          this.#o.log(
-            `round ${a.round}: left out ${d.peer}: ${(err as Error).message}`,
-          );
-          return null;
-        }
-      }),
-    );
-    const ok = fetched.filter((f) => f !== null)
-      .sort((x, y) => comparePeerIds(x.d.peer, y.d.peer));
-    if (ok.length === 0) throw new Error("no delta could be fetched");
-    const next = nextCheckpoint({
+    // Deltas that arrive while this runs are taken in before publishing, so
+    // the manifest lists all that reached this peer up to the last moment.
+    let announced = a.contributions;
+    let round = await this.#combine(announced);
+    for (let pass = 0; pass < MAX_AGGREGATE_PASSES; pass++) {
+      const late = [...this.#o.state().deltas.values()]
+        .filter((d) => !announced.some((x) => x.peer === d.peer));
+      if (late.length === 0 || this.#o.state().round !== a.round) break;
+      announced = [...announced, ...late];
+      round = await this.#combine(announced);
+    }
+    const { accepted, excluded } = round;
+    for (const e of excluded) {
+      this.#refuseDelta(e.d, e.reason, new Error(`screened out`));
+    }
+    if (accepted.length === 0) {
+      throw new Error("no delta could be fetched and passed the screen");
+    }
+    const next = this.#behaviour.checkpoint(nextCheckpoint({
       spec: this.#o.spec,
       parent: held.ckpt,
       parentCid: held.cid,
-      deltas: ok.map(({ d, delta }) => ({
+      deltas: accepted.map(({ d, delta }) => ({
         peer: d.peer,
         tokens: Math.min(d.tokens, cap),
         delta,
       })),
-    });
+    }));
     const checkpoint = cidToString(
       await this.#o.node.store.put(encodeRoundCheckpoint(next)),
     );
     const manifest: RoundManifest = {
-      v: 1,
+      v: MANIFEST_VERSION,
       job: this.#o.jobId,
       round: a.round,
       parent: a.parent,
       leader: this.#o.identity.peerId,
       rule: this.#o.spec.aggregation,
-      contributions: ok.map(({ d }) => ({
+      contributions: accepted.map(({ d }) => ({
         peer: d.peer,
         account: d.account,
         delta: d.delta,
         tokens: Math.min(d.tokens, cap),
         loss: d.loss,
+      })),
+      excluded: excluded.map(({ d, reason }) => ({
+        peer: d.peer,
+        delta: d.delta,
+        reason,
       })),
       checkpoint,
     };
@@ -286,9 +333,63 @@ export class RoundWork {
     });
   }
 
-  /** A delta's values: from the local store, else fetched from `providers`. */
-  async #delta(cid: string, providers: string[]): Promise<Float32Array> {
-    const parsed = parseCid(cid);
+  /**
+   * Fetches and reads the `announced` deltas and screens them: those to
+   * aggregate and those screened out, sorted by peer. A delta that cannot
+   * be fetched or read is refused here and left out.
+   */
+  async #combine(announced: readonly DeltaAnnounce[]): Promise<{
+    accepted: { peer: string; d: DeltaAnnounce; delta: Float32Array }[];
+    excluded: { d: DeltaAnnounce; reason: ScreenReason }[];
+  }> {
+    const fetched = await Promise.all(
+      announced.map(async (d) => {
+        try {
+          return { peer: d.peer, d, delta: await this.#delta(d, [d.peer]) };
+        } catch (err) {
+          this.#refuseDelta(d, deltaRefusalReason(err), err);
+          return null;
+        }
+      }),
+    );
+    // In arrival order, as announced: what a dishonest leader would pick
+    // from.
+    const ok = this.#behaviour.contributions(fetched.filter((f) => f !== null))
+      .sort((x, y) => comparePeerIds(x.peer, y.peer));
+    // Screened out deltas are listed, not silently dropped: verifiers
+    // re-screen them and expect every delta they saw.
+    const { accepted, excluded } = partitionDeltas(ok);
+    return {
+      accepted,
+      excluded: excluded.map((e) => ({
+        d: ok.find((f) => f.peer === e.peer)!.d,
+        reason: e.reason,
+      })),
+    };
+  }
+
+  /** Logs and records a delta left out of an aggregate. */
+  #refuseDelta(d: DeltaAnnounce, reason: string, err: unknown): void {
+    this.#o.log(
+      `round ${d.round}: left out the delta of ${d.peer} (${reason}): ${
+        (err as Error).message
+      }`,
+    );
+    this.#o.ledger.noteRefusal({
+      round: d.round,
+      peer: d.peer,
+      what: "delta",
+      reason,
+    });
+  }
+
+  /**
+   * The values of announced delta `d`: its blob from the local store, else
+   * fetched from `providers`, read only if bound to `d`'s job, round,
+   * parent and peer.
+   */
+  async #delta(d: DeltaAnnounce, providers: string[]): Promise<Float32Array> {
+    const parsed = parseCid(d.delta);
     const { node, trainer } = this.#o;
     if (!await node.store.has(parsed)) {
       const timeout = AbortSignal.timeout(collectMs(this.#o.state().config));
@@ -297,52 +398,139 @@ export class RoundWork {
         maxBytes: this.#deltaBytes,
       });
     }
-    return decodeDelta(await node.store.get(parsed), trainer.parameterCount);
+    return decodeDeltaBlob(
+      await node.store.get(parsed),
+      { job: d.job, round: d.round, parent: d.parent, peer: d.peer },
+      trainer.parameterCount,
+    );
+  }
+
+  /** The deltas other peers announced this round so far, fetched. */
+  async #announcedDeltas(): Promise<{ peer: string; delta: Float32Array }[]> {
+    const others = [...this.#o.state().deltas.values()]
+      .filter((d) => d.peer !== this.#o.identity.peerId);
+    const got = await Promise.all(others.map(async (d) => {
+      try {
+        return { peer: d.peer, delta: await this.#delta(d, [d.peer]) };
+      } catch {
+        return null;
+      }
+    }));
+    return got.filter((g) => g !== null);
   }
 
   // --------------------------------------------------------- verification
 
-  async #verify(
-    m: ManifestAnnounce,
-    announced: readonly DeltaAnnounce[],
-  ): Promise<void> {
-    const done = (ok: boolean, reason?: string) =>
-      this.#o.feed({ type: "verified", msg: m, ok, reason });
+  async #verify(a: Extract<RoundAction, { type: "verify" }>): Promise<void> {
+    const m = a.manifest;
     let manifest: RoundManifest;
     try {
       manifest = await this.#fetchManifest(m);
-      const problem = this.#checkManifest(m, manifest, announced);
-      if (problem) return done(false, problem);
-      const held = this.#held(m.parent);
-      const deltas = await Promise.all(
-        manifest.contributions.map(async (c) => ({
-          peer: c.peer,
-          tokens: c.tokens,
-          // The author first: the leader would otherwise serve every delta
-          // to every verifier.
-          delta: await this.#delta(c.delta, [c.peer, m.peer]),
-        })),
-      );
-      const bytes = encodeRoundCheckpoint(
-        nextCheckpoint({
-          spec: this.#o.spec,
-          parent: held.ckpt,
-          parentCid: held.cid,
-          deltas,
-        }),
-      );
-      // A match is C(r+1), stored here for free; a mismatch is not kept,
-      // or a leader announcing bogus manifests would fill the disk.
-      const cid = cidToString(await cidForBytes(bytes));
-      if (cid !== manifest.checkpoint) {
-        return done(false, `recomputed checkpoint ${cid} differs`);
-      }
-      await this.#o.node.store.put(bytes);
+      await this.#recompute(m, manifest, a.announced, a.expected);
     } catch (err) {
-      return done(false, (err as Error).message);
+      const code = err instanceof ManifestRefused ? err.code : "unreadable";
+      this.#o.ledger.noteRefusal({
+        round: m.round,
+        peer: m.peer,
+        what: "manifest",
+        reason: code,
+      });
+      this.#o.feed({
+        type: "verified",
+        msg: m,
+        ok: false,
+        reason: (err as Error).message,
+      });
+      return;
     }
     this.#remember(m.manifest, manifest);
-    done(true);
+    this.#o.feed({ type: "verified", msg: m, ok: true });
+  }
+
+  /**
+   * Checks `manifest` against what this peer saw and recomputes it; throws
+   * a {@linkcode ManifestRefused} naming what is wrong, and stores C(r+1)
+   * when it matches.
+   */
+  async #recompute(
+    m: ManifestAnnounce,
+    manifest: RoundManifest,
+    announced: readonly DeltaAnnounce[],
+    expected: readonly DeltaAnnounce[],
+  ): Promise<void> {
+    this.#checkManifest(m, manifest, announced);
+    const byPeer = new Map(announced.map((d) => [d.peer, d]));
+    const listed = [
+      ...manifest.contributions.map((c) => c.peer),
+      ...manifest.excluded.map((e) => e.peer),
+    ];
+    // The author first: the leader would otherwise serve every delta to
+    // every verifier.
+    const fetch = (d: DeltaAnnounce) => this.#delta(d, [d.peer, m.peer]);
+    const missing = expected.filter((d) => !listed.includes(d.peer));
+    const [values, leftOut] = await Promise.all([
+      Promise.all(listed.map(async (peer) => {
+        try {
+          return { peer, delta: await fetch(byPeer.get(peer)!) };
+        } catch (err) {
+          throw new ManifestRefused(
+            "invalid-delta",
+            `the delta of ${peer} cannot be used: ${(err as Error).message}`,
+          );
+        }
+      })),
+      // A delta this peer got well before the cutoff and can fetch is one
+      // the leader could have had: leaving it out is censorship.
+      Promise.all(missing.map((d) => fetch(d).then(() => d.peer, () => null))),
+    ]);
+    const censored = leftOut.filter((p) => p !== null);
+    if (censored.length > 0) {
+      throw new ManifestRefused(
+        "censored",
+        `manifest leaves out the delta of ${
+          censored.join(", ")
+        }, announced before the cutoff and fetchable`,
+      );
+    }
+    const { accepted, excluded } = partitionDeltas(values);
+    if (
+      canonicalJson(excluded) !== canonicalJson(
+        manifest.excluded.map((e) => ({ peer: e.peer, reason: e.reason })),
+      )
+    ) {
+      throw new ManifestRefused(
+        "screen-mismatch",
+        `manifest screens out ${
+          canonicalJson(manifest.excluded.map((e) => [e.peer, e.reason]))
+        }, this peer ${canonicalJson(excluded.map((e) => [e.peer, e.reason]))}`,
+      );
+    }
+    const tokens = new Map(
+      manifest.contributions.map((c) => [c.peer, c.tokens]),
+    );
+    const held = this.#held(m.parent);
+    const bytes = encodeRoundCheckpoint(
+      nextCheckpoint({
+        spec: this.#o.spec,
+        parent: held.ckpt,
+        parentCid: held.cid,
+        deltas: accepted.map(({ peer, delta }) => ({
+          peer,
+          tokens: tokens.get(peer)!,
+          delta,
+        })),
+      }),
+    );
+    // A match is C(r+1), stored here for free; a mismatch is not kept,
+    // or a leader announcing bogus manifests would fill the disk.
+    const cid = cidToString(await cidForBytes(bytes));
+    if (cid !== manifest.checkpoint) {
+      throw new ManifestRefused(
+        "checkpoint-mismatch",
+        `recomputed checkpoint ${cid} differs`,
+      );
+    }
+    await this.#o.node.store.put(bytes);
   }
 
   async #fetchManifest(m: ManifestAnnounce): Promise<RoundManifest> {
@@ -360,23 +548,29 @@ export class RoundWork {
     return decodeManifest(await node.store.get(parsed));
   }
 
-  /** Why `manifest` cannot be what `m` announced, or null when it fits. */
+  /** Throws a {@linkcode ManifestRefused} unless `manifest` fits `m`. */
   #checkManifest(
     m: ManifestAnnounce,
     manifest: RoundManifest,
     announced: readonly DeltaAnnounce[],
-  ): string | null {
+  ): void {
     if (
       manifest.job !== this.#o.jobId || manifest.round !== m.round ||
       manifest.parent !== m.parent || manifest.leader !== m.peer ||
       manifest.checkpoint !== m.checkpoint
     ) {
-      return "manifest does not match its announcement";
+      throw new ManifestRefused(
+        "mismatch",
+        "manifest does not match its announcement",
+      );
     }
     if (
       canonicalJson(manifest.rule) !== canonicalJson(this.#o.spec.aggregation)
     ) {
-      return "manifest uses another aggregation rule";
+      throw new ManifestRefused(
+        "rule",
+        "manifest uses another aggregation rule",
+      );
     }
     const cap = maxTokensPerRound(this.#o.spec);
     const byPeer = new Map(announced.map((d) => [d.peer, d]));
@@ -389,10 +583,20 @@ export class RoundWork {
         d.account.toLowerCase() !== c.account.toLowerCase() ||
         Math.min(d.tokens, cap) !== c.tokens
       ) {
-        return `contribution of ${c.peer} was not announced as listed`;
+        throw new ManifestRefused(
+          "not-announced",
+          `contribution of ${c.peer} was not announced as listed`,
+        );
       }
     }
-    return null;
+    for (const e of manifest.excluded) {
+      if (byPeer.get(e.peer)?.delta !== e.delta) {
+        throw new ManifestRefused(
+          "not-announced",
+          `exclusion of ${e.peer} names a delta it did not announce`,
+        );
+      }
+    }
   }
 
   // ------------------------------------------------ attestation and commit

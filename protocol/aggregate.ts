@@ -2,42 +2,56 @@
  * Byzantine-robust combination of the round's pseudo-gradients, weighted
  * by the tokens each peer trained on.
  *
- * Rules (W is the total weight, w_i a contributor's tokens):
- * - `trimmed-mean`: per coordinate, the values are sorted and laid end to
- *   end as intervals of length w_i on [0, W]; the pieces inside
- *   [f·W, (1 − f)·W] are kept, a contributor straddling a cut keeping only
- *   its inside part, and the result is the kept-weight mean. It is the mean
- *   of the weighted quantile function between f and 1 − f, so with equal
- *   weights and f·n an integer it is the classic trimmed mean. f = 0 is
- *   the weighted mean; as f nears 1/2 it tends to the weighted median.
- *   With few inputs nothing breaks: a lone input is returned as it is, and
- *   two equal-weight inputs give their mean for any f < 1/2.
- * - `median`: per coordinate, the token-weighted median: the value where
- *   the cumulative weight first reaches W/2, or the midpoint of the two
- *   values around W/2 when it is reached exactly at a boundary. With equal
- *   tokens this is the plain median (midpoint of the middle pair for an
- *   even count).
- * - `centered-clip` (Karimireddy, He and Jaggi, ICML 2021): start at the
- *   coordinate-wise weighted median v and repeat `clipIterations` times
- *   v ← v + Σ w_i·clip(x_i − v, τ) / W, where clip scales a vector down to
- *   L2 norm τ if it is longer (whole-vector norm, not per coordinate).
+ * Two steps, n being the number of contributions:
+ *
+ * 1. Norm clipping, from n = 3 up. Each delta is scaled by min(1, τ/‖x_i‖),
+ *    τ being the plain (unweighted) median of the n L2 norms. Scaling a
+ *    delta up is the cheapest attack, and per-coordinate rules see it only
+ *    one coordinate at a time; clipped, no delta is longer than the round's
+ *    median, and while fewer than half the peers lie that median lies
+ *    within the honest norms. A zero delta stays zero. At n ≤ 2 the
+ *    median is as much the liar's as anyone's, so deltas go in as they are.
+ * 2. A per-coordinate rule on the clipped deltas (W is the total weight,
+ *    w_i a contributor's tokens):
+ *    - `trimmed-mean`: drop the k lowest and k highest contributors and
+ *      take the token-weighted mean of the rest, with k =
+ *      {@linkcode trimCount}: 0 for f = 0, else ⌊f·n⌋ but at least 1 and at
+ *      most ⌊(n − 1)/2⌋. Whole contributors, never a weight fraction: a
+ *      cut of f·W tokens is under one peer at small n and leaves part of
+ *      an outlier in. Tokens weigh the mean of those kept, not who is dropped,
+ *      so a large claim buys no protection from the trim.
+ *    - `median`: the token-weighted median: the value where the cumulative
+ *      weight first passes W/2, or the midpoint of the two values around
+ *      W/2 when it is reached exactly at a boundary.
+ *    - `centered-clip` (Karimireddy, He and Jaggi, ICML 2021): start at the
+ *      weighted median v and repeat `clipIterations` times
+ *      v ← v + Σ w_i·clip(x_i − v, clipTau) / W, where clip scales a vector
+ *      down to L2 norm clipTau if it is longer (whole-vector norm).
+ *
+ * From n = 3 up every rule drops one bad contributor, or with
+ * `centered-clip` bounds its pull, except a trimmed mean with f = 0, which
+ * {@linkcode checkRuleForMinPeers} refuses for jobs. Below 3 no rule can
+ * outvote a bad peer: a job with minPeers < 3 is allowed, but a round of
+ * two trusts both peers.
  *
  * Token weights are self-reported, so a liar could claim a huge count and
- * dominate every rule: callers must cap each contribution's tokens at what
- * the job allows per round (see `maxTokensPerRound` in job_spec.ts) before
- * aggregating.
+ * dominate the mean of what is kept: callers must cap each contribution's
+ * tokens at what the job allows per round (see `maxTokensPerRound` in
+ * job_spec.ts) before aggregating.
  *
  * Determinism, bit for bit: inputs are sorted by peer id first (their
- * order in the array never matters), per-coordinate sorts break ties by
- * that peer order, every sum runs in float64 in a fixed order, and the
+ * order in the array never matters), every sort breaks ties by that peer
+ * order, every sum runs in float64 in a fixed order (norms over
+ * coordinates by index, means in value order, centered-clip pulls in peer
+ * order), clipping scales in float64 without touching the inputs, and the
  * result is rounded to float32 once at the end. Tokens must be integers so
  * the weight sums are exact. Two nodes given the same contributions get the
  * same bytes.
  *
  * Non-finite values are rejected up front, naming the peer: NaN compares
- * false, so it would silently corrupt the sorts and the clipping norms.
- * Deltas decoded from the wire format are always finite, so a NaN here
- * means a caller bug; the peer it names should be dropped (and blamed).
+ * false, so it would silently corrupt the sorts and the norms. Deltas
+ * decoded from the wire format are always finite, so a NaN here means a
+ * caller bug; the peer it names should be dropped (and blamed).
  *
  * Pure: no I/O.
  *
@@ -58,15 +72,24 @@ export type AggregationRuleName = typeof AGGREGATION_RULES[number];
 /** A rule and all its settings, as a job spec holds them. */
 export interface AggregationRule {
   readonly rule: AggregationRuleName;
-  /** Weight fraction cut from each end by `trimmed-mean`, in [0, 0.5). */
+  /**
+   * Fraction of the contributors `trimmed-mean` drops from each end, in
+   * [0, 0.5); see {@linkcode trimCount} for the whole number dropped.
+   */
   readonly trimFraction: number;
-  /** Clipping radius τ (L2 norm of a delta) for `centered-clip`, > 0. */
+  /**
+   * Radius (L2 norm) of `centered-clip`'s steps around its estimate, > 0;
+   * the norm clipping before every rule needs no setting.
+   */
   readonly clipTau: number;
   /** Clipping iterations for `centered-clip`, in [1, 100]. */
   readonly clipIterations: number;
 }
 
-/** The default: token-weighted trimmed mean cutting 20% from each end. */
+/**
+ * The default: token-weighted trimmed mean dropping 20% of the
+ * contributors, and at least one from 3 up, from each end.
+ */
 export const DEFAULT_AGGREGATION: AggregationRule = {
   rule: "trimmed-mean",
   trimFraction: 0.2,
@@ -123,38 +146,96 @@ export function aggregate(
   const sorted = checkContributions(inputs);
   const weights = sorted.map((c) => c.tokens);
   const deltas = sorted.map((c) => c.delta);
+  const scales = clipScales(deltas);
   const total = weights.reduce((a, b) => a + b, 0);
   let out: Float64Array;
   if (rule.rule === "trimmed-mean") {
-    const cut = rule.trimFraction * total;
-    out = perCoordinate(deltas, (column, order) => {
-      // The kept weight interval [cut, total − cut], walked in value order.
-      let sum = 0, kept = 0, start = 0;
-      for (const i of order) {
-        const end = start + weights[i];
-        const inside = Math.min(end, total - cut) - Math.max(start, cut);
-        if (inside > 0) {
-          sum += inside * column[i];
-          kept += inside;
-        }
-        start = end;
+    const k = trimCount(rule, deltas.length);
+    out = perCoordinate(deltas, scales, (column, order) => {
+      let sum = 0, kept = 0; // kept sums integers, so it is exact
+      for (let m = k; m < order.length - k; m++) {
+        sum += weights[order[m]] * column[order[m]];
+        kept += weights[order[m]];
       }
-      // kept is (1 − 2f)·W > 0 in exact arithmetic; only f a hair below
-      // 1/2 could round it to 0, and the limit there is the median.
-      return kept > 0
-        ? sum / kept
-        : weightedMedian(column, order, weights, total);
+      return sum / kept; // kept > 0: at most n − 1 contributors dropped
     });
   } else {
     out = perCoordinate(
       deltas,
+      scales,
       (column, order) => weightedMedian(column, order, weights, total),
     );
     if (rule.rule === "centered-clip") {
-      centeredClip(out, deltas, weights, total, rule);
+      centeredClip(out, deltas, scales, weights, total, rule);
     }
   }
   return Float32Array.from(out);
+}
+
+/**
+ * The number of contributors `trimmed-mean` drops from each end of every
+ * coordinate when `n` contribute: 0 when `rule.trimFraction` is 0, else
+ * ⌊trimFraction·n⌋ (in float64) raised to 1 and capped at ⌊(n − 1)/2⌋, so
+ * at least one contributor is always kept.
+ *
+ * @example
+ * ```ts
+ * import { DEFAULT_AGGREGATION, trimCount } from "./aggregate.ts";
+ * console.assert(trimCount(DEFAULT_AGGREGATION, 2) === 0);
+ * console.assert(trimCount(DEFAULT_AGGREGATION, 3) === 1);
+ * console.assert(trimCount(DEFAULT_AGGREGATION, 10) === 2);
+ * ```
+ */
+export function trimCount(rule: AggregationRule, n: number): number {
+  if (!Number.isSafeInteger(n) || n < 0) {
+    throw new RangeError(
+      `Cannot count trimmed contributors as n must be a non-negative integer: current value is ${n}`,
+    );
+  }
+  if (rule.trimFraction === 0 || n < 3) return 0;
+  const most = Math.floor((n - 1) / 2);
+  return Math.min(Math.max(1, Math.floor(rule.trimFraction * n)), most);
+}
+
+/**
+ * Throws a `RangeError` when `rule` cannot drop one contributor at
+ * `minPeers` contributions, the smallest round a job runs: only a
+ * `trimmed-mean` with trimFraction 0 at minPeers ≥ 3. Below 3 no rule can
+ * outvote one bad peer, so every valid rule is allowed there. Also throws
+ * for a rule {@linkcode checkAggregationRule} refuses, or a minPeers that
+ * is not a positive integer.
+ *
+ * @example
+ * ```ts
+ * import { checkRuleForMinPeers, DEFAULT_AGGREGATION } from "./aggregate.ts";
+ * checkRuleForMinPeers(DEFAULT_AGGREGATION, 3); // fine
+ * let refused = false;
+ * try {
+ *   checkRuleForMinPeers({ ...DEFAULT_AGGREGATION, trimFraction: 0 }, 3);
+ * } catch {
+ *   refused = true;
+ * }
+ * console.assert(refused);
+ * ```
+ */
+export function checkRuleForMinPeers(
+  rule: AggregationRule,
+  minPeers: number,
+): void {
+  checkAggregationRule(rule);
+  if (!Number.isSafeInteger(minPeers) || minPeers < 1) {
+    throw new RangeError(
+      `Cannot check aggregation rule as minPeers must be a positive integer: current value is ${minPeers}`,
+    );
+  }
+  if (
+    rule.rule === "trimmed-mean" && minPeers >= 3 &&
+    trimCount(rule, minPeers) < 1
+  ) {
+    throw new RangeError(
+      `Cannot use aggregation rule trimmed-mean with minPeers ${minPeers} as trimFraction must be > 0 to drop one peer from each end (or use rule median or centered-clip): current value is ${rule.trimFraction}`,
+    );
+  }
 }
 
 /** Throws a `RangeError` naming the first setting of `rule` out of range. */
@@ -246,12 +327,40 @@ function checkContributions(
 }
 
 /**
- * Runs `reduce` on every coordinate with that coordinate's values (one per
- * contributor, in peer order) and the contributor indices sorted by value,
- * ties by index. Both buffers are reused across coordinates.
+ * The norm clipping factor of each delta, min(1, τ/‖x_i‖) with τ the
+ * median norm, or all 1 below 3 deltas (see the module doc).
+ */
+function clipScales(deltas: readonly Float32Array[]): Float64Array {
+  const n = deltas.length;
+  const scales = new Float64Array(n).fill(1);
+  if (n < 3) return scales;
+  const norms = deltas.map((x) => {
+    let norm2 = 0;
+    for (let j = 0; j < x.length; j++) norm2 += x[j] * x[j];
+    return Math.sqrt(norm2);
+  });
+  const order = Array.from({ length: n }, (_, i) => i);
+  insertionSortOrSort(order, (a, b) => norms[a] - norms[b] || a - b);
+  const mid = n >> 1;
+  const tau = n % 2 === 1
+    ? norms[order[mid]]
+    : (norms[order[mid - 1]] + norms[order[mid]]) / 2;
+  for (let i = 0; i < n; i++) {
+    // A zero delta stays zero whatever its factor.
+    if (norms[i] > tau) scales[i] = tau / norms[i];
+  }
+  return scales;
+}
+
+/**
+ * Runs `reduce` on every coordinate with that coordinate's clipped values
+ * (scales[i]·deltas[i][j], one per contributor, in peer order) and the
+ * contributor indices sorted by value, ties by index. Both buffers are
+ * reused across coordinates.
  */
 function perCoordinate(
   deltas: readonly Float32Array[],
+  scales: Float64Array,
   reduce: (column: Float64Array, order: number[]) => number,
 ): Float64Array {
   const n = deltas.length, length = deltas[0].length;
@@ -260,21 +369,27 @@ function perCoordinate(
   const out = new Float64Array(length);
   const byValue = (a: number, b: number) => column[a] - column[b] || a - b;
   for (let j = 0; j < length; j++) {
-    for (let i = 0; i < n; i++) column[i] = deltas[i][j];
-    // Any correct sort gives the same order under this total order. For
-    // the usual handful of peers insertion sort beats Array#sort, and
-    // starting from the previous coordinate's order it is nearly sorted.
-    if (n <= 32) insertionSort(order, byValue);
-    else order.sort(byValue);
+    for (let i = 0; i < n; i++) column[i] = scales[i] * deltas[i][j];
+    insertionSortOrSort(order, byValue);
     out[j] = reduce(column, order);
   }
   return out;
 }
 
-function insertionSort(
+/**
+ * Sorts `order` in place. Any correct sort gives the same order under a
+ * total order. For the usual handful of peers insertion sort beats
+ * Array#sort, and starting from the previous coordinate's order it is
+ * nearly sorted.
+ */
+function insertionSortOrSort(
   order: number[],
   compare: (a: number, b: number) => number,
 ): void {
+  if (order.length > 32) {
+    order.sort(compare);
+    return;
+  }
   for (let k = 1; k < order.length; k++) {
     const item = order[k];
     let m = k - 1;
@@ -305,10 +420,14 @@ function weightedMedian(
   throw new Error("unreachable: the cumulative weight reaches the total");
 }
 
-/** Centered clipping, refining `v` (the weighted median) in place. */
+/**
+ * Centered clipping of the norm-clipped deltas (scales[i]·deltas[i]),
+ * refining `v` (their weighted median) in place.
+ */
 function centeredClip(
   v: Float64Array,
   deltas: readonly Float32Array[],
+  scales: Float64Array,
   weights: readonly number[],
   total: number,
   rule: AggregationRule,
@@ -317,13 +436,15 @@ function centeredClip(
   for (let iteration = 0; iteration < rule.clipIterations; iteration++) {
     pull.fill(0);
     for (let i = 0; i < deltas.length; i++) {
-      const x = deltas[i];
+      const x = deltas[i], s = scales[i];
       let norm2 = 0;
-      for (let j = 0; j < v.length; j++) norm2 += (x[j] - v[j]) ** 2;
+      for (let j = 0; j < v.length; j++) norm2 += (s * x[j] - v[j]) ** 2;
       const norm = Math.sqrt(norm2);
       const factor = weights[i] *
         (norm > rule.clipTau ? rule.clipTau / norm : 1);
-      for (let j = 0; j < v.length; j++) pull[j] += factor * (x[j] - v[j]);
+      for (let j = 0; j < v.length; j++) {
+        pull[j] += factor * (s * x[j] - v[j]);
+      }
     }
     for (let j = 0; j < v.length; j++) v[j] += pull[j] / total;
   }

@@ -25,6 +25,7 @@ import { VOCAB_SIZE } from "../kernels/data/tokenizer.ts";
 import {
   AGGREGATION_RULES,
   type AggregationRule,
+  checkRuleForMinPeers,
   DEFAULT_AGGREGATION,
   MAX_CLIP_ITERATIONS,
 } from "./aggregate.ts";
@@ -74,7 +75,10 @@ export interface JobSpec {
     /** Elements per quantization block (kept even for "none"). */
     readonly blockSize: number;
   };
-  /** How the leader combines deltas. */
+  /**
+   * How the leader combines deltas. With minPeers ≥ 3 it must drop a bad
+   * peer: a trimmed mean needs trimFraction > 0.
+   */
   readonly aggregation: AggregationRule;
   /** Attestations needed to commit a round; at most minPeers. */
   readonly quorum: number;
@@ -218,12 +222,7 @@ export function parseJobSpec(value: unknown): JobSpec {
       format: compression.oneOf("format", COMPRESSIONS),
       blockSize: compression.int("blockSize", 1, MAX_BLOCK_SIZE),
     },
-    aggregation: {
-      rule: aggregation.oneOf("rule", AGGREGATION_RULES),
-      trimFraction: aggregation.number("trimFraction", 0, 0.5, "[)"),
-      clipTau: aggregation.number("clipTau", 0, 1e9, "(]"),
-      clipIterations: aggregation.int("clipIterations", 1, MAX_CLIP_ITERATIONS),
-    },
+    aggregation: parseAggregation(aggregation, minPeers),
     // A quorum above minPeers could leave a running job unable to commit.
     quorum: top.int("quorum", 1, minPeers, "at most minPeers"),
     roundDeadlineMs: top.int("roundDeadlineMs", 1, 7 * 24 * 3600 * 1000),
@@ -357,6 +356,30 @@ function parseInner(inner: Fields): AdamWConfig {
     // JSON has no Infinity, so "no clipping" is a huge finite value.
     gradClip: inner.number("gradClip", 0, 1e9, "(]", "1e9 means no clipping"),
   };
+}
+
+function parseAggregation(
+  aggregation: Fields,
+  minPeers: number,
+): AggregationRule {
+  const rule: AggregationRule = {
+    rule: aggregation.oneOf("rule", AGGREGATION_RULES),
+    trimFraction: aggregation.number("trimFraction", 0, 0.5, "[)"),
+    clipTau: aggregation.number("clipTau", 0, 1e9, "(]"),
+    clipIterations: aggregation.int("clipIterations", 1, MAX_CLIP_ITERATIONS),
+  };
+  // The smallest round must be able to drop a bad peer; the fields are
+  // in range by now, so only trimFraction can be what is refused.
+  try {
+    checkRuleForMinPeers(rule, minPeers);
+  } catch {
+    throw new JobSpecError(
+      "aggregation.trimFraction",
+      `must be > 0 for rule trimmed-mean with minPeers ${minPeers}, so one peer is dropped from each end (or use rule median or centered-clip)`,
+      describe(rule.trimFraction),
+    );
+  }
+  return rule;
 }
 
 function parseDatasetCid(value: unknown): string {

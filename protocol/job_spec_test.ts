@@ -202,6 +202,43 @@ Deno.test("parseJobSpec names each bad field, its value and the fix", () => {
   rejects("spec", "", /must be a JSON object/);
 });
 
+Deno.test("parseJobSpec refuses a rule that cannot drop a peer at minPeers", () => {
+  const noTrim = { ...SPEC.aggregation, trimFraction: 0 };
+  rejects(
+    { ...SPEC, minPeers: 3, aggregation: noTrim },
+    "aggregation.trimFraction",
+    /^Cannot use job spec as aggregation\.trimFraction must be > 0 for rule trimmed-mean with minPeers 3, so one peer is dropped from each end \(or use rule median or centered-clip\): current value is 0$/,
+  );
+  throws(
+    () =>
+      defaultJobSpec({
+        dataset: { cid: DATASET },
+        minPeers: 5,
+        aggregation: { trimFraction: 0 },
+      }),
+    /aggregation\.trimFraction must be > 0 .* minPeers 5/,
+  );
+  // Below 3 peers no rule can outvote one bad peer, so none is refused.
+  for (const minPeers of [1, 2]) {
+    const spec = parseJobSpec({
+      ...SPEC,
+      minPeers,
+      quorum: 1,
+      aggregation: noTrim,
+    });
+    strictEqual(spec.aggregation.trimFraction, 0);
+  }
+  // The default trims one peer from 3 up; median needs no trimFraction.
+  for (const minPeers of [3, 10]) {
+    parseJobSpec({ ...SPEC, minPeers });
+    parseJobSpec({
+      ...SPEC,
+      minPeers,
+      aggregation: { ...noTrim, rule: "median" },
+    });
+  }
+});
+
 Deno.test("decodeJobSpec accepts only canonical, bounded UTF-8 JSON", () => {
   const fail = (bytes: Uint8Array, message: RegExp) =>
     throws(() => decodeJobSpec(bytes), (error) => {

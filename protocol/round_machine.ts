@@ -14,6 +14,10 @@
  *               its own delta; backup k takes over `k · takeoverMs` later.
  *               Every manifest announced for the round is verified (action
  *               `verify`) and, when it checks out, attested (`attest`).
+ *               The leader must list every delta it got: aggregated, or
+ *               screened out as no work. A verifier expects every delta
+ *               it received well before the manifest (see `expectedDeltas`)
+ *               and refuses a manifest that leaves out one it can fetch.
  *   aggregator  the peer that aggregated gathers attestations for its own
  *               manifest and commits (`commit`) once it has a quorum.
  *   syncing     the chain recorded the round (first valid commit wins):
@@ -77,6 +81,8 @@ export interface RoundState {
   readonly trainedAt: number | null;
   /** Delta announcements for this round and parent, by peer. */
   readonly deltas: ReadonlyMap<string, DeltaAnnounce>;
+  /** When each of `deltas` arrived (or the round began, if earlier). */
+  readonly deltaSeenAt: ReadonlyMap<string, number>;
   /** Announcements that arrived for the next round while still in this one. */
   readonly early: readonly DeltaAnnounce[];
   /** Live members at the last tick, this peer included, sorted. */
@@ -151,8 +157,16 @@ export type RoundAction =
     rank: number;
     contributions: DeltaAnnounce[];
   }
-  /** Recompute `manifest` from its deltas; `announced` are the deltas seen. */
-  | { type: "verify"; manifest: ManifestAnnounce; announced: DeltaAnnounce[] }
+  /**
+   * Recompute `manifest` from its deltas; `announced` are the deltas seen,
+   * `expected` those the manifest must list (see `expectedDeltas`).
+   */
+  | {
+    type: "verify";
+    manifest: ManifestAnnounce;
+    announced: DeltaAnnounce[];
+    expected: DeltaAnnounce[];
+  }
   /** Sign and publish an attestation of a verified manifest. */
   | { type: "attest"; manifest: ManifestAnnounce }
   /** Submit the commit with these attestations. */
@@ -189,6 +203,36 @@ export function takeoverMs(config: RoundConfig): number {
   return config.roundDeadlineMs / 2;
 }
 
+/**
+ * Margin for gossip to reach the leader before the cutoff of
+ * {@linkcode expectedDeltas}, in ms: a bound on how much later a delta
+ * may reach the leader than a verifier. A second, or a quarter of the
+ * collect window when that is shorter.
+ */
+export function censorGraceMs(config: RoundConfig): number {
+  return Math.min(1000, collectMs(config) / 4);
+}
+
+/**
+ * The deltas a verifier expects a manifest to list, aggregated or screened
+ * out: those it received at least {@linkcode censorGraceMs} before the
+ * manifest (`now`). A leader takes in every delta that reaches it until
+ * it publishes, so one that reached this verifier that much earlier had
+ * reached the leader too. Honest verifiers thus agree but on deltas that
+ * arrive within the grace, which none of them expects. A leader can still
+ * drop a delta that reaches it just before it publishes, as if it had
+ * published a moment sooner: no rule of time can tell the two apart.
+ */
+export function expectedDeltas(
+  state: RoundState,
+  now: number,
+): DeltaAnnounce[] {
+  const cutoff = now - censorGraceMs(state.config);
+  return [...state.deltas.values()].filter((d) =>
+    (state.deltaSeenAt.get(d.peer) ?? Infinity) <= cutoff
+  );
+}
+
 /** Retry delay after a failed commit, in ms. */
 export const COMMIT_RETRY_MS = 1000;
 
@@ -205,6 +249,7 @@ export function initialState(config: RoundConfig, now: number): RoundState {
     enteredAt: now,
     trainedAt: null,
     deltas: new Map(),
+    deltaSeenAt: new Map(),
     early: [],
     live: [config.self],
     verifying: new Map(),
@@ -242,7 +287,7 @@ export function step(
         ],
       };
     case "manifest":
-      return onManifest(state, event.msg);
+      return onManifest(state, event.msg, ctx.now);
     case "verified":
       return onVerified(state, event);
     case "attestation":
@@ -271,9 +316,13 @@ function enter(
   }
   const fresh = initialState(state.config, now);
   const deltas = new Map<string, DeltaAnnounce>();
+  const deltaSeenAt = new Map<string, number>();
   const wasAhead = state.ahead === round;
   for (const d of state.early) {
-    if (d.round === round && d.parent === parent) deltas.set(d.peer, d);
+    if (d.round === round && d.parent === parent) {
+      deltas.set(d.peer, d);
+      deltaSeenAt.set(d.peer, now);
+    }
   }
   const next: RoundState = {
     ...fresh,
@@ -282,6 +331,7 @@ function enter(
     parent,
     live: state.live,
     deltas,
+    deltaSeenAt,
     early: state.early.filter((d) => d.round > round),
   };
   // Trained ahead: the steps are under way, whoever is live now.
@@ -355,8 +405,9 @@ function onTrained(state: RoundState, delta: DeltaAnnounce, now: number): Step {
     return { state, actions: [] };
   }
   const deltas = new Map(state.deltas).set(delta.peer, delta);
+  const deltaSeenAt = new Map(state.deltaSeenAt).set(delta.peer, now);
   const collecting = onTick(
-    { ...state, phase: "collecting", trainedAt: now, deltas },
+    { ...state, phase: "collecting", trainedAt: now, deltas, deltaSeenAt },
     now,
   );
   const next = state.round + 1;
@@ -377,7 +428,8 @@ function onDelta(state: RoundState, msg: DeltaAnnounce, now: number): Step {
   if (msg.round === state.round && msg.parent === state.parent) {
     if (state.deltas.has(msg.peer)) return { state, actions: [] };
     const deltas = new Map(state.deltas).set(msg.peer, msg);
-    return onTick({ ...state, deltas }, now);
+    const deltaSeenAt = new Map(state.deltaSeenAt).set(msg.peer, now);
+    return onTick({ ...state, deltas, deltaSeenAt }, now);
   }
   // Peers that advanced first announce the next round before this peer has
   // fetched its checkpoint; keep a bounded few for when it gets there.
@@ -412,7 +464,11 @@ function onAggregated(
   };
 }
 
-function onManifest(state: RoundState, msg: ManifestAnnounce): Step {
+function onManifest(
+  state: RoundState,
+  msg: ManifestAnnounce,
+  now: number,
+): Step {
   if (
     msg.round !== state.round || msg.parent !== state.parent ||
     state.phase === "syncing" || state.phase === "finished" ||
@@ -429,6 +485,7 @@ function onManifest(state: RoundState, msg: ManifestAnnounce): Step {
       type: "verify",
       manifest: msg,
       announced: [...state.deltas.values()],
+      expected: expectedDeltas(state, now),
     }],
   };
 }

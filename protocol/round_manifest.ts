@@ -21,6 +21,7 @@ import {
   checkAggregationRule,
 } from "./aggregate.ts";
 import { canonicalJson } from "./canonical_json.ts";
+import { SCREEN_REASONS, type ScreenReason } from "./delta_screen.ts";
 import {
   type Address,
   isAddress,
@@ -36,14 +37,18 @@ import {
 import { comparePeerIds } from "./peer_table.ts";
 import { describe } from "./_spec_fields.ts";
 
-/** Version of the manifest format; carried in every manifest as `v`. */
-export const MANIFEST_VERSION = 1;
+/**
+ * Version of the manifest format; carried in every manifest as `v`. Version
+ * 2 added `excluded`.
+ */
+export const MANIFEST_VERSION = 2;
 /**
  * Largest encoded manifest accepted. The largest valid manifest (1024
- * contributions with every field at its cap) is about 400 KiB.
+ * contributions and exclusions with every field at its cap) is about
+ * 400 KiB.
  */
 export const MAX_MANIFEST_BYTES = 512 * 1024;
-/** Most contributions one manifest may list. */
+/** Most contributions and exclusions one manifest may list, together. */
 export const MAX_CONTRIBUTIONS = 1024;
 
 /** One peer's part in a round, as the leader used it. */
@@ -58,6 +63,20 @@ export interface ManifestContribution {
   readonly tokens: number;
   /** Training loss as announced. */
   readonly loss: number;
+}
+
+/**
+ * A delta the leader fetched and screened out as plainly no work (see
+ * delta_screen.ts): listed so verifiers can re-screen it and see that the
+ * leader left nothing out in silence. It is neither aggregated nor credited.
+ */
+export interface ManifestExclusion {
+  /** The contributor's libp2p peer id. */
+  readonly peer: string;
+  /** CID of the delta blob screened out. */
+  readonly delta: string;
+  /** Why it was screened out. */
+  readonly reason: ScreenReason;
 }
 
 /** What the leader of a round aggregated and the checkpoint it produced. */
@@ -75,6 +94,11 @@ export interface RoundManifest {
   readonly rule: AggregationRule;
   /** Sorted by peer id (comparePeerIds), one per peer, 1 to 1024. */
   readonly contributions: readonly ManifestContribution[];
+  /**
+   * Deltas screened out, sorted by peer id; no peer is both here and in
+   * `contributions`.
+   */
+  readonly excluded: readonly ManifestExclusion[];
   /** CID of C(round + 1). */
   readonly checkpoint: string;
 }
@@ -111,10 +135,12 @@ const TOP_KEYS = [
   "leader",
   "rule",
   "contributions",
+  "excluded",
   "checkpoint",
 ];
 const RULE_KEYS = ["rule", "trimFraction", "clipTau", "clipIterations"];
 const CONTRIBUTION_KEYS = ["peer", "account", "delta", "tokens", "loss"];
+const EXCLUSION_KEYS = ["peer", "delta", "reason"];
 const CID_PROBLEM =
   `must be a CIDv1 (sha2-256) in base32, at most ${MAX_CID_LENGTH} chars`;
 
@@ -142,6 +168,7 @@ export function parseManifest(value: unknown): RoundManifest {
   const leader = check(top.leader, "leader", isPeerId, PEER_PROBLEM);
   const rule = parseRule(top.rule);
   const contributions = parseContributions(top.contributions);
+  const excluded = parseExcluded(top.excluded, contributions);
   const checkpoint = check(
     top.checkpoint,
     "checkpoint",
@@ -157,6 +184,7 @@ export function parseManifest(value: unknown): RoundManifest {
     leader,
     rule,
     contributions,
+    excluded,
     checkpoint,
   };
 }
@@ -173,12 +201,13 @@ export function parseManifest(value: unknown): RoundManifest {
  *
  * const cid = "bafkreigh2akiscaildcqabsyg3dfr6chu3fgpregiymsck7e7aqa4s52zy";
  * const manifest = {
- *   v: 1, job: "bafyjob", round: 0, parent: cid, leader: "12D3KooWabc",
+ *   v: 2, job: "bafyjob", round: 0, parent: cid, leader: "12D3KooWabc",
  *   rule: DEFAULT_AGGREGATION, checkpoint: cid,
  *   contributions: [{
  *     peer: "12D3KooWabc", account: "0x70997970C51812dc3A010C7d01b50e0d17dc79C8",
  *     delta: cid, tokens: 1024, loss: 5.5,
  *   }],
+ *   excluded: [],
  * } as const;
  * const back = decodeManifest(encodeManifest(manifest));
  * console.assert(back.contributions[0].tokens === 1024);
@@ -313,6 +342,58 @@ function parseContributions(value: unknown): ManifestContribution[] {
       `must be a number in [0, ${MAX_LOSS}]`,
     );
     out.push({ peer, account, delta, tokens: tokens + 0, loss: loss + 0 });
+  }
+  return out;
+}
+
+function parseExcluded(
+  value: unknown,
+  contributions: readonly ManifestContribution[],
+): ManifestExclusion[] {
+  const room = MAX_CONTRIBUTIONS - contributions.length;
+  if (!Array.isArray(value) || value.length > room) {
+    throw new ManifestError(
+      "excluded",
+      `must be an array of at most ${MAX_CONTRIBUTIONS} contributions and exclusions together`,
+      Array.isArray(value)
+        ? `current length is ${value.length}`
+        : describe(value),
+    );
+  }
+  const listed = new Set(contributions.map((c) => c.peer));
+  const out: ManifestExclusion[] = [];
+  for (const [i, item] of value.entries()) {
+    const path = `excluded[${i}]`;
+    const obj = objectWith(item, path, EXCLUSION_KEYS);
+    const peer = check(obj.peer, `${path}.peer`, isPeerId, PEER_PROBLEM);
+    if (i > 0 && comparePeerIds(out[i - 1].peer, peer) >= 0) {
+      throw new ManifestError(
+        `${path}.peer`,
+        `must sort after ${out[i - 1].peer} (sorted by peer id, each once)`,
+        describe(peer),
+      );
+    }
+    if (listed.has(peer)) {
+      throw new ManifestError(
+        `${path}.peer`,
+        "must not also be a contribution",
+        describe(peer),
+      );
+    }
+    const delta = check(
+      obj.delta,
+      `${path}.delta`,
+      isCanonicalCid,
+      CID_PROBLEM,
+    );
+    const reason = check(
+      obj.reason,
+      `${path}.reason`,
+      (v): v is ScreenReason =>
+        (SCREEN_REASONS as readonly unknown[]).includes(v),
+      `must be one of ${SCREEN_REASONS.join(", ")}`,
+    );
+    out.push({ peer, delta, reason });
   }
   return out;
 }

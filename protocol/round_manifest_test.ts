@@ -25,7 +25,7 @@ const PEER_A = "12D3KooWAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAA";
 const PEER_B = "12D3KooWBBBBBBBBBBBBBBBBBBBBBBBBBBBBBBBBBBBBBBBBBBBB";
 
 const MANIFEST: RoundManifest = {
-  v: 1,
+  v: 2,
   job: "bafkreigh2akiscaildcqabsyg3dfr6chu3fgpregiymsck7e7aqa4s52zy",
   round: 7,
   parent: PARENT,
@@ -47,6 +47,7 @@ const MANIFEST: RoundManifest = {
       loss: 3.5,
     },
   ],
+  excluded: [],
   checkpoint: CHECKPOINT,
 };
 
@@ -172,7 +173,7 @@ Deno.test("parseManifest() rejects unknown and missing fields at every level", (
 Deno.test("parseManifest() checks every top-level field", () => {
   const base58 = CID.parse(PARENT).toString(base58btc);
   const cases: [string, unknown, string][] = [
-    ["v", 2, "v"],
+    ["v", 3, "v"],
     ["v", "1", "v"],
     ["job", "", "job"],
     ["job", "a b", "job"],
@@ -323,4 +324,32 @@ Deno.test("encodeManifest() refuses what decodeManifest() would", () => {
       error.message ===
         "Cannot use round manifest as round must be a safe integer >= 0: current value is -1",
   );
+});
+
+Deno.test("excluded deltas are listed sorted, once, and never also credited", async () => {
+  const PEER_C = "12D3KooWCCCCCCCCCCCCCCCCCCCCCCCCCCCCCCCCCCCCCCCCCCCC";
+  const zero = { peer: PEER_C, delta: await cidOf("zero"), reason: "zero" };
+  const back = decodeManifest(
+    encodeManifest({ ...MANIFEST, excluded: [zero] } as RoundManifest),
+  );
+  deepStrictEqual(back.excluded, [zero]);
+  strictEqual(failedField({ ...MANIFEST, excluded: undefined }), "excluded");
+  strictEqual(
+    failedField({ ...MANIFEST, excluded: [{ ...zero, reason: "lazy" }] }),
+    "excluded[0].reason",
+  );
+  strictEqual(
+    failedField({ ...MANIFEST, excluded: [{ ...zero, tokens: 1 }] }),
+    "excluded[0].tokens",
+  );
+  strictEqual(
+    failedField({ ...MANIFEST, excluded: [zero, zero] }),
+    "excluded[1].peer",
+  );
+  // A peer cannot be credited and excluded in one round.
+  strictEqual(
+    failedField({ ...MANIFEST, excluded: [{ ...zero, peer: PEER_A }] }),
+    "excluded[0].peer",
+  );
+  strictEqual(failedField({ ...MANIFEST, v: 1 }), "v");
 });

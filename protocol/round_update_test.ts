@@ -122,38 +122,40 @@ Deno.test("nextCheckpoint() caps tokens so a peer claiming 10^9 does not dominat
   const s = spec({ outer: SGD, aggregation: { trimFraction: 0 } });
   const cap = maxTokensPerRound(s);
   strictEqual(cap, 32);
-  // Weighted mean (trimFraction 0): four honest zeros and a liar's 1. With
-  // the liar capped at 32 tokens like the others, the mean is 1/5; had its
-  // 10^9 counted, the mean would be ~1.
+  // Weighted mean (trimFraction 0, allowed at minPeers 2): four honest 1s
+  // and a liar's −1, all of the same norm so clipping leaves them. With
+  // the liar capped at 32 tokens like the others, the mean is 3/5; had
+  // its 10^9 counted, the mean would be ~−1.
   const deltas: RoundDelta[] = [
     ...["A", "B", "C", "D"].map((p) => ({
       peer: `12D3KooW${p}`,
       tokens: cap,
-      delta: filled(0),
+      delta: filled(1),
     })),
-    { peer: "12D3KooWZ", tokens: 1e9, delta: filled(1) },
+    { peer: "12D3KooWZ", tokens: 1e9, delta: filled(-1) },
   ];
   const uncapped = aggregate(deltas, s.aggregation);
-  strictEqual(uncapped[0] > 0.99, true, `uncapped mean is ${uncapped[0]}`);
+  strictEqual(uncapped[0] < -0.99, true, `uncapped mean is ${uncapped[0]}`);
   const next = nextCheckpoint({
     spec: s,
     parent: GENESIS,
     parentCid: GENESIS_CID,
     deltas,
   });
-  const fifth = Math.fround(1 / 5);
-  deepStrictEqual(next.momentum, filled(fifth));
+  const mean = Math.fround(3 / 5);
+  deepStrictEqual(next.momentum, filled(mean));
   deepStrictEqual(
     next.params,
-    GENESIS.params.map((p) => Math.fround(p - fifth)),
+    GENESIS.params.map((p) => Math.fround(p - mean)),
   );
-  // Trimmed mean (20% off each end): capped, the liar sits entirely in the
-  // trimmed top fifth and the result is the honest value exactly.
+  // Trimmed mean (20% of 5 peers: one off each end): the liar is the
+  // lowest everywhere and dropped, with one honest peer from the top, so
+  // the result is the honest value exactly.
   const trimmed = nextCheckpoint({
     spec: spec({ outer: SGD, aggregation: { trimFraction: 0.2 } }),
     parent: GENESIS,
     parentCid: GENESIS_CID,
-    deltas: deltas.map((d) => ({ ...d, delta: d.delta.map((v) => v + 0.5) })),
+    deltas: deltas.map((d) => ({ ...d, delta: d.delta.map((v) => v / 2) })),
   });
   deepStrictEqual(
     trimmed.params,

@@ -1,6 +1,7 @@
 import type { Config } from "../config.ts";
 import { ensureIdentity } from "../identity.ts";
 import { type JobRun, runJob } from "../job_runner.ts";
+import type { RoundBehaviour } from "../round_behaviour.ts";
 import { startNode } from "../node.ts";
 import { parseCid } from "../../protocol/cid.ts";
 
@@ -16,9 +17,13 @@ function isJobId(job: string): boolean {
 
 /**
  * `zoo-node --join`: runs a node until SIGINT or SIGTERM, then shuts it
- * down in order. A second signal exits at once.
+ * down in order. A second signal exits at once. `behaviour` is HONEST but
+ * in the attack suite, which starts real peers with one part swapped.
  */
-export async function join(config: Config): Promise<number> {
+export async function join(
+  config: Config,
+  behaviour?: RoundBehaviour,
+): Promise<number> {
   // A node keeps serving its peers when a background task fails in a way
   // nothing handled: the failure is logged as the bug it is, not fatal.
   globalThis.addEventListener("unhandledrejection", (e) => {
@@ -41,7 +46,7 @@ export async function join(config: Config): Promise<number> {
   let run: JobRun | null = null;
   if (isJobId(config.job)) {
     try {
-      run = await runJob(config, node, identity, config.job);
+      run = await runJob(config, node, identity, config.job, { behaviour });
     } catch (err) {
       await node.stop();
       throw err;

@@ -132,6 +132,13 @@ export function fakeJob(rounds = 2): JobSource & {
       live: 2,
       deltas: 1,
       aggregating: false,
+      refused: { "delta:zero": 1 },
+      refusals: [{
+        round: 1,
+        peer: "12D3KooWB",
+        what: "delta",
+        reason: "zero",
+      }],
       committed: records,
     }),
     steps: (after: number) => steps.since(after),

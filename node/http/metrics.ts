@@ -194,6 +194,15 @@ function jobMetrics(out: Exposition, job: JobSource): void {
       ],
     );
   }
+  out.family(
+    "zoo_round_refused_total",
+    "counter",
+    "Deltas left out of aggregates and manifests not attested, by what and reason.",
+    Object.entries(t.refused).map(([key, n]) => {
+      const [what, reason] = key.split(":");
+      return [{ job: t.job, what, reason }, n];
+    }),
+  );
   const mine = job.cachedContributions();
   if (mine) {
     out.family(

@@ -13,10 +13,10 @@ import type { JobSpec } from "../../protocol/job_spec.ts";
 import type { BlobStats, FetchReport } from "../blob_service.ts";
 import type { Progress } from "../gossip_service.ts";
 import type { HistogramSnapshot } from "../histogram.ts";
-import type { RoundRecord } from "../round_ledger.ts";
+import type { Refusal, RoundRecord } from "../round_ledger.ts";
 import type { StepLoss } from "../step_log.ts";
 
-export type { RoundRecord, StepLoss };
+export type { Refusal, RoundRecord, StepLoss };
 
 /** The training job this node takes part in, when it runs one. */
 export interface TrainingStatus {
@@ -40,6 +40,13 @@ export interface TrainingStatus {
   deltas: number;
   /** Whether this node is aggregating the round now. */
   aggregating: boolean;
+  /**
+   * Deltas and manifests this node refused, by `what:reason` (e.g.
+   * `delta:wrong-round`, `manifest:censored`), since it started.
+   */
+  refused: Record<string, number>;
+  /** The latest refusals, oldest first, with the peer each one blames. */
+  refusals: Refusal[];
   /** Every round this node saw committed, oldest first. */
   committed: RoundRecord[];
 }

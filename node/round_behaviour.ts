@@ -1,0 +1,48 @@
+/**
+ * The points where a peer's round work could be dishonest, as one object
+ * whose default, {@linkcode HONEST}, does what the protocol says. The
+ * shipped node always runs HONEST; the attack suite (tests/attack/) starts
+ * the real node with one of these swapped, so every attack is a real peer
+ * speaking the real protocol, and nothing a user can set turns one on.
+ *
+ * @module
+ */
+import type { DeltaContext } from "../protocol/delta_blob.ts";
+import type { DeltaAnnounce } from "../protocol/messages.ts";
+import type { RoundCheckpoint } from "../protocol/round_checkpoint.ts";
+
+/** What a peer knows when it settles the delta it will announce. */
+export interface DeltaChoice {
+  readonly round: number;
+  /** CID of C(round). */
+  readonly parent: string;
+  /** The honest pseudo-gradient, C(round) − θ_end. */
+  readonly delta: Float32Array;
+  /** Live members now, this peer included. */
+  live(): readonly string[];
+  /** The other peers' deltas announced so far this round, fetched. */
+  announced(): Promise<{ peer: string; delta: Float32Array }[]>;
+}
+
+/** A peer's conduct at each point of a round where it could cheat. */
+export interface RoundBehaviour {
+  /** The delta values to announce. */
+  delta(choice: DeltaChoice): Promise<Float32Array>;
+  /** The context the delta blob is bound to. */
+  deltaContext(context: DeltaContext): DeltaContext;
+  /** The delta announcement to publish. */
+  announce(msg: DeltaAnnounce): DeltaAnnounce;
+  /** Of the deltas a leader fetched, those it goes on to aggregate. */
+  contributions<T extends { readonly peer: string }>(fetched: T[]): T[];
+  /** The checkpoint a leader publishes as C(round + 1). */
+  checkpoint(next: RoundCheckpoint): RoundCheckpoint;
+}
+
+/** The protocol as written. */
+export const HONEST: RoundBehaviour = {
+  delta: (choice) => Promise.resolve(choice.delta),
+  deltaContext: (context) => context,
+  announce: (msg) => msg,
+  contributions: (fetched) => fetched,
+  checkpoint: (next) => next,
+};

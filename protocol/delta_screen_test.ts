@@ -1,0 +1,65 @@
+import { deepStrictEqual } from "node:assert";
+import { Rng } from "../kernels/data/rng.ts";
+import { partitionDeltas, SCREEN_RATIO, screenDeltas } from "./delta_screen.ts";
+
+function honest(rng: Rng, n: number, length = 64): Float32Array[] {
+  const common = Array.from({ length }, () => rng.normal());
+  return Array.from(
+    { length: n },
+    () => Float32Array.from(common, (v) => 0.01 * (v + 0.3 * rng.normal())),
+  );
+}
+
+function peers(deltas: Float32Array[]) {
+  return deltas.map((delta, i) => ({ peer: `p${i}`, delta }));
+}
+
+Deno.test("honest deltas pass the screen", () => {
+  for (const n of [1, 2, 3, 5, 16]) {
+    const rng = new Rng(`screen-honest-${n}`);
+    deepStrictEqual(screenDeltas(peers(honest(rng, n))), []);
+  }
+});
+
+Deno.test("zero and non-finite deltas are screened out at any count", () => {
+  for (const n of [1, 2, 3, 5]) {
+    const rng = new Rng(`screen-zero-${n}`);
+    const deltas = honest(rng, n);
+    deltas[0] = new Float32Array(deltas[0].length);
+    if (n > 1) deltas[1] = deltas[1].map((v, i) => i === 7 ? NaN : v);
+    const expected = [{ peer: "p0", reason: "zero" }];
+    if (n > 1) expected.push({ peer: "p1", reason: "non-finite" });
+    deepStrictEqual(screenDeltas(peers(deltas)), expected);
+  }
+});
+
+Deno.test("scaled and tiny deltas are screened out from three peers up", () => {
+  for (const n of [3, 4, 5, 8]) {
+    const rng = new Rng(`screen-scale-${n}`);
+    const deltas = honest(rng, n);
+    deltas[n - 1] = deltas[n - 1].map((v) => 100 * v);
+    deltas[0] = deltas[0].map((v) => v / 100);
+    deepStrictEqual(screenDeltas(peers(deltas)), [
+      { peer: "p0", reason: "too-small" },
+      { peer: `p${n - 1}`, reason: "too-large" },
+    ]);
+  }
+  // Within the ratio either way is work.
+  const rng = new Rng("screen-edge");
+  const deltas = honest(rng, 5);
+  deltas[4] = deltas[4].map((v) => 0.5 * SCREEN_RATIO * v);
+  deepStrictEqual(screenDeltas(peers(deltas)), []);
+});
+
+Deno.test("the screen's verdicts do not depend on input order", () => {
+  const rng = new Rng("screen-order");
+  const deltas = honest(rng, 6);
+  deltas[2] = deltas[2].map((v) => 1e4 * v);
+  deltas[5] = new Float32Array(deltas[5].length);
+  const inputs = peers(deltas);
+  const reversed = [...inputs].reverse();
+  deepStrictEqual(screenDeltas(reversed), screenDeltas(inputs));
+  const { accepted, excluded } = partitionDeltas(reversed);
+  deepStrictEqual(accepted.map((d) => d.peer), ["p4", "p3", "p1", "p0"]);
+  deepStrictEqual(excluded.map((e) => e.peer), ["p2", "p5"]);
+});

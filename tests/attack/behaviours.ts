@@ -1,0 +1,206 @@
+/**
+ * The attacks of the attack suite, each a {@linkcode RoundBehaviour} with
+ * one part of the honest peer swapped. They run inside real `--join`
+ * peers (attacker_main.ts), never in the shipped CLI.
+ *
+ * - `scaled`: its delta ×100.
+ * - `sign-flip`: its delta negated.
+ * - `noise`: Gaussian noise with its delta's norm instead of the delta.
+ * - `alie` ("A Little Is Enough", Baruch et al. 2019): the colluders wait
+ *   for the honest deltas, then all send μ − z·σ·sign(μ) per coordinate,
+ *   with μ, σ the honest mean and deviation and z the largest shift that
+ *   still hides inside the honest spread for n peers and m colluders.
+ * - `stale-replay`: from round 1, re-announces its previous round's delta.
+ * - `cross-round`: from round 1, trains but binds its delta blob to the
+ *   previous round and parent.
+ * - `censoring-leader`: when it aggregates, leaves one honest delta out.
+ * - `lying-leader`: when it aggregates, publishes a tampered checkpoint.
+ * - `zero-delta`: announces an all-zero delta claiming 10⁹ tokens.
+ *
+ * @module
+ */
+import { Rng } from "../../kernels/data/rng.ts";
+import { HONEST, type RoundBehaviour } from "../../node/round_behaviour.ts";
+
+/** Every attack, by its name in `bench attacks`. */
+export const ATTACKS = [
+  "scaled",
+  "sign-flip",
+  "noise",
+  "alie",
+  "stale-replay",
+  "cross-round",
+  "censoring-leader",
+  "lying-leader",
+  "zero-delta",
+] as const;
+
+/** An attack's name. */
+export type AttackName = typeof ATTACKS[number];
+
+/** Attacks made by a round's leader. */
+export const LEADER_ATTACKS: readonly AttackName[] = [
+  "censoring-leader",
+  "lying-leader",
+];
+
+/** Attacks that need an earlier round of their own, so start in round 1. */
+export const FROM_ROUND_1: readonly AttackName[] = [
+  "stale-replay",
+  "cross-round",
+];
+
+/** What an attacker peer knows beyond its own node. */
+export interface AttackSetup {
+  name: AttackName;
+  /** Peer ids of every attacker of the run (ALIE's colluders). */
+  colluders: string[];
+}
+
+/** How long an ALIE colluder waits for the honest deltas, ms. */
+const ALIE_WAIT_MS = 15_000;
+
+/** The behaviour of an attacker running `setup`. */
+export function attackBehaviour(setup: AttackSetup): RoundBehaviour {
+  switch (setup.name) {
+    case "scaled":
+      return valueAttack((d) => d.map((v) => 100 * v));
+    case "sign-flip":
+      return valueAttack((d) => d.map((v) => -v));
+    case "noise":
+      return valueAttack((d, round) => sameNormNoise(d, round));
+    case "zero-delta":
+      return {
+        ...HONEST,
+        delta: (c) => Promise.resolve(new Float32Array(c.delta.length)),
+        announce: (msg) => ({ ...msg, tokens: 1e9 }),
+      };
+    case "alie":
+      return { ...HONEST, delta: (c) => alie(c, setup.colluders) };
+    case "stale-replay": {
+      let previous: string | null = null;
+      return {
+        ...HONEST,
+        announce: (msg) => {
+          const replayed = previous === null
+            ? msg
+            : { ...msg, delta: previous };
+          previous ??= msg.delta;
+          return replayed;
+        },
+      };
+    }
+    case "cross-round": {
+      let previous: string | null = null;
+      return {
+        ...HONEST,
+        deltaContext: (c) => {
+          const bound = previous === null
+            ? c
+            : { ...c, round: c.round - 1, parent: previous };
+          previous = c.parent;
+          return bound;
+        },
+      };
+    }
+    case "censoring-leader":
+      return {
+        ...HONEST,
+        contributions: (fetched) => {
+          const victim = fetched.find((f) => !setup.colluders.includes(f.peer));
+          return fetched.filter((f) => f !== victim);
+        },
+      };
+    case "lying-leader":
+      return {
+        ...HONEST,
+        checkpoint: (next) => {
+          const params = new Float32Array(next.params);
+          params[0] += 1;
+          return { ...next, params };
+        },
+      };
+  }
+}
+
+function valueAttack(
+  change: (delta: Float32Array, round: number) => Float32Array,
+): RoundBehaviour {
+  return {
+    ...HONEST,
+    delta: (c) => Promise.resolve(change(c.delta, c.round)),
+  };
+}
+
+function sameNormNoise(delta: Float32Array, round: number): Float32Array {
+  const rng = new Rng(`attack-noise-${round}`);
+  const noise = Float32Array.from(delta, () => rng.normal());
+  const scale = Math.sqrt(sumSquares(delta) / sumSquares(noise));
+  return noise.map((v) => v * scale);
+}
+
+function sumSquares(x: Float32Array): number {
+  let s = 0;
+  for (const v of x) s += v * v;
+  return s;
+}
+
+async function alie(
+  c: Parameters<RoundBehaviour["delta"]>[0],
+  colluders: readonly string[],
+): Promise<Float32Array> {
+  const deadline = Date.now() + ALIE_WAIT_MS;
+  const isHonest = (peer: string) => !colluders.includes(peer);
+  let honest: Float32Array[] = [];
+  while (Date.now() < deadline) {
+    const wanted = c.live().filter(isHonest).length;
+    honest = (await c.announced()).filter((d) => isHonest(d.peer))
+      .map((d) => d.delta);
+    if (wanted > 0 && honest.length >= wanted) break;
+    await new Promise((r) => setTimeout(r, 100));
+  }
+  // Its own honest delta is one more sample of the honest spread.
+  const samples = [...honest, c.delta];
+  const n = c.live().length, m = colluders.length;
+  const z = alieZ(n, m);
+  const out = new Float32Array(c.delta.length);
+  for (let j = 0; j < out.length; j++) {
+    let mean = 0;
+    for (const s of samples) mean += s[j];
+    mean /= samples.length;
+    let variance = 0;
+    for (const s of samples) variance += (s[j] - mean) ** 2;
+    const sigma = Math.sqrt(variance / samples.length);
+    out[j] = mean - z * sigma * Math.sign(mean);
+  }
+  return out;
+}
+
+/**
+ * ALIE's z_max: with s = ⌊n/2 + 1⌋ − m honest peers the colluders must
+ * win over, z = Φ⁻¹((n − s) / n).
+ */
+export function alieZ(n: number, m: number): number {
+  const s = Math.floor(n / 2 + 1) - m;
+  return inverseNormal(Math.min(0.999, Math.max(0.5, (n - s) / n)));
+}
+
+/** Φ⁻¹(p) by bisection on the error function; enough for a z score. */
+function inverseNormal(p: number): number {
+  let lo = -10, hi = 10;
+  for (let i = 0; i < 80; i++) {
+    const mid = (lo + hi) / 2;
+    if (normalCdf(mid) < p) lo = mid;
+    else hi = mid;
+  }
+  return (lo + hi) / 2;
+}
+
+function normalCdf(x: number): number {
+  // Abramowitz and Stegun 7.1.26, |error| < 1.5e-7.
+  const t = 1 / (1 + 0.3275911 * Math.abs(x) / Math.SQRT2);
+  const poly = t * (0.254829592 + t * (-0.284496736 +
+        t * (1.421413741 + t * (-1.453152027 + t * 1.061405429))));
+  const erf = 1 - poly * Math.exp(-(x * x) / 2);
+  return x >= 0 ? (1 + erf) / 2 : (1 - erf) / 2;
+}
