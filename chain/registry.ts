@@ -386,3 +386,28 @@ export async function commitTransactions(
     logs.map((l) => [Number(l.args.round), l.transactionHash as Hash]),
   );
 }
+
+/**
+ * The weights each round of `job` credited, by round and then by
+ * lower-cased account, from the RoundCommitted logs.
+ */
+export async function roundCredits(
+  reg: Registry,
+  job: Bytes32,
+  fromBlock = 0n,
+): Promise<Map<number, Map<string, bigint>>> {
+  const logs = await reg.client.public.getContractEvents({
+    address: reg.address,
+    abi: zooRegistryAbi,
+    eventName: "RoundCommitted",
+    args: { job },
+    fromBlock,
+  });
+  return new Map(logs.map((l) => {
+    const { round, contributors = [], weights = [] } = l.args;
+    return [
+      Number(round),
+      new Map(contributors.map((a, i) => [a.toLowerCase(), weights[i]])),
+    ];
+  }));
+}

@@ -32,10 +32,7 @@ import {
   DeltaContextError,
   MAX_DELTA_BLOB_OVERHEAD,
 } from "../protocol/delta_blob.ts";
-import {
-  partitionDeltas,
-  type ScreenReason,
-} from "../protocol/delta_screen.ts";
+import { partitionDeltas } from "../protocol/delta_screen.ts";
 import {
   decodeRoundCheckpoint,
   encodeRoundCheckpoint,
@@ -48,6 +45,7 @@ import {
 import {
   decodeManifest,
   encodeManifest,
+  type ExclusionReason,
   MANIFEST_VERSION,
   MAX_MANIFEST_BYTES,
   type RoundManifest,
@@ -104,11 +102,19 @@ const MAX_AGGREGATE_PASSES = 3;
 /** How long closing a round may wait for a manifest it did not verify. */
 const MANIFEST_FETCH_MS = 2_000;
 
-/** Why a manifest is not attested; `code` is the refusal's reason. */
+/**
+ * Why a manifest is not attested; `code` is the refusal's reason. Most
+ * refusals are evidence that its leader cheated; a delta that could not be
+ * fetched may be the network's fault and is not.
+ */
 class ManifestRefused extends Error {
   constructor(readonly code: string, message: string) {
     super(message);
     this.name = "ManifestRefused";
+  }
+
+  get evidence(): boolean {
+    return this.code !== "invalid-delta" && this.code !== "too-deep";
   }
 }
 
@@ -132,6 +138,8 @@ export class RoundWork {
   #current: Held | null = null;
   /** The round records being completed, one after another. */
   #closing: Promise<void> = Promise.resolve();
+  /** Manifests this peer refused as evidence of a dishonest leader, by CID. */
+  readonly #refused = new Map<string, { round: number; peer: string }>();
   /** Manifests this peer built or verified, by CID. */
   readonly #manifests = new Map<string, RoundManifest>();
   /** This peer's announcements of the current round, sent again. */
@@ -270,7 +278,7 @@ export class RoundWork {
     }
     const { accepted, excluded } = round;
     for (const e of excluded) {
-      this.#refuseDelta(e.d, e.reason, new Error(`screened out`));
+      this.#refuseDelta(e.d, e.reason, new Error(`left out`));
     }
     if (accepted.length === 0) {
       throw new Error("no delta could be fetched and passed the screen");
@@ -302,10 +310,11 @@ export class RoundWork {
         tokens: Math.min(d.tokens, cap),
         loss: d.loss,
       })),
-      excluded: excluded.map(({ d, reason }) => ({
+      excluded: excluded.map(({ d, reason, evidence }) => ({
         peer: d.peer,
         delta: d.delta,
         reason,
+        evidence,
       })),
       checkpoint,
     };
@@ -338,10 +347,23 @@ export class RoundWork {
    * aggregate and those screened out, sorted by peer. A delta that cannot
    * be fetched or read is refused here and left out.
    */
-  async #combine(announced: readonly DeltaAnnounce[]): Promise<{
+  async #combine(all: readonly DeltaAnnounce[]): Promise<{
     accepted: { peer: string; d: DeltaAnnounce; delta: Float32Array }[];
-    excluded: { d: DeltaAnnounce; reason: ScreenReason }[];
+    excluded: { d: DeltaAnnounce; reason: ExclusionReason; evidence: string }[];
   }> {
+    // A peer whose manifest for this round failed verification earns
+    // nothing in it: its delta is listed with the manifest as evidence.
+    const refusedFor = (d: DeltaAnnounce) =>
+      [...this.#refused].find(([, r]) =>
+        r.round === d.round && r.peer === d.peer
+      )?.[0];
+    const announced = all.filter((d) => refusedFor(d) === undefined);
+    const refused = all.filter((d) => refusedFor(d) !== undefined)
+      .map((d) => ({
+        d,
+        reason: "refused-manifest" as const,
+        evidence: refusedFor(d)!,
+      }));
     const fetched = await Promise.all(
       announced.map(async (d) => {
         try {
@@ -361,10 +383,14 @@ export class RoundWork {
     const { accepted, excluded } = partitionDeltas(ok);
     return {
       accepted,
-      excluded: excluded.map((e) => ({
-        d: ok.find((f) => f.peer === e.peer)!.d,
-        reason: e.reason,
-      })),
+      excluded: [
+        ...excluded.map((e) => ({
+          d: ok.find((f) => f.peer === e.peer)!.d,
+          reason: e.reason,
+          evidence: "",
+        })),
+        ...refused,
+      ].sort((x, y) => comparePeerIds(x.d.peer, y.d.peer)),
     };
   }
 
@@ -375,6 +401,11 @@ export class RoundWork {
         (err as Error).message
       }`,
     );
+    this.#noteDelta(d, reason);
+  }
+
+  /** Records a delta this peer refused, aggregating or verifying. */
+  #noteDelta(d: DeltaAnnounce, reason: string): void {
     this.#o.ledger.noteRefusal({
       round: d.round,
       peer: d.peer,
@@ -429,6 +460,12 @@ export class RoundWork {
       await this.#recompute(m, manifest, a.announced, a.expected);
     } catch (err) {
       const code = err instanceof ManifestRefused ? err.code : "unreadable";
+      if (err instanceof ManifestRefused && err.evidence) {
+        this.#refused.set(m.manifest, { round: m.round, peer: m.peer });
+        if (this.#refused.size > KEEP_MANIFESTS) {
+          this.#refused.delete(this.#refused.keys().next().value!);
+        }
+      }
       this.#o.ledger.noteRefusal({
         round: m.round,
         peer: m.peer,
@@ -457,17 +494,32 @@ export class RoundWork {
     manifest: RoundManifest,
     announced: readonly DeltaAnnounce[],
     expected: readonly DeltaAnnounce[],
+    depth = 0,
   ): Promise<void> {
     this.#checkManifest(m, manifest, announced);
     const byPeer = new Map(announced.map((d) => [d.peer, d]));
+    const screened = manifest.excluded.filter((e) =>
+      e.reason !== "refused-manifest"
+    );
+    for (const e of manifest.excluded) {
+      if (e.reason !== "refused-manifest") continue;
+      if (!await this.#refutes(e, m, announced, expected, depth)) {
+        throw new ManifestRefused(
+          "unjustified-exclusion",
+          `manifest excludes ${e.peer} for manifest ${e.evidence}, which checks out`,
+        );
+      }
+    }
     const listed = [
       ...manifest.contributions.map((c) => c.peer),
-      ...manifest.excluded.map((e) => e.peer),
+      ...screened.map((e) => e.peer),
     ];
+    const left = new Set([...listed, ...manifest.excluded.map((e) => e.peer)]);
     // The author first: the leader would otherwise serve every delta to
     // every verifier.
     const fetch = (d: DeltaAnnounce) => this.#delta(d, [d.peer, m.peer]);
-    const missing = expected.filter((d) => !listed.includes(d.peer));
+    const missing = announced.filter((d) => !left.has(d.peer));
+    const isExpected = (d: DeltaAnnounce) => expected.some((e) => e === d);
     const [values, leftOut] = await Promise.all([
       Promise.all(listed.map(async (peer) => {
         try {
@@ -479,9 +531,18 @@ export class RoundWork {
           );
         }
       })),
-      // A delta this peer got well before the cutoff and can fetch is one
-      // the leader could have had: leaving it out is censorship.
-      Promise.all(missing.map((d) => fetch(d).then(() => d.peer, () => null))),
+      // A delta this peer got well before the manifest and can read is one
+      // the leader had: leaving it out is censorship. One this peer cannot
+      // read either was rightly left out.
+      Promise.all(
+        missing.map((d) =>
+          fetch(d).then(() => isExpected(d) ? d.peer : null, (err) => {
+            const reason = deltaRefusalReason(err);
+            if (reason !== "unavailable") this.#noteDelta(d, reason);
+            return null;
+          })
+        ),
+      ),
     ]);
     const censored = leftOut.filter((p) => p !== null);
     if (censored.length > 0) {
@@ -489,22 +550,23 @@ export class RoundWork {
         "censored",
         `manifest leaves out the delta of ${
           censored.join(", ")
-        }, announced before the cutoff and fetchable`,
+        }, announced well before the manifest and readable`,
       );
     }
     const { accepted, excluded } = partitionDeltas(values);
     if (
       canonicalJson(excluded) !== canonicalJson(
-        manifest.excluded.map((e) => ({ peer: e.peer, reason: e.reason })),
+        screened.map((e) => ({ peer: e.peer, reason: e.reason })),
       )
     ) {
       throw new ManifestRefused(
         "screen-mismatch",
         `manifest screens out ${
-          canonicalJson(manifest.excluded.map((e) => [e.peer, e.reason]))
+          canonicalJson(screened.map((e) => [e.peer, e.reason]))
         }, this peer ${canonicalJson(excluded.map((e) => [e.peer, e.reason]))}`,
       );
     }
+    for (const e of excluded) this.#noteDelta(byPeer.get(e.peer)!, e.reason);
     const tokens = new Map(
       manifest.contributions.map((c) => [c.peer, c.tokens]),
     );
@@ -531,6 +593,53 @@ export class RoundWork {
       );
     }
     await this.#o.node.store.put(bytes);
+  }
+
+  /**
+   * Whether the manifest that exclusion `e` cites is one its author
+   * published for this round and that fails verification: this peer
+   * refused it already, or rechecks it now (one level deep).
+   */
+  async #refutes(
+    e: RoundManifest["excluded"][number],
+    m: ManifestAnnounce,
+    announced: readonly DeltaAnnounce[],
+    expected: readonly DeltaAnnounce[],
+    depth: number,
+  ): Promise<boolean> {
+    const known = this.#refused.get(e.evidence);
+    if (known) return known.round === m.round && known.peer === e.peer;
+    if (depth >= 1) {
+      throw new ManifestRefused(
+        "too-deep",
+        `exclusion of ${e.peer} cites evidence that cites evidence`,
+      );
+    }
+    const cited: ManifestAnnounce = {
+      ...m,
+      peer: e.peer,
+      manifest: e.evidence,
+      checkpoint: "",
+      rank: 0,
+    };
+    let manifest: RoundManifest;
+    try {
+      manifest = await this.#fetchManifest(cited);
+    } catch {
+      return false;
+    }
+    try {
+      await this.#recompute(
+        { ...cited, checkpoint: manifest.checkpoint },
+        manifest,
+        announced,
+        expected,
+        depth + 1,
+      );
+    } catch (err) {
+      return err instanceof ManifestRefused && err.evidence;
+    }
+    return false;
   }
 
   async #fetchManifest(m: ManifestAnnounce): Promise<RoundManifest> {

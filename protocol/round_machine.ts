@@ -204,13 +204,13 @@ export function takeoverMs(config: RoundConfig): number {
 }
 
 /**
- * Margin for gossip to reach the leader before the cutoff of
- * {@linkcode expectedDeltas}, in ms: a bound on how much later a delta
- * may reach the leader than a verifier. A second, or a quarter of the
- * collect window when that is shorter.
+ * Margin for gossip in {@linkcode expectedDeltas}, in ms: a bound on how
+ * much later a delta may reach the leader than a verifier, plus the time
+ * the manifest takes to reach the verifier. A twentieth of the collect
+ * window (250 ms at a 20 s round deadline), at most a second.
  */
 export function censorGraceMs(config: RoundConfig): number {
-  return Math.min(1000, collectMs(config) / 4);
+  return Math.min(1000, collectMs(config) / 20);
 }
 
 /**

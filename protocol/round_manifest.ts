@@ -66,17 +66,35 @@ export interface ManifestContribution {
 }
 
 /**
- * A delta the leader fetched and screened out as plainly no work (see
- * delta_screen.ts): listed so verifiers can re-screen it and see that the
- * leader left nothing out in silence. It is neither aggregated nor credited.
+ * Why a delta was left out: screened out as plainly no work (see
+ * delta_screen.ts), or `refused-manifest`: its author published a manifest
+ * for the round that failed verification (it led dishonestly), so its work
+ * in that round earns nothing.
+ */
+export type ExclusionReason = ScreenReason | "refused-manifest";
+
+/** Every {@linkcode ExclusionReason}. */
+export const EXCLUSION_REASONS: readonly ExclusionReason[] = [
+  ...SCREEN_REASONS,
+  "refused-manifest",
+];
+
+/**
+ * A delta the leader fetched and left out: listed so verifiers can check
+ * why and see that the leader left nothing out in silence. It is neither
+ * aggregated nor credited.
  */
 export interface ManifestExclusion {
   /** The contributor's libp2p peer id. */
   readonly peer: string;
-  /** CID of the delta blob screened out. */
+  /** CID of the delta blob left out. */
   readonly delta: string;
-  /** Why it was screened out. */
-  readonly reason: ScreenReason;
+  readonly reason: ExclusionReason;
+  /**
+   * For `refused-manifest`, the CID of the manifest it published that
+   * fails verification (the evidence anyone can recheck); "" otherwise.
+   */
+  readonly evidence: string;
 }
 
 /** What the leader of a round aggregated and the checkpoint it produced. */
@@ -140,7 +158,7 @@ const TOP_KEYS = [
 ];
 const RULE_KEYS = ["rule", "trimFraction", "clipTau", "clipIterations"];
 const CONTRIBUTION_KEYS = ["peer", "account", "delta", "tokens", "loss"];
-const EXCLUSION_KEYS = ["peer", "delta", "reason"];
+const EXCLUSION_KEYS = ["peer", "delta", "reason", "evidence"];
 const CID_PROBLEM =
   `must be a CIDv1 (sha2-256) in base32, at most ${MAX_CID_LENGTH} chars`;
 
@@ -389,11 +407,19 @@ function parseExcluded(
     const reason = check(
       obj.reason,
       `${path}.reason`,
-      (v): v is ScreenReason =>
-        (SCREEN_REASONS as readonly unknown[]).includes(v),
-      `must be one of ${SCREEN_REASONS.join(", ")}`,
+      (v): v is ExclusionReason =>
+        (EXCLUSION_REASONS as readonly unknown[]).includes(v),
+      `must be one of ${EXCLUSION_REASONS.join(", ")}`,
     );
-    out.push({ peer, delta, reason });
+    const evidence = reason === "refused-manifest"
+      ? check(obj.evidence, `${path}.evidence`, isCanonicalCid, CID_PROBLEM)
+      : check(
+        obj.evidence,
+        `${path}.evidence`,
+        (v): v is string => v === "",
+        `must be "" for reason ${reason}`,
+      );
+    out.push({ peer, delta, reason, evidence });
   }
   return out;
 }

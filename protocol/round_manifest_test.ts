@@ -328,7 +328,12 @@ Deno.test("encodeManifest() refuses what decodeManifest() would", () => {
 
 Deno.test("excluded deltas are listed sorted, once, and never also credited", async () => {
   const PEER_C = "12D3KooWCCCCCCCCCCCCCCCCCCCCCCCCCCCCCCCCCCCCCCCCCCCC";
-  const zero = { peer: PEER_C, delta: await cidOf("zero"), reason: "zero" };
+  const zero = {
+    peer: PEER_C,
+    delta: await cidOf("zero"),
+    reason: "zero",
+    evidence: "",
+  };
   const back = decodeManifest(
     encodeManifest({ ...MANIFEST, excluded: [zero] } as RoundManifest),
   );
@@ -350,6 +355,21 @@ Deno.test("excluded deltas are listed sorted, once, and never also credited", as
   strictEqual(
     failedField({ ...MANIFEST, excluded: [{ ...zero, peer: PEER_A }] }),
     "excluded[0].peer",
+  );
+  strictEqual(
+    failedField({ ...MANIFEST, excluded: [{ ...zero, evidence: DELTA_A }] }),
+    "excluded[0].evidence",
+  );
+  const refused = { ...zero, reason: "refused-manifest", evidence: DELTA_A };
+  deepStrictEqual(
+    decodeManifest(
+      encodeManifest({ ...MANIFEST, excluded: [refused] } as RoundManifest),
+    ).excluded,
+    [refused],
+  );
+  strictEqual(
+    failedField({ ...MANIFEST, excluded: [{ ...refused, evidence: "" }] }),
+    "excluded[0].evidence",
   );
   strictEqual(failedField({ ...MANIFEST, v: 1 }), "v");
 });

@@ -26,6 +26,7 @@ import {
 import type { PublishedJob } from "../node/job_publish.ts";
 import type { RoundRecord } from "../node/round_ledger.ts";
 import { callRpc } from "../node/rpc_client.ts";
+import { ensureIdentity } from "../node/identity.ts";
 import {
   defaultJobSpec,
   type JobSpec,
@@ -68,14 +69,15 @@ export class JobCluster {
   /**
    * Starts the peers of `slots` (by index), bootstrapping from `from`, on
    * `backend` (default: auto, which is WASM without a real GPU), with more
-   * `--join` flags in `args`.
+   * `--join` flags in `args`, running `entry` (default: main.ts).
    */
   async spawn(
     indices: number[],
-    { from, backend, args = [] }: {
+    { from, backend, args = [], entry = MAIN }: {
       from?: LocalPeer;
       backend?: BackendChoice;
       args?: string[];
+      entry?: string;
     } = {},
   ): Promise<LocalPeer[]> {
     const started = await spawnJobPeers(
@@ -83,7 +85,7 @@ export class JobCluster {
       this.job.id,
       indices.map((i) => this.slots[i]),
       {
-        entry: MAIN,
+        entry,
         bootstrap: from ? [loopbackAddr(from.info)] : undefined,
         timeoutMs: 60_000,
         backend,
@@ -115,6 +117,21 @@ export class JobCluster {
   async stop(): Promise<void> {
     await Promise.all(this.peers.map((p) => stopPeer(p, "SIGKILL")));
     await this.chain.stop();
+  }
+}
+
+/** Copies (making them first if need be) `nodes` peers' keys from `from`. */
+async function copyKeys(from: string, root: string, nodes: number) {
+  for (let i = 1; i <= nodes; i++) {
+    await ensureIdentity(`${from}/node-${i}`);
+    const dir = `${root}/node-${i}/keys`;
+    await Deno.mkdir(dir, { recursive: true, mode: 0o700 });
+    for await (const entry of Deno.readDir(`${from}/node-${i}/keys`)) {
+      await Deno.copyFile(
+        `${from}/node-${i}/keys/${entry.name}`,
+        `${dir}/${entry.name}`,
+      );
+    }
   }
 }
 
@@ -156,20 +173,32 @@ export async function oneClusterAtATime<T>(fn: () => Promise<T>): Promise<T> {
  * test files run one at a time.
  */
 export function withJobCluster(
-  o: { nodes: number; spec: JobSpec },
+  o: JobClusterOptions,
   fn: (c: JobCluster) => Promise<void>,
 ): Promise<void> {
   return oneClusterAtATime(() => runJobCluster(o, fn));
 }
 
+/** A cluster's size and job; `keys` makes its peers' keys the same each run. */
+export interface JobClusterOptions {
+  nodes: number;
+  spec: JobSpec;
+  /**
+   * A directory whose `node-<i>/keys` are the peers' keys, made there on
+   * first use: runs given the same `keys` have the same peer ids.
+   */
+  keys?: string;
+}
+
 async function runJobCluster(
-  o: { nodes: number; spec: JobSpec },
+  o: JobClusterOptions,
   fn: (c: JobCluster) => Promise<void>,
 ): Promise<void> {
   const root = await Deno.makeTempDir({ prefix: "zoo-rounds-test-" });
   const chain = await startDevnetChain(`${root}/chain`, null);
   let cluster: JobCluster | null = null;
   try {
+    if (o.keys) await copyKeys(o.keys, root, o.nodes);
     const slots = await registerDevnetPeers(chain, root, o.nodes);
     // The shared test cache saves each test a corpus download.
     await loadBrownCorpus({ cacheDir: CORPUS_CACHE });

@@ -1,0 +1,201 @@
+/**
+ * One run of the attack suite: a devnet of real `--join --job` peers on a
+ * real anvil, some of them attackers (attacker_main.ts), the rest honest;
+ * or, with no attack, the clean run to compare with. Runs given the same
+ * `keys` directory use the same peer keys, so a clean run and an attacked
+ * one share peer ids, data shards and round-0 leader.
+ *
+ * What it reads back: the final held-out loss an honest peer measured; the
+ * refusals honest peers recorded (who was refused, when, why); the tokens
+ * the chain credited per round and account; who committed each round.
+ *
+ * @module
+ */
+import { cidToBytes32 } from "../../chain/attestation.ts";
+import { listRounds, roundCredits } from "../../chain/registry.ts";
+import { watchRounds } from "../../node/devnet_rounds.ts";
+import type { Refusal } from "../../node/round_ledger.ts";
+import { rankLeaders } from "../../protocol/assignment.ts";
+import type { JobSpec } from "../../protocol/job_spec.ts";
+import {
+  type JobCluster,
+  trainingOf,
+  withJobCluster,
+} from "../_job_cluster.ts";
+import { ATTACK_FILE } from "./attacker_main.ts";
+import { type AttackName, FROM_ROUND_1, LEADER_ATTACKS } from "./behaviours.ts";
+
+const ATTACKER_MAIN = new URL("./attacker_main.ts", import.meta.url).pathname;
+
+/** What one run is. */
+export interface AttackRunOptions {
+  /** The attack, or null for the clean run. */
+  attack: AttackName | null;
+  peers: number;
+  spec: JobSpec;
+  /** Where the peers' keys live across runs. */
+  keys: string;
+  log?: (line: string) => void;
+}
+
+/** What one run showed. */
+export interface AttackRunResult {
+  attack: AttackName | null;
+  peers: number;
+  /** Peer ids of the attackers (none in the clean run). */
+  attackers: string[];
+  /** Held-out loss of the final checkpoint, as an honest peer measured it. */
+  heldoutLoss: number;
+  /** Rounds the attackers attacked. */
+  attackedRounds: number[];
+  /** Attacked rounds in which an honest peer refused an attacker. */
+  detectedRounds: number[];
+  /** Tokens the chain credited to attackers in attacked rounds. */
+  creditedToAttackers: number;
+  /** Tokens the chain credited to attackers in all rounds. */
+  creditedToAttackersAllRounds: number;
+  /**
+   * Honest peers wronged: (round, peer) pairs where an honest peer was
+   * refused by another, or left without credit on chain.
+   */
+  falsePositives: { round: number; peer: string; why: string }[];
+  /** Every refusal honest peers recorded. */
+  refusals: Refusal[];
+}
+
+/**
+ * The attackers of a run: a round-0 leader attack takes the peer ranked
+ * first for round 0 (so the attack surely happens); ALIE takes ~30% of
+ * the peers, the rest one peer, all ranked last for round 0 (so an honest
+ * peer aggregates it).
+ */
+export function chooseAttackers(
+  attack: AttackName | null,
+  ranked: readonly string[],
+): string[] {
+  if (attack === null) return [];
+  if (LEADER_ATTACKS.includes(attack)) return [ranked[0]];
+  const count = attack === "alie"
+    ? Math.max(1, Math.round(0.3 * ranked.length))
+    : 1;
+  return ranked.slice(ranked.length - count);
+}
+
+/** Runs one devnet to its last round and reads back what happened. */
+export async function runAttack(o: AttackRunOptions): Promise<AttackRunResult> {
+  const log = o.log ?? (() => {});
+  let result: AttackRunResult | null = null;
+  await withJobCluster(
+    { nodes: o.peers, spec: o.spec, keys: o.keys },
+    async (c) => {
+      result = await attackCluster(c, o, log);
+    },
+  );
+  return result!;
+}
+
+async function attackCluster(
+  c: JobCluster,
+  o: AttackRunOptions,
+  log: (line: string) => void,
+): Promise<AttackRunResult> {
+  const ids = c.slots.map((s) => s.registration.peerId);
+  const genesis = (await c.chainHead()).head;
+  const attackers = chooseAttackers(o.attack, rankLeaders(genesis, ids));
+  const isAttacker = (i: number) => attackers.includes(ids[i]);
+  const honest = ids.map((_, i) => i).filter((i) => !isAttacker(i));
+  const bad = ids.map((_, i) => i).filter(isAttacker);
+  for (const i of bad) {
+    await Deno.writeTextFile(
+      `${c.slots[i].dataDir}/${ATTACK_FILE}`,
+      JSON.stringify({ name: o.attack, colluders: attackers }),
+    );
+  }
+  log(
+    `${o.attack ?? "clean"}: ${o.peers} peers${
+      bad.length ? `, attackers ${bad.map((i) => c.slots[i].name)}` : ""
+    }`,
+  );
+  const good = await c.spawn(honest);
+  const evil = bad.length
+    ? await c.spawn(bad, { from: good[0], entry: ATTACKER_MAIN })
+    : [];
+  const rounds = await watchRounds({
+    peers: good,
+    rounds: o.spec.rounds,
+    stallMs: Math.max(120_000, 6 * o.spec.roundDeadlineMs),
+    onRound: (r) =>
+      log(`${o.attack ?? "clean"}: round ${r.round + 1}/${o.spec.rounds}`),
+  });
+  const refusals =
+    (await Promise.all(good.map(async (p) => (await trainingOf(p)).refusals)))
+      .flat();
+  for (const p of [...good, ...evil]) p.child.kill("SIGTERM");
+  if (Deno.env.get("ATTACK_DEBUG")) {
+    for (const p of [...good, ...evil]) {
+      console.error(`--- ${p.name}\n${await Deno.readTextFile(p.log)}`);
+    }
+  }
+  const job = cidToBytes32(c.job.id);
+  const credits = await roundCredits(c.chain.owner, job);
+  const committers = (await listRounds(c.chain.owner, job))
+    .map((r) => r.committer.toLowerCase());
+  const accountOf = new Map(
+    c.slots.map((s) => [s.registration.peerId, s.registration.address]),
+  );
+  const attackerAccounts = attackers.map((p) =>
+    accountOf.get(p)!.toLowerCase()
+  );
+  const blames = (round: number, peers: readonly string[]) =>
+    refusals.some((r) => r.round === round && peers.includes(r.peer));
+
+  const all = Array.from({ length: o.spec.rounds }, (_, r) => r);
+  const attackedRounds = o.attack === null
+    ? []
+    : LEADER_ATTACKS.includes(o.attack)
+    ? all.filter((r) =>
+      refusals.some((x) =>
+        x.round === r && x.what === "manifest" && attackers.includes(x.peer)
+      ) || attackerAccounts.includes(committers[r])
+    )
+    : all.filter((r) => r >= (FROM_ROUND_1.includes(o.attack!) ? 1 : 0));
+  const credited = (rs: number[]) =>
+    rs.reduce(
+      (sum, r) =>
+        sum +
+        attackerAccounts.reduce(
+          (s, a) => s + Number(credits.get(r)?.get(a) ?? 0n),
+          0,
+        ),
+      0,
+    );
+  const falsePositives: AttackRunResult["falsePositives"] = [];
+  for (const r of all) {
+    for (const i of honest) {
+      const peer = ids[i];
+      const refused = refusals.find((x) => x.round === r && x.peer === peer);
+      if (refused) {
+        falsePositives.push({
+          round: r,
+          peer,
+          why: `${refused.what}:${refused.reason}`,
+        });
+      } else if (!credits.get(r)?.has(accountOf.get(peer)!.toLowerCase())) {
+        falsePositives.push({ round: r, peer, why: "not credited" });
+      }
+    }
+  }
+  const last = rounds.at(-1)!;
+  return {
+    attack: o.attack,
+    peers: o.peers,
+    attackers,
+    heldoutLoss: [...last.records.values()][0].valLoss,
+    attackedRounds,
+    detectedRounds: attackedRounds.filter((r) => blames(r, attackers)),
+    creditedToAttackers: credited(attackedRounds),
+    creditedToAttackersAllRounds: credited(all),
+    falsePositives,
+    refusals,
+  };
+}
