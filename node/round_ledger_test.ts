@@ -1,7 +1,7 @@
 import assert from "node:assert/strict";
 import { defaultJobSpec } from "../protocol/job_spec.ts";
 import { DEFAULT_CORPUS_DATASET_ID } from "./job_dataset.ts";
-import { RoundLedger } from "./round_ledger.ts";
+import { KEEP_REFUSALS, RoundLedger } from "./round_ledger.ts";
 
 const spec = defaultJobSpec({
   dataset: { cid: DEFAULT_CORPUS_DATASET_ID },
@@ -56,4 +56,24 @@ Deno.test("RoundLedger: the first member's commit notice is kept, unless this pe
   ledger.noteCommit(1, "0xlater", "peerB");
   const mine = close(1);
   assert.deepEqual([mine.tx, mine.leader], ["0xmine", "peerA"]);
+});
+
+Deno.test("RoundLedger: refusals are kept once each, counted, and bounded", () => {
+  const ledger = new RoundLedger(spec, 1000);
+  const r = { round: 1, peer: "p", what: "delta" as const, reason: "zero" };
+  ledger.noteRefusal(r);
+  ledger.noteRefusal({ ...r });
+  ledger.noteRefusal({ ...r, round: 2 });
+  ledger.noteRefusal({ ...r, what: "manifest", reason: "censored" });
+  assert.equal(ledger.refusals.length, 3);
+  assert.deepEqual(Object.fromEntries(ledger.refused), {
+    "delta:zero": 2,
+    "manifest:censored": 1,
+  });
+  for (let i = 0; i < KEEP_REFUSALS + 10; i++) {
+    ledger.noteRefusal({ ...r, round: 100 + i });
+  }
+  assert.equal(ledger.refusals.length, KEEP_REFUSALS);
+  assert.equal(ledger.refusals.at(-1)!.round, 100 + KEEP_REFUSALS + 9);
+  assert.equal(ledger.refused.get("delta:zero"), 2 + KEEP_REFUSALS + 10);
 });

@@ -16,8 +16,7 @@ import {
 } from "../chain/attestation.ts";
 import { commitRound, readRound, type Registry } from "../chain/registry.ts";
 import { privateKeyToAccount } from "viem/accounts";
-import { canonicalJson } from "../protocol/canonical_json.ts";
-import { cidForBytes, cidToString, parseCid } from "../protocol/cid.ts";
+import { cidToString, parseCid } from "../protocol/cid.ts";
 import { maxTokensPerRound } from "../protocol/job_spec.ts";
 import type { JobSpec } from "../protocol/job_spec.ts";
 import type {
@@ -29,7 +28,6 @@ import type {
 import { comparePeerIds } from "../protocol/peer_table.ts";
 import {
   decodeDeltaBlob,
-  DeltaContextError,
   MAX_DELTA_BLOB_OVERHEAD,
 } from "../protocol/delta_blob.ts";
 import { partitionDeltas } from "../protocol/delta_screen.ts";
@@ -63,6 +61,11 @@ import { HONEST, type RoundBehaviour } from "./round_behaviour.ts";
 import type { ZooNode } from "./node.ts";
 import type { RoundCounters, RoundLedger } from "./round_ledger.ts";
 import type { RoundTrainer } from "./round_trainer.ts";
+import {
+  deltaRefusalReason,
+  ManifestRefused,
+  ManifestVerifier,
+} from "./manifest_verifier.ts";
 import { RoundTraining, type TrainedDelta } from "./round_training.ts";
 
 /** The job a peer's rounds belong to, and what it trains and talks with. */
@@ -102,33 +105,6 @@ const MAX_AGGREGATE_PASSES = 3;
 /** How long closing a round may wait for a manifest it did not verify. */
 const MANIFEST_FETCH_MS = 2_000;
 
-/**
- * Why a manifest is not attested; `code` is the refusal's reason. Most
- * refusals are evidence that its leader cheated; a delta that could not be
- * fetched may be the network's fault and is not.
- */
-class ManifestRefused extends Error {
-  constructor(readonly code: string, message: string) {
-    super(message);
-    this.name = "ManifestRefused";
-  }
-
-  get evidence(): boolean {
-    return this.code !== "invalid-delta" && this.code !== "too-deep";
-  }
-}
-
-/** The refusal reason for a delta that could not be fetched or read. */
-function deltaRefusalReason(err: unknown): string {
-  if (err instanceof DeltaContextError) {
-    return err.field === "" ? "malformed" : `wrong-${err.field}`;
-  }
-  return err instanceof RangeError ||
-      (err as Error)?.name === "QuantizeFormatError"
-    ? "malformed"
-    : "unavailable";
-}
-
 /** Carries out round actions for one peer. */
 export class RoundWork {
   readonly #o: RoundWorkOptions;
@@ -138,8 +114,6 @@ export class RoundWork {
   #current: Held | null = null;
   /** The round records being completed, one after another. */
   #closing: Promise<void> = Promise.resolve();
-  /** Manifests this peer refused as evidence of a dishonest leader, by CID. */
-  readonly #refused = new Map<string, { round: number; peer: string }>();
   /** Manifests this peer built or verified, by CID. */
   readonly #manifests = new Map<string, RoundManifest>();
   /** This peer's announcements of the current round, sent again. */
@@ -151,6 +125,7 @@ export class RoundWork {
   /** Exact size of this job's encoded deltas. */
   readonly #deltaBytes: number;
   readonly #behaviour: RoundBehaviour;
+  readonly #verifier: ManifestVerifier;
 
   constructor(o: RoundWorkOptions) {
     this.#o = o;
@@ -172,6 +147,15 @@ export class RoundWork {
         blockSize: o.spec.compression.blockSize,
       });
     this.#served = o.node.blobs.stats.servedBytes;
+    this.#verifier = new ManifestVerifier({
+      jobId: o.jobId,
+      spec: o.spec,
+      delta: (d, providers) => this.#delta(d, providers),
+      manifest: (m) => this.#fetchManifest(m),
+      held: (cid) => this.#held(cid),
+      store: (bytes) => o.node.store.put(bytes).then(() => {}),
+      noteDelta: (d, reason) => this.#noteDelta(d, reason),
+    });
   }
 
   /** Stops training and fetches under way. */
@@ -354,9 +338,7 @@ export class RoundWork {
     // A peer whose manifest for this round failed verification earns
     // nothing in it: its delta is listed with the manifest as evidence.
     const refusedFor = (d: DeltaAnnounce) =>
-      [...this.#refused].find(([, r]) =>
-        r.round === d.round && r.peer === d.peer
-      )?.[0];
+      this.#verifier.evidenceAgainst(d.round, d.peer);
     const announced = all.filter((d) => refusedFor(d) === undefined);
     const refused = all.filter((d) => refusedFor(d) !== undefined)
       .map((d) => ({
@@ -457,15 +439,10 @@ export class RoundWork {
     let manifest: RoundManifest;
     try {
       manifest = await this.#fetchManifest(m);
-      await this.#recompute(m, manifest, a.announced, a.expected);
+      await this.#verifier.verify(m, manifest, a.announced, a.expected);
     } catch (err) {
       const code = err instanceof ManifestRefused ? err.code : "unreadable";
-      if (err instanceof ManifestRefused && err.evidence) {
-        this.#refused.set(m.manifest, { round: m.round, peer: m.peer });
-        if (this.#refused.size > KEEP_MANIFESTS) {
-          this.#refused.delete(this.#refused.keys().next().value!);
-        }
-      }
+      if (err instanceof ManifestRefused) this.#verifier.refused(m, err);
       this.#o.ledger.noteRefusal({
         round: m.round,
         peer: m.peer,
@@ -484,164 +461,6 @@ export class RoundWork {
     this.#o.feed({ type: "verified", msg: m, ok: true });
   }
 
-  /**
-   * Checks `manifest` against what this peer saw and recomputes it; throws
-   * a {@linkcode ManifestRefused} naming what is wrong, and stores C(r+1)
-   * when it matches.
-   */
-  async #recompute(
-    m: ManifestAnnounce,
-    manifest: RoundManifest,
-    announced: readonly DeltaAnnounce[],
-    expected: readonly DeltaAnnounce[],
-    depth = 0,
-  ): Promise<void> {
-    this.#checkManifest(m, manifest, announced);
-    const byPeer = new Map(announced.map((d) => [d.peer, d]));
-    const screened = manifest.excluded.filter((e) =>
-      e.reason !== "refused-manifest"
-    );
-    for (const e of manifest.excluded) {
-      if (e.reason !== "refused-manifest") continue;
-      if (!await this.#refutes(e, m, announced, expected, depth)) {
-        throw new ManifestRefused(
-          "unjustified-exclusion",
-          `manifest excludes ${e.peer} for manifest ${e.evidence}, which checks out`,
-        );
-      }
-    }
-    const listed = [
-      ...manifest.contributions.map((c) => c.peer),
-      ...screened.map((e) => e.peer),
-    ];
-    const left = new Set([...listed, ...manifest.excluded.map((e) => e.peer)]);
-    // The author first: the leader would otherwise serve every delta to
-    // every verifier.
-    const fetch = (d: DeltaAnnounce) => this.#delta(d, [d.peer, m.peer]);
-    const missing = announced.filter((d) => !left.has(d.peer));
-    const isExpected = (d: DeltaAnnounce) => expected.some((e) => e === d);
-    const [values, leftOut] = await Promise.all([
-      Promise.all(listed.map(async (peer) => {
-        try {
-          return { peer, delta: await fetch(byPeer.get(peer)!) };
-        } catch (err) {
-          throw new ManifestRefused(
-            "invalid-delta",
-            `the delta of ${peer} cannot be used: ${(err as Error).message}`,
-          );
-        }
-      })),
-      // A delta this peer got well before the manifest and can read is one
-      // the leader had: leaving it out is censorship. One this peer cannot
-      // read either was rightly left out.
-      Promise.all(
-        missing.map((d) =>
-          fetch(d).then(() => isExpected(d) ? d.peer : null, (err) => {
-            const reason = deltaRefusalReason(err);
-            if (reason !== "unavailable") this.#noteDelta(d, reason);
-            return null;
-          })
-        ),
-      ),
-    ]);
-    const censored = leftOut.filter((p) => p !== null);
-    if (censored.length > 0) {
-      throw new ManifestRefused(
-        "censored",
-        `manifest leaves out the delta of ${
-          censored.join(", ")
-        }, announced well before the manifest and readable`,
-      );
-    }
-    const { accepted, excluded } = partitionDeltas(values);
-    if (
-      canonicalJson(excluded) !== canonicalJson(
-        screened.map((e) => ({ peer: e.peer, reason: e.reason })),
-      )
-    ) {
-      throw new ManifestRefused(
-        "screen-mismatch",
-        `manifest screens out ${
-          canonicalJson(screened.map((e) => [e.peer, e.reason]))
-        }, this peer ${canonicalJson(excluded.map((e) => [e.peer, e.reason]))}`,
-      );
-    }
-    for (const e of excluded) this.#noteDelta(byPeer.get(e.peer)!, e.reason);
-    const tokens = new Map(
-      manifest.contributions.map((c) => [c.peer, c.tokens]),
-    );
-    const held = this.#held(m.parent);
-    const bytes = encodeRoundCheckpoint(
-      nextCheckpoint({
-        spec: this.#o.spec,
-        parent: held.ckpt,
-        parentCid: held.cid,
-        deltas: accepted.map(({ peer, delta }) => ({
-          peer,
-          tokens: tokens.get(peer)!,
-          delta,
-        })),
-      }),
-    );
-    // A match is C(r+1), stored here for free; a mismatch is not kept,
-    // or a leader announcing bogus manifests would fill the disk.
-    const cid = cidToString(await cidForBytes(bytes));
-    if (cid !== manifest.checkpoint) {
-      throw new ManifestRefused(
-        "checkpoint-mismatch",
-        `recomputed checkpoint ${cid} differs`,
-      );
-    }
-    await this.#o.node.store.put(bytes);
-  }
-
-  /**
-   * Whether the manifest that exclusion `e` cites is one its author
-   * published for this round and that fails verification: this peer
-   * refused it already, or rechecks it now (one level deep).
-   */
-  async #refutes(
-    e: RoundManifest["excluded"][number],
-    m: ManifestAnnounce,
-    announced: readonly DeltaAnnounce[],
-    expected: readonly DeltaAnnounce[],
-    depth: number,
-  ): Promise<boolean> {
-    const known = this.#refused.get(e.evidence);
-    if (known) return known.round === m.round && known.peer === e.peer;
-    if (depth >= 1) {
-      throw new ManifestRefused(
-        "too-deep",
-        `exclusion of ${e.peer} cites evidence that cites evidence`,
-      );
-    }
-    const cited: ManifestAnnounce = {
-      ...m,
-      peer: e.peer,
-      manifest: e.evidence,
-      checkpoint: "",
-      rank: 0,
-    };
-    let manifest: RoundManifest;
-    try {
-      manifest = await this.#fetchManifest(cited);
-    } catch {
-      return false;
-    }
-    try {
-      await this.#recompute(
-        { ...cited, checkpoint: manifest.checkpoint },
-        manifest,
-        announced,
-        expected,
-        depth + 1,
-      );
-    } catch (err) {
-      return err instanceof ManifestRefused && err.evidence;
-    }
-    return false;
-  }
-
   async #fetchManifest(m: ManifestAnnounce): Promise<RoundManifest> {
     const parsed = parseCid(m.manifest);
     const { node } = this.#o;
@@ -655,57 +474,6 @@ export class RoundWork {
       });
     }
     return decodeManifest(await node.store.get(parsed));
-  }
-
-  /** Throws a {@linkcode ManifestRefused} unless `manifest` fits `m`. */
-  #checkManifest(
-    m: ManifestAnnounce,
-    manifest: RoundManifest,
-    announced: readonly DeltaAnnounce[],
-  ): void {
-    if (
-      manifest.job !== this.#o.jobId || manifest.round !== m.round ||
-      manifest.parent !== m.parent || manifest.leader !== m.peer ||
-      manifest.checkpoint !== m.checkpoint
-    ) {
-      throw new ManifestRefused(
-        "mismatch",
-        "manifest does not match its announcement",
-      );
-    }
-    if (
-      canonicalJson(manifest.rule) !== canonicalJson(this.#o.spec.aggregation)
-    ) {
-      throw new ManifestRefused(
-        "rule",
-        "manifest uses another aggregation rule",
-      );
-    }
-    const cap = maxTokensPerRound(this.#o.spec);
-    const byPeer = new Map(announced.map((d) => [d.peer, d]));
-    for (const c of manifest.contributions) {
-      const d = byPeer.get(c.peer);
-      // Every contribution must be one its author announced (signed on
-      // gossip): a leader cannot invent or alter deltas.
-      if (
-        !d || d.delta !== c.delta || d.loss !== c.loss ||
-        d.account.toLowerCase() !== c.account.toLowerCase() ||
-        Math.min(d.tokens, cap) !== c.tokens
-      ) {
-        throw new ManifestRefused(
-          "not-announced",
-          `contribution of ${c.peer} was not announced as listed`,
-        );
-      }
-    }
-    for (const e of manifest.excluded) {
-      if (byPeer.get(e.peer)?.delta !== e.delta) {
-        throw new ManifestRefused(
-          "not-announced",
-          `exclusion of ${e.peer} names a delta it did not announce`,
-        );
-      }
-    }
   }
 
   // ------------------------------------------------ attestation and commit

@@ -6,6 +6,7 @@ import type {
   ManifestAnnounce,
 } from "./messages.ts";
 import {
+  censorGraceMs,
   collectMs,
   COMMIT_RETRY_MS,
   initialState,
@@ -176,6 +177,40 @@ Deno.test("round machine: manifests are verified once per announcer and attested
     reason: "x",
   }]]);
   assert.deepEqual(types(bad.actions), []);
+});
+
+Deno.test("round machine: a manifest must list every delta seen well before it", () => {
+  const cfg = config("a", { roundDeadlineMs: 20_000 });
+  const grace = censorGraceMs(cfg);
+  assert.equal(grace, 250);
+  const m: ManifestAnnounce = {
+    v: 1,
+    type: "manifest",
+    peer: "b",
+    job: "job",
+    round: 0,
+    parent: GENESIS,
+    manifest: "bafkreimanifest",
+    checkpoint: "bafkreicheckpoint",
+    rank: 0,
+  };
+  const at = 10_000;
+  const { actions } = run(initialState(cfg, 0), [
+    [0, { type: "chainHead", nextRound: 0, head: GENESIS }],
+    [0, { type: "enter", round: 0, parent: GENESIS }],
+    [0, { type: "tick", live: ["a", "b", "c", "d"] }],
+    [1_000, { type: "delta", msg: delta("b") }],
+    [at - grace, { type: "delta", msg: delta("c") }],
+    [at - grace + 1, { type: "delta", msg: delta("d") }],
+    [at, { type: "manifest", msg: m }],
+  ]);
+  const verify = actions.find((a) => a.type === "verify") as Extract<
+    RoundAction,
+    { type: "verify" }
+  >;
+  assert.deepEqual(verify.announced.map((d) => d.peer), ["b", "c", "d"]);
+  // d came within the grace: the leader may not have had it yet.
+  assert.deepEqual(verify.expected.map((d) => d.peer), ["b", "c"]);
 });
 
 Deno.test("round machine: the aggregator commits at quorum and retries a failed commit", () => {

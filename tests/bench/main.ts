@@ -19,6 +19,7 @@ const BENCHES: Record<string, () => Promise<{ default: Bench }>> = {
   kernels: () => import("./kernels.ts"),
   chain: () => import("./chain.ts"),
   rounds: () => import("./rounds.ts"),
+  attacks: () => import("./attacks.ts"),
 };
 
 /** Where and on what the numbers were taken. */

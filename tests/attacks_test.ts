@@ -1,0 +1,48 @@
+/**
+ * The fast part of the attack suite (`deno task bench attacks` runs it
+ * all): real attacker peers among honest ones on a tiny model. Each must be
+ * caught in every round it attacks and credited nothing there, and no
+ * honest peer may be refused or go uncredited.
+ */
+import assert from "node:assert/strict";
+import { JOB_TEST, tinySpec } from "./_job_cluster.ts";
+import { runAttack } from "./attack/attack_run.ts";
+import type { AttackName } from "./attack/behaviours.ts";
+
+const FAST: AttackName[] = [
+  "scaled",
+  "zero-delta",
+  "stale-replay",
+  "cross-round",
+  "censoring-leader",
+  "lying-leader",
+];
+
+const keys = await Deno.makeTempDir({ prefix: "zoo-attack-keys-" });
+globalThis.addEventListener("unload", () => Deno.removeSync(keys, { recursive: true }));
+const spec = tinySpec({ minPeers: 3, quorum: 2, rounds: 3 });
+
+for (const attack of FAST) {
+  Deno.test({
+    name: `attacks: ${attack} among 3 peers is caught each round it attacks`,
+    ...JOB_TEST,
+    fn: async () => {
+      const r = await runAttack({ attack, peers: 3, spec, keys });
+      assert.ok(r.attackedRounds.length > 0, "the attack never happened");
+      assert.deepEqual(r.detectedRounds, r.attackedRounds);
+      assert.equal(r.creditedToAttackers, 0);
+      assert.deepEqual(r.falsePositives, []);
+      assert.ok(Number.isFinite(r.heldoutLoss) && r.heldoutLoss < 4);
+    },
+  });
+}
+
+Deno.test({
+  name: "attacks: a clean run of the same peers wrongs no one",
+  ...JOB_TEST,
+  fn: async () => {
+    const r = await runAttack({ attack: null, peers: 3, spec, keys });
+    assert.deepEqual(r.falsePositives, []);
+    assert.deepEqual(r.refusals, []);
+  },
+});

@@ -1,0 +1,205 @@
+/**
+ * The attack suite: for each attack, a devnet of real peers with attackers
+ * among them (tests/attack/), next to a clean run with the same keys, job
+ * and leader of round 0. Reported per attack: whether honest peers caught
+ * it and how soon, tokens the chain credited to attackers in the rounds
+ * they attacked, the final held-out loss against the clean run's, and
+ * every honest peer wronged (false positives).
+ *
+ * @module
+ */
+import { DEFAULT_MODEL } from "../../protocol/job_spec.ts";
+import type { JobSpec } from "../../protocol/job_spec.ts";
+import { tinySpec } from "../_job_cluster.ts";
+import { type AttackRunResult, runAttack } from "../attack/attack_run.ts";
+import { type AttackName, ATTACKS } from "../attack/behaviours.ts";
+import { type Bench, formatTable, numberFlag, UsageError } from "./_bench.ts";
+
+interface Options {
+  peers: number;
+  rounds: number;
+  innerSteps: number;
+  model: "default" | "tiny";
+  only: AttackName[];
+}
+
+/** One attack's line in the report. */
+export interface AttackFigures {
+  name: AttackName;
+  peers: number;
+  attackers: number;
+  /** An honest peer refused, dropped or flagged an attacker. */
+  detected: boolean;
+  /** Attacked rounds up to and including the first detection; null if none. */
+  roundsToDetect: number | null;
+  attackedRounds: number[];
+  detectedRounds: number[];
+  creditedToAttackers: number;
+  heldoutLoss: number;
+  lossRatioVsClean: number;
+  falsePositives: number;
+}
+
+/** What `attacks` reports. */
+export interface AttacksResult {
+  peers: number;
+  rounds: number;
+  innerSteps: number;
+  model: string;
+  rule: string;
+  clean: { heldoutLoss: number; falsePositives: number };
+  attacks: AttackFigures[];
+  /** Honest peers wronged over all runs, the clean one included. */
+  falsePositives: number;
+}
+
+function specFor(o: Options): JobSpec {
+  const model = o.model === "tiny"
+    ? {}
+    : { model: DEFAULT_MODEL, batchSize: 16, inner: {} };
+  return tinySpec({
+    name: "bench-attacks",
+    ...model,
+    minPeers: o.peers,
+    quorum: Math.floor(o.peers / 2) + 1,
+    rounds: o.rounds,
+    innerSteps: o.innerSteps,
+    // The devnet's deadline: backups take over a refused leader in 15 s.
+    roundDeadlineMs: 20_000,
+  });
+}
+
+function figures(r: AttackRunResult, clean: number): AttackFigures {
+  const first = r.detectedRounds[0];
+  return {
+    name: r.attack!,
+    peers: r.peers,
+    attackers: r.attackers.length,
+    detected: r.detectedRounds.length > 0,
+    roundsToDetect: first === undefined
+      ? null
+      : r.attackedRounds.indexOf(first) + 1,
+    attackedRounds: r.attackedRounds,
+    detectedRounds: r.detectedRounds,
+    creditedToAttackers: r.creditedToAttackers,
+    heldoutLoss: r.heldoutLoss,
+    lossRatioVsClean: r.heldoutLoss / clean,
+    falsePositives: r.falsePositives.length,
+  };
+}
+
+const bench: Bench<Options, AttacksResult> = {
+  summary:
+    "attacker peers against honest ones: detection, tokens credited to attackers, loss vs a clean run, false positives",
+  flags: {
+    peers: { default: "3", help: "peers per devnet, attackers included, 3-8" },
+    rounds: { default: "4", help: "rounds, 2-50" },
+    "inner-steps": { default: "50", help: "inner steps per round H" },
+    model: {
+      default: "default",
+      help: "default (2 layers, d_model 128) or tiny (1 layer, d_model 32)",
+    },
+    only: {
+      default: ATTACKS.join(","),
+      help: `comma-separated attacks: ${ATTACKS.join(", ")}`,
+    },
+  },
+  parse(flags) {
+    if (flags.model !== "default" && flags.model !== "tiny") {
+      throw new UsageError(
+        `Cannot use --model as it must be default or tiny: current value is "${flags.model}"`,
+      );
+    }
+    const only = flags.only.split(",").map((s) => s.trim());
+    const unknown = only.find((a) =>
+      !(ATTACKS as readonly string[]).includes(a)
+    );
+    if (unknown !== undefined || only.length === 0) {
+      throw new UsageError(
+        `Cannot use --only as each attack must be one of ${
+          ATTACKS.join(", ")
+        }: current value is "${unknown ?? ""}"`,
+      );
+    }
+    return {
+      peers: numberFlag(flags, "peers", { min: 3, max: 8, integer: true }),
+      rounds: numberFlag(flags, "rounds", { min: 2, max: 50, integer: true }),
+      innerSteps: numberFlag(flags, "inner-steps", {
+        min: 1,
+        max: 10_000,
+        integer: true,
+      }),
+      model: flags.model,
+      only: only as AttackName[],
+    };
+  },
+  async run(o, log) {
+    const spec = specFor(o);
+    const keys = await Deno.makeTempDir({ prefix: "zoo-attack-keys-" });
+    try {
+      const run = (attack: AttackName | null) =>
+        runAttack({ attack, peers: o.peers, spec, keys, log });
+      const clean = await run(null);
+      log(`clean: held-out loss ${clean.heldoutLoss.toFixed(4)}`);
+      const attacks: AttackFigures[] = [];
+      for (const name of o.only) {
+        const f = figures(await run(name), clean.heldoutLoss);
+        log(
+          `${name}: detected ${f.detectedRounds.length}/${f.attackedRounds.length} attacked rounds, credited ${f.creditedToAttackers}, loss ratio ${
+            f.lossRatioVsClean.toFixed(4)
+          }`,
+        );
+        attacks.push(f);
+      }
+      return {
+        peers: o.peers,
+        rounds: o.rounds,
+        innerSteps: o.innerSteps,
+        model: o.model,
+        rule: JSON.stringify(spec.aggregation),
+        clean: {
+          heldoutLoss: clean.heldoutLoss,
+          falsePositives: clean.falsePositives.length,
+        },
+        attacks,
+        falsePositives: clean.falsePositives.length +
+          attacks.reduce((s, a) => s + a.falsePositives, 0),
+      };
+    } finally {
+      await Deno.remove(keys, { recursive: true }).catch(() => {});
+    }
+  },
+  table(r) {
+    return [
+      `${r.peers} peers x ${r.rounds} rounds x ${r.innerSteps} steps (${r.model} model), rule ${r.rule}`,
+      `clean run: held-out loss ${r.clean.heldoutLoss.toFixed(4)}`,
+      formatTable(
+        [
+          "attack",
+          "attackers",
+          "detected",
+          "rounds attacked",
+          "caught in",
+          "credited",
+          "held-out loss",
+          "vs clean",
+          "false pos.",
+        ],
+        r.attacks.map((a) => [
+          a.name,
+          String(a.attackers),
+          a.detected ? `yes (round ${a.roundsToDetect})` : "no",
+          a.attackedRounds.join(" "),
+          a.detectedRounds.join(" "),
+          String(a.creditedToAttackers),
+          a.heldoutLoss.toFixed(4),
+          a.lossRatioVsClean.toFixed(4),
+          String(a.falsePositives),
+        ]),
+      ),
+      `false positives over all runs: ${r.falsePositives}`,
+    ].join("\n");
+  },
+};
+
+export default bench;
