@@ -63,6 +63,21 @@ export interface ManifestVerifierOptions {
   noteDelta(d: DeltaAnnounce, reason: string): void;
 }
 
+/** What this peer saw of the round when a manifest arrived. */
+export interface Witness {
+  /** The round's delta announcements it held. */
+  readonly announced: readonly DeltaAnnounce[];
+  /** Those the manifest must list (censorship.ts). */
+  readonly expected: readonly DeltaAnnounce[];
+  /** Whether a manifest listing these peers came sooner than allowed. */
+  hasty(listed: readonly string[]): boolean;
+}
+
+/** A witness of a manifest that did not reach this peer itself: no timing. */
+function untimed(w: Witness): Witness {
+  return { announced: w.announced, expected: [], hasty: () => false };
+}
+
 /** Manifests refused as evidence, kept for the rounds still in play. */
 const KEEP_REFUSED = 16;
 
@@ -71,13 +86,35 @@ export class ManifestVerifier {
   readonly #o: ManifestVerifierOptions;
   /** Manifests refused as evidence of a dishonest leader, by CID. */
   readonly #refused = new Map<string, { round: number; peer: string }>();
+  /** Checks under way, by manifest CID. */
+  readonly #pending = new Map<string, Promise<unknown>>();
 
   constructor(o: ManifestVerifierOptions) {
     this.#o = o;
   }
 
-  /** Remembers manifest `m`, refused for `err`, when that is evidence. */
-  refused(m: ManifestAnnounce, err: ManifestRefused): void {
+  /**
+   * Fetches and verifies the manifest `m` announced, as `witness` saw the
+   * round. Resolves with it when it checks out; throws a
+   * {@linkcode ManifestRefused} when it does not (remembered as evidence
+   * against its leader) or another error when it cannot be fetched.
+   */
+  check(m: ManifestAnnounce, witness: Witness): Promise<RoundManifest> {
+    const task = (async () => {
+      const manifest = await this.#o.manifest(m);
+      try {
+        await this.verify(m, manifest, witness);
+      } catch (err) {
+        if (err instanceof ManifestRefused) this.#remember(m, err);
+        throw err;
+      }
+      return manifest;
+    })();
+    this.#pending.set(m.manifest, task);
+    return task.finally(() => this.#pending.delete(m.manifest));
+  }
+
+  #remember(m: ManifestAnnounce, err: ManifestRefused): void {
     if (!err.evidence) return;
     this.#refused.set(m.manifest, { round: m.round, peer: m.peer });
     if (this.#refused.size > KEEP_REFUSED) {
@@ -101,18 +138,29 @@ export class ManifestVerifier {
   async verify(
     m: ManifestAnnounce,
     manifest: RoundManifest,
-    announced: readonly DeltaAnnounce[],
-    expected: readonly DeltaAnnounce[],
+    witness: Witness,
     depth = 0,
   ): Promise<void> {
-    this.#check(m, manifest, announced);
+    const { announced, expected } = witness;
+    this.#fits(m, manifest, announced);
+    if (
+      witness.hasty([
+        ...manifest.contributions.map((c) => c.peer),
+        ...manifest.excluded.map((e) => e.peer),
+      ])
+    ) {
+      throw new ManifestRefused(
+        "hasty",
+        "manifest came sooner after its latest delta than a leader may publish",
+      );
+    }
     const byPeer = new Map(announced.map((d) => [d.peer, d]));
     const screened = manifest.excluded.filter((e) =>
       e.reason !== "refused-manifest"
     );
     for (const e of manifest.excluded) {
       if (e.reason !== "refused-manifest") continue;
-      if (!await this.#refutes(e, m, announced, expected, depth)) {
+      if (!await this.#refutes(e, m, witness, depth)) {
         throw new ManifestRefused(
           "unjustified-exclusion",
           `manifest excludes ${e.peer} for manifest ${e.evidence}, which checks out`,
@@ -207,15 +255,17 @@ export class ManifestVerifier {
   /**
    * Whether the manifest that exclusion `e` cites is one its author
    * published for this round and that fails verification: this peer
-   * refused it already, or rechecks it now (one level deep).
+   * refused it already (waiting for a check under way), or rechecks it
+   * now, one level deep and without the timing rules, which only hold for
+   * manifests this peer saw arrive.
    */
   async #refutes(
     e: RoundManifest["excluded"][number],
     m: ManifestAnnounce,
-    announced: readonly DeltaAnnounce[],
-    expected: readonly DeltaAnnounce[],
+    witness: Witness,
     depth: number,
   ): Promise<boolean> {
+    await this.#pending.get(e.evidence)?.catch(() => {});
     const known = this.#refused.get(e.evidence);
     if (known) return known.round === m.round && known.peer === e.peer;
     if (depth >= 1) {
@@ -241,8 +291,7 @@ export class ManifestVerifier {
       await this.verify(
         { ...cited, checkpoint: manifest.checkpoint },
         manifest,
-        announced,
-        expected,
+        untimed(witness),
         depth + 1,
       );
     } catch (err) {
@@ -252,7 +301,7 @@ export class ManifestVerifier {
   }
 
   /** Throws a {@linkcode ManifestRefused} unless `manifest` fits `m`. */
-  #check(
+  #fits(
     m: ManifestAnnounce,
     manifest: RoundManifest,
     announced: readonly DeltaAnnounce[],

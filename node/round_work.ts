@@ -31,6 +31,7 @@ import {
   MAX_DELTA_BLOB_OVERHEAD,
 } from "../protocol/delta_blob.ts";
 import { partitionDeltas } from "../protocol/delta_screen.ts";
+import { expectedDeltas, isHasty, settleMs } from "../protocol/censorship.ts";
 import {
   decodeRoundCheckpoint,
   encodeRoundCheckpoint,
@@ -249,14 +250,22 @@ export class RoundWork {
   ): Promise<void> {
     const held = this.#held(a.parent);
     const cap = maxTokensPerRound(this.#o.spec);
-    // Deltas that arrive while this runs are taken in before publishing, so
-    // the manifest lists all that reached this peer up to the last moment.
+    // The manifest waits until its latest delta is settleMs old, taking in
+    // what arrives meanwhile, so verifiers find it neither hasty nor short
+    // of a delta they saw well before it (censorship.ts).
     let announced = a.contributions;
     let round = await this.#combine(announced);
     for (let pass = 0; pass < MAX_AGGREGATE_PASSES; pass++) {
-      const late = [...this.#o.state().deltas.values()]
+      const { deltaSeenAt, config } = this.#o.state();
+      const latest = Math.max(
+        ...announced.map((d) => deltaSeenAt.get(d.peer) ?? 0),
+      );
+      const wait = latest + settleMs(config) - Date.now();
+      if (wait > 0) await this.#sleep(wait);
+      const state = this.#o.state();
+      const late = [...state.deltas.values()]
         .filter((d) => !announced.some((x) => x.peer === d.peer));
-      if (late.length === 0 || this.#o.state().round !== a.round) break;
+      if (late.length === 0 || state.round !== a.round) break;
       announced = [...announced, ...late];
       round = await this.#combine(announced);
     }
@@ -437,12 +446,15 @@ export class RoundWork {
   async #verify(a: Extract<RoundAction, { type: "verify" }>): Promise<void> {
     const m = a.manifest;
     let manifest: RoundManifest;
+    const config = this.#o.state().config;
     try {
-      manifest = await this.#fetchManifest(m);
-      await this.#verifier.verify(m, manifest, a.announced, a.expected);
+      manifest = await this.#verifier.check(m, {
+        announced: a.announced,
+        expected: expectedDeltas(a.announced, a.seenAt, a.at, config),
+        hasty: (listed) => isHasty(listed, a.seenAt, a.at, config),
+      });
     } catch (err) {
       const code = err instanceof ManifestRefused ? err.code : "unreadable";
-      if (err instanceof ManifestRefused) this.#verifier.refused(m, err);
       this.#o.ledger.noteRefusal({
         round: m.round,
         peer: m.peer,
@@ -661,6 +673,18 @@ export class RoundWork {
   }
 
   // -------------------------------------------------------------- helpers
+
+  /** Resolves after `ms`, or rejects when the driver stops. */
+  #sleep(ms: number): Promise<void> {
+    const signal = this.#abort.signal;
+    return new Promise((resolve, reject) => {
+      const timer = setTimeout(resolve, ms);
+      signal.addEventListener("abort", () => {
+        clearTimeout(timer);
+        reject(signal.reason);
+      }, { once: true });
+    });
+  }
 
   #held(cid: string): Held {
     if (this.#current?.cid !== cid) {

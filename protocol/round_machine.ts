@@ -15,9 +15,8 @@
  *               Every manifest announced for the round is verified (action
  *               `verify`) and, when it checks out, attested (`attest`).
  *               The leader must list every delta it got: aggregated, or
- *               screened out as no work. A verifier expects every delta
- *               it received well before the manifest (see `expectedDeltas`)
- *               and refuses a manifest that leaves out one it can fetch.
+ *               excluded with a reason; a verifier refuses a manifest that
+ *               silently leaves one out (see censorship.ts).
  *   aggregator  the peer that aggregated gathers attestations for its own
  *               manifest and commits (`commit`) once it has a quorum.
  *   syncing     the chain recorded the round (first valid commit wins):
@@ -159,13 +158,15 @@ export type RoundAction =
   }
   /**
    * Recompute `manifest` from its deltas; `announced` are the deltas seen,
-   * `expected` those the manifest must list (see `expectedDeltas`).
+   * `seenAt` when each arrived, `at` when the manifest did (for the
+   * censorship rules of censorship.ts).
    */
   | {
     type: "verify";
     manifest: ManifestAnnounce;
     announced: DeltaAnnounce[];
-    expected: DeltaAnnounce[];
+    seenAt: ReadonlyMap<string, number>;
+    at: number;
   }
   /** Sign and publish an attestation of a verified manifest. */
   | { type: "attest"; manifest: ManifestAnnounce }
@@ -201,36 +202,6 @@ export function collectMs(config: RoundConfig): number {
 /** How long each backup rank waits after the one before it, in ms. */
 export function takeoverMs(config: RoundConfig): number {
   return config.roundDeadlineMs / 2;
-}
-
-/**
- * Margin for gossip in {@linkcode expectedDeltas}, in ms: a bound on how
- * much later a delta may reach the leader than a verifier, plus the time
- * the manifest takes to reach the verifier. A twentieth of the collect
- * window (250 ms at a 20 s round deadline), at most a second.
- */
-export function censorGraceMs(config: RoundConfig): number {
-  return Math.min(1000, collectMs(config) / 20);
-}
-
-/**
- * The deltas a verifier expects a manifest to list, aggregated or screened
- * out: those it received at least {@linkcode censorGraceMs} before the
- * manifest (`now`). A leader takes in every delta that reaches it until
- * it publishes, so one that reached this verifier that much earlier had
- * reached the leader too. Honest verifiers thus agree but on deltas that
- * arrive within the grace, which none of them expects. A leader can still
- * drop a delta that reaches it just before it publishes, as if it had
- * published a moment sooner: no rule of time can tell the two apart.
- */
-export function expectedDeltas(
-  state: RoundState,
-  now: number,
-): DeltaAnnounce[] {
-  const cutoff = now - censorGraceMs(state.config);
-  return [...state.deltas.values()].filter((d) =>
-    (state.deltaSeenAt.get(d.peer) ?? Infinity) <= cutoff
-  );
 }
 
 /** Retry delay after a failed commit, in ms. */
@@ -485,7 +456,8 @@ function onManifest(
       type: "verify",
       manifest: msg,
       announced: [...state.deltas.values()],
-      expected: expectedDeltas(state, now),
+      seenAt: state.deltaSeenAt,
+      at: now,
     }],
   };
 }

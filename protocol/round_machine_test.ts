@@ -6,7 +6,6 @@ import type {
   ManifestAnnounce,
 } from "./messages.ts";
 import {
-  censorGraceMs,
   collectMs,
   COMMIT_RETRY_MS,
   initialState,
@@ -179,10 +178,7 @@ Deno.test("round machine: manifests are verified once per announcer and attested
   assert.deepEqual(types(bad.actions), []);
 });
 
-Deno.test("round machine: a manifest must list every delta seen well before it", () => {
-  const cfg = config("a", { roundDeadlineMs: 20_000 });
-  const grace = censorGraceMs(cfg);
-  assert.equal(grace, 250);
+Deno.test("round machine: a verification knows when each delta and the manifest arrived", () => {
   const m: ManifestAnnounce = {
     v: 1,
     type: "manifest",
@@ -194,23 +190,26 @@ Deno.test("round machine: a manifest must list every delta seen well before it",
     checkpoint: "bafkreicheckpoint",
     rank: 0,
   };
-  const at = 10_000;
-  const { actions } = run(initialState(cfg, 0), [
+  const { actions } = run(initialState(config("a"), 0), [
     [0, { type: "chainHead", nextRound: 0, head: GENESIS }],
     [0, { type: "enter", round: 0, parent: GENESIS }],
-    [0, { type: "tick", live: ["a", "b", "c", "d"] }],
+    [0, { type: "tick", live: ["a", "b", "c"] }],
     [1_000, { type: "delta", msg: delta("b") }],
-    [at - grace, { type: "delta", msg: delta("c") }],
-    [at - grace + 1, { type: "delta", msg: delta("d") }],
-    [at, { type: "manifest", msg: m }],
+    [2_000, { type: "trained", delta: delta("a") }],
+    [3_000, { type: "delta", msg: delta("c") }],
+    [3_000, { type: "delta", msg: { ...delta("c"), loss: 1 } }],
+    [9_000, { type: "manifest", msg: m }],
   ]);
   const verify = actions.find((a) => a.type === "verify") as Extract<
     RoundAction,
     { type: "verify" }
   >;
-  assert.deepEqual(verify.announced.map((d) => d.peer), ["b", "c", "d"]);
-  // d came within the grace: the leader may not have had it yet.
-  assert.deepEqual(verify.expected.map((d) => d.peer), ["b", "c"]);
+  assert.deepEqual(verify.announced.map((d) => d.peer), ["b", "a", "c"]);
+  assert.deepEqual(
+    Object.fromEntries(verify.seenAt),
+    { a: 2_000, b: 1_000, c: 3_000 },
+  );
+  assert.equal(verify.at, 9_000);
 });
 
 Deno.test("round machine: the aggregator commits at quorum and retries a failed commit", () => {

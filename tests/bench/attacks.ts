@@ -8,6 +8,11 @@
  *
  * @module
  */
+import {
+  AGGREGATION_RULES,
+  type AggregationRuleName,
+  DEFAULT_AGGREGATION,
+} from "../../protocol/aggregate.ts";
 import { DEFAULT_MODEL } from "../../protocol/job_spec.ts";
 import type { JobSpec } from "../../protocol/job_spec.ts";
 import { tinySpec } from "../_job_cluster.ts";
@@ -20,6 +25,7 @@ interface Options {
   rounds: number;
   innerSteps: number;
   model: "default" | "tiny";
+  rule: AggregationRuleName;
   only: AttackName[];
 }
 
@@ -66,6 +72,7 @@ function specFor(o: Options): JobSpec {
     innerSteps: o.innerSteps,
     // The devnet's deadline: backups take over a refused leader in 15 s.
     roundDeadlineMs: 20_000,
+    aggregation: { rule: o.rule },
   });
 }
 
@@ -99,6 +106,10 @@ const bench: Bench<Options, AttacksResult> = {
       default: "default",
       help: "default (2 layers, d_model 128) or tiny (1 layer, d_model 32)",
     },
+    rule: {
+      default: DEFAULT_AGGREGATION.rule,
+      help: `aggregation rule: ${AGGREGATION_RULES.join(", ")}`,
+    },
     only: {
       default: ATTACKS.join(","),
       help: `comma-separated attacks: ${ATTACKS.join(", ")}`,
@@ -108,6 +119,13 @@ const bench: Bench<Options, AttacksResult> = {
     if (flags.model !== "default" && flags.model !== "tiny") {
       throw new UsageError(
         `Cannot use --model as it must be default or tiny: current value is "${flags.model}"`,
+      );
+    }
+    if (!(AGGREGATION_RULES as readonly string[]).includes(flags.rule)) {
+      throw new UsageError(
+        `Cannot use --rule as it must be one of ${
+          AGGREGATION_RULES.join(", ")
+        }: current value is "${flags.rule}"`,
       );
     }
     const only = flags.only.split(",").map((s) => s.trim());
@@ -130,6 +148,7 @@ const bench: Bench<Options, AttacksResult> = {
         integer: true,
       }),
       model: flags.model,
+      rule: flags.rule as AggregationRuleName,
       only: only as AttackName[],
     };
   },

@@ -180,6 +180,48 @@ Deno.test({
   },
 });
 
+Deno.test({
+  name:
+    "bench attacks --json reports a clean run and each attack (tiny model, real processes and anvil)",
+  sanitizeOps: false,
+  sanitizeResources: false,
+  fn: async () => {
+    const { code, stdout, stderr } = await bench(
+      "attacks",
+      "--json",
+      "--model",
+      "tiny",
+      "--rounds",
+      "2",
+      "--inner-steps",
+      "20",
+      "--only",
+      "zero-delta",
+    );
+    assert.equal(code, 0, stderr);
+    const { attacks } = JSON.parse(stdout);
+    assertPositive(attacks.clean.heldoutLoss, "clean heldoutLoss");
+    assert.equal(attacks.falsePositives, 0);
+    assert.equal(attacks.attacks.length, 1);
+    const [zero] = attacks.attacks;
+    assert.equal(zero.name, "zero-delta");
+    assert.equal(zero.peers, 3);
+    assert.equal(zero.attackers, 1);
+    assert.equal(zero.detected, true);
+    assert.equal(zero.roundsToDetect, 1);
+    assert.equal(zero.creditedToAttackers, 0);
+    assertPositive(zero.lossRatioVsClean, "lossRatioVsClean");
+  },
+});
+
+Deno.test("bench attacks refuses an unknown attack or rule", async () => {
+  for (const args of [["--only", "bribe"], ["--rule", "mean"]]) {
+    const { code, stderr } = await bench("attacks", ...args);
+    assert.equal(code, 2);
+    assert.match(stderr, /Cannot use --(only|rule)/);
+  }
+});
+
 gpuTest(
   "bench kernels --backend webgpu --quick reports matmul and training in JSON",
   async () => {

@@ -1,0 +1,51 @@
+import assert from "node:assert/strict";
+import {
+  censorGraceMs,
+  expectedDeltas,
+  isHasty,
+  settleMs,
+} from "./censorship.ts";
+import type { DeltaAnnounce } from "./messages.ts";
+import type { RoundConfig } from "./round_machine.ts";
+
+const CONFIG: RoundConfig = {
+  job: "job",
+  self: "a",
+  quorum: 2,
+  minPeers: 3,
+  rounds: 3,
+  roundDeadlineMs: 20_000,
+  overlap: false,
+};
+
+const delta = (peer: string) => ({ peer }) as DeltaAnnounce;
+
+Deno.test("the margin is a twentieth of the collect window, at most 1 s", () => {
+  assert.equal(censorGraceMs(CONFIG), 250);
+  assert.equal(settleMs(CONFIG), 500);
+  assert.equal(censorGraceMs({ ...CONFIG, roundDeadlineMs: 4_000 }), 50);
+  assert.equal(censorGraceMs({ ...CONFIG, roundDeadlineMs: 3_600_000 }), 1000);
+});
+
+Deno.test("a manifest must list every delta that arrived a margin before it", () => {
+  const seen = new Map([["b", 1_000], ["c", 9_750], ["d", 9_751]]);
+  const announced = ["b", "c", "d", "e"].map(delta);
+  assert.deepEqual(
+    expectedDeltas(announced, seen, 10_000, CONFIG).map((d) => d.peer),
+    // d came within the margin; e was never seen arrive.
+    ["b", "c"],
+  );
+});
+
+Deno.test("a manifest sooner than a margin after its latest delta is hasty", () => {
+  const seen = new Map([["b", 1_000], ["c", 9_800]]);
+  assert.equal(isHasty(["b", "c"], seen, 10_000, CONFIG), true);
+  assert.equal(isHasty(["b", "c"], seen, 10_050, CONFIG), false);
+  assert.equal(isHasty(["b"], seen, 1_100, CONFIG), true);
+  // An honest leader waits twice the margin: a verifier a margin late
+  // still finds it in time.
+  assert.equal(
+    isHasty(["c"], seen, 9_800 + settleMs(CONFIG) - 250, CONFIG),
+    false,
+  );
+});
