@@ -375,16 +375,20 @@ export async function commitTransactions(
   job: Bytes32,
   fromBlock = 0n,
 ): Promise<Map<number, Hash>> {
-  const logs = await reg.client.public.getContractEvents({
+  const logs = await roundCommittedLogs(reg, job, fromBlock);
+  return new Map(
+    logs.map((l) => [Number(l.args.round), l.transactionHash as Hash]),
+  );
+}
+
+function roundCommittedLogs(reg: Registry, job: Bytes32, fromBlock: bigint) {
+  return reg.client.public.getContractEvents({
     address: reg.address,
     abi: zooRegistryAbi,
     eventName: "RoundCommitted",
     args: { job },
     fromBlock,
   });
-  return new Map(
-    logs.map((l) => [Number(l.args.round), l.transactionHash as Hash]),
-  );
 }
 
 /**
@@ -396,13 +400,7 @@ export async function roundCredits(
   job: Bytes32,
   fromBlock = 0n,
 ): Promise<Map<number, Map<string, bigint>>> {
-  const logs = await reg.client.public.getContractEvents({
-    address: reg.address,
-    abi: zooRegistryAbi,
-    eventName: "RoundCommitted",
-    args: { job },
-    fromBlock,
-  });
+  const logs = await roundCommittedLogs(reg, job, fromBlock);
   return new Map(logs.map((l) => {
     const { round, contributors = [], weights = [] } = l.args;
     return [

@@ -173,6 +173,42 @@ export function aggregate(
 }
 
 /**
+ * The unweighted coordinate-wise median of `deltas` (all of one length;
+ * the midpoint of the middle two for an even count), in float64 and
+ * independent of their order.
+ *
+ * @example
+ * ```ts
+ * import { coordinateMedian } from "./aggregate.ts";
+ * const m = coordinateMedian([
+ *   new Float32Array([1, 5]),
+ *   new Float32Array([2, -1]),
+ *   new Float32Array([9, 0]),
+ * ]);
+ * console.assert(m[0] === 2 && m[1] === 0);
+ * ```
+ */
+export function coordinateMedian(
+  deltas: readonly Float32Array[],
+): Float64Array {
+  const n = deltas.length;
+  if (n === 0) {
+    throw new RangeError(
+      "Cannot take the coordinate median as there must be at least one delta: current count is 0",
+    );
+  }
+  const mid = n >> 1;
+  return perCoordinate(
+    deltas,
+    new Float64Array(n).fill(1),
+    (column, order) =>
+      n % 2 === 1
+        ? column[order[mid]]
+        : (column[order[mid - 1]] + column[order[mid]]) / 2,
+  );
+}
+
+/**
  * The number of contributors `trimmed-mean` drops from each end of every
  * coordinate when `n` contribute: 0 when `rule.trimFraction` is 0, else
  * ⌊trimFraction·n⌋ (in float64) raised to 1 and capped at ⌊(n − 1)/2⌋, so

@@ -63,3 +63,48 @@ Deno.test("the screen's verdicts do not depend on input order", () => {
   deepStrictEqual(accepted.map((d) => d.peer), ["p4", "p3", "p1", "p0"]);
   deepStrictEqual(excluded.map((e) => e.peer), ["p2", "p5"]);
 });
+
+Deno.test("sign-flipped and noise deltas are screened out as misaligned", () => {
+  // Two bad among a clear honest majority.
+  for (const n of [5, 8]) {
+    const rng = new Rng(`screen-align-${n}`);
+    const deltas = honest(rng, n, 4096);
+    let norm2 = 0;
+    for (const v of deltas[1]) norm2 += v * v;
+    const noise = Float32Array.from(deltas[1], () => rng.normal());
+    let noise2 = 0;
+    for (const v of noise) noise2 += v * v;
+    deltas[0] = deltas[0].map((v) => -v);
+    deltas[1] = noise.map((v) => v * Math.sqrt(norm2 / noise2));
+    deepStrictEqual(screenDeltas(peers(deltas)), [
+      { peer: "p0", reason: "misaligned" },
+      { peer: "p1", reason: "misaligned" },
+    ], `n = ${n}`);
+  }
+  for (const n of [3, 5]) {
+    const rng = new Rng(`screen-align-one-${n}`);
+    for (const bad of ["flip", "noise"]) {
+      const deltas = honest(rng, n, 4096);
+      deltas[n - 1] = bad === "flip"
+        ? deltas[n - 1].map((v) => -v)
+        : deltas[n - 1].map(() => 0.01 * rng.normal());
+      deepStrictEqual(screenDeltas(peers(deltas)), [
+        { peer: `p${n - 1}`, reason: "misaligned" },
+      ], `${bad} at n = ${n}`);
+    }
+  }
+});
+
+Deno.test("honest deltas that agree less, and shifts inside their spread, pass", () => {
+  const rng = new Rng("screen-align-loose");
+  const common = Array.from({ length: 4096 }, () => rng.normal());
+  // Per-peer noise twice the common part: cosines near 0.45.
+  const loose = Array.from(
+    { length: 5 },
+    () => Float32Array.from(common, (v) => v + 2 * rng.normal()),
+  );
+  deepStrictEqual(screenDeltas(peers(loose)), []);
+  // A shift of half a standard deviation per coordinate, against the mean.
+  const alie = Float32Array.from(common, (v) => v - 0.5 * 2 * Math.sign(v));
+  deepStrictEqual(screenDeltas(peers([...loose.slice(1), alie])), []);
+});

@@ -47,6 +47,20 @@ function delta(peer: string, round = 0, parent = GENESIS): DeltaAnnounce {
   };
 }
 
+function manifestFrom(peer: string): ManifestAnnounce {
+  return {
+    v: 1,
+    type: "manifest",
+    peer,
+    job: "job",
+    round: 0,
+    parent: GENESIS,
+    manifest: "bafkreimanifest",
+    checkpoint: "bafkreicheckpoint",
+    rank: 0,
+  };
+}
+
 /** Runs events through one machine, collecting every action. */
 function run(
   state: RoundState,
@@ -144,17 +158,7 @@ Deno.test("round machine: backup k aggregates only after k takeover windows", ()
 });
 
 Deno.test("round machine: manifests are verified once per announcer and attested when they check out", () => {
-  const m: ManifestAnnounce = {
-    v: 1,
-    type: "manifest",
-    peer: "b",
-    job: "job",
-    round: 0,
-    parent: GENESIS,
-    manifest: "bafkreimanifest",
-    checkpoint: "bafkreicheckpoint",
-    rank: 0,
-  };
+  const m = manifestFrom("b");
   const { state, actions } = run(initialState(config("a"), 0), [
     [0, { type: "chainHead", nextRound: 0, head: GENESIS }],
     [0, { type: "enter", round: 0, parent: GENESIS }],
@@ -179,17 +183,7 @@ Deno.test("round machine: manifests are verified once per announcer and attested
 });
 
 Deno.test("round machine: a verification knows when each delta and the manifest arrived", () => {
-  const m: ManifestAnnounce = {
-    v: 1,
-    type: "manifest",
-    peer: "b",
-    job: "job",
-    round: 0,
-    parent: GENESIS,
-    manifest: "bafkreimanifest",
-    checkpoint: "bafkreicheckpoint",
-    rank: 0,
-  };
+  const m = manifestFrom("b");
   const { actions } = run(initialState(config("a"), 0), [
     [0, { type: "chainHead", nextRound: 0, head: GENESIS }],
     [0, { type: "enter", round: 0, parent: GENESIS }],

@@ -325,16 +325,7 @@ function parseContributions(value: unknown): ManifestContribution[] {
   for (const [i, item] of value.entries()) {
     const path = `contributions[${i}]`;
     const obj = objectWith(item, path, CONTRIBUTION_KEYS);
-    const peer = check(obj.peer, `${path}.peer`, isPeerId, PEER_PROBLEM);
-    // Strictly increasing order gives one encoding and no duplicates, and
-    // lets a verifier look a peer up without trusting a count.
-    if (i > 0 && comparePeerIds(out[i - 1].peer, peer) >= 0) {
-      throw new ManifestError(
-        `${path}.peer`,
-        `must sort after ${out[i - 1].peer} (sorted by peer id, each once)`,
-        describe(peer),
-      );
-    }
+    const peer = peerAfter(obj.peer, path, out[i - 1]?.peer);
     const account = check(
       obj.account,
       `${path}.account`,
@@ -383,14 +374,7 @@ function parseExcluded(
   for (const [i, item] of value.entries()) {
     const path = `excluded[${i}]`;
     const obj = objectWith(item, path, EXCLUSION_KEYS);
-    const peer = check(obj.peer, `${path}.peer`, isPeerId, PEER_PROBLEM);
-    if (i > 0 && comparePeerIds(out[i - 1].peer, peer) >= 0) {
-      throw new ManifestError(
-        `${path}.peer`,
-        `must sort after ${out[i - 1].peer} (sorted by peer id, each once)`,
-        describe(peer),
-      );
-    }
+    const peer = peerAfter(obj.peer, path, out[i - 1]?.peer);
     if (listed.has(peer)) {
       throw new ManifestError(
         `${path}.peer`,
@@ -422,6 +406,25 @@ function parseExcluded(
     out.push({ peer, delta, reason, evidence });
   }
   return out;
+}
+
+/** The peer of list item `path`, checked to sort after `before`'s. */
+function peerAfter(
+  value: unknown,
+  path: string,
+  before: string | undefined,
+): string {
+  const peer = check(value, `${path}.peer`, isPeerId, PEER_PROBLEM);
+  // Strictly increasing order gives one encoding and no duplicates, and
+  // lets a verifier look a peer up without trusting a count.
+  if (before !== undefined && comparePeerIds(before, peer) >= 0) {
+    throw new ManifestError(
+      `${path}.peer`,
+      `must sort after ${before} (sorted by peer id, each once)`,
+      describe(peer),
+    );
+  }
+  return peer;
 }
 
 /** `value` as an object, after checking that it has no keys but `keys`. */

@@ -11,6 +11,8 @@ import type { AttackName } from "./attack/behaviours.ts";
 
 const FAST: AttackName[] = [
   "scaled",
+  "sign-flip",
+  "noise",
   "zero-delta",
   "stale-replay",
   "cross-round",
@@ -19,7 +21,10 @@ const FAST: AttackName[] = [
 ];
 
 const keys = await Deno.makeTempDir({ prefix: "zoo-attack-keys-" });
-globalThis.addEventListener("unload", () => Deno.removeSync(keys, { recursive: true }));
+globalThis.addEventListener(
+  "unload",
+  () => Deno.removeSync(keys, { recursive: true }),
+);
 const spec = tinySpec({ minPeers: 3, quorum: 2, rounds: 3 });
 
 for (const attack of FAST) {
