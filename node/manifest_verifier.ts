@@ -53,8 +53,11 @@ export interface ManifestVerifierOptions {
   spec: JobSpec;
   /** The values of an announced delta, fetched from `providers` if need be. */
   delta(d: DeltaAnnounce, providers: string[]): Promise<Float32Array>;
-  /** A manifest by its announcement, fetched from its author if need be. */
-  manifest(m: ManifestAnnounce): Promise<RoundManifest>;
+  /**
+   * A manifest by its announcement, fetched if need be from `providers`
+   * (its author when not given).
+   */
+  manifest(m: ManifestAnnounce, providers?: string[]): Promise<RoundManifest>;
   /** The checkpoint held under `cid`; throws if it is not the one held. */
   held(cid: string): { cid: string; ckpt: RoundCheckpoint };
   /** Stores a recomputed checkpoint that matched. */
@@ -283,7 +286,8 @@ export class ManifestVerifier {
     };
     let manifest: RoundManifest;
     try {
-      manifest = await this.#o.manifest(cited);
+      // Its author may withhold it from all but the leader that cites it.
+      manifest = await this.#o.manifest(cited, [e.peer, m.peer]);
     } catch {
       return false;
     }

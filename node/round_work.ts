@@ -152,7 +152,7 @@ export class RoundWork {
       jobId: o.jobId,
       spec: o.spec,
       delta: (d, providers) => this.#delta(d, providers),
-      manifest: (m) => this.#fetchManifest(m),
+      manifest: (m, providers) => this.#fetchManifest(m, providers),
       held: (cid) => this.#held(cid),
       store: (bytes) => o.node.store.put(bytes).then(() => {}),
       noteDelta: (d, reason) => this.#noteDelta(d, reason),
@@ -255,7 +255,7 @@ export class RoundWork {
     // of a delta they saw well before it (censorship.ts).
     let announced = a.contributions;
     let round = await this.#combine(announced);
-    for (let pass = 0; pass < MAX_AGGREGATE_PASSES; pass++) {
+    for (let pass = 1;; pass++) {
       const { deltaSeenAt, config } = this.#o.state();
       const latest = Math.max(
         ...announced.map((d) => deltaSeenAt.get(d.peer) ?? 0),
@@ -265,7 +265,10 @@ export class RoundWork {
       const state = this.#o.state();
       const late = [...state.deltas.values()]
         .filter((d) => !announced.some((x) => x.peer === d.peer));
-      if (late.length === 0 || state.round !== a.round) break;
+      if (
+        late.length === 0 || state.round !== a.round ||
+        pass === MAX_AGGREGATE_PASSES
+      ) break;
       announced = [...announced, ...late];
       round = await this.#combine(announced);
     }
@@ -473,11 +476,14 @@ export class RoundWork {
     this.#o.feed({ type: "verified", msg: m, ok: true });
   }
 
-  async #fetchManifest(m: ManifestAnnounce): Promise<RoundManifest> {
+  async #fetchManifest(
+    m: ManifestAnnounce,
+    providers = [m.peer],
+  ): Promise<RoundManifest> {
     const parsed = parseCid(m.manifest);
     const { node } = this.#o;
     if (!await node.store.has(parsed)) {
-      await node.blobs.fetch(parsed, [m.peer], {
+      await node.blobs.fetch(parsed, providers, {
         signal: AbortSignal.any([
           AbortSignal.timeout(collectMs(this.#o.state().config)),
           this.#abort.signal,

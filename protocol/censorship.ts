@@ -5,11 +5,12 @@
  * with a margin g ({@linkcode censorGraceMs}) for gossip to reach one peer
  * later than another:
  *
- * 1. the leader publishes its manifest no sooner than 2g
+ * 1. the leader publishes its manifest no sooner than 4g
  *    ({@linkcode settleMs}) after the latest delta it lists arrived, taking
  *    in whatever arrives meanwhile; a manifest that reaches a verifier
  *    less than g after the latest delta it lists is refused as hasty
- *    ({@linkcode isHasty});
+ *    ({@linkcode isHasty}). The slack of 3g also covers a verifier whose
+ *    event loop was busy (a training step) while both arrived;
  * 2. a verifier expects the manifest to list, aggregated or excluded,
  *    every delta that reached it at least g before the manifest
  *    ({@linkcode expectedDeltas}); leaving out one it can fetch and read is
@@ -32,15 +33,15 @@ import { collectMs, type RoundConfig } from "./round_machine.ts";
 
 /**
  * The margin g, in ms: a twentieth of the collect window (250 ms at a
- * 20 s round deadline), at most a second.
+ * 20 s round deadline), between 100 ms and a second.
  */
 export function censorGraceMs(config: RoundConfig): number {
-  return Math.min(1000, collectMs(config) / 20);
+  return Math.max(100, Math.min(1000, collectMs(config) / 20));
 }
 
-/** How long a leader waits after the latest delta it lists, in ms: 2g. */
+/** How long a leader waits after the latest delta it lists, in ms: 4g. */
 export function settleMs(config: RoundConfig): number {
-  return 2 * censorGraceMs(config);
+  return 4 * censorGraceMs(config);
 }
 
 /**

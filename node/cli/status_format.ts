@@ -81,6 +81,10 @@ export function formatStatus(r: StatusReport): string[] {
       `round        ${t.round} of ${t.rounds}, ${t.phase}, leader ${
         t.leader ?? "-"
       }`,
+      `refused      ${
+        Object.entries(t.refused).map(([k, n]) => `${k} ${n}`).join(", ") ||
+        "none"
+      }`,
     );
   }
   const c = r.contributions;

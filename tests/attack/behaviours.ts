@@ -13,7 +13,8 @@
  * - `stale-replay`: from round 1, re-announces its previous round's delta.
  * - `cross-round`: from round 1, trains but binds its delta blob to the
  *   previous round and parent.
- * - `censoring-leader`: when it aggregates, leaves one honest delta out.
+ * - `censoring-leader`: when it aggregates, leaves out the honest delta
+ *   that reached it first (the one it plainly had).
  * - `lying-leader`: when it aggregates, publishes a tampered checkpoint.
  * - `zero-delta`: announces an all-zero delta claiming 10⁹ tokens.
  *
