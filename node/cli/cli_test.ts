@@ -67,10 +67,19 @@ Deno.test("devnet refuses a bad --spec before starting anything", () =>
       ["devnet", "--spec", `${dir}/bad.json`],
       "batchSize",
     );
+    // A rule that cannot drop one of the devnet's 3 peers.
+    await Deno.writeTextFile(
+      `${dir}/mean.json`,
+      '{"aggregation": {"trimFraction": 0}}',
+    );
+    await assertUsageExit(
+      ["devnet", "--spec", `${dir}/mean.json`],
+      "aggregation.trimFraction must be > 0",
+    );
     // Nothing was started: no chain folder, no peers.
     assert.deepEqual(
       [...Deno.readDirSync(dir)].map((e) => e.name).sort(),
-      ["bad.json", "list.json"],
+      ["bad.json", "list.json", "mean.json"],
     );
   }));
 
