@@ -28,6 +28,7 @@ import type { RoundRecord } from "../node/round_ledger.ts";
 import { callRpc } from "../node/rpc_client.ts";
 import { ensureIdentity } from "../node/identity.ts";
 import {
+  DEFAULT_MODEL,
   defaultJobSpec,
   type JobSpec,
   type JobSpecOverrides,
@@ -52,6 +53,34 @@ export function tinySpec(
     roundDeadlineMs: 4_000,
     ...over,
     dataset: { cid: DEFAULT_CORPUS_DATASET_ID, ...over.dataset },
+  });
+}
+
+/**
+ * A benchmark's job: the tiny model or the default one (2 layers, d_model
+ * 128, batch 16x64), every one of `peers` needed per round and a majority
+ * quorum, then `over`.
+ */
+export function benchSpec(
+  o: {
+    name: string;
+    model: "default" | "tiny";
+    peers: number;
+    rounds: number;
+    innerSteps: number;
+  },
+  over: Partial<JobSpecOverrides> = {},
+): JobSpec {
+  return tinySpec({
+    name: o.name,
+    ...(o.model === "tiny"
+      ? {}
+      : { model: DEFAULT_MODEL, batchSize: 16, inner: {} }),
+    minPeers: o.peers,
+    quorum: Math.floor(o.peers / 2) + 1,
+    rounds: o.rounds,
+    innerSteps: o.innerSteps,
+    ...over,
   });
 }
 

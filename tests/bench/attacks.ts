@@ -13,9 +13,8 @@ import {
   type AggregationRuleName,
   DEFAULT_AGGREGATION,
 } from "../../protocol/aggregate.ts";
-import { DEFAULT_MODEL } from "../../protocol/job_spec.ts";
 import type { JobSpec } from "../../protocol/job_spec.ts";
-import { tinySpec } from "../_job_cluster.ts";
+import { benchSpec } from "../_job_cluster.ts";
 import { type AttackRunResult, runAttack } from "../attack/attack_run.ts";
 import { type AttackName, ATTACKS } from "../attack/behaviours.ts";
 import { type Bench, formatTable, numberFlag, UsageError } from "./_bench.ts";
@@ -60,16 +59,7 @@ export interface AttacksResult {
 }
 
 function specFor(o: Options): JobSpec {
-  const model = o.model === "tiny"
-    ? {}
-    : { model: DEFAULT_MODEL, batchSize: 16, inner: {} };
-  return tinySpec({
-    name: "bench-attacks",
-    ...model,
-    minPeers: o.peers,
-    quorum: Math.floor(o.peers / 2) + 1,
-    rounds: o.rounds,
-    innerSteps: o.innerSteps,
+  return benchSpec({ name: "bench-attacks", ...o }, {
     // The devnet's deadline: backups take over a refused leader in 15 s.
     roundDeadlineMs: 20_000,
     aggregation: { rule: o.rule },

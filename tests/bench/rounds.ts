@@ -22,10 +22,9 @@ import {
 import { createWasmBackend } from "../../kernels/wasm/wasm_backend.ts";
 import { createCpuTrainer } from "../../kernels/trainer.ts";
 import type { JobSpec } from "../../protocol/job_spec.ts";
-import { DEFAULT_MODEL } from "../../protocol/job_spec.ts";
 import { formatBytes } from "../../node/format_bytes.ts";
 import { watchRounds } from "../../node/devnet_rounds.ts";
-import { tinySpec, withJobCluster } from "../_job_cluster.ts";
+import { benchSpec, withJobCluster } from "../_job_cluster.ts";
 import {
   type Bench,
   booleanFlag,
@@ -85,16 +84,7 @@ interface Options {
 }
 
 function specFor(o: Options): JobSpec {
-  const model = o.model === "tiny"
-    ? {}
-    : { model: DEFAULT_MODEL, batchSize: 16, inner: {} };
-  return tinySpec({
-    name: "bench-rounds",
-    ...model,
-    minPeers: o.peers,
-    quorum: Math.floor(o.peers / 2) + 1,
-    rounds: o.rounds,
-    innerSteps: o.innerSteps,
+  return benchSpec({ name: "bench-rounds", ...o }, {
     roundDeadlineMs: 60_000,
   });
 }
