@@ -2,8 +2,15 @@
  * A verifier's check of a round manifest: that it is what its leader
  * announced, lists only announced deltas, leaves out none this peer got
  * well before it (no silent censorship), screens out exactly what this
- * peer screens out, excludes a peer for a refused manifest only on
- * evidence that checks, and recomputes to the announced checkpoint.
+ * peer screens out, excludes a peer for a refused manifest only where this
+ * peer refused that manifest itself, and recomputes to the announced
+ * checkpoint.
+ *
+ * A refusal is this peer's own verdict, not evidence it can hand on: the
+ * timing rules depend on what reached this peer when, and manifests are
+ * not signed beyond their gossip announcement. So a backup's exclusion of
+ * a refused leader is accepted only by verifiers that refused that
+ * leader's announced manifest themselves.
  *
  * @module
  */
@@ -22,8 +29,8 @@ import { nextCheckpoint } from "../protocol/round_update.ts";
 
 /**
  * Why a manifest is not attested; `code` is the refusal's reason. Most
- * refusals are evidence that its leader cheated; a delta that could not be
- * fetched may be the network's fault and is not.
+ * refusals mean its leader cheated; a delta that could not be fetched, or
+ * an exclusion this peer could not judge, may be no one's fault.
  */
 export class ManifestRefused extends Error {
   constructor(readonly code: string, message: string) {
@@ -31,8 +38,9 @@ export class ManifestRefused extends Error {
     this.name = "ManifestRefused";
   }
 
-  get evidence(): boolean {
-    return this.code !== "invalid-delta" && this.code !== "too-deep";
+  /** Whether the refusal blames the leader (and so costs it the round). */
+  get blames(): boolean {
+    return this.code !== "invalid-delta" && this.code !== "cannot-check";
   }
 }
 
@@ -74,22 +82,28 @@ export interface Witness {
   readonly expected: readonly DeltaAnnounce[];
   /** Whether a manifest listing these peers came sooner than allowed. */
   hasty(listed: readonly string[]): boolean;
+  /** The round's delta announcements held now (more may have come). */
+  current(): readonly DeltaAnnounce[];
 }
 
-/** A witness of a manifest that did not reach this peer itself: no timing. */
-function untimed(w: Witness): Witness {
-  return { announced: w.announced, expected: [], hasty: () => false };
-}
-
-/** Manifests refused as evidence, kept for the rounds still in play. */
-const KEEP_REFUSED = 16;
+/** Verdicts kept, for the rounds still in play. */
+const KEEP_VERDICTS = 64;
+/**
+ * How long a listed delta's announcement, or this peer's own verdict on a
+ * manifest an exclusion cites, may be waited for: two re-announcements.
+ */
+const ANNOUNCE_WAIT_MS = 4_000;
+const POLL_MS = 100;
 
 /** Checks manifests for one peer, remembering those it refused. */
 export class ManifestVerifier {
   readonly #o: ManifestVerifierOptions;
-  /** Manifests refused as evidence of a dishonest leader, by CID. */
-  readonly #refused = new Map<string, { round: number; peer: string }>();
-  /** Checks under way, by manifest CID. */
+  /**
+   * This peer's verdicts on announced manifests, by "CID peer": whether it
+   * refused the manifest, blaming its leader.
+   */
+  readonly #verdicts = new Map<string, { round: number; blamed: boolean }>();
+  /** Checks under way, by "CID peer". */
   readonly #pending = new Map<string, Promise<unknown>>();
 
   constructor(o: ManifestVerifierOptions) {
@@ -103,32 +117,41 @@ export class ManifestVerifier {
    * against its leader) or another error when it cannot be fetched.
    */
   check(m: ManifestAnnounce, witness: Witness): Promise<RoundManifest> {
+    const key = `${m.manifest} ${m.peer}`;
     const task = (async () => {
       const manifest = await this.#o.manifest(m);
       try {
-        await this.verify(m, manifest, witness);
+        await this.#verify(m, manifest, witness);
       } catch (err) {
-        if (err instanceof ManifestRefused) this.#remember(m, err);
+        if (err instanceof ManifestRefused) {
+          this.#note(key, m.round, err.blames);
+        }
         throw err;
       }
+      this.#note(key, m.round, false);
       return manifest;
     })();
-    this.#pending.set(m.manifest, task);
-    return task.finally(() => this.#pending.delete(m.manifest));
+    this.#pending.set(key, task);
+    return task.finally(() => this.#pending.delete(key));
   }
 
-  #remember(m: ManifestAnnounce, err: ManifestRefused): void {
-    if (!err.evidence) return;
-    this.#refused.set(m.manifest, { round: m.round, peer: m.peer });
-    if (this.#refused.size > KEEP_REFUSED) {
-      this.#refused.delete(this.#refused.keys().next().value!);
+  #note(key: string, round: number, blamed: boolean): void {
+    // The first verdict stands: one check per announced manifest.
+    if (this.#verdicts.has(key)) return;
+    this.#verdicts.set(key, { round, blamed });
+    if (this.#verdicts.size > KEEP_VERDICTS) {
+      this.#verdicts.delete(this.#verdicts.keys().next().value!);
     }
   }
 
-  /** CID of a manifest `peer` published for `round` that was refused. */
+  /**
+   * CID of a manifest `peer` announced for `round` that this peer refused,
+   * blaming it.
+   */
   evidenceAgainst(round: number, peer: string): string | undefined {
-    for (const [cid, r] of this.#refused) {
-      if (r.round === round && r.peer === peer) return cid;
+    for (const [key, v] of this.#verdicts) {
+      const [cid, by] = key.split(" ");
+      if (v.blamed && v.round === round && by === peer) return cid;
     }
     return undefined;
   }
@@ -138,13 +161,13 @@ export class ManifestVerifier {
    * a {@linkcode ManifestRefused} naming what is wrong, and stores C(r+1)
    * when it matches.
    */
-  async verify(
+  async #verify(
     m: ManifestAnnounce,
     manifest: RoundManifest,
     witness: Witness,
-    depth = 0,
   ): Promise<void> {
-    const { announced, expected } = witness;
+    const announced = await this.#announcing(manifest, witness);
+    const { expected } = witness;
     this.#fits(m, manifest, announced);
     if (
       witness.hasty([
@@ -163,7 +186,7 @@ export class ManifestVerifier {
     );
     for (const e of manifest.excluded) {
       if (e.reason !== "refused-manifest") continue;
-      if (!await this.#refutes(e, m, witness, depth)) {
+      if (!await this.#refutes(e, m)) {
         throw new ManifestRefused(
           "unjustified-exclusion",
           `manifest excludes ${e.peer} for manifest ${e.evidence}, which checks out`,
@@ -179,7 +202,7 @@ export class ManifestVerifier {
     // every verifier.
     const fetch = (d: DeltaAnnounce) => this.#o.delta(d, [d.peer, m.peer]);
     const missing = announced.filter((d) => !left.has(d.peer));
-    const isExpected = (d: DeltaAnnounce) => expected.some((e) => e === d);
+    const expectedPeers = new Set(expected.map((d) => d.peer));
     const [values, leftOut] = await Promise.all([
       Promise.all(listed.map(async (peer) => {
         try {
@@ -196,11 +219,14 @@ export class ManifestVerifier {
       // read either was rightly left out.
       Promise.all(
         missing.map((d) =>
-          fetch(d).then(() => isExpected(d) ? d.peer : null, (err) => {
-            const reason = deltaRefusalReason(err);
-            if (reason !== "unavailable") this.#o.noteDelta(d, reason);
-            return null;
-          })
+          fetch(d).then(
+            () => expectedPeers.has(d.peer) ? d.peer : null,
+            (err) => {
+              const reason = deltaRefusalReason(err);
+              if (reason !== "unavailable") this.#o.noteDelta(d, reason);
+              return null;
+            },
+          )
         ),
       ),
     ]);
@@ -256,52 +282,54 @@ export class ManifestVerifier {
   }
 
   /**
-   * Whether the manifest that exclusion `e` cites is one its author
-   * published for this round and that fails verification: this peer
-   * refused it already (waiting for a check under way), or rechecks it
-   * now, one level deep and without the timing rules, which only hold for
-   * manifests this peer saw arrive.
+   * The round's announcements, waiting a little for any that `manifest`
+   * lists and this peer has not seen yet: gossip reaches peers at
+   * different times and a missed one comes again within 2 s.
+   */
+  async #announcing(
+    manifest: RoundManifest,
+    witness: Witness,
+  ): Promise<readonly DeltaAnnounce[]> {
+    const listed = [
+      ...manifest.contributions.map((c) => c.peer),
+      ...manifest.excluded.map((e) => e.peer),
+    ];
+    const deadline = Date.now() + ANNOUNCE_WAIT_MS;
+    let announced = witness.announced;
+    while (
+      listed.some((p) => !announced.some((d) => d.peer === p)) &&
+      Date.now() < deadline
+    ) {
+      await new Promise((r) => setTimeout(r, POLL_MS));
+      announced = witness.current();
+    }
+    return announced;
+  }
+
+  /**
+   * Whether the manifest that exclusion `e` cites was announced by its
+   * author for this round and refused by this peer, blaming it; waits for
+   * this peer's own check of it (the announcement may still be on its way).
+   * Throws a refusal that blames no one when there is no verdict to go by.
    */
   async #refutes(
     e: RoundManifest["excluded"][number],
     m: ManifestAnnounce,
-    witness: Witness,
-    depth: number,
   ): Promise<boolean> {
-    await this.#pending.get(e.evidence)?.catch(() => {});
-    const known = this.#refused.get(e.evidence);
-    if (known) return known.round === m.round && known.peer === e.peer;
-    if (depth >= 1) {
-      throw new ManifestRefused(
-        "too-deep",
-        `exclusion of ${e.peer} cites evidence that cites evidence`,
-      );
+    const key = `${e.evidence} ${e.peer}`;
+    const deadline = Date.now() + ANNOUNCE_WAIT_MS;
+    for (;;) {
+      await this.#pending.get(key)?.catch(() => {});
+      const verdict = this.#verdicts.get(key);
+      if (verdict) return verdict.blamed && verdict.round === m.round;
+      if (Date.now() >= deadline) {
+        throw new ManifestRefused(
+          "cannot-check",
+          `manifest excludes ${e.peer} for manifest ${e.evidence}, which this peer has not checked`,
+        );
+      }
+      await new Promise((r) => setTimeout(r, POLL_MS));
     }
-    const cited: ManifestAnnounce = {
-      ...m,
-      peer: e.peer,
-      manifest: e.evidence,
-      checkpoint: "",
-      rank: 0,
-    };
-    let manifest: RoundManifest;
-    try {
-      // Its author may withhold it from all but the leader that cites it.
-      manifest = await this.#o.manifest(cited, [e.peer, m.peer]);
-    } catch {
-      return false;
-    }
-    try {
-      await this.verify(
-        { ...cited, checkpoint: manifest.checkpoint },
-        manifest,
-        untimed(witness),
-        depth + 1,
-      );
-    } catch (err) {
-      return err instanceof ManifestRefused && err.evidence;
-    }
-    return false;
   }
 
   /** Throws a {@linkcode ManifestRefused} unless `manifest` fits `m`. */

@@ -92,6 +92,20 @@ export interface RoundWorkOptions extends RoundContext {
   state: () => RoundState;
 }
 
+/** A round's deltas as the leader screened them, sorted by peer. */
+interface Screened {
+  accepted: { peer: string; d: DeltaAnnounce; delta: Float32Array }[];
+  excluded: { d: DeltaAnnounce; reason: ExclusionReason; evidence: string }[];
+}
+
+/** A manifest built and stored, with C(r+1), ready to publish. */
+interface Built {
+  manifest: RoundManifest;
+  manifestCid: string;
+  checkpoint: string;
+  excluded: Screened["excluded"];
+}
+
 /** A checkpoint in hand: its CID and contents. */
 interface Held {
   cid: string;
@@ -101,8 +115,11 @@ interface Held {
 const KEEP_MANIFESTS = 16;
 /** Room for a round checkpoint's safetensors header and metadata. */
 const CHECKPOINT_HEADER_BYTES = 1 << 20;
-/** Aggregations redone for deltas that arrived meanwhile, at most. */
-const MAX_AGGREGATE_PASSES = 3;
+/**
+ * Aggregations per round at most, the first included: each later one
+ * takes in deltas that arrived during the one before.
+ */
+const MAX_AGGREGATE_PASSES = 4;
 /** How long closing a round may wait for a manifest it did not verify. */
 const MANIFEST_FETCH_MS = 2_000;
 
@@ -250,18 +267,22 @@ export class RoundWork {
   ): Promise<void> {
     const held = this.#held(a.parent);
     const cap = maxTokensPerRound(this.#o.spec);
-    // The manifest waits until its latest delta is settleMs old, taking in
-    // what arrives meanwhile, so verifiers find it neither hasty nor short
-    // of a delta they saw well before it (censorship.ts).
+    // The manifest waits until its latest delta is settleMs old, and takes
+    // in what arrives meanwhile up to the moment it is published, so
+    // verifiers find it neither hasty nor short of a delta they saw well
+    // before it (censorship.ts).
+    const fetched = new Map<string, Promise<Float32Array>>();
     let announced = a.contributions;
-    let round = await this.#combine(announced);
+    let built: Built;
     for (let pass = 1;; pass++) {
+      const round = await this.#combine(announced, fetched);
       const { deltaSeenAt, config } = this.#o.state();
       const latest = Math.max(
         ...announced.map((d) => deltaSeenAt.get(d.peer) ?? 0),
       );
       const wait = latest + settleMs(config) - Date.now();
       if (wait > 0) await this.#sleep(wait);
+      built = await this.#build(a, held, round, cap);
       const state = this.#o.state();
       const late = [...state.deltas.values()]
         .filter((d) => !announced.some((x) => x.peer === d.peer));
@@ -270,12 +291,38 @@ export class RoundWork {
         pass === MAX_AGGREGATE_PASSES
       ) break;
       announced = [...announced, ...late];
-      round = await this.#combine(announced);
     }
+    for (const e of built.excluded) this.#refuseDelta(e.d, e.reason);
+    const { manifest, manifestCid, checkpoint } = built;
+    this.#remember(manifestCid, manifest);
+    const announce: ManifestAnnounce = {
+      ...this.#header("manifest", a.round, a.parent),
+      manifest: manifestCid,
+      checkpoint,
+      rank: a.rank,
+    };
+    this.#o.feed({
+      type: "aggregated",
+      manifest: manifestCid,
+      checkpoint,
+      rank: a.rank,
+    });
+    await this.#publish(announce, { repeat: true });
+    // The aggregator vouches for its own result like any verifier.
+    this.#o.feed({
+      type: "attestation",
+      msg: await this.#attestation(manifestCid, manifest),
+    });
+  }
+
+  /** C(r+1) and its manifest from a screened round, both stored. */
+  async #build(
+    a: Extract<RoundAction, { type: "aggregate" }>,
+    held: Held,
+    round: Screened,
+    cap: number,
+  ): Promise<Built> {
     const { accepted, excluded } = round;
-    for (const e of excluded) {
-      this.#refuseDelta(e.d, e.reason, new Error(`left out`));
-    }
     if (accepted.length === 0) {
       throw new Error("no delta could be fetched and passed the screen");
     }
@@ -317,60 +364,40 @@ export class RoundWork {
     const manifestCid = cidToString(
       await this.#o.node.store.put(encodeManifest(manifest)),
     );
-    this.#remember(manifestCid, manifest);
-    const announce: ManifestAnnounce = {
-      ...this.#header("manifest", a.round, a.parent),
-      manifest: manifestCid,
-      checkpoint,
-      rank: a.rank,
-    };
-    this.#o.feed({
-      type: "aggregated",
-      manifest: manifestCid,
-      checkpoint,
-      rank: a.rank,
-    });
-    await this.#publish(announce, { repeat: true });
-    // The aggregator vouches for its own result like any verifier.
-    this.#o.feed({
-      type: "attestation",
-      msg: await this.#attestation(manifestCid, manifest),
-    });
+    return { manifest, manifestCid, checkpoint, excluded };
   }
 
   /**
-   * Fetches and reads the `announced` deltas and screens them: those to
-   * aggregate and those screened out, sorted by peer. A delta that cannot
-   * be fetched or read is refused here and left out.
+   * Fetches and reads the `all` deltas (through `fetched`, so a pass
+   * reuses the last one's work) and screens them: those to aggregate and
+   * those left out, sorted by peer. A delta that cannot be fetched or read
+   * is refused here and not listed.
    */
-  async #combine(all: readonly DeltaAnnounce[]): Promise<{
-    accepted: { peer: string; d: DeltaAnnounce; delta: Float32Array }[];
-    excluded: { d: DeltaAnnounce; reason: ExclusionReason; evidence: string }[];
-  }> {
-    // A peer whose manifest for this round failed verification earns
-    // nothing in it: its delta is listed with the manifest as evidence.
-    const refusedFor = (d: DeltaAnnounce) =>
-      this.#verifier.evidenceAgainst(d.round, d.peer);
-    const announced = all.filter((d) => refusedFor(d) === undefined);
-    const refused = all.filter((d) => refusedFor(d) !== undefined)
-      .map((d) => ({
-        d,
-        reason: "refused-manifest" as const,
-        evidence: refusedFor(d)!,
-      }));
-    const fetched = await Promise.all(
-      announced.map(async (d) => {
-        try {
-          return { peer: d.peer, d, delta: await this.#delta(d, [d.peer]) };
-        } catch (err) {
-          this.#refuseDelta(d, deltaRefusalReason(err), err);
-          return null;
-        }
-      }),
-    );
+  async #combine(
+    all: readonly DeltaAnnounce[],
+    fetched: Map<string, Promise<Float32Array>>,
+  ): Promise<Screened> {
+    // A peer whose manifest for this round this peer refused earns nothing
+    // in it: its delta is listed with that manifest as the reason.
+    const refused: Screened["excluded"] = [];
+    const rest: DeltaAnnounce[] = [];
+    for (const d of all) {
+      const evidence = this.#verifier.evidenceAgainst(d.round, d.peer);
+      if (evidence === undefined) rest.push(d);
+      else refused.push({ d, reason: "refused-manifest", evidence });
+    }
+    const read = await Promise.all(rest.map(async (d) => {
+      if (!fetched.has(d.delta)) fetched.set(d.delta, this.#delta(d, [d.peer]));
+      try {
+        return { peer: d.peer, d, delta: await fetched.get(d.delta)! };
+      } catch (err) {
+        this.#refuseDelta(d, deltaRefusalReason(err), err);
+        return null;
+      }
+    }));
     // In arrival order, as announced: what a dishonest leader would pick
     // from.
-    const ok = this.#behaviour.contributions(fetched.filter((f) => f !== null))
+    const ok = this.#behaviour.contributions(read.filter((f) => f !== null))
       .sort((x, y) => comparePeerIds(x.peer, y.peer));
     // Screened out deltas are listed, not silently dropped: verifiers
     // re-screen them and expect every delta they saw.
@@ -389,10 +416,10 @@ export class RoundWork {
   }
 
   /** Logs and records a delta left out of an aggregate. */
-  #refuseDelta(d: DeltaAnnounce, reason: string, err: unknown): void {
+  #refuseDelta(d: DeltaAnnounce, reason: string, err?: unknown): void {
     this.#o.log(
-      `round ${d.round}: left out the delta of ${d.peer} (${reason}): ${
-        (err as Error).message
+      `round ${d.round}: left out the delta of ${d.peer} (${reason})${
+        err === undefined ? "" : `: ${(err as Error).message}`
       }`,
     );
     this.#noteDelta(d, reason);
@@ -416,7 +443,14 @@ export class RoundWork {
   async #delta(d: DeltaAnnounce, providers: string[]): Promise<Float32Array> {
     const parsed = parseCid(d.delta);
     const { node, trainer } = this.#o;
-    if (!await node.store.has(parsed)) {
+    // A CID naming some large local block (a checkpoint) is not read whole.
+    const size = await node.store.size(parsed);
+    if (size !== null && size > this.#deltaBytes) {
+      throw new RangeError(
+        `Cannot read delta ${d.delta} as it must be at most ${this.#deltaBytes} bytes: current size is ${size}`,
+      );
+    }
+    if (size === null) {
       const timeout = AbortSignal.timeout(collectMs(this.#o.state().config));
       await node.blobs.fetch(parsed, providers, {
         signal: AbortSignal.any([timeout, this.#abort.signal]),
@@ -455,6 +489,12 @@ export class RoundWork {
         announced: a.announced,
         expected: expectedDeltas(a.announced, a.seenAt, a.at, config),
         hasty: (listed) => isHasty(listed, a.seenAt, a.at, config),
+        current: () => {
+          const state = this.#o.state();
+          return state.round === m.round && state.parent === m.parent
+            ? [...state.deltas.values()]
+            : a.announced;
+        },
       });
     } catch (err) {
       const code = err instanceof ManifestRefused ? err.code : "unreadable";
@@ -684,11 +724,15 @@ export class RoundWork {
   #sleep(ms: number): Promise<void> {
     const signal = this.#abort.signal;
     return new Promise((resolve, reject) => {
-      const timer = setTimeout(resolve, ms);
-      signal.addEventListener("abort", () => {
+      const abort = () => {
         clearTimeout(timer);
         reject(signal.reason);
-      }, { once: true });
+      };
+      const timer = setTimeout(() => {
+        signal.removeEventListener("abort", abort);
+        resolve();
+      }, ms);
+      signal.addEventListener("abort", abort, { once: true });
     });
   }
 

@@ -44,9 +44,9 @@ export interface DeltaContext {
 }
 
 /**
- * A blob that is well formed but belongs elsewhere: another job, round,
- * parent or peer (a replay or a cross-round delta). `field` names the first
- * part of the context that differs.
+ * A blob whose context is unreadable (`field` is "") or that belongs
+ * elsewhere: another job, round, parent or peer (a replay or a cross-round
+ * delta), `field` naming the first part of the context that differs.
  */
 export class DeltaContextError extends Error {
   readonly field: keyof DeltaContext | "";
@@ -91,11 +91,6 @@ export function encodeDeltaBlob(
   out.set(header, 6);
   out.set(quantized, 6 + header.length);
   return out;
-}
-
-/** The context a blob carries, checked only for form. */
-export function readDeltaContext(bytes: Uint8Array): DeltaContext {
-  return splitBlob(bytes).context;
 }
 
 /**

@@ -22,8 +22,9 @@
  *   deltas are less alike lowers it for all of them.
  *
  * The leader and every verifier screen the same set of deltas, so they
- * reach the same verdicts bit for bit: norms are float64 sums in index
- * order and the median is taken over deltas sorted by norm, ties by peer.
+ * reach the same verdicts bit for bit: norms, medians and cosines are
+ * float64 sums in index order and medians of values, whatever the order
+ * the deltas come in.
  *
  * Pure: no I/O.
  *

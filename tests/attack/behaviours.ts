@@ -10,7 +10,7 @@
  *   for the honest deltas, then all send μ − z·σ·sign(μ) per coordinate,
  *   with μ, σ the honest mean and deviation and z the largest shift that
  *   still hides inside the honest spread for n peers and m colluders.
- * - `stale-replay`: from round 1, re-announces its previous round's delta.
+ * - `stale-replay`: from round 1, re-announces its round-0 delta.
  * - `cross-round`: from round 1, trains but binds its delta blob to the
  *   previous round and parent.
  * - `censoring-leader`: when it aggregates, leaves out the honest delta

@@ -1,0 +1,238 @@
+import assert from "node:assert/strict";
+import type { GptConfig } from "../kernels/gpt.ts";
+import { Rng } from "../kernels/data/rng.ts";
+import { cidForBytes, cidToString } from "../protocol/cid.ts";
+import { defaultJobSpec } from "../protocol/job_spec.ts";
+import type { DeltaAnnounce, ManifestAnnounce } from "../protocol/messages.ts";
+import {
+  encodeRoundCheckpoint,
+  genesisCheckpoint,
+} from "../protocol/round_checkpoint.ts";
+import {
+  MANIFEST_VERSION,
+  type RoundManifest,
+} from "../protocol/round_manifest.ts";
+import { nextCheckpoint } from "../protocol/round_update.ts";
+import {
+  ManifestRefused,
+  ManifestVerifier,
+  type Witness,
+} from "./manifest_verifier.ts";
+
+const MODEL: GptConfig = {
+  vocabSize: 256,
+  contextLength: 8,
+  dModel: 16,
+  heads: 2,
+  layers: 1,
+};
+const SPEC = defaultJobSpec({
+  dataset: {
+    cid: "bafkreigh2akiscaildcqabsyg3dfr6chu3fgpregiymsck7e7aqa4s52zy",
+  },
+  model: MODEL,
+  innerSteps: 2,
+  batchSize: 2,
+  minPeers: 3,
+});
+const JOB = "bafkreijob";
+const PARENT = await cid("C(0)");
+const GENESIS = genesisCheckpoint(JOB, MODEL, 0);
+const PEERS = ["12D3KooWAAAA", "12D3KooWBBBB", "12D3KooWCCCC"];
+const ACCOUNT = "0x70997970C51812dc3A010C7d01b50e0d17dc79C8" as const;
+const TOKENS = 32;
+
+async function cid(text: string): Promise<string> {
+  return cidToString(await cidForBytes(new TextEncoder().encode(text)));
+}
+
+/** Honest deltas: one shared direction plus a little of each peer's own. */
+const rng = new Rng("manifest-verifier");
+const common = Float32Array.from(GENESIS.params, () => rng.normal());
+const DELTAS = new Map(PEERS.map((peer) => [
+  peer,
+  Float32Array.from(common, (v) => 1e-3 * (v + 0.2 * rng.normal())),
+]));
+const ANNOUNCED: DeltaAnnounce[] = await Promise.all(
+  PEERS.map(async (peer) => ({
+    v: 1,
+    type: "delta",
+    peer,
+    job: JOB,
+    round: 0,
+    parent: PARENT,
+    delta: await cid(`delta of ${peer}`),
+    tokens: TOKENS,
+    loss: 3,
+    account: ACCOUNT,
+  })),
+);
+
+/** The manifest `leader` would build over `peers`, excluding `excluded`. */
+async function manifestOf(
+  leader: string,
+  peers: string[],
+  excluded: RoundManifest["excluded"] = [],
+): Promise<RoundManifest> {
+  const next = nextCheckpoint({
+    spec: SPEC,
+    parent: GENESIS,
+    parentCid: PARENT,
+    deltas: peers.map((peer) => ({
+      peer,
+      tokens: TOKENS,
+      delta: DELTAS.get(peer)!,
+    })),
+  });
+  return {
+    v: MANIFEST_VERSION,
+    job: JOB,
+    round: 0,
+    parent: PARENT,
+    leader,
+    rule: SPEC.aggregation,
+    contributions: peers.map((peer) => ({
+      peer,
+      account: ACCOUNT,
+      delta: ANNOUNCED.find((d) => d.peer === peer)!.delta,
+      tokens: TOKENS,
+      loss: 3,
+    })),
+    excluded,
+    checkpoint: cidToString(await cidForBytes(encodeRoundCheckpoint(next))),
+  };
+}
+
+/** A verifier whose blobs are `manifests` by CID and the honest deltas. */
+function verifier(manifests: Map<string, RoundManifest>) {
+  return new ManifestVerifier({
+    jobId: JOB,
+    spec: SPEC,
+    delta: (d) => Promise.resolve(DELTAS.get(d.peer)!),
+    manifest: (m) => {
+      const found = manifests.get(m.manifest);
+      return found
+        ? Promise.resolve(found)
+        : Promise.reject(new Error("not found"));
+    },
+    held: (cid) => ({ cid, ckpt: GENESIS }),
+    store: () => Promise.resolve(),
+    noteDelta: () => {},
+  });
+}
+
+function announce(manifestCid: string, m: RoundManifest): ManifestAnnounce {
+  return {
+    v: 1,
+    type: "manifest",
+    peer: m.leader,
+    job: JOB,
+    round: 0,
+    parent: PARENT,
+    manifest: manifestCid,
+    checkpoint: m.checkpoint,
+    rank: 0,
+  };
+}
+
+/** A witness that saw every delta long before, none in time to doubt. */
+const WITNESS: Witness = {
+  announced: ANNOUNCED,
+  expected: ANNOUNCED,
+  hasty: () => false,
+  current: () => ANNOUNCED,
+};
+
+async function refusal(task: Promise<unknown>): Promise<ManifestRefused> {
+  const err = await task.then(() => null, (e) => e);
+  assert.ok(err instanceof ManifestRefused, `not refused: ${err}`);
+  return err;
+}
+
+Deno.test("ManifestVerifier: an honest manifest checks out", async () => {
+  const m = await manifestOf(PEERS[0], PEERS);
+  const v = verifier(new Map([["bafkreihonest", m]]));
+  const back = await v.check(announce("bafkreihonest", m), WITNESS);
+  assert.equal(back.checkpoint, m.checkpoint);
+});
+
+Deno.test("ManifestVerifier: leaving out a delta seen well before is censorship", async () => {
+  const m = await manifestOf(PEERS[0], [PEERS[0], PEERS[2]]);
+  const v = verifier(new Map([["bafkreicensor", m]]));
+  const err = await refusal(v.check(announce("bafkreicensor", m), WITNESS));
+  assert.equal(err.code, "censored");
+  assert.equal(v.evidenceAgainst(0, PEERS[0]), "bafkreicensor");
+  // Seen only just before the manifest: the leader may not have had it.
+  const late = verifier(new Map([["bafkreicensor", m]]));
+  await late.check(announce("bafkreicensor", m), {
+    ...WITNESS,
+    expected: ANNOUNCED.filter((d) => d.peer !== PEERS[1]),
+  });
+});
+
+Deno.test("ManifestVerifier: a hasty manifest is refused", async () => {
+  const m = await manifestOf(PEERS[0], PEERS);
+  const v = verifier(new Map([["bafkreihasty", m]]));
+  const err = await refusal(
+    v.check(announce("bafkreihasty", m), { ...WITNESS, hasty: () => true }),
+  );
+  assert.equal(err.code, "hasty");
+});
+
+Deno.test("ManifestVerifier: a leader is excluded only for a manifest this peer refused itself", async () => {
+  // A refused a tampered manifest of B's: B's backup manifest may exclude
+  // B, citing it.
+  const honest = await manifestOf(PEERS[1], PEERS);
+  const tampered = { ...honest, checkpoint: PARENT };
+  const backup = await manifestOf(PEERS[2], [PEERS[0], PEERS[2]], [{
+    peer: PEERS[1],
+    delta: ANNOUNCED[1].delta,
+    reason: "refused-manifest",
+    evidence: "bafkreitampered",
+  }]);
+  const manifests = new Map([
+    ["bafkreitampered", tampered],
+    ["bafkreibackup", backup],
+  ]);
+  const v = verifier(manifests);
+  const err = await refusal(
+    v.check(announce("bafkreitampered", tampered), WITNESS),
+  );
+  assert.equal(err.code, "checkpoint-mismatch");
+  await v.check(announce("bafkreibackup", backup), WITNESS);
+
+  // A forged exclusion: C excludes A and B citing a manifest this peer
+  // never saw announced (here, the honest one). It is not taken on trust.
+  const forged = await manifestOf(PEERS[2], [PEERS[2]], [
+    {
+      peer: PEERS[0],
+      delta: ANNOUNCED[0].delta,
+      reason: "refused-manifest",
+      evidence: "bafkreihonest",
+    },
+    {
+      peer: PEERS[1],
+      delta: ANNOUNCED[1].delta,
+      reason: "refused-manifest",
+      evidence: "bafkreihonest",
+    },
+  ]);
+  manifests.set("bafkreihonest", honest).set("bafkreiforged", forged);
+  const other = verifier(manifests);
+  const refused = await refusal(
+    other.check(announce("bafkreiforged", forged), WITNESS),
+  );
+  assert.equal(refused.code, "cannot-check");
+  assert.equal(refused.blames, false);
+  // Refused, blaming C, when this peer checked the cited manifest of B's
+  // and found it honest.
+  const forgedB = { ...forged, excluded: forged.excluded.slice(1) };
+  manifests.set("bafkreiforgedb", forgedB);
+  const seen = verifier(manifests);
+  await seen.check(announce("bafkreihonest", honest), WITNESS);
+  const unjustified = await refusal(
+    seen.check(announce("bafkreiforgedb", forgedB), WITNESS),
+  );
+  assert.equal(unjustified.code, "unjustified-exclusion");
+  assert.equal(unjustified.blames, true);
+});
