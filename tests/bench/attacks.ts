@@ -26,6 +26,8 @@ interface Options {
   model: "default" | "tiny";
   rule: AggregationRuleName;
   only: AttackName[];
+  /** Where the peers' keys live; null for a fresh temp dir. */
+  keys: string | null;
 }
 
 /** One attack's line in the report. */
@@ -100,6 +102,11 @@ const bench: Bench<Options, AttacksResult> = {
       default: DEFAULT_AGGREGATION.rule,
       help: `aggregation rule: ${AGGREGATION_RULES.join(", ")}`,
     },
+    keys: {
+      default: "",
+      help:
+        "directory of the peers' keys (node-1/keys, ...; made on first use), to compare runs on the same peers; default a fresh temp dir",
+    },
     only: {
       default: ATTACKS.join(","),
       help: `comma-separated attacks: ${ATTACKS.join(", ")}`,
@@ -140,11 +147,13 @@ const bench: Bench<Options, AttacksResult> = {
       model: flags.model,
       rule: flags.rule as AggregationRuleName,
       only: only as AttackName[],
+      keys: flags.keys === "" ? null : flags.keys,
     };
   },
   async run(o, log) {
     const spec = specFor(o);
-    const keys = await Deno.makeTempDir({ prefix: "zoo-attack-keys-" });
+    const keys = o.keys ??
+      await Deno.makeTempDir({ prefix: "zoo-attack-keys-" });
     try {
       const run = (attack: AttackName | null) =>
         runAttack({ attack, peers: o.peers, spec, keys, log });
@@ -175,7 +184,9 @@ const bench: Bench<Options, AttacksResult> = {
           attacks.reduce((s, a) => s + a.falsePositives, 0),
       };
     } finally {
-      await Deno.remove(keys, { recursive: true }).catch(() => {});
+      if (o.keys === null) {
+        await Deno.remove(keys, { recursive: true }).catch(() => {});
+      }
     }
   },
   table(r) {
