@@ -16,6 +16,7 @@ import {
   type RoundState,
   step,
 } from "../protocol/round_machine.ts";
+import { LoopWatch } from "./loop_watch.ts";
 import { MemberCache } from "./member_cache.ts";
 import { type RoundContext, RoundWork } from "./round_work.ts";
 import { RoundLedger } from "./round_ledger.ts";
@@ -40,6 +41,7 @@ export class RoundDriver {
   #state: RoundState;
   readonly #o: RoundDriverOptions;
   readonly #work: RoundWork;
+  readonly #loop: LoopWatch;
   readonly #log: (line: string) => void;
   readonly #done = Promise.withResolvers<void>();
   #timer: ReturnType<typeof setInterval> | undefined;
@@ -54,6 +56,7 @@ export class RoundDriver {
     const job = cidToBytes32(o.jobId);
     this.members = new MemberCache(o.registry, job);
     this.ledger = new RoundLedger(o.spec, o.trainer.parameterCount);
+    this.#loop = new LoopWatch(o.pollMs ?? 200);
     this.#state = initialState({
       job: o.jobId,
       self: o.identity.peerId,
@@ -70,6 +73,7 @@ export class RoundDriver {
       log: this.#log,
       feed: (event) => this.#feed(event),
       state: () => this.#state,
+      loop: this.#loop,
     });
   }
 
@@ -162,6 +166,7 @@ export class RoundDriver {
 
   async #poll(): Promise<void> {
     if (this.#stopped) return;
+    this.#loop.tick(Date.now());
     const live = this.#o.node.gossip.livePeers().map((e) => e.peer);
     this.members.refresh(live);
     this.#feed({

@@ -31,7 +31,12 @@ import {
   MAX_DELTA_BLOB_OVERHEAD,
 } from "../protocol/delta_blob.ts";
 import { partitionDeltas } from "../protocol/delta_screen.ts";
-import { expectedDeltas, isHasty, settleMs } from "../protocol/censorship.ts";
+import {
+  censorGraceMs,
+  expectedDeltas,
+  isHasty,
+  settleMs,
+} from "../protocol/censorship.ts";
 import {
   decodeRoundCheckpoint,
   encodeRoundCheckpoint,
@@ -57,6 +62,7 @@ import type {
 import { collectMs } from "../protocol/round_machine.ts";
 import { nextCheckpoint } from "../protocol/round_update.ts";
 import type { Identity } from "./identity.ts";
+import type { LoopWatch } from "./loop_watch.ts";
 import type { MemberCache } from "./member_cache.ts";
 import { HONEST, type RoundBehaviour } from "./round_behaviour.ts";
 import type { ZooNode } from "./node.ts";
@@ -90,6 +96,8 @@ export interface RoundWorkOptions extends RoundContext {
   feed: (event: RoundEvent) => void;
   /** The machine's current state. */
   state: () => RoundState;
+  /** When the event loop stalled: no timing judgement across a stall. */
+  loop: LoopWatch;
 }
 
 /** A round's deltas as the leader screened them, sorted by peer. */
@@ -283,6 +291,9 @@ export class RoundWork {
       const wait = latest + settleMs(config) - Date.now();
       if (wait > 0) await this.#sleep(wait);
       built = await this.#build(a, held, round, cap);
+      // Building holds the event loop; gossip that came meanwhile is
+      // handled now, before the last look for late deltas.
+      await this.#sleep(censorGraceMs(this.#o.state().config));
       const state = this.#o.state();
       const late = [...state.deltas.values()]
         .filter((d) => !announced.some((x) => x.peer === d.peer));
@@ -484,11 +495,18 @@ export class RoundWork {
     const m = a.manifest;
     let manifest: RoundManifest;
     const config = this.#o.state().config;
+    // Times noted across a stall of this peer's event loop are not the
+    // times things arrived: no judgement rests on them.
+    const grace = censorGraceMs(config);
+    const steady = (since: number) => this.#o.loop.steady(since, a.at, grace);
     try {
       manifest = await this.#verifier.check(m, {
         announced: a.announced,
-        expected: expectedDeltas(a.announced, a.seenAt, a.at, config),
-        hasty: (listed) => isHasty(listed, a.seenAt, a.at, config),
+        expected: expectedDeltas(a.announced, a.seenAt, a.at, config)
+          .filter((d) => steady(a.seenAt.get(d.peer)!)),
+        hasty: (listed) =>
+          isHasty(listed, a.seenAt, a.at, config) &&
+          steady(Math.max(...listed.map((p) => a.seenAt.get(p) ?? a.at))),
         current: () => {
           const state = this.#o.state();
           return state.round === m.round && state.parent === m.parent

@@ -9,8 +9,7 @@
  *    ({@linkcode settleMs}) after the latest delta it lists arrived, taking
  *    in whatever arrives meanwhile; a manifest that reaches a verifier
  *    less than g after the latest delta it lists is refused as hasty
- *    ({@linkcode isHasty}). The slack of 3g also covers a verifier whose
- *    event loop was busy (a training step) while both arrived;
+ *    ({@linkcode isHasty});
  * 2. a verifier expects the manifest to list, aggregated or excluded,
  *    every delta that reached it at least g before the manifest
  *    ({@linkcode expectedDeltas}); leaving out one it can fetch and read is
@@ -33,10 +32,10 @@ import { collectMs, type RoundConfig } from "./round_machine.ts";
 
 /**
  * The margin g, in ms: a twentieth of the collect window (250 ms at a
- * 20 s round deadline), between 100 ms and a second.
+ * 20 s round deadline), between 200 ms and a second.
  */
 export function censorGraceMs(config: RoundConfig): number {
-  return Math.max(100, Math.min(1000, collectMs(config) / 20));
+  return Math.max(200, Math.min(1000, collectMs(config) / 20));
 }
 
 /** How long a leader waits after the latest delta it lists, in ms: 4g. */
