@@ -34,7 +34,11 @@ for (const attack of FAST) {
     fn: async () => {
       const r = await runAttack({ attack, peers: 3, spec, keys });
       assert.ok(r.attackedRounds.length > 0, "the attack never happened");
-      assert.deepEqual(r.detectedRounds, r.attackedRounds);
+      assert.deepEqual(
+        r.detectedRounds,
+        r.attackedRounds,
+        JSON.stringify(r.refusals),
+      );
       assert.equal(r.creditedToAttackers, 0);
       assert.deepEqual(r.falsePositives, []);
       assert.ok(Number.isFinite(r.heldoutLoss) && r.heldoutLoss < 4);

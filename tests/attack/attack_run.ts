@@ -7,7 +7,8 @@
  *
  * What it reads back: the final held-out loss an honest peer measured; the
  * refusals honest peers recorded (who was refused, when, why); the tokens
- * the chain credited per round and account; who committed each round.
+ * the chain credited per round and account; who committed each round; and
+ * from the attackers' logs, the rounds they announced a delta in.
  *
  * @module
  */
@@ -150,6 +151,16 @@ async function attackCluster(
     refusals.some((r) => r.round === round && peers.includes(r.peer));
 
   const all = Array.from({ length: o.spec.rounds }, (_, r) => r);
+  // A delta attack happens in the rounds an attacker announced a delta in
+  // (one that fell behind may sit a round out); a leader attack in those
+  // it led: refused, or committed by it.
+  const announced = new Set<number>();
+  for (const p of evil) {
+    const log = await Deno.readTextFile(p.log);
+    for (const m of log.matchAll(/^round (\d+): trained /gm)) {
+      announced.add(Number(m[1]));
+    }
+  }
   const attackedRounds = o.attack === null
     ? []
     : LEADER_ATTACKS.includes(o.attack)
@@ -158,7 +169,9 @@ async function attackCluster(
         x.round === r && x.what === "manifest" && attackers.includes(x.peer)
       ) || attackerAccounts.includes(committers[r])
     )
-    : all.filter((r) => r >= (FROM_ROUND_1.includes(o.attack!) ? 1 : 0));
+    : all.filter((r) =>
+      announced.has(r) && r >= (FROM_ROUND_1.includes(o.attack!) ? 1 : 0)
+    );
   const credited = (rs: number[]) =>
     rs.reduce(
       (sum, r) =>
