@@ -15,6 +15,7 @@ import {
 import { startNode, type ZooNode } from "../node/node.ts";
 import { callRpc } from "../node/rpc_client.ts";
 import { MAIN, zooNode } from "./_cli.ts";
+import { oneClusterAtATime } from "./_job_cluster.ts";
 import { type CID, parseCid } from "../protocol/cid.ts";
 import type { NodeStatus } from "../node/http/types.ts";
 
@@ -87,16 +88,22 @@ export class Cluster {
   }
 }
 
-/** Runs `fn` with a fresh cluster and tears it down however `fn` ends. */
-export async function withCluster(
+/**
+ * Runs `fn` with a fresh cluster and tears it down however `fn` ends. It
+ * takes its turn with the training clusters (oneClusterAtATime): on two
+ * cores, peers of two clusters at once starve each other's gossip.
+ */
+export function withCluster(
   fn: (c: Cluster) => Promise<void>,
 ): Promise<void> {
-  const c = new Cluster();
-  try {
-    await fn(c);
-  } finally {
-    await c.close();
-  }
+  return oneClusterAtATime(async () => {
+    const c = new Cluster();
+    try {
+      await fn(c);
+    } finally {
+      await c.close();
+    }
+  });
 }
 
 /** zoo_status of a running peer. */
