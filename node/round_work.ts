@@ -17,7 +17,6 @@ import {
 import { commitRound, readRound, type Registry } from "../chain/registry.ts";
 import { privateKeyToAccount } from "viem/accounts";
 import { cidToString, parseCid } from "../protocol/cid.ts";
-import { maxTokensPerRound } from "../protocol/job_spec.ts";
 import type { JobSpec } from "../protocol/job_spec.ts";
 import type {
   AttestationMessage,
@@ -25,21 +24,17 @@ import type {
   GossipMessage,
   ManifestAnnounce,
 } from "../protocol/messages.ts";
-import { comparePeerIds } from "../protocol/peer_table.ts";
 import {
   decodeDeltaBlob,
   MAX_DELTA_BLOB_OVERHEAD,
 } from "../protocol/delta_blob.ts";
-import { partitionDeltas } from "../protocol/delta_screen.ts";
 import {
   censorGraceMs,
   expectedDeltas,
   isHasty,
-  settleMs,
 } from "../protocol/censorship.ts";
 import {
   decodeRoundCheckpoint,
-  encodeRoundCheckpoint,
   type RoundCheckpoint,
 } from "../protocol/round_checkpoint.ts";
 import {
@@ -48,9 +43,6 @@ import {
 } from "../protocol/quantize.ts";
 import {
   decodeManifest,
-  encodeManifest,
-  type ExclusionReason,
-  MANIFEST_VERSION,
   MAX_MANIFEST_BYTES,
   type RoundManifest,
 } from "../protocol/round_manifest.ts";
@@ -60,7 +52,6 @@ import type {
   RoundState,
 } from "../protocol/round_machine.ts";
 import { collectMs } from "../protocol/round_machine.ts";
-import { nextCheckpoint } from "../protocol/round_update.ts";
 import type { Identity } from "./identity.ts";
 import type { LoopWatch } from "./loop_watch.ts";
 import type { MemberCache } from "./member_cache.ts";
@@ -68,6 +59,7 @@ import { HONEST, type RoundBehaviour } from "./round_behaviour.ts";
 import type { ZooNode } from "./node.ts";
 import type { RoundCounters, RoundLedger } from "./round_ledger.ts";
 import type { RoundTrainer } from "./round_trainer.ts";
+import { aggregateRound } from "./leader_aggregation.ts";
 import {
   deltaRefusalReason,
   ManifestRefused,
@@ -100,20 +92,6 @@ export interface RoundWorkOptions extends RoundContext {
   loop: LoopWatch;
 }
 
-/** A round's deltas as the leader screened them, sorted by peer. */
-interface Screened {
-  accepted: { peer: string; d: DeltaAnnounce; delta: Float32Array }[];
-  excluded: { d: DeltaAnnounce; reason: ExclusionReason; evidence: string }[];
-}
-
-/** A manifest built and stored, with C(r+1), ready to publish. */
-interface Built {
-  manifest: RoundManifest;
-  manifestCid: string;
-  checkpoint: string;
-  excluded: Screened["excluded"];
-}
-
 /** A checkpoint in hand: its CID and contents. */
 interface Held {
   cid: string;
@@ -123,11 +101,6 @@ interface Held {
 const KEEP_MANIFESTS = 16;
 /** Room for a round checkpoint's safetensors header and metadata. */
 const CHECKPOINT_HEADER_BYTES = 1 << 20;
-/**
- * Aggregations per round at most, the first included: each later one
- * takes in deltas that arrived during the one before.
- */
-const MAX_AGGREGATE_PASSES = 4;
 /** How long closing a round may wait for a manifest it did not verify. */
 const MANIFEST_FETCH_MS = 2_000;
 
@@ -273,38 +246,24 @@ export class RoundWork {
   async #aggregate(
     a: Extract<RoundAction, { type: "aggregate" }>,
   ): Promise<void> {
-    const held = this.#held(a.parent);
-    const cap = maxTokensPerRound(this.#o.spec);
-    // The manifest waits until its latest delta is settleMs old, and takes
-    // in what arrives meanwhile up to the moment it is published, so
-    // verifiers find it neither hasty nor short of a delta they saw well
-    // before it (censorship.ts).
-    const fetched = new Map<string, Promise<Float32Array>>();
-    let announced = a.contributions;
-    let built: Built;
-    for (let pass = 1;; pass++) {
-      const round = await this.#combine(announced, fetched);
-      const { deltaSeenAt, config } = this.#o.state();
-      const latest = Math.max(
-        ...announced.map((d) => deltaSeenAt.get(d.peer) ?? 0),
-      );
-      const wait = latest + settleMs(config) - Date.now();
-      if (wait > 0) await this.#sleep(wait);
-      built = await this.#build(a, held, round, cap);
-      // Building holds the event loop; gossip that came meanwhile is
-      // handled now, before the last look for late deltas.
-      await this.#sleep(censorGraceMs(this.#o.state().config));
-      const state = this.#o.state();
-      const late = [...state.deltas.values()]
-        .filter((d) => !announced.some((x) => x.peer === d.peer));
-      if (
-        late.length === 0 || state.round !== a.round ||
-        pass === MAX_AGGREGATE_PASSES
-      ) break;
-      announced = [...announced, ...late];
-    }
-    for (const e of built.excluded) this.#refuseDelta(e.d, e.reason);
-    const { manifest, manifestCid, checkpoint } = built;
+    const { manifest, manifestCid, checkpoint } = await aggregateRound(
+      {
+        jobId: this.#o.jobId,
+        spec: this.#o.spec,
+        self: this.#o.identity.peerId,
+        state: this.#o.state,
+        behaviour: this.#behaviour,
+        delta: (d) => this.#delta(d, [d.peer]),
+        evidenceAgainst: (round, peer) =>
+          this.#verifier.evidenceAgainst(round, peer),
+        store: (bytes) => this.#o.node.store.put(bytes),
+        refuse: (d, reason, err) => this.#refuseDelta(d, reason, err),
+        reasonOf: deltaRefusalReason,
+        sleep: (ms) => this.#sleep(ms),
+      },
+      a,
+      this.#held(a.parent),
+    );
     this.#remember(manifestCid, manifest);
     const announce: ManifestAnnounce = {
       ...this.#header("manifest", a.round, a.parent),
@@ -324,106 +283,6 @@ export class RoundWork {
       type: "attestation",
       msg: await this.#attestation(manifestCid, manifest),
     });
-  }
-
-  /** C(r+1) and its manifest from a screened round, both stored. */
-  async #build(
-    a: Extract<RoundAction, { type: "aggregate" }>,
-    held: Held,
-    round: Screened,
-    cap: number,
-  ): Promise<Built> {
-    const { accepted, excluded } = round;
-    if (accepted.length === 0) {
-      throw new Error("no delta could be fetched and passed the screen");
-    }
-    const next = this.#behaviour.checkpoint(nextCheckpoint({
-      spec: this.#o.spec,
-      parent: held.ckpt,
-      parentCid: held.cid,
-      deltas: accepted.map(({ d, delta }) => ({
-        peer: d.peer,
-        tokens: Math.min(d.tokens, cap),
-        delta,
-      })),
-    }));
-    const checkpoint = cidToString(
-      await this.#o.node.store.put(encodeRoundCheckpoint(next)),
-    );
-    const manifest: RoundManifest = {
-      v: MANIFEST_VERSION,
-      job: this.#o.jobId,
-      round: a.round,
-      parent: a.parent,
-      leader: this.#o.identity.peerId,
-      rule: this.#o.spec.aggregation,
-      contributions: accepted.map(({ d }) => ({
-        peer: d.peer,
-        account: d.account,
-        delta: d.delta,
-        tokens: Math.min(d.tokens, cap),
-        loss: d.loss,
-      })),
-      excluded: excluded.map(({ d, reason, evidence }) => ({
-        peer: d.peer,
-        delta: d.delta,
-        reason,
-        evidence,
-      })),
-      checkpoint,
-    };
-    const manifestCid = cidToString(
-      await this.#o.node.store.put(encodeManifest(manifest)),
-    );
-    return { manifest, manifestCid, checkpoint, excluded };
-  }
-
-  /**
-   * Fetches and reads the `all` deltas (through `fetched`, so a pass
-   * reuses the last one's work) and screens them: those to aggregate and
-   * those left out, sorted by peer. A delta that cannot be fetched or read
-   * is refused here and not listed.
-   */
-  async #combine(
-    all: readonly DeltaAnnounce[],
-    fetched: Map<string, Promise<Float32Array>>,
-  ): Promise<Screened> {
-    // A peer whose manifest for this round this peer refused earns nothing
-    // in it: its delta is listed with that manifest as the reason.
-    const refused: Screened["excluded"] = [];
-    const rest: DeltaAnnounce[] = [];
-    for (const d of all) {
-      const evidence = this.#verifier.evidenceAgainst(d.round, d.peer);
-      if (evidence === undefined) rest.push(d);
-      else refused.push({ d, reason: "refused-manifest", evidence });
-    }
-    const read = await Promise.all(rest.map(async (d) => {
-      if (!fetched.has(d.delta)) fetched.set(d.delta, this.#delta(d, [d.peer]));
-      try {
-        return { peer: d.peer, d, delta: await fetched.get(d.delta)! };
-      } catch (err) {
-        this.#refuseDelta(d, deltaRefusalReason(err), err);
-        return null;
-      }
-    }));
-    // In arrival order, as announced: what a dishonest leader would pick
-    // from.
-    const ok = this.#behaviour.contributions(read.filter((f) => f !== null))
-      .sort((x, y) => comparePeerIds(x.peer, y.peer));
-    // Screened out deltas are listed, not silently dropped: verifiers
-    // re-screen them and expect every delta they saw.
-    const { accepted, excluded } = partitionDeltas(ok);
-    return {
-      accepted,
-      excluded: [
-        ...excluded.map((e) => ({
-          d: ok.find((f) => f.peer === e.peer)!.d,
-          reason: e.reason,
-          evidence: "",
-        })),
-        ...refused,
-      ].sort((x, y) => comparePeerIds(x.d.peer, y.d.peer)),
-    };
   }
 
   /** Logs and records a delta left out of an aggregate. */

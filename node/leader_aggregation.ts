@@ -1,0 +1,202 @@
+/**
+ * The leader's part of a round: fetch and read the announced deltas,
+ * screen them, combine the rest into C(r+1) and write the manifest that
+ * lists every delta, aggregated or excluded with its reason. The manifest
+ * waits until its latest delta is `settleMs` old and takes in deltas that
+ * arrive meanwhile, up to the moment it is handed back for publishing, so
+ * verifiers find it neither hasty nor short of a delta they saw well
+ * before it (protocol/censorship.ts).
+ *
+ * @module
+ */
+import { type CID, cidToString } from "../protocol/cid.ts";
+import { censorGraceMs, settleMs } from "../protocol/censorship.ts";
+import { partitionDeltas } from "../protocol/delta_screen.ts";
+import { type JobSpec, maxTokensPerRound } from "../protocol/job_spec.ts";
+import type { DeltaAnnounce } from "../protocol/messages.ts";
+import { comparePeerIds } from "../protocol/peer_table.ts";
+import {
+  encodeRoundCheckpoint,
+  type RoundCheckpoint,
+} from "../protocol/round_checkpoint.ts";
+import type { RoundAction, RoundState } from "../protocol/round_machine.ts";
+import {
+  encodeManifest,
+  type ExclusionReason,
+  MANIFEST_VERSION,
+  type RoundManifest,
+} from "../protocol/round_manifest.ts";
+import { nextCheckpoint } from "../protocol/round_update.ts";
+import type { RoundBehaviour } from "./round_behaviour.ts";
+
+/** Aggregations at most, the first included: each later one takes in
+ * deltas that arrived during the one before. */
+const MAX_PASSES = 4;
+
+/** What a leader's aggregation uses. */
+export interface LeaderAggregationOptions {
+  jobId: string;
+  spec: JobSpec;
+  /** This peer's id, the manifest's leader. */
+  self: string;
+  /** The machine's current state (deltas as they arrive, when). */
+  state(): RoundState;
+  behaviour: RoundBehaviour;
+  /** The values of an announced delta (fetched from its author). */
+  delta(d: DeltaAnnounce): Promise<Float32Array>;
+  /** CID of a manifest `peer` announced for `round` that this peer refused. */
+  evidenceAgainst(round: number, peer: string): string | undefined;
+  /** Stores a block. */
+  store(bytes: Uint8Array): Promise<CID>;
+  /** Records a delta left out: unreadable, screened out, or its leader's. */
+  refuse(d: DeltaAnnounce, reason: string, err?: unknown): void;
+  /** The refusal reason for an error fetching or reading a delta. */
+  reasonOf(err: unknown): string;
+  /** Resolves after `ms`, or rejects when the round work stops. */
+  sleep(ms: number): Promise<void>;
+}
+
+/** A manifest built and stored, with C(r+1), ready to publish. */
+export interface BuiltManifest {
+  manifest: RoundManifest;
+  manifestCid: string;
+  checkpoint: string;
+}
+
+/** A round's deltas as the leader screened them, sorted by peer. */
+interface Screened {
+  accepted: { peer: string; d: DeltaAnnounce; delta: Float32Array }[];
+  excluded: { d: DeltaAnnounce; reason: ExclusionReason; evidence: string }[];
+}
+
+/**
+ * C(r+1) and the manifest of round `a.round` from C(r) = `held`, both
+ * stored (see the module doc). Throws when no delta can be aggregated.
+ */
+export async function aggregateRound(
+  o: LeaderAggregationOptions,
+  a: Extract<RoundAction, { type: "aggregate" }>,
+  held: { cid: string; ckpt: RoundCheckpoint },
+): Promise<BuiltManifest> {
+  const fetched = new Map<string, Promise<Float32Array>>();
+  let announced = a.contributions;
+  for (let pass = 1;; pass++) {
+    const round = await screen(o, announced, fetched);
+    const { deltaSeenAt, config } = o.state();
+    const latest = Math.max(
+      ...announced.map((d) => deltaSeenAt.get(d.peer) ?? 0),
+    );
+    const wait = latest + settleMs(config) - Date.now();
+    if (wait > 0) await o.sleep(wait);
+    const built = await build(o, a, held, round);
+    // Building holds the event loop; gossip that came meanwhile is
+    // handled now, before the last look for late deltas.
+    await o.sleep(censorGraceMs(o.state().config));
+    const state = o.state();
+    const late = [...state.deltas.values()]
+      .filter((d) => !announced.some((x) => x.peer === d.peer));
+    if (
+      late.length === 0 || state.round !== a.round || pass === MAX_PASSES
+    ) {
+      for (const e of round.excluded) o.refuse(e.d, e.reason);
+      return built;
+    }
+    announced = [...announced, ...late];
+  }
+}
+
+/** C(r+1) and its manifest from a screened round, both stored. */
+async function build(
+  o: LeaderAggregationOptions,
+  a: Extract<RoundAction, { type: "aggregate" }>,
+  held: { cid: string; ckpt: RoundCheckpoint },
+  { accepted, excluded }: Screened,
+): Promise<BuiltManifest> {
+  if (accepted.length === 0) {
+    throw new Error("no delta could be fetched and passed the screen");
+  }
+  const cap = maxTokensPerRound(o.spec);
+  const next = o.behaviour.checkpoint(nextCheckpoint({
+    spec: o.spec,
+    parent: held.ckpt,
+    parentCid: held.cid,
+    deltas: accepted.map(({ d, delta }) => ({
+      peer: d.peer,
+      tokens: Math.min(d.tokens, cap),
+      delta,
+    })),
+  }));
+  const checkpoint = cidToString(
+    await o.store(encodeRoundCheckpoint(next)),
+  );
+  const manifest: RoundManifest = {
+    v: MANIFEST_VERSION,
+    job: o.jobId,
+    round: a.round,
+    parent: a.parent,
+    leader: o.self,
+    rule: o.spec.aggregation,
+    contributions: accepted.map(({ d }) => ({
+      peer: d.peer,
+      account: d.account,
+      delta: d.delta,
+      tokens: Math.min(d.tokens, cap),
+      loss: d.loss,
+    })),
+    excluded: excluded.map(({ d, reason, evidence }) => ({
+      peer: d.peer,
+      delta: d.delta,
+      reason,
+      evidence,
+    })),
+    checkpoint,
+  };
+  const manifestCid = cidToString(await o.store(encodeManifest(manifest)));
+  return { manifest, manifestCid, checkpoint };
+}
+
+/**
+ * Fetches and reads the `all` deltas (through `fetched`, so a pass reuses
+ * the last one's work) and screens them. A delta that cannot be fetched or
+ * read is refused here and not listed.
+ */
+async function screen(
+  o: LeaderAggregationOptions,
+  all: readonly DeltaAnnounce[],
+  fetched: Map<string, Promise<Float32Array>>,
+): Promise<Screened> {
+  // A peer whose manifest for this round this peer refused earns nothing
+  // in it: its delta is listed with that manifest as the reason.
+  const refused: Screened["excluded"] = [];
+  const rest: DeltaAnnounce[] = [];
+  for (const d of all) {
+    const evidence = o.evidenceAgainst(d.round, d.peer);
+    if (evidence === undefined) rest.push(d);
+    else refused.push({ d, reason: "refused-manifest", evidence });
+  }
+  const read = await Promise.all(rest.map(async (d) => {
+    if (!fetched.has(d.delta)) fetched.set(d.delta, o.delta(d));
+    try {
+      return { peer: d.peer, d, delta: await fetched.get(d.delta)! };
+    } catch (err) {
+      o.refuse(d, o.reasonOf(err), err);
+      return null;
+    }
+  }));
+  // In arrival order, as announced: what a dishonest leader would pick
+  // from.
+  const ok = o.behaviour.contributions(read.filter((f) => f !== null))
+    .sort((x, y) => comparePeerIds(x.peer, y.peer));
+  const { accepted, excluded } = partitionDeltas(ok);
+  return {
+    accepted,
+    excluded: [
+      ...excluded.map((e) => ({
+        d: ok.find((f) => f.peer === e.peer)!.d,
+        reason: e.reason,
+        evidence: "",
+      })),
+      ...refused,
+    ].sort((x, y) => comparePeerIds(x.d.peer, y.d.peer)),
+  };
+}
