@@ -23,7 +23,7 @@ import {
 import type { JobSpec } from "../protocol/job_spec.ts";
 import { Cached } from "./cached.ts";
 import type { Contributions, JobInfo, RoundDetail } from "./http/types.ts";
-import type { MemberCache } from "./member_cache.ts";
+import type { MemberCache } from "./round/member_cache.ts";
 
 /** Peers whose contributions are kept cached at most. */
 const MAX_PEERS_CACHED = 1024;

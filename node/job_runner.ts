@@ -21,9 +21,9 @@ import type { Identity } from "./identity.ts";
 import { loadJobDataset } from "./job_dataset.ts";
 import { createJobView } from "./job_view.ts";
 import type { ZooNode } from "./node.ts";
-import type { RoundBehaviour } from "./round_behaviour.ts";
-import { RoundDriver } from "./round_driver.ts";
-import { RoundTrainer } from "./round_trainer.ts";
+import type { RoundBehaviour } from "./round/behaviour.ts";
+import { RoundDriver } from "./round/driver.ts";
+import { RoundTrainer } from "./round/inner_loop.ts";
 
 /** How long to look for the job spec among peers before giving up, ms. */
 const SPEC_WAIT_MS = 60_000;

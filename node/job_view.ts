@@ -12,7 +12,7 @@ import type { JobSpec } from "../protocol/job_spec.ts";
 import { JobChainView } from "./chain_view.ts";
 import type { JobSource, TrainingStatus } from "./http/types.ts";
 import type { ZooNode } from "./node.ts";
-import type { RoundDriver } from "./round_driver.ts";
+import type { RoundDriver } from "./round/driver.ts";
 
 /** What a job view is built from. */
 export interface JobViewOptions {

@@ -24,7 +24,7 @@ import {
   waitFor,
 } from "../node/local_peer.ts";
 import type { PublishedJob } from "../node/job_publish.ts";
-import type { RoundRecord } from "../node/round_ledger.ts";
+import type { RoundRecord } from "../node/round/ledger.ts";
 import { callRpc } from "../node/rpc_client.ts";
 import { ensureIdentity } from "../node/identity.ts";
 import {

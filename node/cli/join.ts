@@ -1,7 +1,7 @@
 import type { Config } from "../config.ts";
 import { ensureIdentity } from "../identity.ts";
 import { type JobRun, runJob } from "../job_runner.ts";
-import type { RoundBehaviour } from "../round_behaviour.ts";
+import type { RoundBehaviour } from "../round/behaviour.ts";
 import { startNode } from "../node.ts";
 import { parseCid } from "../../protocol/cid.ts";
 

@@ -13,7 +13,7 @@ import type { JobSpec } from "../../protocol/job_spec.ts";
 import type { BlobStats, FetchReport } from "../blob_service.ts";
 import type { Progress } from "../gossip_service.ts";
 import type { HistogramSnapshot } from "../histogram.ts";
-import type { Refusal, RoundRecord } from "../round_ledger.ts";
+import type { Refusal, RoundRecord } from "../round/ledger.ts";
 import type { StepLoss } from "../step_log.ts";
 
 export type { Refusal, RoundRecord, StepLoss };

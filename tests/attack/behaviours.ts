@@ -21,7 +21,7 @@
  * @module
  */
 import { Rng } from "../../kernels/data/rng.ts";
-import { HONEST, type RoundBehaviour } from "../../node/round_behaviour.ts";
+import { HONEST, type RoundBehaviour } from "../../node/round/behaviour.ts";
 
 /** Every attack, by its name in `bench attacks`. */
 export const ATTACKS = [

@@ -12,7 +12,7 @@
  *
  * @module
  */
-import { RoundTrainer } from "../../node/round_trainer.ts";
+import { RoundTrainer } from "../../node/round/inner_loop.ts";
 import { defaultCorpusDataset } from "../../node/job_dataset.ts";
 import {
   decodeRoundCheckpoint,

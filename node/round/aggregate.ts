@@ -9,25 +9,25 @@
  *
  * @module
  */
-import { type CID, cidToString } from "../protocol/cid.ts";
-import { censorGraceMs, settleMs } from "../protocol/censorship.ts";
-import { partitionDeltas } from "../protocol/delta_screen.ts";
-import { type JobSpec, maxTokensPerRound } from "../protocol/job_spec.ts";
-import type { DeltaAnnounce } from "../protocol/messages.ts";
-import { comparePeerIds } from "../protocol/peer_table.ts";
+import { type CID, cidToString } from "../../protocol/cid.ts";
+import { censorGraceMs, settleMs } from "../../protocol/censorship.ts";
+import { partitionDeltas } from "../../protocol/delta_screen.ts";
+import { type JobSpec, maxTokensPerRound } from "../../protocol/job_spec.ts";
+import type { DeltaAnnounce } from "../../protocol/messages.ts";
+import { comparePeerIds } from "../../protocol/peer_table.ts";
 import {
   encodeRoundCheckpoint,
   type RoundCheckpoint,
-} from "../protocol/round_checkpoint.ts";
-import type { RoundAction, RoundState } from "../protocol/round_machine.ts";
+} from "../../protocol/round_checkpoint.ts";
+import type { RoundAction, RoundState } from "../../protocol/round_machine.ts";
 import {
   encodeManifest,
   type ExclusionReason,
   MANIFEST_VERSION,
   type RoundManifest,
-} from "../protocol/round_manifest.ts";
-import { nextCheckpoint } from "../protocol/round_update.ts";
-import type { RoundBehaviour } from "./round_behaviour.ts";
+} from "../../protocol/round_manifest.ts";
+import { nextCheckpoint } from "../../protocol/round_update.ts";
+import type { RoundBehaviour } from "./behaviour.ts";
 
 /** Aggregations at most, the first included: each later one takes in
  * deltas that arrived during the one before. */

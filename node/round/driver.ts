@@ -6,20 +6,20 @@
  *
  * @module
  */
-import { bytes32ToCid, cidToBytes32 } from "../chain/attestation.ts";
-import { readJob } from "../chain/registry.ts";
-import type { GossipMessage } from "../protocol/messages.ts";
+import { bytes32ToCid, cidToBytes32 } from "../../chain/attestation.ts";
+import { readJob } from "../../chain/registry.ts";
+import type { GossipMessage } from "../../protocol/messages.ts";
 import {
   initialState,
   type RoundAction,
   type RoundEvent,
   type RoundState,
   step,
-} from "../protocol/round_machine.ts";
+} from "../../protocol/round_machine.ts";
 import { LoopWatch } from "./loop_watch.ts";
 import { MemberCache } from "./member_cache.ts";
-import { type RoundContext, RoundWork } from "./round_work.ts";
-import { RoundLedger } from "./round_ledger.ts";
+import { type RoundContext, RoundWork } from "./work.ts";
+import { RoundLedger } from "./ledger.ts";
 
 /** What the driver works with. */
 export interface RoundDriverOptions extends RoundContext {

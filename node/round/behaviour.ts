@@ -7,9 +7,9 @@
  *
  * @module
  */
-import type { DeltaContext } from "../protocol/delta_blob.ts";
-import type { DeltaAnnounce } from "../protocol/messages.ts";
-import type { RoundCheckpoint } from "../protocol/round_checkpoint.ts";
+import type { DeltaContext } from "../../protocol/delta_blob.ts";
+import type { DeltaAnnounce } from "../../protocol/messages.ts";
+import type { RoundCheckpoint } from "../../protocol/round_checkpoint.ts";
 
 /** What a peer knows when it settles the delta it will announce. */
 export interface DeltaChoice {

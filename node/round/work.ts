@@ -13,59 +13,59 @@ import {
   orderSignatures,
   recoverAttester,
   signAttestation,
-} from "../chain/attestation.ts";
-import { commitRound, readRound, type Registry } from "../chain/registry.ts";
+} from "../../chain/attestation.ts";
+import { commitRound, readRound, type Registry } from "../../chain/registry.ts";
 import { privateKeyToAccount } from "viem/accounts";
-import { cidToString, parseCid } from "../protocol/cid.ts";
-import type { JobSpec } from "../protocol/job_spec.ts";
+import { cidToString, parseCid } from "../../protocol/cid.ts";
+import type { JobSpec } from "../../protocol/job_spec.ts";
 import type {
   AttestationMessage,
   DeltaAnnounce,
   GossipMessage,
   ManifestAnnounce,
-} from "../protocol/messages.ts";
+} from "../../protocol/messages.ts";
 import {
   decodeDeltaBlob,
   MAX_DELTA_BLOB_OVERHEAD,
-} from "../protocol/delta_blob.ts";
+} from "../../protocol/delta_blob.ts";
 import {
   censorGraceMs,
   expectedDeltas,
   isHasty,
-} from "../protocol/censorship.ts";
+} from "../../protocol/censorship.ts";
 import {
   decodeRoundCheckpoint,
   type RoundCheckpoint,
-} from "../protocol/round_checkpoint.ts";
+} from "../../protocol/round_checkpoint.ts";
 import {
   BITS_FOR_COMPRESSION,
   encodedByteLength,
-} from "../protocol/quantize.ts";
+} from "../../protocol/quantize.ts";
 import {
   decodeManifest,
   MAX_MANIFEST_BYTES,
   type RoundManifest,
-} from "../protocol/round_manifest.ts";
+} from "../../protocol/round_manifest.ts";
 import type {
   RoundAction,
   RoundEvent,
   RoundState,
-} from "../protocol/round_machine.ts";
-import { collectMs } from "../protocol/round_machine.ts";
-import type { Identity } from "./identity.ts";
+} from "../../protocol/round_machine.ts";
+import { collectMs } from "../../protocol/round_machine.ts";
+import type { Identity } from "../identity.ts";
 import type { LoopWatch } from "./loop_watch.ts";
 import type { MemberCache } from "./member_cache.ts";
-import { HONEST, type RoundBehaviour } from "./round_behaviour.ts";
-import type { ZooNode } from "./node.ts";
-import type { RoundCounters, RoundLedger } from "./round_ledger.ts";
-import type { RoundTrainer } from "./round_trainer.ts";
-import { aggregateRound } from "./leader_aggregation.ts";
+import { HONEST, type RoundBehaviour } from "./behaviour.ts";
+import type { ZooNode } from "../node.ts";
+import type { RoundCounters, RoundLedger } from "./ledger.ts";
+import type { RoundTrainer } from "./inner_loop.ts";
+import { aggregateRound } from "./aggregate.ts";
 import {
   deltaRefusalReason,
   ManifestRefused,
   ManifestVerifier,
-} from "./manifest_verifier.ts";
-import { RoundTraining, type TrainedDelta } from "./round_training.ts";
+} from "./manifest_check.ts";
+import { RoundTraining, type TrainedDelta } from "./train.ts";
 
 /** The job a peer's rounds belong to, and what it trains and talks with. */
 export interface RoundContext {

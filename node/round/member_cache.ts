@@ -6,8 +6,8 @@
  *
  * @module
  */
-import { type Bytes32, peerIdToHex } from "../chain/attestation.ts";
-import { accountOfPeer, isMember, type Registry } from "../chain/registry.ts";
+import { type Bytes32, peerIdToHex } from "../../chain/attestation.ts";
+import { accountOfPeer, isMember, type Registry } from "../../chain/registry.ts";
 
 /** A peer's standing on chain. */
 export interface Membership {

@@ -1,23 +1,23 @@
 import assert from "node:assert/strict";
-import type { GptConfig } from "../kernels/gpt.ts";
-import { Rng } from "../kernels/data/rng.ts";
-import { cidForBytes, cidToString } from "../protocol/cid.ts";
-import { defaultJobSpec } from "../protocol/job_spec.ts";
-import type { DeltaAnnounce, ManifestAnnounce } from "../protocol/messages.ts";
+import type { GptConfig } from "../../kernels/gpt.ts";
+import { Rng } from "../../kernels/data/rng.ts";
+import { cidForBytes, cidToString } from "../../protocol/cid.ts";
+import { defaultJobSpec } from "../../protocol/job_spec.ts";
+import type { DeltaAnnounce, ManifestAnnounce } from "../../protocol/messages.ts";
 import {
   encodeRoundCheckpoint,
   genesisCheckpoint,
-} from "../protocol/round_checkpoint.ts";
+} from "../../protocol/round_checkpoint.ts";
 import {
   MANIFEST_VERSION,
   type RoundManifest,
-} from "../protocol/round_manifest.ts";
-import { nextCheckpoint } from "../protocol/round_update.ts";
+} from "../../protocol/round_manifest.ts";
+import { nextCheckpoint } from "../../protocol/round_update.ts";
 import {
   ManifestRefused,
   ManifestVerifier,
   type Witness,
-} from "./manifest_verifier.ts";
+} from "./manifest_check.ts";
 
 const MODEL: GptConfig = {
   vocabSize: 256,

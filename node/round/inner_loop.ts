@@ -18,16 +18,16 @@
  *
  * @module
  */
-import { type Dataset, splitTrainVal } from "../kernels/data/dataset.ts";
-import { BatchSampler } from "../kernels/data/sampler.ts";
+import { type Dataset, splitTrainVal } from "../../kernels/data/dataset.ts";
+import { BatchSampler } from "../../kernels/data/sampler.ts";
 import {
   checkParamsLength,
   type TokenBatch,
   type Trainer,
   type TrainerInit,
-} from "../kernels/trainer.ts";
-import type { JobSpec } from "../protocol/job_spec.ts";
-import { parameterCount } from "../protocol/round_checkpoint.ts";
+} from "../../kernels/trainer.ts";
+import type { JobSpec } from "../../protocol/job_spec.ts";
+import { parameterCount } from "../../protocol/round_checkpoint.ts";
 
 /** Fixed validation batches behind every reported held-out loss. */
 export const VAL_BATCHES = 4;

@@ -18,24 +18,24 @@
  *
  * @module
  */
-import { assignChunks } from "../protocol/assignment.ts";
-import { encodeDeltaBlob } from "../protocol/delta_blob.ts";
-import type { JobSpec } from "../protocol/job_spec.ts";
-import { pseudoGradient } from "../protocol/pseudo_gradient.ts";
+import { assignChunks } from "../../protocol/assignment.ts";
+import { encodeDeltaBlob } from "../../protocol/delta_blob.ts";
+import type { JobSpec } from "../../protocol/job_spec.ts";
+import { pseudoGradient } from "../../protocol/pseudo_gradient.ts";
 import {
   BITS_FOR_COMPRESSION,
   encodeQuantized,
   quantize,
-} from "../protocol/quantize.ts";
-import type { RoundState } from "../protocol/round_machine.ts";
-import type { Progress } from "./gossip_service.ts";
-import type { DeltaChoice, RoundBehaviour } from "./round_behaviour.ts";
-import type { RoundLedger } from "./round_ledger.ts";
+} from "../../protocol/quantize.ts";
+import type { RoundState } from "../../protocol/round_machine.ts";
+import type { Progress } from "../gossip_service.ts";
+import type { DeltaChoice, RoundBehaviour } from "./behaviour.ts";
+import type { RoundLedger } from "./ledger.ts";
 import {
   type RoundTrainer,
   type TrainRoundParams,
   type TrainRoundResult,
-} from "./round_trainer.ts";
+} from "./inner_loop.ts";
 
 /** Most of a round's inner steps taken before its checkpoint is known. */
 const AHEAD_FRACTION = 0.1;

@@ -1,7 +1,7 @@
 import assert from "node:assert/strict";
 import { parseEther } from "viem";
-import { createJob, joinJob, registerNode } from "../chain/registry.ts";
-import { CHAIN_TEST, digestOf, withChain } from "../tests/_chain.ts";
+import { createJob, joinJob, registerNode } from "../../chain/registry.ts";
+import { CHAIN_TEST, digestOf, withChain } from "../../tests/_chain.ts";
 import { MemberCache } from "./member_cache.ts";
 
 const JOB = digestOf("member cache job");

@@ -14,18 +14,18 @@
  *
  * @module
  */
-import { canonicalJson } from "../protocol/canonical_json.ts";
-import { cidForBytes, cidToString } from "../protocol/cid.ts";
-import { DeltaContextError } from "../protocol/delta_blob.ts";
-import { partitionDeltas } from "../protocol/delta_screen.ts";
-import { type JobSpec, maxTokensPerRound } from "../protocol/job_spec.ts";
-import type { DeltaAnnounce, ManifestAnnounce } from "../protocol/messages.ts";
+import { canonicalJson } from "../../protocol/canonical_json.ts";
+import { cidForBytes, cidToString } from "../../protocol/cid.ts";
+import { DeltaContextError } from "../../protocol/delta_blob.ts";
+import { partitionDeltas } from "../../protocol/delta_screen.ts";
+import { type JobSpec, maxTokensPerRound } from "../../protocol/job_spec.ts";
+import type { DeltaAnnounce, ManifestAnnounce } from "../../protocol/messages.ts";
 import {
   encodeRoundCheckpoint,
   type RoundCheckpoint,
-} from "../protocol/round_checkpoint.ts";
-import type { RoundManifest } from "../protocol/round_manifest.ts";
-import { nextCheckpoint } from "../protocol/round_update.ts";
+} from "../../protocol/round_checkpoint.ts";
+import type { RoundManifest } from "../../protocol/round_manifest.ts";
+import { nextCheckpoint } from "../../protocol/round_update.ts";
 
 /**
  * Why a manifest is not attested; `code` is the refusal's reason. Most

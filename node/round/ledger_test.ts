@@ -1,7 +1,7 @@
 import assert from "node:assert/strict";
-import { defaultJobSpec } from "../protocol/job_spec.ts";
-import { DEFAULT_CORPUS_DATASET_ID } from "./job_dataset.ts";
-import { KEEP_REFUSALS, RoundLedger } from "./round_ledger.ts";
+import { defaultJobSpec } from "../../protocol/job_spec.ts";
+import { DEFAULT_CORPUS_DATASET_ID } from "../job_dataset.ts";
+import { KEEP_REFUSALS, RoundLedger } from "./ledger.ts";
 
 const spec = defaultJobSpec({
   dataset: { cid: DEFAULT_CORPUS_DATASET_ID },

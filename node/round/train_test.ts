@@ -1,14 +1,14 @@
 import assert from "node:assert/strict";
-import { chunkDataset } from "../kernels/data/dataset.ts";
-import { createJsBackend } from "../kernels/js_backend.ts";
-import { createCpuTrainer } from "../kernels/trainer.ts";
-import { defaultJobSpec, type JobSpec } from "../protocol/job_spec.ts";
-import { genesisCheckpoint } from "../protocol/round_checkpoint.ts";
-import { decodeDeltaBlob } from "../protocol/delta_blob.ts";
-import { HONEST } from "./round_behaviour.ts";
-import { RoundLedger } from "./round_ledger.ts";
-import { RoundTrainer } from "./round_trainer.ts";
-import { RoundTraining, type TrainedDelta } from "./round_training.ts";
+import { chunkDataset } from "../../kernels/data/dataset.ts";
+import { createJsBackend } from "../../kernels/js_backend.ts";
+import { createCpuTrainer } from "../../kernels/trainer.ts";
+import { defaultJobSpec, type JobSpec } from "../../protocol/job_spec.ts";
+import { genesisCheckpoint } from "../../protocol/round_checkpoint.ts";
+import { decodeDeltaBlob } from "../../protocol/delta_blob.ts";
+import { HONEST } from "./behaviour.ts";
+import { RoundLedger } from "./ledger.ts";
+import { RoundTrainer } from "./inner_loop.ts";
+import { RoundTraining, type TrainedDelta } from "./train.ts";
 
 const H = 20;
 const bytes = new TextEncoder().encode(
