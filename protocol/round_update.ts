@@ -4,9 +4,8 @@
  * it. Both sides call {@linkcode nextCheckpoint} with the same inputs, so
  * they get bit-identical checkpoints and hence the same CID:
  *
- * 1. each contribution's tokens are capped at the most a peer can honestly
- *    train on in a round (`maxTokensPerRound`), so a peer claiming 10^9
- *    tokens weighs no more than an honest full round;
+ * 1. each contribution's tokens are capped (`creditedTokens`), so a peer
+ *    claiming 10^9 tokens weighs no more than an honest full round;
  * 2. the deltas are combined with the job's robust rule (`aggregate`,
  *    which sorts by peer id, so their order here never matters);
  * 3. the outer Nesterov step is applied to copies of the parent's
@@ -18,7 +17,8 @@
  */
 import { aggregate } from "./aggregate.ts";
 import { cidToString, parseCid } from "./cid.ts";
-import { type JobSpec, maxTokensPerRound } from "./job_spec.ts";
+import { creditedTokens } from "./contribution.ts";
+import type { JobSpec } from "./job_spec.ts";
 import { outerStep } from "./outer_step.ts";
 import { decodeQuantized, dequantize } from "./quantize.ts";
 import type { RoundCheckpoint } from "./round_checkpoint.ts";
@@ -97,10 +97,9 @@ export function nextCheckpoint(args: NextCheckpointArgs): RoundCheckpoint {
   // Self-reported tokens are the weights of every rule; capping them is
   // what keeps one liar from outweighing everyone else. Invalid counts
   // (0, negative, fractional, NaN) stay invalid and aggregate() names them.
-  const cap = maxTokensPerRound(spec);
   const capped = deltas.map(({ peer, tokens, delta }) => ({
     peer,
-    tokens: Math.min(tokens, cap),
+    tokens: creditedTokens(spec, tokens),
     delta,
   }));
   const aggregated = aggregate(capped, spec.aggregation);

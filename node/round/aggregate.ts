@@ -1,5 +1,5 @@
 /**
- * The leader's part of a round: fetch and read the announced deltas,
+ * The leader's phase of a round: fetch and read the announced deltas,
  * screen them, combine the rest into C(r+1) and write the manifest that
  * lists every delta, aggregated or excluded with its reason. The manifest
  * waits until its latest delta is `settleMs` old and takes in deltas that
@@ -12,14 +12,19 @@
 import { type CID, cidToString } from "../../protocol/cid.ts";
 import { censorGraceMs, settleMs } from "../../protocol/censorship.ts";
 import { partitionDeltas } from "../../protocol/delta_screen.ts";
-import { type JobSpec, maxTokensPerRound } from "../../protocol/job_spec.ts";
-import type { DeltaAnnounce } from "../../protocol/messages.ts";
+import { contributionOf } from "../../protocol/contribution.ts";
+import type { JobSpec } from "../../protocol/job_spec.ts";
+import type {
+  DeltaAnnounce,
+  ManifestAnnounce,
+} from "../../protocol/messages.ts";
 import { comparePeerIds } from "../../protocol/peer_table.ts";
-import {
-  encodeRoundCheckpoint,
-  type RoundCheckpoint,
-} from "../../protocol/round_checkpoint.ts";
-import type { RoundAction, RoundState } from "../../protocol/round_machine.ts";
+import { encodeRoundCheckpoint } from "../../protocol/round_checkpoint.ts";
+import type {
+  RoundAction,
+  RoundEvent,
+  RoundState,
+} from "../../protocol/round_machine.ts";
 import {
   encodeManifest,
   type ExclusionReason,
@@ -27,7 +32,10 @@ import {
   type RoundManifest,
 } from "../../protocol/round_manifest.ts";
 import { nextCheckpoint } from "../../protocol/round_update.ts";
+import type { Attester } from "./attest.ts";
 import type { RoundBehaviour } from "./behaviour.ts";
+import type { Held } from "./sync.ts";
+import type { RoundPublisher } from "./publisher.ts";
 
 /** Aggregations at most, the first included: each later one takes in
  * deltas that arrived during the one before. */
@@ -56,6 +64,51 @@ export interface LeaderAggregationOptions {
   sleep(ms: number): Promise<void>;
 }
 
+/** What the leader's whole phase uses: the aggregation's, and more. */
+export interface LeadOptions extends LeaderAggregationOptions {
+  publisher: Pick<RoundPublisher, "header" | "publish">;
+  attester: Pick<Attester, "attestation">;
+  /** Hands an event back to the machine. */
+  feed(event: RoundEvent): void;
+  /** Keeps a manifest for attesting and committing. */
+  remember(cid: string, manifest: RoundManifest): void;
+}
+
+/**
+ * The leader's phase: aggregates round `a.round` from C(r) = `held`,
+ * announces the manifest (sent again until the round ends) and vouches
+ * for it like any verifier. Throws when no delta can be aggregated.
+ */
+export async function lead(
+  o: LeadOptions,
+  a: Extract<RoundAction, { type: "aggregate" }>,
+  held: Held,
+): Promise<void> {
+  const { manifest, manifestCid, checkpoint } = await aggregateRound(
+    o,
+    a,
+    held,
+  );
+  o.remember(manifestCid, manifest);
+  const announce: ManifestAnnounce = {
+    ...o.publisher.header("manifest", a.round, a.parent),
+    manifest: manifestCid,
+    checkpoint,
+    rank: a.rank,
+  };
+  o.feed({
+    type: "aggregated",
+    manifest: manifestCid,
+    checkpoint,
+    rank: a.rank,
+  });
+  await o.publisher.publish(announce, { repeat: true });
+  o.feed({
+    type: "attestation",
+    msg: await o.attester.attestation(manifestCid, manifest),
+  });
+}
+
 /** A manifest built and stored, with C(r+1), ready to publish. */
 export interface BuiltManifest {
   manifest: RoundManifest;
@@ -76,7 +129,7 @@ interface Screened {
 export async function aggregateRound(
   o: LeaderAggregationOptions,
   a: Extract<RoundAction, { type: "aggregate" }>,
-  held: { cid: string; ckpt: RoundCheckpoint },
+  held: Held,
 ): Promise<BuiltManifest> {
   const fetched = new Map<string, Promise<Float32Array>>();
   let announced = a.contributions;
@@ -109,20 +162,19 @@ export async function aggregateRound(
 async function build(
   o: LeaderAggregationOptions,
   a: Extract<RoundAction, { type: "aggregate" }>,
-  held: { cid: string; ckpt: RoundCheckpoint },
+  held: Held,
   { accepted, excluded }: Screened,
 ): Promise<BuiltManifest> {
   if (accepted.length === 0) {
     throw new Error("no delta could be fetched and passed the screen");
   }
-  const cap = maxTokensPerRound(o.spec);
   const next = o.behaviour.checkpoint(nextCheckpoint({
     spec: o.spec,
     parent: held.ckpt,
     parentCid: held.cid,
     deltas: accepted.map(({ d, delta }) => ({
       peer: d.peer,
-      tokens: Math.min(d.tokens, cap),
+      tokens: d.tokens,
       delta,
     })),
   }));
@@ -136,13 +188,7 @@ async function build(
     parent: a.parent,
     leader: o.self,
     rule: o.spec.aggregation,
-    contributions: accepted.map(({ d }) => ({
-      peer: d.peer,
-      account: d.account,
-      delta: d.delta,
-      tokens: Math.min(d.tokens, cap),
-      loss: d.loss,
-    })),
+    contributions: accepted.map(({ d }) => contributionOf(o.spec, d)),
     excluded: excluded.map(({ d, reason, evidence }) => ({
       peer: d.peer,
       delta: d.delta,

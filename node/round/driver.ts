@@ -7,7 +7,12 @@
  * @module
  */
 import { bytes32ToCid, cidToBytes32 } from "../../chain/attestation.ts";
-import { readJob } from "../../chain/registry.ts";
+import {
+  commitRound,
+  readJob,
+  readRound,
+  type Registry,
+} from "../../chain/registry.ts";
 import type { GossipMessage } from "../../protocol/messages.ts";
 import {
   initialState,
@@ -18,8 +23,26 @@ import {
 } from "../../protocol/round_machine.ts";
 import { LoopWatch } from "./loop_watch.ts";
 import { MemberCache } from "./member_cache.ts";
-import { type RoundContext, RoundWork } from "./work.ts";
+import type { JobSpec } from "../../protocol/job_spec.ts";
+import type { Identity } from "../identity.ts";
+import type { ZooNode } from "../node.ts";
+import type { RoundBehaviour } from "./behaviour.ts";
+import type { RoundTrainer } from "./inner_loop.ts";
+import type { RoundServices } from "./services.ts";
+import { RoundWork } from "./work.ts";
 import { RoundLedger } from "./ledger.ts";
+
+/** The job a peer's rounds belong to, and what it trains and talks with. */
+export interface RoundContext {
+  node: ZooNode;
+  identity: Identity;
+  registry: Registry;
+  jobId: string;
+  spec: JobSpec;
+  trainer: RoundTrainer;
+  /** How this peer plays its part; HONEST unless the attack suite runs it. */
+  behaviour?: RoundBehaviour;
+}
 
 /** What the driver works with. */
 export interface RoundDriverOptions extends RoundContext {
@@ -67,7 +90,12 @@ export class RoundDriver {
       overlap: o.overlap ?? false,
     }, Date.now());
     this.#work = new RoundWork({
-      ...o,
+      jobId: o.jobId,
+      spec: o.spec,
+      identity: o.identity,
+      trainer: o.trainer,
+      behaviour: o.behaviour,
+      services: roundServices(o.node, o.registry, job),
       members: this.members,
       ledger: this.ledger,
       log: this.#log,
@@ -193,4 +221,32 @@ export class RoundDriver {
       this.#polling = false;
     }
   }
+}
+
+/** The node's and the chain's parts a peer's round work uses. */
+function roundServices(
+  node: ZooNode,
+  registry: Registry,
+  job: `0x${string}`,
+): RoundServices {
+  return {
+    blocks: node.store,
+    fetcher: {
+      fetch: (cid, providers, options) =>
+        node.fetchBlob(cid, providers, options),
+    },
+    gossip: {
+      publish: (msg) => node.gossip.publish(msg),
+      fanout: () => node.host.getConnections().length,
+    },
+    chain: {
+      domain: { chainId: registry.client.chainId, registry: registry.address },
+      commit: (attestation, signatures) =>
+        commitRound(registry, { attestation, signatures }),
+      committedManifest: async (round) =>
+        (await readRound(registry, job, round))?.manifest ?? null,
+    },
+    progress: (p) => node.gossip.setProgress(p),
+    servedBytes: () => node.blobs.stats.servedBytes,
+  };
 }

@@ -18,14 +18,16 @@ import { canonicalJson } from "../../protocol/canonical_json.ts";
 import { cidForBytes, cidToString } from "../../protocol/cid.ts";
 import { DeltaContextError } from "../../protocol/delta_blob.ts";
 import { partitionDeltas } from "../../protocol/delta_screen.ts";
-import { type JobSpec, maxTokensPerRound } from "../../protocol/job_spec.ts";
-import type { DeltaAnnounce, ManifestAnnounce } from "../../protocol/messages.ts";
-import {
-  encodeRoundCheckpoint,
-  type RoundCheckpoint,
-} from "../../protocol/round_checkpoint.ts";
+import { contributionOf } from "../../protocol/contribution.ts";
+import type { JobSpec } from "../../protocol/job_spec.ts";
+import type {
+  DeltaAnnounce,
+  ManifestAnnounce,
+} from "../../protocol/messages.ts";
+import { encodeRoundCheckpoint } from "../../protocol/round_checkpoint.ts";
 import type { RoundManifest } from "../../protocol/round_manifest.ts";
 import { nextCheckpoint } from "../../protocol/round_update.ts";
+import type { Held } from "./sync.ts";
 
 /**
  * Why a manifest is not attested; `code` is the refusal's reason. Most
@@ -67,7 +69,7 @@ export interface ManifestVerifierOptions {
    */
   manifest(m: ManifestAnnounce, providers?: string[]): Promise<RoundManifest>;
   /** The checkpoint held under `cid`; throws if it is not the one held. */
-  held(cid: string): { cid: string; ckpt: RoundCheckpoint };
+  held(cid: string): Held;
   /** Stores a recomputed checkpoint that matched. */
   store(bytes: Uint8Array): Promise<void>;
   /** Records a delta this peer refused while verifying. */
@@ -356,16 +358,16 @@ export class ManifestVerifier {
         "manifest uses another aggregation rule",
       );
     }
-    const cap = maxTokensPerRound(this.#o.spec);
     const byPeer = new Map(announced.map((d) => [d.peer, d]));
     for (const c of manifest.contributions) {
       const d = byPeer.get(c.peer);
+      const want = d && contributionOf(this.#o.spec, d);
       // Every contribution must be one its author announced (signed on
       // gossip): a leader cannot invent or alter deltas.
       if (
-        !d || d.delta !== c.delta || d.loss !== c.loss ||
-        d.account.toLowerCase() !== c.account.toLowerCase() ||
-        Math.min(d.tokens, cap) !== c.tokens
+        !want || want.delta !== c.delta || want.loss !== c.loss ||
+        want.account.toLowerCase() !== c.account.toLowerCase() ||
+        want.tokens !== c.tokens
       ) {
         throw new ManifestRefused(
           "not-announced",

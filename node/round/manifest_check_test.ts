@@ -3,7 +3,10 @@ import type { GptConfig } from "../../kernels/gpt.ts";
 import { Rng } from "../../kernels/data/rng.ts";
 import { cidForBytes, cidToString } from "../../protocol/cid.ts";
 import { defaultJobSpec } from "../../protocol/job_spec.ts";
-import type { DeltaAnnounce, ManifestAnnounce } from "../../protocol/messages.ts";
+import type {
+  DeltaAnnounce,
+  ManifestAnnounce,
+} from "../../protocol/messages.ts";
 import {
   encodeRoundCheckpoint,
   genesisCheckpoint,

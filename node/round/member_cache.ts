@@ -7,7 +7,11 @@
  * @module
  */
 import { type Bytes32, peerIdToHex } from "../../chain/attestation.ts";
-import { accountOfPeer, isMember, type Registry } from "../../chain/registry.ts";
+import {
+  accountOfPeer,
+  isMember,
+  type Registry,
+} from "../../chain/registry.ts";
 
 /** A peer's standing on chain. */
 export interface Membership {

@@ -27,10 +27,12 @@ import {
   encodeQuantized,
   quantize,
 } from "../../protocol/quantize.ts";
-import type { RoundState } from "../../protocol/round_machine.ts";
+import type { DeltaAnnounce } from "../../protocol/messages.ts";
+import type { RoundEvent, RoundState } from "../../protocol/round_machine.ts";
 import type { Progress } from "../gossip_service.ts";
 import type { DeltaChoice, RoundBehaviour } from "./behaviour.ts";
 import type { RoundLedger } from "./ledger.ts";
+import type { RoundPublisher } from "./publisher.ts";
 import {
   type RoundTrainer,
   type TrainRoundParams,
@@ -263,4 +265,39 @@ export class RoundTraining {
       chunks: result.chunks,
     });
   }
+}
+
+/** What announcing a trained delta uses. */
+export interface AnnounceOptions {
+  publisher: Pick<RoundPublisher, "header" | "publish">;
+  behaviour: Pick<RoundBehaviour, "announce">;
+  /** The chain account credited for the delta. */
+  account: `0x${string}`;
+  /** Hands an event back to the machine. */
+  feed(event: RoundEvent): void;
+  log(line: string): void;
+}
+
+/**
+ * Announces trained delta `d` on gossip (sent again until its round ends)
+ * and tells the machine.
+ */
+export async function announceDelta(
+  o: AnnounceOptions,
+  d: TrainedDelta,
+): Promise<void> {
+  const msg: DeltaAnnounce = o.behaviour.announce({
+    ...o.publisher.header("delta", d.round, d.parent),
+    delta: d.cid,
+    tokens: d.tokens,
+    loss: d.loss,
+    account: o.account,
+  });
+  await o.publisher.publish(msg, { repeat: true });
+  o.log(
+    `round ${d.round}: trained ${d.steps} steps on ${d.chunks} chunk(s), loss ${
+      d.loss.toFixed(3)
+    }, delta ${msg.delta} (${d.bytes} bytes)`,
+  );
+  o.feed({ type: "trained", delta: msg });
 }

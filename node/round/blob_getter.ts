@@ -1,0 +1,81 @@
+/**
+ * The one way a round reads a blob by CID: the local block if held, else
+ * fetched from peers with a size limit and a timeout, then verified
+ * against its CID (by the blockstore) and decoded.
+ *
+ * @module
+ */
+import { type CID, parseCid } from "../../protocol/cid.ts";
+import type { BlobFetcher, RoundBlocks } from "./services.ts";
+
+/** How a {@linkcode BlobGetter} gets one blob. */
+export interface BlobWant<T> {
+  /** What the blob is, for errors ("delta", "manifest"). */
+  what: string;
+  /** The largest blob accepted, held or fetched. */
+  maxBytes: number;
+  /** Peers to ask; every connected peer when not given. */
+  providers?: string[];
+  /** Gives up fetching after this long; no limit when not given. */
+  timeoutMs?: number;
+  /** Reads the verified bytes; throws on a malformed blob. */
+  decode(bytes: Uint8Array): T;
+}
+
+/**
+ * Reads blobs for one peer's rounds; every fetch stops when `signal`
+ * aborts (the round driver stopped).
+ *
+ * @example
+ * ```ts ignore
+ * const manifest = await blobs.get(cid, {
+ *   what: "manifest",
+ *   maxBytes: MAX_MANIFEST_BYTES,
+ *   providers: [leader],
+ *   timeoutMs: 2_000,
+ *   decode: decodeManifest,
+ * });
+ * ```
+ */
+export class BlobGetter {
+  constructor(
+    readonly blocks: Pick<RoundBlocks, "size" | "get">,
+    readonly fetcher: BlobFetcher,
+    readonly signal: AbortSignal,
+  ) {}
+
+  /** The blob `cid`, decoded (see {@linkcode BlobWant}). */
+  async get<T>(cid: string, want: BlobWant<T>): Promise<T> {
+    return want.decode(await this.blocks.get(await this.ensure(cid, want)));
+  }
+
+  /** Makes `cid` local, fetching it if need be; resolves with it parsed. */
+  async ensure(
+    cid: string,
+    want: Omit<BlobWant<unknown>, "decode">,
+  ): Promise<CID> {
+    const parsed = parseCid(cid);
+    // A CID naming some large local block (a checkpoint) is not read whole.
+    const size = await this.blocks.size(parsed);
+    if (size !== null && size > want.maxBytes) {
+      throw new RangeError(
+        `Cannot read ${want.what} ${cid} as it must be at most ${want.maxBytes} bytes: current size is ${size}`,
+      );
+    }
+    if (size === null) {
+      const signal = want.timeoutMs === undefined
+        ? this.signal
+        : AbortSignal.any([AbortSignal.timeout(want.timeoutMs), this.signal]);
+      await this.fetcher.fetch(cid, want.providers, {
+        signal,
+        maxBytes: want.maxBytes,
+      });
+    }
+    return parsed;
+  }
+
+  /** Whether `cid` is held locally. */
+  async has(cid: string): Promise<boolean> {
+    return (await this.blocks.size(parseCid(cid))) !== null;
+  }
+}

@@ -1,0 +1,77 @@
+/**
+ * The services a round's phases use, each as narrow as its use: a phase is
+ * handed the node's parts in `work.ts` and in-memory fakes in its unit
+ * test, as js-libp2p services receive only the components they use.
+ *
+ * @module
+ */
+import type {
+  Attestation,
+  Bytes32,
+  RegistryDomain,
+} from "../../chain/attestation.ts";
+import type { CID } from "../../protocol/cid.ts";
+import type { GossipMessage } from "../../protocol/messages.ts";
+import type { Progress } from "../gossip_service.ts";
+
+/** The blockstore calls a round makes. */
+export interface RoundBlocks {
+  /** Size in bytes of a local block, or null when it is not held. */
+  size(cid: CID): Promise<number | null>;
+  /** A local block's bytes, verified against its CID. */
+  get(cid: CID): Promise<Uint8Array>;
+  /** Stores a block; resolves with its CID. */
+  put(bytes: Uint8Array): Promise<CID>;
+}
+
+/** Fetches blocks from other peers into the local store. */
+export interface BlobFetcher {
+  /**
+   * Fetches `cid` from `providers` (every connected peer when not given),
+   * refusing more than `maxBytes`; rejects when `signal` aborts.
+   */
+  fetch(
+    cid: string,
+    providers: string[] | undefined,
+    options: { signal: AbortSignal; maxBytes: number },
+  ): Promise<unknown>;
+}
+
+/** Gossip as a round sends it. */
+export interface RoundGossip {
+  /** Publishes `msg`; resolves with its encoded size in bytes. */
+  publish(msg: GossipMessage): Promise<number>;
+  /** How many peers receive each published message directly. */
+  fanout(): number;
+}
+
+/** What a transaction that landed reports. */
+export interface LandedTx {
+  hash: `0x${string}`;
+  gasUsed: bigint;
+}
+
+/** The chain as a round uses it: one job's registry. */
+export interface RoundChain {
+  /** The registry's EIP-712 domain that attestations are signed in. */
+  readonly domain: RegistryDomain;
+  /** Commits a round's attestation with its ordered signatures. */
+  commit(
+    attestation: Attestation,
+    signatures: `0x${string}`[],
+  ): Promise<LandedTx>;
+  /** The manifest word the chain recorded for `round`, or null. */
+  committedManifest(round: number): Promise<Bytes32 | null>;
+}
+
+/** Everything a peer's round work is handed (see `work.ts`). */
+export interface RoundServices {
+  blocks: RoundBlocks;
+  fetcher: BlobFetcher;
+  gossip: RoundGossip;
+  chain: RoundChain;
+  /** Reports training progress for heartbeats. */
+  progress(p: Partial<Pick<Progress, "round" | "step" | "throughput">>): void;
+  /** Bytes this peer's blob service has served so far. */
+  servedBytes(): number;
+}

@@ -1,0 +1,185 @@
+/**
+ * Every peer's last phase of a round: the committed checkpoint C(r+1) is
+ * fetched (or found, stored by this peer's own verification), becomes the
+ * checkpoint held for the next round, and round r is closed in the ledger
+ * with its manifest and held-out loss.
+ *
+ * @module
+ */
+import { bytes32ToCid } from "../../chain/attestation.ts";
+import {
+  decodeRoundCheckpoint,
+  type RoundCheckpoint,
+} from "../../protocol/round_checkpoint.ts";
+import type { RoundEvent, RoundState } from "../../protocol/round_machine.ts";
+import {
+  decodeManifest,
+  MAX_MANIFEST_BYTES,
+  type RoundManifest,
+} from "../../protocol/round_manifest.ts";
+import type { BlobGetter } from "./blob_getter.ts";
+import type { RoundTrainer } from "./inner_loop.ts";
+import type { RoundCounters, RoundLedger } from "./ledger.ts";
+import type { RoundChain } from "./services.ts";
+
+/** A checkpoint in hand: its CID and contents. */
+export interface Held {
+  cid: string;
+  ckpt: RoundCheckpoint;
+}
+
+/** What a {@linkcode RoundSync} uses. */
+export interface RoundSyncOptions {
+  jobId: string;
+  /** This peer's id, for its round records. */
+  peerId: string;
+  blobs: Pick<BlobGetter, "get" | "ensure" | "has" | "signal">;
+  trainer: Pick<RoundTrainer, "parameterCount" | "evalLoss">;
+  ledger: Pick<RoundLedger, "noteSent" | "cut" | "closeRound">;
+  chain: Pick<RoundChain, "committedManifest">;
+  /** The machine's current state. */
+  state(): RoundState;
+  /** Hands an event back to the machine. */
+  feed(event: RoundEvent): void;
+  log(line: string): void;
+  /** Bytes this peer's blob service has served so far. */
+  servedBytes(): number;
+  /** A manifest this peer built or verified with that result. */
+  known(round: number, checkpoint: string): RoundManifest | undefined;
+  /** A verification under way that will store `checkpoint`, if any. */
+  recomputing(checkpoint: string): Promise<void> | undefined;
+}
+
+/** Room for a round checkpoint's safetensors header and metadata. */
+const CHECKPOINT_HEADER_BYTES = 1 << 20;
+/** How long closing a round may wait for a manifest it did not verify. */
+const MANIFEST_FETCH_MS = 2_000;
+/** Pause between tries to fetch a committed checkpoint. */
+const RETRY_MS = 500;
+
+/** Moves one peer from checkpoint to checkpoint, closing rounds. */
+export class RoundSync {
+  readonly #o: RoundSyncOptions;
+  #current: Held | null = null;
+  /** The round records being completed, one after another. */
+  #closing: Promise<void> = Promise.resolve();
+  /** The servedBytes counter at the last look, for the ledger. */
+  #served: number;
+
+  constructor(o: RoundSyncOptions) {
+    this.#o = o;
+    this.#served = o.servedBytes();
+  }
+
+  /** The checkpoint held; throws unless it is `cid`. */
+  held(cid: string): Held {
+    if (this.#current?.cid !== cid) {
+      throw new Error(`checkpoint ${cid} is not the one held`);
+    }
+    return this.#current;
+  }
+
+  /**
+   * Takes committed C(round) = `checkpoint` as the one held, enters the
+   * round when the machine is still in it, then closes round − 1.
+   */
+  async advance(round: number, checkpoint: string): Promise<void> {
+    const { blobs } = this.#o;
+    // A verification under way is about to store this very checkpoint:
+    // waiting for it costs less than fetching it from a peer.
+    await this.#o.recomputing(checkpoint);
+    const want = {
+      what: "checkpoint",
+      // Parameters and momentum in float32, plus the header.
+      maxBytes: 8 * this.#o.trainer.parameterCount + CHECKPOINT_HEADER_BYTES,
+    };
+    while (!await blobs.has(checkpoint)) {
+      if (this.#o.state().round !== round || blobs.signal.aborted) return;
+      try {
+        await blobs.ensure(checkpoint, want);
+      } catch {
+        await new Promise((r) => setTimeout(r, RETRY_MS));
+      }
+    }
+    const ckpt = await blobs.get(checkpoint, {
+      ...want,
+      decode: decodeRoundCheckpoint,
+    });
+    if (ckpt.job !== this.#o.jobId || ckpt.round !== round) {
+      throw new Error(
+        `checkpoint ${checkpoint} is round ${ckpt.round} of job ${ckpt.job}, not round ${round} of ${this.#o.jobId}`,
+      );
+    }
+    // A slower fetch of an older checkpoint must not replace a newer one.
+    if ((this.#current?.ckpt.round ?? -1) >= round) return;
+    this.#current = { cid: checkpoint, ckpt };
+    const served = this.#o.servedBytes();
+    this.#o.ledger.noteSent(served - this.#served);
+    this.#served = served;
+    const counters = this.#o.ledger.cut(Date.now());
+    if (this.#o.state().round === round) {
+      this.#o.feed({ type: "enter", round, parent: checkpoint });
+    }
+    // Bookkeeping after the next round has started: it may wait on a
+    // manifest fetch and evaluates the checkpoint, which training need not.
+    // One close at a time, so records keep the rounds' order.
+    if (round > 0) {
+      const close = () =>
+        this.#closeRound(round - 1, checkpoint, ckpt, counters);
+      this.#closing = this.#closing.then(close, close);
+      await this.#closing;
+    }
+  }
+
+  async #closeRound(
+    round: number,
+    checkpoint: string,
+    ckpt: RoundCheckpoint,
+    counters: RoundCounters,
+  ): Promise<void> {
+    const manifest = this.#o.known(round, checkpoint) ??
+      await this.#committedManifest(round, checkpoint);
+    const record = this.#o.ledger.closeRound({
+      round,
+      counters,
+      checkpoint,
+      manifest,
+      valLoss: await this.#o.trainer.evalLoss(ckpt.params),
+      self: this.#o.peerId,
+      livePeers: this.#o.state().live.length,
+    });
+    this.#o.log(
+      `round ${round}: committed ${checkpoint}, held-out loss ${
+        record.valLoss.toFixed(3)
+      }, sent ${record.bytesSent} bytes (data-parallel: ${
+        Math.round(record.dataParallelBytes)
+      })`,
+    );
+  }
+
+  /**
+   * The manifest the chain recorded for `round`, fetched from peers: for a
+   * round this peer did not see verified (it joined late, or the commit
+   * overtook its verification). Null when it cannot be had quickly.
+   */
+  async #committedManifest(
+    round: number,
+    checkpoint: string,
+  ): Promise<RoundManifest | null> {
+    try {
+      const word = await this.#o.chain.committedManifest(round);
+      if (!word) return null;
+      const manifest = await this.#o.blobs.get(bytes32ToCid(word), {
+        what: "manifest",
+        maxBytes: MAX_MANIFEST_BYTES,
+        timeoutMs: MANIFEST_FETCH_MS,
+        decode: decodeManifest,
+      });
+      return manifest.round === round && manifest.checkpoint === checkpoint
+        ? manifest
+        : null;
+    } catch {
+      return null;
+    }
+  }
+}
