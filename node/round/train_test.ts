@@ -8,7 +8,10 @@ import { decodeDeltaBlob } from "../../protocol/delta_blob.ts";
 import { HONEST } from "./behaviour.ts";
 import { RoundLedger } from "./ledger.ts";
 import { RoundTrainer } from "./inner_loop.ts";
-import { RoundTraining, type TrainedDelta } from "./train.ts";
+import type { RoundEvent } from "../../protocol/round_machine.ts";
+import { MemoryGossip, TEST_ADDRESS } from "./_fakes.ts";
+import { RoundPublisher } from "./publisher.ts";
+import { announceDelta, RoundTraining, type TrainedDelta } from "./train.ts";
 
 const H = 20;
 const bytes = new TextEncoder().encode(
@@ -217,4 +220,45 @@ Deno.test("RoundTraining: rebase without work ahead trains the round from its ch
   assert.deepEqual(t.delivered.map((d) => [d.round, d.parent]), [
     [0, "bafkreic0"],
   ]);
+});
+
+Deno.test("announceDelta publishes the delta for repeats, then tells the machine", async () => {
+  const gossip = new MemoryGossip();
+  const publisher = new RoundPublisher({
+    gossip,
+    peerId: "12D3KooWAAAA",
+    jobId: "bafkreijob",
+    noteSent: () => {},
+  });
+  const events: RoundEvent[] = [];
+  const lines: string[] = [];
+  await announceDelta({
+    publisher,
+    behaviour: HONEST,
+    account: TEST_ADDRESS,
+    feed: (e) => events.push(e),
+    log: (l) => lines.push(l),
+  }, {
+    round: 3,
+    parent: "bafkreiparent",
+    cid: "bafkreidelta",
+    bytes: 900,
+    tokens: 1280,
+    loss: 2.5,
+    steps: 20,
+    chunks: 2,
+  });
+  const msg = {
+    ...publisher.header("delta", 3, "bafkreiparent"),
+    delta: "bafkreidelta",
+    tokens: 1280,
+    loss: 2.5,
+    account: TEST_ADDRESS,
+  };
+  assert.deepEqual(gossip.sent, [msg]);
+  assert.deepEqual(events, [{ type: "trained", delta: msg }]);
+  assert.match(lines[0], /^round 3: trained 20 steps on 2 chunk\(s\)/);
+  gossip.sent.length = 0;
+  await publisher.reannounce(3);
+  assert.deepEqual(gossip.sent, [msg]);
 });

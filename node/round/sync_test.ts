@@ -1,0 +1,139 @@
+import assert from "node:assert/strict";
+import { cidToBytes32 } from "../../chain/attestation.ts";
+import { cidToString } from "../../protocol/cid.ts";
+import {
+  encodeRoundCheckpoint,
+  genesisCheckpoint,
+  parameterCount,
+} from "../../protocol/round_checkpoint.ts";
+import type { RoundEvent, RoundState } from "../../protocol/round_machine.ts";
+import {
+  encodeManifest,
+  MANIFEST_VERSION,
+  type RoundManifest,
+} from "../../protocol/round_manifest.ts";
+import {
+  JOB,
+  MemoryBlocks,
+  MemoryChain,
+  MemoryFetcher,
+  MODEL,
+  PEERS,
+  SPEC,
+  stateIn,
+} from "./_fakes.ts";
+import { BlobGetter } from "./blob_getter.ts";
+import { RoundLedger } from "./ledger.ts";
+import { RoundSync } from "./sync.ts";
+
+const C0 = genesisCheckpoint(JOB, MODEL, 0);
+const C0_BYTES = encodeRoundCheckpoint(C0);
+
+async function setup(state: RoundState) {
+  const local = new MemoryBlocks();
+  const remote = new MemoryBlocks();
+  const chain = new MemoryChain();
+  const c0 = cidToString(await remote.put(C0_BYTES));
+  const c1Bytes = encodeRoundCheckpoint({ ...C0, round: 1, parent: c0 });
+  const c1 = cidToString(await remote.put(c1Bytes));
+  const events: RoundEvent[] = [];
+  const ledger = new RoundLedger(SPEC, parameterCount(MODEL));
+  const known = new Map<string, RoundManifest>();
+  const fetcher = new MemoryFetcher(local, remote);
+  const sync = new RoundSync({
+    jobId: JOB,
+    peerId: PEERS[0],
+    blobs: new BlobGetter(local, fetcher, new AbortController().signal),
+    trainer: {
+      parameterCount: parameterCount(MODEL),
+      evalLoss: () => Promise.resolve(2.5),
+    },
+    ledger,
+    chain,
+    state: () => state,
+    feed: (e) => events.push(e),
+    log: () => {},
+    servedBytes: () => 0,
+    known: (round, checkpoint) =>
+      [...known.values()].find((m) =>
+        m.round === round && m.checkpoint === checkpoint
+      ),
+    recomputing: () => undefined,
+  });
+  const manifest: RoundManifest = {
+    v: MANIFEST_VERSION,
+    job: JOB,
+    round: 0,
+    parent: c0,
+    leader: PEERS[1],
+    rule: SPEC.aggregation,
+    contributions: [{
+      peer: PEERS[0],
+      account: "0x70997970C51812dc3A010C7d01b50e0d17dc79C8",
+      delta: c0,
+      tokens: 32,
+      loss: 3,
+    }],
+    excluded: [],
+    checkpoint: c1,
+  };
+  return {
+    local,
+    remote,
+    chain,
+    c0,
+    c1,
+    events,
+    ledger,
+    known,
+    fetcher,
+    sync,
+    manifest,
+  };
+}
+
+Deno.test("RoundSync fetches the committed checkpoint, holds it and enters its round", async () => {
+  const s = await setup(stateIn(0, ""));
+  await s.sync.advance(0, s.c0);
+  assert.equal(s.sync.held(s.c0).ckpt.round, 0);
+  assert.deepEqual(s.events, [{ type: "enter", round: 0, parent: s.c0 }]);
+  assert.equal(s.fetcher.calls.length, 1);
+  assert.equal(s.ledger.records.length, 0); // no round before round 0
+  assert.throws(() => s.sync.held(s.c1), /is not the one held/);
+});
+
+Deno.test("RoundSync closes the round before with the manifest it verified", async () => {
+  const s = await setup(stateIn(1, ""));
+  s.known.set("m", s.manifest);
+  await s.sync.advance(1, s.c1);
+  assert.equal(s.ledger.records.length, 1);
+  const [r] = s.ledger.records;
+  assert.equal(r.round, 0);
+  assert.equal(r.checkpoint, s.c1);
+  assert.equal(r.leader, PEERS[1]);
+  assert.equal(r.contributed, true);
+  assert.equal(r.valLoss, 2.5);
+});
+
+Deno.test("RoundSync reads an unverified round's manifest from the chain's record", async () => {
+  const s = await setup(stateIn(1, ""));
+  const cid = cidToString(await s.remote.put(encodeManifest(s.manifest)));
+  s.chain.manifests.set(0, cidToBytes32(cid));
+  await s.sync.advance(1, s.c1);
+  assert.equal(s.ledger.records[0].leader, PEERS[1]);
+});
+
+Deno.test("RoundSync refuses a checkpoint of another round, and never goes back", async () => {
+  const s = await setup(stateIn(1, ""));
+  await assert.rejects(s.sync.advance(1, s.c0), /is round 0 of job/);
+  await s.sync.advance(1, s.c1);
+  await s.sync.advance(0, s.c0); // a slow fetch of an older one
+  assert.equal(s.sync.held(s.c1).ckpt.round, 1);
+});
+
+Deno.test("RoundSync stops looking for a checkpoint once the machine moved on", async () => {
+  const s = await setup(stateIn(2, ""));
+  const nowhere = "bafkreigh2akiscaildcqabsyg3dfr6chu3fgpregiymsck7e7aqa4s52zy";
+  await s.sync.advance(1, nowhere);
+  assert.deepEqual(s.events, []);
+});

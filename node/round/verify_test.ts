@@ -1,0 +1,105 @@
+import assert from "node:assert/strict";
+import type { ManifestAnnounce } from "../../protocol/messages.ts";
+import type { RoundEvent } from "../../protocol/round_machine.ts";
+import {
+  MANIFEST_VERSION,
+  type RoundManifest,
+} from "../../protocol/round_manifest.ts";
+import { cidOf, JOB, PEERS, SPEC, stateIn } from "./_fakes.ts";
+import { RoundLedger } from "./ledger.ts";
+import { ManifestRefused, type Witness } from "./manifest_check.ts";
+import { verifyManifest } from "./verify.ts";
+
+const PARENT = await cidOf("C(0)");
+const MANIFEST: RoundManifest = {
+  v: MANIFEST_VERSION,
+  job: JOB,
+  round: 0,
+  parent: PARENT,
+  leader: PEERS[1],
+  rule: SPEC.aggregation,
+  contributions: [],
+  excluded: [],
+  checkpoint: await cidOf("C(1)"),
+};
+const ANNOUNCE: ManifestAnnounce = {
+  v: 1,
+  type: "manifest",
+  peer: PEERS[1],
+  job: JOB,
+  round: 0,
+  parent: PARENT,
+  manifest: await cidOf("manifest"),
+  checkpoint: MANIFEST.checkpoint,
+  rank: 0,
+};
+
+function run(check: (w: Witness) => Promise<RoundManifest>, steady = true) {
+  const events: RoundEvent[] = [];
+  const remembered: string[] = [];
+  const ledger = new RoundLedger(SPEC, 10);
+  const witnesses: Witness[] = [];
+  const now = Date.now();
+  const done = verifyManifest({
+    verifier: {
+      check: (_m, w) => {
+        witnesses.push(w);
+        return check(w);
+      },
+    },
+    loop: { steady: () => steady },
+    state: () => stateIn(0, PARENT),
+    ledger,
+    feed: (e) => events.push(e),
+    remember: (cid) => remembered.push(cid),
+  }, {
+    type: "verify",
+    manifest: ANNOUNCE,
+    announced: [],
+    // A delta that came with the manifest: hasty, on a steady loop.
+    seenAt: new Map([[PEERS[0], now]]),
+    at: now,
+  });
+  return { done, events, remembered, ledger, witnesses };
+}
+
+Deno.test("verifyManifest keeps a manifest that checks out and says so", async () => {
+  const r = run(() => Promise.resolve(MANIFEST));
+  await r.done;
+  assert.deepEqual(r.remembered, [ANNOUNCE.manifest]);
+  assert.deepEqual(r.events, [{ type: "verified", msg: ANNOUNCE, ok: true }]);
+  assert.equal(r.ledger.refusals.length, 0);
+});
+
+Deno.test("verifyManifest counts a refusal under its code and feeds it back", async () => {
+  const r = run(() =>
+    Promise.reject(new ManifestRefused("censored", "left out a delta"))
+  );
+  await r.done;
+  assert.deepEqual(r.remembered, []);
+  assert.deepEqual(r.events, [{
+    type: "verified",
+    msg: ANNOUNCE,
+    ok: false,
+    reason: "left out a delta",
+  }]);
+  assert.deepEqual(r.ledger.refusals.map((x) => [x.what, x.reason]), [[
+    "manifest",
+    "censored",
+  ]]);
+});
+
+Deno.test("verifyManifest counts a manifest it cannot read as unreadable", async () => {
+  const r = run(() => Promise.reject(new Error("fetch timed out")));
+  await r.done;
+  assert.equal(r.ledger.refusals[0].reason, "unreadable");
+});
+
+Deno.test("verifyManifest passes no timing verdict across a stall of its own loop", async () => {
+  const steady = run(() => Promise.resolve(MANIFEST));
+  await steady.done;
+  assert.equal(steady.witnesses[0].hasty([PEERS[0]]), true);
+  const stalled = run(() => Promise.resolve(MANIFEST), false);
+  await stalled.done;
+  assert.equal(stalled.witnesses[0].hasty([PEERS[0]]), false);
+});
