@@ -1,3 +1,4 @@
+import { NodeError } from "./errors.ts";
 import type { Libp2p, Stream } from "@libp2p/interface";
 import { peerIdFromString } from "@libp2p/peer-id";
 import type { CID } from "multiformats/cid";
@@ -79,7 +80,7 @@ export interface FetchOptions {
 }
 
 /** No provider could deliver the blob. */
-export class BlobFetchError extends Error {
+export class BlobFetchError extends NodeError {
   readonly cid: string;
   readonly report: FetchReport;
   constructor(cid: string, report: FetchReport) {
@@ -429,10 +430,14 @@ export class BlobService {
 const MAX_TRIES = 2;
 
 /** A stale part file was discarded; ask the same peer again from 0. */
-class RestartDownload extends Error {}
+class RestartDownload extends NodeError {
+  constructor() {
+    super("a stale part file was discarded");
+  }
+}
 
 /** A provider could not serve this fetch; the next one is tried. */
-class PeerRefused extends Error {}
+class PeerRefused extends NodeError {}
 
 function anySignal(signal: AbortSignal | undefined, ms: number): AbortSignal {
   const timeout = AbortSignal.timeout(ms);

@@ -11,6 +11,7 @@
  *
  * @module
  */
+import { NodeError } from "./errors.ts";
 import { createHash } from "node:crypto";
 import { join } from "node:path";
 import { atomicWriteFile, syncDir, writeFully } from "./atomic_write.ts";
@@ -26,7 +27,7 @@ import {
 export const CHUNK_SIZE = 256 * 1024;
 
 /** Base class of every error this module throws for a block's state. */
-export class BlockstoreError extends Error {
+export class BlockstoreError extends NodeError {
   constructor(message: string, readonly cid: CID, options?: ErrorOptions) {
     super(message, options);
     this.name = new.target.name;

@@ -1,3 +1,4 @@
+import { NodeError } from "./errors.ts";
 import { multiaddr } from "@multiformats/multiaddr";
 import {
   BACKEND_CHOICES,
@@ -37,7 +38,7 @@ export interface Config {
 }
 
 /** A setting that failed validation; `source` says where it came from. */
-export class ConfigError extends Error {
+export class ConfigError extends NodeError {
   readonly source: string;
   readonly key: string;
   constructor(source: string, key: string, message: string) {

@@ -15,6 +15,7 @@
  *
  * @module
  */
+import { NodeError } from "./errors.ts";
 import { atomicWriteFile } from "./atomic_write.ts";
 import { BodyTooLargeError, readBody } from "./read_body.ts";
 import { brownToText } from "../kernels/data/brown.ts";
@@ -44,7 +45,7 @@ const MAX_TARBALL_BYTES = 32 * 1024 * 1024;
 const BINARY_SNIFF_BYTES = 8000;
 
 /** The corpus cannot be loaded; `source` is the URL or path involved. */
-export class CorpusError extends Error {
+export class CorpusError extends NodeError {
   constructor(
     message: string,
     readonly source: string,

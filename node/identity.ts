@@ -1,3 +1,4 @@
+import { NodeError } from "./errors.ts";
 import {
   generateKeyPair,
   privateKeyFromProtobuf,
@@ -25,7 +26,7 @@ export interface Identity {
 }
 
 /** A key file is missing, unreadable, malformed or too open. */
-export class IdentityError extends Error {
+export class IdentityError extends NodeError {
   readonly path: string;
   constructor(path: string, message: string) {
     super(message);

@@ -18,6 +18,7 @@
  *
  * @module
  */
+import { NodeError } from "./errors.ts";
 import {
   chunkDataset,
   type Dataset,
@@ -50,7 +51,7 @@ const MAX_MANIFEST_BYTES = 8 << 20;
 const FETCH_CONCURRENCY = 8;
 
 /** The dataset cannot be loaded; `cid` is the manifest's or a chunk's. */
-export class JobDatasetError extends Error {
+export class JobDatasetError extends NodeError {
   constructor(message: string, readonly cid: string, options?: ErrorOptions) {
     super(message, options);
     this.name = new.target.name;

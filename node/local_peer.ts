@@ -1,3 +1,4 @@
+import { NodeError } from "./errors.ts";
 import { readRuntimeInfo, type RuntimeInfo } from "./node.ts";
 
 /** A `zoo-node --join` child process on this machine. */
@@ -24,7 +25,7 @@ export interface SpawnPeerOptions {
 }
 
 /** The child exited before it was up. */
-export class PeerExitedError extends Error {
+export class PeerExitedError extends NodeError {
   constructor(name: string, code: number, log: string, lastLine = "") {
     super(
       `${name} exited with code ${code}${

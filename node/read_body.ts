@@ -12,9 +12,10 @@
  *
  * @module
  */
+import { NodeError } from "./errors.ts";
 
 /** The body is larger than the caller allows. */
-export class BodyTooLargeError extends RangeError {
+export class BodyTooLargeError extends NodeError {
   constructor(readonly maxBytes: number) {
     super(`the response is larger than ${maxBytes} bytes`);
     this.name = "BodyTooLargeError";

@@ -1,10 +1,11 @@
+import { NodeError } from "./errors.ts";
 import { BodyTooLargeError, readBody } from "./read_body.ts";
 
 /** The largest answer read (a full `zoo_rounds` page is well under 1 MiB). */
 const MAX_RPC_RESPONSE_BYTES = 16 * 1024 * 1024;
 
 /** A JSON-RPC call that returned an error object, or a transport failure. */
-export class RpcCallError extends Error {
+export class RpcCallError extends NodeError {
   readonly code: number | null;
   readonly data: unknown;
   constructor(message: string, code: number | null, data?: unknown) {

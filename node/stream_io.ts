@@ -1,7 +1,8 @@
+import { NodeError } from "./errors.ts";
 import type { Stream, StreamCloseEvent } from "@libp2p/interface";
 
 /** The stream ended, timed out or sent a frame over its limit. */
-export class StreamIoError extends Error {
+export class StreamIoError extends NodeError {
   constructor(message: string, options?: ErrorOptions) {
     super(message, options);
     this.name = "StreamIoError";

@@ -4,13 +4,13 @@
  *
  * @module
  */
+import { ProtocolError } from "./errors.ts";
 
 /**
  * A job spec that fails a check. `field` is the dotted path of the bad
  * field ("outer.lr"), or "" when the whole document is wrong.
  */
-export class JobSpecError extends Error {
-  readonly field: string;
+export class JobSpecError extends ProtocolError {
   /** What the field must be, e.g. "must be a number in (0, 10]". */
   readonly problem: string;
   /**
@@ -23,9 +23,9 @@ export class JobSpecError extends Error {
       `Cannot use job spec as ${what} ${problem}${
         current === undefined ? "" : `: ${current}`
       }`,
+      field,
     );
     this.name = "JobSpecError";
-    this.field = field;
     this.problem = problem;
   }
 }

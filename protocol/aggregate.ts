@@ -57,6 +57,7 @@
  *
  * @module
  */
+import { ProtocolError } from "./errors.ts";
 import { comparePeerIds } from "./peer_table.ts";
 
 /** The aggregation rules a job spec can name. */
@@ -112,10 +113,10 @@ export interface Contribution {
  * A contribution that cannot be aggregated. `peer` names the contributor
  * at fault, when one is, so the caller can drop it and try again.
  */
-export class AggregationInputError extends RangeError {
+export class AggregationInputError extends ProtocolError {
   readonly peer: string | undefined;
   constructor(message: string, peer?: string) {
-    super(message);
+    super(message, peer ?? "");
     this.name = "AggregationInputError";
     this.peer = peer;
   }

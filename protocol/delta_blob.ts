@@ -21,6 +21,7 @@
  *
  * @module
  */
+import { ProtocolError } from "./errors.ts";
 import { canonicalJson } from "./canonical_json.ts";
 import { decodeDelta } from "./round_update.ts";
 
@@ -48,12 +49,11 @@ export interface DeltaContext {
  * elsewhere: another job, round, parent or peer (a replay or a cross-round
  * delta), `field` naming the first part of the context that differs.
  */
-export class DeltaContextError extends Error {
-  readonly field: keyof DeltaContext | "";
+export class DeltaContextError extends ProtocolError {
+  declare readonly field: keyof DeltaContext | "";
   constructor(field: keyof DeltaContext | "", message: string) {
-    super(message);
+    super(message, field);
     this.name = "DeltaContextError";
-    this.field = field;
   }
 }
 

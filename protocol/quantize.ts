@@ -39,6 +39,7 @@
  *
  * @module
  */
+import { ProtocolError } from "./errors.ts";
 
 /** The four ASCII bytes every container starts with. */
 export const QUANTIZED_MAGIC = "ZQD1";
@@ -88,7 +89,7 @@ export interface DecodeQuantizedOptions {
 }
 
 /** A container that is malformed: truncated, garbled or out of limits. */
-export class QuantizeFormatError extends Error {
+export class QuantizeFormatError extends ProtocolError {
   constructor(message: string) {
     super(message);
     this.name = "QuantizeFormatError";

@@ -15,6 +15,7 @@
  *
  * @module
  */
+import { ProtocolError } from "./errors.ts";
 import {
   AGGREGATION_RULES,
   type AggregationRule,
@@ -125,8 +126,7 @@ export interface RoundManifest {
  * A manifest that fails a check. `field` is the path of the bad field
  * ("contributions[3].delta"), or "" when the whole document is wrong.
  */
-export class ManifestError extends Error {
-  readonly field: string;
+export class ManifestError extends ProtocolError {
   /** What the field must be, e.g. "must be a safe integer >= 1". */
   readonly problem: string;
   /**
@@ -138,9 +138,9 @@ export class ManifestError extends Error {
       `Cannot use round manifest as ${field === "" ? "it" : field} ${problem}${
         current === undefined ? "" : `: ${current}`
       }`,
+      field,
     );
     this.name = "ManifestError";
-    this.field = field;
     this.problem = problem;
   }
 }

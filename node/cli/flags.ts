@@ -1,3 +1,4 @@
+import { NodeError } from "../errors.ts";
 import { parseArgs } from "node:util";
 import {
   type Config,
@@ -7,7 +8,7 @@ import {
 } from "../config.ts";
 
 /** A command line that cannot be understood; exits with code 2. */
-export class UsageError extends Error {
+export class UsageError extends NodeError {
   constructor(message: string) {
     super(message);
     this.name = "UsageError";

@@ -7,6 +7,7 @@
  *
  * @module
  */
+import { NodeError } from "../errors.ts";
 
 /** A method handler: gets `params` as sent (absent -> `undefined`). */
 export type JsonRpcHandler = (params: unknown) => unknown | Promise<unknown>;
@@ -32,7 +33,7 @@ export interface HandleJsonRpcOptions {
 export const DEFAULT_MAX_BATCH_LENGTH = 100;
 
 /** The base JSON-RPC error: what a handler throws to send a specific error object. */
-export class JsonRpcError extends Error {
+export class JsonRpcError extends NodeError {
   /** The JSON-RPC error code. */
   readonly code: number;
   /** Optional structured detail, sent as the error object's `data`. */

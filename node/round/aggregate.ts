@@ -9,6 +9,7 @@
  *
  * @module
  */
+import { NothingToAggregateError } from "./failures.ts";
 import { type CID, cidToString } from "../../protocol/cid.ts";
 import { censorGraceMs, settleMs } from "../../protocol/censorship.ts";
 import { partitionDeltas } from "../../protocol/delta_screen.ts";
@@ -166,7 +167,7 @@ async function build(
   { accepted, excluded }: Screened,
 ): Promise<BuiltManifest> {
   if (accepted.length === 0) {
-    throw new Error("no delta could be fetched and passed the screen");
+    throw new NothingToAggregateError(a.round);
   }
   const next = o.behaviour.checkpoint(nextCheckpoint({
     spec: o.spec,

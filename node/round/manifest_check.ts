@@ -14,6 +14,7 @@
  *
  * @module
  */
+import { NodeError } from "../errors.ts";
 import { canonicalJson } from "../../protocol/canonical_json.ts";
 import { cidForBytes, cidToString } from "../../protocol/cid.ts";
 import { DeltaContextError } from "../../protocol/delta_blob.ts";
@@ -34,7 +35,7 @@ import type { Held } from "./sync.ts";
  * refusals mean its leader cheated; a delta that could not be fetched, or
  * an exclusion this peer could not judge, may be no one's fault.
  */
-export class ManifestRefused extends Error {
+export class ManifestRefused extends NodeError {
   constructor(readonly code: string, message: string) {
     super(message);
     this.name = "ManifestRefused";

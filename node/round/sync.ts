@@ -6,6 +6,7 @@
  *
  * @module
  */
+import { CheckpointMismatchError, NotHeldError } from "./failures.ts";
 import { bytes32ToCid } from "../../chain/attestation.ts";
 import {
   decodeRoundCheckpoint,
@@ -74,7 +75,7 @@ export class RoundSync {
   /** The checkpoint held; throws unless it is `cid`. */
   held(cid: string): Held {
     if (this.#current?.cid !== cid) {
-      throw new Error(`checkpoint ${cid} is not the one held`);
+      throw new NotHeldError("checkpoint", cid);
     }
     return this.#current;
   }
@@ -106,8 +107,10 @@ export class RoundSync {
       decode: decodeRoundCheckpoint,
     });
     if (ckpt.job !== this.#o.jobId || ckpt.round !== round) {
-      throw new Error(
-        `checkpoint ${checkpoint} is round ${ckpt.round} of job ${ckpt.job}, not round ${round} of ${this.#o.jobId}`,
+      throw new CheckpointMismatchError(
+        checkpoint,
+        { job: this.#o.jobId, round },
+        { job: ckpt.job, round: ckpt.round },
       );
     }
     // A slower fetch of an older checkpoint must not replace a newer one.

@@ -24,6 +24,7 @@ import {
 } from "./_fakes.ts";
 import { BlobGetter } from "./blob_getter.ts";
 import { RoundLedger } from "./ledger.ts";
+import { CheckpointMismatchError, NotHeldError } from "./failures.ts";
 import { RoundSync } from "./sync.ts";
 
 const C0 = genesisCheckpoint(JOB, MODEL, 0);
@@ -99,7 +100,7 @@ Deno.test("RoundSync fetches the committed checkpoint, holds it and enters its r
   assert.deepEqual(s.events, [{ type: "enter", round: 0, parent: s.c0 }]);
   assert.equal(s.fetcher.calls.length, 1);
   assert.equal(s.ledger.records.length, 0); // no round before round 0
-  assert.throws(() => s.sync.held(s.c1), /is not the one held/);
+  assert.throws(() => s.sync.held(s.c1), NotHeldError);
 });
 
 Deno.test("RoundSync closes the round before with the manifest it verified", async () => {
@@ -125,7 +126,12 @@ Deno.test("RoundSync reads an unverified round's manifest from the chain's recor
 
 Deno.test("RoundSync refuses a checkpoint of another round, and never goes back", async () => {
   const s = await setup(stateIn(1, ""));
-  await assert.rejects(s.sync.advance(1, s.c0), /is round 0 of job/);
+  await assert.rejects(
+    s.sync.advance(1, s.c0),
+    (err) =>
+      err instanceof CheckpointMismatchError && err.actual.round === 0 &&
+      /is round 0 of job/.test(err.message),
+  );
   await s.sync.advance(1, s.c1);
   await s.sync.advance(0, s.c0); // a slow fetch of an older one
   assert.equal(s.sync.held(s.c1).ckpt.round, 1);

@@ -15,6 +15,7 @@
  *
  * @module
  */
+import { NotHeldError } from "./failures.ts";
 import { privateKeyToAccount } from "viem/accounts";
 import { cidToString } from "../../protocol/cid.ts";
 import type { JobSpec } from "../../protocol/job_spec.ts";
@@ -285,7 +286,7 @@ export class RoundWork {
   #commit(a: Extract<RoundAction, { type: "commit" }>): Promise<void> {
     const manifest = this.#manifests.get(a.manifest);
     if (!manifest) {
-      return Promise.reject(new Error(`manifest ${a.manifest} is not held`));
+      return Promise.reject(new NotHeldError("manifest", a.manifest));
     }
     return commitManifest(
       {
