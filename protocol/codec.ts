@@ -11,11 +11,10 @@
 
 import {
   type GossipMessage,
-  isMessageType,
   MAX_MESSAGE_BYTES,
   PROTOCOL_VERSION,
-  validateFields,
 } from "./messages.ts";
+import { isMessageType, validateFields } from "./message_check.ts";
 
 /** Every reason a message can be dropped, in a stable order for reports. */
 export const DROP_REASONS = [

@@ -9,8 +9,6 @@ import {
   type DeltaAnnounce,
   type GossipMessage,
   type Heartbeat,
-  isCanonicalCid,
-  isMessageType,
   type ManifestAnnounce,
   MAX_CID_LENGTH,
   MAX_DEVICE_LENGTH,
@@ -22,9 +20,10 @@ import {
   MAX_THROUGHPUT,
   MAX_VERSION_LENGTH,
   type MessageType,
-  validateFields,
-  validateHeartbeat,
 } from "./messages.ts";
+import { isCanonicalCid } from "./message_fields.ts";
+import { isMessageType, validateFields } from "./message_check.ts";
+import { validateHeartbeat } from "./heartbeat_check.ts";
 
 const HEARTBEAT: Heartbeat = {
   v: 1,

@@ -25,16 +25,18 @@ import { canonicalJson } from "./canonical_json.ts";
 import { SCREEN_REASONS, type ScreenReason } from "./delta_screen.ts";
 import {
   type Address,
-  isAddress,
-  isCanonicalCid,
-  isJobId,
-  isLoss,
-  isPeerId,
   MAX_CID_LENGTH,
   MAX_JOB_ID_LENGTH,
   MAX_LOSS,
   MAX_PEER_ID_LENGTH,
 } from "./messages.ts";
+import {
+  isAddress,
+  isCanonicalCid,
+  isJobId,
+  isLoss,
+  isPeerId,
+} from "./message_fields.ts";
 import { comparePeerIds } from "./peer_table.ts";
 import { describe } from "./_spec_fields.ts";
 
