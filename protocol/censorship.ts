@@ -28,7 +28,7 @@
  * @module
  */
 import type { DeltaAnnounce } from "./messages.ts";
-import { collectMs, type RoundConfig } from "./round_machine.ts";
+import { collectMs, type RoundConfig } from "./round_state.ts";
 
 /**
  * The margin g, in ms: a twentieth of the collect window (250 ms at a

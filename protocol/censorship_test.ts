@@ -6,7 +6,7 @@ import {
   settleMs,
 } from "./censorship.ts";
 import type { DeltaAnnounce } from "./messages.ts";
-import type { RoundConfig } from "./round_machine.ts";
+import type { RoundConfig } from "./round_state.ts";
 
 const CONFIG: RoundConfig = {
   job: "job",

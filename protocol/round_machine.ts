@@ -40,198 +40,16 @@ import type {
   DeltaAnnounce,
   ManifestAnnounce,
 } from "./messages.ts";
-
-/** What a peer's machine needs to know about the job and itself. */
-export interface RoundConfig {
-  /** The job id. */
-  job: string;
-  /** This peer's id. */
-  self: string;
-  /** Attestations needed to commit. */
-  quorum: number;
-  /** Live members needed before training a round. */
-  minPeers: number;
-  /** Rounds in the job. */
-  rounds: number;
-  /** The job's round deadline; collect and takeover windows derive from it. */
-  roundDeadlineMs: number;
-  /** Train the next round while this one is aggregated (see the module doc). */
-  overlap: boolean;
-}
-
-/** Where a peer is within its round. */
-export type RoundPhase =
-  | "syncing"
-  | "waiting"
-  | "training"
-  | "collecting"
-  | "finished";
-
-/** One peer's round state. Treat as immutable: `step` returns a new one. */
-export interface RoundState {
-  readonly config: RoundConfig;
-  readonly phase: RoundPhase;
-  /** The round being trained (or, while syncing, the one being fetched). */
-  readonly round: number;
-  /** CID of C(round). */
-  readonly parent: string;
-  readonly enteredAt: number;
-  /** When this peer's own delta was announced; null before. */
-  readonly trainedAt: number | null;
-  /** Delta announcements for this round and parent, by peer. */
-  readonly deltas: ReadonlyMap<string, DeltaAnnounce>;
-  /** When each of `deltas` arrived (or the round began, if earlier). */
-  readonly deltaSeenAt: ReadonlyMap<string, number>;
-  /** Announcements that arrived for the next round while still in this one. */
-  readonly early: readonly DeltaAnnounce[];
-  /** Live members at the last tick, this peer included, sorted. */
-  readonly live: readonly string[];
-  /** Manifest CIDs already sent to verification, by announcing peer. */
-  readonly verifying: ReadonlyMap<string, string>;
-  /** True while this peer's own aggregation runs. */
-  readonly aggregating: boolean;
-  /** This peer's own manifest for the round, once aggregated. */
-  readonly led: {
-    readonly manifest: string;
-    readonly checkpoint: string;
-    readonly rank: number;
-  } | null;
-  /** Attestations of `led`, by lower-cased account. */
-  readonly attestations: ReadonlyMap<string, AttestationMessage>;
-  /** True while a commit transaction is in flight. */
-  readonly committing: boolean;
-  /** When the last commit attempt failed; retried a second later. */
-  readonly commitFailedAt: number | null;
-  /** The round being trained ahead (see `overlap`), or null. */
-  readonly ahead: number | null;
-}
-
-/** Something that happened, as the node reports it. */
-export type RoundEvent =
-  /** Start round `round` from checkpoint `parent` (now held locally). */
-  | { type: "enter"; round: number; parent: string }
-  /** Time passed; `live` lists the live job members, this peer included. */
-  | { type: "tick"; live: readonly string[] }
-  /** This peer's training finished and its delta was announced. */
-  | { type: "trained"; delta: DeltaAnnounce }
-  /** Another peer announced a delta (already validated). */
-  | { type: "delta"; msg: DeltaAnnounce }
-  /** This peer's aggregation finished; `manifest` was announced. */
-  | { type: "aggregated"; manifest: string; checkpoint: string; rank: number }
-  /** This peer's aggregation failed (no delta could be fetched, ...). */
-  | { type: "aggregateFailed"; reason: string }
-  /** A peer announced a manifest for some round. */
-  | { type: "manifest"; msg: ManifestAnnounce }
-  /** A verification finished. */
-  | { type: "verified"; msg: ManifestAnnounce; ok: boolean; reason?: string }
-  /** A valid attestation (signature already checked) arrived. */
-  | { type: "attestation"; msg: AttestationMessage }
-  /** This peer's commit transaction failed. */
-  | { type: "commitFailed"; reason: string }
-  /** The chain's head for the job: `nextRound` rounds are committed. */
-  | { type: "chainHead"; nextRound: number; head: string };
-
-/** What the node should do. */
-export type RoundAction =
-  /**
-   * Train round `round` from C(round) and announce the delta. Drops any
-   * training ahead that is still running.
-   */
-  | { type: "train"; round: number; parent: string }
-  /**
-   * Start round `round`'s inner steps from this peer's own parameters,
-   * before C(round) is known; the delta waits for `rebase`.
-   */
-  | { type: "trainAhead"; round: number }
-  /**
-   * C(round) = `parent` is in hand: move the steps trained ahead onto it,
-   * finish them and announce the delta.
-   */
-  | { type: "rebase"; round: number; parent: string }
-  /** Fetch the contributions, aggregate, store and announce a manifest. */
-  | {
-    type: "aggregate";
-    round: number;
-    parent: string;
-    rank: number;
-    contributions: DeltaAnnounce[];
-  }
-  /**
-   * Recompute `manifest` from its deltas; `announced` are the deltas seen,
-   * `seenAt` when each arrived, `at` when the manifest did (for the
-   * censorship rules of censorship.ts).
-   */
-  | {
-    type: "verify";
-    manifest: ManifestAnnounce;
-    announced: DeltaAnnounce[];
-    seenAt: ReadonlyMap<string, number>;
-    at: number;
-  }
-  /** Sign and publish an attestation of a verified manifest. */
-  | { type: "attest"; manifest: ManifestAnnounce }
-  /** Submit the commit with these attestations. */
-  | {
-    type: "commit";
-    round: number;
-    manifest: string;
-    checkpoint: string;
-    attestations: AttestationMessage[];
-  }
-  /**
-   * Fetch checkpoint `checkpoint` (C(round)), then send `enter`; `round`
-   * may be the job's round count, for the final checkpoint.
-   */
-  | { type: "advance"; round: number; checkpoint: string }
-  /** The job has committed all its rounds. */
-  | { type: "finish" }
-  /** A line for the log. */
-  | { type: "log"; message: string };
-
-/** Result of one step. */
-export interface Step {
-  state: RoundState;
-  actions: RoundAction[];
-}
-
-/** How long the leader waits for other deltas after its own, in ms. */
-export function collectMs(config: RoundConfig): number {
-  return config.roundDeadlineMs / 4;
-}
-
-/** How long each backup rank waits after the one before it, in ms. */
-export function takeoverMs(config: RoundConfig): number {
-  return config.roundDeadlineMs / 2;
-}
-
-/** Retry delay after a failed commit, in ms. */
-export const COMMIT_RETRY_MS = 1000;
-
-/**
- * A machine that knows nothing of the job yet: feed it the chain's head
- * (`chainHead`) and it asks to fetch that checkpoint (`advance`).
- */
-export function initialState(config: RoundConfig, now: number): RoundState {
-  return {
-    config,
-    phase: "syncing",
-    round: -1,
-    parent: "",
-    enteredAt: now,
-    trainedAt: null,
-    deltas: new Map(),
-    deltaSeenAt: new Map(),
-    early: [],
-    live: [config.self],
-    verifying: new Map(),
-    aggregating: false,
-    led: null,
-    attestations: new Map(),
-    committing: false,
-    commitFailedAt: null,
-    ahead: null,
-  };
-}
+import {
+  collectMs,
+  COMMIT_RETRY_MS,
+  initialState,
+  type RoundAction,
+  type RoundEvent,
+  type RoundState,
+  type Step,
+  takeoverMs,
+} from "./round_state.ts";
 
 /** Applies one event. */
 export function step(
@@ -273,7 +91,7 @@ export function step(
   }
 }
 
-function enter(
+export function enter(
   state: RoundState,
   round: number,
   parent: string,
@@ -542,6 +360,6 @@ function withSelf(state: RoundState, live: readonly string[]): string[] {
   return [...set].sort(comparePeerIds);
 }
 
-function log(message: string): RoundAction {
+export function log(message: string): RoundAction {
   return { type: "log", message };
 }

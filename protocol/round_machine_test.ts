@@ -13,9 +13,9 @@ import {
   type RoundConfig,
   type RoundEvent,
   type RoundState,
-  step,
   takeoverMs,
-} from "./round_machine.ts";
+} from "./round_state.ts";
+import { step } from "./round_machine.ts";
 
 const GENESIS = "bafkreigenesis";
 

@@ -8,7 +8,7 @@ import type { GptConfig } from "../../kernels/gpt.ts";
 import { type CID, cidForBytes, cidToString } from "../../protocol/cid.ts";
 import { defaultJobSpec } from "../../protocol/job_spec.ts";
 import type { GossipMessage } from "../../protocol/messages.ts";
-import { initialState, type RoundState } from "../../protocol/round_machine.ts";
+import { initialState, type RoundState } from "../../protocol/round_state.ts";
 import type {
   BlobFetcher,
   LandedTx,

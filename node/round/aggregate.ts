@@ -25,7 +25,7 @@ import type {
   RoundAction,
   RoundEvent,
   RoundState,
-} from "../../protocol/round_machine.ts";
+} from "../../protocol/round_state.ts";
 import {
   encodeManifest,
   type ExclusionReason,

@@ -8,7 +8,7 @@ import {
   encodeRoundCheckpoint,
   genesisCheckpoint,
 } from "../../protocol/round_checkpoint.ts";
-import type { RoundEvent } from "../../protocol/round_machine.ts";
+import type { RoundEvent } from "../../protocol/round_state.ts";
 import {
   decodeManifest,
   type RoundManifest,

@@ -8,7 +8,7 @@ import {
   attestationForManifest,
   orderSignatures,
 } from "../../chain/attestation.ts";
-import type { RoundAction } from "../../protocol/round_machine.ts";
+import type { RoundAction } from "../../protocol/round_state.ts";
 import type { RoundManifest } from "../../protocol/round_manifest.ts";
 import type { RoundLedger } from "./ledger.ts";
 import type { RoundPublisher } from "./publisher.ts";

@@ -19,8 +19,8 @@ import {
   type RoundAction,
   type RoundEvent,
   type RoundState,
-  step,
-} from "../../protocol/round_machine.ts";
+} from "../../protocol/round_state.ts";
+import { step } from "../../protocol/round_machine.ts";
 import { LoopWatch } from "./loop_watch.ts";
 import { MemberCache } from "./member_cache.ts";
 import type { JobSpec } from "../../protocol/job_spec.ts";

@@ -12,7 +12,7 @@ import {
   decodeRoundCheckpoint,
   type RoundCheckpoint,
 } from "../../protocol/round_checkpoint.ts";
-import type { RoundEvent, RoundState } from "../../protocol/round_machine.ts";
+import type { RoundEvent, RoundState } from "../../protocol/round_state.ts";
 import {
   decodeManifest,
   MAX_MANIFEST_BYTES,

@@ -6,7 +6,7 @@ import {
   genesisCheckpoint,
   parameterCount,
 } from "../../protocol/round_checkpoint.ts";
-import type { RoundEvent, RoundState } from "../../protocol/round_machine.ts";
+import type { RoundEvent, RoundState } from "../../protocol/round_state.ts";
 import {
   encodeManifest,
   MANIFEST_VERSION,

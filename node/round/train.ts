@@ -28,7 +28,7 @@ import {
   quantize,
 } from "../../protocol/quantize.ts";
 import type { DeltaAnnounce } from "../../protocol/messages.ts";
-import type { RoundEvent, RoundState } from "../../protocol/round_machine.ts";
+import type { RoundEvent, RoundState } from "../../protocol/round_state.ts";
 import type { Progress } from "../gossip_service.ts";
 import type { DeltaChoice, RoundBehaviour } from "./behaviour.ts";
 import type { RoundLedger } from "./ledger.ts";

@@ -8,7 +8,7 @@ import { decodeDeltaBlob } from "../../protocol/delta_blob.ts";
 import { HONEST } from "./behaviour.ts";
 import { RoundLedger } from "./ledger.ts";
 import { RoundTrainer } from "./inner_loop.ts";
-import type { RoundEvent } from "../../protocol/round_machine.ts";
+import type { RoundEvent } from "../../protocol/round_state.ts";
 import { MemoryGossip, TEST_ADDRESS } from "./_fakes.ts";
 import { RoundPublisher } from "./publisher.ts";
 import { announceDelta, RoundTraining, type TrainedDelta } from "./train.ts";

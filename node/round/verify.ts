@@ -14,7 +14,7 @@ import type {
   RoundAction,
   RoundEvent,
   RoundState,
-} from "../../protocol/round_machine.ts";
+} from "../../protocol/round_state.ts";
 import type { RoundManifest } from "../../protocol/round_manifest.ts";
 import type { RoundLedger } from "./ledger.ts";
 import type { LoopWatch } from "./loop_watch.ts";

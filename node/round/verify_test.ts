@@ -1,6 +1,6 @@
 import assert from "node:assert/strict";
 import type { ManifestAnnounce } from "../../protocol/messages.ts";
-import type { RoundEvent } from "../../protocol/round_machine.ts";
+import type { RoundEvent } from "../../protocol/round_state.ts";
 import {
   MANIFEST_VERSION,
   type RoundManifest,

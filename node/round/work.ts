@@ -41,7 +41,7 @@ import {
   type RoundAction,
   type RoundEvent,
   type RoundState,
-} from "../../protocol/round_machine.ts";
+} from "../../protocol/round_state.ts";
 import type { Identity } from "../identity.ts";
 import { lead } from "./aggregate.ts";
 import { Attester } from "./attest.ts";
