@@ -2,14 +2,16 @@ import { deepStrictEqual, ok, strictEqual, throws } from "node:assert";
 import { Rng } from "../kernels/data/rng.ts";
 import {
   aggregate,
-  AGGREGATION_RULES,
   AggregationInputError,
+  type Contribution,
+} from "./aggregate.ts";
+import {
+  AGGREGATION_RULES,
   type AggregationRule,
   checkRuleForMinPeers,
-  type Contribution,
   DEFAULT_AGGREGATION,
   trimCount,
-} from "./aggregate.ts";
+} from "./aggregation_rule.ts";
 
 const TRIMMED: AggregationRule = { ...DEFAULT_AGGREGATION };
 const MEDIAN: AggregationRule = { ...DEFAULT_AGGREGATION, rule: "median" };

@@ -49,7 +49,7 @@ const HEARTBEAT_FIELDS = new Set([
  *
  * @example Accepting a heartbeat
  * ```ts
- *
+ * import { validateHeartbeat } from "./heartbeat_check.ts";
  * const check = validateHeartbeat({
  *   v: 1, type: "heartbeat", peer: "12D3KooWabc", version: "0.1.0",
  *   job: "bafyjob", round: 3, step: 17, backend: "wasm",

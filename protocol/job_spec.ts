@@ -18,18 +18,17 @@
  *
  * @module
  */
+
+export { JobSpecError };
 import type { AdamWConfig } from "../kernels/adamw.ts";
 import { DEFAULT_ADAMW } from "../kernels/adamw.ts";
-import { type GptConfig, validateGptConfig } from "../kernels/gpt.ts";
+import { type GptConfig } from "../kernels/gpt.ts";
 import { VOCAB_SIZE } from "../kernels/data/tokenizer.ts";
 import {
-  AGGREGATION_RULES,
   type AggregationRule,
-  checkRuleForMinPeers,
   DEFAULT_AGGREGATION,
-  MAX_CLIP_ITERATIONS,
-} from "./aggregate.ts";
-import { cidForBytes, cidToString, parseCid, RAW_CODEC } from "./cid.ts";
+} from "./aggregation_rule.ts";
+import { cidForBytes, cidToString, RAW_CODEC } from "./cid.ts";
 import { canonicalJson } from "./canonical_json.ts";
 import { DEFAULT_OUTER, type OuterConfig } from "./outer_step.ts";
 import {
@@ -39,11 +38,19 @@ import {
   MAX_BLOCK_SIZE,
 } from "./quantize.ts";
 import { describe, Fields, JobSpecError } from "./_spec_fields.ts";
-
-export { JobSpecError };
+import {
+  AGGREGATION_KEYS,
+  INNER_KEYS,
+  MODEL_KEYS,
+  parseAggregation,
+  parseDatasetCid,
+  parseInner,
+  parseModel,
+} from "./job_spec_parts.ts";
 
 /** Version of the job spec format; carried in every spec as `v`. */
 export const JOB_SPEC_VERSION = 1;
+
 /** Largest encoded spec accepted by {@linkcode decodeJobSpec}. */
 export const MAX_JOB_SPEC_BYTES = 16 * 1024;
 
@@ -288,6 +295,7 @@ export function maxTokensPerRound(spec: JobSpec): number {
 }
 
 const NAME_PATTERN = /^[A-Za-z0-9._-]{1,64}$/;
+
 const TOP_KEYS = [
   "v",
   "name",
@@ -306,103 +314,3 @@ const TOP_KEYS = [
   "minPeers",
   "seed",
 ] as const;
-const MODEL_KEYS = ["vocabSize", "contextLength", "layers", "dModel", "heads"];
-const INNER_KEYS = Object.keys(DEFAULT_ADAMW);
-const AGGREGATION_KEYS = ["rule", "trimFraction", "clipTau", "clipIterations"];
-
-function parseModel(model: Fields): GptConfig {
-  const config: GptConfig = {
-    vocabSize: model.int(
-      "vocabSize",
-      VOCAB_SIZE,
-      65_536,
-      "the tokenizer is byte-level",
-    ),
-    contextLength: model.int("contextLength", 1, 65_536),
-    layers: model.int("layers", 1, 1024),
-    dModel: model.int("dModel", 1, 65_536),
-    heads: model.int("heads", 1, 65_536),
-  };
-  if (config.dModel % config.heads !== 0) {
-    throw new JobSpecError(
-      "model.heads",
-      `must divide model.dModel (${config.dModel})`,
-      describe(config.heads),
-    );
-  }
-  // The kernels' own check, so a spec never passes here and fails there.
-  try {
-    return validateGptConfig(config);
-  } catch (error) {
-    throw new JobSpecError(
-      "model",
-      "must be a valid GPT config",
-      String(error),
-    );
-  }
-}
-
-function parseInner(inner: Fields): AdamWConfig {
-  const maxLr = inner.number("maxLr", 0, 10, "(]");
-  return {
-    maxLr,
-    minLr: inner.number("minLr", 0, maxLr, "[]", "at most inner.maxLr"),
-    warmupSteps: inner.int("warmupSteps", 0, 1_000_000_000),
-    totalSteps: inner.int("totalSteps", 1, 1_000_000_000),
-    beta1: inner.number("beta1", 0, 1, "[)"),
-    beta2: inner.number("beta2", 0, 1, "[)"),
-    eps: inner.number("eps", 0, 1, "(]"),
-    weightDecay: inner.number("weightDecay", 0, 10),
-    // JSON has no Infinity, so "no clipping" is a huge finite value.
-    gradClip: inner.number("gradClip", 0, 1e9, "(]", "1e9 means no clipping"),
-  };
-}
-
-function parseAggregation(
-  aggregation: Fields,
-  minPeers: number,
-): AggregationRule {
-  const rule: AggregationRule = {
-    rule: aggregation.oneOf("rule", AGGREGATION_RULES),
-    trimFraction: aggregation.number("trimFraction", 0, 0.5, "[)"),
-    clipTau: aggregation.number("clipTau", 0, 1e9, "(]"),
-    clipIterations: aggregation.int("clipIterations", 1, MAX_CLIP_ITERATIONS),
-  };
-  // The smallest round must be able to drop a bad peer; the fields are
-  // in range by now, so only trimFraction can be what is refused.
-  try {
-    checkRuleForMinPeers(rule, minPeers);
-  } catch {
-    throw new JobSpecError(
-      "aggregation.trimFraction",
-      `must be > 0 for rule trimmed-mean with minPeers ${minPeers}, so one peer is dropped from each end (or use rule median or centered-clip)`,
-      describe(rule.trimFraction),
-    );
-  }
-  return rule;
-}
-
-function parseDatasetCid(value: unknown): string {
-  const problem =
-    "must be the dataset manifest's CID: CIDv1, raw codec, sha2-256, base32";
-  if (typeof value !== "string") {
-    throw new JobSpecError("dataset.cid", problem, describe(value));
-  }
-  let canonical: string;
-  try {
-    const cid = parseCid(value);
-    if (cid.code !== RAW_CODEC) throw new TypeError("not raw");
-    canonical = cidToString(cid);
-  } catch {
-    throw new JobSpecError("dataset.cid", problem, describe(value));
-  }
-  // Another base would name the same dataset yet change the job id.
-  if (canonical !== value) {
-    throw new JobSpecError(
-      "dataset.cid",
-      `must be written in base32 as ${canonical}`,
-      describe(value),
-    );
-  }
-  return value;
-}

@@ -78,7 +78,7 @@ export function isJobId(value: unknown): value is string {
  *
  * @example
  * ```ts
- *
+ * import { isCanonicalCid } from "./message_fields.ts";
  * console.assert(
  *   isCanonicalCid("bafkreigh2akiscaildcqabsyg3dfr6chu3fgpregiymsck7e7aqa4s52zy"),
  * );

@@ -1,5 +1,6 @@
 import { deepStrictEqual, ok, strictEqual, throws } from "node:assert";
-import { aggregate, DEFAULT_AGGREGATION } from "./aggregate.ts";
+import { aggregate } from "./aggregate.ts";
+import { DEFAULT_AGGREGATION } from "./aggregation_rule.ts";
 import { DEFAULT_OUTER, outerStep } from "./outer_step.ts";
 import { pseudoGradient } from "./pseudo_gradient.ts";
 

@@ -1,17 +1,19 @@
 import { deepStrictEqual, strictEqual, throws } from "node:assert";
 import { base58btc } from "multiformats/bases/base58";
-import { DEFAULT_AGGREGATION } from "./aggregate.ts";
+import { DEFAULT_AGGREGATION } from "./aggregation_rule.ts";
 import { canonicalJson } from "./canonical_json.ts";
 import { CID, cidForBytes, cidToString } from "./cid.ts";
 import { MAX_PEER_ID_LENGTH } from "./messages.ts";
 import {
   decodeManifest,
   encodeManifest,
+  parseManifest,
+} from "./manifest_codec.ts";
+import {
   type ManifestContribution,
   ManifestError,
   MAX_CONTRIBUTIONS,
   MAX_MANIFEST_BYTES,
-  parseManifest,
   type RoundManifest,
 } from "./round_manifest.ts";
 

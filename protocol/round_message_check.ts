@@ -67,7 +67,7 @@ const COMMITTED_FIELDS = new Set([...ROUND_FIELDS, "checkpoint", "tx"]);
  *
  * @example Accepting a delta announcement
  * ```ts
- *
+ * import { validateDeltaAnnounce } from "./round_message_check.ts";
  * const cid = "bafkreigh2akiscaildcqabsyg3dfr6chu3fgpregiymsck7e7aqa4s52zy";
  * const check = validateDeltaAnnounce({
  *   v: 1, type: "delta", peer: "12D3KooWabc", job: "bafyjob", round: 3,

@@ -10,7 +10,6 @@ import type {
   DeltaAnnounce,
   ManifestAnnounce,
 } from "./messages.ts";
-import { enter, log, step } from "./round_machine.ts";
 
 /** What a peer's machine needs to know about the job and itself. */
 export interface RoundConfig {

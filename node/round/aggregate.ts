@@ -26,8 +26,8 @@ import type {
   RoundEvent,
   RoundState,
 } from "../../protocol/round_state.ts";
+import { encodeManifest } from "../../protocol/manifest_codec.ts";
 import {
-  encodeManifest,
   type ExclusionReason,
   MANIFEST_VERSION,
   type RoundManifest,

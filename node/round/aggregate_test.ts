@@ -9,10 +9,8 @@ import {
   genesisCheckpoint,
 } from "../../protocol/round_checkpoint.ts";
 import type { RoundEvent } from "../../protocol/round_state.ts";
-import {
-  decodeManifest,
-  type RoundManifest,
-} from "../../protocol/round_manifest.ts";
+import { decodeManifest } from "../../protocol/manifest_codec.ts";
+import { type RoundManifest } from "../../protocol/round_manifest.ts";
 import { nextCheckpoint } from "../../protocol/round_update.ts";
 import {
   cidOf,

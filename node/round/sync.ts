@@ -13,8 +13,8 @@ import {
   type RoundCheckpoint,
 } from "../../protocol/round_checkpoint.ts";
 import type { RoundEvent, RoundState } from "../../protocol/round_state.ts";
+import { decodeManifest } from "../../protocol/manifest_codec.ts";
 import {
-  decodeManifest,
   MAX_MANIFEST_BYTES,
   type RoundManifest,
 } from "../../protocol/round_manifest.ts";

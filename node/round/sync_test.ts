@@ -7,8 +7,8 @@ import {
   parameterCount,
 } from "../../protocol/round_checkpoint.ts";
 import type { RoundEvent, RoundState } from "../../protocol/round_state.ts";
+import { encodeManifest } from "../../protocol/manifest_codec.ts";
 import {
-  encodeManifest,
   MANIFEST_VERSION,
   type RoundManifest,
 } from "../../protocol/round_manifest.ts";

@@ -31,8 +31,8 @@ import {
   BITS_FOR_COMPRESSION,
   encodedByteLength,
 } from "../../protocol/quantize.ts";
+import { decodeManifest } from "../../protocol/manifest_codec.ts";
 import {
-  decodeManifest,
   MAX_MANIFEST_BYTES,
   type RoundManifest,
 } from "../../protocol/round_manifest.ts";

@@ -12,7 +12,7 @@ import {
   AGGREGATION_RULES,
   type AggregationRuleName,
   DEFAULT_AGGREGATION,
-} from "../../protocol/aggregate.ts";
+} from "../../protocol/aggregation_rule.ts";
 import type { JobSpec } from "../../protocol/job_spec.ts";
 import { benchSpec } from "../_job_cluster.ts";
 import { type AttackRunResult, runAttack } from "../attack/attack_run.ts";
