@@ -9,7 +9,7 @@
 import anvilPackage from "@foundry-rs/anvil-linux-amd64/package.json" with {
   type: "json",
 };
-import { atomicWriteFile } from "../node/atomic_write.ts";
+import { atomicWriteFile } from "../node/store/atomic_write.ts";
 
 /** A running anvil. */
 export interface Anvil {

@@ -7,7 +7,7 @@
  * @module
  */
 import { parseEther } from "viem";
-import { atomicWriteFile } from "../node/atomic_write.ts";
+import { atomicWriteFile } from "../node/store/atomic_write.ts";
 import { type Anvil, runningAnvil, startAnvil } from "./anvil.ts";
 import type { Address } from "./attestation.ts";
 import type { ChainClient } from "./client.ts";

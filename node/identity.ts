@@ -7,7 +7,7 @@ import {
 import type { PrivateKey } from "@libp2p/interface";
 import { peerIdFromPrivateKey } from "@libp2p/peer-id";
 import { generatePrivateKey, privateKeyToAccount } from "viem/accounts";
-import { atomicWriteFile } from "./atomic_write.ts";
+import { atomicWriteFile } from "./store/atomic_write.ts";
 
 /**
  * The node's two keys: an Ed25519 libp2p key (its peer id) and a secp256k1

@@ -2,17 +2,17 @@ import { peerIdFromString } from "@libp2p/peer-id";
 import { CODE_P2P, type Multiaddr, multiaddr } from "@multiformats/multiaddr";
 import { parseCid } from "../protocol/cid.ts";
 import type { Heartbeat } from "../protocol/messages.ts";
-import { atomicWriteFile } from "./atomic_write.ts";
+import { atomicWriteFile } from "./store/atomic_write.ts";
 import {
   BlobService,
   type FetchOptions,
   type FetchReport,
-} from "./blob_service.ts";
-import { Blockstore } from "./blockstore.ts";
-import { checkpointInfo } from "./checkpoint_info.ts";
+} from "./p2p/blob_service.ts";
+import { Blockstore } from "./store/blockstore.ts";
+import { checkpointInfo } from "./store/checkpoint_info.ts";
 import type { Config } from "./config.ts";
-import { GossipService } from "./gossip_service.ts";
-import { createHost, type Host } from "./host.ts";
+import { GossipService } from "./p2p/gossip_service.ts";
+import { createHost, type Host } from "./p2p/host.ts";
 import { createApp } from "./http/app.ts";
 import { StatusEvents } from "./http/events.ts";
 import { serveHttp } from "./http/serve.ts";
@@ -24,7 +24,7 @@ import type {
   TrainingStatus,
 } from "./http/types.ts";
 import type { Identity } from "./identity.ts";
-import { ensureRpcToken } from "./rpc_token.ts";
+import { ensureRpcToken } from "./http/rpc_token.ts";
 import { VERSION } from "./version.ts";
 
 /** Where a running node can be reached, written to `<dataDir>/node.json`. */

@@ -11,9 +11,9 @@ import {
   spawnPeer,
   stopPeer,
   waitFor,
-} from "../node/local_peer.ts";
+} from "../node/devnet/local_peer.ts";
 import { startNode, type ZooNode } from "../node/node.ts";
-import { callRpc } from "../node/rpc_client.ts";
+import { callRpc } from "../node/http/rpc_client.ts";
 import { MAIN, zooNode } from "./_cli.ts";
 import { oneClusterAtATime } from "./_job_cluster.ts";
 import { type CID, parseCid } from "../protocol/cid.ts";

@@ -7,25 +7,25 @@
 import { bytes32ToCid, cidToBytes32 } from "../chain/attestation.ts";
 import type { BackendChoice } from "../kernels/backend_select.ts";
 import { readJob } from "../chain/registry.ts";
-import { type DevnetChain, startDevnetChain } from "../node/devnet_chain.ts";
+import { type DevnetChain, startDevnetChain } from "../node/devnet/chain.ts";
 import {
   type DevnetPeerSlot,
   publishDevnetJob,
   registerDevnetPeers,
   spawnJobPeers,
-} from "../node/devnet_job.ts";
+} from "../node/devnet/job.ts";
 import type { TrainingStatus } from "../node/http/types.ts";
-import { BROWN_CACHE_FILE, loadBrownCorpus } from "../node/corpus_fetch.ts";
-import { DEFAULT_CORPUS_DATASET_ID } from "../node/job_dataset.ts";
+import { BROWN_CACHE_FILE, loadBrownCorpus } from "../node/job/corpus.ts";
+import { DEFAULT_CORPUS_DATASET_ID } from "../node/job/dataset.ts";
 import {
   type LocalPeer,
   loopbackAddr,
   stopPeer,
   waitFor,
-} from "../node/local_peer.ts";
-import type { PublishedJob } from "../node/job_publish.ts";
+} from "../node/devnet/local_peer.ts";
+import type { PublishedJob } from "../node/job/publish.ts";
 import type { RoundRecord } from "../node/round/ledger.ts";
-import { callRpc } from "../node/rpc_client.ts";
+import { callRpc } from "../node/http/rpc_client.ts";
 import { ensureIdentity } from "../node/identity.ts";
 import {
   DEFAULT_MODEL,

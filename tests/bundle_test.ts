@@ -7,7 +7,7 @@
  */
 import { ok, strictEqual } from "node:assert";
 import { buildBundle } from "../node/build_bundle.ts";
-import { BROWN_CACHE_FILE, loadBrownCorpus } from "../node/corpus_fetch.ts";
+import { BROWN_CACHE_FILE, loadBrownCorpus } from "../node/job/corpus.ts";
 import { LIBP2P_TEST } from "./_cluster.ts";
 import { CORPUS_CACHE } from "./_corpus.ts";
 import { oneClusterAtATime } from "./_job_cluster.ts";

@@ -12,7 +12,7 @@ import { chunkDataset } from "../kernels/data/dataset.ts";
 import { fillPositions, Gpt, initGpt } from "../kernels/gpt.ts";
 import { trainStep } from "../kernels/train_step.ts";
 import { createWasmBackend } from "../kernels/wasm/wasm_backend.ts";
-import { loadBrownCorpus } from "../node/corpus_fetch.ts";
+import { loadBrownCorpus } from "../node/job/corpus.ts";
 import { CORPUS_CACHE } from "./_corpus.ts";
 
 const B = 8, T = 64, STEPS = 8;

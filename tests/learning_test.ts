@@ -4,9 +4,9 @@
  */
 import { ok } from "node:assert";
 import { DEFAULT_ADAMW } from "../kernels/adamw.ts";
-import { openCompute } from "../node/backend_select.ts";
-import { loadBrownCorpus } from "../node/corpus_fetch.ts";
-import { trainLocal } from "../node/local_train.ts";
+import { openCompute } from "../node/train/compute.ts";
+import { loadBrownCorpus } from "../node/job/corpus.ts";
+import { trainLocal } from "../node/train/local.ts";
 import { CORPUS_CACHE } from "./_corpus.ts";
 
 Deno.test("a small GPT learns the Brown corpus: held-out loss < 3.0 in 300 steps", async () => {

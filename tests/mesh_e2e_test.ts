@@ -7,10 +7,10 @@ import { deepStrictEqual, ok, strictEqual } from "node:assert";
 import { multiaddr } from "@multiformats/multiaddr";
 import { peerIdFromString } from "@libp2p/peer-id";
 import { cidForBytes, cidToString } from "../protocol/cid.ts";
-import { jobTopic } from "../node/gossip_service.ts";
+import { jobTopic } from "../node/p2p/gossip_service.ts";
 import { BLOB_PROTOCOL } from "../protocol/blob_messages.ts";
 import { blockstoreDir } from "../node/node.ts";
-import { stopPeer } from "../node/local_peer.ts";
+import { stopPeer } from "../node/devnet/local_peer.ts";
 import {
   LIBP2P_TEST,
   randomBytes,

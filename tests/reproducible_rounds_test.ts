@@ -7,7 +7,7 @@
  * new kernel, another rule) updates `EXPECTED`, saying so in its commit.
  */
 import assert from "node:assert/strict";
-import { waitFor } from "../node/local_peer.ts";
+import { waitFor } from "../node/devnet/local_peer.ts";
 import {
   JOB_TEST,
   roundsOf,

@@ -11,7 +11,11 @@ import { connectChain } from "../chain/client.ts";
 import { joinJob, listRounds } from "../chain/registry.ts";
 import { defaultConfig, mergeConfig } from "../node/config.ts";
 import { loadIdentity } from "../node/identity.ts";
-import { type LocalPeer, loopbackAddr, waitFor } from "../node/local_peer.ts";
+import {
+  type LocalPeer,
+  loopbackAddr,
+  waitFor,
+} from "../node/devnet/local_peer.ts";
 import { startNode } from "../node/node.ts";
 import { BLOB_PROTOCOL } from "../protocol/blob_messages.ts";
 import { cidToString } from "../protocol/cid.ts";

@@ -6,8 +6,8 @@ import assert from "node:assert/strict";
 import { listRounds } from "../chain/registry.ts";
 import { cidToBytes32 } from "../chain/attestation.ts";
 import type { PeerSummary } from "../node/http/types.ts";
-import { waitFor } from "../node/local_peer.ts";
-import { callRpc } from "../node/rpc_client.ts";
+import { waitFor } from "../node/devnet/local_peer.ts";
+import { callRpc } from "../node/http/rpc_client.ts";
 import {
   JOB_TEST,
   roundsOf,

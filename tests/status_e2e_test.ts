@@ -6,8 +6,8 @@
  * --rpc` prints the summary.
  */
 import assert from "node:assert/strict";
-import { callRpc, RpcCallError } from "../node/rpc_client.ts";
-import { readRpcToken } from "../node/rpc_token.ts";
+import { callRpc, RpcCallError } from "../node/http/rpc_client.ts";
+import { readRpcToken } from "../node/http/rpc_token.ts";
 import type {
   CheckpointInfo,
   Contributions,
@@ -15,7 +15,7 @@ import type {
   RoundDetail,
   RoundRecord,
 } from "../node/http/types.ts";
-import { waitFor } from "../node/local_peer.ts";
+import { waitFor } from "../node/devnet/local_peer.ts";
 import { zooNode } from "./_cli.ts";
 import { skipWithout } from "./_tools.ts";
 import {

@@ -2,7 +2,7 @@
  * The data pipeline of the compute engine: byte-level tokenizer, Brown
  * corpus conversion, tar reading, chunked content-addressed datasets,
  * deterministic batch sampling and the seedable generator they share.
- * Pure: the I/O (downloads, files) lives in `node/corpus_fetch.ts`.
+ * Pure: the I/O (downloads, files) lives in `node/job/corpus.ts`.
  *
  * @module
  */

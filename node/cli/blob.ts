@@ -1,11 +1,11 @@
 import { cidToString, parseCid } from "../../protocol/cid.ts";
-import { atomicWriteFile } from "../atomic_write.ts";
-import type { FetchReport } from "../blob_service.ts";
-import { Blockstore } from "../blockstore.ts";
+import { atomicWriteFile } from "../store/atomic_write.ts";
+import type { FetchReport } from "../p2p/blob_service.ts";
+import { Blockstore } from "../store/blockstore.ts";
 import type { Config } from "../config.ts";
 import { blockstoreDir, readRuntimeInfo } from "../node.ts";
-import { callRpc } from "../rpc_client.ts";
-import { readRpcToken } from "../rpc_token.ts";
+import { callRpc } from "../http/rpc_client.ts";
+import { readRpcToken } from "../http/rpc_token.ts";
 import { UsageError } from "./parse.ts";
 
 /** `zoo-node blob put <file>`: stores a file by content, prints its CID. */

@@ -4,32 +4,32 @@ import {
   type JobSpec,
   JobSpecError,
 } from "../../protocol/job_spec.ts";
-import type { FetchReport } from "../blob_service.ts";
-import { Blockstore } from "../blockstore.ts";
+import type { FetchReport } from "../p2p/blob_service.ts";
+import { Blockstore } from "../store/blockstore.ts";
 import {
   type DevnetChain,
   formatRegistration,
   registerLocalPeer,
   startDevnetChain,
-} from "../devnet_chain.ts";
+} from "../devnet/chain.ts";
 import {
   publishDevnetJob,
   registerDevnetPeers,
   spawnJobPeers,
-} from "../devnet_job.ts";
-import { formatRound, watchRounds } from "../devnet_rounds.ts";
+} from "../devnet/job.ts";
+import { formatRound, watchRounds } from "../devnet/rounds.ts";
 import type { NodeStatus } from "../http/types.ts";
-import { DEFAULT_CORPUS_DATASET_ID } from "../job_dataset.ts";
+import { DEFAULT_CORPUS_DATASET_ID } from "../job/dataset.ts";
 import {
   type LocalPeer,
   loopbackAddr,
   spawnPeer,
   stopPeer,
   waitFor,
-} from "../local_peer.ts";
+} from "../devnet/local_peer.ts";
 import { blockstoreDir } from "../node.ts";
-import { callRpc } from "../rpc_client.ts";
-import { readRpcToken } from "../rpc_token.ts";
+import { callRpc } from "../http/rpc_client.ts";
+import { readRpcToken } from "../http/rpc_token.ts";
 import { UsageError } from "./flags.ts";
 import { readSpecFields } from "./job.ts";
 import type { DevnetCommand } from "./parse_devnet.ts";

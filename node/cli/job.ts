@@ -4,9 +4,9 @@ import {
   JobSpecError,
   type JobSpecOverrides,
 } from "../../protocol/job_spec.ts";
-import { DEFAULT_CORPUS_DATASET_ID } from "../job_dataset.ts";
-import { Blockstore } from "../blockstore.ts";
-import { publishJob } from "../job_publish.ts";
+import { DEFAULT_CORPUS_DATASET_ID } from "../job/dataset.ts";
+import { Blockstore } from "../store/blockstore.ts";
+import { publishJob } from "../job/publish.ts";
 import { sessionRegistry } from "../chain_session.ts";
 import type { Config } from "../config.ts";
 import { blockstoreDir } from "../node.ts";

@@ -1,6 +1,6 @@
 import type { Config } from "../config.ts";
 import { ensureIdentity } from "../identity.ts";
-import { type JobRun, runJob } from "../job_runner.ts";
+import { type JobRun, runJob } from "../job/runner.ts";
 import type { RoundBehaviour } from "../round/behaviour.ts";
 import { startNode } from "../node.ts";
 import { parseCid } from "../../protocol/cid.ts";

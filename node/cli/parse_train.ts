@@ -2,7 +2,7 @@ import type { PartialConfig } from "../config.ts";
 import {
   CPU_BACKEND_CHOICES,
   type CpuBackendChoice,
-} from "../backend_select.ts";
+} from "../train/compute.ts";
 import {
   DATA_DIR,
   intFlag as int,

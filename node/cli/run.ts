@@ -6,9 +6,9 @@ import {
   GpuLimitError,
   GpuUnavailableError,
 } from "../../kernels/webgpu/device.ts";
-import { CorpusError } from "../corpus_fetch.ts";
+import { CorpusError } from "../job/corpus.ts";
 import { IdentityError } from "../identity.ts";
-import { RpcCallError } from "../rpc_client.ts";
+import { RpcCallError } from "../http/rpc_client.ts";
 import { VERSION } from "../version.ts";
 import { blobGet, blobPut } from "./blob.ts";
 import { chainCommand } from "./chain.ts";

@@ -2,7 +2,7 @@ import { Rng } from "../../kernels/data/rng.ts";
 import { decode, encode } from "../../kernels/data/tokenizer.ts";
 import { decodeGptCheckpoint } from "../../kernels/gpt_checkpoint.ts";
 import { generate } from "../../kernels/sample.ts";
-import { createCpuBackend } from "../backend_select.ts";
+import { createCpuBackend } from "../train/compute.ts";
 import { UsageError } from "./flags.ts";
 import type { SampleCommand } from "./parse_train.ts";
 

@@ -6,7 +6,7 @@ import type {
   RoundRecord,
 } from "../http/types.ts";
 import { readRuntimeInfo } from "../node.ts";
-import { callRpc, RpcCallError } from "../rpc_client.ts";
+import { callRpc, RpcCallError } from "../http/rpc_client.ts";
 import { formatStatus } from "./status_format.ts";
 
 /** Committed rounds `zoo-node status` shows. */

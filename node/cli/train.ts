@@ -2,12 +2,12 @@ import { DEFAULT_ADAMW } from "../../kernels/adamw.ts";
 import { Gpt } from "../../kernels/gpt.ts";
 import { encodeGptCheckpoint } from "../../kernels/gpt_checkpoint.ts";
 import { createJsBackend } from "../../kernels/js_backend.ts";
-import { atomicWriteFile } from "../atomic_write.ts";
-import { openCompute } from "../backend_select.ts";
+import { atomicWriteFile } from "../store/atomic_write.ts";
+import { openCompute } from "../train/compute.ts";
 import type { Config } from "../config.ts";
-import { loadBrownCorpus, loadTextFile } from "../corpus_fetch.ts";
-import { trainLocal } from "../local_train.ts";
-import { Progress } from "../progress.ts";
+import { loadBrownCorpus, loadTextFile } from "../job/corpus.ts";
+import { trainLocal } from "../train/local.ts";
+import { Progress } from "./progress.ts";
 import type { TrainCommand } from "./parse_train.ts";
 import { UsageError } from "./flags.ts";
 

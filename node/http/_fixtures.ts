@@ -2,8 +2,8 @@
  * Plain-data node and job sources for the HTTP tests: the app only reads
  * its source, so these stand in for a running node without a port.
  */
-import { Histogram } from "../histogram.ts";
-import { StepLog } from "../step_log.ts";
+import { Histogram } from "./histogram.ts";
+import { StepLog } from "../round/step_log.ts";
 import type {
   Contributions,
   JobSource,

@@ -11,7 +11,7 @@ import { Hono } from "hono";
 import type { Context } from "hono";
 import { bodyLimit } from "hono/body-limit";
 import { HTTPException } from "hono/http-exception";
-import { isBearer } from "../rpc_token.ts";
+import { isBearer } from "./rpc_token.ts";
 import { StatusEvents } from "./events.ts";
 import { handleJsonRpc, InvalidRequestError } from "./jsonrpc.ts";
 import { METRICS_CONTENT_TYPE, renderMetrics } from "./metrics.ts";

@@ -7,7 +7,7 @@ import { deepStrictEqual, strictEqual } from "node:assert";
 import { createApp } from "./app.ts";
 import type { Dashboard } from "./dashboard.ts";
 import { StatusEvents } from "./events.ts";
-import { waitFor } from "../local_peer.ts";
+import { waitFor } from "../devnet/local_peer.ts";
 import { fakeJob, fakeSource, record } from "./_fixtures.ts";
 
 /** Reads `status` events off an SSE response body. */

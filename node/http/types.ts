@@ -10,11 +10,11 @@
  */
 
 import type { JobSpec } from "../../protocol/job_spec.ts";
-import type { BlobStats, FetchReport } from "../blob_service.ts";
-import type { Progress } from "../gossip_service.ts";
-import type { HistogramSnapshot } from "../histogram.ts";
+import type { BlobStats, FetchReport } from "../p2p/blob_service.ts";
+import type { Progress } from "../p2p/gossip_service.ts";
+import type { HistogramSnapshot } from "./histogram.ts";
 import type { Refusal, RoundRecord } from "../round/ledger.ts";
-import type { StepLoss } from "../step_log.ts";
+import type { StepLoss } from "../round/step_log.ts";
 
 export type { Refusal, RoundRecord, StepLoss };
 

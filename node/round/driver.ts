@@ -2,7 +2,7 @@
  * Drives a peer through a job's rounds: turns gossip, the chain and the
  * clock into events for the pure round machine (`protocol/round_machine`),
  * and carries out its actions with the trainer, the blob store and the
- * chain client (`round_work.ts`).
+ * chain client (`work.ts`).
  *
  * @module
  */

@@ -1,6 +1,6 @@
 import assert from "node:assert/strict";
 import { defaultJobSpec } from "../../protocol/job_spec.ts";
-import { DEFAULT_CORPUS_DATASET_ID } from "../job_dataset.ts";
+import { DEFAULT_CORPUS_DATASET_ID } from "../job/dataset.ts";
 import { KEEP_REFUSALS, RoundLedger } from "./ledger.ts";
 
 const spec = defaultJobSpec({

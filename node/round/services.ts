@@ -12,7 +12,7 @@ import type {
 } from "../../chain/attestation.ts";
 import type { CID } from "../../protocol/cid.ts";
 import type { GossipMessage } from "../../protocol/messages.ts";
-import type { Progress } from "../gossip_service.ts";
+import type { Progress } from "../p2p/gossip_service.ts";
 
 /** The blockstore calls a round makes. */
 export interface RoundBlocks {

@@ -29,7 +29,7 @@ import {
 } from "../../protocol/quantize.ts";
 import type { DeltaAnnounce } from "../../protocol/messages.ts";
 import type { RoundEvent, RoundState } from "../../protocol/round_state.ts";
-import type { Progress } from "../gossip_service.ts";
+import type { Progress } from "../p2p/gossip_service.ts";
 import type { DeltaChoice, RoundBehaviour } from "./behaviour.ts";
 import type { RoundLedger } from "./ledger.ts";
 import type { RoundPublisher } from "./publisher.ts";

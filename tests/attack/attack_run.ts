@@ -14,7 +14,7 @@
  */
 import { cidToBytes32 } from "../../chain/attestation.ts";
 import { listRounds, roundCredits } from "../../chain/registry.ts";
-import { watchRounds } from "../../node/devnet_rounds.ts";
+import { watchRounds } from "../../node/devnet/rounds.ts";
 import type { Refusal } from "../../node/round/ledger.ts";
 import { rankLeaders } from "../../protocol/assignment.ts";
 import type { JobSpec } from "../../protocol/job_spec.ts";

@@ -30,7 +30,7 @@ import {
   type TrainerInit,
 } from "../../kernels/trainer.ts";
 import { loadConfig } from "../../node/config.ts";
-import { BROWN_CACHE_FILE, loadBrownCorpus } from "../../node/corpus_fetch.ts";
+import { BROWN_CACHE_FILE, loadBrownCorpus } from "../../node/job/corpus.ts";
 import { median } from "./_bench.ts";
 
 /** The reference GPT of the training comparisons. */

@@ -13,7 +13,7 @@
  * @module
  */
 import { RoundTrainer } from "../../node/round/inner_loop.ts";
-import { defaultCorpusDataset } from "../../node/job_dataset.ts";
+import { defaultCorpusDataset } from "../../node/job/dataset.ts";
 import {
   decodeRoundCheckpoint,
   encodeRoundCheckpoint,
@@ -23,7 +23,7 @@ import { createWasmBackend } from "../../kernels/wasm/wasm_backend.ts";
 import { createCpuTrainer } from "../../kernels/trainer.ts";
 import type { JobSpec } from "../../protocol/job_spec.ts";
 import { formatBytes } from "../../node/format_bytes.ts";
-import { watchRounds } from "../../node/devnet_rounds.ts";
+import { watchRounds } from "../../node/devnet/rounds.ts";
 import { benchSpec, withJobCluster } from "../_job_cluster.ts";
 import {
   type Bench,

@@ -12,13 +12,13 @@
  *
  * @example
  * ```ts ignore
- * import { loadJobDataset } from "./job_dataset.ts";
+ * import { loadJobDataset } from "./dataset.ts";
  * const dataset = await loadJobDataset(spec, { store, dataDir, fetchBlob });
  * ```
  *
  * @module
  */
-import { NodeError } from "./errors.ts";
+import { NodeError } from "../errors.ts";
 import {
   chunkDataset,
   type Dataset,
@@ -27,15 +27,15 @@ import {
   DEFAULT_CHUNK_BYTES,
   encodeManifest,
   manifestOf,
-} from "../kernels/data/dataset.ts";
-import { cidForBytes, cidToString, parseCid } from "../protocol/cid.ts";
-import type { JobSpec } from "../protocol/job_spec.ts";
-import { type Blockstore, BlockstoreError } from "./blockstore.ts";
-import { CorpusError, loadBrownCorpus } from "./corpus_fetch.ts";
+} from "../../kernels/data/dataset.ts";
+import { cidForBytes, cidToString, parseCid } from "../../protocol/cid.ts";
+import type { JobSpec } from "../../protocol/job_spec.ts";
+import { type Blockstore, BlockstoreError } from "../store/blockstore.ts";
+import { CorpusError, loadBrownCorpus } from "./corpus.ts";
 
 /**
  * Id of the default dataset: the Brown corpus text (pinned by its sha-256
- * in corpus_fetch.ts) in chunks of {@linkcode DEFAULT_CHUNK_BYTES}. Known
+ * in node/job/corpus.ts) in chunks of {@linkcode DEFAULT_CHUNK_BYTES}. Known
  * in advance so a job on any other dataset never downloads the corpus.
  */
 export const DEFAULT_CORPUS_DATASET_ID =

@@ -1,5 +1,5 @@
-import { NodeError } from "./errors.ts";
-import { readRuntimeInfo, type RuntimeInfo } from "./node.ts";
+import { NodeError } from "../errors.ts";
+import { readRuntimeInfo, type RuntimeInfo } from "../node.ts";
 
 /** A `zoo-node --join` child process on this machine. */
 export interface LocalPeer {

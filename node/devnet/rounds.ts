@@ -8,9 +8,9 @@
  * @module
  */
 import type { LocalPeer } from "./local_peer.ts";
-import type { RoundRecord } from "./round/ledger.ts";
-import { formatBytes } from "./format_bytes.ts";
-import { callRpc } from "./rpc_client.ts";
+import type { RoundRecord } from "../round/ledger.ts";
+import { formatBytes } from "../format_bytes.ts";
+import { callRpc } from "../http/rpc_client.ts";
 
 /** One committed round as every running peer recorded it. */
 export interface DevnetRound {

@@ -8,8 +8,8 @@
  * @module
  */
 import { randomBytes, timingSafeEqual } from "node:crypto";
-import { atomicWriteFile } from "./atomic_write.ts";
-import { IdentityError, readPrivateFile } from "./identity.ts";
+import { atomicWriteFile } from "../store/atomic_write.ts";
+import { IdentityError, readPrivateFile } from "../identity.ts";
 
 /** Where the token lives in a data dir. */
 export function rpcTokenPath(dataDir: string): string {

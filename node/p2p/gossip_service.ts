@@ -4,19 +4,19 @@ import {
   decodeMessage,
   type DropReason,
   encodeMessage,
-} from "../protocol/codec.ts";
+} from "../../protocol/codec.ts";
 import {
   countDrop,
   type DropCounts,
   emptyDropCounts,
-} from "../protocol/drop_counts.ts";
+} from "../../protocol/drop_counts.ts";
 import {
   type Backend,
   type GossipMessage,
   type Heartbeat,
   MAX_ADDR_LENGTH,
   MAX_ADDRS,
-} from "../protocol/messages.ts";
+} from "../../protocol/messages.ts";
 import {
   DEFAULT_HEARTBEAT_INTERVAL_MS,
   DEFAULT_PEER_TTL_MS,
@@ -26,9 +26,9 @@ import {
   observeHeartbeat,
   type PeerEntry,
   type PeerTable,
-} from "../protocol/peer_table.ts";
+} from "../../protocol/peer_table.ts";
 import type { Host } from "./host.ts";
-import { VERSION } from "./version.ts";
+import { VERSION } from "../version.ts";
 
 /** The gossip topic of a job. */
 export function jobTopic(job: string): string {

@@ -5,12 +5,12 @@
  *
  * @module
  */
-import { SafetensorsError } from "../kernels/safetensors.ts";
-import { parseCid } from "../protocol/cid.ts";
-import { ROUND_CHECKPOINT_FORMAT } from "../protocol/round_checkpoint.ts";
+import { SafetensorsError } from "../../kernels/safetensors.ts";
+import { parseCid } from "../../protocol/cid.ts";
+import { ROUND_CHECKPOINT_FORMAT } from "../../protocol/round_checkpoint.ts";
 import type { Blockstore } from "./blockstore.ts";
-import type { CheckpointInfo } from "./http/types.ts";
-import type { RoundRecord } from "./round/ledger.ts";
+import type { CheckpointInfo } from "../http/types.ts";
+import type { RoundRecord } from "../round/ledger.ts";
 
 /** Largest checkpoint header read (a round checkpoint's is a few KiB). */
 export const MAX_CHECKPOINT_HEADER_BYTES = 1024 * 1024;

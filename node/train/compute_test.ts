@@ -1,6 +1,6 @@
 import assert from "node:assert/strict";
-import { MAX_DEVICE_LENGTH } from "../protocol/messages.ts";
-import { heartbeatDevice } from "./backend_select.ts";
+import { MAX_DEVICE_LENGTH } from "../../protocol/messages.ts";
+import { heartbeatDevice } from "./compute.ts";
 
 Deno.test("heartbeatDevice() keeps heartbeats valid whatever the adapter is called", () => {
   assert.equal(heartbeatDevice("NVIDIA H100 (vulkan)"), "NVIDIA H100 (vulkan)");

@@ -11,7 +11,7 @@ import {
   type Address,
   bytes32ToCid,
   cidToBytes32,
-} from "../chain/attestation.ts";
+} from "../../chain/attestation.ts";
 import {
   claimable,
   commitTransactions,
@@ -19,11 +19,11 @@ import {
   readJob,
   readRound,
   type Registry,
-} from "../chain/registry.ts";
-import type { JobSpec } from "../protocol/job_spec.ts";
+} from "../../chain/registry.ts";
+import type { JobSpec } from "../../protocol/job_spec.ts";
 import { Cached } from "./cached.ts";
-import type { Contributions, JobInfo, RoundDetail } from "./http/types.ts";
-import type { MemberCache } from "./round/member_cache.ts";
+import type { Contributions, JobInfo, RoundDetail } from "../http/types.ts";
+import type { MemberCache } from "../round/member_cache.ts";
 
 /** Peers whose contributions are kept cached at most. */
 const MAX_PEERS_CACHED = 1024;

@@ -1,4 +1,4 @@
-import { NodeError } from "./errors.ts";
+import { NodeError } from "../errors.ts";
 import { BodyTooLargeError, readBody } from "./read_body.ts";
 
 /** The largest answer read (a full `zoo_rounds` page is well under 1 MiB). */

@@ -12,7 +12,7 @@
  *
  * @module
  */
-import { NodeError } from "./errors.ts";
+import { NodeError } from "../errors.ts";
 
 /** The body is larger than the caller allows. */
 export class BodyTooLargeError extends NodeError {

@@ -5,25 +5,25 @@
  *
  * @module
  */
-import { cidToBytes32 } from "../chain/attestation.ts";
-import { ChainError } from "../chain/errors.ts";
-import { isMember, joinJob, readNode } from "../chain/registry.ts";
-import { parseCid } from "../protocol/cid.ts";
+import { cidToBytes32 } from "../../chain/attestation.ts";
+import { ChainError } from "../../chain/errors.ts";
+import { isMember, joinJob, readNode } from "../../chain/registry.ts";
+import { parseCid } from "../../protocol/cid.ts";
 import {
   decodeJobSpec,
   type JobSpec,
   MAX_JOB_SPEC_BYTES,
-} from "../protocol/job_spec.ts";
-import { openChainSession, sessionRegistry } from "./chain_session.ts";
-import { openCompute } from "./backend_select.ts";
-import type { Config } from "./config.ts";
-import type { Identity } from "./identity.ts";
-import { loadJobDataset } from "./job_dataset.ts";
-import { createJobView } from "./job_view.ts";
-import type { ZooNode } from "./node.ts";
-import type { RoundBehaviour } from "./round/behaviour.ts";
-import { RoundDriver } from "./round/driver.ts";
-import { RoundTrainer } from "./round/inner_loop.ts";
+} from "../../protocol/job_spec.ts";
+import { openChainSession, sessionRegistry } from "../chain_session.ts";
+import { openCompute } from "../train/compute.ts";
+import type { Config } from "../config.ts";
+import type { Identity } from "../identity.ts";
+import { loadJobDataset } from "./dataset.ts";
+import { createJobView } from "./view.ts";
+import type { ZooNode } from "../node.ts";
+import type { RoundBehaviour } from "../round/behaviour.ts";
+import { RoundDriver } from "../round/driver.ts";
+import { RoundTrainer } from "../round/inner_loop.ts";
 
 /** How long to look for the job spec among peers before giving up, ms. */
 const SPEC_WAIT_MS = 60_000;
@@ -39,7 +39,7 @@ export interface JobRun {
 export interface RunJobOptions {
   /** Progress lines; console.log by default. */
   log?: (line: string) => void;
-  /** The peer's conduct in rounds; HONEST by default (see round_behaviour). */
+  /** The peer's conduct in rounds; HONEST by default (see node/round/behaviour.ts). */
   behaviour?: RoundBehaviour;
 }
 

@@ -8,7 +8,7 @@ import { mdns } from "@libp2p/mdns";
 import { ping } from "@libp2p/ping";
 import { tcp } from "@libp2p/tcp";
 import { createLibp2p } from "libp2p";
-import { MAX_MESSAGE_BYTES } from "../protocol/messages.ts";
+import { MAX_MESSAGE_BYTES } from "../../protocol/messages.ts";
 
 /** The gossipsub service as this node uses it. */
 export type PubSub = ReturnType<ReturnType<typeof gossipsub>>;

@@ -1,25 +1,25 @@
-import type { Backend } from "../kernels/backend.ts";
+import type { Backend } from "../../kernels/backend.ts";
 import {
   type BackendChoice,
   type BackendSelection,
   selectBackend,
-} from "../kernels/backend_select.ts";
-import { createJsBackend } from "../kernels/js_backend.ts";
+} from "../../kernels/backend_select.ts";
+import { createJsBackend } from "../../kernels/js_backend.ts";
 import {
   createCpuTrainer,
   type Trainer,
   type TrainerInit,
-} from "../kernels/trainer.ts";
+} from "../../kernels/trainer.ts";
 import {
   createWasmBackend,
   defaultThreads,
-} from "../kernels/wasm/wasm_backend.ts";
-import { adapterLabel } from "../kernels/webgpu/device.ts";
+} from "../../kernels/wasm/wasm_backend.ts";
+import { adapterLabel } from "../../kernels/webgpu/device.ts";
 import {
   type Backend as HeartbeatBackend,
   MAX_DEVICE_LENGTH,
-} from "../protocol/messages.ts";
-import { createGpuTrainer } from "../kernels/webgpu/gpu_trainer.ts";
+} from "../../protocol/messages.ts";
+import { createGpuTrainer } from "../../kernels/webgpu/gpu_trainer.ts";
 
 /** The CPU backend choices: what runs without a GPU (`sample`, fallbacks). */
 export const CPU_BACKEND_CHOICES = ["auto", "wasm", "js"] as const;

@@ -8,23 +8,23 @@
  * @module
  */
 import { parseEther } from "viem";
-import type { BackendChoice } from "../kernels/backend_select.ts";
-import type { Dataset } from "../kernels/data/dataset.ts";
-import type { JobSpec } from "../protocol/job_spec.ts";
-import { Blockstore } from "./blockstore.ts";
+import type { BackendChoice } from "../../kernels/backend_select.ts";
+import type { Dataset } from "../../kernels/data/dataset.ts";
+import type { JobSpec } from "../../protocol/job_spec.ts";
+import { Blockstore } from "../store/blockstore.ts";
 import {
   type DevnetChain,
   type PeerRegistration,
   registerLocalPeer,
-} from "./devnet_chain.ts";
-import { ensureIdentity } from "./identity.ts";
+} from "./chain.ts";
+import { ensureIdentity } from "../identity.ts";
 import {
   DEFAULT_CORPUS_DATASET_ID,
   defaultCorpusDataset,
   loadJobDataset,
   storeDataset,
-} from "./job_dataset.ts";
-import { type PublishedJob, publishJob } from "./job_publish.ts";
+} from "../job/dataset.ts";
+import { type PublishedJob, publishJob } from "../job/publish.ts";
 import {
   type LocalPeer,
   loopbackAddr,
@@ -32,7 +32,7 @@ import {
   type SpawnPeerOptions,
   stopPeer,
 } from "./local_peer.ts";
-import { blockstoreDir } from "./node.ts";
+import { blockstoreDir } from "../node.ts";
 
 /** Reward pool of a devnet job. */
 export const DEVNET_REWARD: bigint = parseEther("1");

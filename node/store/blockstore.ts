@@ -11,7 +11,7 @@
  *
  * @module
  */
-import { NodeError } from "./errors.ts";
+import { NodeError } from "../errors.ts";
 import { createHash } from "node:crypto";
 import { join } from "node:path";
 import { atomicWriteFile, syncDir, writeFully } from "./atomic_write.ts";
@@ -21,7 +21,7 @@ import {
   cidForBytes,
   cidToString,
   parseCid,
-} from "../protocol/cid.ts";
+} from "../../protocol/cid.ts";
 
 /** Bytes per chunk when streaming a block from disk. */
 export const CHUNK_SIZE = 256 * 1024;

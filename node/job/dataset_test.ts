@@ -1,16 +1,16 @@
 import assert from "node:assert/strict";
 import { join } from "node:path";
-import { chunkDataset, type Dataset } from "../kernels/data/dataset.ts";
-import { cidForBytes, cidToString, parseCid } from "../protocol/cid.ts";
-import { CORPUS_CACHE } from "../tests/_corpus.ts";
-import { Blockstore } from "./blockstore.ts";
-import { BROWN_CACHE_FILE } from "./corpus_fetch.ts";
+import { chunkDataset, type Dataset } from "../../kernels/data/dataset.ts";
+import { cidForBytes, cidToString, parseCid } from "../../protocol/cid.ts";
+import { CORPUS_CACHE } from "../../tests/_corpus.ts";
+import { Blockstore } from "../store/blockstore.ts";
+import { BROWN_CACHE_FILE } from "./corpus.ts";
 import {
   DEFAULT_CORPUS_DATASET_ID,
   JobDatasetError,
   loadJobDataset,
   storeDataset,
-} from "./job_dataset.ts";
+} from "./dataset.ts";
 
 /** A temp dir removed when the test is done. */
 async function tempDir(): Promise<AsyncDisposable & { path: string }> {

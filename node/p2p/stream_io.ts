@@ -1,4 +1,4 @@
-import { NodeError } from "./errors.ts";
+import { NodeError } from "../errors.ts";
 import type { Stream, StreamCloseEvent } from "@libp2p/interface";
 
 /** The stream ended, timed out or sent a frame over its limit. */

@@ -7,18 +7,18 @@
  */
 import { formatEther } from "viem";
 import { generatePrivateKey } from "viem/accounts";
-import { peerIdToHex } from "../chain/attestation.ts";
-import { type ChainClient, connectChain } from "../chain/client.ts";
+import { peerIdToHex } from "../../chain/attestation.ts";
+import { type ChainClient, connectChain } from "../../chain/client.ts";
 import {
   deployAndRecord,
   type DevChain,
   DEVNET_REGISTRY,
   fundOnDevnet,
   openDevChain,
-} from "../chain/deployment.ts";
-import { ChainError } from "../chain/errors.ts";
-import { registerNode, type Registry } from "../chain/registry.ts";
-import { loadIdentity } from "./identity.ts";
+} from "../../chain/deployment.ts";
+import { ChainError } from "../../chain/errors.ts";
+import { registerNode, type Registry } from "../../chain/registry.ts";
+import { loadIdentity } from "../identity.ts";
 
 /** The devnet's chain: where it is, its registry, and how to stop it. */
 export interface DevnetChain {

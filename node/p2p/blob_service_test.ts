@@ -5,14 +5,17 @@ import { generateKeyPair } from "@libp2p/crypto/keys";
 import type { Stream } from "@libp2p/interface";
 import { peerIdFromPrivateKey } from "@libp2p/peer-id";
 import { multiaddr } from "@multiformats/multiaddr";
-import { BLOB_PROTOCOL, parseBlobResponse } from "../protocol/blob_messages.ts";
-import { type CID, cidForBytes, cidToString } from "../protocol/cid.ts";
+import {
+  BLOB_PROTOCOL,
+  parseBlobResponse,
+} from "../../protocol/blob_messages.ts";
+import { type CID, cidForBytes, cidToString } from "../../protocol/cid.ts";
 import {
   BlobFetchError,
   BlobService,
   type BlobServiceOptions,
 } from "./blob_service.ts";
-import { Blockstore } from "./blockstore.ts";
+import { Blockstore } from "../store/blockstore.ts";
 import { createHost, type Host } from "./host.ts";
 import { readJsonFrame, StreamReader, writeAll } from "./stream_io.ts";
 

@@ -6,15 +6,19 @@
  *
  * @module
  */
-import { cidToBytes32 } from "../chain/attestation.ts";
-import { createJob, type Registry, type TxResult } from "../chain/registry.ts";
-import { cidToString } from "../protocol/cid.ts";
-import { encodeJobSpec, type JobSpec } from "../protocol/job_spec.ts";
+import { cidToBytes32 } from "../../chain/attestation.ts";
+import {
+  createJob,
+  type Registry,
+  type TxResult,
+} from "../../chain/registry.ts";
+import { cidToString } from "../../protocol/cid.ts";
+import { encodeJobSpec, type JobSpec } from "../../protocol/job_spec.ts";
 import {
   encodeRoundCheckpoint,
   genesisCheckpoint,
-} from "../protocol/round_checkpoint.ts";
-import type { Blockstore } from "./blockstore.ts";
+} from "../../protocol/round_checkpoint.ts";
+import type { Blockstore } from "../store/blockstore.ts";
 
 /** A job as published. */
 export interface PublishedJob {

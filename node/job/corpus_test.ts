@@ -9,7 +9,7 @@ import {
   CorpusIntegrityError,
   loadBrownCorpus,
   loadTextFile,
-} from "./corpus_fetch.ts";
+} from "./corpus.ts";
 
 const FULTON =
   `The Fulton County Grand Jury said Friday an investigation of Atlanta's recent primary election produced "no evidence" that any irregularities took place.\n`;

@@ -5,14 +5,14 @@
  *
  * @module
  */
-import type { Address } from "../chain/attestation.ts";
-import type { Registry } from "../chain/registry.ts";
-import { rankLeaders } from "../protocol/assignment.ts";
-import type { JobSpec } from "../protocol/job_spec.ts";
+import type { Address } from "../../chain/attestation.ts";
+import type { Registry } from "../../chain/registry.ts";
+import { rankLeaders } from "../../protocol/assignment.ts";
+import type { JobSpec } from "../../protocol/job_spec.ts";
 import { JobChainView } from "./chain_view.ts";
-import type { JobSource, TrainingStatus } from "./http/types.ts";
-import type { ZooNode } from "./node.ts";
-import type { RoundDriver } from "./round/driver.ts";
+import type { JobSource, TrainingStatus } from "../http/types.ts";
+import type { ZooNode } from "../node.ts";
+import type { RoundDriver } from "../round/driver.ts";
 
 /** What a job view is built from. */
 export interface JobViewOptions {

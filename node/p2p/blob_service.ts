@@ -1,4 +1,4 @@
-import { NodeError } from "./errors.ts";
+import { NodeError } from "../errors.ts";
 import type { Libp2p, Stream } from "@libp2p/interface";
 import { peerIdFromString } from "@libp2p/peer-id";
 import type { CID } from "multiformats/cid";
@@ -11,13 +11,13 @@ import {
   parseBlobRequest,
   parseBlobResponse,
   servedRange,
-} from "../protocol/blob_messages.ts";
-import { cidToString, parseCid } from "../protocol/cid.ts";
+} from "../../protocol/blob_messages.ts";
+import { cidToString, parseCid } from "../../protocol/cid.ts";
 import {
   BlockCorruptError,
   type Blockstore,
   type PartialBlock,
-} from "./blockstore.ts";
+} from "../store/blockstore.ts";
 import {
   readJsonFrame,
   StreamReader,

@@ -1,14 +1,14 @@
 import { rejects, strictEqual } from "node:assert";
-import { SafetensorsError } from "../kernels/safetensors.ts";
-import { cidToString } from "../protocol/cid.ts";
-import { defaultJobSpec } from "../protocol/job_spec.ts";
+import { SafetensorsError } from "../../kernels/safetensors.ts";
+import { cidToString } from "../../protocol/cid.ts";
+import { defaultJobSpec } from "../../protocol/job_spec.ts";
 import {
   encodeRoundCheckpoint,
   genesisCheckpoint,
-} from "../protocol/round_checkpoint.ts";
+} from "../../protocol/round_checkpoint.ts";
 import { Blockstore } from "./blockstore.ts";
 import { checkpointInfo } from "./checkpoint_info.ts";
-import { record } from "./http/_fixtures.ts";
+import { record } from "../http/_fixtures.ts";
 
 Deno.test("checkpoint info reads job, round and config from the header", async () => {
   const dir = await Deno.makeTempDir();

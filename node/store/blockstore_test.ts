@@ -8,7 +8,7 @@ import {
   BlockstoreError,
   CHUNK_SIZE,
 } from "./blockstore.ts";
-import { cidForBytes, cidToString } from "../protocol/cid.ts";
+import { cidForBytes, cidToString } from "../../protocol/cid.ts";
 
 async function withStore(
   fn: (store: Blockstore, dir: string) => Promise<void>,

@@ -1,5 +1,5 @@
 import { rejects, strictEqual } from "node:assert";
-import { IdentityError } from "./identity.ts";
+import { IdentityError } from "../identity.ts";
 import {
   ensureRpcToken,
   isBearer,
