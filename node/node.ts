@@ -3,11 +3,8 @@ import { CODE_P2P, type Multiaddr, multiaddr } from "@multiformats/multiaddr";
 import { parseCid } from "../protocol/cid.ts";
 import type { Heartbeat } from "../protocol/messages.ts";
 import { atomicWriteFile } from "./store/atomic_write.ts";
-import {
-  BlobService,
-  type FetchOptions,
-  type FetchReport,
-} from "./p2p/blob_service.ts";
+import type { FetchOptions, FetchReport } from "./p2p/blob_pull.ts";
+import { BlobService } from "./p2p/blob_service.ts";
 import { Blockstore } from "./store/blockstore.ts";
 import { checkpointInfo } from "./store/checkpoint_info.ts";
 import type { Config } from "./config.ts";

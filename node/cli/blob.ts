@@ -1,6 +1,6 @@
 import { cidToString, parseCid } from "../../protocol/cid.ts";
 import { atomicWriteFile } from "../store/atomic_write.ts";
-import type { FetchReport } from "../p2p/blob_service.ts";
+import type { FetchReport } from "../p2p/blob_pull.ts";
 import { Blockstore } from "../store/blockstore.ts";
 import type { Config } from "../config.ts";
 import { blockstoreDir, readRuntimeInfo } from "../node.ts";

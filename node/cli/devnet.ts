@@ -4,7 +4,7 @@ import {
   type JobSpec,
   JobSpecError,
 } from "../../protocol/job_spec.ts";
-import type { FetchReport } from "../p2p/blob_service.ts";
+import type { FetchReport } from "../p2p/blob_pull.ts";
 import { Blockstore } from "../store/blockstore.ts";
 import {
   type DevnetChain,

@@ -10,7 +10,8 @@
  */
 
 import type { JobSpec } from "../../protocol/job_spec.ts";
-import type { BlobStats, FetchReport } from "../p2p/blob_service.ts";
+import type { FetchReport } from "../p2p/blob_pull.ts";
+import type { BlobStats } from "../p2p/blob_service.ts";
 import type { Progress } from "../p2p/gossip_service.ts";
 import type { HistogramSnapshot } from "./histogram.ts";
 import type { Refusal, RoundRecord } from "../round/ledger.ts";

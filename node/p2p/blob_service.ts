@@ -1,6 +1,5 @@
 import { NodeError } from "../errors.ts";
 import type { Libp2p, Stream } from "@libp2p/interface";
-import { peerIdFromString } from "@libp2p/peer-id";
 import type { CID } from "multiformats/cid";
 import { createHash } from "node:crypto";
 import {
@@ -9,7 +8,6 @@ import {
   type BlobResponse,
   MAX_BLOB_FRAME_BYTES,
   parseBlobRequest,
-  parseBlobResponse,
   servedRange,
 } from "../../protocol/blob_messages.ts";
 import { cidToString, parseCid } from "../../protocol/cid.ts";
@@ -18,6 +16,13 @@ import {
   type Blockstore,
   type PartialBlock,
 } from "../store/blockstore.ts";
+import {
+  type FetchOptions,
+  type FetchReport,
+  PeerRefused,
+  pullBlob,
+  RestartDownload,
+} from "./blob_pull.ts";
 import {
   readJsonFrame,
   StreamReader,
@@ -53,31 +58,8 @@ export interface BlobStats {
 }
 
 /** What happened with each provider during one fetch. */
-export interface FetchReport {
-  cid: string;
-  size: number;
-  /** Bytes received from each provider, resumed transfers included. */
-  bytesFrom: Record<string, number>;
-  /** Providers that sent bytes not matching the CID; avoided afterwards. */
-  bad: string[];
-  /** Providers that failed (refused, died, stalled), with the reason. */
-  failed: Record<string, string>;
-  /** True when the block was already stored locally. */
-  local: boolean;
-}
 
 /** Options of one fetch. */
-export interface FetchOptions {
-  signal?: AbortSignal;
-  /**
-   * Refuse a blob announced larger than this (default and ceiling: the
-   * node's `maxBlobBytes`): a caller that knows what it expects, a delta or
-   * a manifest, does not download gigabytes a liar claims it is.
-   */
-  maxBytes?: number;
-  /** Called after each chunk lands on disk. */
-  onProgress?: (received: number, size: number, peer: string) => void;
-}
 
 /** No provider could deliver the blob. */
 export class BlobFetchError extends NodeError {
@@ -287,7 +269,21 @@ export class BlobService {
         const pull = { partial };
         const before = partial?.offset ?? 0;
         try {
-          await this.#pull(cid, peer, pull, report, options);
+          await pullBlob(
+            {
+              host: this.#host,
+              store: this.#store,
+              headerTimeoutMs: this.#opts.headerTimeoutMs,
+              idleTimeoutMs: this.#opts.idleTimeoutMs,
+              maxBlobBytes: this.#opts.maxBlobBytes,
+              stats: this.stats,
+            },
+            cid,
+            peer,
+            pull,
+            report,
+            options,
+          );
         } catch (err) {
           options.signal?.throwIfAborted();
           if (err instanceof RestartDownload) continue;
@@ -325,124 +321,10 @@ export class BlobService {
       await partial?.close();
     }
   }
-
-  /**
-   * Pulls the rest of the blob from one peer into `pull.partial`, opening
-   * it on the first answer; on failure the partial keeps what arrived.
-   */
-  async #pull(
-    cid: CID,
-    peer: string,
-    pull: { partial: PartialBlock | undefined },
-    report: FetchReport,
-    options: FetchOptions,
-  ): Promise<void> {
-    const signal = options.signal;
-    const stream = await this.#host.dialProtocol(
-      peerIdFromString(peer),
-      BLOB_PROTOCOL,
-      { signal: anySignal(signal, this.#opts.headerTimeoutMs) },
-    );
-    try {
-      const reader = new StreamReader(stream, { highWaterMark: 4 << 20 });
-      // A fetch cut short earlier (or by a crash) left its bytes on disk.
-      const offset = pull.partial?.offset ??
-        await this.#store.partialSize(cid);
-      await writeJsonFrame(stream, { cid: cidToString(cid), offset });
-      const header = parseBlobResponse(
-        await readJsonFrame(
-          reader,
-          MAX_BLOB_FRAME_BYTES,
-          anySignal(signal, this.#opts.headerTimeoutMs),
-        ),
-      );
-      if (!header) throw new PeerRefused("sent a malformed response header");
-      if (!header.ok) {
-        if (header.error === "bad-request" && !pull.partial && offset > 0) {
-          // Our leftover part file is longer than the blob: drop it.
-          await this.#store.discardPartial(cid);
-          throw new RestartDownload();
-        }
-        throw new PeerRefused(`refused: ${header.error}`);
-      }
-      const limit = Math.min(
-        options.maxBytes ?? Infinity,
-        this.#opts.maxBlobBytes,
-      );
-      if (header.size > limit) {
-        throw new PeerRefused(
-          `announced ${header.size} bytes, over the limit of ${limit}`,
-        );
-      }
-      if (pull.partial && pull.partial.expectedSize !== header.size) {
-        // Sizes disagree: somebody lies, and only the hash can tell who.
-        // Start over with this peer's account of the blob.
-        await pull.partial.truncate();
-        await pull.partial.close();
-        pull.partial = undefined;
-      }
-      if (!pull.partial) {
-        pull.partial = await this.#store.partial(cid, header.size);
-        if (pull.partial.offset !== header.offset) {
-          // The part file left by an earlier fetch does not fit this blob's
-          // size: not this peer's doing, so start over from byte 0.
-          await pull.partial.truncate();
-          throw new RestartDownload();
-        }
-      }
-      const partial = pull.partial;
-      // We always ask for the rest of the blob: a shorter answer would leave
-      // the download incomplete, and its commit would throw a RangeError.
-      if (
-        partial.offset !== header.offset ||
-        header.offset + header.length !== header.size
-      ) {
-        throw new PeerRefused("answered a different range than requested");
-      }
-      report.size = header.size;
-      let left = header.length;
-      while (left > 0) {
-        // Reads only wait (and see the signal) when nothing is buffered.
-        signal?.throwIfAborted();
-        const chunk = await reader.read(
-          left,
-          anySignal(signal, this.#opts.idleTimeoutMs),
-        );
-        if (chunk === null) {
-          throw new PeerRefused(`stream ended with ${left} bytes missing`);
-        }
-        await partial.write(chunk);
-        left -= chunk.byteLength;
-        report.bytesFrom[peer] = (report.bytesFrom[peer] ?? 0) +
-          chunk.byteLength;
-        this.stats.fetchedBytes += chunk.byteLength;
-        options.onProgress?.(partial.offset, header.size, peer);
-      }
-      await stream.close().catch(() => {});
-    } catch (err) {
-      stream.abort(err instanceof Error ? err : new Error(String(err)));
-      throw err;
-    }
-  }
 }
 
 /** Failed attempts after which a provider is not asked again in a fetch. */
 const MAX_TRIES = 2;
-
-/** A stale part file was discarded; ask the same peer again from 0. */
-class RestartDownload extends NodeError {
-  constructor() {
-    super("a stale part file was discarded");
-  }
-}
-
-/** A provider could not serve this fetch; the next one is tried. */
-class PeerRefused extends NodeError {}
-
-function anySignal(signal: AbortSignal | undefined, ms: number): AbortSignal {
-  const timeout = AbortSignal.timeout(ms);
-  return signal ? AbortSignal.any([signal, timeout]) : timeout;
-}
 
 function errorText(err: unknown): string {
   return err instanceof Error ? err.message : String(err);
