@@ -6,53 +6,15 @@ import {
   type Contribution,
 } from "./aggregate.ts";
 import {
-  AGGREGATION_RULES,
-  type AggregationRule,
-  checkRuleForMinPeers,
-  DEFAULT_AGGREGATION,
-  trimCount,
-} from "./aggregation_rule.ts";
-
-const TRIMMED: AggregationRule = { ...DEFAULT_AGGREGATION };
-const MEDIAN: AggregationRule = { ...DEFAULT_AGGREGATION, rule: "median" };
-const CLIP: AggregationRule = {
-  ...DEFAULT_AGGREGATION,
-  rule: "centered-clip",
-  clipTau: 0.5,
-  clipIterations: 5,
-};
-const MEAN: AggregationRule = { ...DEFAULT_AGGREGATION, trimFraction: 0 };
-const ROBUST = [TRIMMED, MEDIAN, CLIP];
-/** Each rule with the job defaults, as a spec that names only the rule. */
-const ROBUST_DEFAULTS: AggregationRule[] = AGGREGATION_RULES.map((rule) => ({
-  ...DEFAULT_AGGREGATION,
-  rule,
-}));
-
-function c(peer: string, tokens: number, values: number[]): Contribution {
-  return { peer, tokens, delta: new Float32Array(values) };
-}
-
-/** Token-weighted mean in float64, the reference for agreeing inputs. */
-function weightedMean(inputs: readonly Contribution[]): Float64Array {
-  const out = new Float64Array(inputs[0].delta.length);
-  let total = 0;
-  for (const { tokens, delta } of inputs) {
-    total += tokens;
-    for (let j = 0; j < out.length; j++) out[j] += tokens * delta[j];
-  }
-  return out.map((v) => v / total);
-}
-
-function distance(a: ArrayLike<number>, b: ArrayLike<number>): number {
-  let sum = 0;
-  for (let j = 0; j < a.length; j++) sum += (a[j] - b[j]) ** 2;
-  return Math.sqrt(sum);
-}
-
-function norm(a: ArrayLike<number>): number {
-  return distance(a, new Float64Array(a.length));
-}
+  c,
+  CLIP,
+  distance,
+  MEAN,
+  MEDIAN,
+  ROBUST,
+  TRIMMED,
+  weightedMean,
+} from "./_aggregate_fixtures.ts";
 
 Deno.test("every rule returns the common delta when all inputs agree", () => {
   const rng = new Rng("aggregate-agree");
@@ -108,35 +70,6 @@ Deno.test("trimFraction 0 is the token-weighted mean of equal-norm deltas", () =
   deepStrictEqual([...aggregate(inputs, MEAN)], [0, 1.5]);
 });
 
-Deno.test("trimCount drops whole contributors, at least one from 3 up", () => {
-  const table: [number, number, number][] = [
-    // [trimFraction, n, k]
-    [0.2, 0, 0],
-    [0.2, 1, 0],
-    [0.2, 2, 0],
-    [0.2, 3, 1],
-    [0.2, 4, 1],
-    [0.2, 5, 1],
-    [0.2, 7, 1],
-    [0.2, 9, 1],
-    [0.2, 10, 2],
-    [0.2, 40, 8],
-    [0.01, 3, 1],
-    [0.49, 3, 1],
-    [0.49, 10, 4],
-    [0.49, 11, 5],
-    [0, 3, 0],
-    [0, 100, 0],
-  ];
-  for (const [trimFraction, n, k] of table) {
-    strictEqual(trimCount({ ...TRIMMED, trimFraction }, n), k, `${n}`);
-  }
-  throws(() => trimCount(TRIMMED, 2.5), {
-    name: "RangeError",
-    message: /n must be a non-negative integer: current value is 2.5/,
-  });
-});
-
 Deno.test("trimmed mean drops the k lowest and k highest contributors", () => {
   // n = 3: norms 50, 2, 10, τ = 10, a goes in as −10; k = 1 keeps b.
   const three = [c("a", 1, [-50]), c("b", 3, [2]), c("c", 2, [10])];
@@ -190,89 +123,6 @@ Deno.test("centered clipping with a huge radius is one step to the mean", () => 
   const once = { ...CLIP, clipTau: 1e9, clipIterations: 1 };
   const out = aggregate(inputs, once);
   ok(distance(out, weightedMean(inputs)) < 1e-6, `${out}`);
-});
-
-Deno.test("robust rules survive planted outliers that ruin the mean", () => {
-  const rng = new Rng("aggregate-robust");
-  const length = 64;
-  const truth = Array.from({ length }, () => rng.normal());
-  const honest = Array.from({ length: 10 }, (_, i) =>
-    c(
-      `honest${i}`,
-      1000,
-      truth.map((t) => t + 0.01 * rng.normal()),
-    ));
-  const honestMean = weightedMean(honest);
-  const attacks: Record<string, Contribution[]> = {
-    "+1e6 everywhere": [0, 1, 2].map((i) =>
-      c(`evil${i}`, 1000, truth.map(() => 1e6))
-    ),
-    "random ±1e6": [0, 1, 2].map((i) =>
-      c(`evil${i}`, 1000, truth.map(() => (rng.int(2) ? 1e6 : -1e6)))
-    ),
-    "scaled sign flip": [0, 1, 2].map((i) =>
-      c(`evil${i}`, 1000, truth.map((t) => -10 * t))
-    ),
-  };
-  // 3 attackers of 13: the trimmed mean needs k = ⌊13·f⌋ ≥ 3 to drop
-  // all of them from one end. Clipped to the honest norm, they still
-  // move the plain mean.
-  const trimmed = { ...TRIMMED, trimFraction: 0.25 };
-  for (const [name, evil] of Object.entries(attacks)) {
-    const inputs = [...evil, ...honest];
-    const ruined = distance(aggregate(inputs, MEAN), honestMean);
-    ok(ruined > 1, `${name}: plain mean off by only ${ruined}`);
-    for (const rule of [trimmed, MEDIAN, CLIP]) {
-      const off = distance(aggregate(inputs, rule), honestMean) /
-        norm(honestMean);
-      ok(off < 0.05, `${name}, ${rule.rule}: ${off} relative error`);
-    }
-  }
-});
-
-/** Ways one peer can spoil a round, from its own honest delta. */
-const ONE_BAD: Record<string, (x: Float32Array, rng: Rng) => Float32Array> = {
-  "×100": (x) => x.map((v) => 100 * v),
-  "sign flip": (x) => x.map((v) => -v),
-  "noise of the same norm": (x, rng) => {
-    const noise = Float64Array.from(x, () => rng.normal());
-    const scale = norm(x) / norm(noise);
-    return Float32Array.from(noise, (v) => v * scale);
-  },
-  "zeros": (x) => new Float32Array(x.length),
-  "1e6 everywhere": (x) => new Float32Array(x.length).fill(1e6),
-};
-
-Deno.test("one bad peer of 3, 4, 5 or 7 moves no rule far", () => {
-  // Honest deltas are a common vector plus 10% noise, so the honest peers
-  // themselves differ by about 0.1 relative; the bad peer claims the most
-  // tokens. Measured worst case over 20 seeds: 0.12. A trimmed mean
-  // cutting a fraction of the weight, unclipped, was off by 20-50× here
-  // under ×100 at n = 3 and 4.
-  const bound = 0.3;
-  for (const n of [3, 4, 5, 7]) {
-    for (const [name, spoil] of Object.entries(ONE_BAD)) {
-      const rng = new Rng("aggregate-one-bad", [n]);
-      const common = Array.from({ length: 64 }, () => rng.normal());
-      const honest = Array.from({ length: n - 1 }, (_, i) =>
-        c(
-          `honest${i}`,
-          500 + rng.int(501),
-          common.map((t) => t + 0.1 * rng.normal()),
-        ));
-      const bad = c("bad", 1000, []);
-      const inputs = [...honest, {
-        ...bad,
-        delta: spoil(honest[0].delta, rng),
-      }];
-      const honestMean = weightedMean(honest);
-      for (const rule of ROBUST_DEFAULTS) {
-        const off = distance(aggregate(inputs, rule), honestMean) /
-          norm(honestMean);
-        ok(off <= bound, `n ${n}, ${name}, ${rule.rule}: ${off} relative`);
-      }
-    }
-  }
 });
 
 Deno.test("input order never changes the output bytes", () => {
@@ -367,55 +217,4 @@ Deno.test("aggregate rejects bad inputs, naming the peer", () => {
       });
     }
   }
-});
-
-Deno.test("aggregate rejects rule settings out of range", () => {
-  const inputs = [c("a", 1, [1])];
-  const bad: [Partial<AggregationRule>, RegExp][] = [
-    [{ trimFraction: 0.5 }, /trimFraction must be in \[0, 0.5\)/],
-    [{ trimFraction: -0.1 }, /trimFraction/],
-    [{ trimFraction: NaN }, /trimFraction/],
-    [{ clipTau: 0 }, /clipTau must be a finite number > 0/],
-    [{ clipTau: Infinity }, /clipTau/],
-    [{ clipIterations: 0 }, /clipIterations must be an integer in \[1, 100\]/],
-    [{ clipIterations: 2.5 }, /clipIterations/],
-    [
-      { rule: "mean" as AggregationRule["rule"] },
-      /rule must be one of trimmed-mean, median, centered-clip: current value is mean/,
-    ],
-  ];
-  for (const [override, message] of bad) {
-    throws(() => aggregate(inputs, { ...DEFAULT_AGGREGATION, ...override }), {
-      name: "RangeError",
-      message,
-    });
-  }
-});
-
-Deno.test("checkRuleForMinPeers refuses a trimmed mean that trims nothing", () => {
-  const noTrim = { ...TRIMMED, trimFraction: 0 };
-  for (const minPeers of [3, 4, 100]) {
-    throws(() => checkRuleForMinPeers(noTrim, minPeers), {
-      name: "RangeError",
-      message: new RegExp(
-        `^Cannot use aggregation rule trimmed-mean with minPeers ${minPeers} as trimFraction must be > 0 .*median or centered-clip.*: current value is 0$`,
-      ),
-    });
-  }
-  // Below 3 no rule can outvote a bad peer, so none is refused.
-  for (const minPeers of [1, 2]) checkRuleForMinPeers(noTrim, minPeers);
-  // Any trimFraction > 0 drops one peer from 3 up; the other rules always
-  // can, whatever their trimFraction.
-  for (const minPeers of [3, 4, 5, 10]) {
-    checkRuleForMinPeers(TRIMMED, minPeers);
-    checkRuleForMinPeers({ ...TRIMMED, trimFraction: 0.01 }, minPeers);
-    checkRuleForMinPeers({ ...MEDIAN, trimFraction: 0 }, minPeers);
-    checkRuleForMinPeers({ ...CLIP, trimFraction: 0 }, minPeers);
-  }
-  throws(() => checkRuleForMinPeers(TRIMMED, 0), /minPeers must be a positive/);
-  throws(() => checkRuleForMinPeers(TRIMMED, 2.5), /current value is 2.5/);
-  throws(
-    () => checkRuleForMinPeers({ ...TRIMMED, trimFraction: 0.5 }, 3),
-    /trimFraction must be in \[0, 0.5\)/,
-  );
 });

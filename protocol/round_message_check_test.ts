@@ -1,252 +1,24 @@
 import { deepStrictEqual, strictEqual } from "node:assert";
-import { base58btc } from "multiformats/bases/base58";
-import * as Digest from "multiformats/hashes/digest";
-import { CID, cidForBytes, cidToString } from "./cid.ts";
 import { decodeMessage, encodeMessage } from "./codec.ts";
+import { MAX_CID_LENGTH, MAX_LEADER_RANK, MAX_LOSS } from "./messages.ts";
+import { validateFields } from "./message_check.ts";
 import {
-  type AttestationMessage,
-  type CommitNotice,
-  type DeltaAnnounce,
-  type GossipMessage,
-  type Heartbeat,
-  type ManifestAnnounce,
-  MAX_CID_LENGTH,
-  MAX_DEVICE_LENGTH,
-  MAX_JOB_ID_LENGTH,
-  MAX_LEADER_RANK,
-  MAX_LOSS,
-  MAX_MESSAGE_BYTES,
-  MAX_PEER_ID_LENGTH,
-  MAX_THROUGHPUT,
-  MAX_VERSION_LENGTH,
-  type MessageType,
-} from "./messages.ts";
-import { isCanonicalCid } from "./message_fields.ts";
-import { isMessageType, validateFields } from "./message_check.ts";
-import { validateHeartbeat } from "./heartbeat_check.ts";
-
-const HEARTBEAT: Heartbeat = {
-  v: 1,
-  type: "heartbeat",
-  peer: "12D3KooWQYhTNQdmr3ArTeUHRYzFg94BKyTkoWBDWez9kSCVe2Xo",
-  version: "0.1.0",
-  job: "bafkreigh2akiscaildcqabsyg3dfr6chu3fgpregiymsck7e7aqa4s52zy",
-  round: 3,
-  step: 17,
-  backend: "wasm",
-  device: "wasm-relaxed x1",
-  throughput: 812.5,
-  seq: 42,
-  addrs: ["/ip4/127.0.0.1/tcp/4001"],
-};
-
-/** The field that failed, or "ok". */
-function failedField(obj: Record<string, unknown>): string {
-  const check = validateHeartbeat(obj);
-  return check.ok ? "ok" : check.field;
-}
-
-Deno.test("validateHeartbeat() accepts a valid heartbeat unchanged", () => {
-  const check = validateHeartbeat({ ...HEARTBEAT });
-  deepStrictEqual(check, { ok: true, message: HEARTBEAT });
-});
-
-Deno.test("validateHeartbeat() rebuilds the message in schema key order", () => {
-  const shuffled = Object.fromEntries(Object.entries(HEARTBEAT).reverse());
-  const check = validateHeartbeat(shuffled);
-  if (!check.ok) throw new Error(check.problem);
-  deepStrictEqual(Object.keys(check.message), Object.keys(HEARTBEAT));
-  strictEqual(JSON.stringify(check.message), JSON.stringify(HEARTBEAT));
-});
-
-Deno.test("validateHeartbeat() rejects unknown and missing fields", () => {
-  strictEqual(failedField({ ...HEARTBEAT, extra: 1 }), "extra");
-  strictEqual(failedField({ ...HEARTBEAT, __proto__x: 1 }), "__proto__x");
-  for (const field of Object.keys(HEARTBEAT)) {
-    if (field === "v" || field === "type") continue; // checked by the codec
-    const obj: Record<string, unknown> = { ...HEARTBEAT };
-    delete obj[field];
-    strictEqual(failedField(obj), field, `missing ${field}`);
-  }
-});
-
-Deno.test("validateHeartbeat() bounds string fields", () => {
-  const cases: [string, unknown, string][] = [
-    ["peer", "", "peer"],
-    ["peer", "a".repeat(MAX_PEER_ID_LENGTH), "ok"],
-    ["peer", "a".repeat(MAX_PEER_ID_LENGTH + 1), "peer"],
-    ["peer", "12D3Koo W", "peer"],
-    ["peer", "peer/evil", "peer"],
-    ["peer", 12, "peer"],
-    ["version", "1.2.3-rc.1+build.5", "ok"],
-    ["version", "1." + "0".repeat(MAX_VERSION_LENGTH - 4) + ".0", "ok"],
-    ["version", "1." + "0".repeat(MAX_VERSION_LENGTH - 3) + ".0", "version"],
-    ["version", "1.2", "version"],
-    ["version", "v1.2.3", "version"],
-    ["version", "1.2.3\n", "version"],
-    ["job", "tiny-shakespeare.v2", "ok"],
-    ["job", "j".repeat(MAX_JOB_ID_LENGTH), "ok"],
-    ["job", "j".repeat(MAX_JOB_ID_LENGTH + 1), "job"],
-    ["job", "", "job"],
-    ["job", "a b", "job"],
-    ["job", null, "job"],
-    ["backend", "webgpu", "ok"],
-    ["backend", "none", "ok"],
-    ["backend", "cuda", "backend"],
-    ["backend", "WASM", "backend"],
-    ["device", "", "ok"],
-    ["device", "d".repeat(MAX_DEVICE_LENGTH), "ok"],
-    ["device", "d".repeat(MAX_DEVICE_LENGTH + 1), "device"],
-    ["device", "gpu\u001b[31m", "device"],
-    ["device", "gpü", "device"],
-    ["device", 7, "device"],
-  ];
-  for (const [field, value, expected] of cases) {
-    strictEqual(
-      failedField({ ...HEARTBEAT, [field]: value }),
-      expected,
-      `${field} = ${JSON.stringify(value)}`,
-    );
-  }
-});
-
-Deno.test("validateHeartbeat() bounds numeric fields", () => {
-  for (const field of ["round", "step", "seq"]) {
-    const cases: [unknown, string][] = [
-      [0, "ok"],
-      [Number.MAX_SAFE_INTEGER, "ok"],
-      [Number.MAX_SAFE_INTEGER + 1, field],
-      [1e300, field],
-      [-1, field],
-      [1.5, field],
-      [NaN, field],
-      [Infinity, field],
-      ["3", field],
-      [null, field],
-      [[3], field],
-    ];
-    for (const [value, expected] of cases) {
-      strictEqual(
-        failedField({ ...HEARTBEAT, [field]: value }),
-        expected,
-        `${field} = ${String(value)}`,
-      );
-    }
-  }
-  const throughputCases: [unknown, string][] = [
-    [0, "ok"],
-    [0.25, "ok"],
-    [MAX_THROUGHPUT, "ok"],
-    [MAX_THROUGHPUT * 2, "throughput"],
-    [-0.5, "throughput"],
-    [NaN, "throughput"],
-    [Infinity, "throughput"],
-    ["1", "throughput"],
-  ];
-  for (const [value, expected] of throughputCases) {
-    strictEqual(
-      failedField({ ...HEARTBEAT, throughput: value }),
-      expected,
-      `throughput = ${String(value)}`,
-    );
-  }
-});
-
-Deno.test("isMessageType() knows every union member and nothing inherited", () => {
-  for (
-    const type of ["heartbeat", "delta", "manifest", "attest", "committed"]
-  ) {
-    strictEqual(isMessageType(type), true, type);
-  }
-  strictEqual(isMessageType("vote"), false);
-  strictEqual(isMessageType("toString"), false);
-  strictEqual(isMessageType("__proto__"), false);
-});
-
-Deno.test("validateFields() dispatches on type", () => {
-  deepStrictEqual(validateFields("heartbeat", { ...HEARTBEAT }), {
-    ok: true,
-    message: HEARTBEAT,
-  });
-});
+  ACCOUNT,
+  ATTEST,
+  base58Of,
+  CHECKPOINT,
+  COMMITTED,
+  DELTA,
+  DELTA_CID,
+  failedRoundField,
+  MANIFEST,
+  MANIFEST_CID,
+  PARENT,
+  PEER,
+  ROUND_MESSAGES,
+} from "./_message_fixtures.ts";
 
 // Round messages: delta announcements, manifests, attestations, commits.
-
-const PEER = HEARTBEAT.peer;
-const JOB = HEARTBEAT.job;
-const cidOf = async (text: string) =>
-  cidToString(await cidForBytes(new TextEncoder().encode(text)));
-const PARENT = await cidOf("C(3)");
-const DELTA_CID = await cidOf("delta");
-const MANIFEST_CID = await cidOf("manifest");
-const CHECKPOINT = await cidOf("C(4)");
-const ACCOUNT = "0x70997970C51812dc3A010C7d01b50e0d17dc79C8";
-
-const DELTA: DeltaAnnounce = {
-  v: 1,
-  type: "delta",
-  peer: PEER,
-  job: JOB,
-  round: 3,
-  parent: PARENT,
-  delta: DELTA_CID,
-  tokens: 8192,
-  loss: 2.75,
-  account: ACCOUNT,
-};
-const MANIFEST: ManifestAnnounce = {
-  v: 1,
-  type: "manifest",
-  peer: PEER,
-  job: JOB,
-  round: 3,
-  parent: PARENT,
-  manifest: MANIFEST_CID,
-  checkpoint: CHECKPOINT,
-  rank: 0,
-};
-const ATTEST: AttestationMessage = {
-  v: 1,
-  type: "attest",
-  peer: PEER,
-  job: JOB,
-  round: 3,
-  parent: PARENT,
-  manifest: MANIFEST_CID,
-  checkpoint: CHECKPOINT,
-  account: ACCOUNT,
-  signature: `0x${"ab".repeat(64)}1c`,
-};
-const COMMITTED: CommitNotice = {
-  v: 1,
-  type: "committed",
-  peer: PEER,
-  job: JOB,
-  round: 3,
-  parent: PARENT,
-  checkpoint: CHECKPOINT,
-  tx: `0x${"0f".repeat(32)}`,
-};
-const ROUND_MESSAGES: readonly GossipMessage[] = [
-  DELTA,
-  MANIFEST,
-  ATTEST,
-  COMMITTED,
-];
-
-/** The field of `base` (edited by `edit`) that fails, or "ok". */
-function failedRoundField(
-  base: GossipMessage,
-  edit: Record<string, unknown>,
-): string {
-  const check = validateFields(base.type, { ...base, ...edit });
-  return check.ok ? "ok" : check.field;
-}
-
-/** The same CID in base58btc: valid, but not the canonical spelling. */
-function base58Of(cid: string): string {
-  return CID.parse(cid).toString(base58btc);
-}
 
 Deno.test("round messages are accepted unchanged and rebuilt in schema order", () => {
   for (const message of ROUND_MESSAGES) {
@@ -275,56 +47,6 @@ Deno.test("round messages reject unknown and missing fields", () => {
       strictEqual(check.ok ? "ok" : check.field, field, `${message.type}`);
     }
   }
-});
-
-Deno.test("round messages bound the shared fields", () => {
-  const cases: [string, unknown, string][] = [
-    ["peer", "a".repeat(MAX_PEER_ID_LENGTH), "ok"],
-    ["peer", "a".repeat(MAX_PEER_ID_LENGTH + 1), "peer"],
-    ["peer", "peer/evil", "peer"],
-    ["peer", "", "peer"],
-    ["job", "tiny-shakespeare.v2", "ok"],
-    ["job", "j".repeat(MAX_JOB_ID_LENGTH + 1), "job"],
-    ["job", "a b", "job"],
-    ["round", 0, "ok"],
-    ["round", Number.MAX_SAFE_INTEGER, "ok"],
-    ["round", -1, "round"],
-    ["round", 1.5, "round"],
-    ["round", "3", "round"],
-    ["parent", DELTA_CID, "ok"],
-    ["parent", "", "parent"],
-    ["parent", "bafy", "parent"],
-    ["parent", base58Of(PARENT), "parent"],
-    ["parent", PARENT.toUpperCase(), "parent"],
-    ["parent", PARENT + " ", "parent"],
-    ["parent", "QmYwAPJzv5CZsnA625s3Xf2nemtYgPpHdWEz79ojWnPbdG", "parent"],
-    ["parent", "b" + "a".repeat(MAX_CID_LENGTH), "parent"],
-    ["parent", null, "parent"],
-  ];
-  for (const message of ROUND_MESSAGES) {
-    for (const [field, value, expected] of cases) {
-      strictEqual(
-        failedRoundField(message, { [field]: value }),
-        expected,
-        `${message.type}.${field} = ${JSON.stringify(value)}`,
-      );
-    }
-  }
-});
-
-Deno.test("isCanonicalCid() wants CIDv1, sha2-256, base32", async () => {
-  strictEqual(isCanonicalCid(PARENT), true);
-  strictEqual(isCanonicalCid(base58Of(PARENT)), false);
-  strictEqual(isCanonicalCid(42), false);
-  // A well-formed CID with another hash (identity, 0x00) is refused.
-  const identity = CID.createV1(0x55, Digest.create(0x00, new Uint8Array(32)));
-  strictEqual(isCanonicalCid(identity.toString()), false);
-  // Any codec is fine: blobs are raw, but nothing here depends on it.
-  const dagJson = CID.createV1(
-    0x0129,
-    (await cidForBytes(new Uint8Array([1]))).multihash,
-  );
-  strictEqual(isCanonicalCid(dagJson.toString()), true);
 });
 
 Deno.test("validateDeltaAnnounce() bounds its fields", () => {
@@ -427,34 +149,6 @@ Deno.test("round messages turn a received -0 into 0", () => {
   if (!check.ok || check.message.type !== "delta") throw new Error("refused");
   strictEqual(Object.is(check.message.round, 0), true);
   strictEqual(Object.is(check.message.loss, 0), true);
-});
-
-Deno.test("the bounds keep every message type far under MAX_MESSAGE_BYTES", () => {
-  // Every string at its cap (a CID cannot reach MAX_CID_LENGTH, so use the
-  // cap itself in the sum) and every number at its longest.
-  const longest: Record<MessageType, Record<string, unknown>> = {
-    heartbeat: {},
-    delta: { tokens: Number.MAX_SAFE_INTEGER, loss: 123456.78901234567 },
-    manifest: { rank: MAX_LEADER_RANK },
-    attest: {},
-    committed: {},
-  };
-  const messages: GossipMessage[] = [HEARTBEAT, ...ROUND_MESSAGES];
-  for (const message of messages) {
-    const check = validateFields(message.type, {
-      ...message,
-      peer: "P".repeat(MAX_PEER_ID_LENGTH),
-      job: "j".repeat(MAX_JOB_ID_LENGTH),
-      round: Number.MAX_SAFE_INTEGER,
-      ...longest[message.type],
-    });
-    if (!check.ok) throw new Error(`${check.field} ${check.problem}`);
-    const cids = Object.values(check.message).filter(isCanonicalCid).length;
-    const size = new TextEncoder().encode(JSON.stringify(check.message))
-      .byteLength + cids * MAX_CID_LENGTH;
-    strictEqual(size < 2048, true, `${message.type}: ${size} bytes`);
-    strictEqual(size < MAX_MESSAGE_BYTES, true);
-  }
 });
 
 Deno.test("the codec carries every round message", () => {

@@ -4,6 +4,7 @@
  */
 import { generateKeyPair } from "@libp2p/crypto/keys";
 import { peerIdFromPrivateKey } from "@libp2p/peer-id";
+import assert from "node:assert/strict";
 import { keccak256, parseEther, toHex } from "viem";
 import { generatePrivateKey } from "viem/accounts";
 import { type Anvil, startAnvil } from "../chain/anvil.ts";
@@ -13,10 +14,18 @@ import {
   orderSignatures,
   peerIdToHex,
   signAttestation,
+  sortContributions,
 } from "../chain/attestation.ts";
 import { type ChainClient, connectChain } from "../chain/client.ts";
 import { fundOnDevnet } from "../chain/deployment.ts";
-import { deployRegistry, type Registry } from "../chain/registry.ts";
+import { ChainError } from "../chain/errors.ts";
+import {
+  createJob,
+  deployRegistry,
+  joinJob,
+  registerNode,
+  type Registry,
+} from "../chain/registry.ts";
 
 /** One test account: a chain client plus the peer id it registers. */
 export interface TestAccount {
@@ -99,4 +108,65 @@ export async function signAll(
     signature: await signAttestation(s.client.account, domain, att),
   })));
   return orderSignatures(signed);
+}
+
+// The job the registry tests create, and helpers to fill and commit it.
+
+export const JOB = digestOf("job spec");
+export const GENESIS = digestOf("checkpoint 0");
+export const REWARD = parseEther("10");
+
+/** Registers `n` nodes, creates a job and has every node join it. */
+export async function jobWithMembers(
+  chain: TestChain,
+  n: number,
+  job: { quorum: number; rounds: number; minStake?: bigint },
+): Promise<TestAccount[]> {
+  const nodes = await Promise.all(
+    Array.from({ length: n }, () => chain.account()),
+  );
+  for (const node of nodes) {
+    await registerNode(node.reg, {
+      peerIdHex: node.peerIdHex,
+      stake: parseEther("2"),
+    });
+  }
+  await createJob(chain.deployer.reg, {
+    job: JOB,
+    genesis: GENESIS,
+    quorum: job.quorum,
+    rounds: job.rounds,
+    minStake: job.minStake ?? parseEther("1"),
+    reward: REWARD,
+  });
+  for (const node of nodes) await joinJob(node.reg, { job: JOB });
+  return nodes;
+}
+
+/** The attestation of `round` of JOB on `parent`, with fake digests. */
+export function attestation(
+  round: number,
+  parent: Bytes32,
+  contributions: { node: TestAccount; tokens: bigint }[],
+): Attestation {
+  return {
+    job: JOB,
+    round,
+    parent,
+    checkpoint: digestOf(`checkpoint ${round + 1}`),
+    manifest: digestOf(`manifest ${round}`),
+    ...sortContributions(contributions.map((c) => ({
+      account: c.node.client.account.address,
+      weight: c.tokens,
+    }))),
+  };
+}
+
+/** Asserts `promise` fails with the registry error `reason`. */
+export async function rejects(promise: Promise<unknown>, reason: string) {
+  await assert.rejects(promise, (err: unknown) => {
+    assert.ok(err instanceof ChainError, `not a ChainError: ${err}`);
+    assert.equal(err.reason, reason, err.message);
+    return true;
+  });
 }

@@ -1,0 +1,147 @@
+/**
+ * The registry end to end on a real anvil: registration, a job, round
+ * commits with EIP-712 quorums signed by viem, and rewards that add up to
+ * the pool.
+ */
+import assert from "node:assert/strict";
+import { parseEther } from "viem";
+import { attestationDigest } from "../chain/attestation.ts";
+import { zooRegistryAbi } from "../chain/artifact.ts";
+import {
+  claimable,
+  claimReward,
+  commitRound,
+  commitTransactions,
+  contributionOf,
+  listJobs,
+  listRounds,
+  readJob,
+  readNode,
+} from "../chain/registry.ts";
+import {
+  attestation,
+  CHAIN_TEST,
+  GENESIS,
+  JOB,
+  jobWithMembers,
+  REWARD,
+  signAll,
+  withChain,
+} from "./_chain.ts";
+
+Deno.test({
+  name:
+    "chain: nodes register, rounds commit with quorums, rewards add up to the pool",
+  ...CHAIN_TEST,
+  fn: () =>
+    withChain(async (chain) => {
+      const nodes = await jobWithMembers(chain, 4, { quorum: 3, rounds: 2 });
+      const [a, b, c, d] = nodes;
+
+      const node = await readNode(a.reg, a.client.account.address);
+      assert.equal(node.peerId, a.peerIdHex);
+      assert.equal(node.stake, parseEther("2"));
+      assert.deepEqual(await listJobs(a.reg), [JOB]);
+
+      // The contract and viem agree on the EIP-712 digest.
+      const round0 = attestation(0, GENESIS, [
+        { node: a, tokens: 1000n },
+        { node: b, tokens: 3000n },
+        { node: c, tokens: 2000n },
+      ]);
+      const onChain = await a.client.public.readContract({
+        address: chain.registry,
+        abi: zooRegistryAbi,
+        functionName: "attestationDigest",
+        args: [round0],
+      });
+      assert.equal(
+        onChain,
+        attestationDigest(
+          { chainId: a.client.chainId, registry: chain.registry },
+          round0,
+        ),
+      );
+
+      await commitRound(a.reg, {
+        attestation: round0,
+        signatures: await signAll([a, b, d], round0),
+      });
+      const round1 = attestation(1, round0.checkpoint, [
+        { node: b, tokens: 1000n },
+        { node: d, tokens: 3000n },
+      ]);
+      // Any account may submit; a quorum of member signatures is what counts.
+      await commitRound(chain.deployer.reg, {
+        attestation: round1,
+        signatures: await signAll([a, b, c, d], round1),
+      });
+
+      const job = await readJob(a.reg, JOB);
+      assert.equal(job.nextRound, 2);
+      assert.equal(job.head, round1.checkpoint);
+      assert.equal(job.totalContribution, 10_000n);
+      const rounds = await listRounds(a.reg, JOB);
+      assert.deepEqual(rounds.map((r) => [r.round, r.checkpoint, r.signers]), [
+        [0, round0.checkpoint, 3],
+        [1, round1.checkpoint, 4],
+      ]);
+      assert.equal(rounds[1].parent, round0.checkpoint);
+      assert.equal(rounds[1].committer, chain.deployer.client.account.address);
+      const txs = await commitTransactions(a.reg, JOB);
+      assert.deepEqual([...txs.keys()], [0, 1]);
+
+      const expected = new Map([
+        [a, 1000n],
+        [b, 4000n],
+        [c, 2000n],
+        [d, 3000n],
+      ]);
+      let paid = 0n;
+      for (const [n, tokens] of expected) {
+        const address = n.client.account.address;
+        assert.equal(await contributionOf(n.reg, JOB, address), tokens);
+        const due = await claimable(n.reg, JOB, address);
+        const before = await n.client.public.getBalance({ address });
+        const tx = await claimReward(n.reg, { job: JOB });
+        const after = await n.client.public.getBalance({ address });
+        assert.equal(tx.amount, due);
+        assert.equal(
+          after - before,
+          due - tx.gasUsed * tx.receipt.effectiveGasPrice,
+        );
+        assert.equal(tx.amount, (REWARD * tokens) / 10_000n);
+        paid += tx.amount;
+      }
+      assert.equal(paid, REWARD);
+      assert.equal(
+        await a.client.public.getBalance({ address: chain.registry }),
+        // Only stakes remain: 4 nodes × 2 ETH.
+        parseEther("8"),
+      );
+    }),
+});
+
+Deno.test({
+  name:
+    "chain: rewards add up to the pool exactly when shares do not divide it",
+  ...CHAIN_TEST,
+  fn: () =>
+    withChain(async (chain) => {
+      const nodes = await jobWithMembers(chain, 3, { quorum: 2, rounds: 1 });
+      const att = attestation(
+        0,
+        GENESIS,
+        nodes.map((node) => ({ node, tokens: 1n })),
+      );
+      await commitRound(nodes[0].reg, {
+        attestation: att,
+        signatures: await signAll(nodes, att),
+      });
+      let paid = 0n;
+      for (const n of nodes) {
+        paid += (await claimReward(n.reg, { job: JOB })).amount;
+      }
+      assert.equal(paid, REWARD);
+    }),
+});
