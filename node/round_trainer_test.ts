@@ -5,7 +5,7 @@ import { chunkDataset, type Dataset } from "../kernels/data/dataset.ts";
 import { Rng } from "../kernels/data/rng.ts";
 import { createJsBackend } from "../kernels/js_backend.ts";
 import { createCpuTrainer, type TrainerInit } from "../kernels/trainer.ts";
-import { createWasmBackend } from "../kernels/wasm/wasm_backend.ts";
+import { createWasmBackend } from "../wasm/modules.ts";
 import { defaultJobSpec, type JobSpec } from "../protocol/job_spec.ts";
 import { genesisCheckpoint } from "../protocol/round_checkpoint.ts";
 import { roundSampler, RoundTrainer } from "./round_trainer.ts";

@@ -11,7 +11,7 @@ import { BatchSampler } from "../kernels/data/sampler.ts";
 import { chunkDataset } from "../kernels/data/dataset.ts";
 import { fillPositions, Gpt, initGpt } from "../kernels/gpt.ts";
 import { trainStep } from "../kernels/train_step.ts";
-import { createWasmBackend } from "../kernels/wasm/wasm_backend.ts";
+import { createWasmBackend } from "../wasm/modules.ts";
 import { loadBrownCorpus } from "../node/corpus_fetch.ts";
 import { CORPUS_CACHE } from "./_corpus.ts";
 
