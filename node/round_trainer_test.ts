@@ -1,7 +1,7 @@
 import assert from "node:assert/strict";
 import { learningRate } from "../kernels/adamw.ts";
 import type { Backend } from "../kernels/backend.ts";
-import { chunkDataset, type Dataset } from "../kernels/data/dataset.ts";
+import { chunkDataset, type Dataset } from "../protocol/dataset.ts";
 import { Rng } from "../kernels/data/rng.ts";
 import { createJsBackend } from "../kernels/js_backend.ts";
 import { createCpuTrainer, type TrainerInit } from "../kernels/trainer.ts";
