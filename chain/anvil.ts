@@ -10,6 +10,7 @@ import anvilPackage from "@foundry-rs/anvil-linux-amd64/package.json" with {
   type: "json",
 };
 import { atomicWriteFile } from "../node/atomic_write.ts";
+import { ChainError } from "./errors.ts";
 
 /** A running anvil. */
 export interface Anvil {
@@ -30,9 +31,9 @@ interface AnvilRecord {
 }
 
 /** anvil could not be found, started or reached. */
-export class AnvilError extends Error {
+export class AnvilError extends ChainError {
   constructor(message: string) {
-    super(message);
+    super(message, null);
     this.name = "AnvilError";
   }
 }

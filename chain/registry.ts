@@ -10,7 +10,8 @@ import { decodeEventLog, type Hash, type TransactionReceipt } from "viem";
 import { zooRegistryAbi, zooRegistryBytecode } from "./artifact.ts";
 import type { Address, Attestation, Bytes32 } from "./attestation.ts";
 import type { ChainClient } from "./client.ts";
-import { ChainError, toChainError } from "./errors.ts";
+import { ChainError } from "./errors.ts";
+import { toChainError } from "./revert_messages.ts";
 
 /** A deployed registry as seen through one client. */
 export interface Registry {
