@@ -9,7 +9,6 @@
 import anvilPackage from "@foundry-rs/anvil-linux-amd64/package.json" with {
   type: "json",
 };
-import { atomicWriteFile } from "../node/atomic_write.ts";
 import { ChainError } from "./errors.ts";
 
 /** A running anvil. */
@@ -22,6 +21,15 @@ export interface Anvil {
   log: string;
   /** Stops it with SIGINT (so it writes its state) and waits for the exit. */
   stop(): Promise<void>;
+}
+
+/** Options of {@linkcode startAnvil}. */
+export interface StartAnvilOptions {
+  /**
+   * Writes `<dir>/anvil.json` crash-safely (the node's `atomicWriteFile`):
+   * a reader must see the old record or the new one, never a torn one.
+   */
+  writeFile(path: string, data: Uint8Array): Promise<void>;
 }
 
 /** What is recorded in `<dir>/anvil.json` while an anvil runs. */
@@ -87,7 +95,7 @@ function isFile(path: string): boolean {
  *
  * @example
  * ```ts ignore
- * const anvil = await startAnvil(`${dataDir}/chain`);
+ * const anvil = await startAnvil(`${dataDir}/chain`, { writeFile });
  * try {
  *   console.log(anvil.rpcUrl);
  * } finally {
@@ -95,7 +103,10 @@ function isFile(path: string): boolean {
  * }
  * ```
  */
-export async function startAnvil(dir: string): Promise<Anvil> {
+export async function startAnvil(
+  dir: string,
+  options: StartAnvilOptions,
+): Promise<Anvil> {
   await Deno.mkdir(dir, { recursive: true });
   const running = await runningAnvil(dir);
   if (running !== null) {
@@ -153,7 +164,7 @@ export async function startAnvil(dir: string): Promise<Anvil> {
     logFile.close();
     throw err;
   }
-  await atomicWriteFile(
+  await options.writeFile(
     `${dir}/anvil.json`,
     new TextEncoder().encode(
       JSON.stringify({ pid: child.pid, rpcUrl } satisfies AnvilRecord),

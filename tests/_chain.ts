@@ -16,6 +16,7 @@ import {
 } from "../chain/attestation.ts";
 import { type ChainClient, connectChain } from "../chain/client.ts";
 import { fundOnDevnet } from "../chain/deployment.ts";
+import { atomicWriteFile } from "../node/atomic_write.ts";
 import { deployRegistry, type Registry } from "../chain/registry.ts";
 
 /** One test account: a chain client plus the peer id it registers. */
@@ -52,7 +53,7 @@ export async function withChain(
   dir?: string,
 ): Promise<void> {
   const root = dir ?? await Deno.makeTempDir({ prefix: "zoo-chain-test-" });
-  const anvil = await startAnvil(root);
+  const anvil = await startAnvil(root, { writeFile: atomicWriteFile });
   try {
     const account = async (): Promise<TestAccount> => {
       const client = await connectChain({
