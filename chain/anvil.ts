@@ -9,7 +9,7 @@
 import anvilPackage from "@foundry-rs/anvil-linux-amd64/package.json" with {
   type: "json",
 };
-import { atomicWriteFile } from "../node/store/atomic_write.ts";
+import { ChainError } from "./errors.ts";
 
 /** A running anvil. */
 export interface Anvil {
@@ -23,6 +23,15 @@ export interface Anvil {
   stop(): Promise<void>;
 }
 
+/** Options of {@linkcode startAnvil}. */
+export interface StartAnvilOptions {
+  /**
+   * Writes `<dir>/anvil.json` crash-safely (the node's `atomicWriteFile`):
+   * a reader must see the old record or the new one, never a torn one.
+   */
+  writeFile(path: string, data: Uint8Array): Promise<void>;
+}
+
 /** What is recorded in `<dir>/anvil.json` while an anvil runs. */
 interface AnvilRecord {
   pid: number;
@@ -30,9 +39,9 @@ interface AnvilRecord {
 }
 
 /** anvil could not be found, started or reached. */
-export class AnvilError extends Error {
+export class AnvilError extends ChainError {
   constructor(message: string) {
-    super(message);
+    super(message, null);
     this.name = "AnvilError";
   }
 }
@@ -86,7 +95,7 @@ function isFile(path: string): boolean {
  *
  * @example
  * ```ts ignore
- * const anvil = await startAnvil(`${dataDir}/chain`);
+ * const anvil = await startAnvil(`${dataDir}/chain`, { writeFile });
  * try {
  *   console.log(anvil.rpcUrl);
  * } finally {
@@ -94,7 +103,10 @@ function isFile(path: string): boolean {
  * }
  * ```
  */
-export async function startAnvil(dir: string): Promise<Anvil> {
+export async function startAnvil(
+  dir: string,
+  options: StartAnvilOptions,
+): Promise<Anvil> {
   await Deno.mkdir(dir, { recursive: true });
   const running = await runningAnvil(dir);
   if (running !== null) {
@@ -152,7 +164,7 @@ export async function startAnvil(dir: string): Promise<Anvil> {
     logFile.close();
     throw err;
   }
-  await atomicWriteFile(
+  await options.writeFile(
     `${dir}/anvil.json`,
     new TextEncoder().encode(
       JSON.stringify({ pid: child.pid, rpcUrl } satisfies AnvilRecord),

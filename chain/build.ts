@@ -9,6 +9,7 @@
  * @module
  */
 import solc from "solc";
+import { ChainError } from "./errors.ts";
 
 /** The contract source file. */
 export const SOURCE_URL = new URL("./ZooRegistry.sol", import.meta.url);
@@ -28,10 +29,10 @@ export interface CompiledRegistry {
   bytecode: `0x${string}`;
 }
 
-/** A compile that reported errors. */
-export class CompileError extends Error {
+/** A compile that reported errors; `errors` are solc's messages. */
+export class CompileError extends ChainError {
   constructor(readonly errors: string[]) {
-    super(`solc failed:\n${errors.join("\n")}`);
+    super(`solc failed:\n${errors.join("\n")}`, null);
     this.name = "CompileError";
   }
 }

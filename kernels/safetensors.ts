@@ -7,6 +7,7 @@
  *
  * @module
  */
+import { KernelError } from "./errors.ts";
 
 /** One named tensor. */
 export interface NamedTensor {
@@ -17,7 +18,7 @@ export interface NamedTensor {
 }
 
 /** A malformed or truncated safetensors file. */
-export class SafetensorsError extends Error {
+export class SafetensorsError extends KernelError {
   constructor(message: string) {
     super(message);
     this.name = "SafetensorsError";

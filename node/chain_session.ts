@@ -12,7 +12,7 @@ import {
   devnetRegistry,
   findRegistry,
   openDevChain,
-} from "../chain/deployment.ts";
+} from "./store/chain_records.ts";
 import type { Registry } from "../chain/registry.ts";
 import type { Config } from "./config.ts";
 import type { Identity } from "./identity.ts";

@@ -18,6 +18,7 @@ import {
 } from "../chain/attestation.ts";
 import { type ChainClient, connectChain } from "../chain/client.ts";
 import { fundOnDevnet } from "../chain/deployment.ts";
+import { atomicWriteFile } from "../node/store/atomic_write.ts";
 import { ChainError } from "../chain/errors.ts";
 import {
   createJob,
@@ -61,7 +62,7 @@ export async function withChain(
   dir?: string,
 ): Promise<void> {
   const root = dir ?? await Deno.makeTempDir({ prefix: "zoo-chain-test-" });
-  const anvil = await startAnvil(root);
+  const anvil = await startAnvil(root, { writeFile: atomicWriteFile });
   try {
     const account = async (): Promise<TestAccount> => {
       const client = await connectChain({

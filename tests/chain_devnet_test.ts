@@ -8,7 +8,8 @@ import { generatePrivateKey } from "viem/accounts";
 import { AnvilError, startAnvil } from "../chain/anvil.ts";
 import { peerIdToHex } from "../chain/attestation.ts";
 import { connectChain } from "../chain/client.ts";
-import { devnetRegistry, openDevChain } from "../chain/deployment.ts";
+import { devnetRegistry, openDevChain } from "../node/store/chain_records.ts";
+import { atomicWriteFile } from "../node/store/atomic_write.ts";
 import {
   commitRound,
   createJob,
@@ -41,7 +42,10 @@ Deno.test({
       const attached = await openDevChain(dir);
       assert.equal(attached.anvil, null);
       assert.equal(attached.rpcUrl, first.rpcUrl);
-      await assert.rejects(startAnvil(dir), AnvilError);
+      await assert.rejects(
+        startAnvil(dir, { writeFile: atomicWriteFile }),
+        AnvilError,
+      );
 
       await registerNode(reg, {
         peerIdHex: peerIdToHex(PEER),

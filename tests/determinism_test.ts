@@ -8,10 +8,10 @@ import { deepStrictEqual, notDeepStrictEqual } from "node:assert";
 import { createHash } from "node:crypto";
 import { AdamW, DEFAULT_ADAMW } from "../kernels/adamw.ts";
 import { BatchSampler } from "../kernels/data/sampler.ts";
-import { chunkDataset } from "../kernels/data/dataset.ts";
+import { chunkDataset } from "../protocol/dataset.ts";
 import { fillPositions, Gpt, initGpt } from "../kernels/gpt.ts";
 import { trainStep } from "../kernels/train_step.ts";
-import { createWasmBackend } from "../kernels/wasm/wasm_backend.ts";
+import { createWasmBackend } from "../wasm/modules.ts";
 import { loadBrownCorpus } from "../node/job/corpus.ts";
 import { CORPUS_CACHE } from "./_corpus.ts";
 

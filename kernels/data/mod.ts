@@ -1,8 +1,9 @@
 /**
  * The data pipeline of the compute engine: byte-level tokenizer, Brown
- * corpus conversion, tar reading, chunked content-addressed datasets,
- * deterministic batch sampling and the seedable generator they share.
- * Pure: the I/O (downloads, files) lives in `node/job/corpus.ts`.
+ * corpus conversion, tar reading, deterministic batch sampling and the
+ * seedable generator they share. Pure: the I/O (downloads, files) lives in
+ * `node/job/corpus.ts`; chunked content-addressed datasets are
+ * `protocol/dataset.ts`.
  *
  * @module
  */
@@ -10,5 +11,4 @@ export * from "./tokenizer.ts";
 export * from "./brown.ts";
 export * from "./tar.ts";
 export * from "./rng.ts";
-export * from "./dataset.ts";
 export * from "./sampler.ts";

@@ -15,9 +15,12 @@
  *
  * @example
  * ```ts
- * import { chunkDataset } from "./dataset.ts";
  * import { BatchSampler } from "./sampler.ts";
- * const data = await chunkDataset(new TextEncoder().encode("abcdefghij"), 4);
+ * // A `Dataset` (protocol/dataset.ts) of "abcdefghij" in chunks of 4:
+ * const data = {
+ *   bytes: new TextEncoder().encode("abcdefghij"),
+ *   chunks: [[0, 4], [4, 4], [8, 2]].map(([offset, length]) => ({ offset, length })),
+ * };
  * const sampler = new BatchSampler(data, [0, 1, 2], { seed: "s", batch: 2, context: 3 });
  * const { inputs, targets } = sampler.sample(0);
  * console.assert(inputs.length === 6 && targets[0] === inputs[1]);

@@ -17,6 +17,7 @@
  *
  * @module
  */
+import { KernelError } from "../errors.ts";
 
 /** One regular file of an archive. */
 export interface TarFile {
@@ -31,9 +32,9 @@ export interface TarFile {
 }
 
 /** The archive is malformed; `offset` is the byte offset of the bad header. */
-export class TarFormatError extends Error {
+export class TarFormatError extends KernelError {
   constructor(message: string, readonly offset: number) {
-    super(message);
+    super(message, { details: { offset } });
     this.name = new.target.name;
   }
 }

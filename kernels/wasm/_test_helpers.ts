@@ -6,8 +6,9 @@
  * @module
  */
 import type { Backend } from "../backend.ts";
-import { relaxedSimdSupported, type SimdLevel } from "./loader.ts";
-import { createWasmBackend, type WasmBackend } from "./wasm_backend.ts";
+import { relaxedSimdSupported, type SimdLevel } from "./simd_level.ts";
+import type { WasmBackend } from "./wasm_backend.ts";
+import { createWasmBackend } from "../../wasm/modules.ts";
 import { relativeError } from "../relative_error.ts";
 
 /** Normwise relative error allowed for float32 kernels against float64. */

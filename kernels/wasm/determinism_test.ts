@@ -9,9 +9,10 @@ import {
   MATMUL_OPTIONS,
   MATMUL_SHAPES,
   matmulCase,
-} from "./kernel_cases.ts";
+} from "../../tests/kernel_cases.ts";
 import { assertBitIdentical, Rng, SEED, simdLevels } from "./_test_helpers.ts";
-import { createWasmBackend, type WasmBackend } from "./wasm_backend.ts";
+import type { WasmBackend } from "./wasm_backend.ts";
+import { createWasmBackend } from "../../wasm/modules.ts";
 
 const THREADS = [1, 2, 3];
 

@@ -6,7 +6,7 @@
  *
  * @module
  */
-import type { SimdLevel } from "./loader.ts";
+import type { SimdLevel } from "./simd_level.ts";
 
 /** What a bundle packs: the `.wasm` bytes of each build and the worker. */
 export interface EmbeddedKernels {

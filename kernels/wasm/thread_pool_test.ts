@@ -4,9 +4,9 @@ import { CONTROL_BYTES } from "./control_block.ts";
 import {
   createSharedMemory,
   instantiateKernels,
-  loadKernelModule,
   PAGE_BYTES,
 } from "./loader.ts";
+import { loadKernelModule } from "../../wasm/modules.ts";
 import { ThreadPool } from "./thread_pool.ts";
 
 /** A pool of `threads` on a fresh 20-page memory (1 MiB stack + 4 pages). */

@@ -12,27 +12,19 @@
  *
  * @module
  */
-import type { Backend } from "../backend.ts";
 import { WasmArena } from "./arena.ts";
 import { CONTROL_BYTES, MAX_THREADS, SPIN_MICROS } from "./control_block.ts";
-import {
-  createSharedMemory,
-  instantiateKernels,
-  loadKernelModule,
-  resolveSimdLevel,
-  type SimdLevel,
-} from "./loader.ts";
+import { createSharedMemory, instantiateKernels } from "./loader.ts";
+import type { SimdLevel } from "./simd_level.ts";
 import { ThreadPool } from "./thread_pool.ts";
-import { WasmKernels } from "./wasm_kernels.ts";
+import { type WasmBackend, WasmKernels } from "./wasm_kernels.ts";
 
-/** Options of {@linkcode createWasmBackend}. */
-export interface WasmBackendOptions {
+export type { WasmBackend } from "./wasm_kernels.ts";
+
+/** Options of {@linkcode instantiateWasmBackend}. */
+export interface WasmInstanceOptions {
   /** Threads for the heavy kernels, main thread included (default 1). */
   threads?: number;
-  /** Which build: "auto" (default) picks relaxed SIMD where supported. */
-  simd?: "auto" | SimdLevel;
-  /** Folder of the .wasm files (default `$ZOO_WASM_DIR`, else `wasm/`). */
-  wasmDir?: string | URL;
   /**
    * Microseconds a waiting thread polls before blocking (default
    * SPIN_MICROS, or 0 when threads outnumber cores).
@@ -45,16 +37,6 @@ export interface WasmBackendOptions {
   alwaysSplit?: boolean;
 }
 
-/** The WASM backend, with its build and arena size exposed. */
-export interface WasmBackend extends Backend {
-  /** The build in use. */
-  readonly simd: SimdLevel;
-  /** Bytes currently allocated from the arena. */
-  readonly arenaBytes: number;
-  /** The wasm memory (for tests and diagnostics). */
-  readonly memory: WebAssembly.Memory;
-}
-
 /** Stack of each worker instance (the kernels need well under 1 KiB). */
 const STACK_BYTES = 64 * 1024;
 
@@ -64,13 +46,17 @@ export function defaultThreads(): number {
 }
 
 /**
- * Creates a WASM backend. Call `dispose()` when done: it stops the workers,
- * which otherwise keep the process alive.
+ * Starts a WASM backend on a compiled kernel module of build `simd` (the
+ * shell finds and compiles it: see `wasm/modules.ts`, whose
+ * `createWasmBackend` is the usual way in). Call `dispose()` when done: it
+ * stops the workers, which otherwise keep the process alive.
  *
  * @example
  * ```ts
- * import { createWasmBackend } from "./wasm_backend.ts";
- * const be = await createWasmBackend({ threads: 2 });
+ * import { instantiateWasmBackend } from "./wasm_backend.ts";
+ * import { loadKernelModule } from "../../wasm/modules.ts";
+ * const module = await loadKernelModule("simd128");
+ * const be = await instantiateWasmBackend(module, "simd128", { threads: 2 });
  * const a = be.alloc(4), b = be.alloc(4), c = be.alloc(4);
  * a.set([1, 2, 3, 4]);
  * b.set([1, 0, 0, 1]);
@@ -79,8 +65,10 @@ export function defaultThreads(): number {
  * be.dispose();
  * ```
  */
-export async function createWasmBackend(
-  options: WasmBackendOptions = {},
+export async function instantiateWasmBackend(
+  module: WebAssembly.Module,
+  simd: SimdLevel,
+  options: WasmInstanceOptions = {},
 ): Promise<WasmBackend> {
   const threads = options.threads ?? 1;
   if (!Number.isInteger(threads) || threads < 1 || threads > MAX_THREADS) {
@@ -88,10 +76,8 @@ export async function createWasmBackend(
       `Cannot create a wasm backend with threads = ${threads}: expected an integer in 1..${MAX_THREADS}`,
     );
   }
-  const simd = resolveSimdLevel(options.simd);
   const cores = navigator.hardwareConcurrency ?? 1;
   const spinMicros = options.spinMicros ?? (threads <= cores ? SPIN_MICROS : 0);
-  const module = await loadKernelModule(simd, options.wasmDir);
 
   // The layout needs __heap_base and the scratch size: ask a probe instance.
   const probe = await instantiateKernels(module, createSharedMemory(2 << 20));

@@ -4,9 +4,9 @@ import {
   MATMUL_OPTIONS,
   MATMUL_SHAPES,
   matmulCase,
-} from "./kernel_cases.ts";
+} from "../../tests/kernel_cases.ts";
 import { Rng, simdLevels, withBackend } from "./_test_helpers.ts";
-import { createWasmBackend } from "./wasm_backend.ts";
+import { createWasmBackend } from "../../wasm/modules.ts";
 
 for (const simd of simdLevels()) {
   for (const threads of [1, 2]) {

@@ -10,7 +10,8 @@
 import type { Backend } from "../backend.ts";
 import { createF64Backend } from "../_test_utils.ts";
 import { assertClose } from "../wasm/_test_helpers.ts";
-import { createWasmBackend, type WasmBackend } from "../wasm/wasm_backend.ts";
+import type { WasmBackend } from "../wasm/wasm_backend.ts";
+import { createWasmBackend } from "../../wasm/modules.ts";
 import { GpuContext, type GpuTensor } from "./context.ts";
 import { adapterLabel, type GpuDevice, openGpuDevice } from "./device.ts";
 

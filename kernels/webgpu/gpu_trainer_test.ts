@@ -22,7 +22,7 @@ import {
   type Trainer,
 } from "../trainer.ts";
 import { assertClose } from "../wasm/_test_helpers.ts";
-import { createWasmBackend } from "../wasm/wasm_backend.ts";
+import { createWasmBackend } from "../../wasm/modules.ts";
 import { GpuLimitError } from "./device.ts";
 import { createGpuTrainer } from "./gpu_trainer.ts";
 import { gpuTest, testGpu } from "./_test_gpu.ts";

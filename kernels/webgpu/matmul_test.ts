@@ -11,7 +11,7 @@
  */
 import { throws } from "node:assert";
 import { Rng } from "../wasm/_test_helpers.ts";
-import { MATMUL_OPTIONS, MATMUL_SHAPES } from "../wasm/kernel_cases.ts";
+import { MATMUL_OPTIONS, MATMUL_SHAPES } from "../../tests/kernel_cases.ts";
 import type { GpuContext, GpuTensor } from "./context.ts";
 import { type GpuMatmulOptions, matmul } from "./matmul.ts";
 import {

@@ -9,15 +9,14 @@ import { formatEther } from "viem";
 import { generatePrivateKey } from "viem/accounts";
 import { peerIdToHex } from "../../chain/attestation.ts";
 import { type ChainClient, connectChain } from "../../chain/client.ts";
+import { DEVNET_REGISTRY, fundOnDevnet } from "../../chain/deployment.ts";
+import { ChainError } from "../../chain/errors.ts";
+import { registerNode, type Registry } from "../../chain/registry.ts";
 import {
   deployAndRecord,
   type DevChain,
-  DEVNET_REGISTRY,
-  fundOnDevnet,
   openDevChain,
-} from "../../chain/deployment.ts";
-import { ChainError } from "../../chain/errors.ts";
-import { registerNode, type Registry } from "../../chain/registry.ts";
+} from "../store/chain_records.ts";
 import { loadIdentity } from "../identity.ts";
 
 /** The devnet's chain: where it is, its registry, and how to stop it. */

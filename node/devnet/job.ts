@@ -9,7 +9,7 @@
  */
 import { parseEther } from "viem";
 import type { BackendChoice } from "../../kernels/backend_select.ts";
-import type { Dataset } from "../../kernels/data/dataset.ts";
+import type { Dataset } from "../../protocol/dataset.ts";
 import type { JobSpec } from "../../protocol/job_spec.ts";
 import { Blockstore } from "../store/blockstore.ts";
 import {

@@ -27,7 +27,7 @@ import {
   DEFAULT_CHUNK_BYTES,
   encodeManifest,
   manifestOf,
-} from "../../kernels/data/dataset.ts";
+} from "../../protocol/dataset.ts";
 import { cidForBytes, cidToString, parseCid } from "../../protocol/cid.ts";
 import type { JobSpec } from "../../protocol/job_spec.ts";
 import { type Blockstore, BlockstoreError } from "../store/blockstore.ts";

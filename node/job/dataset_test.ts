@@ -1,6 +1,6 @@
 import assert from "node:assert/strict";
 import { join } from "node:path";
-import { chunkDataset, type Dataset } from "../../kernels/data/dataset.ts";
+import { chunkDataset, type Dataset } from "../../protocol/dataset.ts";
 import { cidForBytes, cidToString, parseCid } from "../../protocol/cid.ts";
 import { CORPUS_CACHE } from "../../tests/_corpus.ts";
 import { Blockstore } from "../store/blockstore.ts";

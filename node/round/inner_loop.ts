@@ -18,7 +18,7 @@
  *
  * @module
  */
-import { type Dataset, splitTrainVal } from "../../kernels/data/dataset.ts";
+import { type Dataset, splitTrainVal } from "../../protocol/dataset.ts";
 import { BatchSampler } from "../../kernels/data/sampler.ts";
 import {
   checkParamsLength,

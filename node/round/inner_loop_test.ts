@@ -1,11 +1,11 @@
 import assert from "node:assert/strict";
 import { learningRate } from "../../kernels/adamw.ts";
 import type { Backend } from "../../kernels/backend.ts";
-import { chunkDataset, type Dataset } from "../../kernels/data/dataset.ts";
+import { chunkDataset, type Dataset } from "../../protocol/dataset.ts";
 import { Rng } from "../../kernels/data/rng.ts";
 import { createJsBackend } from "../../kernels/js_backend.ts";
 import { createCpuTrainer, type TrainerInit } from "../../kernels/trainer.ts";
-import { createWasmBackend } from "../../kernels/wasm/wasm_backend.ts";
+import { createWasmBackend } from "../../wasm/modules.ts";
 import { defaultJobSpec, type JobSpec } from "../../protocol/job_spec.ts";
 import { genesisCheckpoint } from "../../protocol/round_checkpoint.ts";
 import { roundSampler, RoundTrainer } from "./inner_loop.ts";

@@ -1,5 +1,5 @@
 import assert from "node:assert/strict";
-import { chunkDataset } from "../../kernels/data/dataset.ts";
+import { chunkDataset } from "../../protocol/dataset.ts";
 import { createJsBackend } from "../../kernels/js_backend.ts";
 import { createCpuTrainer } from "../../kernels/trainer.ts";
 import { defaultJobSpec, type JobSpec } from "../../protocol/job_spec.ts";

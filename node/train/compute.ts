@@ -10,10 +10,8 @@ import {
   type Trainer,
   type TrainerInit,
 } from "../../kernels/trainer.ts";
-import {
-  createWasmBackend,
-  defaultThreads,
-} from "../../kernels/wasm/wasm_backend.ts";
+import { defaultThreads } from "../../kernels/wasm/wasm_backend.ts";
+import { createWasmBackend } from "../../wasm/modules.ts";
 import { adapterLabel } from "../../kernels/webgpu/device.ts";
 import {
   type Backend as HeartbeatBackend,

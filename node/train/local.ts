@@ -1,5 +1,5 @@
 import type { AdamWConfig } from "../../kernels/adamw.ts";
-import { chunkDataset, splitTrainVal } from "../../kernels/data/dataset.ts";
+import { chunkDataset, splitTrainVal } from "../../protocol/dataset.ts";
 import { BatchSampler } from "../../kernels/data/sampler.ts";
 import type { GptConfig } from "../../kernels/gpt.ts";
 import {

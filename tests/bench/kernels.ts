@@ -25,7 +25,7 @@ import { DEFAULT_ADAMW } from "../../kernels/adamw.ts";
 import type { Backend } from "../../kernels/backend.ts";
 import { createJsBackend } from "../../kernels/js_backend.ts";
 import { createCpuTrainer, type TrainerInit } from "../../kernels/trainer.ts";
-import { createWasmBackend } from "../../kernels/wasm/wasm_backend.ts";
+import { createWasmBackend } from "../../wasm/modules.ts";
 import { type Bench, booleanFlag, numberFlag, UsageError } from "./_bench.ts";
 import { type AdamwEntry, measureAdamw } from "./kernels_adamw.ts";
 import {

@@ -19,10 +19,8 @@ import { DEFAULT_ADAMW } from "../../kernels/adamw.ts";
 import { selectBackend } from "../../kernels/backend_select.ts";
 import type { GptConfig } from "../../kernels/gpt.ts";
 import { createCpuTrainer } from "../../kernels/trainer.ts";
-import {
-  createWasmBackend,
-  defaultThreads,
-} from "../../kernels/wasm/wasm_backend.ts";
+import { defaultThreads } from "../../kernels/wasm/wasm_backend.ts";
+import { createWasmBackend } from "../../wasm/modules.ts";
 import {
   type Dispatch,
   GpuContext,

@@ -19,7 +19,7 @@ import {
   encodeRoundCheckpoint,
   genesisCheckpoint,
 } from "../../protocol/round_checkpoint.ts";
-import { createWasmBackend } from "../../kernels/wasm/wasm_backend.ts";
+import { createWasmBackend } from "../../wasm/modules.ts";
 import { createCpuTrainer } from "../../kernels/trainer.ts";
 import type { JobSpec } from "../../protocol/job_spec.ts";
 import { formatBytes } from "../../node/format_bytes.ts";

@@ -3,14 +3,18 @@
  * (plain and transposed layouts, both builds, 1 and 2 threads), a tiny-GPT
  * shape, and AdamW Mparam/s at 1M and 10M. Medians of repeated runs.
  *
- *   deno run -A kernels/wasm/bench_matmul.ts [--quick]
+ *   deno run -A tests/bench/wasm_matmul.ts [--quick]
  *
  * @module
  */
 import { parseArgs } from "node:util";
-import type { MatmulOptions } from "../backend.ts";
-import { relaxedSimdSupported, type SimdLevel } from "./loader.ts";
-import { createWasmBackend, type WasmBackend } from "./wasm_backend.ts";
+import type { MatmulOptions } from "../../kernels/backend.ts";
+import {
+  relaxedSimdSupported,
+  type SimdLevel,
+} from "../../kernels/wasm/simd_level.ts";
+import type { WasmBackend } from "../../kernels/wasm/wasm_backend.ts";
+import { createWasmBackend } from "../../wasm/modules.ts";
 
 const { values } = parseArgs({
   args: Deno.args,

@@ -1,20 +1,20 @@
 /**
  * One check per kernel: fresh random inputs of odd sizes, the wasm kernel,
- * and the float64 reference (`../js_kernels.ts` on Float64Array copies),
+ * and the float64 reference (`kernels/js_kernels.ts` on Float64Array copies),
  * compared normwise. Shared by the correctness and determinism tests: each
  * case returns the buffers it wrote so runs can be compared byte for byte.
  *
  * @module
  */
-import type { Backend, MatmulOptions } from "../backend.ts";
-import * as ref from "../js_kernels.ts";
+import type { Backend, MatmulOptions } from "../kernels/backend.ts";
+import * as ref from "../kernels/js_kernels.ts";
 import {
   assertClose,
   f64,
   randomBuffer,
   type Rng,
   SEED,
-} from "./_test_helpers.ts";
+} from "../kernels/wasm/_test_helpers.ts";
 
 /** A kernel check: runs, verifies, and returns what it wrote. */
 export type KernelCase = (be: Backend, rng: Rng) => Float32Array[];

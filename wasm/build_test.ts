@@ -13,9 +13,13 @@ import {
   sha256,
   sourceHash,
 } from "./build.ts";
-import { KERNEL_CASES, MATMUL_OPTIONS, matmulCase } from "./kernel_cases.ts";
-import { Rng } from "./_test_helpers.ts";
-import { createWasmBackend } from "./wasm_backend.ts";
+import {
+  KERNEL_CASES,
+  MATMUL_OPTIONS,
+  matmulCase,
+} from "../tests/kernel_cases.ts";
+import { Rng } from "../kernels/wasm/_test_helpers.ts";
+import { createWasmBackend } from "./modules.ts";
 
 Deno.test("wasm build: committed modules match the manifest and the current source", async () => {
   const manifest = await readManifest();

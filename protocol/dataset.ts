@@ -30,12 +30,7 @@
  *
  * @module
  */
-import {
-  cidForBytes,
-  cidToString,
-  parseCid,
-  RAW_CODEC,
-} from "../../protocol/cid.ts";
+import { cidForBytes, cidToString, parseCid, RAW_CODEC } from "./cid.ts";
 
 /** Default chunk size: 64 KiB. */
 export const DEFAULT_CHUNK_BYTES = 65536;

@@ -1,28 +1,10 @@
-import { equal, throws } from "node:assert";
-import {
-  loadKernelModule,
-  relaxedSimdSupported,
-  resolveSimdLevel,
-  wasmDir,
-  wasmFile,
-} from "./loader.ts";
-
-Deno.test("loader: detects relaxed SIMD (on in Deno 2.9) and resolves auto", () => {
-  equal(typeof relaxedSimdSupported(), "boolean");
-  equal(
-    resolveSimdLevel("auto"),
-    relaxedSimdSupported() ? "relaxed" : "simd128",
-  );
-  equal(resolveSimdLevel("simd128"), "simd128");
-  throws(
-    () => resolveSimdLevel("avx" as "simd128"),
-    /expected "auto", "relaxed" or "simd128"/,
-  );
-});
+import { equal } from "node:assert";
+import { relaxedSimdSupported } from "../kernels/wasm/simd_level.ts";
+import { loadKernelModule, wasmDir, wasmFile } from "./modules.ts";
 
 Deno.test("loader: module files live in wasm/ unless a folder is given", () => {
   const env = Deno.env.get("ZOO_WASM_DIR");
-  if (!env) equal(wasmDir().href, new URL("../../wasm/", import.meta.url).href);
+  if (!env) equal(wasmDir().href, new URL("./", import.meta.url).href);
   equal(wasmDir("/tmp/build").href, "file:///tmp/build/");
   equal(
     wasmFile("relaxed", "/tmp/build").href,

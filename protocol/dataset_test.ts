@@ -10,7 +10,7 @@ import {
   shardChunks,
   splitTrainVal,
 } from "./dataset.ts";
-import { cidForBytes, cidToString, parseCid } from "../../protocol/cid.ts";
+import { cidForBytes, cidToString, parseCid } from "./cid.ts";
 
 const enc = new TextEncoder();
 

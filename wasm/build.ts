@@ -6,7 +6,7 @@
  *
  * Offline, with Debian's toolchain:
  *   apt-get install -y --no-install-recommends rustc-web cargo-web rust-web-src lld-19
- *   deno run -A kernels/wasm/build.ts [--out DIR]
+ *   deno run -A wasm/build.ts [--out DIR]
  *
  * `--out` (default: the committed `wasm/`) lets CI build elsewhere and test
  * that build with `ZOO_WASM_DIR=DIR deno test -A kernels/wasm/`.
@@ -14,13 +14,13 @@
  * @module
  */
 import { parseArgs } from "node:util";
-import { ABI_VERSION } from "./abi.ts";
-import type { SimdLevel } from "./loader.ts";
+import { ABI_VERSION } from "../kernels/wasm/abi.ts";
+import type { SimdLevel } from "../kernels/wasm/simd_level.ts";
 
 /** The crate folder. */
-export const CRATE_DIR = new URL("./", import.meta.url);
-/** The committed modules. */
-export const COMMITTED_DIR = new URL("../../wasm/", import.meta.url);
+export const CRATE_DIR = new URL("../kernels/wasm/", import.meta.url);
+/** The committed modules: this folder. */
+export const COMMITTED_DIR = new URL("./", import.meta.url);
 /** Name of the manifest written beside the modules. */
 export const MANIFEST = "zoo_kernels.json";
 

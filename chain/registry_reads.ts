@@ -1,0 +1,193 @@
+/**
+ * What the registry records, read back: its parameters, nodes, jobs,
+ * committed rounds, memberships, contributions and claims (view calls),
+ * and the round commits' transactions and credits (from the logs).
+ *
+ * @module
+ */
+import type { Hash } from "viem";
+import { zooRegistryAbi } from "./artifact.ts";
+import type { Address, Bytes32 } from "./attestation.ts";
+import { ChainError } from "./errors.ts";
+import { read, type Registry } from "./registry_call.ts";
+
+/** A node's registration. */
+export interface NodeRecord {
+  peerId: `0x${string}`;
+  stake: bigint;
+  /** 0 while active; else the unix time (s) the stake can be withdrawn. */
+  unbondingEnds: bigint;
+  registered: boolean;
+}
+
+/** A job as recorded on chain. */
+export interface JobRecord {
+  creator: Address;
+  rewardPool: bigint;
+  minStake: bigint;
+  quorum: number;
+  rounds: number;
+  nextRound: number;
+  head: Bytes32;
+  genesis: Bytes32;
+  totalContribution: bigint;
+  claimedContribution: bigint;
+  paid: bigint;
+}
+
+/** A committed round as recorded on chain. */
+export interface RoundRecord {
+  round: number;
+  parent: Bytes32;
+  checkpoint: Bytes32;
+  manifest: Bytes32;
+  committer: Address;
+  signers: number;
+  committedAt: bigint;
+}
+
+/** The registry's fixed parameters. */
+export async function readRegistryParams(
+  reg: Registry,
+): Promise<{ minNodeStake: bigint; unbondingDelay: bigint }> {
+  const [minNodeStake, unbondingDelay] = await Promise.all([
+    read<bigint>(reg, "minNodeStake", []),
+    read<bigint>(reg, "unbondingDelay", []),
+  ]);
+  return { minNodeStake, unbondingDelay };
+}
+
+/** A node's registration (all zero when unregistered). */
+export function readNode(reg: Registry, account: Address): Promise<NodeRecord> {
+  return read(reg, "getNode", [account]);
+}
+
+/** A job; throws {@linkcode ChainError} `UnknownJob` when it does not exist. */
+export async function readJob(reg: Registry, job: Bytes32): Promise<JobRecord> {
+  const j = await read<JobRecord>(reg, "getJob", [job]);
+  if (/^0x0{40}$/.test(j.creator)) {
+    throw new ChainError(
+      `job ${job} does not exist on registry ${reg.address}`,
+      "UnknownJob",
+      [job],
+    );
+  }
+  return j;
+}
+
+/** Committed round `round` of `job`, or null when not committed. */
+export async function readRound(
+  reg: Registry,
+  job: Bytes32,
+  round: number,
+): Promise<RoundRecord | null> {
+  const [r, parent] = await read<
+    [Omit<RoundRecord, "round" | "parent">, Bytes32]
+  >(reg, "getRound", [job, round]);
+  return /^0x0{64}$/.test(r.checkpoint) ? null : { round, parent, ...r };
+}
+
+/** Committed rounds `from` to `from + limit - 1` of `job`, as far as committed. */
+export async function listRounds(
+  reg: Registry,
+  job: Bytes32,
+  page: { from?: number; limit?: number } = {},
+): Promise<RoundRecord[]> {
+  const j = await readJob(reg, job);
+  const from = page.from ?? 0;
+  const to = Math.min(j.nextRound, from + (page.limit ?? j.nextRound));
+  const rounds = await Promise.all(
+    Array.from(
+      { length: Math.max(0, to - from) },
+      (_, i) => readRound(reg, job, from + i),
+    ),
+  );
+  return rounds.filter((r): r is RoundRecord => r !== null);
+}
+
+/** All job ids, in creation order. */
+export async function listJobs(reg: Registry): Promise<Bytes32[]> {
+  const count = await read<bigint>(reg, "jobCount", []);
+  return await Promise.all(
+    Array.from(
+      { length: Number(count) },
+      (_, i) => read<Bytes32>(reg, "jobAt", [BigInt(i)]),
+    ),
+  );
+}
+
+/** Whether `account` is a member of `job`. */
+export function isMember(
+  reg: Registry,
+  job: Bytes32,
+  account: Address,
+): Promise<boolean> {
+  return read(reg, "isMember", [job, account]);
+}
+
+/** Tokens recorded for `account` in `job`. */
+export function contributionOf(
+  reg: Registry,
+  job: Bytes32,
+  account: Address,
+): Promise<bigint> {
+  return read(reg, "contributionOf", [job, account]);
+}
+
+/** What `account` could claim from `job` now. */
+export function claimable(
+  reg: Registry,
+  job: Bytes32,
+  account: Address,
+): Promise<bigint> {
+  return read(reg, "claimable", [job, account]);
+}
+
+/** The account bound to a peer id, or the zero address. */
+export function accountOfPeer(
+  reg: Registry,
+  peerIdHex: `0x${string}`,
+): Promise<Address> {
+  return read(reg, "accountOfPeer", [peerIdHex]);
+}
+
+/** Transaction hashes of `job`'s round commits, by round, from the logs. */
+export async function commitTransactions(
+  reg: Registry,
+  job: Bytes32,
+  fromBlock = 0n,
+): Promise<Map<number, Hash>> {
+  const logs = await roundCommittedLogs(reg, job, fromBlock);
+  return new Map(
+    logs.map((l) => [Number(l.args.round), l.transactionHash as Hash]),
+  );
+}
+
+function roundCommittedLogs(reg: Registry, job: Bytes32, fromBlock: bigint) {
+  return reg.client.public.getContractEvents({
+    address: reg.address,
+    abi: zooRegistryAbi,
+    eventName: "RoundCommitted",
+    args: { job },
+    fromBlock,
+  });
+}
+
+/**
+ * The weights each round of `job` credited, by round and then by
+ * lower-cased account, from the RoundCommitted logs.
+ */
+export async function roundCredits(
+  reg: Registry,
+  job: Bytes32,
+  fromBlock = 0n,
+): Promise<Map<number, Map<string, bigint>>> {
+  const logs = await roundCommittedLogs(reg, job, fromBlock);
+  return new Map(logs.map((l) => {
+    const { round, contributors = [], weights = [] } = l.args;
+    return [
+      Number(round),
+      new Map(contributors.map((a, i) => [a.toLowerCase(), weights[i]])),
+    ];
+  }));
+}

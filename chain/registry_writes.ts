@@ -1,0 +1,158 @@
+/**
+ * The registry's transactions, one function per action, `(registry,
+ * params)`, in the manner of viem's actions: deploy, register and stake,
+ * leave, create and join jobs, commit rounds, claim rewards, slash. Each
+ * is simulated first and waits for its receipt (see `registry_call.ts`).
+ *
+ * @module
+ */
+import { decodeEventLog } from "viem";
+import { zooRegistryAbi, zooRegistryBytecode } from "./artifact.ts";
+import type { Address, Attestation, Bytes32 } from "./attestation.ts";
+import type { ChainClient } from "./client.ts";
+import { ChainError } from "./errors.ts";
+import { type Registry, type TxResult, write } from "./registry_call.ts";
+import { toChainError } from "./revert_messages.ts";
+
+/**
+ * Deploys a registry: nodes stake at least `minNodeStake` wei and wait
+ * `unbondingDelay` seconds between starting to leave and withdrawing.
+ */
+export async function deployRegistry(
+  client: ChainClient,
+  params: { minNodeStake: bigint; unbondingDelay: bigint },
+): Promise<TxResult & { address: Address }> {
+  try {
+    const hash = await client.wallet.deployContract({
+      abi: zooRegistryAbi,
+      bytecode: zooRegistryBytecode,
+      args: [params.minNodeStake, params.unbondingDelay],
+    });
+    const receipt = await client.public.waitForTransactionReceipt({ hash });
+    if (receipt.status !== "success" || !receipt.contractAddress) {
+      throw new ChainError(`deployment ${hash} reverted`, null);
+    }
+    return {
+      hash,
+      blockNumber: receipt.blockNumber,
+      gasUsed: receipt.gasUsed,
+      receipt,
+      address: receipt.contractAddress,
+    };
+  } catch (err) {
+    throw toChainError(err, "deploy the registry");
+  }
+}
+
+/** Registers the client's account as the node `peerIdHex`, staking `stake`. */
+export function registerNode(
+  reg: Registry,
+  params: { peerIdHex: `0x${string}`; stake: bigint },
+): Promise<TxResult> {
+  return write(
+    reg,
+    "register the node",
+    "register",
+    [params.peerIdHex],
+    params.stake,
+  );
+}
+
+/** Adds `amount` to the account's stake. */
+export function addStake(
+  reg: Registry,
+  params: { amount: bigint },
+): Promise<TxResult> {
+  return write(reg, "add stake", "addStake", [], params.amount);
+}
+
+/** Starts the unbonding delay; the node stops counting at once. */
+export function beginExit(reg: Registry): Promise<TxResult> {
+  return write(reg, "start leaving", "beginExit", []);
+}
+
+/** Withdraws the stake after the unbonding delay. */
+export function withdrawStake(reg: Registry): Promise<TxResult> {
+  return write(reg, "withdraw the stake", "withdrawStake", []);
+}
+
+/** Creates a job funded with `reward` wei. */
+export function createJob(
+  reg: Registry,
+  params: {
+    job: Bytes32;
+    genesis: Bytes32;
+    quorum: number;
+    rounds: number;
+    minStake: bigint;
+    reward: bigint;
+  },
+): Promise<TxResult> {
+  return write(reg, "create the job", "createJob", [
+    params.job,
+    params.genesis,
+    params.quorum,
+    params.rounds,
+    params.minStake,
+  ], params.reward);
+}
+
+/** Makes the account a member of `job`. */
+export function joinJob(
+  reg: Registry,
+  params: { job: Bytes32 },
+): Promise<TxResult> {
+  return write(reg, "join the job", "joinJob", [params.job]);
+}
+
+/** Commits a round with signatures ordered by signer (see `orderSignatures`). */
+export function commitRound(
+  reg: Registry,
+  params: { attestation: Attestation; signatures: `0x${string}`[] },
+): Promise<TxResult> {
+  return write(reg, `commit round ${params.attestation.round}`, "commitRound", [
+    params.attestation,
+    params.signatures,
+  ]);
+}
+
+/** Claims the account's reward from a finished job; returns the amount paid. */
+export async function claimReward(
+  reg: Registry,
+  params: { job: Bytes32 },
+): Promise<TxResult & { amount: bigint }> {
+  const tx = await write(reg, "claim the reward", "claimReward", [params.job]);
+  for (const log of tx.receipt.logs) {
+    try {
+      const ev = decodeEventLog({
+        abi: zooRegistryAbi,
+        data: log.data,
+        topics: log.topics,
+      });
+      if (ev.eventName === "RewardClaimed") {
+        return { ...tx, amount: ev.args.amount };
+      }
+    } catch {
+      // Not one of ours.
+    }
+  }
+  throw new ChainError("Cannot claim: no RewardClaimed event", null);
+}
+
+/** Submits slashing evidence (no kind is accepted yet). */
+export function slash(
+  reg: Registry,
+  params: {
+    account: Address;
+    job: Bytes32;
+    kind: number;
+    evidence: `0x${string}`;
+  },
+): Promise<TxResult> {
+  return write(reg, "slash", "slash", [
+    params.account,
+    params.job,
+    params.kind,
+    params.evidence,
+  ]);
+}

@@ -1,0 +1,104 @@
+/**
+ * The registry's custom errors turned into messages a person can act on:
+ * {@linkcode toChainError} wraps whatever a registry call threw.
+ *
+ * @module
+ */
+import {
+  BaseError,
+  ContractFunctionRevertedError,
+  formatEther,
+  InsufficientFundsError,
+} from "viem";
+import { ChainError } from "./errors.ts";
+
+type Describe = (args: readonly unknown[]) => string;
+
+const eth = (v: unknown) => `${formatEther(v as bigint)} ETH`;
+
+/** One sentence per registry error: what went wrong and what to do. */
+const MESSAGES: Record<string, Describe> = {
+  AlreadyRegistered: ([a]) => `account ${a} is already registered`,
+  NotRegistered: ([a]) =>
+    `account ${a} is not a registered node: run "zoo-node chain register"`,
+  StakeTooLow: ([have, need]) =>
+    `stake ${eth(have)} is below the minimum ${eth(need)}: pass --stake`,
+  BadPeerId: () => "the peer id is empty or longer than 64 bytes",
+  PeerIdTaken: ([owner]) => `this peer id is already bound to account ${owner}`,
+  NodeExiting: ([a]) => `node ${a} is leaving (unbonding) and cannot act`,
+  NotExiting: ([a]) =>
+    `node ${a} has not started leaving: call beginExit first`,
+  StillUnbonding: ([until]) =>
+    `the stake is still unbonding until ${
+      new Date(Number(until) * 1000).toISOString()
+    }`,
+  TransferFailed: () => "the payout transfer failed",
+  JobExists: ([job]) => `job ${job} already exists`,
+  UnknownJob: ([job]) => `job ${job} does not exist on this registry`,
+  BadArgument: ([reason]) => `bad argument: ${reason}`,
+  TooManySignatures: ([n, max]) => `${n} signatures is more than ${max}`,
+  AlreadyMember: ([, a]) => `account ${a} is already a member of this job`,
+  WrongRound: ([expected, got]) =>
+    `round ${got} is not the next round of this job, which is ${expected}`,
+  WrongParent: ([expected, got]) =>
+    `parent checkpoint ${got} is not the job's last committed checkpoint ${expected}`,
+  JobFinished: ([job]) => `job ${job} has committed all its rounds`,
+  JobNotFinished: ([job]) =>
+    `job ${job} has rounds left; rewards are paid once it finishes`,
+  BadContributions: ([reason]) => `bad contributions: ${reason}`,
+  UnknownContributor: ([a]) => `contributor ${a} is not a member of this job`,
+  InvalidSignature: ([i]) =>
+    `signature ${i} is malformed (length, v or high s)`,
+  UnknownSigner: ([a]) =>
+    `signer ${a} is not a registered member of this job (a bad signature, or one for another round, chain or contract, recovers to a stranger)`,
+  DuplicateSigner: ([a]) => `signer ${a} signed more than once`,
+  SignersNotSorted: ([i]) =>
+    `signature ${i} is out of order: sort signatures by signer address`,
+  InsufficientStake: ([a, have, need]) =>
+    `node ${a} has stake ${eth(have)}, below the job's minimum ${eth(need)}`,
+  BelowQuorum: ([have, need]) =>
+    `${have} attestations are below the job's quorum of ${need}`,
+  AlreadyClaimed: ([, a]) => `account ${a} has already claimed this job`,
+  NothingToClaim: ([, a]) => `account ${a} has no contributions in this job`,
+  EvidenceNotSupported: ([kind]) =>
+    `slashing evidence of kind ${kind} is not supported yet`,
+};
+
+/**
+ * Wraps any error from a registry call as a {@linkcode ChainError} whose
+ * message names the contract error and what to do about it.
+ */
+export function toChainError(err: unknown, action: string): ChainError {
+  if (err instanceof ChainError) return err;
+  if (err instanceof BaseError) {
+    const reverted = err.walk((e) =>
+      e instanceof ContractFunctionRevertedError
+    );
+    if (reverted instanceof ContractFunctionRevertedError && reverted.data) {
+      const name = reverted.data.errorName;
+      const args = reverted.data.args ?? [];
+      const describe = MESSAGES[name];
+      const text = describe ? describe(args) : `${name}(${args.join(", ")})`;
+      return new ChainError(`Cannot ${action}: ${text}`, name, args, {
+        cause: err,
+      });
+    }
+    if (err.walk((e) => e instanceof InsufficientFundsError)) {
+      return new ChainError(
+        `Cannot ${action}: the account cannot pay for gas and value; fund it first`,
+        null,
+        [],
+        { cause: err },
+      );
+    }
+    return new ChainError(`Cannot ${action}: ${err.shortMessage}`, null, [], {
+      cause: err,
+    });
+  }
+  return new ChainError(
+    `Cannot ${action}: ${(err as Error)?.message ?? String(err)}`,
+    null,
+    [],
+    { cause: err },
+  );
+}
