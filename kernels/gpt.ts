@@ -22,6 +22,15 @@ export interface GptConfig {
   heads: number;
 }
 
+/** Every field of a {@linkcode GptConfig}, in its order. */
+export const GPT_CONFIG_KEYS = [
+  "vocabSize",
+  "contextLength",
+  "layers",
+  "dModel",
+  "heads",
+] as const satisfies readonly (keyof GptConfig)[];
+
 /** How one parameter tensor is laid out and initialised. */
 export interface ParamSpec {
   name: string;
@@ -33,14 +42,7 @@ export interface ParamSpec {
 
 /** Checks a config; throws a RangeError naming the bad field. */
 export function validateGptConfig(c: GptConfig): GptConfig {
-  const positive = [
-    "vocabSize",
-    "contextLength",
-    "layers",
-    "dModel",
-    "heads",
-  ] as const;
-  for (const key of positive) {
+  for (const key of GPT_CONFIG_KEYS) {
     if (!Number.isInteger(c[key]) || c[key] < 1 || c[key] > 1 << 16) {
       throw new RangeError(
         `Cannot build a GPT as ${key} must be an integer in [1, 65536]: current value is ${

@@ -22,7 +22,7 @@
 export { JobSpecError };
 import type { AdamWConfig } from "../kernels/adamw.ts";
 import { DEFAULT_ADAMW } from "../kernels/adamw.ts";
-import { type GptConfig } from "../kernels/gpt.ts";
+import { GPT_CONFIG_KEYS, type GptConfig } from "../kernels/gpt.ts";
 import { VOCAB_SIZE } from "../kernels/data/tokenizer.ts";
 import {
   type AggregationRule,
@@ -41,7 +41,6 @@ import { describe, Fields, JobSpecError } from "./_spec_fields.ts";
 import {
   AGGREGATION_KEYS,
   INNER_KEYS,
-  MODEL_KEYS,
   parseAggregation,
   parseDatasetCid,
   parseInner,
@@ -196,7 +195,7 @@ export function parseJobSpec(value: unknown): JobSpec {
       describe(name),
     );
   }
-  const model = parseModel(top.object("model", MODEL_KEYS));
+  const model = parseModel(top.object("model", GPT_CONFIG_KEYS));
   const dataset = top.object("dataset", ["cid", "valFraction"]);
   const inner = parseInner(top.object("inner", INNER_KEYS));
   const outer = top.object("outer", ["lr", "momentum", "nesterov"]);

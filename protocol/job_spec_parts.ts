@@ -17,14 +17,6 @@ import {
 import { cidToString, parseCid, RAW_CODEC } from "./cid.ts";
 import { describe, Fields, JobSpecError } from "./_spec_fields.ts";
 
-export const MODEL_KEYS = [
-  "vocabSize",
-  "contextLength",
-  "layers",
-  "dModel",
-  "heads",
-];
-
 export const INNER_KEYS = Object.keys(DEFAULT_ADAMW);
 
 export const AGGREGATION_KEYS = [

@@ -15,6 +15,7 @@
  *
  * @module
  */
+import { GPT_CONFIG_KEYS } from "../kernels/gpt.ts";
 import { aggregate } from "./aggregate.ts";
 import { cidToString, parseCid } from "./cid.ts";
 import { creditedTokens } from "./contribution.ts";
@@ -148,14 +149,9 @@ export function decodeDelta(
 
 /** Throws a `RangeError` unless `parent` is a checkpoint of the spec's model. */
 function checkParent(spec: JobSpec, parent: RoundCheckpoint): void {
-  const keys = [
-    "vocabSize",
-    "contextLength",
-    "layers",
-    "dModel",
-    "heads",
-  ] as const;
-  const differs = keys.find((key) => parent.config[key] !== spec.model[key]);
+  const differs = GPT_CONFIG_KEYS.find((key) =>
+    parent.config[key] !== spec.model[key]
+  );
   if (differs !== undefined) {
     throw new RangeError(
       `Cannot compute the next checkpoint as the parent's model must be the spec's: ${differs} is ${

@@ -9,6 +9,10 @@ import { type CID, cidForBytes, cidToString } from "../../protocol/cid.ts";
 import { defaultJobSpec } from "../../protocol/job_spec.ts";
 import type { GossipMessage } from "../../protocol/messages.ts";
 import { initialState, type RoundState } from "../../protocol/round_state.ts";
+import {
+  MANIFEST_VERSION,
+  type RoundManifest,
+} from "../../protocol/round_manifest.ts";
 import type {
   BlobFetcher,
   LandedTx,
@@ -146,4 +150,31 @@ export const TEST_ADDRESS = "0x70997970C51812dc3A010C7d01b50e0d17dc79C8";
 /** The CID of `text`'s bytes, for blobs a test need not hold. */
 export async function cidOf(text: string): Promise<string> {
   return cidToString(await cidForBytes(new TextEncoder().encode(text)));
+}
+
+/**
+ * A manifest of round 0 led by PEERS[1], with PEERS[0]'s one contribution
+ * of 32 tokens, then `over`.
+ */
+export async function manifestFixture(
+  over: Partial<RoundManifest> = {},
+): Promise<RoundManifest> {
+  return {
+    v: MANIFEST_VERSION,
+    job: JOB,
+    round: 0,
+    parent: await cidOf("C(0)"),
+    leader: PEERS[1],
+    rule: SPEC.aggregation,
+    contributions: [{
+      peer: PEERS[0],
+      account: TEST_ADDRESS,
+      delta: await cidOf("delta"),
+      tokens: 32,
+      loss: 3,
+    }],
+    excluded: [],
+    checkpoint: await cidOf("C(1)"),
+    ...over,
+  };
 }

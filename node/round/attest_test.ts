@@ -1,16 +1,12 @@
 import assert from "node:assert/strict";
 import { privateKeyToAccount } from "viem/accounts";
 import {
-  MANIFEST_VERSION,
-  type RoundManifest,
-} from "../../protocol/round_manifest.ts";
-import {
   cidOf,
   JOB,
+  manifestFixture,
   MemoryChain,
   MemoryGossip,
   PEERS,
-  SPEC,
   TEST_ADDRESS,
   TEST_KEY,
 } from "./_fakes.ts";
@@ -18,23 +14,12 @@ import { Attester } from "./attest.ts";
 import { RoundPublisher } from "./publisher.ts";
 
 const job = await cidOf(JOB);
-const MANIFEST: RoundManifest = {
-  v: MANIFEST_VERSION,
+const MANIFEST = await manifestFixture({
   job,
   round: 2,
   parent: await cidOf("C(2)"),
-  leader: PEERS[1],
-  rule: SPEC.aggregation,
-  contributions: [{
-    peer: PEERS[0],
-    account: TEST_ADDRESS,
-    delta: await cidOf("delta"),
-    tokens: 32,
-    loss: 3,
-  }],
-  excluded: [],
   checkpoint: await cidOf("C(3)"),
-};
+});
 const MANIFEST_CID = await cidOf("manifest");
 
 function setup(members: Record<string, string>) {

@@ -2,26 +2,23 @@ import assert from "node:assert/strict";
 import { attestationForManifest } from "../../chain/attestation.ts";
 import type { AttestationMessage } from "../../protocol/messages.ts";
 import {
-  MANIFEST_VERSION,
-  type RoundManifest,
-} from "../../protocol/round_manifest.ts";
-import { cidOf, MemoryChain, MemoryGossip, PEERS, SPEC } from "./_fakes.ts";
+  cidOf,
+  manifestFixture,
+  MemoryChain,
+  MemoryGossip,
+  PEERS,
+  SPEC,
+} from "./_fakes.ts";
 import { commitManifest } from "./commit.ts";
 import { RoundLedger } from "./ledger.ts";
 import { RoundPublisher } from "./publisher.ts";
 
 const job = await cidOf("job");
-const MANIFEST: RoundManifest = {
-  v: MANIFEST_VERSION,
+const MANIFEST = await manifestFixture({
   job,
-  round: 0,
-  parent: await cidOf("C(0)"),
   leader: PEERS[0],
-  rule: SPEC.aggregation,
   contributions: [],
-  excluded: [],
-  checkpoint: await cidOf("C(1)"),
-};
+});
 const MANIFEST_CID = await cidOf("manifest");
 
 Deno.test("commitManifest commits the attestation with signatures ordered by signer, then tells the peers", async () => {

@@ -1,8 +1,7 @@
 import assert from "node:assert/strict";
-import type { GptConfig } from "../../kernels/gpt.ts";
 import { Rng } from "../../kernels/data/rng.ts";
 import { cidForBytes, cidToString } from "../../protocol/cid.ts";
-import { defaultJobSpec } from "../../protocol/job_spec.ts";
+import { cidOf, JOB, MODEL, PEERS, SPEC, TEST_ADDRESS } from "./_fakes.ts";
 import type {
   DeltaAnnounce,
   ManifestAnnounce,
@@ -22,32 +21,10 @@ import {
   type Witness,
 } from "./manifest_check.ts";
 
-const MODEL: GptConfig = {
-  vocabSize: 256,
-  contextLength: 8,
-  dModel: 16,
-  heads: 2,
-  layers: 1,
-};
-const SPEC = defaultJobSpec({
-  dataset: {
-    cid: "bafkreigh2akiscaildcqabsyg3dfr6chu3fgpregiymsck7e7aqa4s52zy",
-  },
-  model: MODEL,
-  innerSteps: 2,
-  batchSize: 2,
-  minPeers: 3,
-});
-const JOB = "bafkreijob";
-const PARENT = await cid("C(0)");
+const PARENT = await cidOf("C(0)");
 const GENESIS = genesisCheckpoint(JOB, MODEL, 0);
-const PEERS = ["12D3KooWAAAA", "12D3KooWBBBB", "12D3KooWCCCC"];
-const ACCOUNT = "0x70997970C51812dc3A010C7d01b50e0d17dc79C8" as const;
+const ACCOUNT = TEST_ADDRESS;
 const TOKENS = 32;
-
-async function cid(text: string): Promise<string> {
-  return cidToString(await cidForBytes(new TextEncoder().encode(text)));
-}
 
 /** Honest deltas: one shared direction plus a little of each peer's own. */
 const rng = new Rng("manifest-verifier");
@@ -64,7 +41,7 @@ const ANNOUNCED: DeltaAnnounce[] = await Promise.all(
     job: JOB,
     round: 0,
     parent: PARENT,
-    delta: await cid(`delta of ${peer}`),
+    delta: await cidOf(`delta of ${peer}`),
     tokens: TOKENS,
     loss: 3,
     account: ACCOUNT,

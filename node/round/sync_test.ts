@@ -1,4 +1,5 @@
 import assert from "node:assert/strict";
+import type { RoundManifest } from "../../protocol/round_manifest.ts";
 import { cidToBytes32 } from "../../chain/attestation.ts";
 import { cidToString } from "../../protocol/cid.ts";
 import {
@@ -9,11 +10,8 @@ import {
 import type { RoundEvent, RoundState } from "../../protocol/round_state.ts";
 import { encodeManifest } from "../../protocol/manifest_codec.ts";
 import {
-  MANIFEST_VERSION,
-  type RoundManifest,
-} from "../../protocol/round_manifest.ts";
-import {
   JOB,
+  manifestFixture,
   MemoryBlocks,
   MemoryChain,
   MemoryFetcher,
@@ -21,6 +19,7 @@ import {
   PEERS,
   SPEC,
   stateIn,
+  TEST_ADDRESS,
 } from "./_fakes.ts";
 import { BlobGetter } from "./blob_getter.ts";
 import { RoundLedger } from "./ledger.ts";
@@ -61,23 +60,17 @@ async function setup(state: RoundState) {
       ),
     recomputing: () => undefined,
   });
-  const manifest: RoundManifest = {
-    v: MANIFEST_VERSION,
-    job: JOB,
-    round: 0,
+  const manifest = await manifestFixture({
     parent: c0,
-    leader: PEERS[1],
-    rule: SPEC.aggregation,
     contributions: [{
       peer: PEERS[0],
-      account: "0x70997970C51812dc3A010C7d01b50e0d17dc79C8",
+      account: TEST_ADDRESS,
       delta: c0,
       tokens: 32,
       loss: 3,
     }],
-    excluded: [],
     checkpoint: c1,
-  };
+  });
   return {
     local,
     remote,

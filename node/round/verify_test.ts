@@ -1,27 +1,14 @@
 import assert from "node:assert/strict";
+import type { RoundManifest } from "../../protocol/round_manifest.ts";
 import type { ManifestAnnounce } from "../../protocol/messages.ts";
 import type { RoundEvent } from "../../protocol/round_state.ts";
-import {
-  MANIFEST_VERSION,
-  type RoundManifest,
-} from "../../protocol/round_manifest.ts";
-import { cidOf, JOB, PEERS, SPEC, stateIn } from "./_fakes.ts";
+import { cidOf, JOB, manifestFixture, PEERS, SPEC, stateIn } from "./_fakes.ts";
 import { RoundLedger } from "./ledger.ts";
 import { ManifestRefused, type Witness } from "./manifest_check.ts";
 import { verifyManifest } from "./verify.ts";
 
 const PARENT = await cidOf("C(0)");
-const MANIFEST: RoundManifest = {
-  v: MANIFEST_VERSION,
-  job: JOB,
-  round: 0,
-  parent: PARENT,
-  leader: PEERS[1],
-  rule: SPEC.aggregation,
-  contributions: [],
-  excluded: [],
-  checkpoint: await cidOf("C(1)"),
-};
+const MANIFEST = await manifestFixture({ parent: PARENT, contributions: [] });
 const ANNOUNCE: ManifestAnnounce = {
   v: 1,
   type: "manifest",
