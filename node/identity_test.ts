@@ -1,3 +1,4 @@
+import { withTempDir } from "../tests/_temp_dir.ts";
 import assert from "node:assert/strict";
 import { Buffer } from "node:buffer";
 import { privateKeyFromProtobuf } from "@libp2p/crypto/keys";
@@ -9,15 +10,6 @@ import {
   loadIdentity,
 } from "./identity.ts";
 import { zooNode } from "../tests/_cli.ts";
-
-async function withDataDir(fn: (dir: string) => Promise<void>): Promise<void> {
-  const dir = await Deno.makeTempDir({ prefix: "zoo-identity-" });
-  try {
-    await fn(dir);
-  } finally {
-    await Deno.remove(dir, { recursive: true });
-  }
-}
 
 const modeOf = async (path: string) => (await Deno.stat(path)).mode! & 0o777;
 
@@ -39,7 +31,7 @@ async function corrupt(path: string, bytes: Uint8Array): Promise<void> {
 }
 
 Deno.test("ensureIdentity creates both keys 0600 in a 0700 keys dir", () =>
-  withDataDir(async (dir) => {
+  withTempDir("identity", async (dir) => {
     const { identity, created } = await ensureIdentity(dir);
     assert.equal(created, true);
     const paths = keyPaths(dir);
@@ -60,7 +52,7 @@ Deno.test("ensureIdentity creates both keys 0600 in a 0700 keys dir", () =>
   }));
 
 Deno.test("the same identity is loaded again across restarts", () =>
-  withDataDir(async (dir) => {
+  withTempDir("identity", async (dir) => {
     const first = (await ensureIdentity(dir)).identity;
     const second = await ensureIdentity(dir);
     assert.equal(second.created, false);
@@ -75,18 +67,17 @@ Deno.test("the same identity is loaded again across restarts", () =>
   }));
 
 Deno.test("two data dirs get different identities", async () => {
-  await withDataDir((a) =>
-    withDataDir(async (b) => {
+  await withTempDir("identity", (a) =>
+    withTempDir("identity", async (b) => {
       const one = (await ensureIdentity(a)).identity;
       const two = (await ensureIdentity(b)).identity;
       assert.notEqual(one.peerId, two.peerId);
       assert.notEqual(one.address, two.address);
-    })
-  );
+    }));
 });
 
 Deno.test("the stored keys are what the identity reports", () =>
-  withDataDir(async (dir) => {
+  withTempDir("identity", async (dir) => {
     const { identity } = await ensureIdentity(dir);
     const paths = keyPaths(dir);
     const accountKey = (await Deno.readTextFile(paths.account)).trim();
@@ -99,14 +90,14 @@ Deno.test("the stored keys are what the identity reports", () =>
   }));
 
 Deno.test("loadIdentity returns null for an empty or missing data dir", () =>
-  withDataDir(async (dir) => {
+  withTempDir("identity", async (dir) => {
     assert.equal(await loadIdentity(dir), null);
     assert.equal(await loadIdentity(`${dir}/nonexistent`), null);
   }));
 
 Deno.test("a key file that others can read is refused with a chmod hint", async () => {
   for (const which of ["peer", "account"] as const) {
-    await withDataDir(async (dir) => {
+    await withTempDir("identity", async (dir) => {
       await ensureIdentity(dir);
       const path = keyPaths(dir)[which];
       await Deno.chmod(path, 0o644);
@@ -125,7 +116,7 @@ Deno.test("a corrupt peer.key is an IdentityError", async () => {
     new Uint8Array([8, 1, 18, 3, 1, 2, 3]), // Ed25519 key of 3 bytes
   ];
   for (const bytes of bad) {
-    await withDataDir(async (dir) => {
+    await withTempDir("identity", async (dir) => {
       await ensureIdentity(dir);
       const path = keyPaths(dir).peer;
       await corrupt(path, bytes);
@@ -137,7 +128,7 @@ Deno.test("a corrupt peer.key is an IdentityError", async () => {
 Deno.test("a corrupt account.key is an IdentityError", async () => {
   const bad = ["", "hello", "0x1234", `0x${"zz".repeat(32)}`, "ab".repeat(32)];
   for (const text of bad) {
-    await withDataDir(async (dir) => {
+    await withTempDir("identity", async (dir) => {
       await ensureIdentity(dir);
       const path = keyPaths(dir).account;
       await corrupt(path, new TextEncoder().encode(text));
@@ -148,7 +139,7 @@ Deno.test("a corrupt account.key is an IdentityError", async () => {
 
 Deno.test("one key of the pair missing is an IdentityError naming it", async () => {
   for (const which of ["peer", "account"] as const) {
-    await withDataDir(async (dir) => {
+    await withTempDir("identity", async (dir) => {
       const { identity } = await ensureIdentity(dir);
       const path = keyPaths(dir)[which];
       await Deno.remove(path);
@@ -167,7 +158,7 @@ Deno.test("one key of the pair missing is an IdentityError naming it", async () 
 
 /** This process's env without ZOO_* settings, which would change the run. */
 Deno.test("keys init / keys show never print the key bytes", () =>
-  withDataDir(async (dir) => {
+  withTempDir("identity", async (dir) => {
     const init = await zooNode(["keys", "init", "--data-dir", dir]);
     assert.equal(init.code, 0, init.stderr);
     const show = await zooNode(["keys", "show", "--data-dir", dir]);

@@ -1,4 +1,5 @@
 import { deepStrictEqual, strictEqual, throws } from "node:assert";
+import { Rng } from "../kernels/data/rng.ts";
 import {
   decodeMessage,
   DROP_REASONS,
@@ -248,16 +249,10 @@ Deno.test("decodeMessage() reaches every drop reason", () => {
   deepStrictEqual([...seen], [...DROP_REASONS]);
 });
 
-// Small seeded PRNG (mulberry32) so a fuzz failure can be replayed.
+/** Uniform draws in [0, 1) from a seeded stream, the same every run. */
 function prng(seed: number): () => number {
-  let a = seed >>> 0;
-  return () => {
-    a = (a + 0x6d2b79f5) >>> 0;
-    let t = a;
-    t = Math.imul(t ^ (t >>> 15), t | 1);
-    t ^= t + Math.imul(t ^ (t >>> 7), t | 61);
-    return ((t ^ (t >>> 14)) >>> 0) / 4294967296;
-  };
+  const rng = new Rng(seed);
+  return () => rng.nextFloat();
 }
 
 const ODD_VALUES: unknown[] = [

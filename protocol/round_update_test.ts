@@ -1,4 +1,5 @@
 import { deepStrictEqual, strictEqual, throws } from "node:assert";
+import { Rng } from "../kernels/data/rng.ts";
 import { base58btc } from "multiformats/bases/base58";
 import type { GptConfig } from "../kernels/gpt.ts";
 import { aggregate, AggregationInputError } from "./aggregate.ts";
@@ -48,16 +49,10 @@ const GENESIS_CID = cidToString(
   await cidForBytes(encodeRoundCheckpoint(GENESIS)),
 );
 
-// Small seeded PRNG (mulberry32), so the deltas are the same every run.
+/** Uniform draws in [0, 1) from a seeded stream, the same every run. */
 function prng(seed: number): () => number {
-  let a = seed >>> 0;
-  return () => {
-    a = (a + 0x6d2b79f5) >>> 0;
-    let t = a;
-    t = Math.imul(t ^ (t >>> 15), t | 1);
-    t ^= t + Math.imul(t ^ (t >>> 7), t | 61);
-    return ((t ^ (t >>> 14)) >>> 0) / 4294967296;
-  };
+  const rng = new Rng(seed);
+  return () => rng.nextFloat();
 }
 
 function randomDelta(seed: number, scale = 0.01): Float32Array {

@@ -2,17 +2,9 @@
  * `zoo-node chain ...` and `zoo-node job create` as a user runs them, on the
  * embedded anvil each command starts in the data dir and stops afterwards.
  */
+import { withTempDir } from "./_temp_dir.ts";
 import assert from "node:assert/strict";
 import { zooNode } from "./_cli.ts";
-
-async function withDataDir(fn: (dir: string) => Promise<void>) {
-  const dir = await Deno.makeTempDir({ prefix: "zoo-chain-cli-" });
-  try {
-    await fn(dir);
-  } finally {
-    await Deno.remove(dir, { recursive: true });
-  }
-}
 
 /** A small valid job spec: fields not given take their defaults. */
 const SPEC = {
@@ -39,7 +31,7 @@ async function ok(args: string[]): Promise<string> {
 }
 
 Deno.test("chain CLI: status, register, job create and rounds on the embedded devnet", async () => {
-  await withDataDir(async (dir) => {
+  await withTempDir("chain-cli", async (dir) => {
     const d = ["--data-dir", dir];
     const noKeys = await zooNode(["chain", "status", ...d]);
     assert.equal(noKeys.code, 1);
@@ -108,7 +100,7 @@ Deno.test("chain CLI: status, register, job create and rounds on the embedded de
 });
 
 Deno.test("chain CLI: bad input exits 2 or 1 with one clear line", async () => {
-  await withDataDir(async (dir) => {
+  await withTempDir("chain-cli", async (dir) => {
     const d = ["--data-dir", dir];
     await ok(["keys", "init", ...d]);
     const cases: [string[], number, RegExp][] = [

@@ -1,17 +1,8 @@
+import { withTempDir } from "../../tests/_temp_dir.ts";
 import assert from "node:assert/strict";
 import { cidForBytes, cidToString } from "../../protocol/cid.ts";
 import { VERSION } from "../version.ts";
 import { zooNode } from "../../tests/_cli.ts";
-
-/** This process's env without ZOO_* settings, which would change the run. */
-async function withDataDir(fn: (dir: string) => Promise<void>): Promise<void> {
-  const dir = await Deno.makeTempDir({ prefix: "zoo-cli-" });
-  try {
-    await fn(dir);
-  } finally {
-    await Deno.remove(dir, { recursive: true });
-  }
-}
 
 /** Exit 2 with nothing on stdout and one "zoo-node: ..." line on stderr. */
 async function assertUsageExit(args: string[], ...parts: string[]) {
@@ -52,7 +43,7 @@ Deno.test("a bad command line exits 2 with one line on stderr", async () => {
 });
 
 Deno.test("devnet refuses a bad --spec before starting anything", () =>
-  withDataDir(async (dir) => {
+  withTempDir("cli", async (dir) => {
     await assertUsageExit(
       ["devnet", "--spec", `${dir}/missing.json`],
       "cannot read the job spec",
@@ -84,7 +75,7 @@ Deno.test("devnet refuses a bad --spec before starting anything", () =>
   }));
 
 Deno.test("keys show on an empty data dir exits 1 with a hint", () =>
-  withDataDir(async (dir) => {
+  withTempDir("cli", async (dir) => {
     const { code, stdout, stderr } = await zooNode([
       "keys",
       "show",
@@ -101,7 +92,7 @@ Deno.test("keys show on an empty data dir exits 1 with a hint", () =>
   }));
 
 Deno.test("keys init twice keeps the same ids", () =>
-  withDataDir(async (dir) => {
+  withTempDir("cli", async (dir) => {
     const first = await zooNode(["keys", "init", "--data-dir", dir]);
     assert.equal(first.code, 0, first.stderr);
     assert.match(first.stdout, /^created keys in /);
@@ -116,7 +107,7 @@ Deno.test("keys init twice keeps the same ids", () =>
   }));
 
 Deno.test("keys show with a world-readable key exits 1 with chmod hint", () =>
-  withDataDir(async (dir) => {
+  withTempDir("cli", async (dir) => {
     assert.equal((await zooNode(["keys", "init", "--data-dir", dir])).code, 0);
     await Deno.chmod(`${dir}/keys/account.key`, 0o644);
     const { code, stderr } = await zooNode(["keys", "show", "--data-dir", dir]);
@@ -125,7 +116,7 @@ Deno.test("keys show with a world-readable key exits 1 with chmod hint", () =>
   }));
 
 Deno.test("status with no running node exits 1", () =>
-  withDataDir(async (dir) => {
+  withTempDir("cli", async (dir) => {
     const { code, stdout, stderr } = await zooNode([
       "status",
       "--data-dir",
@@ -140,13 +131,13 @@ Deno.test("status with no running node exits 1", () =>
   }));
 
 Deno.test("blob put of a missing file exits 2", () =>
-  withDataDir(async (dir) => {
+  withTempDir("cli", async (dir) => {
     const missing = `${dir}/nope.bin`;
     await assertUsageExit(["blob", "put", missing, "--data-dir", dir], missing);
   }));
 
 Deno.test("blob put prints the CID of the file's bytes", () =>
-  withDataDir(async (dir) => {
+  withTempDir("cli", async (dir) => {
     const file = `${dir}/weights.bin`;
     const bytes = new Uint8Array(100_000).map((_, i) => (i * 7) & 0xff);
     await Deno.writeFile(file, bytes);
@@ -164,7 +155,7 @@ Deno.test("blob put prints the CID of the file's bytes", () =>
   }));
 
 Deno.test("an unknown key in zoo.json makes --join exit 2 naming it", () =>
-  withDataDir(async (dir) => {
+  withTempDir("cli", async (dir) => {
     const path = `${dir}/zoo.json`;
     await Deno.writeTextFile(
       path,
@@ -177,7 +168,7 @@ Deno.test("an unknown key in zoo.json makes --join exit 2 naming it", () =>
   }));
 
 Deno.test("a bad ZOO_* value makes keys show exit 2 naming the variable", () =>
-  withDataDir(async (dir) => {
+  withTempDir("cli", async (dir) => {
     const out = await zooNode(["keys", "show", "--data-dir", dir], {
       ZOO_MAX_BLOB_BYTES: "lots",
     });
@@ -187,7 +178,7 @@ Deno.test("a bad ZOO_* value makes keys show exit 2 naming the variable", () =>
   }));
 
 Deno.test("train with an unwritable --out fails before training, in one line", () =>
-  withDataDir(async (dir) => {
+  withTempDir("cli", async (dir) => {
     const { code, stdout, stderr } = await zooNode([
       "train",
       "--local",
@@ -204,7 +195,7 @@ Deno.test("train with an unwritable --out fails before training, in one line", (
   }));
 
 Deno.test("train refuses text shorter than --context + 1, and trains on a text whose held-out tail is short", () =>
-  withDataDir(async (dir) => {
+  withTempDir("cli", async (dir) => {
     const text = `${dir}/short.txt`;
     await Deno.writeTextFile(text, "tiny text");
     await assertUsageExit(

