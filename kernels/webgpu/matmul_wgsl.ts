@@ -197,18 +197,24 @@ fn store${X}(stage: u32, u: u32, v: vec4<f32>) {
 }`;
 }
 
-/** The unrolled FMAs of one K step. */
+/**
+ * The FMAs of one K step: 8 k unrolled, in a loop when the step is longer
+ * (a fully unrolled step of 16 or 32 makes a very large shader).
+ */
 function computeBlock(G: number, T: number, BK: number): string {
   const lines: string[] = [];
-  for (let kk = 0; kk < BK; kk++) {
+  const loop = BK > 8;
+  if (loop) {
+    lines.push(`    for (var k8 = 0u; k8 < ${BK}u; k8 += 8u) {
+    let kb = stage + k8 * ${T / 4}u;`);
+  } else {
+    lines.push("    {\n    let kb = stage;");
+  }
+  for (let kk = 0; kk < 8; kk++) {
     lines.push("    {");
     for (let g = 0; g < G; g++) {
-      lines.push(
-        `      let a${g} = As[stage + ${kk * T / 4 + g * 16}u + ty];`,
-      );
-      lines.push(
-        `      let b${g} = Bs[stage + ${kk * T / 4 + g * 16}u + tx];`,
-      );
+      lines.push(`      let a${g} = As[kb + ${kk * T / 4 + g * 16}u + ty];`);
+      lines.push(`      let b${g} = Bs[kb + ${kk * T / 4 + g * 16}u + tx];`);
     }
     for (let gi = 0; gi < G; gi++) {
       for (let i = 0; i < 4; i++) {
@@ -222,6 +228,7 @@ function computeBlock(G: number, T: number, BK: number): string {
     }
     lines.push("    }");
   }
+  lines.push("    }");
   return lines.join("\n");
 }
 

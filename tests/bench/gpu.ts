@@ -6,12 +6,12 @@
  * (run with `--node-modules-dir=manual`).
  *
  *   deno run -A tests/bench/gpu.ts [--max-n 8192] [--json FILE]
- *   deno run -A tests/bench/gpu.ts --sweep 2048,4096,8192
+ *   deno run -A tests/bench/gpu.ts --sweep 2048,4096,8192 [--variant NAME]
  *
  * Prints the adapter (name, driver, limits) first. `--sweep` times the
  * matmul kernel's variants (tile, K step, shared-memory stages) side by
- * side at the given sizes, each checked against float64 first, and runs
- * nothing else.
+ * side at the given sizes (or the one named), each checked against float64
+ * first, and runs nothing else.
  *
  * @module
  */
@@ -25,12 +25,12 @@ import { webgpuTable } from "./kernels_webgpu_report.ts";
 
 /** The variants `--sweep` compares. */
 const VARIANTS: [string, GpuMatmulOptions][] = [
-  ["t64 bk8", { tile: 64, bk: 8, double: false }],
-  ["t128 bk8", { tile: 128, bk: 8, double: false }],
-  ["t128 bk8 2st", { tile: 128, bk: 8, double: true }],
-  ["t128 bk16", { tile: 128, bk: 16, double: false }],
-  ["t128 bk16 2st", { tile: 128, bk: 16, double: true }],
-  ["t128 bk32 2st", { tile: 128, bk: 32, double: true }],
+  ["t64-bk8", { tile: 64, bk: 8, double: false }],
+  ["t128-bk8", { tile: 128, bk: 8, double: false }],
+  ["t128-bk8-2st", { tile: 128, bk: 8, double: true }],
+  ["t128-bk16", { tile: 128, bk: 16, double: false }],
+  ["t128-bk16-2st", { tile: 128, bk: 16, double: true }],
+  ["t128-bk32-2st", { tile: 128, bk: 32, double: true }],
 ];
 
 const log = (line: string) => console.error(line);
@@ -51,7 +51,11 @@ async function describeAdapter(): Promise<void> {
   );
 }
 
-async function sweep(sizes: number[]): Promise<void> {
+async function sweep(sizes: number[], only: string | undefined): Promise<void> {
+  const chosen = VARIANTS.filter(([name]) =>
+    only === undefined || name === only
+  );
+  if (chosen.length === 0) throw new Error(`No variant named ${only}`);
   const adapter = await navigator.gpu.requestAdapter({
     powerPreference: "high-performance",
   });
@@ -62,8 +66,8 @@ async function sweep(sizes: number[]): Promise<void> {
     },
   });
   const ctx = new GpuContext(device);
-  const impls = VARIANTS.map(([name, o]) => webgpuMatmul(ctx, name, o));
-  const rows: string[][] = VARIANTS.map(([name]) => [name]);
+  const impls = chosen.map(([name, o]) => webgpuMatmul(ctx, name, o));
+  const rows: string[][] = chosen.map(([name]) => [name]);
   const heads: string[] = [];
   try {
     for (const n of sizes) {
@@ -92,11 +96,12 @@ const { values } = parseArgs({
     "max-n": { type: "string" },
     json: { type: "string" },
     sweep: { type: "string" },
+    variant: { type: "string" },
   },
 });
 await describeAdapter();
 if (values.sweep) {
-  await sweep(values.sweep.split(",").map(Number));
+  await sweep(values.sweep.split(",").map(Number), values.variant);
 } else {
   const maxN = values["max-n"] === undefined ? null : Number(values["max-n"]);
   const result = await runWebgpu({ quick: false, maxN }, log);
