@@ -30,10 +30,6 @@ export interface MatmulArgs {
 export interface GpuMatmulOptions extends MatmulOptions {
   /** Output block per workgroup; default by problem size. */
   tile?: 64 | 128;
-  /** Elements of k staged per step; default by tile. */
-  bk?: 8 | 16 | 32;
-  /** Two shared-memory stages (one barrier per K step); default by tile. */
-  double?: boolean;
   /** a and b hold f16 values (needs `shader-f16`); out stays f32. */
   f16?: boolean;
 }
@@ -80,8 +76,6 @@ export function matmul(
     vecB: aligned(args.b, transB ? k : n),
     vecOut: aligned(args.out, n) && aligned(args.residual, n),
     tile,
-    bk: options.bk ?? 8,
-    double: options.double ?? false,
     f16: options.f16 ?? false,
     bias: args.bias !== undefined,
     residual: args.residual !== undefined,

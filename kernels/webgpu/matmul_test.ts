@@ -84,52 +84,33 @@ gpuTest(
   },
 );
 
-/** Every kernel variant beside tile 64 with BK 8 and one stage. */
-const VARIANTS: GpuMatmulOptions[] = [
-  { tile: 128, bk: 8, double: false },
-  { tile: 128, bk: 8, double: true },
-  { tile: 64, bk: 16, double: true },
-  { tile: 128, bk: 16, double: false },
-  { tile: 128, bk: 16, double: true },
-  { tile: 128, bk: 32, double: true },
-];
-
-gpuTest(
-  "matmul: every tile, K step and stage count gives the same bits",
-  async (ctx) => {
-    const rng = new Rng();
-    for (
-      const shape of [[130, 37, 141], [132, 40, 136]] as [
-        number,
-        number,
-        number,
-      ][]
-    ) {
-      for (const opts of MATMUL_OPTIONS) {
-        const seed = rng.int(2 ** 31);
-        const small = await check(ctx, new Rng(seed), shape, {
-          ...opts,
-          tile: 64,
-          bk: 8,
-          double: false,
-        });
-        for (const variant of VARIANTS) {
-          const other = await check(ctx, new Rng(seed), shape, {
-            ...opts,
-            ...variant,
-          });
-          if (!small.every((x, i) => Object.is(x, other[i]))) {
-            throw new Error(
-              `${JSON.stringify(variant)} differs from tile 64 on ${shape} ${
-                JSON.stringify(opts)
-              }`,
-            );
-          }
-        }
+gpuTest("matmul: tile 128 gives the same bits as tile 64", async (ctx) => {
+  const rng = new Rng();
+  for (
+    const shape of [[130, 37, 141], [132, 40, 136]] as [
+      number,
+      number,
+      number,
+    ][]
+  ) {
+    for (const opts of MATMUL_OPTIONS) {
+      const seed = rng.int(2 ** 31);
+      const small = await check(ctx, new Rng(seed), shape, {
+        ...opts,
+        tile: 64,
+      });
+      const big = await check(ctx, new Rng(seed), shape, {
+        ...opts,
+        tile: 128,
+      });
+      if (!small.every((x, i) => Object.is(x, big[i]))) {
+        throw new Error(
+          `tiles 64 and 128 differ on ${shape} ${JSON.stringify(opts)}`,
+        );
       }
     }
-  },
-);
+  }
+});
 
 /** `data` placed at element `offset` of a larger buffer. */
 function placed(

@@ -28,24 +28,17 @@ export interface MatmulVariant {
   vecB: boolean;
   vecOut: boolean;
   tile: 64 | 128;
-  /** Elements of k staged per step (a K tile). */
-  bk: 8 | 16 | 32;
-  /** Two shared-memory stages: one barrier per K step instead of two. */
-  double: boolean;
   f16: boolean;
   bias: boolean;
   residual: boolean;
 }
 
-/** Threads per workgroup. */
-const THREADS = 256;
+/** Elements of k staged per step (a K tile). */
+const BK = 8;
 
 /** The WGSL of one variant. */
 export function matmulShader(v: MatmulVariant): string {
-  const T = v.tile, G = T / 64, BK = v.bk;
-  // vec4 units of one operand's K tile, and the stage size in vec4s.
-  const STAGE = BK * T / 4, S = v.double ? 2 : 1;
-  const regs = [...Array(Math.ceil(STAGE / THREADS)).keys()];
+  const T = v.tile, G = T / 64;
   const st = v.f16 ? "f16" : "f32";
   const outT = v.vecOut ? "vec4<f32>" : "f32";
   let binding = 3;
@@ -70,13 +63,13 @@ struct Params { M: u32, K: u32, N: u32, aOff: u32, bOff: u32, oOff: u32, biasOff
 ${extra}
 @group(0) @binding(${binding}) var<uniform> p: Params;
 
-var<workgroup> As: array<vec4<f32>, ${S * STAGE}>; // [stage][BK][TILE] k-major
-var<workgroup> Bs: array<vec4<f32>, ${S * STAGE}>; // [stage][BK][TILE] k-major
+var<workgroup> As: array<vec4<f32>, ${BK * T / 4}>; // [BK][TILE] k-major
+var<workgroup> Bs: array<vec4<f32>, ${BK * T / 4}>; // [BK][TILE] k-major
 
-${loader("A", v.transA, v.vecA, T, BK, "p.M", "p.K")}
-${loader("B", !v.transB, v.vecB, T, BK, "p.N", "p.K")}
+${loader("A", v.transA, v.vecA, T, "p.M", "p.K")}
+${loader("B", !v.transB, v.vecB, T, "p.N", "p.K")}
 
-@compute @workgroup_size(${THREADS})
+@compute @workgroup_size(256)
 fn main(@builtin(workgroup_id) wg: vec3<u32>, @builtin(local_invocation_index) l: u32) {
   let m0 = wg.y * ${T}u;
   let n0 = wg.x * ${T}u;
@@ -86,32 +79,18 @@ fn main(@builtin(workgroup_id) wg: vec3<u32>, @builtin(local_invocation_index) l
   let ty = l / 16u;
   var acc: array<vec4<f32>, ${4 * G * G}>;
   let tiles = (p.K + ${BK - 1}u) / ${BK}u;
-${
-    regs.map((r) =>
-      `  var ra${r} = loadA(aBase, m0, 0u, l + ${r * THREADS}u);
-  var rb${r} = loadB(bBase, n0, 0u, l + ${r * THREADS}u);`
-    ).join("\n")
-  }
+  var ra = loadA(aBase, m0, 0u, l);
+  var rb = loadB(bBase, n0, 0u, l);
   for (var t = 0u; t < tiles; t++) {
-    let stage = ${v.double ? `(t & 1u) * ${STAGE}u` : "0u"};
-${
-    regs.map((r) =>
-      `    storeA(stage, l + ${r * THREADS}u, ra${r});
-    storeB(stage, l + ${r * THREADS}u, rb${r});`
-    ).join("\n")
-  }
+    storeA(l, ra);
+    storeB(l, rb);
     workgroupBarrier();
     if (t + 1u < tiles) {
-      let k1 = (t + 1u) * ${BK}u;
-${
-    regs.map((r) =>
-      `      ra${r} = loadA(aBase, m0, k1, l + ${r * THREADS}u);
-      rb${r} = loadB(bBase, n0, k1, l + ${r * THREADS}u);`
-    ).join("\n")
-  }
+      ra = loadA(aBase, m0, (t + 1u) * ${BK}u, l);
+      rb = loadB(bBase, n0, (t + 1u) * ${BK}u, l);
     }
-${computeBlock(G, T, BK)}
-${v.double ? "" : "    workgroupBarrier();"}
+${computeBlock(G, T)}
+    workgroupBarrier();
   }
   let oBase = p.oOff + wg.z * p.M * p.N;
   let rBase = p.resOff + wg.z * p.M * p.N;
@@ -123,21 +102,17 @@ ${epilogue(v, G)}
 /**
  * loadX/storeX for one operand. `contiguousInTile`: the operand's memory
  * runs along the tile dimension (m for A, n for B), else along k. One unit
- * is 4 consecutive elements along the contiguous dimension; unit `u` of a
- * K tile is loaded by thread `u % 256`, into its register `u / 256`.
+ * is 4 consecutive elements along the contiguous dimension.
  */
 function loader(
   X: "A" | "B",
   contiguousInTile: boolean,
   vec: boolean,
   T: number,
-  BK: number,
   tileDim: string,
   kDim: string,
 ): string {
   const units = (T * BK) / 4;
-  // Only a 64 tile with BK 8 has fewer units than threads.
-  const open = units < THREADS ? `if (u < ${units}u) {` : "{";
   const read = (index: string, guard: string) =>
     vec
       ? `if (${guard}) { v = vec4<f32>(${X}[(${index}) / 4u]); }`
@@ -149,11 +124,11 @@ function loader(
   if (contiguousInTile) {
     // Stored [k][tileDim]: unit = (kk, quad of the tile dim).
     return /* wgsl */ `
-fn load${X}(base: u32, t0: u32, k0: u32, u: u32) -> vec4<f32> {
+fn load${X}(base: u32, t0: u32, k0: u32, l: u32) -> vec4<f32> {
   var v = vec4<f32>(0.0);
-  ${open}
-    let gk = k0 + u / ${T / 4}u;
-    let gt = t0 + (u % ${T / 4}u) * 4u;
+  if (l < ${units}u) {
+    let gk = k0 + l / ${T / 4}u;
+    let gt = t0 + (l % ${T / 4}u) * 4u;
     if (gk < ${kDim}) {
       ${
       read(
@@ -165,17 +140,17 @@ fn load${X}(base: u32, t0: u32, k0: u32, u: u32) -> vec4<f32> {
   }
   return v;
 }
-fn store${X}(stage: u32, u: u32, v: vec4<f32>) {
-  ${open} ${X}s[stage + u] = v; }
+fn store${X}(l: u32, v: vec4<f32>) {
+  if (l < ${units}u) { ${X}s[l] = v; }
 }`;
   }
   // Stored [tileDim][k]: unit = (row of the tile dim, quad of k).
   return /* wgsl */ `
-fn load${X}(base: u32, t0: u32, k0: u32, u: u32) -> vec4<f32> {
+fn load${X}(base: u32, t0: u32, k0: u32, l: u32) -> vec4<f32> {
   var v = vec4<f32>(0.0);
-  ${open}
-    let gt = t0 + u / ${BK / 4}u;
-    let gk = k0 + (u % ${BK / 4}u) * 4u;
+  if (l < ${units}u) {
+    let gt = t0 + l / ${BK / 4}u;
+    let gk = k0 + (l % ${BK / 4}u) * 4u;
     if (gt < ${tileDim}) {
       ${
     read(`base + gt * ${kDim} + gk`, vec ? `gk < ${kDim}` : `gk + @ < ${kDim}`)
@@ -184,37 +159,27 @@ fn load${X}(base: u32, t0: u32, k0: u32, u: u32) -> vec4<f32> {
   }
   return v;
 }
-fn store${X}(stage: u32, u: u32, v: vec4<f32>) {
-  ${open}
-    let row = u / ${BK / 4}u;
-    let kk = (u % ${BK / 4}u) * 4u;
+fn store${X}(l: u32, v: vec4<f32>) {
+  if (l < ${units}u) {
+    let row = l / ${BK / 4}u;
+    let kk = (l % ${BK / 4}u) * 4u;
     ${
     [0, 1, 2, 3].map((j) =>
-      `${X}s[stage + (kk + ${j}u) * ${T / 4}u + row / 4u][row % 4u] = v[${j}];`
+      `${X}s[(kk + ${j}u) * ${T / 4}u + row / 4u][row % 4u] = v[${j}];`
     ).join("\n    ")
   }
   }
 }`;
 }
 
-/**
- * The FMAs of one K step: 8 k unrolled, in a loop when the step is longer
- * (a fully unrolled step of 16 or 32 makes a very large shader).
- */
-function computeBlock(G: number, T: number, BK: number): string {
+/** The unrolled FMAs of one K step of 8. */
+function computeBlock(G: number, T: number): string {
   const lines: string[] = [];
-  const loop = BK > 8;
-  if (loop) {
-    lines.push(`    for (var k8 = 0u; k8 < ${BK}u; k8 += 8u) {
-    let kb = stage + k8 * ${T / 4}u;`);
-  } else {
-    lines.push("    {\n    let kb = stage;");
-  }
-  for (let kk = 0; kk < 8; kk++) {
+  for (let kk = 0; kk < BK; kk++) {
     lines.push("    {");
     for (let g = 0; g < G; g++) {
-      lines.push(`      let a${g} = As[kb + ${kk * T / 4 + g * 16}u + ty];`);
-      lines.push(`      let b${g} = Bs[kb + ${kk * T / 4 + g * 16}u + tx];`);
+      lines.push(`      let a${g} = As[${kk * T / 4}u + ${g * 16}u + ty];`);
+      lines.push(`      let b${g} = Bs[${kk * T / 4}u + ${g * 16}u + tx];`);
     }
     for (let gi = 0; gi < G; gi++) {
       for (let i = 0; i < 4; i++) {
@@ -228,7 +193,6 @@ function computeBlock(G: number, T: number, BK: number): string {
     }
     lines.push("    }");
   }
-  lines.push("    }");
   return lines.join("\n");
 }
 

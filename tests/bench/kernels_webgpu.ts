@@ -135,15 +135,8 @@ const SMALL_GPT2: GptConfig = {
   heads: 12,
 };
 
-/**
- * Our WGSL matmul as a timed implementation; `options` pin a kernel
- * variant (default: the one `matmul` picks).
- */
-export function webgpuMatmul(
-  ctx: GpuContext,
-  name = "zoo webgpu",
-  options: GpuMatmulOptions = {},
-): MatmulImpl {
+/** Our WGSL matmul as a timed implementation. */
+function webgpuMatmul(ctx: GpuContext): MatmulImpl {
   let held: GpuTensor[] = [];
   let out: GpuTensor | null = null;
   let product: Dispatch | null = null;
@@ -153,7 +146,7 @@ export function webgpuMatmul(
     held = [];
   };
   return {
-    name,
+    name: "zoo webgpu",
     threads: 1,
     load(p) {
       drop();
@@ -161,7 +154,6 @@ export function webgpuMatmul(
       out = ctx.tensor(p.n * p.n);
       held = [a, b, out];
       product = matmul(ctx, { out, a, b }, p.n, p.n, p.n, {
-        ...options,
         transB: p.layout === "transposed",
       });
       return Promise.resolve();
