@@ -38,7 +38,7 @@ import {
   adapterLabel,
 } from "../../kernels/webgpu/device.ts";
 import { createGpuTrainer } from "../../kernels/webgpu/gpu_trainer.ts";
-import { type GpuMatmulOptions, matmul } from "../../kernels/webgpu/matmul.ts";
+import { matmul } from "../../kernels/webgpu/matmul.ts";
 import {
   backendMatmul,
   type Layout,
