@@ -3,8 +3,10 @@
  * and activations stay on the GPU for the whole inner loop. A step uploads
  * the batch's token ids (and their buckets, see `embedding.ts`), encodes
  * the recorded forward, backward, norm and AdamW dispatches into one
- * command buffer, and reads back 16 bytes holding the mean loss and the
- * squared gradient norm. Parameters come back only when asked (round end).
+ * command buffer, and copies 16 bytes holding the mean loss and the
+ * squared gradient norm to a staging buffer. `steps` submits many steps
+ * before reading their losses back in one go, so the GPU never waits on
+ * the CPU between them. Parameters come back only when asked (round end).
  *
  * The dispatches of a batch shape are recorded once (pipelines, bind
  * groups, uniforms) and replayed; only AdamW's uniform (learning rate,
@@ -51,15 +53,31 @@ interface Plan {
 }
 
 /**
- * A {@linkcode Trainer} on a WebGPU device. Its parameters are a copy of
+ * A {@linkcode Trainer} that also takes several steps in one call: every
+ * step is submitted before any loss is read, and the losses come back in
+ * one read at the end.
+ */
+export interface BatchedTrainer extends Trainer {
+  /**
+   * Steps on `batches` in order (all of one shape), at `lrs` (default:
+   * the schedule's rates); as many calls of `step`, bit for bit.
+   */
+  steps(
+    batches: readonly TokenBatch[],
+    lrs?: readonly number[],
+  ): Promise<StepResult[]>;
+}
+
+/**
+ * A {@linkcode BatchedTrainer} on a WebGPU device. Its parameters are a copy of
  * `params`; the AdamW moments start at zero and persist across
  * `setParams`. `dispose()` destroys every buffer it made (not the device).
  */
-export function createGpuTrainer(o: GpuTrainerOptions): Trainer {
+export function createGpuTrainer(o: GpuTrainerOptions): BatchedTrainer {
   return new GpuTrainer(o);
 }
 
-class GpuTrainer implements Trainer {
+class GpuTrainer implements BatchedTrainer {
   readonly name = "webgpu";
   readonly parameterCount: number;
   optimizerStep = 0;
@@ -110,34 +128,60 @@ class GpuTrainer implements Trainer {
   }
 
   async step(batch: TokenBatch, lr?: number): Promise<StepResult> {
-    const plan = this.#prepare(batch, true);
-    const step = ++this.optimizerStep;
-    const a = this.#adamw;
-    const rate = lr ?? learningRate(step, a);
-    const state = this.#adamwTensors(plan.acts);
-    this.#ctx.device.queue.writeBuffer(
-      this.#hyper,
-      0,
-      adamwUniform(state, this.parameterCount, {
-        lr: rate,
-        beta1: a.beta1,
-        beta2: a.beta2,
-        eps: a.eps,
-        weightDecay: a.weightDecay,
-        step,
-        decayed: this.#decayed,
-        gradClip: a.gradClip,
-      }),
-    );
-    const [loss, normSq] = await this.#submit(plan.train, 2, (encoder) => {
+    return (await this.steps([batch], lr === undefined ? undefined : [lr]))[0];
+  }
+
+  async steps(
+    batches: readonly TokenBatch[],
+    lrs?: readonly number[],
+  ): Promise<StepResult[]> {
+    if (batches.length === 0) return [];
+    const { B, T } = batches[0];
+    if (batches.some((b) => b.B !== B || b.T !== T)) {
+      throw new RangeError(
+        `Cannot run ${batches.length} steps at once as their batches differ in shape: give steps of one B x T together`,
+      );
+    }
+    if (lrs !== undefined && lrs.length !== batches.length) {
+      throw new RangeError(
+        `Cannot run ${batches.length} steps with ${lrs.length} learning rates`,
+      );
+    }
+    for (const b of batches) checkBatch(b, this.#model);
+    const a = this.#adamw, rates: number[] = [];
+    const scalars = await this.#submit(batches.length, (i, encoder) => {
+      const plan = this.#prepare(batches[i], true);
+      const step = ++this.optimizerStep;
+      const rate = lrs?.[i] ?? learningRate(step, a);
+      rates.push(rate);
+      // A queue write: ordered after the previous step's submit, so each
+      // step's AdamW reads its own rate and bias corrections.
+      this.#ctx.device.queue.writeBuffer(
+        this.#hyper,
+        0,
+        adamwUniform(this.#adamwTensors(plan.acts), this.parameterCount, {
+          lr: rate,
+          beta1: a.beta1,
+          beta2: a.beta2,
+          eps: a.eps,
+          weightDecay: a.weightDecay,
+          step,
+          decayed: this.#decayed,
+          gradClip: a.gradClip,
+        }),
+      );
       encoder.clearBuffer(this.#state.grad.buffer);
+      return plan.train;
     });
-    return { loss, lr: rate, gradNorm: Math.sqrt(normSq) };
+    return rates.map((lr, i) => ({
+      loss: scalars[4 * i],
+      lr,
+      gradNorm: Math.sqrt(scalars[4 * i + 1]),
+    }));
   }
 
   async evalLoss(batch: TokenBatch): Promise<number> {
-    const plan = this.#prepare(batch, false);
-    return (await this.#submit(plan.eval, 1))[0];
+    return (await this.#submit(1, () => this.#prepare(batch, false).eval))[0];
   }
 
   async readParams(): Promise<Float32Array> {
@@ -240,27 +284,33 @@ class GpuTrainer implements Trainer {
     this.#plan = null;
   }
 
-  /** One command buffer: `before`, the dispatches, scalars to a staging buffer. */
+  /**
+   * `count` command buffers, submitted back to back: `record(i, encoder)`
+   * writes step i's inputs and returns its dispatches; each copies its 16
+   * bytes of scalars to slot i of one staging buffer, read once at the end.
+   */
   async #submit(
-    dispatches: readonly Dispatch[],
-    scalars: number,
-    before?: (encoder: GPUCommandEncoder) => void,
+    count: number,
+    record: (i: number, encoder: GPUCommandEncoder) => readonly Dispatch[],
   ): Promise<Float32Array> {
-    const ctx = this.#ctx, device = ctx.device;
-    const source: GpuTensor = this.#plan!.acts.tensors.scalars;
+    const ctx = this.#ctx, device = ctx.device, bytes = 16 * count;
     const staging = ctx.pool.acquire(
-      16,
+      bytes,
       GPUBufferUsage.MAP_READ | GPUBufferUsage.COPY_DST,
     );
+    let check: Promise<GPUError | null> | null = null;
     try {
-      const encoder = device.createCommandEncoder();
-      before?.(encoder);
-      ctx.encode(encoder, dispatches);
-      encoder.copyBufferToBuffer(source.buffer, 0, staging, 0, 16);
-      device.queue.submit([encoder.finish()]);
-      const check = this.#checking ? device.popErrorScope() : null;
-      this.#checking = false;
-      await staging.mapAsync(GPUMapMode.READ, 0, 16);
+      for (let i = 0; i < count; i++) {
+        const encoder = device.createCommandEncoder();
+        const dispatches = record(i, encoder);
+        ctx.encode(encoder, dispatches);
+        const source: GpuTensor = this.#plan!.acts.tensors.scalars;
+        encoder.copyBufferToBuffer(source.buffer, 0, staging, 16 * i, 16);
+        device.queue.submit([encoder.finish()]);
+        if (this.#checking) check = device.popErrorScope();
+        this.#checking = false;
+      }
+      await staging.mapAsync(GPUMapMode.READ, 0, bytes);
       const invalid = await check;
       if (invalid) {
         const { B, T } = this.#plan!.acts;
@@ -270,12 +320,14 @@ class GpuTrainer implements Trainer {
           `WebGPU rejected the first step of a ${B}x${T} batch: ${invalid.message}`,
         );
       }
-      return new Float32Array(staging.getMappedRange(0, 16).slice(0))
-        .subarray(0, scalars);
+      return new Float32Array(staging.getMappedRange(0, bytes).slice(0));
     } catch (err) {
       // A device that failed (lost, out of memory) ends training with a
-      // clear error, not whatever the binding threw.
-      if (err instanceof GpuUnavailableError) throw err;
+      // clear error, not whatever the binding threw. Bad input (a batch
+      // that fails its checks) is the caller's error and passes through.
+      if (err instanceof GpuUnavailableError || err instanceof RangeError) {
+        throw err;
+      }
       throw new GpuUnavailableError(
         `The GPU failed a step: ${(err as Error).message}`,
         { cause: err },

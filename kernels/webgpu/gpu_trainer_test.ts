@@ -140,7 +140,7 @@ gpuTest(
 );
 
 gpuTest(
-  "steps issued without waiting give the bits of awaited steps",
+  "steps issued without waiting, or in one call, give the bits of awaited steps",
   async () => {
     const init = {
       model: MODEL,
@@ -149,6 +149,7 @@ gpuTest(
     };
     const awaited = createGpuTrainer({ device: testGpu!.device, ...init });
     const queued = createGpuTrainer({ device: testGpu!.device, ...init });
+    const batched = createGpuTrainer({ device: testGpu!.device, ...init });
     try {
       const s = sampler("queue");
       const batches = [1, 2, 3, 4, 5].map((i) => batch(s, i));
@@ -158,9 +159,14 @@ gpuTest(
       const all = await Promise.all(batches.map((b) => queued.step(b)));
       deepEqual(all.map((r) => r.loss), one);
       deepEqual(await queued.readParams(), await awaited.readParams());
+      // All five in one call, the losses read back together.
+      const many = await batched.steps(batches);
+      deepEqual(many.map((r) => r.loss), one);
+      deepEqual(await batched.readParams(), await awaited.readParams());
     } finally {
       awaited.dispose();
       queued.dispose();
+      batched.dispose();
     }
   },
 );

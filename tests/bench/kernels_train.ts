@@ -8,8 +8,11 @@
  * round to round; ours keep their model across rounds (after `warmup`
  * untimed steps), torch runs one subprocess per round with its own warm-up.
  * Only the step is timed, the batch being drawn before it, as the node's
- * trainer does. tokens/s = steps * B * T / seconds of the round; the
- * reported figure is the median round.
+ * trainer does. A trainer that takes many steps in one call (the WebGPU
+ * one) gets the round's batches drawn first and runs them in one call,
+ * losses read back at the end; torch on CUDA (`torchDevice: "cuda"`) does
+ * the same with one synchronize. tokens/s = steps * B * T / seconds of the
+ * round; the reported figure is the median round.
  *
  * Torch's threads come from its environment: OMP_NUM_THREADS (intra-op
  * pool) and OPENBLAS_NUM_THREADS. With `blas: "native"` OPENBLAS_CORETYPE
@@ -29,6 +32,7 @@ import {
   type Trainer,
   type TrainerInit,
 } from "../../kernels/trainer.ts";
+import type { BatchedTrainer } from "../../kernels/webgpu/gpu_trainer.ts";
 import { loadConfig } from "../../node/config.ts";
 import { BROWN_CACHE_FILE, loadBrownCorpus } from "../../node/job/corpus.ts";
 import { median } from "./_bench.ts";
@@ -70,6 +74,8 @@ export interface TrainSetup {
   steps: number;
   rounds: number;
   seed: number;
+  /** Where torch trains (default cpu: three thread settings; cuda: one). */
+  torchDevice?: "cpu" | "cuda";
   /** The corpus text and the file it was read from (torch reads the file). */
   text: Uint8Array;
   textPath: string;
@@ -108,7 +114,7 @@ interface TimedTrainer {
 export interface OursSpec {
   name: string;
   threads: number;
-  createTrainer: (init: TrainerInit) => Trainer;
+  createTrainer: (init: TrainerInit) => Trainer | BatchedTrainer;
 }
 
 /** A trainer over one of our backends, after `s.warmup` untimed steps. */
@@ -127,21 +133,34 @@ async function oursTrainer(
     adamw: s.adamw,
     params: initialParameters(s.model, s.seed),
   });
-  const batch: TokenBatch = {
-    inputs: new Int32Array(B * T),
-    targets: new Int32Array(B * T),
-    B,
-    T,
+  const draw = (): TokenBatch => {
+    const batch = {
+      inputs: new Int32Array(B * T),
+      targets: new Int32Array(B * T),
+      B,
+      T,
+    };
+    sampler.writeBatch(++step, batch.inputs, batch.targets);
+    return batch;
   };
   let step = 0, first = NaN;
   const run = async (steps: number) => {
     let seconds = 0, last = NaN;
-    for (let i = 0; i < steps; i++) {
-      sampler.writeBatch(++step, batch.inputs, batch.targets);
+    if ("steps" in trainer) {
+      const batches = Array.from({ length: steps }, draw);
       const start = performance.now();
-      last = (await trainer.step(batch)).loss;
-      seconds += (performance.now() - start) / 1000;
-      if (step === 1) first = last;
+      const losses = (await trainer.steps(batches)).map((r) => r.loss);
+      seconds = (performance.now() - start) / 1000;
+      if (Number.isNaN(first)) first = losses[0] ?? NaN;
+      last = losses.at(-1) ?? NaN;
+    } else {
+      for (let i = 0; i < steps; i++) {
+        const batch = draw();
+        const start = performance.now();
+        last = (await trainer.step(batch)).loss;
+        seconds += (performance.now() - start) / 1000;
+        if (step === 1) first = last;
+      }
     }
     return { seconds, first, last, params: trainer.parameterCount };
   };
@@ -175,7 +194,10 @@ export async function findTorchPython(): Promise<string | null> {
   return null;
 }
 
-/** Torch with `omp` intra-op threads and `openblas` BLAS threads. */
+/**
+ * Torch with `omp` intra-op threads and `openblas` BLAS threads, on
+ * `s.torchDevice`.
+ */
 function torchTrainer(
   python: string,
   omp: number,
@@ -183,6 +205,7 @@ function torchTrainer(
   blas: "native" | "inherit",
   s: TrainSetup,
 ): TimedTrainer & { info: Partial<TrainEntry> } {
+  const device = s.torchDevice ?? "cpu";
   const env = Deno.env.toObject();
   if (blas === "native") {
     delete env.OPENBLAS_CORETYPE;
@@ -231,10 +254,14 @@ function torchTrainer(
     `${a.weightDecay}`,
     "--grad-clip",
     `${a.gradClip}`,
+    "--device",
+    device,
   ];
   const info: Partial<TrainEntry> = { omp: `${omp}`, openblas: `${openblas}` };
   return {
-    impl: omp > 1
+    impl: device === "cuda"
+      ? "torch cuda"
+      : omp > 1
       ? "torch (OpenMP threads)"
       : openblas > 1
       ? "torch (OpenBLAS threads)"
@@ -305,11 +332,15 @@ async function measureRounds(
   s: TrainSetup,
   log: (line: string) => void,
 ): Promise<Omit<TrainResult, "torchNote" | "torchVersion">> {
-  const torch = python === null ? [] : [
-    torchTrainer(python, 1, 1, blas, s),
-    torchTrainer(python, 2, 1, blas, s),
-    torchTrainer(python, 1, 2, blas, s),
-  ];
+  const torch = python === null
+    ? []
+    : s.torchDevice === "cuda"
+    ? [torchTrainer(python, 1, 1, blas, s)]
+    : [
+      torchTrainer(python, 1, 1, blas, s),
+      torchTrainer(python, 2, 1, blas, s),
+      torchTrainer(python, 1, 2, blas, s),
+    ];
   const all: TimedTrainer[] = [...ours, ...torch];
   const tokens = s.steps * s.batch * s.model.contextLength;
   const rates: number[][] = all.map(() => []);

@@ -7,14 +7,19 @@
  *           submit to completion (kernels_matmul.ts checks every output
  *           against float64 first). On a software adapter (lavapipe) sizes
  *           above 1024 are skipped, as they would take many minutes; say
- *           `--max-n` to force them.
- *   train   tokens/s of the device-resident GPT trainer next to the WASM
- *           trainer on the reference model (kernels_train.ts), and on a
- *           GPT-2-small-shaped model (12 layers, d_model 768) on a
- *           hardware adapter only.
+ *           `--max-n` to force them. Beside it, where a python with a
+ *           CUDA torch is found, torch.matmul in fp32 with TF32 off and on
+ *           (torch_matmul.py, CUDA events).
+ *   train   tokens/s of the device-resident GPT trainer (steps batched,
+ *           losses read back once a round) next to the WASM trainer on the
+ *           reference model (kernels_train.ts), and on a GPT-2-small-shaped
+ *           model (12 layers, d_model 768) on a hardware adapter only;
+ *           beside them PyTorch training the same model on CUDA, where
+ *           there is one.
  *
  * @module
  */
+import { fileURLToPath } from "node:url";
 import { DEFAULT_ADAMW } from "../../kernels/adamw.ts";
 import { selectBackend } from "../../kernels/backend_select.ts";
 import type { GptConfig } from "../../kernels/gpt.ts";
@@ -42,6 +47,7 @@ import {
 } from "./kernels_matmul.ts";
 import {
   benchCorpus,
+  findTorchPython,
   measureTraining,
   type OursSpec,
   REFERENCE_BATCH,
@@ -61,6 +67,25 @@ export interface WebgpuTrainRun {
   model: GptConfig;
   batch: number;
   entries: TrainEntry[];
+  /** PyTorch on CUDA training the same model; null without CUDA torch. */
+  torch: TrainEntry | null;
+}
+
+/** One torch.matmul product on CUDA. */
+export interface TorchMatmulCase {
+  n: number;
+  layout: Layout;
+  tf32: boolean;
+  gflops: number;
+}
+
+/** torch.matmul on CUDA (torch_matmul.py). */
+export interface TorchCuda {
+  python: string;
+  torch: string;
+  cuda: string;
+  device: string;
+  cases: TorchMatmulCase[];
 }
 
 /** What the WebGPU run reports. */
@@ -73,7 +98,12 @@ export interface WebgpuKernelsResult {
     /** Sizes left out, and why (null: none). */
     skipped: { sizes: number[]; reason: string } | null;
   };
-  /** The 4096^3 >= 10 TFLOP/s floor of a real GPU, or why it is unmeasured. */
+  /** torch.matmul fp32 on CUDA, or why it is missing. */
+  torch: TorchCuda | { note: string };
+  /**
+   * The 4096^3 floor of a real GPU (>= 25 TFLOP/s and >= 0.5x cuBLAS fp32
+   * with TF32 off), or why it is unmeasured.
+   */
   floor4096: string;
   train: { runs: WebgpuTrainRun[]; skipped: string[] };
 }
@@ -172,17 +202,16 @@ export async function runWebgpu(
     }
     await ours.dispose();
     await wasmImpl.dispose();
-    const at4096 = cases.find((c) => c.n === 4096 && c.layout === "plain");
-    const floor4096 = at4096
-      ? `${(at4096.entries[0].gflops / 1000).toFixed(2)} TFLOP/s measured`
-      : `not measured (${
-        software ? "software adapter, no GPU" : "4096 not in this run"
-      })`;
+    const python = await findCudaTorch();
+    const torch = python === null
+      ? { note: "no python with a CUDA torch" }
+      : await torchMatmul(python, sizes, plan.sampleSeconds, log);
     const train = await runTraining(
       plan.train,
       gpu.device,
       wasm,
       software,
+      python,
       log,
     );
     return {
@@ -198,7 +227,8 @@ export async function runWebgpu(
             : "software adapter: minutes per product; --max-n 8192 forces them",
         },
       },
-      floor4096,
+      torch,
+      floor4096: floor4096(cases, torch, software),
       train,
     };
   } finally {
@@ -208,11 +238,100 @@ export async function runWebgpu(
   }
 }
 
+/** The 4096^3 floor's verdict line. */
+function floor4096(
+  cases: MatmulCase[],
+  torch: TorchCuda | { note: string },
+  software: boolean,
+): string {
+  const at = cases.find((c) => c.n === 4096 && c.layout === "plain");
+  if (!at) {
+    return `not measured (${
+      software ? "software adapter, no GPU" : "4096 not in this run"
+    })`;
+  }
+  const ours = at.entries[0].gflops / 1000;
+  const cublas = "cases" in torch
+    ? torch.cases.find((c) => c.n === 4096 && c.layout === "plain" && !c.tf32)
+    : undefined;
+  if (!cublas) {
+    return `${ours.toFixed(2)} TFLOP/s (${
+      ours >= 25 ? "met" : "NOT met"
+    }); no cuBLAS figure beside it`;
+  }
+  const ratio = ours * 1000 / cublas.gflops;
+  return `${ours.toFixed(2)} TFLOP/s, ${ratio.toFixed(2)}x cuBLAS fp32 ${
+    (cublas.gflops / 1000).toFixed(2)
+  } TFLOP/s: ${ours >= 25 && ratio >= 0.5 ? "met" : "NOT met"}`;
+}
+
+/** A python whose torch sees a CUDA device, or null. */
+async function findCudaTorch(): Promise<string | null> {
+  const python = await findTorchPython();
+  if (python === null) return null;
+  const out = await new Deno.Command(python, {
+    args: [
+      "-c",
+      "import torch, sys; sys.exit(0 if torch.cuda.is_available() else 1)",
+    ],
+    stdout: "null",
+    stderr: "null",
+  }).output();
+  return out.success ? python : null;
+}
+
+const TORCH_MATMUL = fileURLToPath(
+  new URL("./torch_matmul.py", import.meta.url),
+);
+
+/** torch.matmul fp32 (TF32 off and on) at `sizes`, both layouts. */
+async function torchMatmul(
+  python: string,
+  sizes: number[],
+  sampleSeconds: number,
+  log: (line: string) => void,
+): Promise<TorchCuda> {
+  const out = await new Deno.Command(python, {
+    args: [
+      TORCH_MATMUL,
+      "--sizes",
+      sizes.join(","),
+      "--sample-seconds",
+      `${sampleSeconds}`,
+    ],
+    stdout: "piped",
+    stderr: "piped",
+  }).output();
+  if (!out.success) {
+    throw new Error(
+      `torch_matmul.py failed (exit ${out.code}): ${
+        new TextDecoder().decode(out.stderr).slice(-2000)
+      }`,
+    );
+  }
+  const r = JSON.parse(new TextDecoder().decode(out.stdout));
+  const cases: TorchMatmulCase[] = r.cases.map((c: TorchMatmulCase) => ({
+    n: c.n,
+    layout: c.layout,
+    tf32: c.tf32,
+    gflops: c.gflops,
+  }));
+  for (const c of cases) {
+    log(
+      `torch cuda matmul n=${c.n} ${c.layout} ${c.tf32 ? "tf32" : "fp32"}: ${
+        c.gflops.toFixed(1)
+      } GFLOP/s`,
+    );
+  }
+  return { python, torch: r.torch, cuda: r.cuda, device: r.device, cases };
+}
+
 async function runTraining(
   t: { warmup: number; steps: number; rounds: number },
   device: GPUDevice,
   wasm: Awaited<ReturnType<typeof createWasmBackend>>,
   software: boolean,
+  python: string | null,
   log: (line: string) => void,
 ): Promise<WebgpuKernelsResult["train"]> {
   const { text, textPath } = await benchCorpus();
@@ -242,18 +361,24 @@ async function runTraining(
       adamw: DEFAULT_ADAMW,
       ...t,
       seed: 1,
+      torchDevice: "cuda" as const,
       text,
       textPath,
     };
     try {
       const measured = await measureTraining(
         specs,
-        null,
+        python,
         "inherit",
         setup,
         log,
       );
-      runs.push({ model, batch, entries: measured.ours });
+      runs.push({
+        model,
+        batch,
+        entries: measured.ours,
+        torch: measured.torch?.[0] ?? null,
+      });
     } catch (error) {
       // The big model may not fit a GPU's limits; the reference must run.
       if (model === REFERENCE_MODEL || !(error instanceof RangeError)) {

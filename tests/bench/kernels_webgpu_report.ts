@@ -23,6 +23,18 @@ export function webgpuTable(r: WebgpuKernelsResult): string {
       rows.set(e.impl, row);
     }
   });
+  if ("cases" in r.torch) {
+    for (const t of r.torch.cases) {
+      const i = r.matmul.cases.findIndex((c) =>
+        c.n === t.n && c.layout === t.layout
+      );
+      if (i < 0) continue;
+      const impl = `torch cuda ${t.tf32 ? "tf32" : "fp32"}`;
+      const row = rows.get(impl) ?? [impl, ...heads.map(() => "-")];
+      row[1 + i] = f1(t.gflops);
+      rows.set(impl, row);
+    }
+  }
   const maxError = Math.max(
     ...r.matmul.cases.flatMap((c) => c.entries.map((e) => e.maxError)),
   );
@@ -45,7 +57,10 @@ export function webgpuTable(r: WebgpuKernelsResult): string {
         }: ${r.matmul.skipped.reason}`,
       ]
       : []),
-    `H100 floor, 4096^3 >= 10 TFLOP/s: ${r.floor4096}`,
+    "cases" in r.torch
+      ? `torch ${r.torch.torch} (CUDA ${r.torch.cuda}) on ${r.torch.device}`
+      : `torch.matmul on CUDA: ${r.torch.note}`,
+    `floor, 4096^3 >= 25 TFLOP/s and >= 0.5x cuBLAS fp32: ${r.floor4096}`,
     "",
   ];
   for (const run of r.train.runs) {
@@ -56,7 +71,7 @@ export function webgpuTable(r: WebgpuKernelsResult): string {
       } params`,
       formatTable(
         ["impl", "threads", "tokens/s", "rounds", "loss@1", "loss@last"],
-        run.entries.map((e) => [
+        [...run.entries, ...(run.torch ? [run.torch] : [])].map((e) => [
           e.impl,
           `${e.threads}`,
           k1(e.tokensPerSecond),

@@ -1,4 +1,4 @@
-"""PyTorch CPU baseline for `deno task bench kernels`: trains the reference GPT.
+"""PyTorch baseline for `deno task bench kernels`: trains the reference GPT.
 
 The same model as kernels/gpt.ts, layer by layer: GPT-2 style, pre-LN,
 learned positions, GELU (tanh), causal attention with scale 1/sqrt(hs),
@@ -14,6 +14,11 @@ Dims legend: B batch, T time, C channels, NH heads, V vocab.
 
 Prints one JSON object on stdout. Threads come from the environment:
 OMP_NUM_THREADS (torch's intra-op pool) and OPENBLAS_NUM_THREADS.
+
+With `--device cuda` the model trains on the GPU in fp32 (TF32 off, torch's
+default for matmul), and the timed steps run back to back: losses stay on
+the GPU until the last step, and the time is taken after a synchronize, as
+the WebGPU trainer's batched steps do.
 
     python3 tests/bench/torch_gpt.py --data corpus.txt --steps 20
 """
@@ -79,7 +84,7 @@ class Gpt(nn.Module):
 
     def forward(self, ids: torch.Tensor, targets: torch.Tensor) -> torch.Tensor:
         B, T = ids.shape
-        x = self.wte(ids) + self.wpe(torch.arange(T))  # [B, T, C]
+        x = self.wte(ids) + self.wpe(torch.arange(T, device=ids.device))  # [B, T, C]
         for block in self.h:
             x = block(x, self.mask)
         logits = self.ln_f(x) @ self.wte.weight.t()  # [B, T, V]
@@ -130,14 +135,16 @@ def main() -> None:
     p.add_argument("--eps", type=float, default=1e-8)
     p.add_argument("--weight-decay", type=float, default=0.1)
     p.add_argument("--grad-clip", type=float, default=1.0)
+    p.add_argument("--device", default="cpu", choices=["cpu", "cuda"])
     a = p.parse_args()
+    cuda = a.device == "cuda"
 
     torch.manual_seed(a.seed)
     torch.set_num_interop_threads(1)
     with open(a.data, "rb") as f:
         text = torch.frombuffer(bytearray(f.read()), dtype=torch.uint8).long()
     B, T = a.batch, a.context
-    model = Gpt(a.vocab, T, a.layers, a.d_model, a.heads)
+    model = Gpt(a.vocab, T, a.layers, a.d_model, a.heads).to(a.device)
     decayed = [p for n, p in model.named_parameters() if p.dim() == 2]
     rest = [p for n, p in model.named_parameters() if p.dim() != 2]
     opt = torch.optim.AdamW(
@@ -150,9 +157,10 @@ def main() -> None:
         """Inputs and next-byte targets, each [B, T]."""
         starts = torch.randint(len(text) - T, (B,))
         window = torch.stack([text[s:s + T + 1] for s in starts.tolist()])
+        window = window.to(a.device)
         return window[:, :-1].contiguous(), window[:, 1:].contiguous()
 
-    def step(n: int, ids: torch.Tensor, targets: torch.Tensor) -> float:
+    def step(n: int, ids: torch.Tensor, targets: torch.Tensor) -> torch.Tensor:
         for group in opt.param_groups:
             group["lr"] = learning_rate(n, a)
         opt.zero_grad(set_to_none=True)
@@ -160,18 +168,31 @@ def main() -> None:
         loss.backward()
         torch.nn.utils.clip_grad_norm_(model.parameters(), a.grad_clip)
         opt.step()
-        return loss.item()
+        return loss.detach()
 
     losses, seconds = [], []
-    for n in range(1, a.warmup + a.steps + 1):
-        ids, targets = batch()  # drawn outside the timing, as the node does
+    if cuda:
+        for n in range(1, a.warmup + 1):
+            losses.append(step(n, *batch()).item())
+        batches = [batch() for _ in range(a.steps)]  # drawn before the timing
+        torch.cuda.synchronize()
         t0 = time.perf_counter()
-        losses.append(step(n, ids, targets))
-        if n > a.warmup:
-            seconds.append(time.perf_counter() - t0)
+        timed = [step(a.warmup + i + 1, *b) for i, b in enumerate(batches)]
+        torch.cuda.synchronize()
+        seconds.append(time.perf_counter() - t0)
+        losses += torch.stack(timed).tolist()
+    else:
+        for n in range(1, a.warmup + a.steps + 1):
+            ids, targets = batch()  # drawn outside the timing, as the node does
+            t0 = time.perf_counter()
+            losses.append(step(n, ids, targets).item())
+            if n > a.warmup:
+                seconds.append(time.perf_counter() - t0)
     total = sum(seconds)
     print(json.dumps({
         "torch": torch.__version__,
+        "device": torch.cuda.get_device_name(0) if cuda else "cpu",
+        "tf32": torch.backends.cuda.matmul.allow_tf32 if cuda else None,
         "threads": torch.get_num_threads(),
         "ompThreads": os.environ.get("OMP_NUM_THREADS"),
         "openblasThreads": os.environ.get("OPENBLAS_NUM_THREADS"),

@@ -1,0 +1,48 @@
+/**
+ * The WebGPU benchmark on a GPU machine, without the npm peers of the CPU
+ * comparison (tfjs, onnxruntime): the same `runWebgpu` as `deno task bench
+ * kernels --backend webgpu`, so a machine with no network needs only Deno,
+ * the repository and the few small npm packages of `node/config.ts`
+ * (run with `--node-modules-dir=manual`).
+ *
+ *   deno run -A --node-modules-dir=manual tests/bench/gpu.ts [--max-n 8192] [--json FILE]
+ *
+ * Prints the adapter (name, features, limits) first.
+ *
+ * @module
+ */
+import { parseArgs } from "node:util";
+import { runWebgpu } from "./kernels_webgpu.ts";
+import { webgpuTable } from "./kernels_webgpu_report.ts";
+
+const log = (line: string) => console.error(line);
+
+async function describeAdapter(): Promise<void> {
+  const adapter = await navigator.gpu?.requestAdapter({
+    powerPreference: "high-performance",
+  });
+  if (!adapter) throw new Error("No WebGPU adapter: is libvulkan installed?");
+  const info = adapter.info;
+  log(
+    `adapter: vendor=${info.vendor} architecture=${info.architecture} device=${info.device} description=${info.description}`,
+  );
+  log(`features: ${[...adapter.features].sort().join(" ")}`);
+  const l = adapter.limits;
+  log(
+    `limits: maxStorageBufferBindingSize=${l.maxStorageBufferBindingSize} maxBufferSize=${l.maxBufferSize} maxComputeWorkgroupStorageSize=${l.maxComputeWorkgroupStorageSize} maxComputeInvocationsPerWorkgroup=${l.maxComputeInvocationsPerWorkgroup} maxComputeWorkgroupsPerDimension=${l.maxComputeWorkgroupsPerDimension}`,
+  );
+}
+
+const { values } = parseArgs({
+  options: {
+    "max-n": { type: "string" },
+    json: { type: "string" },
+  },
+});
+await describeAdapter();
+const maxN = values["max-n"] === undefined ? null : Number(values["max-n"]);
+const result = await runWebgpu({ quick: false, maxN }, log);
+if (values.json) {
+  await Deno.writeTextFile(values.json, JSON.stringify(result, null, 2));
+}
+console.log(webgpuTable(result));
