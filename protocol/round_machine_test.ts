@@ -2,6 +2,7 @@ import assert from "node:assert/strict";
 import { rankLeaders } from "./assignment.ts";
 import {
   collectMs,
+  COMMIT_RETRY_MS,
   initialState,
   type RoundAction,
   type RoundEvent,
@@ -11,9 +12,11 @@ import {
   config,
   delta,
   GENESIS,
+  manifestFrom,
   run,
   types,
 } from "./_round_machine_fixtures.ts";
+import type { AttestationMessage } from "./messages.ts";
 
 Deno.test("round machine: chain head → advance → enter → train once enough peers are live", () => {
   const { state, actions } = run(initialState(config("a"), 0), [
@@ -92,4 +95,210 @@ Deno.test("round machine: backup k aggregates only after k takeover windows", ()
   const r = run(state, [[due, { type: "tick", live }]]);
   assert.deepEqual(types(r.actions), ["aggregate"]);
   assert.equal((r.actions[0] as { rank: number }).rank, 2);
+});
+
+Deno.test("round machine: manifests are verified once per announcer and attested when they check out", () => {
+  const m = manifestFrom("b");
+  const { state, actions } = run(initialState(config("a"), 0), [
+    [0, { type: "chainHead", nextRound: 0, head: GENESIS }],
+    [0, { type: "enter", round: 0, parent: GENESIS }],
+    [0, { type: "tick", live: ["a", "b"] }],
+    [0, { type: "delta", msg: delta("b") }],
+    [1, { type: "manifest", msg: m }],
+    [2, { type: "manifest", msg: { ...m, manifest: "bafkreiother" } }],
+    [3, { type: "manifest", msg: { ...m, round: 5 } }],
+  ]);
+  assert.deepEqual(types(actions), ["advance", "train", "verify"]);
+  const verify = actions[2] as Extract<RoundAction, { type: "verify" }>;
+  assert.deepEqual(verify.announced.map((d) => d.peer), ["b"]);
+  const ok = run(state, [[4, { type: "verified", msg: m, ok: true }]]);
+  assert.deepEqual(types(ok.actions), ["attest"]);
+  const bad = run(state, [[4, {
+    type: "verified",
+    msg: m,
+    ok: false,
+    reason: "x",
+  }]]);
+  assert.deepEqual(types(bad.actions), []);
+});
+
+Deno.test("round machine: a verification knows when each delta and the manifest arrived", () => {
+  const m = manifestFrom("b");
+  const { actions } = run(initialState(config("a"), 0), [
+    [0, { type: "chainHead", nextRound: 0, head: GENESIS }],
+    [0, { type: "enter", round: 0, parent: GENESIS }],
+    [0, { type: "tick", live: ["a", "b", "c"] }],
+    [1_000, { type: "delta", msg: delta("b") }],
+    [2_000, { type: "trained", delta: delta("a") }],
+    [3_000, { type: "delta", msg: delta("c") }],
+    [3_000, { type: "delta", msg: { ...delta("c"), loss: 1 } }],
+    [9_000, { type: "manifest", msg: m }],
+  ]);
+  const verify = actions.find((a) => a.type === "verify") as Extract<
+    RoundAction,
+    { type: "verify" }
+  >;
+  assert.deepEqual(verify.announced.map((d) => d.peer), ["b", "a", "c"]);
+  assert.deepEqual(
+    Object.fromEntries(verify.seenAt),
+    { a: 2_000, b: 1_000, c: 3_000 },
+  );
+  assert.equal(verify.at, 9_000);
+});
+
+Deno.test("round machine: the aggregator commits at quorum and retries a failed commit", () => {
+  const live = ["a", "b", "c"];
+  const leader = rankLeaders(GENESIS, live)[0];
+  const att = (account: string): AttestationMessage => ({
+    v: 1,
+    type: "attest",
+    peer: account,
+    job: "job",
+    round: 0,
+    parent: GENESIS,
+    manifest: "bafkreim",
+    checkpoint: "bafkreic",
+    account: `0x${account.padStart(40, "0")}`,
+    signature: `0x${"11".repeat(65)}`,
+  });
+  const { state, actions } = run(
+    initialState(config(leader, { quorum: 3 }), 0),
+    [
+      [0, { type: "chainHead", nextRound: 0, head: GENESIS }],
+      [0, { type: "enter", round: 0, parent: GENESIS }],
+      [0, { type: "tick", live }],
+      [0, { type: "trained", delta: delta(leader) }],
+      ...live.filter((p) => p !== leader).map((p): [number, RoundEvent] => [
+        0,
+        { type: "delta", msg: delta(p) },
+      ]),
+      [1, {
+        type: "aggregated",
+        manifest: "bafkreim",
+        checkpoint: "bafkreic",
+        rank: 0,
+      }],
+      [2, { type: "attestation", msg: att("a") }],
+      [3, { type: "attestation", msg: att("a") }],
+      [4, {
+        type: "attestation",
+        msg: { ...att("b"), manifest: "bafkreiother" },
+      }],
+      [5, { type: "attestation", msg: att("b") }],
+    ],
+  );
+  assert.ok(!types(actions).includes("commit"));
+  const third = run(state, [[6, { type: "attestation", msg: att("c") }]]);
+  assert.deepEqual(types(third.actions), ["commit"]);
+  const failed = run(third.state, [
+    [7, { type: "commitFailed", reason: "rpc down" }],
+    [7 + COMMIT_RETRY_MS - 1, { type: "tick", live }],
+  ]);
+  assert.deepEqual(types(failed.actions), []);
+  const retried = run(failed.state, [[7 + COMMIT_RETRY_MS, {
+    type: "tick",
+    live,
+  }]]);
+  assert.deepEqual(types(retried.actions), ["commit"]);
+});
+
+Deno.test("round machine: the chain moving on advances, and the last round finishes", () => {
+  const { state, actions } = run(initialState(config("a", { rounds: 2 }), 0), [
+    [0, { type: "chainHead", nextRound: 0, head: GENESIS }],
+    [0, { type: "enter", round: 0, parent: GENESIS }],
+    [0, { type: "chainHead", nextRound: 0, head: GENESIS }],
+    [1, { type: "chainHead", nextRound: 1, head: "bafkreic1" }],
+    [1, { type: "chainHead", nextRound: 1, head: "bafkreic1" }],
+  ]);
+  assert.deepEqual(types(actions), ["advance", "advance"]);
+  assert.equal(state.phase, "syncing");
+  // The final checkpoint is fetched like any other; entering past the
+  // last round finishes.
+  const last = run(state, [
+    [2, { type: "enter", round: 1, parent: "bafkreic1" }],
+    [3, { type: "chainHead", nextRound: 2, head: "bafkreic2" }],
+  ]);
+  assert.deepEqual(types(last.actions), ["advance"]);
+  assert.equal(last.state.phase, "syncing");
+  const done = run(last.state, [[4, {
+    type: "enter",
+    round: 2,
+    parent: "bafkreic2",
+  }]]);
+  assert.deepEqual(types(done.actions), ["finish"]);
+  assert.equal(done.state.phase, "finished");
+  assert.equal(done.state.parent, "bafkreic2");
+});
+
+Deno.test("round machine: with overlap, a peer trains the next round ahead and rebases on entering it", () => {
+  const live = ["a", "b"];
+  const cfg = config("a", { overlap: true });
+  const { state, actions } = run(initialState(cfg, 0), [
+    [0, { type: "chainHead", nextRound: 0, head: GENESIS }],
+    [0, { type: "enter", round: 0, parent: GENESIS }],
+    [0, { type: "tick", live }],
+    [1000, { type: "trained", delta: delta("a") }],
+  ]);
+  assert.deepEqual(types(actions), ["advance", "train", "trainAhead"]);
+  assert.equal(state.phase, "collecting");
+  assert.equal(state.ahead, 1);
+  assert.deepEqual(actions.at(-1), { type: "trainAhead", round: 1 });
+  // The round commits; entering round 1 moves the steps onto C(1).
+  const next = run(state, [
+    [2000, { type: "chainHead", nextRound: 1, head: "bafkreic1" }],
+    [2100, { type: "enter", round: 1, parent: "bafkreic1" }],
+  ]);
+  assert.deepEqual(types(next.actions), ["advance", "rebase"]);
+  assert.deepEqual(next.actions.at(-1), {
+    type: "rebase",
+    round: 1,
+    parent: "bafkreic1",
+  });
+  assert.equal(next.state.phase, "training");
+  assert.equal(next.state.ahead, null);
+  // Its delta then counts as round 1's.
+  const done = run(next.state, [[2500, {
+    type: "trained",
+    delta: delta("a", 1, "bafkreic1"),
+  }]]);
+  assert.equal(done.state.phase, "collecting");
+  assert.ok(done.state.deltas.has("a"));
+});
+
+Deno.test("round machine: with overlap, a skipped round drops the work ahead and the next is trained from its checkpoint", () => {
+  const live = ["a", "b"];
+  const { state } = run(initialState(config("a", { overlap: true }), 0), [
+    [0, { type: "chainHead", nextRound: 0, head: GENESIS }],
+    [0, { type: "enter", round: 0, parent: GENESIS }],
+    [0, { type: "tick", live }],
+    [1000, { type: "trained", delta: delta("a") }],
+  ]);
+  assert.equal(state.ahead, 1);
+  const jumped = run(state, [
+    [5000, { type: "chainHead", nextRound: 2, head: "bafkreic2" }],
+    [5100, { type: "enter", round: 2, parent: "bafkreic2" }],
+  ]);
+  assert.deepEqual(types(jumped.actions), ["advance", "train"]);
+  assert.equal(jumped.state.ahead, null);
+});
+
+Deno.test("round machine: no training ahead past the last round, or without overlap", () => {
+  const live = ["a", "b"];
+  const last = run(
+    initialState(config("a", { overlap: true, rounds: 1 }), 0),
+    [
+      [0, { type: "chainHead", nextRound: 0, head: GENESIS }],
+      [0, { type: "enter", round: 0, parent: GENESIS }],
+      [0, { type: "tick", live }],
+      [1000, { type: "trained", delta: delta("a") }],
+    ],
+  );
+  assert.ok(!types(last.actions).includes("trainAhead"));
+  const off = run(initialState(config("a"), 0), [
+    [0, { type: "chainHead", nextRound: 0, head: GENESIS }],
+    [0, { type: "enter", round: 0, parent: GENESIS }],
+    [0, { type: "tick", live }],
+    [1000, { type: "trained", delta: delta("a") }],
+  ]);
+  assert.ok(!types(off.actions).includes("trainAhead"));
 });
