@@ -109,22 +109,29 @@ export type Heartbeat = {
 /** An EVM account address: `0x` and 40 hex digits, any case. */
 export type Address = `0x${string}`;
 
+/** The fields every round message shares, after the union tag. */
+export type RoundFields = {
+  /** Sender's libp2p peer id string. */
+  readonly peer: string;
+  /** Id (CID) of the job. */
+  readonly job: string;
+  /** The round the message is about. */
+  readonly round: number;
+  /** CID of C(round), the checkpoint the round started from. */
+  readonly parent: string;
+};
+
+/** A round message's version, tag and {@linkcode RoundFields}. */
+export type RoundHeader<T extends string> =
+  & { readonly v: typeof PROTOCOL_VERSION; readonly type: T }
+  & RoundFields;
+
 /**
  * "I trained round `round` from C(round) = `parent`; my pseudo-gradient is
  * the blob `delta`." Sent once per round by each contributing peer, after
  * storing the delta so that the leader can fetch it.
  */
-export type DeltaAnnounce = {
-  readonly v: typeof PROTOCOL_VERSION;
-  readonly type: "delta";
-  /** Sender's libp2p peer id string. */
-  readonly peer: string;
-  /** Id (CID) of the job. */
-  readonly job: string;
-  /** Round the delta belongs to. */
-  readonly round: number;
-  /** CID of C(round), the checkpoint the delta was trained from. */
-  readonly parent: string;
+export type DeltaAnnounce = RoundHeader<"delta"> & {
   /** CID of the encoded (ZQD1) pseudo-gradient blob. */
   readonly delta: string;
   /** Tokens trained on; the aggregator caps it at the job's maximum. */
@@ -140,17 +147,7 @@ export type DeltaAnnounce = {
  * `checkpoint` is C(round + 1)." Sent by the leader, or by a backup that
  * takes over, which says so through `rank`.
  */
-export type ManifestAnnounce = {
-  readonly v: typeof PROTOCOL_VERSION;
-  readonly type: "manifest";
-  /** Sender's libp2p peer id string. */
-  readonly peer: string;
-  /** Id (CID) of the job. */
-  readonly job: string;
-  /** Round that was aggregated. */
-  readonly round: number;
-  /** CID of C(round). */
-  readonly parent: string;
+export type ManifestAnnounce = RoundHeader<"manifest"> & {
   /** CID of the round manifest blob. */
   readonly manifest: string;
   /** CID of C(round + 1). */
@@ -164,17 +161,7 @@ export type ManifestAnnounce = {
  * signature over it." Sent by each verifying peer; the leader collects a
  * quorum of them for the commit.
  */
-export type AttestationMessage = {
-  readonly v: typeof PROTOCOL_VERSION;
-  readonly type: "attest";
-  /** Sender's libp2p peer id string. */
-  readonly peer: string;
-  /** Id (CID) of the job. */
-  readonly job: string;
-  /** Round attested. */
-  readonly round: number;
-  /** CID of C(round). */
-  readonly parent: string;
+export type AttestationMessage = RoundHeader<"attest"> & {
   /** CID of the round manifest blob that was checked. */
   readonly manifest: string;
   /** CID of C(round + 1) that the recomputation produced. */
@@ -190,17 +177,7 @@ export type AttestationMessage = {
  * `tx`." A hint that lets peers move on without polling the chain; they
  * still read the chain before trusting it.
  */
-export type CommitNotice = {
-  readonly v: typeof PROTOCOL_VERSION;
-  readonly type: "committed";
-  /** Sender's libp2p peer id string. */
-  readonly peer: string;
-  /** Id (CID) of the job. */
-  readonly job: string;
-  /** Round committed. */
-  readonly round: number;
-  /** CID of C(round). */
-  readonly parent: string;
+export type CommitNotice = RoundHeader<"committed"> & {
   /** CID of the committed C(round + 1). */
   readonly checkpoint: string;
   /** Hash of the commit transaction, 0x and 64 hex digits. */
@@ -230,11 +207,3 @@ export type FieldCheck<T> =
 export type MessageValidator<T extends GossipMessage> = (
   obj: Readonly<Record<string, unknown>>,
 ) => FieldCheck<T>;
-
-/** The fields every round message shares, after the union tag. */
-export type RoundFields = {
-  readonly peer: string;
-  readonly job: string;
-  readonly round: number;
-  readonly parent: string;
-};
