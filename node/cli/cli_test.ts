@@ -4,6 +4,15 @@ import { cidForBytes, cidToString } from "../../protocol/cid.ts";
 import { VERSION } from "../version.ts";
 import { zooNode } from "../../tests/_cli.ts";
 
+/** Exit 1 with nothing on stdout and only `line` on stderr. */
+async function assertFailure(args: string[], line: RegExp): Promise<string> {
+  const { code, stdout, stderr } = await zooNode(args);
+  assert.equal(code, 1, stderr);
+  assert.equal(stdout, "");
+  assert.match(stderr, line);
+  return stderr;
+}
+
 /** Exit 2 with nothing on stdout and one "zoo-node: ..." line on stderr. */
 async function assertUsageExit(args: string[], ...parts: string[]) {
   const { code, stdout, stderr } = await zooNode(args);
@@ -76,16 +85,8 @@ Deno.test("devnet refuses a bad --spec before starting anything", () =>
 
 Deno.test("keys show on an empty data dir exits 1 with a hint", () =>
   withTempDir("cli", async (dir) => {
-    const { code, stdout, stderr } = await zooNode([
-      "keys",
-      "show",
-      "--data-dir",
-      dir,
-    ]);
-    assert.equal(code, 1, stderr);
-    assert.equal(stdout, "");
-    assert.match(
-      stderr,
+    const stderr = await assertFailure(
+      ["keys", "show", "--data-dir", dir],
       /^zoo-node: no keys in .*: run "zoo-node keys init"\n$/,
     );
     assert.ok(stderr.includes(`${dir}/keys`), stderr);
@@ -117,15 +118,8 @@ Deno.test("keys show with a world-readable key exits 1 with chmod hint", () =>
 
 Deno.test("status with no running node exits 1", () =>
   withTempDir("cli", async (dir) => {
-    const { code, stdout, stderr } = await zooNode([
-      "status",
-      "--data-dir",
-      dir,
-    ]);
-    assert.equal(code, 1, stderr);
-    assert.equal(stdout, "");
-    assert.match(
-      stderr,
+    await assertFailure(
+      ["status", "--data-dir", dir],
       /^zoo-node: no node .* running on .*--join", or pass --rpc http:\/\/HOST:PORT\n$/,
     );
   }));
