@@ -1,3 +1,4 @@
+import { concatBytes } from "../../tests/_bytes.ts";
 import assert from "node:assert/strict";
 import { TarFormatError, untar } from "./tar.ts";
 
@@ -47,17 +48,7 @@ function entry(
   put(148, sum.toString(8).padStart(6, "0") + "\0 ");
   const padded = new Uint8Array(Math.ceil(body.length / 512) * 512);
   padded.set(body);
-  return concat(header, padded);
-}
-
-function concat(...parts: Uint8Array[]): Uint8Array {
-  const out = new Uint8Array(parts.reduce((n, p) => n + p.length, 0));
-  let at = 0;
-  for (const part of parts) {
-    out.set(part, at);
-    at += part.length;
-  }
-  return out;
+  return concatBytes(header, padded);
 }
 
 const END = new Uint8Array(1024);
@@ -86,7 +77,7 @@ Deno.test("untar reads GNU tar's pax and ustar archives alike", async () => {
 Deno.test("untar: empty archives and archives without an end marker", () => {
   assert.deepEqual(untar(new Uint8Array()), []);
   assert.deepEqual(untar(END), []);
-  const files = untar(concat(entry("a", "x"), entry("b", "")));
+  const files = untar(concatBytes(entry("a", "x"), entry("b", "")));
   assert.deepEqual(files.map((f) => [f.name, dec.decode(f.data)]), [
     ["a", "x"],
     ["b", ""],
@@ -94,7 +85,7 @@ Deno.test("untar: empty archives and archives without an end marker", () => {
 });
 
 Deno.test("untar skips directories, links and global headers", () => {
-  const files = untar(concat(
+  const files = untar(concatBytes(
     entry("dir/", "", { type: "5" }),
     entry("sym", "", { type: "2" }),
     entry("pax_global_header", paxRecord("comment", "hi"), { type: "g" }),
@@ -106,7 +97,7 @@ Deno.test("untar skips directories, links and global headers", () => {
 
 Deno.test("untar applies PAX path and size, and GNU long names", () => {
   const big = "y".repeat(600);
-  const files = untar(concat(
+  const files = untar(concatBytes(
     entry("PaxHeader", paxRecord("path", "é/long") + paxRecord("size", "600"), {
       type: "x",
     }),
@@ -134,7 +125,7 @@ Deno.test("untar reads base-256 sizes", () => {
 });
 
 Deno.test("untar refuses corrupt archives with the offset", () => {
-  const good = concat(entry("a", "x"), entry("b", "y"), END);
+  const good = concatBytes(entry("a", "x"), entry("b", "y"), END);
   const flipped = good.slice();
   flipped[512 + 512 + 3] ^= 1; // a name byte of the second header
   assert.throws(() => untar(flipped), (error) => {
@@ -150,7 +141,8 @@ Deno.test("untar refuses corrupt archives with the offset", () => {
     /not ustar/,
   );
   assert.throws(
-    () => untar(concat(entry("p", "junk", { type: "x" }), entry("a", "x"))),
+    () =>
+      untar(concatBytes(entry("p", "junk", { type: "x" }), entry("a", "x"))),
     /PAX header/,
   );
   assert.throws(

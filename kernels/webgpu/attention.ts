@@ -21,6 +21,7 @@ import {
   type GpuTensor,
   grid,
   GROUP_INDEX,
+  rowMain,
   slice,
   uniform,
   workgroupReduce,
@@ -101,11 +102,7 @@ struct Params { rows: u32, T: u32, attOff: u32, gradOff: u32, backward: u32, sca
 @group(0) @binding(2) var<uniform> p: Params;
 ${workgroupReduce(WG)}
 ${GROUP_INDEX}
-@compute @workgroup_size(${WG})
-fn main(@builtin(workgroup_id) wg: vec3<u32>, @builtin(num_workgroups) nwg: vec3<u32>,
-        @builtin(local_invocation_index) l: u32) {
-  let r = groupIndex(wg, nwg);
-  if (r >= p.rows) { return; }
+${rowMain(WG)}
   let t = r % p.T;
   let o = p.gradOff + r * p.T;
   if (p.backward == 0u) {

@@ -110,6 +110,20 @@ fn main(@builtin(workgroup_id) wg: vec3<u32>, @builtin(num_workgroups) nwg: vec3
 }
 
 /**
+ * WGSL: the head of a kernel with one workgroup of `size` invocations per
+ * row, on a {@linkcode grid}: `fn main` with `r`, the row, `l`, the
+ * invocation in it, and an early return for `r >= p.rows`. The body and
+ * the closing brace follow; the module must hold {@linkcode GROUP_INDEX}.
+ */
+export function rowMain(size: number): string {
+  return /* wgsl */ `@compute @workgroup_size(${size})
+fn main(@builtin(workgroup_id) wg: vec3<u32>, @builtin(num_workgroups) nwg: vec3<u32>,
+        @builtin(local_invocation_index) l: u32) {
+  let r = groupIndex(wg, nwg);
+  if (r >= p.rows) { return; }`;
+}
+
+/**
  * WGSL: `workgroupSum(l, v)`, the sum of `v` (of WGSL type `type`) over a
  * workgroup of `size` invocations (a power of two), by tree reduction in
  * shared memory, returned to every invocation. All of them must call it.

@@ -15,6 +15,7 @@ import {
   type GpuTensor,
   grid,
   GROUP_INDEX,
+  rowMain,
   uniform,
   workgroupReduce,
 } from "./context.ts";
@@ -29,11 +30,7 @@ struct Params { rows: u32, V: u32, lossOff: u32, logitsOff: u32, targetsOff: u32
 @group(0) @binding(3) var<uniform> p: Params;
 ${workgroupReduce(WG)}
 ${GROUP_INDEX}
-@compute @workgroup_size(${WG})
-fn main(@builtin(workgroup_id) wg: vec3<u32>, @builtin(num_workgroups) nwg: vec3<u32>,
-        @builtin(local_invocation_index) l: u32) {
-  let r = groupIndex(wg, nwg);
-  if (r >= p.rows) { return; }
+${rowMain(WG)}
   let o = p.logitsOff + r * p.V;
   var mx = -3.4028235e38;
   for (var i = l; i < p.V; i += ${WG}u) { mx = max(mx, logits[o + i]); }

@@ -15,6 +15,7 @@ import {
   type GpuTensor,
   grid,
   GROUP_INDEX,
+  rowMain,
   slice,
   uniform,
   workgroupSum,
@@ -34,11 +35,7 @@ struct Params { rows: u32, C: u32, outOff: u32, meanOff: u32, rstdOff: u32, xOff
 @group(0) @binding(6) var<uniform> p: Params;
 ${workgroupSum(WG, "vec2<f32>")}
 ${GROUP_INDEX}
-@compute @workgroup_size(${WG})
-fn main(@builtin(workgroup_id) wg: vec3<u32>, @builtin(num_workgroups) nwg: vec3<u32>,
-        @builtin(local_invocation_index) l: u32) {
-  let r = groupIndex(wg, nwg);
-  if (r >= p.rows) { return; }
+${rowMain(WG)}
   let xo = p.xOff + r * p.C;
   var s = 0.0;
   for (var c = l; c < p.C; c += ${WG}u) { s += x[xo + c]; }
@@ -99,11 +96,7 @@ struct Params { rows: u32, C: u32, dxOff: u32, doutOff: u32, xOff: u32, wOff: u3
 @group(0) @binding(6) var<uniform> p: Params;
 ${workgroupSum(WG, "vec2<f32>")}
 ${GROUP_INDEX}
-@compute @workgroup_size(${WG})
-fn main(@builtin(workgroup_id) wg: vec3<u32>, @builtin(num_workgroups) nwg: vec3<u32>,
-        @builtin(local_invocation_index) l: u32) {
-  let r = groupIndex(wg, nwg);
-  if (r >= p.rows) { return; }
+${rowMain(WG)}
   let mu = mean[p.meanOff + r];
   let rs = rstd[p.rstdOff + r];
   let xo = p.xOff + r * p.C;

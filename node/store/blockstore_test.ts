@@ -1,3 +1,4 @@
+import { concatBytes } from "../../tests/_bytes.ts";
 import assert from "node:assert/strict";
 import { createHash, randomBytes } from "node:crypto";
 import { join } from "node:path";
@@ -28,16 +29,6 @@ const sha256Hex = (bytes: Uint8Array) =>
 async function collect<T>(items: AsyncIterable<T>): Promise<T[]> {
   const out: T[] = [];
   for await (const item of items) out.push(item);
-  return out;
-}
-
-function concat(parts: Uint8Array[]): Uint8Array {
-  const out = new Uint8Array(parts.reduce((n, p) => n + p.length, 0));
-  let at = 0;
-  for (const part of parts) {
-    out.set(part, at);
-    at += part.length;
-  }
   return out;
 }
 
@@ -201,7 +192,7 @@ Deno.test("readRange of a 3 MiB block at odd offsets equals the slice", () =>
       const chunks = await collect(range.chunks);
       assert.ok(chunks.every((c) => c.length <= CHUNK_SIZE));
       assert.deepEqual(
-        concat(chunks),
+        concatBytes(...chunks),
         expected,
         `offset ${offset}, length ${length}`,
       );
