@@ -1,0 +1,250 @@
+import assert from "node:assert/strict";
+import { learningRate } from "../../kernels/adamw.ts";
+import type { Backend } from "../../kernels/backend.ts";
+import { chunkDataset } from "../../protocol/dataset.ts";
+import { createJsBackend } from "../../kernels/js_backend.ts";
+import { createCpuTrainer } from "../../kernels/trainer.ts";
+import { RoundTrainer } from "./inner_loop.ts";
+import {
+  genesis,
+  H,
+  jsRoundTrainer,
+  jsTrainer,
+  sameBits,
+  textDataset,
+  tinySpec,
+} from "./_inner_loop_fixtures.ts";
+
+function recordingBackend(V: number, C: number) {
+  const seen = new Set<number>();
+  const state = { recording: true };
+  const js = createJsBackend();
+  const backend: Backend = {
+    ...js,
+    embedding(out, table, ids, rows, cols) {
+      // wte is [V, C]; wpe ([T, C]) sees positions, not tokens.
+      if (state.recording && table.length === V * C) {
+        for (const id of ids) seen.add(id);
+      }
+      js.embedding(out, table, ids, rows, cols);
+    },
+  };
+  return { backend, seen, state };
+}
+
+Deno.test("RoundTrainer: trains only on the chunks it is given", async () => {
+  // Chunk i is 64 copies of the byte 65 + i, so every token names its chunk.
+  const bytes = new Uint8Array(10 * 64);
+  for (let i = 0; i < 10; i++) bytes.fill(65 + i, i * 64, (i + 1) * 64);
+  const dataset = await chunkDataset(bytes, 64);
+  const spec = tinySpec(dataset, 0.2);
+  const { backend, seen, state } = recordingBackend(256, 32);
+  const trainer = new RoundTrainer({
+    createTrainer: (init) => createCpuTrainer(backend, init),
+    spec,
+    dataset,
+    peerId: "p",
+  });
+  assert.deepEqual(trainer.valChunks, [2, 7]);
+  const chunks = [3, 8];
+  await trainer.trainRound({
+    round: 1,
+    params: genesis(spec),
+    chunks,
+    // Stop recording before the validation batches run.
+    onStep: (info) => state.recording = info.step < H,
+  });
+  assert.deepEqual([...seen].sort(), chunks.map((i) => 65 + i));
+
+  // An empty list means every training chunk (never a held-out one).
+  seen.clear();
+  state.recording = true;
+  await trainer.trainRound({
+    round: 2,
+    params: genesis(spec),
+    chunks: [],
+    onStep: (info) => state.recording = info.step < H,
+  });
+  for (const token of seen) {
+    assert(trainer.trainChunks.includes(token - 65), `token ${token}`);
+  }
+  assert(seen.size > 4);
+});
+
+Deno.test("RoundTrainer: inner step h of round r uses schedule step r·H + h + 1", async () => {
+  const dataset = await textDataset();
+  const spec = tinySpec(dataset);
+  const trainer = jsRoundTrainer(spec, dataset);
+  const infos: { scheduleStep: number; lr: number; step: number }[] = [];
+  await trainer.trainRound({
+    round: 2,
+    params: genesis(spec),
+    chunks: [],
+    onStep: (info) => infos.push(info),
+  });
+  assert.deepEqual(
+    infos.map((i) => i.step),
+    [...Array(H).keys()].map((h) => h + 1),
+  );
+  assert.deepEqual(
+    infos.map((i) => i.scheduleStep),
+    [...Array(H).keys()].map((h) => 2 * H + h + 1),
+  );
+  for (const info of infos) {
+    assert.equal(info.lr, learningRate(info.scheduleStep, spec.inner));
+  }
+});
+
+Deno.test("RoundTrainer: the inner AdamW state carries over between rounds", async () => {
+  const dataset = await textDataset();
+  const spec = tinySpec(dataset);
+  const make = () => jsRoundTrainer(spec, dataset);
+  const start = genesis(spec);
+  const kept = make();
+  await kept.trainRound({ round: 0, params: start, chunks: [] });
+  const warm = await kept.trainRound({ round: 1, params: start, chunks: [] });
+  const cold = await make().trainRound({ round: 1, params: start, chunks: [] });
+  assert(!sameBits(warm.params, cold.params));
+});
+
+Deno.test("RoundTrainer: rejects misuse with clear errors", async () => {
+  const dataset = await textDataset();
+  const spec = tinySpec(dataset);
+  const trainer = jsRoundTrainer(spec, dataset);
+  const params = genesis(spec);
+  const val = trainer.valChunks[0];
+  await assert.rejects(
+    trainer.trainRound({ round: 0, params, chunks: [val] }),
+    {
+      name: "RangeError",
+      message: new RegExp(`chunk ${val} is not a training chunk`),
+    },
+  );
+  await assert.rejects(
+    trainer.trainRound({ round: 0, params, chunks: [99] }),
+    RangeError,
+  );
+  await assert.rejects(
+    trainer.trainRound({ round: 0, params: params.subarray(1), chunks: [] }),
+    { name: "RangeError", message: /Cannot load parameters/ },
+  );
+  const running = trainer.trainRound({ round: 0, params, chunks: [] });
+  await assert.rejects(
+    trainer.trainRound({ round: 0, params, chunks: [] }),
+    { name: "TypeError", message: /already training/ },
+  );
+  await running;
+
+  const controller = new AbortController();
+  controller.abort(new Error("deadline"));
+  await assert.rejects(
+    trainer.trainRound({
+      round: 0,
+      params,
+      chunks: [],
+      signal: controller.signal,
+    }),
+    { message: "deadline" },
+  );
+  const other = await chunkDataset(new TextEncoder().encode("x".repeat(100)));
+  assert.throws(
+    () =>
+      new RoundTrainer({
+        createTrainer: jsTrainer,
+        spec,
+        dataset: other,
+        peerId: "peerA",
+      }),
+    { name: "TypeError", message: /not the job's/ },
+  );
+});
+
+Deno.test("RoundTrainer: going on from its own params, and shifts between steps", async () => {
+  const dataset = await textDataset();
+  const spec = tinySpec(dataset);
+  const make = () => jsRoundTrainer(spec, dataset);
+  const start = genesis(spec);
+  // params: null goes on from where the last round ended, exactly as
+  // passing that round's output.
+  const a = make(), b = make();
+  const a0 = await a.trainRound({ round: 0, params: start, chunks: [] });
+  await b.trainRound({ round: 0, params: start, chunks: [] });
+  const onward = await a.trainRound({ round: 1, params: null, chunks: [] });
+  const given = await b.trainRound({ round: 1, params: a0.params, chunks: [] });
+  assert(sameBits(onward.params, given.params));
+
+  // A shift asked for after the last step lands on the result as is; a
+  // zero shift changes nothing.
+  const shift = Float32Array.from(start, (_, i) => Math.sin(i) * 1e-3);
+  const run = async (by: Float32Array | null) => {
+    const t = make();
+    let polls = 0;
+    return await t.trainRound({
+      round: 0,
+      params: start,
+      chunks: [],
+      // Asked before each of the H steps and once after the last.
+      shift: () => ++polls === H + 1 ? by : null,
+    });
+  };
+  const plain = await run(null);
+  const zero = await run(new Float32Array(start.length));
+  const moved = await run(shift);
+  assert(sameBits(zero.params, plain.params));
+  assert(
+    sameBits(
+      moved.params,
+      Float32Array.from(plain.params, (p, i) => p + shift[i]),
+    ),
+  );
+  // A shift mid-round changes the steps after it.
+  const t = make();
+  let polls = 0;
+  const mid = await t.trainRound({
+    round: 0,
+    params: start,
+    chunks: [],
+    shift: () => ++polls === 5 ? shift : null,
+  });
+  assert(!sameBits(mid.params, moved.params));
+});
+
+Deno.test("RoundTrainer: a hold stops the steps until its promise settles", async () => {
+  const dataset = await textDataset();
+  const spec = tinySpec(dataset);
+  const trainer = jsRoundTrainer(spec, dataset);
+  let steps = 0;
+  const gate = Promise.withResolvers<void>();
+  // Released 100 ms after the third step: a step taken meanwhile would
+  // show. (A fixed timer from the start was too short for a cold JIT.)
+  const seenAtRelease = (async () => {
+    const deadline = Date.now() + 30_000;
+    while (steps < 3 && Date.now() < deadline) {
+      await new Promise((r) => setTimeout(r, 5));
+    }
+    await new Promise((r) => setTimeout(r, 100));
+    const seen = steps;
+    gate.resolve();
+    return seen;
+  })();
+  const result = await trainer.trainRound({
+    round: 0,
+    params: genesis(spec),
+    chunks: [],
+    onStep: () => steps++,
+    hold: { beforeStep: 3, until: gate.promise },
+  });
+  assert.equal(await seenAtRelease, 3);
+  assert.equal(result.steps, H);
+  // An abort while held ends the round.
+  const controller = new AbortController();
+  const held = trainer.trainRound({
+    round: 1,
+    params: null,
+    chunks: [],
+    signal: controller.signal,
+    hold: { beforeStep: 1, until: new Promise(() => {}) },
+  });
+  setTimeout(() => controller.abort(new Error("dropped")), 10);
+  await assert.rejects(held, { message: "dropped" });
+});
