@@ -3,26 +3,18 @@ import { chunkDataset } from "../../protocol/dataset.ts";
 import { createCpuTrainer } from "../../kernels/trainer.ts";
 import { createWasmBackend } from "../../wasm/modules.ts";
 import { roundSampler, RoundTrainer } from "./inner_loop.ts";
-import {
-  genesis,
-  H,
-  jsRoundTrainer,
-  sameBits,
-  textDataset,
-  tinySpec,
-  trainRounds,
-} from "./_inner_loop_fixtures.ts";
+import * as fixture from "./_inner_loop_fixtures.ts";
 
 Deno.test("RoundTrainer: loss falls over rounds started from the last output", async () => {
-  const dataset = await textDataset();
-  const spec = tinySpec(dataset);
-  const trainer = jsRoundTrainer(spec, dataset);
-  const start = genesis(spec);
+  const dataset = await fixture.textDataset();
+  const spec = fixture.tinySpec(dataset);
+  const trainer = fixture.jsRoundTrainer(spec, dataset);
+  const start = fixture.genesis(spec);
   const initialVal = await trainer.evalLoss(start);
-  const results = await trainRounds(trainer, start, 4);
+  const results = await fixture.trainRounds(trainer, start, 4);
   for (const r of results) {
-    assert.equal(r.steps, H);
-    assert.equal(r.tokens, H * 8 * 16);
+    assert.equal(r.steps, fixture.H);
+    assert.equal(r.tokens, fixture.H * 8 * 16);
     assert(r.trainMs > 0);
     assert(Number.isFinite(r.loss));
   }
@@ -44,29 +36,29 @@ Deno.test("RoundTrainer: loss falls over rounds started from the last output", a
   // The returned params are a copy: training on does not change them.
   const kept = results[3].params.slice();
   await trainer.trainRound({ round: 4, params: null, chunks: [] });
-  assert(sameBits(results[3].params, kept));
+  assert(fixture.sameBits(results[3].params, kept));
 });
 
 Deno.test("RoundTrainer: the same inputs give bit-identical params (js)", async () => {
-  const dataset = await textDataset();
-  const spec = tinySpec(dataset);
+  const dataset = await fixture.textDataset();
+  const spec = fixture.tinySpec(dataset);
   const run = () =>
-    trainRounds(
-      jsRoundTrainer(spec, dataset),
-      genesis(spec),
+    fixture.trainRounds(
+      fixture.jsRoundTrainer(spec, dataset),
+      fixture.genesis(spec),
       2,
       [0, 2, 4],
     );
   const [a, b] = [await run(), await run()];
   for (let i = 0; i < a.length; i++) {
-    assert(sameBits(a[i].params, b[i].params), `round ${i} differs`);
+    assert(fixture.sameBits(a[i].params, b[i].params), `round ${i} differs`);
     assert.equal(a[i].loss, b[i].loss);
   }
 });
 
 Deno.test("RoundTrainer: the same inputs give bit-identical params (wasm, 2 threads)", async () => {
-  const dataset = await textDataset();
-  const spec = tinySpec(dataset);
+  const dataset = await fixture.textDataset();
+  const spec = fixture.tinySpec(dataset);
   const run = async () => {
     const backend = await createWasmBackend({ threads: 2 });
     try {
@@ -76,23 +68,26 @@ Deno.test("RoundTrainer: the same inputs give bit-identical params (wasm, 2 thre
         dataset,
         peerId: "peerA",
       });
-      return await trainRounds(trainer, genesis(spec), 2, [1, 4]);
+      return await fixture.trainRounds(trainer, fixture.genesis(spec), 2, [
+        1,
+        4,
+      ]);
     } finally {
       backend.dispose();
     }
   };
   const [a, b] = [await run(), await run()];
   for (let i = 0; i < a.length; i++) {
-    assert(sameBits(a[i].params, b[i].params), `round ${i} differs`);
+    assert(fixture.sameBits(a[i].params, b[i].params), `round ${i} differs`);
   }
   assert(a[1].loss < a[0].loss);
 });
 
 Deno.test("RoundTrainer: evalLoss between steps leaves the round unchanged", async () => {
-  const dataset = await textDataset();
-  const spec = tinySpec(dataset);
-  const make = () => jsRoundTrainer(spec, dataset);
-  const start = genesis(spec);
+  const dataset = await fixture.textDataset();
+  const spec = fixture.tinySpec(dataset);
+  const make = () => fixture.jsRoundTrainer(spec, dataset);
+  const start = fixture.genesis(spec);
   const plain = await make().trainRound({
     round: 0,
     params: start,
@@ -109,15 +104,15 @@ Deno.test("RoundTrainer: evalLoss between steps leaves the round unchanged", asy
     // before the next step.
     onStep: () => between.push(trainer.evalLoss(start)),
   });
-  assert.equal(between.length, H);
+  assert.equal(between.length, fixture.H);
   for (const loss of await Promise.all(between)) assert.equal(loss, expected);
-  assert(sameBits(interrupted.params, plain.params));
+  assert(fixture.sameBits(interrupted.params, plain.params));
   assert.equal(interrupted.loss, plain.loss);
 });
 
 Deno.test("RoundTrainer: peer, round and chunks each change the batches", async () => {
-  const dataset = await textDataset();
-  const spec = tinySpec(dataset);
+  const dataset = await fixture.textDataset();
+  const spec = fixture.tinySpec(dataset);
   const first = (peer: string, round: number, chunks: number[]) =>
     roundSampler(spec, dataset, round, peer, chunks).sample(0).inputs;
   const base = first("peerA", 1, [0, 2]);
@@ -130,7 +125,7 @@ Deno.test("RoundTrainer: peer, round and chunks each change the batches", async 
 Deno.test("roundSampler: a shard too short for one window uses all training chunks", async () => {
   // 10 chunks of 64 bytes and a last one of 5: shorter than T + 1 = 17.
   const dataset = await chunkDataset(new Uint8Array(645).fill(97), 64);
-  const spec = tinySpec(dataset, 0.2);
+  const spec = fixture.tinySpec(dataset, 0.2);
   const sampler = roundSampler(spec, dataset, 0, "p", [10]);
   const trainBytes = dataset.size - 2 * 64; // two held-out chunks
   assert.equal(sampler.length, trainBytes);
