@@ -58,14 +58,19 @@ export const ATTESTATION_TYPES = {
   ],
 } as const;
 
+/** The EIP-712 domain object of a registry deployment, for viem. */
+export function eip712Domain(domain: RegistryDomain) {
+  return {
+    name: "ZooRegistry",
+    version: "1",
+    chainId: domain.chainId,
+    verifyingContract: domain.registry,
+  } as const;
+}
+
 function typedData(domain: RegistryDomain, att: Attestation) {
   return {
-    domain: {
-      name: "ZooRegistry",
-      version: "1",
-      chainId: domain.chainId,
-      verifyingContract: domain.registry,
-    },
+    domain: eip712Domain(domain),
     types: ATTESTATION_TYPES,
     primaryType: "Attestation" as const,
     message: att,

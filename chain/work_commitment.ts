@@ -1,0 +1,118 @@
+/**
+ * A peer's signed commitment to the work behind its delta, in the same
+ * EIP-712 domain as attestations, so the very bytes a peer announces are
+ * evidence the registry can check: the round and parent it trained from,
+ * the delta it produced, its steps and tokens, the Merkle root over its
+ * training states every `H / segments` steps (protocol/merkle.ts,
+ * protocol/state_hash.ts) and the kernel build it ran (bit-exact
+ * re-execution needs the same build).
+ *
+ * Two valid signatures by one account over different commitments for the
+ * same job and round are equivocation: provable from the two alone.
+ *
+ * @module
+ */
+import {
+  type Account,
+  hashTypedData,
+  keccak256,
+  recoverTypedDataAddress,
+  toBytes,
+} from "viem";
+import {
+  type Address,
+  type Bytes32,
+  eip712Domain,
+  type RegistryDomain,
+} from "./attestation.ts";
+
+/** What a contributor signs with its delta. */
+export interface WorkCommitment {
+  job: Bytes32;
+  round: number;
+  /** C(round), the checkpoint trained from. */
+  parent: Bytes32;
+  /** The delta blob announced. */
+  delta: Bytes32;
+  /** Inner steps taken (H). */
+  steps: number;
+  /** Tokens claimed. */
+  tokens: bigint;
+  /** Segments the trajectory is cut into; the root has segments + 1 leaves. */
+  segments: number;
+  /** Merkle root over the states at steps 0, s, 2s, … H. */
+  trajectory: Bytes32;
+  /** {@linkcode kernelId} of the kernel build that ran. */
+  kernel: Bytes32;
+}
+
+/** The EIP-712 types of a {@linkcode WorkCommitment}. */
+export const WORK_COMMITMENT_TYPES = {
+  WorkCommitment: [
+    { name: "job", type: "bytes32" },
+    { name: "round", type: "uint32" },
+    { name: "parent", type: "bytes32" },
+    { name: "delta", type: "bytes32" },
+    { name: "steps", type: "uint32" },
+    { name: "tokens", type: "uint64" },
+    { name: "segments", type: "uint32" },
+    { name: "trajectory", type: "bytes32" },
+    { name: "kernel", type: "bytes32" },
+  ],
+} as const;
+
+/**
+ * The word naming a kernel build ("wasm-relaxed", "wasm-simd128",
+ * "webgpu", …): keccak-256 of its name.
+ */
+export function kernelId(build: string): Bytes32 {
+  return keccak256(toBytes(build));
+}
+
+function typedData(domain: RegistryDomain, work: WorkCommitment) {
+  return {
+    domain: eip712Domain(domain),
+    types: WORK_COMMITMENT_TYPES,
+    primaryType: "WorkCommitment" as const,
+    message: work,
+  };
+}
+
+/** The digest a signature over `work` signs. */
+export function workCommitmentDigest(
+  domain: RegistryDomain,
+  work: WorkCommitment,
+): Bytes32 {
+  return hashTypedData(typedData(domain, work));
+}
+
+/** Signs `work` with `account` (a viem local account). */
+export function signWorkCommitment(
+  account: Account,
+  domain: RegistryDomain,
+  work: WorkCommitment,
+): Promise<`0x${string}`> {
+  if (!account.signTypedData) {
+    throw new TypeError("Cannot sign: the account has no local key");
+  }
+  return account.signTypedData(typedData(domain, work));
+}
+
+/** The account that signed `work`. */
+export function recoverWorkSigner(
+  domain: RegistryDomain,
+  work: WorkCommitment,
+  signature: `0x${string}`,
+): Promise<Address> {
+  return recoverTypedDataAddress({ ...typedData(domain, work), signature });
+}
+
+/**
+ * Whether two commitments by one signer equivocate: the same job and
+ * round, different content.
+ */
+export function equivocates(a: WorkCommitment, b: WorkCommitment): boolean {
+  if (a.job !== b.job || a.round !== b.round) return false;
+  return (Object.keys(a) as (keyof WorkCommitment)[])
+    .some((k) => a[k] !== b[k]);
+}
