@@ -18,6 +18,8 @@ export interface AdapterDescription {
   software: boolean;
   /** `shader-f16` is available (f16 storage with f32 accumulation). */
   f16: boolean;
+  /** `timestamp-query` is available (GPU-side timing, benchmarks only). */
+  timestamps: boolean;
 }
 
 /** A device ready for the kernels of this folder. */
@@ -76,6 +78,7 @@ function describeAdapter(adapter: GPUAdapter): AdapterDescription {
     description: info.description,
     software: fallback || SOFTWARE_NAMES.some((name) => text.includes(name)),
     f16: adapter.features.has("shader-f16"),
+    timestamps: adapter.features.has("timestamp-query"),
   };
 }
 
@@ -90,7 +93,8 @@ export function adapterLabel(info: AdapterDescription): string {
 /**
  * Requests an adapter and a device with the adapter's own maxima for the
  * limits the kernels lean on (storage buffer sizes, workgroup memory), and
- * `shader-f16` where offered. Returns null when there is no adapter (no
+ * `shader-f16` and `timestamp-query` where offered (the kernels record no
+ * timestamps; the benchmark times its products with them). Returns null when there is no adapter (no
  * WebGPU in this runtime, or no driver); throws GpuUnavailableError when
  * the adapter refuses a device.
  */
@@ -108,7 +112,10 @@ export async function openGpuDevice(
   let device: GPUDevice;
   try {
     device = await adapter.requestDevice({
-      requiredFeatures: info.f16 ? ["shader-f16"] : [],
+      requiredFeatures: [
+        ...(info.f16 ? ["shader-f16" as const] : []),
+        ...(info.timestamps ? ["timestamp-query" as const] : []),
+      ],
       requiredLimits: {
         maxStorageBufferBindingSize: l.maxStorageBufferBindingSize,
         maxBufferSize: l.maxBufferSize,

@@ -5,9 +5,10 @@
  * the repository and the few small npm packages of `node/config.ts`
  * (run with `--node-modules-dir=manual`).
  *
- *   deno run -A --node-modules-dir=manual tests/bench/gpu.ts [--max-n 8192] [--json FILE]
+ *   deno run -A --node-modules-dir=manual tests/bench/gpu.ts [--max-n 8192] [--json FILE] [--no-train]
  *
- * Prints the adapter (name, features, limits) first.
+ * Prints the adapter (name, features, limits) first. `--no-train` runs the
+ * matmul part alone (ours beside torch.matmul fp32, TF32 off and on).
  *
  * @module
  */
@@ -37,11 +38,16 @@ const { values } = parseArgs({
   options: {
     "max-n": { type: "string" },
     json: { type: "string" },
+    "no-train": { type: "boolean" },
   },
 });
 await describeAdapter();
 const maxN = values["max-n"] === undefined ? null : Number(values["max-n"]);
-const result = await runWebgpu({ quick: false, maxN }, log);
+const result = await runWebgpu({
+  quick: false,
+  maxN,
+  noTrain: values["no-train"] === true,
+}, log);
 if (values.json) {
   await Deno.writeTextFile(values.json, JSON.stringify(result, null, 2));
 }

@@ -3,9 +3,11 @@
  *
  *   matmul  f32 GFLOP/s of our WGSL kernel, square n = 256 .. 8192, plain
  *           (A @ B) and transposed (A @ B^T), next to our WASM kernel up to
- *           n = 1024; timed as a command buffer of repeated products, from
- *           submit to completion (kernels_matmul.ts checks every output
- *           against float64 first). On a software adapter (lavapipe) sizes
+ *           n = 1024; timed as one compute pass of repeated products after
+ *           an untimed warm-up three times as long, with GPU timestamps
+ *           where the device offers `timestamp-query` (else the wall clock
+ *           from submit to completion; see timeProducts); kernels_matmul.ts
+ *           checks every output against float64 first. On a software adapter (lavapipe) sizes
  *           above 1024 are skipped, as they would take many minutes; say
  *           `--max-n` to force them. Beside it, where a python with a
  *           CUDA torch is found, torch.matmul in fp32 with TF32 off and on
@@ -60,6 +62,8 @@ export interface WebgpuOptions {
   quick: boolean;
   /** Largest matmul n; null: 8192, or 1024 on a software adapter. */
   maxN: number | null;
+  /** Leave out the training part (matmul and torch.matmul only). */
+  noTrain?: boolean;
 }
 
 /** One model's training numbers. */
@@ -94,6 +98,8 @@ export interface WebgpuKernelsResult {
   quick: boolean;
   adapter: AdapterDescription;
   matmul: {
+    /** How ours was timed: GPU timestamps, or the wall clock without them. */
+    timing: "gpu-timestamps" | "wall-clock";
     cases: MatmulCase[];
     /** Sizes left out, and why (null: none). */
     skipped: { sizes: number[]; reason: string } | null;
@@ -156,21 +162,87 @@ function webgpuMatmul(ctx: GpuContext): MatmulImpl {
       });
       return Promise.resolve();
     },
-    async time(times) {
-      const encoder = ctx.device.createCommandEncoder();
-      ctx.encode(encoder, Array(times).fill(product));
-      const commands = encoder.finish();
-      const start = performance.now();
-      ctx.device.queue.submit([commands]);
-      await ctx.device.queue.onSubmittedWorkDone();
-      return (performance.now() - start) / 1000 / times;
-    },
+    time: (times) => timeProducts(ctx, product!, times),
     output: () => ctx.readF32(out!),
     dispose() {
       drop();
       return Promise.resolve();
     },
   };
+}
+
+/**
+ * Seconds per product of `times` products of `d`. A GPU left idle for a
+ * few hundred milliseconds (between samples and sizes, during the float64
+ * check) drops its clocks (the H100 from 1980 to 345-600 MHz) and takes as
+ * long to come back, so three times as many untimed products run first,
+ * queued right before the timed ones with no gap. With `timestamp-query`
+ * the timed products are one compute pass timed on the GPU, as torch is
+ * with CUDA events; without it, the wall clock from submit to
+ * `onSubmittedWorkDone`, which in Deno 2.9 resolves about 11 ms after the
+ * queue empties (measured on the H100): a sample of 60 ms read 15% slow.
+ */
+async function timeProducts(
+  ctx: GpuContext,
+  d: Dispatch,
+  times: number,
+): Promise<number> {
+  const device = ctx.device;
+  const pass = (
+    encoder: GPUCommandEncoder,
+    writes?: GPUComputePassTimestampWrites,
+  ) => {
+    const p = encoder.beginComputePass(
+      writes ? { timestampWrites: writes } : {},
+    );
+    p.setPipeline(d.pipeline);
+    p.setBindGroup(0, d.bindGroup);
+    for (let i = 0; i < times; i++) {
+      p.dispatchWorkgroups(d.workgroups[0], d.workgroups[1], d.workgroups[2]);
+    }
+    p.end();
+  };
+  const warm = device.createCommandEncoder();
+  for (let i = 0; i < 3; i++) pass(warm);
+  if (!device.features.has("timestamp-query")) {
+    device.queue.submit([warm.finish()]);
+    await device.queue.onSubmittedWorkDone();
+    const timed = device.createCommandEncoder();
+    pass(timed);
+    const commands = timed.finish();
+    const start = performance.now();
+    device.queue.submit([commands]);
+    await device.queue.onSubmittedWorkDone();
+    return (performance.now() - start) / 1000 / times;
+  }
+  const querySet = device.createQuerySet({ type: "timestamp", count: 2 });
+  const resolved = device.createBuffer({
+    size: 16,
+    usage: GPUBufferUsage.QUERY_RESOLVE | GPUBufferUsage.COPY_SRC,
+  });
+  const staging = device.createBuffer({
+    size: 16,
+    usage: GPUBufferUsage.MAP_READ | GPUBufferUsage.COPY_DST,
+  });
+  try {
+    const timed = device.createCommandEncoder();
+    pass(timed, {
+      querySet,
+      beginningOfPassWriteIndex: 0,
+      endOfPassWriteIndex: 1,
+    });
+    timed.resolveQuerySet(querySet, 0, 2, resolved, 0);
+    timed.copyBufferToBuffer(resolved, 0, staging, 0, 16);
+    device.queue.submit([warm.finish(), timed.finish()]);
+    await staging.mapAsync(GPUMapMode.READ);
+    const [begin, end] = new BigUint64Array(staging.getMappedRange());
+    staging.unmap();
+    return Number(end - begin) / 1e9 / times;
+  } finally {
+    querySet.destroy();
+    resolved.destroy();
+    staging.destroy();
+  }
 }
 
 /** Runs the WebGPU benchmark; throws when no WebGPU device can be had. */
@@ -206,19 +278,24 @@ export async function runWebgpu(
     const torch = python === null
       ? { note: "no python with a CUDA torch" }
       : await torchMatmul(python, sizes, plan.sampleSeconds, log);
-    const train = await runTraining(
-      plan.train,
-      gpu.device,
-      wasm,
-      software,
-      python,
-      log,
-    );
+    const train = options.noTrain
+      ? { runs: [], skipped: ["--no-train"] }
+      : await runTraining(
+        plan.train,
+        gpu.device,
+        wasm,
+        software,
+        python,
+        log,
+      );
     return {
       backend: "webgpu",
       quick: options.quick,
       adapter: gpu.info,
       matmul: {
+        timing: gpu.device.features.has("timestamp-query")
+          ? "gpu-timestamps"
+          : "wall-clock",
         cases,
         skipped: cut.length === 0 ? null : {
           sizes: cut,

@@ -60,6 +60,11 @@ export function webgpuTable(r: WebgpuKernelsResult): string {
     "cases" in r.torch
       ? `torch ${r.torch.torch} (CUDA ${r.torch.cuda}) on ${r.torch.device}`
       : `torch.matmul on CUDA: ${r.torch.note}`,
+    `ours timed with ${
+      r.matmul.timing === "gpu-timestamps"
+        ? "GPU timestamps (timestamp-query)"
+        : "the wall clock (no timestamp-query)"
+    }; torch with CUDA events`,
     `floor, 4096^3 >= 25 TFLOP/s and >= 0.5x cuBLAS fp32: ${r.floor4096}`,
     "",
   ];
