@@ -7,6 +7,7 @@
  *
  * @module
  */
+import { KernelError } from "../errors.ts";
 
 /** What the adapter says about itself, flattened for logs and JSON. */
 export interface AdapterDescription {
@@ -41,7 +42,7 @@ export interface OpenGpuOptions {
  * names what to install or choose), or the device failed or rejected the
  * work (lost, out of memory, a validation error).
  */
-export class GpuUnavailableError extends Error {
+export class GpuUnavailableError extends KernelError {
   constructor(message: string, options?: ErrorOptions) {
     super(message, options);
     this.name = "GpuUnavailableError";
@@ -50,7 +51,9 @@ export class GpuUnavailableError extends Error {
 
 /**
  * The model or batch does not fit the device's limits (binding size,
- * workgroups per dispatch); names the limit and what to make smaller.
+ * workgroups per dispatch); names the limit and what to make smaller. A
+ * `RangeError`, not a {@linkcode KernelError}: the input is too big, the
+ * compute did not fail, and the trainers pass range errors on as they are.
  */
 export class GpuLimitError extends RangeError {
   constructor(message: string) {
