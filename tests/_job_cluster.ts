@@ -117,7 +117,7 @@ export class JobCluster {
         entry,
         bootstrap: from ? [loopbackAddr(from.info)] : undefined,
         timeoutMs: 60_000,
-        backend,
+        backends: backend ? [backend] : undefined,
         args,
       },
     );

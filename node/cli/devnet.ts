@@ -131,7 +131,7 @@ async function trainJob(
   );
   peers.push(
     ...await spawnJobPeers(chain, job.id, slots, {
-      backend: command.flags.backend,
+      backends: command.backends,
     }),
   );
   printMesh(peers, await waitForMesh(peers, 30_000));

@@ -1,5 +1,15 @@
+import {
+  BACKEND_CHOICES,
+  type BackendChoice,
+} from "../../kernels/backend_select.ts";
 import type { PartialConfig } from "../config.ts";
-import { DATA_DIR, intFlag, parseFlags, settings } from "./flags.ts";
+import {
+  DATA_DIR,
+  intFlag,
+  parseFlags,
+  settings,
+  UsageError,
+} from "./flags.ts";
 
 /** `zoo-node devnet ...` as parsed. */
 export interface DevnetCommand {
@@ -10,6 +20,11 @@ export interface DevnetCommand {
   /** JSON file of job spec fields over the devnet's defaults, or null. */
   spec: string | null;
   keepRunning: boolean;
+  /**
+   * `--backend`, one choice or a comma-separated list: peer i trains on
+   * entry i (cycling), e.g. "webgpu,wasm" for a mixed devnet.
+   */
+  backends: BackendChoice[];
   flags: PartialConfig;
 }
 
@@ -25,12 +40,22 @@ export function parseDevnet(argv: string[]): DevnetCommand {
     backend: { type: "string" },
   }, 0);
   const v = p.values as Record<string, string | undefined>;
+  const backends = (v.backend?.split(",") ?? []) as BackendChoice[];
+  if (backends.some((b) => !BACKEND_CHOICES.includes(b))) {
+    throw new UsageError(
+      `--backend must be ${
+        BACKEND_CHOICES.join(", ")
+      } or a comma-separated list of them: current value is "${v.backend}"`,
+    );
+  }
   return {
     kind: "devnet",
     nodes: intFlag(v, "nodes", 3, 1, 32),
     rounds: intFlag(v, "rounds", 3, 0, 10_000),
     spec: v.spec ?? null,
     keepRunning: p.values["keep-running"] === true,
-    flags: settings(p),
+    backends,
+    // The devnet hands --backend to each peer itself.
+    flags: settings({ ...p, values: { ...p.values, backend: undefined } }),
   };
 }

@@ -107,6 +107,7 @@ Deno.test("devnet: defaults, --nodes, --rounds, --spec, --keep-running, --data-d
     rounds: 3,
     spec: null,
     keepRunning: false,
+    backends: [],
     flags: {},
   });
   assert.deepEqual(
@@ -128,6 +129,7 @@ Deno.test("devnet: defaults, --nodes, --rounds, --spec, --keep-running, --data-d
       rounds: 0,
       spec: "job.json",
       keepRunning: true,
+      backends: [],
       flags: { dataDir: "/d" },
     },
   );
@@ -228,6 +230,18 @@ Deno.test("unknown flags are UsageErrors naming them", () => {
 Deno.test("keys needs init or show", () => {
   assertUsage(["keys"], /"keys" needs "init" or "show".*""/);
   assertUsage(["keys", "rotate"], /"rotate"/);
+});
+
+Deno.test("devnet --backend: one choice for every peer, or one per peer in turn", () => {
+  const backends = (args: string[]) =>
+    (parseCommand(["devnet", ...args]) as { backends: string[] }).backends;
+  assert.deepEqual(backends(["--backend", "wasm"]), ["wasm"]);
+  assert.deepEqual(backends(["--backend", "webgpu,wasm"]), ["webgpu", "wasm"]);
+  assertUsage(
+    ["devnet", "--backend", "webgpu,cuda"],
+    /--backend must be auto, webgpu, wasm, js or a comma-separated list of them: current value is "webgpu,cuda"/,
+  );
+  assertUsage(["devnet", "--backend", ""], /--backend must be/);
 });
 
 Deno.test("devnet --nodes must be 1 to 32", () => {

@@ -125,20 +125,26 @@ export function jobPeerArgs(
 
 /**
  * Starts the registered `slots` as `--join --job` processes: the first
- * alone, the rest bootstrapping from it (or all from `bootstrap`).
+ * alone, the rest bootstrapping from it (or all from `bootstrap`). Slot i
+ * trains on `backends[i % backends.length]` (default: auto).
  */
 export async function spawnJobPeers(
   chain: DevnetChain,
   job: string,
   slots: readonly DevnetPeerSlot[],
-  options: SpawnPeerOptions & { backend?: BackendChoice } = {},
+  options: SpawnPeerOptions & { backends?: readonly BackendChoice[] } = {},
 ): Promise<LocalPeer[]> {
+  const backends = options.backends ?? [];
   const spawn = (s: DevnetPeerSlot, bootstrap?: string[]) =>
     spawnPeer(s.name, s.dataDir, {
       ...options,
       bootstrap: bootstrap ?? options.bootstrap,
       args: [
-        ...jobPeerArgs(chain, job, options.backend),
+        ...jobPeerArgs(
+          chain,
+          job,
+          backends[slots.indexOf(s) % backends.length],
+        ),
         ...(options.args ?? []),
       ],
     });
