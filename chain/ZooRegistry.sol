@@ -10,7 +10,9 @@ pragma solidity 0.8.37;
 /// so off-chain content ids map to bytes32 and back without loss. Rounds are
 /// numbered from 0: the commit for round r records checkpoint C(r+1), whose
 /// parent is the job's head, starting from the genesis checkpoint C(0).
-contract ZooRegistry {
+import "./ZooEvidence.sol";
+
+contract ZooRegistry is ZooEvidence {
     // ---------------------------------------------------------------- types
 
     /// stake, unbondingEnds and registered share one slot: a signature
@@ -75,8 +77,6 @@ contract ZooRegistry {
         "Attestation(bytes32 job,uint32 round,bytes32 parent,bytes32 checkpoint,bytes32 manifest,address[] contributors,uint256[] weights)"
     );
     /// Signatures with s above half the curve order are malleable copies.
-    uint256 private constant HALF_CURVE_ORDER =
-        0x7fffffffffffffffffffffffffffffff5d576e7357a4501ddfe92f46681b20a0;
     uint256 public constant MAX_PEER_ID_BYTES = 64;
     uint256 public constant MAX_CONTRIBUTORS = 256;
     uint256 public constant MAX_SIGNATURES = 256;
@@ -94,6 +94,8 @@ contract ZooRegistry {
     mapping(bytes32 => mapping(address => uint256)) public contributionOf;
     mapping(bytes32 => mapping(address => bool)) public hasClaimed;
     bytes32[] private jobIds;
+    /// Offences already punished: keccak256(account, job, round, kind).
+    mapping(bytes32 => bool) public punished;
 
     // --------------------------------------------------------------- events
 
@@ -156,6 +158,8 @@ contract ZooRegistry {
     error AlreadyClaimed(bytes32 job, address account);
     error NothingToClaim(bytes32 job, address account);
     error EvidenceNotSupported(uint8 kind);
+    error NotMember(bytes32 job, address account);
+    error AlreadyPunished(bytes32 offence);
 
     constructor(uint256 minNodeStake_, uint64 unbondingDelay_) {
         if (minNodeStake_ == 0) revert BadArgument("minNodeStake must be > 0");
@@ -208,27 +212,30 @@ contract ZooRegistry {
         pay(msg.sender, amount);
     }
 
-    /// @notice Slashes `account` on proof of misbehaviour in `job`.
-    /// @dev The hook for verifiable evidence (equivocating attestations,
-    /// provably wrong deltas). `checkEvidence` decides the amount; until a
-    /// kind of evidence is defined it rejects everything, so no stake can be
-    /// taken on an unproven claim.
+    /// @notice Slashes `account` on proof of misbehaviour in `job` (see
+    /// ZooEvidence for the kinds): it loses the job's stake (at least the
+    /// registry's minimum, at most what it has) and its membership of the
+    /// job. Half goes to the reporter, who spent gas and vigilance; half to
+    /// the job's reward pool, for the honest contributors whose round the
+    /// offence disturbed. One offence is punished once.
     function slash(address account, bytes32 job, uint8 kind, bytes calldata evidence) external {
         Node storage node = nodes[account];
         if (!node.registered) revert NotRegistered(account);
-        uint256 amount = checkEvidence(account, job, kind, evidence);
+        Job storage j = knownJob(job);
+        if (!isMember[job][account]) revert NotMember(job, account);
+        if (kind != EVIDENCE_EQUIVOCATION) revert EvidenceNotSupported(kind);
+        uint32 round = checkEquivocation(account, job, evidence);
+        bytes32 offence = keccak256(abi.encode(account, job, round, kind));
+        if (punished[offence]) revert AlreadyPunished(offence);
+        punished[offence] = true;
+        uint256 amount = j.minStake > minNodeStake ? j.minStake : minNodeStake;
         if (amount > node.stake) amount = node.stake;
         node.stake -= uint128(amount);
+        isMember[job][account] = false;
+        uint256 reward = amount / 2;
+        j.rewardPool += amount - reward;
         emit NodeSlashed(account, job, amount);
-    }
-
-    function checkEvidence(address, bytes32, uint8 kind, bytes calldata)
-        internal
-        view
-        virtual
-        returns (uint256)
-    {
-        revert EvidenceNotSupported(kind);
+        pay(msg.sender, reward);
     }
 
     // ----------------------------------------------------------------- jobs
@@ -358,7 +365,7 @@ contract ZooRegistry {
 
     /// @notice The EIP-712 domain separator, recomputed per call so a fork to
     /// another chain id cannot replay attestations.
-    function domainSeparator() public view returns (bytes32) {
+    function domainSeparator() public view override returns (bytes32) {
         return keccak256(abi.encode(DOMAIN_TYPEHASH, NAME_HASH, VERSION_HASH, block.chainid, address(this)));
     }
 
@@ -443,12 +450,7 @@ contract ZooRegistry {
     }
 
     function recover(bytes32 digest, bytes calldata signature, uint256 index) private pure returns (address) {
-        if (signature.length != 65) revert InvalidSignature(index);
-        bytes32 r = bytes32(signature[0:32]);
-        bytes32 s = bytes32(signature[32:64]);
-        uint8 v = uint8(signature[64]);
-        if (uint256(s) > HALF_CURVE_ORDER || (v != 27 && v != 28)) revert InvalidSignature(index);
-        address signer = ecrecover(digest, v, r, s);
+        address signer = signerOf(digest, signature);
         if (signer == address(0)) revert InvalidSignature(index);
         return signer;
     }

@@ -139,7 +139,11 @@ export async function claimReward(
   throw new ChainError("Cannot claim: no RewardClaimed event", null);
 }
 
-/** Submits slashing evidence (no kind is accepted yet). */
+/**
+ * Submits slashing evidence of `kind` (1: equivocation, see
+ * `equivocationEvidence` in work_commitment.ts); the reporter is paid half
+ * of what is taken.
+ */
 export function slash(
   reg: Registry,
   params: {

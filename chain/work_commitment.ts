@@ -14,6 +14,7 @@
  */
 import {
   type Account,
+  encodeAbiParameters,
   hashTypedData,
   keccak256,
   recoverTypedDataAddress,
@@ -105,6 +106,30 @@ export function recoverWorkSigner(
   signature: `0x${string}`,
 ): Promise<Address> {
   return recoverTypedDataAddress({ ...typedData(domain, work), signature });
+}
+
+/** The registry's evidence kind for two conflicting commitments. */
+export const EVIDENCE_EQUIVOCATION = 1;
+
+const COMMITMENT_TUPLE = {
+  type: "tuple",
+  components: WORK_COMMITMENT_TYPES.WorkCommitment,
+} as const;
+
+/**
+ * The evidence bytes for `slash(account, job, EVIDENCE_EQUIVOCATION, …)`:
+ * two commitments of one round with their signatures.
+ */
+export function equivocationEvidence(
+  a: WorkCommitment,
+  sigA: `0x${string}`,
+  b: WorkCommitment,
+  sigB: `0x${string}`,
+): `0x${string}` {
+  return encodeAbiParameters(
+    [COMMITMENT_TUPLE, { type: "bytes" }, COMMITMENT_TUPLE, { type: "bytes" }],
+    [a, sigA, b, sigB],
+  );
 }
 
 /**

@@ -230,7 +230,7 @@ Deno.test({
         slash(a.reg, {
           account: b.client.account.address,
           job: JOB,
-          kind: 1,
+          kind: 9,
           evidence: "0x",
         }),
         "EvidenceNotSupported",

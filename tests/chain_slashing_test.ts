@@ -1,0 +1,228 @@
+/**
+ * Slashing on evidence against a real anvil: two different work
+ * commitments signed by one member for one round (equivocation) cost it
+ * the job's stake and its membership, pay the reporter half and the job's
+ * pool half; forged, replayed, cross-job and cross-chain evidence is
+ * refused.
+ */
+import assert from "node:assert/strict";
+import { parseEther } from "viem";
+import { readContract } from "viem/actions";
+import { zooRegistryAbi } from "../chain/artifact.ts";
+import {
+  addStake,
+  isMember,
+  joinJob,
+  readJob,
+  readNode,
+  slash,
+} from "../chain/registry.ts";
+import {
+  equivocationEvidence,
+  EVIDENCE_EQUIVOCATION,
+  kernelId,
+  signWorkCommitment,
+  type WorkCommitment,
+  workCommitmentDigest,
+} from "../chain/work_commitment.ts";
+import {
+  CHAIN_TEST,
+  digestOf,
+  GENESIS,
+  JOB,
+  jobWithMembers,
+  rejects,
+  type TestAccount,
+  withChain,
+} from "./_chain.ts";
+
+const WORK: WorkCommitment = {
+  job: JOB,
+  round: 0,
+  parent: GENESIS,
+  delta: digestOf("delta"),
+  steps: 50,
+  tokens: 51_200n,
+  segments: 16,
+  trajectory: digestOf("trajectory"),
+  kernel: kernelId("wasm-relaxed"),
+};
+const OTHER: WorkCommitment = {
+  ...WORK,
+  delta: digestOf("another delta"),
+  trajectory: digestOf("another trajectory"),
+};
+
+function domainOf(node: TestAccount) {
+  return { chainId: node.client.chainId, registry: node.reg.address };
+}
+
+function sign(
+  node: TestAccount,
+  work: WorkCommitment,
+  domain = domainOf(node),
+) {
+  return signWorkCommitment(node.client.account, domain, work);
+}
+
+Deno.test({
+  name:
+    "slashing: an equivocating member loses the job's stake and membership; the reporter gets half, the pool half; once",
+  ...CHAIN_TEST,
+  fn: () =>
+    withChain(async (chain) => {
+      const [cheat, , reporter] = await jobWithMembers(chain, 3, {
+        quorum: 2,
+        rounds: 3,
+        minStake: parseEther("2"),
+      });
+      const account = cheat.client.account.address;
+      // The contract's digest is viem's.
+      const onChain = await readContract(cheat.client.public, {
+        address: cheat.reg.address,
+        abi: zooRegistryAbi,
+        functionName: "workCommitmentDigest",
+        args: [WORK],
+      });
+      assert.equal(onChain, workCommitmentDigest(domainOf(cheat), WORK));
+      const evidence = equivocationEvidence(
+        WORK,
+        await sign(cheat, WORK),
+        OTHER,
+        await sign(cheat, OTHER),
+      );
+      const poolBefore = (await readJob(reporter.reg, JOB)).rewardPool;
+      const balanceBefore = await reporter.client.public.getBalance({
+        address: reporter.client.account.address,
+      });
+      const tx = await slash(reporter.reg, {
+        account,
+        job: JOB,
+        kind: EVIDENCE_EQUIVOCATION,
+        evidence,
+      });
+      assert.equal((await readNode(reporter.reg, account)).stake, 0n);
+      assert.equal(await isMember(reporter.reg, JOB, account), false);
+      assert.equal(
+        (await readJob(reporter.reg, JOB)).rewardPool,
+        poolBefore + parseEther("1"),
+      );
+      const gas = tx.receipt.gasUsed * tx.receipt.effectiveGasPrice;
+      assert.equal(
+        await reporter.client.public.getBalance({
+          address: reporter.client.account.address,
+        }),
+        balanceBefore + parseEther("1") - gas,
+      );
+      // Rejoined with new stake, the same offence is not punished twice.
+      await addStake(cheat.reg, { amount: parseEther("2") });
+      await joinJob(cheat.reg, { job: JOB });
+      await rejects(
+        slash(reporter.reg, {
+          account,
+          job: JOB,
+          kind: EVIDENCE_EQUIVOCATION,
+          evidence,
+        }),
+        "AlreadyPunished",
+      );
+    }),
+});
+
+Deno.test({
+  name:
+    "slashing: no conflict, forged, cross-job, cross-round, cross-chain and non-member evidence is refused",
+  ...CHAIN_TEST,
+  fn: () =>
+    withChain(async (chain) => {
+      const [cheat, honest, reporter] = await jobWithMembers(chain, 3, {
+        quorum: 2,
+        rounds: 3,
+      });
+      const account = cheat.client.account.address;
+      const submit = (evidence: `0x${string}`, who = account) =>
+        slash(reporter.reg, {
+          account: who,
+          job: JOB,
+          kind: EVIDENCE_EQUIVOCATION,
+          evidence,
+        });
+      const sigWork = await sign(cheat, WORK);
+      const cases: [string, `0x${string}`][] = [
+        [
+          "the same commitment twice",
+          equivocationEvidence(WORK, sigWork, WORK, sigWork),
+        ],
+        [
+          "one of them signed by someone else",
+          equivocationEvidence(WORK, sigWork, OTHER, await sign(honest, OTHER)),
+        ],
+        [
+          "another job",
+          equivocationEvidence(
+            WORK,
+            sigWork,
+            { ...OTHER, job: digestOf("other job") },
+            await sign(cheat, { ...OTHER, job: digestOf("other job") }),
+          ),
+        ],
+        [
+          "different rounds",
+          equivocationEvidence(
+            WORK,
+            sigWork,
+            { ...OTHER, round: 1 },
+            await sign(cheat, { ...OTHER, round: 1 }),
+          ),
+        ],
+        [
+          "signed for another chain",
+          equivocationEvidence(
+            WORK,
+            await sign(cheat, WORK, { ...domainOf(cheat), chainId: 1 }),
+            OTHER,
+            await sign(cheat, OTHER, { ...domainOf(cheat), chainId: 1 }),
+          ),
+        ],
+        [
+          "a malformed signature",
+          equivocationEvidence(WORK, sigWork, OTHER, "0x1234"),
+        ],
+      ];
+      for (const [what, evidence] of cases) {
+        await rejects(submit(evidence), "BadEvidence").catch((err) => {
+          throw new Error(`${what}: ${err}`);
+        });
+      }
+      await assert.rejects(submit("0x")); // undecodable evidence reverts
+      // Evidence against someone outside the job, and of an unknown kind.
+      const outsider = await chain.account();
+      await rejects(
+        submit(
+          equivocationEvidence(
+            WORK,
+            await sign(outsider, WORK),
+            OTHER,
+            await sign(outsider, OTHER),
+          ),
+          outsider.client.account.address,
+        ),
+        "NotRegistered",
+      );
+      await rejects(
+        slash(reporter.reg, {
+          account,
+          job: JOB,
+          kind: 9,
+          evidence: "0x",
+        }),
+        "EvidenceNotSupported",
+      );
+      // Nothing was taken.
+      assert.equal(
+        (await readNode(reporter.reg, account)).stake,
+        parseEther("2"),
+      );
+      assert.equal(await isMember(reporter.reg, JOB, account), true);
+    }),
+});
