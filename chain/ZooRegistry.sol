@@ -2,8 +2,8 @@
 pragma solidity 0.8.37;
 
 /// @title ZooRegistry
-/// @notice The on-chain side of zoo-node: staked node registration bound to
-/// libp2p peer ids, training jobs with a reward pool, round commits carrying
+/// @notice The on-chain side of zoo-node: staked nodes (ZooStaking),
+/// training jobs with a reward pool, round commits carrying
 /// a quorum of EIP-712 attestations, contribution accounting and pro-rata
 /// reward claims.
 /// @dev Every digest here is the sha2-256 digest inside a CIDv1 (raw codec),
@@ -11,19 +11,10 @@ pragma solidity 0.8.37;
 /// numbered from 0: the commit for round r records checkpoint C(r+1), whose
 /// parent is the job's head, starting from the genesis checkpoint C(0).
 import "./ZooEvidence.sol";
+import "./ZooStaking.sol";
 
-contract ZooRegistry is ZooEvidence {
+contract ZooRegistry is ZooStaking, ZooEvidence {
     // ---------------------------------------------------------------- types
-
-    /// stake, unbondingEnds and registered share one slot: a signature
-    /// check reads them all with a single cold load.
-    struct Node {
-        uint128 stake;
-        /// 0 while active; else the time from which the stake can be withdrawn.
-        uint64 unbondingEnds;
-        bool registered;
-        bytes peerId;
-    }
 
     struct Job {
         address creator;
@@ -76,18 +67,11 @@ contract ZooRegistry is ZooEvidence {
     bytes32 public constant ATTESTATION_TYPEHASH = keccak256(
         "Attestation(bytes32 job,uint32 round,bytes32 parent,bytes32 checkpoint,bytes32 manifest,address[] contributors,uint256[] weights)"
     );
-    /// Signatures with s above half the curve order are malleable copies.
-    uint256 public constant MAX_PEER_ID_BYTES = 64;
     uint256 public constant MAX_CONTRIBUTORS = 256;
     uint256 public constant MAX_SIGNATURES = 256;
 
     // ---------------------------------------------------------------- state
 
-    uint256 public immutable minNodeStake;
-    uint64 public immutable unbondingDelay;
-
-    mapping(address => Node) private nodes;
-    mapping(bytes32 => address) private peerOwners;
     mapping(bytes32 => Job) private jobs;
     mapping(bytes32 => mapping(address => bool)) public isMember;
     mapping(bytes32 => mapping(uint32 => Round)) private roundsOf;
@@ -99,10 +83,6 @@ contract ZooRegistry is ZooEvidence {
 
     // --------------------------------------------------------------- events
 
-    event NodeRegistered(address indexed account, bytes peerId, uint256 stake);
-    event StakeAdded(address indexed account, uint256 amount, uint256 stake);
-    event ExitStarted(address indexed account, uint64 unbondingEnds);
-    event StakeWithdrawn(address indexed account, uint256 amount);
     event NodeSlashed(address indexed account, bytes32 indexed job, uint256 amount);
     event JobCreated(
         bytes32 indexed job,
@@ -129,18 +109,8 @@ contract ZooRegistry is ZooEvidence {
 
     // --------------------------------------------------------------- errors
 
-    error AlreadyRegistered(address account);
-    error NotRegistered(address account);
-    error StakeTooLow(uint256 stake, uint256 required);
-    error BadPeerId();
-    error PeerIdTaken(address owner);
-    error NodeExiting(address account);
-    error NotExiting(address account);
-    error StillUnbonding(uint64 unbondingEnds);
-    error TransferFailed();
     error JobExists(bytes32 job);
     error UnknownJob(bytes32 job);
-    error BadArgument(string reason);
     error TooManySignatures(uint256 signatures, uint256 max);
     error AlreadyMember(bytes32 job, address account);
     error WrongRound(uint32 expected, uint32 got);
@@ -161,56 +131,9 @@ contract ZooRegistry is ZooEvidence {
     error NotMember(bytes32 job, address account);
     error AlreadyPunished(bytes32 offence);
 
-    constructor(uint256 minNodeStake_, uint64 unbondingDelay_) {
-        if (minNodeStake_ == 0) revert BadArgument("minNodeStake must be > 0");
-        minNodeStake = minNodeStake_;
-        unbondingDelay = unbondingDelay_;
-    }
+    constructor(uint256 minNodeStake_, uint64 unbondingDelay_) ZooStaking(minNodeStake_, unbondingDelay_) {}
 
-    // ---------------------------------------------------------------- nodes
-
-    /// @notice Registers the caller as a node bound to `peerId` (the libp2p
-    /// peer id's multihash bytes), staking the value sent.
-    function register(bytes calldata peerId) external payable {
-        if (nodes[msg.sender].registered) revert AlreadyRegistered(msg.sender);
-        if (msg.value < minNodeStake) revert StakeTooLow(msg.value, minNodeStake);
-        if (peerId.length == 0 || peerId.length > MAX_PEER_ID_BYTES) revert BadPeerId();
-        bytes32 key = keccak256(peerId);
-        address owner = peerOwners[key];
-        if (owner != address(0)) revert PeerIdTaken(owner);
-        peerOwners[key] = msg.sender;
-        nodes[msg.sender] = Node(uint128(msg.value), 0, true, peerId);
-        emit NodeRegistered(msg.sender, peerId, msg.value);
-    }
-
-    /// @notice Adds the value sent to the caller's stake.
-    function addStake() external payable {
-        Node storage node = activeNode(msg.sender);
-        node.stake += uint128(msg.value);
-        emit StakeAdded(msg.sender, msg.value, node.stake);
-    }
-
-    /// @notice Starts leaving: the node stops counting for attestations at
-    /// once, and its stake stays slashable until the unbonding delay ends.
-    function beginExit() external {
-        Node storage node = activeNode(msg.sender);
-        node.unbondingEnds = uint64(block.timestamp) + unbondingDelay;
-        emit ExitStarted(msg.sender, node.unbondingEnds);
-    }
-
-    /// @notice Pays back the stake once unbonding has ended and frees the
-    /// peer id.
-    function withdrawStake() external {
-        Node storage node = nodes[msg.sender];
-        if (!node.registered) revert NotRegistered(msg.sender);
-        if (node.unbondingEnds == 0) revert NotExiting(msg.sender);
-        if (block.timestamp < node.unbondingEnds) revert StillUnbonding(node.unbondingEnds);
-        uint256 amount = node.stake;
-        delete peerOwners[keccak256(node.peerId)];
-        delete nodes[msg.sender];
-        emit StakeWithdrawn(msg.sender, amount);
-        pay(msg.sender, amount);
-    }
+    // ------------------------------------------------------------- slashing
 
     /// @notice Slashes `account` on proof of misbehaviour in `job` (see
     /// ZooEvidence for the kinds): it loses the job's stake (at least the
@@ -335,14 +258,6 @@ contract ZooRegistry is ZooEvidence {
 
     // ---------------------------------------------------------------- views
 
-    function getNode(address account) external view returns (Node memory) {
-        return nodes[account];
-    }
-
-    function accountOfPeer(bytes calldata peerId) external view returns (address) {
-        return peerOwners[keccak256(peerId)];
-    }
-
     function getJob(bytes32 job) external view returns (Job memory) {
         return jobs[job];
     }
@@ -387,12 +302,6 @@ contract ZooRegistry is ZooEvidence {
     }
 
     // ------------------------------------------------------------- internal
-
-    function activeNode(address account) private view returns (Node storage node) {
-        node = nodes[account];
-        if (!node.registered) revert NotRegistered(account);
-        if (node.unbondingEnds != 0) revert NodeExiting(account);
-    }
 
     function knownJob(bytes32 job) private view returns (Job storage j) {
         j = jobs[job];
@@ -453,10 +362,5 @@ contract ZooRegistry is ZooEvidence {
         address signer = signerOf(digest, signature);
         if (signer == address(0)) revert InvalidSignature(index);
         return signer;
-    }
-
-    function pay(address to, uint256 amount) private {
-        (bool ok,) = payable(to).call{value: amount}("");
-        if (!ok) revert TransferFailed();
     }
 }
