@@ -42,13 +42,13 @@ export const MANIFEST_CID = await cidOf("manifest");
 export const CHECKPOINT = await cidOf("C(4)");
 export const ACCOUNT = "0x70997970C51812dc3A010C7d01b50e0d17dc79C8";
 
+/** The fields every round message below shares. */
+const ROUND = { peer: PEER, job: JOB, round: 3, parent: PARENT };
+
 export const DELTA: DeltaAnnounce = {
   v: 1,
   type: "delta",
-  peer: PEER,
-  job: JOB,
-  round: 3,
-  parent: PARENT,
+  ...ROUND,
   delta: DELTA_CID,
   tokens: 8192,
   loss: 2.75,
@@ -57,10 +57,7 @@ export const DELTA: DeltaAnnounce = {
 export const MANIFEST: ManifestAnnounce = {
   v: 1,
   type: "manifest",
-  peer: PEER,
-  job: JOB,
-  round: 3,
-  parent: PARENT,
+  ...ROUND,
   manifest: MANIFEST_CID,
   checkpoint: CHECKPOINT,
   rank: 0,
@@ -68,10 +65,7 @@ export const MANIFEST: ManifestAnnounce = {
 export const ATTEST: AttestationMessage = {
   v: 1,
   type: "attest",
-  peer: PEER,
-  job: JOB,
-  round: 3,
-  parent: PARENT,
+  ...ROUND,
   manifest: MANIFEST_CID,
   checkpoint: CHECKPOINT,
   account: ACCOUNT,
@@ -80,10 +74,7 @@ export const ATTEST: AttestationMessage = {
 export const COMMITTED: CommitNotice = {
   v: 1,
   type: "committed",
-  peer: PEER,
-  job: JOB,
-  round: 3,
-  parent: PARENT,
+  ...ROUND,
   checkpoint: CHECKPOINT,
   tx: `0x${"0f".repeat(32)}`,
 };

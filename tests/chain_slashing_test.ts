@@ -25,40 +25,31 @@ import {
   type WorkCommitment,
   workCommitmentDigest,
 } from "../chain/work_commitment.ts";
-import {
-  CHAIN_TEST,
-  digestOf,
-  GENESIS,
-  JOB,
-  jobWithMembers,
-  rejects,
-  type TestAccount,
-  withChain,
-} from "./_chain.ts";
+import * as fixture from "./_chain.ts";
 
 const WORK: WorkCommitment = {
-  job: JOB,
+  job: fixture.JOB,
   round: 0,
-  parent: GENESIS,
-  delta: digestOf("delta"),
+  parent: fixture.GENESIS,
+  delta: fixture.digestOf("delta"),
   steps: 50,
   tokens: 51_200n,
   segments: 16,
-  trajectory: digestOf("trajectory"),
+  trajectory: fixture.digestOf("trajectory"),
   kernel: kernelId("wasm-relaxed"),
 };
 const OTHER: WorkCommitment = {
   ...WORK,
-  delta: digestOf("another delta"),
-  trajectory: digestOf("another trajectory"),
+  delta: fixture.digestOf("another delta"),
+  trajectory: fixture.digestOf("another trajectory"),
 };
 
-function domainOf(node: TestAccount) {
+function domainOf(node: fixture.TestAccount) {
   return { chainId: node.client.chainId, registry: node.reg.address };
 }
 
 function sign(
-  node: TestAccount,
+  node: fixture.TestAccount,
   work: WorkCommitment,
   domain = domainOf(node),
 ) {
@@ -68,10 +59,10 @@ function sign(
 Deno.test({
   name:
     "slashing: an equivocating member loses the job's stake and membership; the reporter gets half, the pool half; once",
-  ...CHAIN_TEST,
+  ...fixture.CHAIN_TEST,
   fn: () =>
-    withChain(async (chain) => {
-      const [cheat, , reporter] = await jobWithMembers(chain, 3, {
+    fixture.withChain(async (chain) => {
+      const [cheat, , reporter] = await fixture.jobWithMembers(chain, 3, {
         quorum: 2,
         rounds: 3,
         minStake: parseEther("2"),
@@ -91,20 +82,20 @@ Deno.test({
         OTHER,
         await sign(cheat, OTHER),
       );
-      const poolBefore = (await readJob(reporter.reg, JOB)).rewardPool;
+      const poolBefore = (await readJob(reporter.reg, fixture.JOB)).rewardPool;
       const balanceBefore = await reporter.client.public.getBalance({
         address: reporter.client.account.address,
       });
       const tx = await slash(reporter.reg, {
         account,
-        job: JOB,
+        job: fixture.JOB,
         kind: EVIDENCE_EQUIVOCATION,
         evidence,
       });
       assert.equal((await readNode(reporter.reg, account)).stake, 0n);
-      assert.equal(await isMember(reporter.reg, JOB, account), false);
+      assert.equal(await isMember(reporter.reg, fixture.JOB, account), false);
       assert.equal(
-        (await readJob(reporter.reg, JOB)).rewardPool,
+        (await readJob(reporter.reg, fixture.JOB)).rewardPool,
         poolBefore + parseEther("1"),
       );
       const gas = tx.receipt.gasUsed * tx.receipt.effectiveGasPrice;
@@ -116,11 +107,11 @@ Deno.test({
       );
       // Rejoined with new stake, the same offence is not punished twice.
       await addStake(cheat.reg, { amount: parseEther("2") });
-      await joinJob(cheat.reg, { job: JOB });
-      await rejects(
+      await joinJob(cheat.reg, { job: fixture.JOB });
+      await fixture.rejects(
         slash(reporter.reg, {
           account,
-          job: JOB,
+          job: fixture.JOB,
           kind: EVIDENCE_EQUIVOCATION,
           evidence,
         }),
@@ -132,10 +123,10 @@ Deno.test({
 Deno.test({
   name:
     "slashing: no conflict, forged, cross-job, cross-round, cross-chain and non-member evidence is refused",
-  ...CHAIN_TEST,
+  ...fixture.CHAIN_TEST,
   fn: () =>
-    withChain(async (chain) => {
-      const [cheat, honest, reporter] = await jobWithMembers(chain, 3, {
+    fixture.withChain(async (chain) => {
+      const [cheat, honest, reporter] = await fixture.jobWithMembers(chain, 3, {
         quorum: 2,
         rounds: 3,
       });
@@ -143,7 +134,7 @@ Deno.test({
       const submit = (evidence: `0x${string}`, who = account) =>
         slash(reporter.reg, {
           account: who,
-          job: JOB,
+          job: fixture.JOB,
           kind: EVIDENCE_EQUIVOCATION,
           evidence,
         });
@@ -162,8 +153,8 @@ Deno.test({
           equivocationEvidence(
             WORK,
             sigWork,
-            { ...OTHER, job: digestOf("other job") },
-            await sign(cheat, { ...OTHER, job: digestOf("other job") }),
+            { ...OTHER, job: fixture.digestOf("other job") },
+            await sign(cheat, { ...OTHER, job: fixture.digestOf("other job") }),
           ),
         ],
         [
@@ -190,14 +181,14 @@ Deno.test({
         ],
       ];
       for (const [what, evidence] of cases) {
-        await rejects(submit(evidence), "BadEvidence").catch((err) => {
+        await fixture.rejects(submit(evidence), "BadEvidence").catch((err) => {
           throw new Error(`${what}: ${err}`);
         });
       }
       await assert.rejects(submit("0x")); // undecodable evidence reverts
       // Evidence against someone outside the job, and of an unknown kind.
       const outsider = await chain.account();
-      await rejects(
+      await fixture.rejects(
         submit(
           equivocationEvidence(
             WORK,
@@ -209,10 +200,10 @@ Deno.test({
         ),
         "NotRegistered",
       );
-      await rejects(
+      await fixture.rejects(
         slash(reporter.reg, {
           account,
-          job: JOB,
+          job: fixture.JOB,
           kind: 9,
           evidence: "0x",
         }),
@@ -223,6 +214,6 @@ Deno.test({
         (await readNode(reporter.reg, account)).stake,
         parseEther("2"),
       );
-      assert.equal(await isMember(reporter.reg, JOB, account), true);
+      assert.equal(await isMember(reporter.reg, fixture.JOB, account), true);
     }),
 });

@@ -9,43 +9,32 @@ import {
 } from "../../protocol/round_checkpoint.ts";
 import type { RoundEvent, RoundState } from "../../protocol/round_state.ts";
 import { encodeManifest } from "../../protocol/manifest_codec.ts";
-import {
-  JOB,
-  manifestFixture,
-  MemoryBlocks,
-  MemoryChain,
-  MemoryFetcher,
-  MODEL,
-  PEERS,
-  SPEC,
-  stateIn,
-  TEST_ADDRESS,
-} from "./_fakes.ts";
+import * as fake from "./_fakes.ts";
 import { BlobGetter } from "./blob_getter.ts";
 import { RoundLedger } from "./ledger.ts";
 import { CheckpointMismatchError, NotHeldError } from "./failures.ts";
 import { RoundSync } from "./sync.ts";
 
-const C0 = genesisCheckpoint(JOB, MODEL, 0);
+const C0 = genesisCheckpoint(fake.JOB, fake.MODEL, 0);
 const C0_BYTES = encodeRoundCheckpoint(C0);
 
 async function setup(state: RoundState) {
-  const local = new MemoryBlocks();
-  const remote = new MemoryBlocks();
-  const chain = new MemoryChain();
+  const local = new fake.MemoryBlocks();
+  const remote = new fake.MemoryBlocks();
+  const chain = new fake.MemoryChain();
   const c0 = cidToString(await remote.put(C0_BYTES));
   const c1Bytes = encodeRoundCheckpoint({ ...C0, round: 1, parent: c0 });
   const c1 = cidToString(await remote.put(c1Bytes));
   const events: RoundEvent[] = [];
-  const ledger = new RoundLedger(SPEC, parameterCount(MODEL));
+  const ledger = new RoundLedger(fake.SPEC, parameterCount(fake.MODEL));
   const known = new Map<string, RoundManifest>();
-  const fetcher = new MemoryFetcher(local, remote);
+  const fetcher = new fake.MemoryFetcher(local, remote);
   const sync = new RoundSync({
-    jobId: JOB,
-    peerId: PEERS[0],
+    jobId: fake.JOB,
+    peerId: fake.PEERS[0],
     blobs: new BlobGetter(local, fetcher, new AbortController().signal),
     trainer: {
-      parameterCount: parameterCount(MODEL),
+      parameterCount: parameterCount(fake.MODEL),
       evalLoss: () => Promise.resolve(2.5),
     },
     ledger,
@@ -60,11 +49,11 @@ async function setup(state: RoundState) {
       ),
     recomputing: () => undefined,
   });
-  const manifest = await manifestFixture({
+  const manifest = await fake.manifestFixture({
     parent: c0,
     contributions: [{
-      peer: PEERS[0],
-      account: TEST_ADDRESS,
+      peer: fake.PEERS[0],
+      account: fake.TEST_ADDRESS,
       delta: c0,
       tokens: 32,
       loss: 3,
@@ -87,7 +76,7 @@ async function setup(state: RoundState) {
 }
 
 Deno.test("RoundSync fetches the committed checkpoint, holds it and enters its round", async () => {
-  const s = await setup(stateIn(0, ""));
+  const s = await setup(fake.stateIn(0, ""));
   await s.sync.advance(0, s.c0);
   assert.equal(s.sync.held(s.c0).ckpt.round, 0);
   assert.deepEqual(s.events, [{ type: "enter", round: 0, parent: s.c0 }]);
@@ -97,28 +86,28 @@ Deno.test("RoundSync fetches the committed checkpoint, holds it and enters its r
 });
 
 Deno.test("RoundSync closes the round before with the manifest it verified", async () => {
-  const s = await setup(stateIn(1, ""));
+  const s = await setup(fake.stateIn(1, ""));
   s.known.set("m", s.manifest);
   await s.sync.advance(1, s.c1);
   assert.equal(s.ledger.records.length, 1);
   const [r] = s.ledger.records;
   assert.equal(r.round, 0);
   assert.equal(r.checkpoint, s.c1);
-  assert.equal(r.leader, PEERS[1]);
+  assert.equal(r.leader, fake.PEERS[1]);
   assert.equal(r.contributed, true);
   assert.equal(r.valLoss, 2.5);
 });
 
 Deno.test("RoundSync reads an unverified round's manifest from the chain's record", async () => {
-  const s = await setup(stateIn(1, ""));
+  const s = await setup(fake.stateIn(1, ""));
   const cid = cidToString(await s.remote.put(encodeManifest(s.manifest)));
   s.chain.manifests.set(0, cidToBytes32(cid));
   await s.sync.advance(1, s.c1);
-  assert.equal(s.ledger.records[0].leader, PEERS[1]);
+  assert.equal(s.ledger.records[0].leader, fake.PEERS[1]);
 });
 
 Deno.test("RoundSync refuses a checkpoint of another round, and never goes back", async () => {
-  const s = await setup(stateIn(1, ""));
+  const s = await setup(fake.stateIn(1, ""));
   await assert.rejects(
     s.sync.advance(1, s.c0),
     (err) =>
@@ -131,7 +120,7 @@ Deno.test("RoundSync refuses a checkpoint of another round, and never goes back"
 });
 
 Deno.test("RoundSync stops looking for a checkpoint once the machine moved on", async () => {
-  const s = await setup(stateIn(2, ""));
+  const s = await setup(fake.stateIn(2, ""));
   const nowhere = "bafkreigh2akiscaildcqabsyg3dfr6chu3fgpregiymsck7e7aqa4s52zy";
   await s.sync.advance(1, nowhere);
   assert.deepEqual(s.events, []);
