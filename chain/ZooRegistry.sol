@@ -69,6 +69,8 @@ contract ZooRegistry is ZooStaking, ZooEvidence {
     );
     uint256 public constant MAX_CONTRIBUTORS = 256;
     uint256 public constant MAX_SIGNATURES = 256;
+    /// A slashing reporter gets 1/REPORTER_SHARE of the stake taken.
+    uint256 public constant REPORTER_SHARE = 10;
 
     // ---------------------------------------------------------------- state
 
@@ -137,10 +139,13 @@ contract ZooRegistry is ZooStaking, ZooEvidence {
 
     /// @notice Slashes `account` on proof of misbehaviour in `job` (see
     /// ZooEvidence for the kinds): it loses the job's stake (at least the
-    /// registry's minimum, at most what it has) and its membership of the
-    /// job. Half goes to the reporter, who spent gas and vigilance; half to
-    /// the job's reward pool, for the honest contributors whose round the
-    /// offence disturbed. One offence is punished once.
+    /// registry's minimum, at most what it has), its membership of the job
+    /// and the contribution it has not claimed yet, so it earns nothing from
+    /// the job. A tenth of the stake taken pays the reporter (the gas, and a
+    /// reason to look); the rest goes to the job's reward pool, for the
+    /// honest contributors. The bounty stays small because a cheater can
+    /// report itself from another account: it still loses nine tenths. One
+    /// offence is punished once.
     function slash(address account, bytes32 job, uint8 kind, bytes calldata evidence) external {
         Node storage node = nodes[account];
         if (!node.registered) revert NotRegistered(account);
@@ -155,10 +160,14 @@ contract ZooRegistry is ZooStaking, ZooEvidence {
         if (amount > node.stake) amount = node.stake;
         node.stake -= uint128(amount);
         isMember[job][account] = false;
-        uint256 reward = amount / 2;
-        j.rewardPool += amount - reward;
+        if (!hasClaimed[job][account]) {
+            j.totalContribution -= contributionOf[job][account];
+            contributionOf[job][account] = 0;
+        }
+        uint256 bounty = amount / REPORTER_SHARE;
+        j.rewardPool += amount - bounty;
         emit NodeSlashed(account, job, amount);
-        pay(msg.sender, reward);
+        pay(msg.sender, bounty);
     }
 
     // ----------------------------------------------------------------- jobs

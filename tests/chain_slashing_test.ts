@@ -11,6 +11,8 @@ import { readContract } from "viem/actions";
 import { zooRegistryAbi } from "../chain/artifact.ts";
 import {
   addStake,
+  commitRound,
+  contributionOf,
   isMember,
   joinJob,
   readJob,
@@ -58,11 +60,11 @@ function sign(
 
 Deno.test({
   name:
-    "slashing: an equivocating member loses the job's stake and membership; the reporter gets half, the pool half; once",
+    "slashing: an equivocating member loses the job's stake, membership and unclaimed contribution; a tenth to the reporter, the rest to the pool; once",
   ...fixture.CHAIN_TEST,
   fn: () =>
     fixture.withChain(async (chain) => {
-      const [cheat, , reporter] = await fixture.jobWithMembers(chain, 3, {
+      const [cheat, honest, reporter] = await fixture.jobWithMembers(chain, 3, {
         quorum: 2,
         rounds: 3,
         minStake: parseEther("2"),
@@ -82,7 +84,17 @@ Deno.test({
         OTHER,
         await sign(cheat, OTHER),
       );
-      const poolBefore = (await readJob(reporter.reg, fixture.JOB)).rewardPool;
+      // Round 0 credits both the cheat and an honest member.
+      const round0 = fixture.attestation(0, fixture.GENESIS, [
+        { node: cheat, tokens: 30n },
+        { node: honest, tokens: 10n },
+      ]);
+      await commitRound(reporter.reg, {
+        attestation: round0,
+        signatures: await fixture.signAll([cheat, honest, reporter], round0),
+      });
+      const before = await readJob(reporter.reg, fixture.JOB);
+      assert.equal(before.totalContribution, 40n);
       const balanceBefore = await reporter.client.public.getBalance({
         address: reporter.client.account.address,
       });
@@ -94,16 +106,19 @@ Deno.test({
       });
       assert.equal((await readNode(reporter.reg, account)).stake, 0n);
       assert.equal(await isMember(reporter.reg, fixture.JOB, account), false);
+      const after = await readJob(reporter.reg, fixture.JOB);
+      assert.equal(after.rewardPool, before.rewardPool + parseEther("1.8"));
+      assert.equal(after.totalContribution, 10n);
       assert.equal(
-        (await readJob(reporter.reg, fixture.JOB)).rewardPool,
-        poolBefore + parseEther("1"),
+        await contributionOf(reporter.reg, fixture.JOB, account),
+        0n,
       );
       const gas = tx.receipt.gasUsed * tx.receipt.effectiveGasPrice;
       assert.equal(
         await reporter.client.public.getBalance({
           address: reporter.client.account.address,
         }),
-        balanceBefore + parseEther("1") - gas,
+        balanceBefore + parseEther("0.2") - gas,
       );
       // Rejoined with new stake, the same offence is not punished twice.
       await addStake(cheat.reg, { amount: parseEther("2") });
