@@ -24,7 +24,8 @@ import type { ManifestContribution } from "./round_manifest.ts";
  * import { defaultJobSpec } from "./job_spec.ts";
  *
  * const spec = defaultJobSpec({ dataset: { cid: "bafkreigh2akiscaildcqabsyg3dfr6chu3fgpregiymsck7e7aqa4s52zy" } });
- * creditedTokens(spec, 1e9); // spec.innerSteps * spec.batchSize * spec.contextLength
+ * const cap = spec.innerSteps * spec.batchSize * spec.contextLength;
+ * console.assert(creditedTokens(spec, 1e9) === cap);
  * ```
  */
 export function creditedTokens(spec: JobSpec, claimed: number): number {
@@ -32,7 +33,7 @@ export function creditedTokens(spec: JobSpec, claimed: number): number {
 }
 
 /** The manifest entry for an announced delta that is aggregated. */
-export function contributionOf(
+export function manifestContribution(
   spec: JobSpec,
   d: DeltaAnnounce,
 ): ManifestContribution {

@@ -13,7 +13,7 @@ import { NothingToAggregateError } from "./failures.ts";
 import { type CID, cidToString } from "../../protocol/cid.ts";
 import { censorGraceMs, settleMs } from "../../protocol/censorship.ts";
 import { partitionDeltas } from "../../protocol/delta_screen.ts";
-import { contributionOf } from "../../protocol/contribution.ts";
+import { manifestContribution } from "../../protocol/contribution.ts";
 import type { JobSpec } from "../../protocol/job_spec.ts";
 import type {
   DeltaAnnounce,
@@ -189,7 +189,7 @@ async function build(
     parent: a.parent,
     leader: o.self,
     rule: o.spec.aggregation,
-    contributions: accepted.map(({ d }) => contributionOf(o.spec, d)),
+    contributions: accepted.map(({ d }) => manifestContribution(o.spec, d)),
     excluded: excluded.map(({ d, reason, evidence }) => ({
       peer: d.peer,
       delta: d.delta,

@@ -19,7 +19,7 @@ import { canonicalJson } from "../../protocol/canonical_json.ts";
 import { cidForBytes, cidToString } from "../../protocol/cid.ts";
 import { DeltaContextError } from "../../protocol/delta_blob.ts";
 import { partitionDeltas } from "../../protocol/delta_screen.ts";
-import { contributionOf } from "../../protocol/contribution.ts";
+import { manifestContribution } from "../../protocol/contribution.ts";
 import type { JobSpec } from "../../protocol/job_spec.ts";
 import type {
   DeltaAnnounce,
@@ -362,7 +362,7 @@ export class ManifestVerifier {
     const byPeer = new Map(announced.map((d) => [d.peer, d]));
     for (const c of manifest.contributions) {
       const d = byPeer.get(c.peer);
-      const want = d && contributionOf(this.#o.spec, d);
+      const want = d && manifestContribution(this.#o.spec, d);
       // Every contribution must be one its author announced (signed on
       // gossip): a leader cannot invent or alter deltas.
       if (
