@@ -5,6 +5,11 @@
  *
  * A change that means to change what training computes (a new default, a
  * new kernel, another rule) updates `EXPECTED`, saying so in its commit.
+ *
+ * The CIDs are those of the WASM kernels' relaxed-SIMD build on an x86-64
+ * CPU with FMA (every machine this project runs on, CI's included): on a
+ * CPU without FMA the relaxed multiply-adds round differently and so would
+ * the CIDs.
  */
 import assert from "node:assert/strict";
 import { waitFor } from "../node/devnet/local_peer.ts";
