@@ -7,9 +7,8 @@
  * new kernel, another rule) updates `EXPECTED`, saying so in its commit.
  *
  * The CIDs are those of the WASM kernels' relaxed-SIMD build on an x86-64
- * CPU with FMA (the machines it has run on): on a
- * CPU without FMA the relaxed multiply-adds round differently and so would
- * the CIDs.
+ * CPU with FMA (the machines it has run on): on a CPU without FMA the
+ * relaxed multiply-adds round differently, and so would the CIDs.
  */
 import assert from "node:assert/strict";
 import { waitFor } from "../node/devnet/local_peer.ts";
