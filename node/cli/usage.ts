@@ -32,6 +32,7 @@ devnet options:
   --data-dir DIR          keep the peers' state here (default: a temp dir, removed)
   --rpc-url URL           a dev chain (anvil) instead of the embedded one
   --keep-running          stay up until Ctrl-C instead of exiting at the end
+  --backend B[,B...]      each peer's compute, in turn (e.g. webgpu,wasm; default auto)
 
 blob get options:
   --from PEER_ID          provider to fetch from, repeatable (default: connected peers)
