@@ -164,12 +164,18 @@ export async function startAnvil(
     logFile.close();
     throw err;
   }
-  await options.writeFile(
-    `${dir}/anvil.json`,
-    new TextEncoder().encode(
-      JSON.stringify({ pid: child.pid, rpcUrl } satisfies AnvilRecord),
-    ),
-  );
+  try {
+    await options.writeFile(
+      `${dir}/anvil.json`,
+      new TextEncoder().encode(
+        JSON.stringify({ pid: child.pid, rpcUrl } satisfies AnvilRecord),
+      ),
+    );
+  } catch (err) {
+    // No record, no anvil: one nobody knows about must not run on.
+    await stopChild(child, `${dir}/anvil.json`, logFile, copies);
+    throw err;
+  }
   let stopped: Promise<void> | null = null;
   return {
     rpcUrl,

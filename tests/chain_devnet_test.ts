@@ -106,3 +106,26 @@ Deno.test({
     }
   },
 });
+
+Deno.test({
+  name: "an anvil whose record cannot be written is stopped, not left running",
+  ...CHAIN_TEST,
+  fn: async () => {
+    const dir = await Deno.makeTempDir({ prefix: "zoo-anvil-record-" });
+    try {
+      await assert.rejects(
+        startAnvil(dir, {
+          writeFile: () => Promise.reject(new Error("disk full")),
+        }),
+        /disk full/,
+      );
+      // No process is left holding this dir's state file.
+      const ps = await new Deno.Command("pgrep", {
+        args: ["-f", `${dir}/anvil-state.json`],
+      }).output();
+      assert.equal(new TextDecoder().decode(ps.stdout).trim(), "");
+    } finally {
+      await Deno.remove(dir, { recursive: true });
+    }
+  },
+});

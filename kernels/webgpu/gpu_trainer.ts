@@ -181,6 +181,7 @@ class GpuTrainer implements BatchedTrainer {
   }
 
   async evalLoss(batch: TokenBatch): Promise<number> {
+    checkBatch(batch, this.#model);
     return (await this.#submit(1, () => this.#prepare(batch, false).eval))[0];
   }
 
@@ -199,11 +200,12 @@ class GpuTrainer implements BatchedTrainer {
     this.#ctx.destroy();
   }
 
-  /** The plan of this batch's shape, with its tokens uploaded. */
+  /**
+   * The plan of this batch's shape, with its tokens uploaded. The caller
+   * has checked the batch (`checkBatch`), so no kernel reads outside the
+   * embeddings.
+   */
   #prepare(batch: TokenBatch, train: boolean): Plan {
-    // Checked before any plan is built, so no kernel reads outside the
-    // embeddings.
-    checkBatch(batch, this.#model);
     const plan = this.#planFor(batch.B, batch.T);
     const a = plan.acts.tensors, ctx = this.#ctx;
     ctx.write(a.ids, batch.inputs);
@@ -323,9 +325,10 @@ class GpuTrainer implements BatchedTrainer {
       return new Float32Array(staging.getMappedRange(0, bytes).slice(0));
     } catch (err) {
       // A device that failed (lost, out of memory) ends training with a
-      // clear error, not whatever the binding threw. Bad input (a batch
-      // that fails its checks) is the caller's error and passes through.
-      if (err instanceof GpuUnavailableError || err instanceof RangeError) {
+      // clear error, not whatever the binding threw. A batch beyond the
+      // device's limits is the caller's to shrink and passes through (bad
+      // batches were refused before anything was submitted).
+      if (err instanceof GpuUnavailableError || err instanceof GpuLimitError) {
         throw err;
       }
       throw new GpuUnavailableError(

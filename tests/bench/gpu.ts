@@ -13,12 +13,14 @@
  * @module
  */
 import { parseArgs } from "node:util";
+import { numberFlag, UsageError } from "./_bench.ts";
 import { runWebgpu } from "./kernels_webgpu.ts";
 import { webgpuTable } from "./kernels_webgpu_report.ts";
 
 const log = (line: string) => console.error(line);
 
-async function describeAdapter(): Promise<void> {
+/** Prints what the adapter is and offers, before any measurement. */
+async function printAdapter(): Promise<void> {
   const adapter = await navigator.gpu?.requestAdapter({
     powerPreference: "high-performance",
   });
@@ -41,8 +43,21 @@ const { values } = parseArgs({
     "no-train": { type: "boolean" },
   },
 });
-await describeAdapter();
-const maxN = values["max-n"] === undefined ? null : Number(values["max-n"]);
+let maxN: number | null = null;
+try {
+  if (values["max-n"] !== undefined) {
+    maxN = numberFlag({ "max-n": values["max-n"] }, "max-n", {
+      min: 1,
+      max: 65536,
+      integer: true,
+    });
+  }
+} catch (err) {
+  if (!(err instanceof UsageError)) throw err;
+  console.error(`bench gpu: ${err.message}`);
+  Deno.exit(2);
+}
+await printAdapter();
 const result = await runWebgpu({
   quick: false,
   maxN,

@@ -237,6 +237,14 @@ async function timeProducts(
     await staging.mapAsync(GPUMapMode.READ);
     const [begin, end] = new BigUint64Array(staging.getMappedRange());
     staging.unmap();
+    // WebGPU lets an implementation zero or coarsen timestamps: a pass that
+    // did not advance the clock cannot be timed, and saying so beats
+    // reporting an infinite rate.
+    if (end <= begin) {
+      throw new Error(
+        `Cannot time the matmul: GPU timestamps did not advance (${begin} to ${end})`,
+      );
+    }
     return Number(end - begin) / 1e9 / times;
   } finally {
     querySet.destroy();
