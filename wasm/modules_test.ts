@@ -1,4 +1,5 @@
-import { equal } from "node:assert";
+import { equal, rejects } from "node:assert";
+import { embedKernels } from "../kernels/wasm/embedded.ts";
 import { relaxedSimdSupported } from "../kernels/wasm/simd_level.ts";
 import { loadKernelModule, wasmDir, wasmFile } from "./modules.ts";
 
@@ -22,5 +23,25 @@ Deno.test("loader: both committed modules compile and export the kernel table", 
     }
     const [memory] = WebAssembly.Module.imports(module);
     equal(memory.kind, "memory");
+  }
+});
+
+// Last in this file: it packs bogus modules into this process for good.
+Deno.test("loader: a given folder, then $ZOO_WASM_DIR, beat a bundle's packed bytes", async () => {
+  embedKernels({
+    modules: { relaxed: new Uint8Array([1, 2, 3]), simd128: new Uint8Array(3) },
+    workerSource: "",
+  });
+  const real = await loadKernelModule("simd128", wasmDir());
+  equal(
+    WebAssembly.Module.exports(real).some((e) => e.name === "matmul"),
+    true,
+  );
+  if (Deno.env.get("ZOO_WASM_DIR")) {
+    // The environment's folder is read, not the packed bytes.
+    await loadKernelModule("simd128");
+  } else {
+    // Nothing named: the packed (here bogus) bytes are used.
+    await rejects(loadKernelModule("simd128"), WebAssembly.CompileError);
   }
 });
