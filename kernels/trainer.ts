@@ -29,6 +29,12 @@ export interface TokenBatch {
   T: number;
 }
 
+/** AdamW's first (`m`) and second (`v`) moments, one per parameter. */
+export interface AdamWMoments {
+  m: Float32Array;
+  v: Float32Array;
+}
+
 /** What a trainer starts from. */
 export interface TrainerInit {
   model: GptConfig;
@@ -59,6 +65,13 @@ export interface Trainer {
   readParams(): Promise<Float32Array>;
   /** Replaces the parameters; the AdamW moments are kept. */
   setParams(params: Float32Array): void;
+  /**
+   * A copy of the AdamW moments, each laid out like the parameters: with
+   * the parameters and the step, the whole state an audit re-runs from.
+   */
+  readMoments(): Promise<AdamWMoments>;
+  /** Replaces the AdamW moments; the parameters are kept. */
+  setMoments(moments: AdamWMoments): void;
   dispose(): void;
 }
 
@@ -154,6 +167,13 @@ export function createCpuTrainer(be: Backend, init: TrainerInit): Trainer {
     setParams(params) {
       checkParamsLength(params, model.params.length);
       model.params.set(params);
+    },
+    readMoments: () => Promise.resolve({ m: opt.m.slice(), v: opt.v.slice() }),
+    setMoments({ m, v }) {
+      checkParamsLength(m, opt.m.length);
+      checkParamsLength(v, opt.v.length);
+      opt.m.set(m);
+      opt.v.set(v);
     },
     dispose() {},
   };

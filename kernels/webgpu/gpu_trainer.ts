@@ -19,6 +19,7 @@ import { type AdamWConfig, learningRate } from "../adamw.ts";
 import { type GptConfig, parameterLayout, validateGptConfig } from "../gpt.ts";
 import type { StepResult } from "../train_step.ts";
 import {
+  type AdamWMoments,
   checkBatch,
   checkParamsLength,
   type TokenBatch,
@@ -192,6 +193,18 @@ class GpuTrainer implements BatchedTrainer {
   setParams(params: Float32Array): void {
     checkParamsLength(params, this.parameterCount);
     this.#ctx.write(this.#state.param, params);
+  }
+
+  async readMoments(): Promise<AdamWMoments> {
+    const m = await this.#ctx.readF32(this.#state.m);
+    return { m, v: await this.#ctx.readF32(this.#state.v) };
+  }
+
+  setMoments({ m, v }: AdamWMoments): void {
+    checkParamsLength(m, this.parameterCount);
+    checkParamsLength(v, this.parameterCount);
+    this.#ctx.write(this.#state.m, m);
+    this.#ctx.write(this.#state.v, v);
   }
 
   dispose(): void {

@@ -140,6 +140,62 @@ gpuTest(
 );
 
 gpuTest(
+  "a trainer resumed from another's parameters, moments and step goes on bit for bit",
+  async () => {
+    await withTrainers(async (gpu, wasm) => {
+      const s = sampler("resume");
+      const be = await createWasmBackend({ threads: 1 });
+      const init = {
+        model: MODEL,
+        adamw: ADAMW,
+        params: new Float32Array(gpu.parameterCount),
+      };
+      const resumedGpu = createGpuTrainer({ device: testGpu!.device, ...init });
+      const resumedWasm = createCpuTrainer(be, init);
+      try {
+        for (
+          const [first, resumed] of [[gpu, resumedGpu], [wasm, resumedWasm]]
+        ) {
+          for (let h = 1; h <= 3; h++) await first.step(batch(s, h));
+          resumed.setParams(await first.readParams());
+          resumed.setMoments(await first.readMoments());
+          resumed.optimizerStep = first.optimizerStep;
+          for (let h = 4; h <= 6; h++) {
+            const b = batch(s, h);
+            deepEqual(
+              await resumed.step(b),
+              await first.step(b),
+              `${first.name} step ${h}`,
+            );
+          }
+          deepEqual(await resumed.readParams(), await first.readParams());
+          deepEqual(await resumed.readMoments(), await first.readMoments());
+        }
+        throws(
+          () =>
+            resumedWasm.setMoments({
+              m: new Float32Array(3),
+              v: new Float32Array(3),
+            }),
+          RangeError,
+        );
+        throws(
+          () =>
+            resumedGpu.setMoments({
+              m: new Float32Array(3),
+              v: new Float32Array(3),
+            }),
+          RangeError,
+        );
+      } finally {
+        resumedGpu.dispose();
+        be.dispose();
+      }
+    });
+  },
+);
+
+gpuTest(
   "steps issued without waiting, or in one call, give the bits of awaited steps",
   async () => {
     const init = {
