@@ -1,7 +1,12 @@
 import assert from "node:assert/strict";
 import { createHash } from "node:crypto";
 import { ProtocolError } from "./errors.ts";
-import { stateHash } from "./state_hash.ts";
+import {
+  decodeState,
+  encodeState,
+  stateByteLength,
+  stateHash,
+} from "./state_hash.ts";
 
 const state = (step = 3) => ({
   step,
@@ -44,4 +49,30 @@ Deno.test("stateHash refuses mismatched moments and bad steps", () => {
     ProtocolError,
   );
   assert.throws(() => stateHash(state(-1)), ProtocolError);
+});
+
+Deno.test("a state's encoding hashes to its stateHash and decodes back", () => {
+  const s = state(7);
+  const bytes = encodeState(s);
+  assert.equal(bytes.length, stateByteLength(3));
+  assert.deepEqual(
+    new Uint8Array(createHash("sha256").update(bytes).digest()),
+    stateHash(s),
+  );
+  // From an unaligned view, as a block read from disk may be.
+  const padded = new Uint8Array(bytes.length + 1);
+  padded.set(bytes, 1);
+  assert.deepEqual(decodeState(padded.subarray(1), 3), s);
+});
+
+Deno.test("decodeState refuses other sizes, magic and counts", () => {
+  const bytes = encodeState(state());
+  assert.throws(() => decodeState(bytes, 4), ProtocolError);
+  assert.throws(() => decodeState(bytes.subarray(1), 3), ProtocolError);
+  const magic = bytes.slice();
+  magic[0] ^= 1;
+  assert.throws(() => decodeState(magic, 3), /ZST1/);
+  const count = bytes.slice();
+  count[8] = 4;
+  assert.throws(() => decodeState(count, 3), /3 parameters/);
 });

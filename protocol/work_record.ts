@@ -1,0 +1,173 @@
+/**
+ * What a peer publishes about the work behind its delta, beside the
+ * signed commitment (chain/work_commitment.ts): the CIDs of its training
+ * states at the segment bounds of its round, and the peers its chunks were
+ * assigned among. The states are raw blocks whose CIDs carry their
+ * {@linkcode stateHash}, so the Merkle root over the CIDs' digests is the
+ * commitment's `trajectory`, and the peer list hashes to its `data`.
+ *
+ * Segments: a round of H inner steps is cut into S = min(16, H) segments,
+ * segment k being steps [⌊k·H/S⌋, ⌊(k+1)·H/S⌋); an audit re-runs one.
+ *
+ * The record is canonical JSON, `{"peers":[…],"states":[…],"v":1}`, at
+ * most {@linkcode MAX_WORK_RECORD_BYTES}; {@linkcode decodeWorkRecord}
+ * checks untrusted bytes field by field.
+ *
+ * Pure: no I/O.
+ *
+ * @module
+ */
+import { createHash } from "node:crypto";
+import { canonicalJson } from "./canonical_json.ts";
+import { parseCid } from "./cid.ts";
+import { ProtocolError } from "./errors.ts";
+import { merkleRoot } from "./merkle.ts";
+import { isCanonicalCid, isPeerId } from "./message_fields.ts";
+import { comparePeerIds } from "./peer_table.ts";
+
+/** Most segments a round's trajectory is cut into. */
+export const MAX_SEGMENTS = 16;
+
+/** Most peers a chunk assignment may be named over in a record. */
+export const MAX_ASSIGNED_PEERS = 256;
+
+/** Largest encoded record accepted. */
+export const MAX_WORK_RECORD_BYTES = 64 * 1024;
+
+/** Format version, carried as `v`. */
+export const WORK_RECORD_VERSION = 1;
+
+/** A peer's published account of one round's work. */
+export interface WorkRecord {
+  /** The live peers its chunks were assigned among, sorted, itself included. */
+  readonly peers: readonly string[];
+  /** CIDs of its states at the segment bounds, step 0 first, step H last. */
+  readonly states: readonly string[];
+}
+
+/** A 32-byte value as 0x and 64 hex digits. */
+export type Hash32 = `0x${string}`;
+
+/** Segments a round of `innerSteps` steps is cut into. */
+export function segmentCount(innerSteps: number): number {
+  if (!Number.isSafeInteger(innerSteps) || innerSteps < 1) {
+    throw new ProtocolError(
+      `Cannot cut a round into segments as its steps must be an integer >= 1: current value is ${innerSteps}`,
+      "innerSteps",
+    );
+  }
+  return Math.min(MAX_SEGMENTS, innerSteps);
+}
+
+/**
+ * The steps at which states are committed: 0, then each segment's end, H
+ * last (S + 1 values).
+ *
+ * @example
+ * ```ts
+ * import { segmentBounds } from "./work_record.ts";
+ * console.assert(segmentBounds(4).join() === "0,1,2,3,4");
+ * console.assert(segmentBounds(40).length === 17);
+ * ```
+ */
+export function segmentBounds(innerSteps: number): number[] {
+  const S = segmentCount(innerSteps);
+  return Array.from(
+    { length: S + 1 },
+    (_, k) => Math.floor((k * innerSteps) / S),
+  );
+}
+
+/**
+ * The commitment's `data`: SHA-256 over "zoo/data/1", the job, round,
+ * peer and the sorted peers its chunks were assigned among, joined by
+ * 0x00. With the job's spec and dataset these fix every batch the peer
+ * trained on (node/round/inner_loop.ts `roundSampler`).
+ */
+export function dataHash(
+  job: string,
+  round: number,
+  peer: string,
+  peers: readonly string[],
+): Hash32 {
+  const sorted = [...new Set(peers)].sort(comparePeerIds);
+  const text = ["zoo/data/1", job, String(round), peer, ...sorted].join("\0");
+  return `0x${createHash("sha256").update(text).digest("hex")}`;
+}
+
+/** The commitment's `trajectory`: the Merkle root over the states' hashes. */
+export function trajectoryRoot(states: readonly string[]): Hash32 {
+  const leaves = states.map((s) => parseCid(s).multihash.digest);
+  const root = merkleRoot(leaves);
+  return `0x${
+    Array.from(root, (b) => b.toString(16).padStart(2, "0")).join("")
+  }`;
+}
+
+/** The canonical bytes of `record`. */
+export function encodeWorkRecord(record: WorkRecord): Uint8Array {
+  const peers = [...new Set(record.peers)].sort(comparePeerIds);
+  return new TextEncoder().encode(canonicalJson({
+    peers,
+    states: [...record.states],
+    v: WORK_RECORD_VERSION,
+  }));
+}
+
+/**
+ * The record in untrusted `bytes`, which must name `innerSteps`' segment
+ * count of states; anything else is a {@linkcode ProtocolError} naming the
+ * field.
+ */
+export function decodeWorkRecord(
+  bytes: Uint8Array,
+  innerSteps: number,
+): WorkRecord {
+  const bad = (field: string, problem: string): never => {
+    throw new ProtocolError(
+      `Cannot decode a work record as ${field} ${problem}`,
+      field,
+    );
+  };
+  if (bytes.length > MAX_WORK_RECORD_BYTES) {
+    bad("length", `must be at most ${MAX_WORK_RECORD_BYTES} bytes`);
+  }
+  let obj: unknown;
+  try {
+    obj = JSON.parse(new TextDecoder("utf-8", { fatal: true }).decode(bytes));
+  } catch {
+    bad("json", "must be UTF-8 JSON");
+  }
+  if (typeof obj !== "object" || obj === null || Array.isArray(obj)) {
+    return bad("record", "must be an object");
+  }
+  const top = obj as Record<string, unknown>;
+  for (const key of Object.keys(top)) {
+    if (!["peers", "states", "v"].includes(key)) bad(key, "is not a field");
+  }
+  if (top.v !== WORK_RECORD_VERSION) bad("v", `must be ${WORK_RECORD_VERSION}`);
+  const { peers, states } = top;
+  if (
+    !Array.isArray(peers) || peers.length < 1 ||
+    peers.length > MAX_ASSIGNED_PEERS || !peers.every(isPeerId)
+  ) {
+    bad("peers", `must be 1-${MAX_ASSIGNED_PEERS} peer ids`);
+  }
+  const expected = segmentCount(innerSteps) + 1;
+  if (
+    !Array.isArray(states) || states.length !== expected ||
+    !states.every(isCanonicalCid)
+  ) {
+    bad("states", `must be ${expected} CIDs`);
+  }
+  const record = { peers: peers as string[], states: states as string[] };
+  // Only the canonical form: one record, one CID.
+  const canonical = encodeWorkRecord(record);
+  if (
+    canonical.length !== bytes.length ||
+    canonical.some((b, i) => b !== bytes[i])
+  ) {
+    bad("encoding", "must be canonical JSON with sorted unique peers");
+  }
+  return record;
+}

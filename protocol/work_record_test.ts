@@ -1,0 +1,84 @@
+import assert from "node:assert/strict";
+import { cidForBytes, cidToString } from "./cid.ts";
+import { ProtocolError } from "./errors.ts";
+import { merkleRoot } from "./merkle.ts";
+import {
+  dataHash,
+  decodeWorkRecord,
+  encodeWorkRecord,
+  segmentBounds,
+  segmentCount,
+  trajectoryRoot,
+} from "./work_record.ts";
+
+const states = await Promise.all(
+  Array.from(
+    { length: 17 },
+    async (_, i) => cidToString(await cidForBytes(new Uint8Array([i]))),
+  ),
+);
+
+Deno.test("segment bounds cover the round in at most 16 near-equal parts", () => {
+  assert.deepEqual(segmentBounds(3), [0, 1, 2, 3]);
+  const b = segmentBounds(100);
+  assert.equal(b.length, 17);
+  assert.equal(b[0], 0);
+  assert.equal(b[16], 100);
+  for (let k = 1; k < b.length; k++) {
+    assert.ok(b[k] - b[k - 1] === 6 || b[k] - b[k - 1] === 7);
+  }
+  assert.equal(segmentCount(16), 16);
+  assert.throws(() => segmentCount(0), ProtocolError);
+});
+
+Deno.test("a record round-trips, canonically, and its root is over the CIDs' digests", async () => {
+  const record = { peers: ["12D3KooWb", "12D3KooWa"], states };
+  const bytes = encodeWorkRecord(record);
+  const back = decodeWorkRecord(bytes, 40);
+  assert.deepEqual(back.peers, ["12D3KooWa", "12D3KooWb"]);
+  assert.deepEqual(back.states, states);
+  const digests = await Promise.all(
+    Array.from(
+      { length: 17 },
+      async (_, i) => (await cidForBytes(new Uint8Array([i]))).multihash.digest,
+    ),
+  );
+  const root = merkleRoot(digests);
+  assert.equal(
+    trajectoryRoot(states),
+    `0x${Array.from(root, (x) => x.toString(16).padStart(2, "0")).join("")}`,
+  );
+});
+
+Deno.test("decodeWorkRecord refuses what is not a canonical record of the round", () => {
+  const good = { peers: ["12D3KooWa"], states };
+  const enc = (x: unknown) => new TextEncoder().encode(JSON.stringify(x));
+  const cases: [Uint8Array, RegExp][] = [
+    [encodeWorkRecord({ ...good, states: states.slice(1) }), /states/],
+    [enc({ peers: ["12D3KooWa"], states, v: 2 }), /v must/],
+    [enc({ peers: [], states, v: 1 }), /peers/],
+    [enc({ peers: ["a b"], states, v: 1 }), /peers/],
+    [enc({ peers: ["12D3KooWa"], states, v: 1, x: 1 }), /x is not/],
+    [enc({ v: 1, states, peers: ["12D3KooWa"] }), /canonical/],
+    [new Uint8Array([0xff]), /JSON/],
+    [new Uint8Array(70_000), /length/],
+  ];
+  for (const [bytes, why] of cases) {
+    assert.throws(() => decodeWorkRecord(bytes, 40), why);
+  }
+  assert.throws(() => decodeWorkRecord(encodeWorkRecord(good), 8), /9 CIDs/);
+});
+
+Deno.test("the data hash names job, round, peer and the peer set, in any order", () => {
+  const h = dataHash("job", 2, "12D3KooWa", ["12D3KooWb", "12D3KooWa"]);
+  assert.match(h, /^0x[0-9a-f]{64}$/);
+  assert.equal(h, dataHash("job", 2, "12D3KooWa", ["12D3KooWa", "12D3KooWb"]));
+  for (
+    const other of [
+      dataHash("job", 3, "12D3KooWa", ["12D3KooWa", "12D3KooWb"]),
+      dataHash("job", 2, "12D3KooWb", ["12D3KooWa", "12D3KooWb"]),
+      dataHash("job", 2, "12D3KooWa", ["12D3KooWa"]),
+      dataHash("jo", 2, "12D3KooWa", ["12D3KooWa", "12D3KooWb"]),
+    ]
+  ) assert.notEqual(other, h);
+});
