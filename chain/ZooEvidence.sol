@@ -2,18 +2,27 @@
 pragma solidity 0.8.37;
 
 /// @title Evidence of misbehaviour that the registry checks on its own.
-/// @notice Kind 1, equivocation: two work commitments signed by one account
-/// for the same job and round that differ. A peer commits to the work
-/// behind its delta (chain/work_commitment.ts) in the registry's EIP-712
-/// domain, so the two signed commitments alone prove the offence: no vote,
-/// no oracle. The domain binds the chain id and the registry's address, so
-/// evidence from another chain or deployment recovers to other signers.
+/// @notice A peer commits to the work behind its delta
+/// (chain/work_commitment.ts) in the registry's EIP-712 domain; the domain
+/// binds the chain id and the registry's address, so evidence from another
+/// chain or deployment recovers to other signers. Two kinds:
+///
+/// Kind 1, equivocation: two work commitments signed by one account for the
+/// same job and round that differ. The two signed commitments alone prove
+/// the offence: no vote, no oracle.
+///
+/// Kind 2, failed audit: one signed work commitment plus AuditFailure
+/// verdicts on it (chain/audit_verdict.ts), signed by a quorum of the job's
+/// other members who re-ran the work and got something else. The verdicts
+/// are the vote; the contract checks who cast them, not the work.
 abstract contract ZooEvidence {
     /// What a contributor signs with its delta.
     struct WorkCommitment {
         bytes32 job;
         uint32 round;
         bytes32 parent;
+        /// Hash of the inputs that fix the batches the peer trained on.
+        bytes32 data;
         bytes32 delta;
         uint32 steps;
         uint64 tokens;
@@ -22,11 +31,24 @@ abstract contract ZooEvidence {
         bytes32 kernel;
     }
 
+    /// What an auditor signs when `peer`'s work for `round` of `job`, as
+    /// committed to by the WorkCommitment digest `commitment`, fails its
+    /// audit.
+    struct AuditFailure {
+        bytes32 job;
+        uint32 round;
+        address peer;
+        bytes32 commitment;
+    }
+
     uint8 public constant EVIDENCE_EQUIVOCATION = 1;
+    uint8 public constant EVIDENCE_FAILED_AUDIT = 2;
 
     bytes32 public constant WORK_COMMITMENT_TYPEHASH = keccak256(
-        "WorkCommitment(bytes32 job,uint32 round,bytes32 parent,bytes32 delta,uint32 steps,uint64 tokens,uint32 segments,bytes32 trajectory,bytes32 kernel)"
+        "WorkCommitment(bytes32 job,uint32 round,bytes32 parent,bytes32 data,bytes32 delta,uint32 steps,uint64 tokens,uint32 segments,bytes32 trajectory,bytes32 kernel)"
     );
+    bytes32 public constant AUDIT_FAILURE_TYPEHASH =
+        keccak256("AuditFailure(bytes32 job,uint32 round,address peer,bytes32 commitment)");
 
     // Signatures with s in the upper half of the curve order are the
     // malleable twins of valid ones (EIP-2).
@@ -34,9 +56,14 @@ abstract contract ZooEvidence {
         0x7fffffffffffffffffffffffffffffff5d576e7357a4501ddfe92f46681b20a0;
 
     error BadEvidence(string reason);
+    error EvidenceNotSupported(uint8 kind);
 
     /// @notice The EIP-712 domain separator commitments are signed in.
     function domainSeparator() public view virtual returns (bytes32);
+
+    /// @dev Whether `account` may sign audit verdicts in `job` now: a
+    /// member in good standing, as for attesting a round.
+    function isAuditor(bytes32 job, address account) internal view virtual returns (bool);
 
     /// @notice The digest an account signs to commit to `w`.
     function workCommitmentDigest(WorkCommitment memory w) public view returns (bytes32) {
@@ -46,6 +73,7 @@ abstract contract ZooEvidence {
                 w.job,
                 w.round,
                 w.parent,
+                w.data,
                 w.delta,
                 w.steps,
                 w.tokens,
@@ -55,6 +83,27 @@ abstract contract ZooEvidence {
             )
         );
         return keccak256(abi.encodePacked("\x19\x01", domainSeparator(), structHash));
+    }
+
+    /// @notice The digest an auditor signs to declare that `f.peer`'s work
+    /// failed its audit.
+    function auditFailureDigest(AuditFailure memory f) public view returns (bytes32) {
+        bytes32 structHash = keccak256(abi.encode(AUDIT_FAILURE_TYPEHASH, f.job, f.round, f.peer, f.commitment));
+        return keccak256(abi.encodePacked("\x19\x01", domainSeparator(), structHash));
+    }
+
+    /// @dev The round of the offence of `kind` that `evidence` proves
+    /// against `account` in `job`, whose quorum is `quorum`; reverts with
+    /// BadEvidence unless it proves one, with EvidenceNotSupported for an
+    /// unknown kind.
+    function checkEvidence(address account, bytes32 job, uint32 quorum, uint8 kind, bytes calldata evidence)
+        internal
+        view
+        returns (uint32 round)
+    {
+        if (kind == EVIDENCE_EQUIVOCATION) return checkEquivocation(account, job, evidence);
+        if (kind == EVIDENCE_FAILED_AUDIT) return checkFailedAudit(account, job, quorum, evidence);
+        revert EvidenceNotSupported(kind);
     }
 
     /// @dev The round in which `account` signed two different commitments
@@ -77,6 +126,44 @@ abstract contract ZooEvidence {
             revert BadEvidence("not signed by the account");
         }
         return a.round;
+    }
+
+    /// @dev The round whose work by `account` in `job` failed its audit;
+    /// reverts with BadEvidence unless `evidence` is
+    /// abi.encode(WorkCommitment w, bytes sigW, bytes[] verdicts): `w`
+    /// signed by `account`, and at least `quorum` AuditFailure verdicts on
+    /// it by distinct auditors of the job other than `account`.
+    function checkFailedAudit(address account, bytes32 job, uint32 quorum, bytes calldata evidence)
+        internal
+        view
+        returns (uint32 round)
+    {
+        (WorkCommitment memory w, bytes memory sigW, bytes[] memory verdicts) =
+            abi.decode(evidence, (WorkCommitment, bytes, bytes[]));
+        if (w.job != job) revert BadEvidence("a commitment of another job");
+        bytes32 commitment = workCommitmentDigest(w);
+        if (signerOf(commitment, sigW) != account) revert BadEvidence("not signed by the account");
+        if (verdicts.length < quorum) revert BadEvidence("fewer verdicts than the job's quorum");
+        checkVerdicts(account, auditFailureDigest(AuditFailure(job, w.round, account, commitment)), job, verdicts);
+        return w.round;
+    }
+
+    /// @dev Each verdict must recover from `digest` to an auditor of `job`
+    /// other than `accused`. Signers must ascend strictly: that proves them
+    /// distinct with one comparison each, no set in storage or memory.
+    function checkVerdicts(address accused, bytes32 digest, bytes32 job, bytes[] memory verdicts) private view {
+        address previous = address(0);
+        for (uint256 i = 0; i < verdicts.length; i++) {
+            address signer = signerOf(digest, verdicts[i]);
+            if (signer == address(0)) revert BadEvidence("a malformed verdict signature");
+            if (signer == accused) revert BadEvidence("a verdict by the accused");
+            // Standing first: a verdict over other data recovers to a
+            // random address, which must read as a stranger wherever it sorts.
+            if (!isAuditor(job, signer)) revert BadEvidence("a verdict by a non-member (or over other data)");
+            if (signer == previous) revert BadEvidence("two verdicts by one signer");
+            if (signer < previous) revert BadEvidence("verdicts not sorted by signer");
+            previous = signer;
+        }
     }
 
     /// @dev The signer of `digest`, or the zero address for a malformed or

@@ -129,7 +129,6 @@ contract ZooRegistry is ZooStaking, ZooEvidence {
     error BelowQuorum(uint256 signatures, uint256 quorum);
     error AlreadyClaimed(bytes32 job, address account);
     error NothingToClaim(bytes32 job, address account);
-    error EvidenceNotSupported(uint8 kind);
     error NotMember(bytes32 job, address account);
     error AlreadyPunished(bytes32 offence);
 
@@ -137,22 +136,23 @@ contract ZooRegistry is ZooStaking, ZooEvidence {
 
     // ------------------------------------------------------------- slashing
 
-    /// @notice Slashes `account` on proof of misbehaviour in `job` (see
-    /// ZooEvidence for the kinds): it loses the job's stake (at least the
-    /// registry's minimum, at most what it has), its membership of the job
-    /// and the contribution it has not claimed yet, so it earns nothing from
-    /// the job. A tenth of the stake taken pays the reporter (the gas, and a
+    /// @notice Slashes `account` on proof of misbehaviour in `job`: `kind` 1
+    /// (equivocation) or 2 (failed audit, by a quorum of the job's other
+    /// members), with `evidence` laid out as ZooEvidence says. It loses the
+    /// job's stake (at least the registry's minimum, at most what it has),
+    /// its membership of the job and the contribution it has not claimed
+    /// yet, so it earns nothing from the job. A tenth of the stake taken pays the reporter (the gas, and a
     /// reason to look); the rest goes to the job's reward pool, for the
     /// honest contributors. The bounty stays small because a cheater can
     /// report itself from another account: it still loses nine tenths. One
-    /// offence is punished once.
+    /// offence (account, job, round, kind) is punished once: equivocation
+    /// and a failed audit in one round are two.
     function slash(address account, bytes32 job, uint8 kind, bytes calldata evidence) external {
         Node storage node = nodes[account];
         if (!node.registered) revert NotRegistered(account);
         Job storage j = knownJob(job);
         if (!isMember[job][account]) revert NotMember(job, account);
-        if (kind != EVIDENCE_EQUIVOCATION) revert EvidenceNotSupported(kind);
-        uint32 round = checkEquivocation(account, job, evidence);
+        uint32 round = checkEvidence(account, job, j.quorum, kind, evidence);
         bytes32 offence = keccak256(abi.encode(account, job, round, kind));
         if (punished[offence]) revert AlreadyPunished(offence);
         punished[offence] = true;
@@ -325,6 +325,14 @@ contract ZooRegistry is ZooStaking, ZooEvidence {
         if (node.unbondingEnds != 0) revert NodeExiting(account);
         if (node.stake < minStake) revert InsufficientStake(account, node.stake, minStake);
         return true;
+    }
+
+    /// Like checkMember for an attester, but answers instead of reverting,
+    /// so a bad verdict reads as BadEvidence.
+    function isAuditor(bytes32 job, address account) internal view override returns (bool) {
+        Node storage node = nodes[account];
+        return isMember[job][account] && node.registered && node.unbondingEnds == 0
+            && node.stake >= jobs[job].minStake;
     }
 
     function checkContributions(

@@ -140,9 +140,11 @@ export async function claimReward(
 }
 
 /**
- * Submits slashing evidence of `kind` (1: equivocation, see
- * `equivocationEvidence` in work_commitment.ts); the reporter is paid half
- * of what is taken.
+ * Submits slashing evidence of `kind` against `account` in `job`: 1,
+ * equivocation (`equivocationEvidence` in work_commitment.ts), or 2, a
+ * failed audit (`failedAuditEvidence` in audit_verdict.ts). The account
+ * loses the job's stake, its membership and its unclaimed contribution; the
+ * reporter is paid a tenth of what is taken, the job's pool the rest.
  */
 export function slash(
   reg: Registry,

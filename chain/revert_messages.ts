@@ -61,7 +61,10 @@ const MESSAGES: Record<string, Describe> = {
   AlreadyClaimed: ([, a]) => `account ${a} has already claimed this job`,
   NothingToClaim: ([, a]) => `account ${a} has no contributions in this job`,
   EvidenceNotSupported: ([kind]) =>
-    `slashing evidence of kind ${kind} is not supported yet`,
+    `slashing evidence of kind ${kind} is not supported: 1 is equivocation, 2 a failed audit`,
+  BadEvidence: ([reason]) => `the evidence proves no offence: ${reason}`,
+  NotMember: ([, a]) => `account ${a} is not a member of this job`,
+  AlreadyPunished: () => "this offence has already been punished",
 };
 
 /**

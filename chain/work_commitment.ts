@@ -2,13 +2,15 @@
  * A peer's signed commitment to the work behind its delta, in the same
  * EIP-712 domain as attestations, so the very bytes a peer announces are
  * evidence the registry can check: the round and parent it trained from,
- * the delta it produced, its steps and tokens, the Merkle root over its
+ * the inputs that fix its batches, the delta it produced, its steps and tokens, the Merkle root over its
  * training states every `H / segments` steps (protocol/merkle.ts,
  * protocol/state_hash.ts) and the kernel build it ran (bit-exact
  * re-execution needs the same build).
  *
  * Two valid signatures by one account over different commitments for the
- * same job and round are equivocation: provable from the two alone.
+ * same job and round are equivocation: provable from the two alone. A
+ * commitment that a quorum of the job's other members audit and reject is
+ * the other kind of evidence (chain/audit_verdict.ts).
  *
  * @module
  */
@@ -33,6 +35,8 @@ export interface WorkCommitment {
   round: number;
   /** C(round), the checkpoint trained from. */
   parent: Bytes32;
+  /** Hash of the inputs that fix the batches the peer trained on. */
+  data: Bytes32;
   /** The delta blob announced. */
   delta: Bytes32;
   /** Inner steps taken (H). */
@@ -53,6 +57,7 @@ export const WORK_COMMITMENT_TYPES = {
     { name: "job", type: "bytes32" },
     { name: "round", type: "uint32" },
     { name: "parent", type: "bytes32" },
+    { name: "data", type: "bytes32" },
     { name: "delta", type: "bytes32" },
     { name: "steps", type: "uint32" },
     { name: "tokens", type: "uint64" },

@@ -22,6 +22,7 @@ const WORK: WorkCommitment = {
   job: word(1),
   round: 3,
   parent: word(2),
+  data: word(6),
   delta: word(3),
   steps: 64,
   tokens: 65_536n,
@@ -36,6 +37,7 @@ Deno.test("a signed work commitment recovers to its signer, and only as signed",
   for (
     const changed of [
       { ...WORK, trajectory: word(5) },
+      { ...WORK, data: word(7) },
       { ...WORK, tokens: 1n },
       { ...WORK, kernel: kernelId("webgpu") },
     ]

@@ -1,22 +1,34 @@
 /**
  * Slashing on evidence against a real anvil: two different work
- * commitments signed by one member for one round (equivocation) cost it
- * the job's stake and its membership, pay the reporter half and the job's
- * pool half; forged, replayed, cross-job and cross-chain evidence is
- * refused.
+ * commitments signed by one member for one round (equivocation), or one
+ * commitment that a quorum of the job's other members failed in audit,
+ * cost it the job's stake, its membership and its unclaimed contribution,
+ * pay the reporter a tenth and the job's pool the rest; forged, replayed,
+ * cross-job and cross-chain evidence, and verdicts short of a quorum of
+ * distinct other members, are refused.
  */
 import assert from "node:assert/strict";
-import { parseEther } from "viem";
+import { encodeAbiParameters, parseEther } from "viem";
 import { readContract } from "viem/actions";
 import { zooRegistryAbi } from "../chain/artifact.ts";
 import {
+  type AuditFailure,
+  auditFailureDigest,
+  EVIDENCE_FAILED_AUDIT,
+  failedAuditEvidence,
+  signAuditFailure,
+} from "../chain/audit_verdict.ts";
+import { ChainError } from "../chain/errors.ts";
+import {
   addStake,
+  beginExit,
   commitRound,
   contributionOf,
   isMember,
   joinJob,
   readJob,
   readNode,
+  registerNode,
   slash,
 } from "../chain/registry.ts";
 import {
@@ -24,6 +36,7 @@ import {
   EVIDENCE_EQUIVOCATION,
   kernelId,
   signWorkCommitment,
+  WORK_COMMITMENT_TYPES,
   type WorkCommitment,
   workCommitmentDigest,
 } from "../chain/work_commitment.ts";
@@ -33,6 +46,7 @@ const WORK: WorkCommitment = {
   job: fixture.JOB,
   round: 0,
   parent: fixture.GENESIS,
+  data: fixture.digestOf("data"),
   delta: fixture.digestOf("delta"),
   steps: 50,
   tokens: 51_200n,
@@ -239,6 +253,263 @@ slashingTest(
         evidence: "0x",
       }),
       "EvidenceNotSupported",
+    );
+    // Nothing was taken.
+    assert.equal(
+      (await readNode(reporter.reg, account)).stake,
+      parseEther("2"),
+    );
+    assert.equal(await isMember(reporter.reg, fixture.JOB, account), true);
+  },
+);
+
+// ---------------------------------------------------------- failed audits
+
+/** The verdict that `work`, signed by `accused`, failed its audit. */
+function failureOf(
+  node: fixture.TestAccount,
+  work: WorkCommitment,
+  accused: `0x${string}`,
+): AuditFailure {
+  return {
+    job: work.job,
+    round: work.round,
+    peer: accused,
+    commitment: workCommitmentDigest(domainOf(node), work),
+  };
+}
+
+/** `auditor`'s signed verdict on `failure`. */
+async function verdict(
+  auditor: fixture.TestAccount,
+  failure: AuditFailure,
+  domain = domainOf(auditor),
+) {
+  return {
+    signer: auditor.client.account.address,
+    signature: await signAuditFailure(auditor.client.account, domain, failure),
+  };
+}
+
+/** Asserts `promise` fails with BadEvidence for `reason`. */
+async function rejectsEvidence(promise: Promise<unknown>, reason: string) {
+  await assert.rejects(promise, (err: unknown) => {
+    assert.ok(err instanceof ChainError, `not a ChainError: ${err}`);
+    assert.equal(err.reason, "BadEvidence", err.message);
+    assert.equal(err.args[0], reason, err.message);
+    return true;
+  });
+}
+
+slashingTest(
+  "a member whose work a quorum of others failed in audit loses the job's stake, membership and unclaimed contribution; a tenth to the reporter, the rest to the pool; once per round, apart from equivocation",
+  parseEther("2"),
+  async ({ cheat, honest, reporter, account }) => {
+    const failure = failureOf(cheat, WORK, account);
+    // The contract's digest is viem's.
+    const onChain = await readContract(cheat.client.public, {
+      address: cheat.reg.address,
+      abi: zooRegistryAbi,
+      functionName: "auditFailureDigest",
+      args: [failure],
+    });
+    assert.equal(onChain, auditFailureDigest(domainOf(cheat), failure));
+    const evidence = failedAuditEvidence(WORK, await sign(cheat, WORK), [
+      await verdict(reporter, failure),
+      await verdict(honest, failure),
+    ]);
+    const round0 = fixture.attestation(0, fixture.GENESIS, [
+      { node: cheat, tokens: 30n },
+      { node: honest, tokens: 10n },
+    ]);
+    await commitRound(reporter.reg, {
+      attestation: round0,
+      signatures: await fixture.signAll([cheat, honest, reporter], round0),
+    });
+    const before = await readJob(reporter.reg, fixture.JOB);
+    const balanceBefore = await reporter.client.public.getBalance({
+      address: reporter.client.account.address,
+    });
+    const submit = (kind: number, evidence: `0x${string}`) =>
+      slash(reporter.reg, { account, job: fixture.JOB, kind, evidence });
+    const tx = await submit(EVIDENCE_FAILED_AUDIT, evidence);
+    assert.equal((await readNode(reporter.reg, account)).stake, 0n);
+    assert.equal(await isMember(reporter.reg, fixture.JOB, account), false);
+    const after = await readJob(reporter.reg, fixture.JOB);
+    assert.equal(after.rewardPool, before.rewardPool + parseEther("1.8"));
+    assert.equal(after.totalContribution, 10n);
+    assert.equal(await contributionOf(reporter.reg, fixture.JOB, account), 0n);
+    const gas = tx.receipt.gasUsed * tx.receipt.effectiveGasPrice;
+    assert.equal(
+      await reporter.client.public.getBalance({
+        address: reporter.client.account.address,
+      }),
+      balanceBefore + parseEther("0.2") - gas,
+    );
+    // Rejoined with new stake: the same failed audit is not punished twice,
+    // but equivocation in that round is another offence.
+    await addStake(cheat.reg, { amount: parseEther("2") });
+    await joinJob(cheat.reg, { job: fixture.JOB });
+    await fixture.rejects(
+      submit(EVIDENCE_FAILED_AUDIT, evidence),
+      "AlreadyPunished",
+    );
+    await submit(
+      EVIDENCE_EQUIVOCATION,
+      equivocationEvidence(
+        WORK,
+        await sign(cheat, WORK),
+        OTHER,
+        await sign(cheat, OTHER),
+      ),
+    );
+    assert.equal((await readNode(reporter.reg, account)).stake, 0n);
+  },
+);
+
+slashingTest(
+  "failed-audit evidence short of a quorum of distinct, sorted other members' verdicts on the signed commitment is refused",
+  parseEther("1"),
+  async ({ chain, cheat, honest, reporter, account }) => {
+    const submit = (evidence: `0x${string}`) =>
+      slash(reporter.reg, {
+        account,
+        job: fixture.JOB,
+        kind: EVIDENCE_FAILED_AUDIT,
+        evidence,
+      });
+    const sigWork = await sign(cheat, WORK);
+    const failure = failureOf(cheat, WORK, account);
+    const byHonest = await verdict(honest, failure);
+    const byReporter = await verdict(reporter, failure);
+    const evidence = (
+      verdicts: { signer: `0x${string}`; signature: `0x${string}` }[],
+      work = WORK,
+      sigW = sigWork,
+    ) => failedAuditEvidence(work, sigW, verdicts);
+    // A member that never joined the job.
+    const stranger = await chain.account();
+    await registerNode(stranger.reg, {
+      peerIdHex: stranger.peerIdHex,
+      stake: parseEther("2"),
+    });
+    const [low, high] = BigInt(byHonest.signer) < BigInt(byReporter.signer)
+      ? [byHonest, byReporter]
+      : [byReporter, byHonest];
+    const unsorted = encodeAbiParameters(
+      [
+        { type: "tuple", components: WORK_COMMITMENT_TYPES.WorkCommitment },
+        { type: "bytes" },
+        { type: "bytes[]" },
+      ],
+      [WORK, sigWork, [high.signature, low.signature]],
+    );
+    const otherJob = { ...WORK, job: fixture.digestOf("other job") };
+    const otherChain = { ...domainOf(cheat), chainId: 1 };
+    const otherRegistry = {
+      ...domainOf(cheat),
+      registry: stranger.client.account.address,
+    };
+    const cases: [string, `0x${string}`, string][] = [
+      [
+        "one verdict for a quorum of two",
+        evidence([byHonest]),
+        "fewer verdicts than the job's quorum",
+      ],
+      [
+        "a verdict by the accused",
+        evidence([byHonest, await verdict(cheat, failure)]),
+        "a verdict by the accused",
+      ],
+      [
+        "a verdict by a node outside the job",
+        evidence([byHonest, await verdict(stranger, failure)]),
+        "a verdict by a non-member (or over other data)",
+      ],
+      [
+        "one verdict twice",
+        evidence([byHonest, byHonest]),
+        "two verdicts by one signer",
+      ],
+      ["unsorted verdicts", unsorted, "verdicts not sorted by signer"],
+      [
+        "a verdict on another commitment",
+        evidence([
+          byHonest,
+          await verdict(reporter, failureOf(cheat, OTHER, account)),
+        ]),
+        "a verdict by a non-member (or over other data)",
+      ],
+      [
+        "a verdict on another round",
+        evidence([byHonest, await verdict(reporter, { ...failure, round: 1 })]),
+        "a verdict by a non-member (or over other data)",
+      ],
+      [
+        "a verdict on another peer",
+        evidence([
+          byHonest,
+          await verdict(reporter, {
+            ...failure,
+            peer: honest.client.account.address,
+          }),
+        ]),
+        "a verdict by a non-member (or over other data)",
+      ],
+      [
+        "a malformed verdict",
+        evidence([byHonest, { ...byReporter, signature: "0x1234" }]),
+        "a malformed verdict signature",
+      ],
+      [
+        "a work commitment signed by someone else",
+        evidence([byHonest, byReporter], WORK, await sign(honest, WORK)),
+        "not signed by the account",
+      ],
+      [
+        "a commitment of another job",
+        evidence(
+          [
+            await verdict(honest, failureOf(cheat, otherJob, account)),
+            await verdict(reporter, failureOf(cheat, otherJob, account)),
+          ],
+          otherJob,
+          await sign(cheat, otherJob),
+        ),
+        "a commitment of another job",
+      ],
+      [
+        "everything signed for another chain",
+        evidence(
+          [
+            await verdict(honest, failure, otherChain),
+            await verdict(reporter, failure, otherChain),
+          ],
+          WORK,
+          await sign(cheat, WORK, otherChain),
+        ),
+        "not signed by the account",
+      ],
+      [
+        "verdicts signed for another registry",
+        evidence([
+          await verdict(honest, failure, otherRegistry),
+          await verdict(reporter, failure, otherRegistry),
+        ]),
+        "a verdict by a non-member (or over other data)",
+      ],
+    ];
+    for (const [what, bytes, reason] of cases) {
+      await rejectsEvidence(submit(bytes), reason).catch((err) => {
+        throw new Error(`${what}: ${err}`);
+      });
+    }
+    // Verdicts count only from members in good standing: the valid pair
+    // of the test above, once one auditor starts leaving, is refused.
+    await beginExit(honest.reg);
+    await rejectsEvidence(
+      submit(evidence([byHonest, byReporter])),
+      "a verdict by a non-member (or over other data)",
     );
     // Nothing was taken.
     assert.equal(

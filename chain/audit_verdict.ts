@@ -1,0 +1,112 @@
+/**
+ * An auditor's signed verdict that a peer's work failed its audit, in the
+ * registry's EIP-712 domain, and the slashing evidence a quorum of them
+ * makes: the accused's signed {@linkcode WorkCommitment} plus verdicts on
+ * that very commitment (its EIP-712 digest) by the job's other members.
+ * The registry checks who signed, not the work: the quorum is the vote.
+ *
+ * @module
+ */
+import {
+  type Account,
+  encodeAbiParameters,
+  hashTypedData,
+  recoverTypedDataAddress,
+} from "viem";
+import {
+  type Address,
+  type Bytes32,
+  eip712Domain,
+  type RegistryDomain,
+} from "./attestation.ts";
+import {
+  WORK_COMMITMENT_TYPES,
+  type WorkCommitment,
+} from "./work_commitment.ts";
+
+/** What an auditor signs when `peer`'s work for `round` fails its audit. */
+export interface AuditFailure {
+  job: Bytes32;
+  round: number;
+  /** The accused account. */
+  peer: Address;
+  /** The EIP-712 digest of the accused's commitment (`workCommitmentDigest`). */
+  commitment: Bytes32;
+}
+
+/** The EIP-712 types; must match `AUDIT_FAILURE_TYPEHASH` in the contract. */
+export const AUDIT_FAILURE_TYPES = {
+  AuditFailure: [
+    { name: "job", type: "bytes32" },
+    { name: "round", type: "uint32" },
+    { name: "peer", type: "address" },
+    { name: "commitment", type: "bytes32" },
+  ],
+} as const;
+
+/** The registry's evidence kind for work a quorum failed in audit. */
+export const EVIDENCE_FAILED_AUDIT = 2;
+
+function typedData(domain: RegistryDomain, failure: AuditFailure) {
+  return {
+    domain: eip712Domain(domain),
+    types: AUDIT_FAILURE_TYPES,
+    primaryType: "AuditFailure" as const,
+    message: failure,
+  };
+}
+
+/** The digest a verdict on `failure` signs. */
+export function auditFailureDigest(
+  domain: RegistryDomain,
+  failure: AuditFailure,
+): Bytes32 {
+  return hashTypedData(typedData(domain, failure));
+}
+
+/** Signs `failure` with `account` (a viem local account). */
+export function signAuditFailure(
+  account: Account,
+  domain: RegistryDomain,
+  failure: AuditFailure,
+): Promise<`0x${string}`> {
+  if (!account.signTypedData) {
+    throw new TypeError("Cannot sign: the account has no local key");
+  }
+  return account.signTypedData(typedData(domain, failure));
+}
+
+/** The account that signed a verdict on `failure`. */
+export function recoverAuditFailureSigner(
+  domain: RegistryDomain,
+  failure: AuditFailure,
+  signature: `0x${string}`,
+): Promise<Address> {
+  return recoverTypedDataAddress({ ...typedData(domain, failure), signature });
+}
+
+/**
+ * The evidence bytes for `slash(account, job, EVIDENCE_FAILED_AUDIT, …)`:
+ * abi.encode(WorkCommitment work, bytes workSignature, bytes[] verdicts),
+ * the verdicts ordered by signer address as the registry requires. A signer
+ * listed twice stays twice, and the registry refuses the evidence.
+ */
+export function failedAuditEvidence(
+  work: WorkCommitment,
+  workSignature: `0x${string}`,
+  verdicts: readonly { signer: Address; signature: `0x${string}` }[],
+): `0x${string}` {
+  const sorted = [...verdicts].sort((a, b) => {
+    const x = BigInt(a.signer);
+    const y = BigInt(b.signer);
+    return x < y ? -1 : x > y ? 1 : 0;
+  });
+  return encodeAbiParameters(
+    [
+      { type: "tuple", components: WORK_COMMITMENT_TYPES.WorkCommitment },
+      { type: "bytes" },
+      { type: "bytes[]" },
+    ],
+    [work, workSignature, sorted.map((v) => v.signature)],
+  );
+}
