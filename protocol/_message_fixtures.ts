@@ -45,6 +45,15 @@ export const ACCOUNT = "0x70997970C51812dc3A010C7d01b50e0d17dc79C8";
 /** The fields every round message below shares. */
 const ROUND = { peer: PEER, job: JOB, round: 3, parent: PARENT };
 
+/** Work-commitment fields of a delta announcement, for fixtures. */
+export const WORK_FIELDS = {
+  work: await cidOf("work"),
+  data: `0x${"ab".repeat(32)}`,
+  trajectory: `0x${"cd".repeat(32)}`,
+  kernel: "wasm-relaxed",
+  signature: `0x${"11".repeat(65)}`,
+} as const;
+
 export const DELTA: DeltaAnnounce = {
   v: 1,
   type: "delta",
@@ -53,6 +62,7 @@ export const DELTA: DeltaAnnounce = {
   tokens: 8192,
   loss: 2.75,
   account: ACCOUNT,
+  ...WORK_FIELDS,
 };
 export const MANIFEST: ManifestAnnounce = {
   v: 1,

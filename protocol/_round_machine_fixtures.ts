@@ -12,6 +12,7 @@ import type {
   RoundState,
 } from "./round_state.ts";
 import { step } from "./round_machine.ts";
+import { WORK_FIELDS } from "./_message_fixtures.ts";
 
 export const GENESIS = "bafkreigenesis";
 
@@ -47,6 +48,7 @@ export function delta(
     tokens: 100,
     loss: 3,
     account: `0x${peer.padStart(40, "0")}`,
+    ...WORK_FIELDS,
   };
 }
 

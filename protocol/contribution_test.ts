@@ -2,6 +2,7 @@ import assert from "node:assert/strict";
 import { creditedTokens, manifestContribution } from "./contribution.ts";
 import { defaultJobSpec, maxTokensPerRound } from "./job_spec.ts";
 import type { DeltaAnnounce } from "./messages.ts";
+import { WORK_FIELDS } from "./_message_fixtures.ts";
 
 const SPEC = defaultJobSpec({
   dataset: {
@@ -31,6 +32,7 @@ Deno.test("manifestContribution lists an announcement with its credited tokens",
     tokens: 1e9,
     loss: 3.5,
     account: "0x70997970C51812dc3A010C7d01b50e0d17dc79C8",
+    ...WORK_FIELDS,
   };
   assert.deepEqual(manifestContribution(SPEC, d), {
     peer: d.peer,

@@ -65,6 +65,9 @@ export const MAX_LEADER_RANK = 1000;
 /** Longest device description a heartbeat may carry. */
 export const MAX_DEVICE_LENGTH = 96;
 
+/** Longest kernel build name in a delta announcement. */
+export const MAX_KERNEL_LENGTH = 32;
+
 /** Most listen addresses a heartbeat may carry. */
 export const MAX_ADDRS = 8;
 
@@ -140,6 +143,19 @@ export type DeltaAnnounce = RoundHeader<"delta"> & {
   readonly loss: number;
   /** Sender's registered account, to be credited for the contribution. */
   readonly account: Address;
+  /** CID of the sender's work record (work_record.ts) for this delta. */
+  readonly work: string;
+  /** The work commitment's `data`: hash of what fixes its batches. */
+  readonly data: `0x${string}`;
+  /** The work commitment's `trajectory`: Merkle root over its states. */
+  readonly trajectory: `0x${string}`;
+  /** The kernel build that trained ("wasm-relaxed", "webgpu", …). */
+  readonly kernel: string;
+  /**
+   * The account's EIP-712 signature over the work commitment these fields
+   * and the header make (chain/work_commitment.ts).
+   */
+  readonly signature: `0x${string}`;
 };
 
 /**

@@ -29,6 +29,7 @@ import {
   type DeltaAnnounce,
   type FieldCheck,
   type ManifestAnnounce,
+  MAX_KERNEL_LENGTH,
   MAX_LEADER_RANK,
   PROTOCOL_VERSION,
   type RoundFields,
@@ -42,7 +43,15 @@ const DELTA_FIELDS = new Set([
   "tokens",
   "loss",
   "account",
+  "work",
+  "data",
+  "trajectory",
+  "kernel",
+  "signature",
 ]);
+
+const HASH_PATTERN = /^0x[0-9a-f]{64}$/;
+const KERNEL_PATTERN = new RegExp(`^[a-z0-9-]{1,${MAX_KERNEL_LENGTH}}$`);
 
 const MANIFEST_FIELDS = new Set([
   ...ROUND_FIELDS,
@@ -73,6 +82,8 @@ const COMMITTED_FIELDS = new Set([...ROUND_FIELDS, "checkpoint", "tx"]);
  *   v: 1, type: "delta", peer: "12D3KooWabc", job: "bafyjob", round: 3,
  *   parent: cid, delta: cid, tokens: 8192, loss: 2.5,
  *   account: "0x70997970C51812dc3A010C7d01b50e0d17dc79C8",
+ *   work: cid, data: `0x${"ab".repeat(32)}`, trajectory: `0x${"cd".repeat(32)}`,
+ *   kernel: "wasm-relaxed", signature: `0x${"11".repeat(65)}`,
  * });
  * if (!check.ok) throw new Error(check.problem);
  * ```
@@ -82,13 +93,25 @@ export function validateDeltaAnnounce(
 ): FieldCheck<DeltaAnnounce> {
   const common = checkRoundFields(obj, DELTA_FIELDS, "a delta announcement");
   if (!common.ok) return common;
-  const { delta, tokens, loss, account } = obj;
+  const { delta, tokens, loss, account, work, data, trajectory, kernel } = obj;
   if (!isCanonicalCid(delta)) return fail("delta", CID_PROBLEM);
   if (!isCount(tokens) || tokens < 1) {
     return fail("tokens", "must be a safe integer >= 1");
   }
   if (!isLoss(loss)) return fail("loss", LOSS_PROBLEM);
   if (!isAddress(account)) return fail("account", ADDRESS_PROBLEM);
+  if (!isCanonicalCid(work)) return fail("work", CID_PROBLEM);
+  for (const [field, value] of [["data", data], ["trajectory", trajectory]]) {
+    if (!isHex(value, HASH_PATTERN)) {
+      return fail(field as string, "must be 0x and 64 lowercase hex digits");
+    }
+  }
+  if (typeof kernel !== "string" || !KERNEL_PATTERN.test(kernel)) {
+    return fail("kernel", `must be 1-${MAX_KERNEL_LENGTH} of [a-z0-9-]`);
+  }
+  if (!isHex(obj.signature, SIGNATURE_PATTERN)) {
+    return fail("signature", "must be 0x and 130 hex digits");
+  }
   const message: DeltaAnnounce = {
     v: PROTOCOL_VERSION,
     type: "delta",
@@ -97,6 +120,11 @@ export function validateDeltaAnnounce(
     tokens: tokens + 0,
     loss: loss + 0,
     account,
+    work,
+    data: data as `0x${string}`,
+    trajectory: trajectory as `0x${string}`,
+    kernel,
+    signature: obj.signature,
   };
   return { ok: true, message };
 }

@@ -9,7 +9,12 @@
  * Segments: a round of H inner steps is cut into S = min(16, H) segments,
  * segment k being steps [⌊k·H/S⌋, ⌊(k+1)·H/S⌋); an audit re-runs one.
  *
- * The record is canonical JSON, `{"peers":[…],"states":[…],"v":1}`, at
+ * A peer that trained ahead of its checkpoint (`--overlap`) moved its
+ * parameters onto it at one bound, `shifted` (0 when it did not: its
+ * step-0 state is then C(r)'s parameters); the state there is recorded
+ * after the move.
+ *
+ * The record is canonical JSON, `{"peers":[…],"shifted":0,"states":[…],"v":1}`, at
  * most {@linkcode MAX_WORK_RECORD_BYTES}; {@linkcode decodeWorkRecord}
  * checks untrusted bytes field by field.
  *
@@ -43,6 +48,8 @@ export interface WorkRecord {
   readonly peers: readonly string[];
   /** CIDs of its states at the segment bounds, step 0 first, step H last. */
   readonly states: readonly string[];
+  /** The bound where a round trained ahead moved onto C(r); 0: none. */
+  readonly shifted: number;
 }
 
 /** A 32-byte value as 0x and 64 hex digits. */
@@ -109,6 +116,7 @@ export function encodeWorkRecord(record: WorkRecord): Uint8Array {
   const peers = [...new Set(record.peers)].sort(comparePeerIds);
   return new TextEncoder().encode(canonicalJson({
     peers,
+    shifted: record.shifted,
     states: [...record.states],
     v: WORK_RECORD_VERSION,
   }));
@@ -143,7 +151,9 @@ export function decodeWorkRecord(
   }
   const top = obj as Record<string, unknown>;
   for (const key of Object.keys(top)) {
-    if (!["peers", "states", "v"].includes(key)) bad(key, "is not a field");
+    if (!["peers", "shifted", "states", "v"].includes(key)) {
+      bad(key, "is not a field");
+    }
   }
   if (top.v !== WORK_RECORD_VERSION) bad("v", `must be ${WORK_RECORD_VERSION}`);
   const { peers, states } = top;
@@ -160,7 +170,15 @@ export function decodeWorkRecord(
   ) {
     bad("states", `must be ${expected} CIDs`);
   }
-  const record = { peers: peers as string[], states: states as string[] };
+  const bounds = segmentBounds(innerSteps);
+  if (typeof top.shifted !== "number" || !bounds.includes(top.shifted)) {
+    bad("shifted", "must be a segment bound of the round");
+  }
+  const record = {
+    peers: peers as string[],
+    states: states as string[],
+    shifted: top.shifted as number,
+  };
   // Only the canonical form: one record, one CID.
   const canonical = encodeWorkRecord(record);
   if (

@@ -32,11 +32,15 @@ Deno.test("segment bounds cover the round in at most 16 near-equal parts", () =>
 });
 
 Deno.test("a record round-trips, canonically, and its root is over the CIDs' digests", async () => {
-  const record = { peers: ["12D3KooWb", "12D3KooWa"], states };
+  const record = { peers: ["12D3KooWb", "12D3KooWa"], states, shifted: 0 };
   const bytes = encodeWorkRecord(record);
   const back = decodeWorkRecord(bytes, 40);
   assert.deepEqual(back.peers, ["12D3KooWa", "12D3KooWb"]);
   assert.deepEqual(back.states, states);
+  assert.equal(
+    decodeWorkRecord(encodeWorkRecord({ ...record, shifted: 5 }), 40).shifted,
+    5,
+  );
   const digests = await Promise.all(
     Array.from(
       { length: 17 },
@@ -51,15 +55,17 @@ Deno.test("a record round-trips, canonically, and its root is over the CIDs' dig
 });
 
 Deno.test("decodeWorkRecord refuses what is not a canonical record of the round", () => {
-  const good = { peers: ["12D3KooWa"], states };
+  const good = { peers: ["12D3KooWa"], states, shifted: 0 };
   const enc = (x: unknown) => new TextEncoder().encode(JSON.stringify(x));
   const cases: [Uint8Array, RegExp][] = [
     [encodeWorkRecord({ ...good, states: states.slice(1) }), /states/],
-    [enc({ peers: ["12D3KooWa"], states, v: 2 }), /v must/],
-    [enc({ peers: [], states, v: 1 }), /peers/],
-    [enc({ peers: ["a b"], states, v: 1 }), /peers/],
-    [enc({ peers: ["12D3KooWa"], states, v: 1, x: 1 }), /x is not/],
-    [enc({ v: 1, states, peers: ["12D3KooWa"] }), /canonical/],
+    [enc({ peers: ["12D3KooWa"], shifted: 0, states, v: 2 }), /v must/],
+    [enc({ peers: [], shifted: 0, states, v: 1 }), /peers/],
+    [enc({ peers: ["a b"], shifted: 0, states, v: 1 }), /peers/],
+    [enc({ peers: ["12D3KooWa"], shifted: 4, states, v: 1 }), /shifted/],
+    [enc({ peers: ["12D3KooWa"], states, v: 1 }), /shifted/],
+    [enc({ peers: ["12D3KooWa"], shifted: 0, states, v: 1, x: 1 }), /x is not/],
+    [enc({ v: 1, shifted: 0, states, peers: ["12D3KooWa"] }), /canonical/],
     [new Uint8Array([0xff]), /JSON/],
     [new Uint8Array(70_000), /length/],
   ];

@@ -30,6 +30,7 @@ import {
   withJobCluster,
 } from "./_job_cluster.ts";
 import { statusOf } from "./_cluster.ts";
+import { WORK_FIELDS } from "../protocol/_message_fixtures.ts";
 
 type Training = Awaited<ReturnType<typeof trainingOf>>;
 
@@ -259,6 +260,7 @@ Deno.test({
           tokens: 1000,
           loss: 1,
           account: identity.address,
+          ...WORK_FIELDS,
         };
         const announcedAt = performance.now();
         assert.ok(await rogue.gossip.publish(announce) > 0, "nobody heard it");

@@ -140,6 +140,13 @@ export class MemoryChain implements RoundChain {
   committedManifest(round: number): Promise<`0x${string}` | null> {
     return Promise.resolve(this.manifests.get(round) ?? null);
   }
+
+  readonly slashes: Parameters<RoundChain["slash"]>[] = [];
+
+  slash(...args: Parameters<RoundChain["slash"]>): Promise<LandedTx> {
+    this.slashes.push(args);
+    return Promise.resolve({ hash: `0x${"cd".repeat(32)}`, gasUsed: 50000n });
+  }
 }
 
 /** Anvil's second well-known test key and its address. */

@@ -26,6 +26,7 @@ import {
 import { lead } from "./aggregate.ts";
 import { HONEST } from "./behaviour.ts";
 import { RoundPublisher } from "./publisher.ts";
+import { WORK_FIELDS } from "../../protocol/_message_fixtures.ts";
 
 const GENESIS = genesisCheckpoint(JOB, MODEL, 0);
 const PARENT = cidToString(
@@ -56,6 +57,7 @@ const ANNOUNCED: DeltaAnnounce[] = await Promise.all(
     tokens: i === 2 ? 1e9 : 32,
     loss: 3,
     account: TEST_ADDRESS,
+    ...WORK_FIELDS,
   })),
 );
 

@@ -10,6 +10,10 @@
 import type { DeltaContext } from "../../protocol/delta_blob.ts";
 import type { DeltaAnnounce } from "../../protocol/messages.ts";
 import type { RoundCheckpoint } from "../../protocol/round_checkpoint.ts";
+import type { WorkRecord } from "../../protocol/work_record.ts";
+
+/** A delta announcement before its work commitment is signed. */
+export type UnsignedDelta = Omit<DeltaAnnounce, "signature">;
 
 /** What a peer knows when it settles the delta it will announce. */
 export interface DeltaChoice {
@@ -24,14 +28,23 @@ export interface DeltaChoice {
   announced(): Promise<{ peer: string; delta: Float32Array }[]>;
 }
 
+/** What a peer knows when it settles the work record it will publish. */
+export interface WorkChoice extends WorkRecord {
+  readonly round: number;
+  /** CID of C(round). */
+  readonly parent: string;
+}
+
 /** A peer's conduct at each point of a round where it could cheat. */
 export interface RoundBehaviour {
   /** The delta values to announce. */
   delta(choice: DeltaChoice): Promise<Float32Array>;
   /** The context the delta blob is bound to. */
   deltaContext(context: DeltaContext): DeltaContext;
-  /** The delta announcement to publish. */
-  announce(msg: DeltaAnnounce): DeltaAnnounce;
+  /** The work record to publish: its states and assignment peers. */
+  work(choice: WorkChoice): Promise<WorkRecord>;
+  /** The delta announcement to publish, before it is signed. */
+  announce(msg: UnsignedDelta): UnsignedDelta;
   /** Of the deltas a leader fetched, those it goes on to aggregate. */
   contributions<T extends { readonly peer: string }>(fetched: T[]): T[];
   /** The checkpoint a leader publishes as C(round + 1). */
@@ -42,6 +55,8 @@ export interface RoundBehaviour {
 export const HONEST: RoundBehaviour = {
   delta: (choice) => Promise.resolve(choice.delta),
   deltaContext: (context) => context,
+  work: ({ peers, states, shifted }) =>
+    Promise.resolve({ peers, states, shifted }),
   announce: (msg) => msg,
   contributions: (fetched) => fetched,
   checkpoint: (next) => next,

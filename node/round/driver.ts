@@ -12,6 +12,7 @@ import {
   readJob,
   readRound,
   type Registry,
+  slash,
 } from "../../chain/registry.ts";
 import type { GossipMessage } from "../../protocol/messages.ts";
 import {
@@ -161,9 +162,11 @@ export class RoundDriver {
         return;
       case "delta":
         // Only members' deltas count, under the account bound to their id.
-        this.members.isMemberAccount(msg.peer, msg.account).then((ok) => {
-          if (ok) this.#feed({ type: "delta", msg });
-        });
+        this.members.isMemberAccount(msg.peer, msg.account).then((ok) =>
+          ok ? this.#work.checkDelta(msg) : undefined
+        ).catch((err) =>
+          this.#log(`delta from ${msg.peer}: ${(err as Error).message}`)
+        );
         return;
       case "manifest":
         // Verifying one costs fetches and a recomputation: members only.
@@ -245,6 +248,8 @@ function roundServices(
         commitRound(registry, { attestation, signatures }),
       committedManifest: async (round) =>
         (await readRound(registry, job, round))?.manifest ?? null,
+      slash: (account, kind, evidence) =>
+        slash(registry, { account, job, kind, evidence }),
     },
     progress: (p) => node.gossip.setProgress(p),
     servedBytes: () => node.blobs.stats.servedBytes,

@@ -28,6 +28,8 @@ import {
 } from "../../kernels/trainer.ts";
 import type { JobSpec } from "../../protocol/job_spec.ts";
 import { parameterCount } from "../../protocol/round_checkpoint.ts";
+import type { TrainingState } from "../../protocol/state_hash.ts";
+import { segmentBounds } from "../../protocol/work_record.ts";
 
 /** Fixed validation batches behind every reported held-out loss. */
 export const VAL_BATCHES = 4;
@@ -79,11 +81,18 @@ export interface TrainRoundParams {
   /** Stops training between steps, rejecting with its reason. */
   signal?: AbortSignal;
   /**
-   * Asked before each step and after the last: a vector to add to the
-   * parameters, or null. How a round trained ahead moves onto its
-   * checkpoint once that is known.
+   * Asked at each segment bound (`segmentBounds`), the last included: a
+   * vector to add to the parameters, or null. How a round trained ahead
+   * moves onto its checkpoint once that is known; only at bounds, so every
+   * committed segment is plain steps an auditor can re-run.
    */
   shift?: () => Float32Array | null;
+  /**
+   * Handed the training state at each segment bound, after any shift
+   * there: step 0 before the first step, H after the last. The arrays are
+   * copies, the callee's to keep.
+   */
+  onState?: (state: TrainingState) => Promise<void> | void;
   /** Waits for `until` before step `beforeStep` (0-based) is taken. */
   hold?: { beforeStep: number; until: Promise<unknown> };
 }
@@ -99,6 +108,8 @@ export interface TrainRoundResult {
   /** Time spent inside training steps only, ms. */
   trainMs: number;
   steps: number;
+  /** The step before which a shift was applied, or null for none. */
+  shiftedAt: number | null;
 }
 
 /**
@@ -157,6 +168,11 @@ export class RoundTrainer {
   readonly valChunks: readonly number[];
   /** Number of model parameters (the length of every params array). */
   readonly parameterCount: number;
+  /**
+   * The kernel build the steps run on ("wasm-relaxed", "webgpu", …): an
+   * audit re-runs a segment bit for bit only on the same build.
+   */
+  readonly kernel: string;
   readonly #trainer: Trainer;
   readonly #batch: TokenBatch;
   readonly #val: BatchSampler;
@@ -187,6 +203,7 @@ export class RoundTrainer {
       adamw: spec.inner,
       params: new Float32Array(this.parameterCount),
     });
+    this.kernel = this.#trainer.name;
     this.#batch = {
       inputs: new Int32Array(B * T),
       targets: new Int32Array(B * T),
@@ -230,12 +247,17 @@ export class RoundTrainer {
           Promise.resolve(this.#trainer.setParams(params))
         );
       }
-      let lossSum = 0, trainMs = 0;
+      const bounds = new Set(segmentBounds(H));
+      let lossSum = 0, trainMs = 0, shiftedAt: number | null = null;
+      const atBound = async (h: number) => {
+        if (await this.#applyShift(p.shift)) shiftedAt = h;
+        if (p.onState) await p.onState(await this.#readState(h));
+      };
       for (let h = 0; h < H; h++) {
         if (p.hold && h === p.hold.beforeStep) {
           await untilOrAborted(p.hold.until, p.signal);
         }
-        await this.#applyShift(p.shift);
+        if (bounds.has(h)) await atBound(h);
         // Each step holds the trainer alone, so an evaluation may run
         // between two steps (see evalLoss) but never inside one.
         const t0 = performance.now();
@@ -256,7 +278,7 @@ export class RoundTrainer {
         await this.#yieldNow();
         p.signal?.throwIfAborted();
       }
-      await this.#applyShift(p.shift);
+      await atBound(H);
       const B = this.spec.batchSize, T = this.spec.contextLength;
       const params = await this.#exclusive(() => this.#trainer.readParams());
       return {
@@ -265,6 +287,7 @@ export class RoundTrainer {
         loss: lossSum / H,
         trainMs,
         steps: H,
+        shiftedAt,
       };
     } finally {
       this.#busy = false;
@@ -299,16 +322,29 @@ export class RoundTrainer {
     this.#trainer.dispose();
   }
 
-  /** Adds the vector `shift` hands out, if any, to the parameters. */
-  async #applyShift(shift?: () => Float32Array | null): Promise<void> {
+  /**
+   * Adds the vector `shift` hands out, if any, to the parameters; whether
+   * it did.
+   */
+  async #applyShift(shift?: () => Float32Array | null): Promise<boolean> {
     const by = shift?.();
-    if (!by) return;
+    if (!by) return false;
     await this.#exclusive(async () => {
       const params = await this.#trainer.readParams();
       checkParamsLength(by, params.length);
       for (let i = 0; i < params.length; i++) params[i] += by[i];
       this.#trainer.setParams(params);
     });
+    return true;
+  }
+
+  /** A copy of the trainer's state, `step` inner steps into the round. */
+  #readState(step: number): Promise<TrainingState> {
+    return this.#exclusive(async () => ({
+      step,
+      params: await this.#trainer.readParams(),
+      ...await this.#trainer.readMoments(),
+    }));
   }
 
   /** Runs `task` once everything queued before it has finished. */

@@ -1,3 +1,4 @@
+import { segmentBounds } from "../../protocol/work_record.ts";
 import assert from "node:assert/strict";
 import { learningRate } from "../../kernels/adamw.ts";
 import type { Backend } from "../../kernels/backend.ts";
@@ -183,8 +184,8 @@ Deno.test("RoundTrainer: going on from its own params, and shifts between steps"
       round: 0,
       params: start,
       chunks: [],
-      // Asked before each of the H steps and once after the last.
-      shift: () => ++polls === H + 1 ? by : null,
+      // Asked at each segment bound, the last after the last step.
+      shift: () => ++polls === segmentBounds(H).length ? by : null,
     });
   };
   const plain = await run(null);

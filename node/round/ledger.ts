@@ -69,6 +69,16 @@ export interface Refusal {
   reason: string;
 }
 
+/** Slashing evidence this peer submitted and saw land. */
+export interface SlashRecord {
+  /** The round the offence was in. */
+  round: number;
+  account: string;
+  /** The registry's evidence kind: 1 equivocation, 2 failed audit. */
+  kind: number;
+  tx: string;
+}
+
 /** Refusals kept for reports; the counts keep going. */
 export const KEEP_REFUSALS = 512;
 
@@ -98,6 +108,8 @@ export class RoundLedger {
   readonly refusals: Refusal[] = [];
   /** Refusals ever made, by `what:reason`. */
   readonly refused: Map<string, number> = new Map();
+  /** Slashings this peer's evidence brought about. */
+  readonly slashes: SlashRecord[] = [];
   readonly #commits = new Map<number, { tx: string; peer: string }>();
   #sent = 0;
   #trainMs = 0;
@@ -122,6 +134,11 @@ export class RoundLedger {
     if (this.refusals.length > KEEP_REFUSALS) this.refusals.shift();
     const key = `${r.what}:${r.reason}`;
     this.refused.set(key, (this.refused.get(key) ?? 0) + 1);
+  }
+
+  /** Records a slashing this peer's evidence brought about. */
+  noteSlash(s: SlashRecord): void {
+    this.slashes.push(s);
   }
 
   /** Counts time spent in training steps. */

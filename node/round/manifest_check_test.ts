@@ -20,6 +20,7 @@ import {
   ManifestVerifier,
   type Witness,
 } from "./manifest_check.ts";
+import { WORK_FIELDS } from "../../protocol/_message_fixtures.ts";
 
 const PARENT = await cidOf("C(0)");
 const GENESIS = genesisCheckpoint(JOB, MODEL, 0);
@@ -45,6 +46,7 @@ const ANNOUNCED: DeltaAnnounce[] = await Promise.all(
     tokens: TOKENS,
     loss: 3,
     account: ACCOUNT,
+    ...WORK_FIELDS,
   })),
 );
 

@@ -36,6 +36,18 @@ export class MemberCache {
   ) {}
 
   /**
+   * Drops what is known of the peer with `account`, so it is asked again:
+   * after it was slashed, which ends its membership.
+   */
+  forgetAccount(account: string): void {
+    for (const [peer, m] of this.#known) {
+      if (m.account?.toLowerCase() === account.toLowerCase()) {
+        this.#known.delete(peer);
+      }
+    }
+  }
+
+  /**
    * Whether `peer` is a member whose account is `account` (any case). A
    * cached "no" older than {@linkcode CONFIRM_RECHECK_MS} is asked again:
    * a peer's first heartbeat often arrives before its `joinJob` is mined,

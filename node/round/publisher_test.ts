@@ -2,6 +2,7 @@ import assert from "node:assert/strict";
 import type { DeltaAnnounce } from "../../protocol/messages.ts";
 import { JOB, MemoryGossip, PEERS } from "./_fakes.ts";
 import { RoundPublisher } from "./publisher.ts";
+import { WORK_FIELDS } from "../../protocol/_message_fixtures.ts";
 
 function setup() {
   const gossip = new MemoryGossip(3);
@@ -22,6 +23,7 @@ function delta(p: RoundPublisher, round: number): DeltaAnnounce {
     tokens: 1,
     loss: 1,
     account: "0x70997970C51812dc3A010C7d01b50e0d17dc79C8",
+    ...WORK_FIELDS,
   };
 }
 

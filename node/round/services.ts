@@ -62,6 +62,12 @@ export interface RoundChain {
   ): Promise<LandedTx>;
   /** The manifest word the chain recorded for `round`, or null. */
   committedManifest(round: number): Promise<Bytes32 | null>;
+  /** Submits slashing evidence of `kind` against `account` in this job. */
+  slash(
+    account: `0x${string}`,
+    kind: number,
+    evidence: `0x${string}`,
+  ): Promise<LandedTx>;
 }
 
 /** Everything a peer's round work is handed (see `work.ts`). */

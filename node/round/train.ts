@@ -28,9 +28,20 @@ import {
   quantize,
 } from "../../protocol/quantize.ts";
 import type { DeltaAnnounce } from "../../protocol/messages.ts";
+import { encodeState } from "../../protocol/state_hash.ts";
+import {
+  dataHash,
+  encodeWorkRecord,
+  segmentBounds,
+  trajectoryRoot,
+} from "../../protocol/work_record.ts";
 import type { RoundEvent, RoundState } from "../../protocol/round_state.ts";
 import type { Progress } from "../p2p/gossip_service.ts";
-import type { DeltaChoice, RoundBehaviour } from "./behaviour.ts";
+import type {
+  DeltaChoice,
+  RoundBehaviour,
+  UnsignedDelta,
+} from "./behaviour.ts";
 import type { RoundLedger } from "./ledger.ts";
 import type { RoundPublisher } from "./publisher.ts";
 import {
@@ -41,6 +52,16 @@ import {
 
 /** Most of a round's inner steps taken before its checkpoint is known. */
 const AHEAD_FRACTION = 0.1;
+
+/**
+ * Steps trained before a round's checkpoint must be known: the last
+ * segment bound within {@linkcode AHEAD_FRACTION} of the round, as the
+ * checkpoint is moved onto only at bounds.
+ */
+export function aheadSteps(innerSteps: number): number {
+  const most = Math.floor(innerSteps * AHEAD_FRACTION);
+  return segmentBounds(innerSteps).filter((b) => b <= most).at(-1)!;
+}
 
 /** A trained round's delta, stored and ready to announce. */
 export interface TrainedDelta {
@@ -54,6 +75,13 @@ export interface TrainedDelta {
   loss: number;
   steps: number;
   chunks: number;
+  /** CID of the work record: state CIDs and assignment peers. */
+  work: string;
+  /** The work commitment's `data` and `trajectory`. */
+  data: `0x${string}`;
+  trajectory: `0x${string}`;
+  /** The kernel build that trained. */
+  kernel: string;
 }
 
 /** What {@linkcode RoundTraining} works with. */
@@ -71,7 +99,10 @@ export interface RoundTrainingOptions {
   progress: (
     p: Partial<Pick<Progress, "round" | "step" | "throughput">>,
   ) => void;
-  /** Stores a quantized delta as a block; resolves with its CID string. */
+  /**
+   * Stores a block (a quantized delta, a training state, a work record);
+   * resolves with its CID string.
+   */
   store: (bytes: Uint8Array) => Promise<string>;
   /** Announces a trained delta (and tells the machine). */
   announce: (delta: TrainedDelta) => Promise<void>;
@@ -82,6 +113,15 @@ export interface RoundTrainingOptions {
   /** The other peers' deltas announced so far this round, fetched. */
   announced: DeltaChoice["announced"];
 }
+
+/** One round's training with what its work commitment needs. */
+type Trained = TrainRoundResult & {
+  chunks: number;
+  /** The peers its chunks were assigned among. */
+  peers: string[];
+  /** CIDs of its stored states at the segment bounds. */
+  states: string[];
+};
 
 /** A round being trained ahead of its checkpoint. */
 interface Ahead {
@@ -163,7 +203,7 @@ export class RoundTraining {
         // Below H, so the trainer's own parameters are always moved: the
         // next round ahead starts from them.
         hold: {
-          beforeStep: Math.floor(this.#o.spec.innerSteps * AHEAD_FRACTION),
+          beforeStep: aheadSteps(this.#o.spec.innerSteps),
           until: ahead.base.promise,
         },
       });
@@ -197,14 +237,16 @@ export class RoundTraining {
     params: Float32Array | null,
     signal: AbortSignal,
     ahead: Pick<TrainRoundParams, "shift" | "hold"> = {},
-  ): Promise<TrainRoundResult & { chunks: number }> {
+  ): Promise<Trained> {
     const { trainer, spec, ledger, progress } = this.#o;
+    const peers = [...new Set([...this.#o.state().live, this.#o.peerId])];
     const assigned = assignChunks({
       job: this.#o.jobId,
       round,
-      peers: this.#o.state().live,
+      peers,
       chunks: trainer.trainChunks.length,
     }).get(this.#o.peerId) ?? [];
+    const states: string[] = [];
     progress({ round, step: 0 });
     const started = performance.now();
     const result = await trainer.trainRound({
@@ -213,6 +255,9 @@ export class RoundTraining {
       chunks: assigned.map((i) => trainer.trainChunks[i]),
       signal,
       ...ahead,
+      onState: async (state) => {
+        states.push(await this.#o.store(encodeState(state)));
+      },
       onStep: (s) => {
         ledger.steps.note(round, s.step, s.loss);
         progress({
@@ -223,7 +268,7 @@ export class RoundTraining {
       },
     });
     ledger.noteTraining(result.trainMs);
-    return { ...result, chunks: assigned.length };
+    return { ...result, chunks: assigned.length, peers, states };
   }
 
   /** Quantizes and stores Δ = base − θ_end, then hands it over. */
@@ -231,7 +276,7 @@ export class RoundTraining {
     round: number,
     parent: string,
     base: Float32Array,
-    result: TrainRoundResult & { chunks: number },
+    result: Trained,
   ): Promise<void> {
     const { spec, behaviour } = this.#o;
     const delta = await behaviour.delta({
@@ -254,6 +299,13 @@ export class RoundTraining {
       }),
       quantized,
     );
+    const work = await behaviour.work({
+      round,
+      parent,
+      peers: result.peers,
+      states: result.states,
+      shifted: result.shiftedAt ?? 0,
+    });
     await this.#o.announce({
       round,
       parent,
@@ -263,6 +315,10 @@ export class RoundTraining {
       loss: result.loss,
       steps: result.steps,
       chunks: result.chunks,
+      work: await this.#o.store(encodeWorkRecord(work)),
+      data: dataHash(this.#o.jobId, round, this.#o.peerId, work.peers),
+      trajectory: trajectoryRoot(work.states),
+      kernel: this.#o.trainer.kernel,
     });
   }
 }
@@ -273,6 +329,8 @@ export interface AnnounceOptions {
   behaviour: Pick<RoundBehaviour, "announce">;
   /** The chain account credited for the delta. */
   account: `0x${string}`;
+  /** Signs the work commitment of an announcement (see commitments.ts). */
+  sign(msg: UnsignedDelta): Promise<`0x${string}`>;
   /** Hands an event back to the machine. */
   feed(event: RoundEvent): void;
   log(line: string): void;
@@ -286,13 +344,21 @@ export async function announceDelta(
   o: AnnounceOptions,
   d: TrainedDelta,
 ): Promise<void> {
-  const msg: DeltaAnnounce = o.behaviour.announce({
+  const unsigned = o.behaviour.announce({
     ...o.publisher.header("delta", d.round, d.parent),
     delta: d.cid,
     tokens: d.tokens,
     loss: d.loss,
     account: o.account,
+    work: d.work,
+    data: d.data,
+    trajectory: d.trajectory,
+    kernel: d.kernel,
   });
+  const msg: DeltaAnnounce = {
+    ...unsigned,
+    signature: await o.sign(unsigned),
+  };
   await o.publisher.publish(msg, { repeat: true });
   o.log(
     `round ${d.round}: trained ${d.steps} steps on ${d.chunks} chunk(s), loss ${

@@ -1,3 +1,4 @@
+import { cidForBytes, cidToString } from "../../protocol/cid.ts";
 import assert from "node:assert/strict";
 import { chunkDataset } from "../../protocol/dataset.ts";
 import { createJsBackend } from "../../kernels/js_backend.ts";
@@ -57,10 +58,10 @@ function setup(jobSpec = spec) {
     ledger,
     state: () => state,
     progress: () => {},
-    store: (b) => {
-      const cid = `block-${blocks.size}`;
+    store: async (b) => {
+      const cid = cidToString(await cidForBytes(b));
       blocks.set(cid, b);
-      return Promise.resolve(cid);
+      return cid;
     },
     announce: (d) => {
       delivered.push(d);
@@ -236,6 +237,7 @@ Deno.test("announceDelta publishes the delta for repeats, then tells the machine
     publisher,
     behaviour: HONEST,
     account: TEST_ADDRESS,
+    sign: (m) => Promise.resolve(`0x${m.delta.length.toString(16)}` as const),
     feed: (e) => events.push(e),
     log: (l) => lines.push(l),
   }, {
@@ -247,6 +249,10 @@ Deno.test("announceDelta publishes the delta for repeats, then tells the machine
     loss: 2.5,
     steps: 20,
     chunks: 2,
+    work: "bafkreiwork",
+    data: `0x${"ab".repeat(32)}`,
+    trajectory: `0x${"cd".repeat(32)}`,
+    kernel: "js",
   });
   const msg = {
     ...publisher.header("delta", 3, "bafkreiparent"),
@@ -254,6 +260,11 @@ Deno.test("announceDelta publishes the delta for repeats, then tells the machine
     tokens: 1280,
     loss: 2.5,
     account: TEST_ADDRESS,
+    work: "bafkreiwork",
+    data: `0x${"ab".repeat(32)}`,
+    trajectory: `0x${"cd".repeat(32)}`,
+    kernel: "js",
+    signature: "0xc",
   };
   assert.deepEqual(gossip.sent, [msg]);
   assert.deepEqual(events, [{ type: "trained", delta: msg }]);

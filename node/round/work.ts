@@ -16,6 +16,13 @@
  * @module
  */
 import { NotHeldError } from "./failures.ts";
+import { EVIDENCE_EQUIVOCATION } from "../../chain/work_commitment.ts";
+import {
+  CommitmentBook,
+  type Equivocation,
+  signDelta,
+  signedByAccount,
+} from "./commitments.ts";
 import { privateKeyToAccount } from "viem/accounts";
 import { cidToString } from "../../protocol/cid.ts";
 import type { JobSpec } from "../../protocol/job_spec.ts";
@@ -68,7 +75,7 @@ export interface RoundWorkOptions {
   /** How this peer plays its part; HONEST unless the attack suite runs it. */
   behaviour?: RoundBehaviour;
   services: RoundServices;
-  members: Pick<MemberCache, "isMemberAccount">;
+  members: Pick<MemberCache, "isMemberAccount" | "forgetAccount">;
   ledger: RoundLedger;
   log: (line: string) => void;
   /** Hands an event back to the machine. */
@@ -99,11 +106,18 @@ export class RoundWork {
   readonly #manifests = new Map<string, RoundManifest>();
   /** Verifications under way, by the checkpoint CID they recompute. */
   readonly #recomputing = new Map<string, Promise<void>>();
+  /** The first work commitment each peer signed per round. */
+  readonly #commitments: CommitmentBook;
+  /** Accounts proven to have cheated: their messages are ignored. */
+  readonly #cheaters = new Set<string>();
+  /** Evidence held until the round it concerns has closed. */
+  #evidence: (Equivocation & { kind: number })[] = [];
 
   constructor(o: RoundWorkOptions) {
     this.#o = o;
     const { services, identity, jobId, spec, trainer } = o;
     this.#behaviour = o.behaviour ?? HONEST;
+    this.#commitments = new CommitmentBook(spec.innerSteps);
     this.#deltaBytes = MAX_DELTA_BLOB_OVERHEAD +
       encodedByteLength(trainer.parameterCount, {
         bits: BITS_FOR_COMPRESSION[spec.compression.format],
@@ -120,8 +134,9 @@ export class RoundWork {
       jobId,
       noteSent: (bytes) => o.ledger.noteSent(bytes),
     });
+    const account = privateKeyToAccount(identity.accountKey);
     this.#attester = new Attester({
-      account: privateKeyToAccount(identity.accountKey),
+      account,
       domain: services.chain.domain,
       publisher: this.#publisher,
       isMemberAccount: (peer, account) =>
@@ -177,6 +192,8 @@ export class RoundWork {
           publisher: this.#publisher,
           behaviour: this.#behaviour,
           account: identity.address,
+          sign: (msg) =>
+            signDelta(account, services.chain.domain, msg, spec.innerSteps),
           feed: o.feed,
           log: o.log,
         }, d),
@@ -251,7 +268,9 @@ export class RoundWork {
           this.#o.feed({ type: "commitFailed", reason: (err as Error).message })
         );
       case "advance":
-        return this.#sync.advance(action.round, action.checkpoint);
+        return this.#sync.advance(action.round, action.checkpoint).then(() =>
+          this.#submitEvidence(action.round - 1)
+        );
       default:
         return Promise.resolve();
     }
@@ -308,6 +327,68 @@ export class RoundWork {
     if (!led || led.manifest !== msg.manifest || !manifest) return;
     if (await this.#attester.valid(msg, manifest)) {
       this.#o.feed({ type: "attestation", msg });
+    }
+  }
+
+  /**
+   * Feeds a member's gossiped delta to the machine once its work
+   * commitment is signed by its account. A second, different commitment
+   * by one account in one round is equivocation: the evidence is submitted
+   * once that round has closed (so the round's commit, which lists the
+   * first, does not fail on a contributor that is no longer a member), and
+   * the account is ignored from then on.
+   */
+  async checkDelta(msg: DeltaAnnounce): Promise<void> {
+    const account = msg.account.toLowerCase();
+    if (this.#cheaters.has(account)) return;
+    const { spec, services } = this.#o;
+    if (!(await signedByAccount(services.chain.domain, msg, spec.innerSteps))) {
+      this.#noteDelta(msg, "bad-signature");
+      return;
+    }
+    const twin = this.#commitments.note(msg);
+    if (!twin) {
+      this.#o.feed({ type: "delta", msg });
+      return;
+    }
+    this.#o.log(
+      `round ${msg.round}: ${msg.peer} signed two different work commitments (equivocation); evidence goes on chain once the round closes`,
+    );
+    this.#noteDelta(msg, "equivocation");
+    this.#cheaters.add(account);
+    this.#evidence.push({ ...twin, kind: EVIDENCE_EQUIVOCATION });
+    if (msg.round < this.#o.state().round) {
+      await this.#submitEvidence(this.#o.state().round - 1);
+    }
+  }
+
+  /** Submits the evidence held about rounds up to `closed`. */
+  async #submitEvidence(closed: number): Promise<void> {
+    const due = this.#evidence.filter((e) => e.round <= closed);
+    this.#evidence = this.#evidence.filter((e) => e.round > closed);
+    for (const e of due) {
+      try {
+        const tx = await this.#o.services.chain.slash(
+          e.account,
+          e.kind,
+          e.evidence,
+        );
+        this.#o.log(
+          `round ${e.round}: slashed ${e.account} on evidence of kind ${e.kind} (tx ${tx.hash})`,
+        );
+        this.#o.ledger.noteSlash({
+          round: e.round,
+          account: e.account,
+          kind: e.kind,
+          tx: tx.hash,
+        });
+      } catch (err) {
+        // Most often another peer's report landed first.
+        this.#o.log(
+          `round ${e.round}: slashing ${e.account}: ${(err as Error).message}`,
+        );
+      }
+      this.#o.members.forgetAccount(e.account);
     }
   }
 

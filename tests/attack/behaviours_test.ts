@@ -1,5 +1,6 @@
 import assert from "node:assert/strict";
 import { alieZ, attackBehaviour } from "./behaviours.ts";
+import { WORK_FIELDS } from "../../protocol/_message_fixtures.ts";
 
 Deno.test("alieZ() is Baruch et al.'s z_max", () => {
   // n = 3, m = 1: s = 1, z = Φ⁻¹(2/3); n = 5, m = 2: s = 1, z = Φ⁻¹(0.8).
@@ -41,6 +42,7 @@ Deno.test("stale-replay re-announces its first delta from round 1 on", () => {
     tokens: 1,
     loss: 1,
     account: "0x0" as const,
+    ...WORK_FIELDS,
   });
   assert.equal(b.announce(msg(0)).delta, "d0");
   assert.equal(b.announce(msg(1)).delta, "d0");
