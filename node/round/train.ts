@@ -19,7 +19,10 @@
  * @module
  */
 import { assignChunks } from "../../protocol/assignment.ts";
-import { encodeDeltaBlob } from "../../protocol/delta_blob.ts";
+import {
+  type DeltaContext,
+  encodeDeltaBlob,
+} from "../../protocol/delta_blob.ts";
 import type { JobSpec } from "../../protocol/job_spec.ts";
 import { pseudoGradient } from "../../protocol/pseudo_gradient.ts";
 import {
@@ -61,6 +64,23 @@ const AHEAD_FRACTION = 0.1;
 export function aheadSteps(innerSteps: number): number {
   const most = Math.floor(innerSteps * AHEAD_FRACTION);
   return segmentBounds(innerSteps).filter((b) => b <= most).at(-1)!;
+}
+
+/**
+ * The blob of pseudo-gradient `delta` as the job sends it: quantized in
+ * the spec's format and bound to `context`. Deterministic, so an auditor
+ * rebuilds a peer's blob from its committed final state, bit for bit.
+ */
+export function encodeDelta(
+  spec: JobSpec,
+  context: DeltaContext,
+  delta: Float32Array,
+): Uint8Array {
+  const quantized = encodeQuantized(quantize(delta, {
+    bits: BITS_FOR_COMPRESSION[spec.compression.format],
+    blockSize: spec.compression.blockSize,
+  }));
+  return encodeDeltaBlob(context, quantized);
 }
 
 /** A trained round's delta, stored and ready to announce. */
@@ -286,18 +306,15 @@ export class RoundTraining {
       live: () => this.#o.state().live,
       announced: this.#o.announced,
     });
-    const quantized = encodeQuantized(quantize(delta, {
-      bits: BITS_FOR_COMPRESSION[spec.compression.format],
-      blockSize: spec.compression.blockSize,
-    }));
-    const bytes = encodeDeltaBlob(
+    const bytes = encodeDelta(
+      spec,
       behaviour.deltaContext({
         job: this.#o.jobId,
         round,
         parent,
         peer: this.#o.peerId,
       }),
-      quantized,
+      delta,
     );
     const work = await behaviour.work({
       round,

@@ -1,0 +1,274 @@
+/**
+ * The audit of one segment of a contributor's round: re-execution of the
+ * steps it committed to, from its own committed state, on the batches the
+ * protocol prescribes, compared with the state it committed at the
+ * segment's end. The checks, in order (the first that fails is the
+ * verdict's reason):
+ *
+ * 1. `record`: the work record hashes to the commitment's `data` (its
+ *    assignment peers, the peer among them) and `trajectory` (its states);
+ * 2. `start`: the state at the segment's start is served (verified by its
+ *    CID, which is its committed hash) at the right step; for segment 0 of
+ *    a peer that did not train ahead, its parameters are C(r)'s, bit for
+ *    bit;
+ * 3. `replay`: the segment's steps re-run from that state (parameters,
+ *    AdamW moments, step counter) on the peer's prescribed batches
+ *    (`roundSampler` over its chunks assigned among the record's peers)
+ *    reach the committed end state: bit for bit on the same kernel build;
+ *    on another build within {@linkcode CROSS_KERNEL_TOLERANCE} of the
+ *    segment's own progress (float32 sums in another order drift far
+ *    less; skipped or made-up steps miss by about the whole progress);
+ * 4. `delta`: the announced delta blob is exactly the quantized
+ *    C(r) − θ_H of the committed final state, bound to the peer and round.
+ *
+ * A state that cannot be fetched fails the audit: an honest peer keeps its
+ * states for the challenge window.
+ *
+ * @module
+ */
+import { splitTrainVal } from "../../protocol/dataset.ts";
+import type { Dataset } from "../../protocol/dataset.ts";
+import type { Trainer, TrainerInit } from "../../kernels/trainer.ts";
+import { assignChunks } from "../../protocol/assignment.ts";
+import { cidForBytes, cidToString, parseCid } from "../../protocol/cid.ts";
+import type { JobSpec } from "../../protocol/job_spec.ts";
+import type { DeltaAnnounce } from "../../protocol/messages.ts";
+import { pseudoGradient } from "../../protocol/pseudo_gradient.ts";
+import { parameterCount } from "../../protocol/round_checkpoint.ts";
+import { stateHash, type TrainingState } from "../../protocol/state_hash.ts";
+import {
+  dataHash,
+  segmentBounds,
+  trajectoryRoot,
+  type WorkRecord,
+} from "../../protocol/work_record.ts";
+import { roundSampler } from "./inner_loop.ts";
+import { encodeDelta } from "./train.ts";
+
+/**
+ * Largest distance, relative to the segment's own progress
+ * ‖θ_end − θ_start‖, between a replay on another kernel build and the
+ * committed end state.
+ */
+export const CROSS_KERNEL_TOLERANCE = 0.05;
+
+/** What an audit found. */
+export type AuditVerdict =
+  | { passed: true; exact: boolean }
+  | {
+    passed: false;
+    check: "record" | "start" | "replay" | "delta";
+    reason: string;
+  };
+
+/** What an {@linkcode Auditor} works with. */
+export interface AuditorOptions {
+  jobId: string;
+  spec: JobSpec;
+  dataset: Dataset;
+  /** Makes the trainer replays run on (the auditor's own build). */
+  createTrainer: (init: TrainerInit) => Trainer;
+  /** A committed state by CID, fetched and verified, or a rejection. */
+  state: (cid: string) => Promise<TrainingState>;
+}
+
+/** One segment to audit. */
+export interface SegmentAudit {
+  /** The contributor's announcement: its commitment's fields. */
+  msg: DeltaAnnounce;
+  record: WorkRecord;
+  segment: number;
+  /** C(round)'s parameters. */
+  parent: Float32Array;
+}
+
+/** Re-executes committed segments of other peers' rounds. */
+export class Auditor {
+  readonly #o: AuditorOptions;
+  readonly #trainChunks: readonly number[];
+  #trainer: Trainer | null = null;
+
+  constructor(o: AuditorOptions) {
+    this.#o = o;
+    this.#trainChunks = splitTrainVal(o.dataset, o.spec.dataset.valFraction)
+      .train;
+  }
+
+  /** The verdict on `a` (see the module doc). */
+  async audit(a: SegmentAudit): Promise<AuditVerdict> {
+    const { msg, record } = a;
+    const H = this.#o.spec.innerSteps;
+    const bounds = segmentBounds(H);
+    const fail = (
+      check: "record" | "start" | "replay" | "delta",
+      reason: string,
+    ): AuditVerdict => ({ passed: false, check, reason });
+    if (!(a.segment >= 0 && a.segment < bounds.length - 1)) {
+      throw new RangeError(`Cannot audit segment ${a.segment} of ${H} steps`);
+    }
+    if (
+      !record.peers.includes(msg.peer) ||
+      dataHash(this.#o.jobId, msg.round, msg.peer, record.peers) !== msg.data
+    ) {
+      return fail("record", "its assignment peers do not hash to its data");
+    }
+    if (trajectoryRoot(record.states) !== msg.trajectory) {
+      return fail("record", "its states do not hash to its trajectory");
+    }
+    const from = bounds[a.segment], to = bounds[a.segment + 1];
+    const fetch = async (k: number) => {
+      try {
+        return await this.#o.state(record.states[k]);
+      } catch (err) {
+        throw new Unserved(k, err);
+      }
+    };
+    try {
+      const start = await fetch(a.segment);
+      if (start.step !== from) {
+        return fail(
+          "start",
+          `its state ${a.segment} is at step ${start.step}, not ${from}`,
+        );
+      }
+      if (
+        a.segment === 0 && record.shifted === 0 &&
+        !sameBits(start.params, a.parent)
+      ) {
+        return fail("start", "its step-0 parameters are not C(r)'s");
+      }
+      const end = await this.#replay(a, start, from, to, fetch);
+      const claimed = parseCid(record.states[a.segment + 1]).multihash.digest;
+      let exact = true;
+      if (!sameBytes(stateHash(end), claimed)) {
+        if (msg.kernel === this.#kernel()) {
+          return fail(
+            "replay",
+            `steps ${from}-${to} do not reproduce its state`,
+          );
+        }
+        exact = false;
+        const committed = await fetch(a.segment + 1);
+        const off = distance(end.params, committed.params);
+        const progress = distance(committed.params, start.params);
+        if (!(off <= CROSS_KERNEL_TOLERANCE * progress)) {
+          return fail(
+            "replay",
+            `steps ${from}-${to} on ${this.#kernel()} land ${
+              (off / progress).toFixed(3)
+            } of the progress away from its ${msg.kernel} state`,
+          );
+        }
+      }
+      const final = await fetch(bounds.length - 1);
+      const blob = encodeDelta(this.#o.spec, {
+        job: msg.job,
+        round: msg.round,
+        parent: msg.parent,
+        peer: msg.peer,
+      }, pseudoGradient(a.parent, final.params));
+      if (cidToString(await cidForBytes(blob)) !== msg.delta) {
+        return fail("delta", "its delta is not C(r) minus its final state");
+      }
+      return { passed: true, exact };
+    } catch (err) {
+      if (!(err instanceof Unserved)) throw err;
+      return fail("start", err.message);
+    }
+  }
+
+  /** Releases the replay trainer. */
+  dispose(): void {
+    this.#trainer?.dispose();
+    this.#trainer = null;
+  }
+
+  /** The auditor's kernel build. */
+  #kernel(): string {
+    return this.#replayTrainer().name;
+  }
+
+  #replayTrainer(): Trainer {
+    this.#trainer ??= this.#o.createTrainer({
+      model: this.#o.spec.model,
+      adamw: this.#o.spec.inner,
+      params: new Float32Array(parameterCount(this.#o.spec.model)),
+    });
+    return this.#trainer;
+  }
+
+  /** Steps [from, to) of the peer's round from `start`. */
+  async #replay(
+    a: SegmentAudit,
+    start: TrainingState,
+    from: number,
+    to: number,
+    fetch: (k: number) => Promise<TrainingState>,
+  ): Promise<TrainingState> {
+    const { spec, dataset, jobId } = this.#o;
+    const { msg, record } = a;
+    const H = spec.innerSteps, B = spec.batchSize, T = spec.contextLength;
+    const assigned = assignChunks({
+      job: jobId,
+      round: msg.round,
+      peers: record.peers,
+      chunks: this.#trainChunks.length,
+    }).get(msg.peer) ?? [];
+    const sampler = roundSampler(
+      spec,
+      dataset,
+      msg.round,
+      msg.peer,
+      assigned.map((i) => this.#trainChunks[i]),
+    );
+    const trainer = this.#replayTrainer();
+    trainer.setParams(start.params);
+    trainer.setMoments({ m: start.m, v: start.v });
+    trainer.optimizerStep = msg.round * H + from;
+    const batch = {
+      inputs: new Int32Array(B * T),
+      targets: new Int32Array(B * T),
+      B,
+      T,
+    };
+    for (let h = from; h < to; h++) {
+      sampler.writeBatch(h, batch.inputs, batch.targets);
+      await trainer.step(batch);
+    }
+    const params = await trainer.readParams();
+    if (record.shifted > 0 && record.shifted === to) {
+      // Where a peer trained ahead moved onto C(r): by C(r) − θ_0, in
+      // float32 as train.ts computes it.
+      const zero = await fetch(0);
+      const by = new Float32Array(params.length);
+      for (let i = 0; i < by.length; i++) by[i] = a.parent[i] - zero.params[i];
+      for (let i = 0; i < by.length; i++) params[i] += by[i];
+    }
+    return { step: to, params, ...await trainer.readMoments() };
+  }
+}
+
+/** A committed state its peer did not serve. */
+class Unserved extends Error {
+  constructor(k: number, cause: unknown) {
+    super(`its state ${k} was not served: ${(cause as Error).message}`);
+  }
+}
+
+function sameBits(a: Float32Array, b: Float32Array): boolean {
+  return a.length === b.length &&
+    sameBytes(
+      new Uint8Array(a.buffer, a.byteOffset, a.byteLength),
+      new Uint8Array(b.buffer, b.byteOffset, b.byteLength),
+    );
+}
+
+function sameBytes(a: Uint8Array, b: Uint8Array): boolean {
+  return a.length === b.length && a.every((x, i) => x === b[i]);
+}
+
+function distance(a: Float32Array, b: Float32Array): number {
+  let s = 0;
+  for (let i = 0; i < a.length; i++) s += (a[i] - b[i]) ** 2;
+  return Math.sqrt(s);
+}

@@ -1,0 +1,269 @@
+/**
+ * Audits of real trajectories trained on the JS backend: every segment of
+ * an honest round passes, bit for bit on the same build and within the
+ * tolerance on another (WASM); made-up steps, batches drawn from other
+ * chunks, an unserved state and a delta that is not the committed final
+ * state each fail, on the check that catches them.
+ */
+import assert from "node:assert/strict";
+import { createJsBackend } from "../../kernels/js_backend.ts";
+import { createCpuTrainer, type TrainerInit } from "../../kernels/trainer.ts";
+import { cidForBytes, cidToString } from "../../protocol/cid.ts";
+import { chunkDataset } from "../../protocol/dataset.ts";
+import { defaultJobSpec, type JobSpec } from "../../protocol/job_spec.ts";
+import { DELTA } from "../../protocol/_message_fixtures.ts";
+import type { DeltaAnnounce } from "../../protocol/messages.ts";
+import { genesisCheckpoint } from "../../protocol/round_checkpoint.ts";
+import { pseudoGradient } from "../../protocol/pseudo_gradient.ts";
+import {
+  decodeState,
+  encodeState,
+  type TrainingState,
+} from "../../protocol/state_hash.ts";
+import {
+  dataHash,
+  decodeWorkRecord,
+  segmentBounds,
+  trajectoryRoot,
+  type WorkRecord,
+} from "../../protocol/work_record.ts";
+import { createWasmBackend } from "../../wasm/modules.ts";
+import { Auditor } from "./audit.ts";
+import { HONEST } from "./behaviour.ts";
+import { RoundTrainer } from "./inner_loop.ts";
+import { RoundLedger } from "./ledger.ts";
+import { encodeDelta, RoundTraining, type TrainedDelta } from "./train.ts";
+
+const JOB = "bafkreijob";
+const H = 32;
+const text = new TextEncoder().encode(
+  "the peer trains a round and signs the manifest by noon. ".repeat(300),
+);
+const dataset = await chunkDataset(text, 512);
+const spec: JobSpec = defaultJobSpec({
+  dataset: { cid: dataset.id, valFraction: 0.2 },
+  model: { contextLength: 16, dModel: 32, heads: 2, layers: 1 },
+  innerSteps: H,
+  batchSize: 4,
+  rounds: 5,
+  inner: { maxLr: 1e-2, minLr: 1e-3, warmupSteps: 2 },
+});
+const parent = genesisCheckpoint(JOB, spec.model, spec.seed).params;
+const PARENT_CID = DELTA.parent;
+const jsTrainer = (init: TrainerInit) =>
+  createCpuTrainer(createJsBackend(), init);
+
+/** Round 0 of peerA trained honestly among `live`; its blocks and announcement. */
+async function trainedRound(live: string[]) {
+  const trainer = new RoundTrainer({
+    createTrainer: jsTrainer,
+    spec,
+    dataset,
+    peerId: "peerA",
+  });
+  const blocks = new Map<string, Uint8Array>();
+  const delivered: TrainedDelta[] = [];
+  const training = new RoundTraining({
+    jobId: JOB,
+    peerId: "peerA",
+    spec,
+    trainer,
+    ledger: new RoundLedger(spec, trainer.parameterCount),
+    state: () => ({ round: 0, live }),
+    progress: () => {},
+    store: (b) => put(blocks, b),
+    announce: (d) => {
+      delivered.push(d);
+      return Promise.resolve();
+    },
+    signal: new AbortController().signal,
+    behaviour: HONEST,
+    announced: () => Promise.resolve([]),
+  });
+  await training.train(0, PARENT_CID, parent);
+  trainer.dispose();
+  const d = delivered[0];
+  const msg: DeltaAnnounce = {
+    ...DELTA,
+    peer: "peerA",
+    job: JOB,
+    round: 0,
+    parent: PARENT_CID,
+    delta: d.cid,
+    tokens: d.tokens,
+    work: d.work,
+    data: d.data,
+    trajectory: d.trajectory,
+    kernel: d.kernel,
+  };
+  const record = decodeWorkRecord(blocks.get(d.work)!, H);
+  return { blocks, msg, record };
+}
+
+async function put(blocks: Map<string, Uint8Array>, b: Uint8Array) {
+  const cid = cidToString(await cidForBytes(b));
+  blocks.set(cid, b);
+  return cid;
+}
+
+function auditor(
+  blocks: Map<string, Uint8Array>,
+  createTrainer = jsTrainer,
+): Auditor {
+  return new Auditor({
+    jobId: JOB,
+    spec,
+    dataset,
+    createTrainer,
+    state: (cid) => {
+      const b = blocks.get(cid);
+      return b
+        ? Promise.resolve(decodeState(b, parent.length))
+        : Promise.reject(new Error(`no block ${cid}`));
+    },
+  });
+}
+
+const honest = await trainedRound(["peerA", "peerB"]);
+const S = segmentBounds(H).length - 1;
+
+Deno.test("audit: every segment of an honest round reproduces bit for bit", async () => {
+  const a = auditor(honest.blocks);
+  for (let segment = 0; segment < S; segment++) {
+    assert.deepEqual(
+      await a.audit({ ...honest, segment, parent }),
+      { passed: true, exact: true },
+      `segment ${segment}`,
+    );
+  }
+});
+
+Deno.test("audit: an honest round checked on another kernel build passes within the tolerance", async () => {
+  const be = await createWasmBackend({ threads: 1 });
+  const a = auditor(honest.blocks, (init) => createCpuTrainer(be, init));
+  try {
+    for (const segment of [0, 7, S - 1]) {
+      const v = await a.audit({ ...honest, segment, parent });
+      // Not exact: the tolerance rule is what passed it.
+      assert.deepEqual(v, { passed: true, exact: false });
+    }
+  } finally {
+    be.dispose();
+  }
+});
+
+/** Replaces states after `k` by a straight extrapolation: work not done. */
+async function partialWork(k: number) {
+  const blocks = new Map(honest.blocks);
+  const bounds = segmentBounds(H);
+  const read = (i: number) =>
+    decodeState(blocks.get(honest.record.states[i])!, parent.length);
+  const s0 = read(0), sk = read(k);
+  const states = honest.record.states.slice(0, k + 1);
+  let last: TrainingState = sk;
+  for (let i = k + 1; i <= S; i++) {
+    const t = bounds[i] / bounds[k];
+    last = {
+      ...sk,
+      step: bounds[i],
+      params: sk.params.map((p, j) => s0.params[j] + t * (p - s0.params[j])),
+    };
+    states.push(await put(blocks, encodeState(last)));
+  }
+  const record: WorkRecord = { ...honest.record, states };
+  const delta = await put(
+    blocks,
+    encodeDelta(
+      spec,
+      { job: JOB, round: 0, parent: PARENT_CID, peer: "peerA" },
+      pseudoGradient(parent, last.params),
+    ),
+  );
+  const msg = { ...honest.msg, delta, trajectory: trajectoryRoot(states) };
+  return { blocks, msg, record };
+}
+
+Deno.test("audit: made-up steps fail where audited, and pass only where really trained", async () => {
+  const cheat = await partialWork(8);
+  const a = auditor(cheat.blocks);
+  assert.equal((await a.audit({ ...cheat, segment: 3, parent })).passed, true);
+  for (const segment of [8, 12, S - 1]) {
+    const v = await a.audit({ ...cheat, segment, parent });
+    assert.equal(v.passed, false);
+    assert.equal(!v.passed && v.check, "replay", `segment ${segment}`);
+  }
+  // On another build too: made-up steps miss by far more than the tolerance.
+  const be = await createWasmBackend({ threads: 1 });
+  try {
+    const v = await auditor(cheat.blocks, (init) => createCpuTrainer(be, init))
+      .audit({ ...cheat, segment: 12, parent });
+    assert.equal(!v.passed && v.check, "replay", JSON.stringify(v));
+  } finally {
+    be.dispose();
+  }
+});
+
+Deno.test("audit: training on chunks other than the assigned ones fails the replay", async () => {
+  // Trained alone (every chunk), but claims the assignment among two.
+  const alone = await trainedRound(["peerA"]);
+  const peers = ["peerA", "peerB"];
+  const record = { ...alone.record, peers };
+  const msg = { ...alone.msg, data: dataHash(JOB, 0, "peerA", peers) };
+  const v = await auditor(alone.blocks).audit({
+    msg,
+    record,
+    segment: 5,
+    parent,
+  });
+  assert.equal(!v.passed && v.check, "replay", JSON.stringify(v));
+  // Claimed honestly it passes: the data hash names what it trained on.
+  assert.equal(
+    (await auditor(alone.blocks).audit({ ...alone, segment: 5, parent }))
+      .passed,
+    true,
+  );
+});
+
+Deno.test("audit: a record that does not match the commitment fails first", async () => {
+  const a = auditor(honest.blocks);
+  const v1 = await a.audit({
+    ...honest,
+    record: { ...honest.record, peers: ["peerA"] },
+    segment: 0,
+    parent,
+  });
+  assert.equal(!v1.passed && v1.check, "record");
+  const states = [...honest.record.states].reverse();
+  const v2 = await a.audit({
+    ...honest,
+    record: { ...honest.record, states },
+    segment: 0,
+    parent,
+  });
+  assert.equal(!v2.passed && v2.check, "record");
+});
+
+Deno.test("audit: an unserved state, a start off C(r) and a delta off the final state fail", async () => {
+  const missing = new Map(honest.blocks);
+  missing.delete(honest.record.states[4]);
+  const v1 = await auditor(missing).audit({ ...honest, segment: 4, parent });
+  assert.equal(!v1.passed && v1.check, "start");
+  assert.match(!v1.passed ? v1.reason : "", /not served/);
+
+  const moved = parent.map((p, i) => i === 0 ? p + 1e-3 : p);
+  const v2 = await auditor(honest.blocks).audit({
+    ...honest,
+    segment: 0,
+    parent: moved,
+  });
+  assert.equal(!v2.passed && v2.check, "start");
+
+  const other = await put(new Map(), new TextEncoder().encode("another delta"));
+  const v3 = await auditor(honest.blocks).audit({
+    ...honest,
+    msg: { ...honest.msg, delta: other },
+    segment: 2,
+    parent,
+  });
+  assert.equal(!v3.passed && v3.check, "delta");
+});
