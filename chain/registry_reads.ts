@@ -1,7 +1,8 @@
 /**
  * What the registry records, read back: its parameters, nodes, jobs,
  * committed rounds, memberships, contributions and claims (view calls),
- * and the round commits' transactions and credits (from the logs).
+ * and the round commits' transactions and credits and the accounts slashed
+ * (from the logs).
  *
  * @module
  */
@@ -190,4 +191,28 @@ export async function roundCredits(
       new Map(contributors.map((a, i) => [a.toLowerCase(), weights[i]])),
     ];
   }));
+}
+
+/**
+ * The lower-cased accounts slashed in `job`, each with the stake it lost,
+ * from the NodeSlashed logs.
+ */
+export async function slashedAccounts(
+  reg: Registry,
+  job: Bytes32,
+  fromBlock = 0n,
+): Promise<Map<string, bigint>> {
+  const logs = await reg.client.public.getContractEvents({
+    address: reg.address,
+    abi: zooRegistryAbi,
+    eventName: "NodeSlashed",
+    args: { job },
+    fromBlock,
+  });
+  const slashed = new Map<string, bigint>();
+  for (const { args } of logs) {
+    const account = args.account!.toLowerCase();
+    slashed.set(account, (slashed.get(account) ?? 0n) + args.amount!);
+  }
+  return slashed;
 }

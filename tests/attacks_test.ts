@@ -55,3 +55,33 @@ Deno.test({
     assert.deepEqual(r.refusals, []);
   },
 });
+
+// A slashed peer is no longer a member: from the round after its slash
+// only the 2 honest peers are live, so a job needing 3 would stall there.
+const slashSpec = tinySpec({ minPeers: 2, quorum: 2, rounds: 3 });
+
+Deno.test({
+  name:
+    "attacks: equivocation among 3 peers is slashed on chain and keeps nothing",
+  ...JOB_TEST,
+  fn: async () => {
+    const r = await runAttack({
+      attack: "equivocation",
+      peers: 3,
+      spec: slashSpec,
+      keys,
+    });
+    assert.ok(r.attackedRounds.length > 0, "the attack never happened");
+    // Caught where it first equivocated; from then on its messages are
+    // ignored, and once that round has closed it is no longer a member.
+    assert.ok(
+      r.detectedRounds.includes(r.attackedRounds[0]),
+      JSON.stringify(r.refusals),
+    );
+    assert.ok(r.slashed, "the attacker was not slashed");
+    assert.equal(r.contributionLeft, 0);
+    assert.equal(r.creditedToAttackers, 0);
+    assert.deepEqual(r.falsePositives, []);
+    assert.ok(Number.isFinite(r.heldoutLoss) && r.heldoutLoss < 4);
+  },
+});

@@ -30,6 +30,7 @@ import {
   readNode,
   registerNode,
   slash,
+  slashedAccounts,
 } from "../chain/registry.ts";
 import {
   equivocationEvidence,
@@ -149,6 +150,10 @@ slashingTest(
     assert.equal(
       await contributionOf(reporter.reg, fixture.JOB, account),
       0n,
+    );
+    assert.deepEqual(
+      await slashedAccounts(reporter.reg, fixture.JOB),
+      new Map([[account.toLowerCase(), parseEther("2")]]),
     );
     const gas = tx.receipt.gasUsed * tx.receipt.effectiveGasPrice;
     assert.equal(

@@ -45,6 +45,13 @@ export interface RoundBehaviour {
   work(choice: WorkChoice): Promise<WorkRecord>;
   /** The delta announcement to publish, before it is signed. */
   announce(msg: UnsignedDelta): UnsignedDelta;
+  /**
+   * Further delta announcements to sign and publish for the round beside
+   * `msg`, the main one; never told to this peer's own machine. How the
+   * attack suite makes an equivocating peer: a second, different work
+   * commitment for one round.
+   */
+  also(msg: UnsignedDelta): UnsignedDelta[];
   /** Of the deltas a leader fetched, those it goes on to aggregate. */
   contributions<T extends { readonly peer: string }>(fetched: T[]): T[];
   /** The checkpoint a leader publishes as C(round + 1). */
@@ -58,6 +65,7 @@ export const HONEST: RoundBehaviour = {
   work: ({ peers, states, shifted }) =>
     Promise.resolve({ peers, states, shifted }),
   announce: (msg) => msg,
+  also: () => [],
   contributions: (fetched) => fetched,
   checkpoint: (next) => next,
 };

@@ -343,7 +343,7 @@ export class RoundTraining {
 /** What announcing a trained delta uses. */
 export interface AnnounceOptions {
   publisher: Pick<RoundPublisher, "header" | "publish">;
-  behaviour: Pick<RoundBehaviour, "announce">;
+  behaviour: Pick<RoundBehaviour, "announce" | "also">;
   /** The chain account credited for the delta. */
   account: `0x${string}`;
   /** Signs the work commitment of an announcement (see commitments.ts). */
@@ -355,7 +355,9 @@ export interface AnnounceOptions {
 
 /**
  * Announces trained delta `d` on gossip (sent again until its round ends)
- * and tells the machine.
+ * and tells the machine. The behaviour's further announcements (`also`)
+ * are signed and published the same way, but the machine hears only the
+ * main one.
  */
 export async function announceDelta(
   o: AnnounceOptions,
@@ -377,6 +379,12 @@ export async function announceDelta(
     signature: await o.sign(unsigned),
   };
   await o.publisher.publish(msg, { repeat: true });
+  for (const extra of o.behaviour.also(unsigned)) {
+    await o.publisher.publish(
+      { ...extra, signature: await o.sign(extra) },
+      { repeat: true },
+    );
+  }
   o.log(
     `round ${d.round}: trained ${d.steps} steps on ${d.chunks} chunk(s), loss ${
       d.loss.toFixed(3)

@@ -7,13 +7,19 @@
  *
  * What it reads back: the final held-out loss an honest peer measured; the
  * refusals honest peers recorded (who was refused, when, why); the tokens
- * the chain credited per round and account; who committed each round; and
- * from the attackers' logs, the rounds they announced a delta in.
+ * the chain credited per round and account; who committed each round; who
+ * was slashed and what contribution the attackers kept; and from the
+ * attackers' logs, the rounds they announced a delta in.
  *
  * @module
  */
 import { cidToBytes32 } from "../../chain/attestation.ts";
-import { listRounds, roundCredits } from "../../chain/registry.ts";
+import {
+  contributionOf,
+  listRounds,
+  roundCredits,
+  slashedAccounts,
+} from "../../chain/registry.ts";
 import { watchRounds } from "../../node/devnet/rounds.ts";
 import type { Refusal } from "../../node/round/ledger.ts";
 import { rankLeaders } from "../../protocol/assignment.ts";
@@ -24,7 +30,12 @@ import {
   withJobCluster,
 } from "../_job_cluster.ts";
 import { ATTACK_FILE } from "./attacker_main.ts";
-import { type AttackName, FROM_ROUND_1, LEADER_ATTACKS } from "./behaviours.ts";
+import {
+  type AttackName,
+  FROM_ROUND_1,
+  LEADER_ATTACKS,
+  SLASHED_ATTACKS,
+} from "./behaviours.ts";
 
 const ATTACKER_MAIN = new URL("./attacker_main.ts", import.meta.url).pathname;
 
@@ -51,10 +62,20 @@ export interface AttackRunResult {
   attackedRounds: number[];
   /** Attacked rounds in which an honest peer refused an attacker. */
   detectedRounds: number[];
-  /** Tokens the chain credited to attackers in attacked rounds. */
+  /**
+   * Tokens the chain credited to attackers in attacked rounds; for a
+   * slashed attack ({@linkcode SLASHED_ATTACKS}), `contributionLeft`: its
+   * round credits are recorded at commit, since the evidence goes on chain
+   * only once the round has closed, and the slash then zeroes them, so what
+   * the attackers kept is what counts.
+   */
   creditedToAttackers: number;
   /** Tokens the chain credited to attackers in all rounds. */
   creditedToAttackersAllRounds: number;
+  /** Every attacker was slashed in the job (a NodeSlashed event each). */
+  slashed: boolean;
+  /** The attackers' contribution on chain at the end (`contributionOf`). */
+  contributionLeft: number;
   /**
    * Honest peers wronged: (round, peer) pairs where an honest peer was
    * refused by another, or left without credit on chain.
@@ -147,6 +168,10 @@ async function attackCluster(
   const attackerAccounts = attackers.map((p) =>
     accountOf.get(p)!.toLowerCase()
   );
+  const slashed = await slashedAccounts(c.chain.owner, job);
+  const contributionLeft = (await Promise.all(
+    attackers.map((p) => contributionOf(c.chain.owner, job, accountOf.get(p)!)),
+  )).reduce((sum, x) => sum + Number(x), 0);
   const blames = (round: number, peers: readonly string[]) =>
     refusals.some((r) => r.round === round && peers.includes(r.peer));
 
@@ -206,8 +231,13 @@ async function attackCluster(
     heldoutLoss: [...last.records.values()][0].valLoss,
     attackedRounds,
     detectedRounds: attackedRounds.filter((r) => blames(r, attackers)),
-    creditedToAttackers: credited(attackedRounds),
+    creditedToAttackers: o.attack !== null && SLASHED_ATTACKS.includes(o.attack)
+      ? contributionLeft
+      : credited(attackedRounds),
     creditedToAttackersAllRounds: credited(all),
+    slashed: attackers.length > 0 &&
+      attackerAccounts.every((a) => slashed.has(a)),
+    contributionLeft,
     falsePositives,
     refusals,
   };

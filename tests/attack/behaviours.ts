@@ -17,6 +17,10 @@
  *   that reached it first (the one it plainly had).
  * - `lying-leader`: when it aggregates, publishes a tampered checkpoint.
  * - `zero-delta`: announces an all-zero delta claiming 10⁹ tokens.
+ * - `equivocation`: trains honestly, but beside each delta announcement
+ *   signs and publishes a twin whose work commitment names another
+ *   trajectory (every bit flipped): two different commitments for one
+ *   round, which honest peers take to the chain as slashing evidence.
  *
  * @module
  */
@@ -34,6 +38,7 @@ export const ATTACKS = [
   "censoring-leader",
   "lying-leader",
   "zero-delta",
+  "equivocation",
 ] as const;
 
 /** An attack's name. */
@@ -50,6 +55,13 @@ export const FROM_ROUND_1: readonly AttackName[] = [
   "stale-replay",
   "cross-round",
 ];
+
+/**
+ * Attacks punished by slashing: the attacker's round credits are recorded
+ * at commit and only then taken back, with its membership, once the
+ * evidence lands on chain after the round has closed.
+ */
+export const SLASHED_ATTACKS: readonly AttackName[] = ["equivocation"];
 
 /** What an attacker peer knows beyond its own node. */
 export interface AttackSetup {
@@ -78,6 +90,11 @@ export function attackBehaviour(setup: AttackSetup): RoundBehaviour {
       };
     case "alie":
       return { ...HONEST, delta: (c) => alie(c, setup.colluders) };
+    case "equivocation":
+      return {
+        ...HONEST,
+        also: (msg) => [{ ...msg, trajectory: inverted(msg.trajectory) }],
+      };
     case "stale-replay": {
       let previous: string | null = null;
       return {
@@ -131,6 +148,14 @@ function valueAttack(
     ...HONEST,
     delta: (c) => Promise.resolve(change(c.delta, c.round)),
   };
+}
+
+/** A hash with every bit flipped: never the hash itself. */
+function inverted(hash: `0x${string}`): `0x${string}` {
+  const digits = [...hash.slice(2)].map((d) =>
+    (15 - parseInt(d, 16)).toString(16)
+  );
+  return `0x${digits.join("")}`;
 }
 
 function sameNormNoise(delta: Float32Array, round: number): Float32Array {

@@ -1,5 +1,5 @@
 import assert from "node:assert/strict";
-import { alieZ, attackBehaviour } from "./behaviours.ts";
+import { alieZ, attackBehaviour, ATTACKS } from "./behaviours.ts";
 import { WORK_FIELDS } from "../../protocol/_message_fixtures.ts";
 
 Deno.test("alieZ() is Baruch et al.'s z_max", () => {
@@ -29,9 +29,9 @@ Deno.test("the ALIE colluders shift each coordinate inside the honest spread", a
   assert.equal(out[2], 2);
 });
 
-Deno.test("stale-replay re-announces its first delta from round 1 on", () => {
-  const b = attackBehaviour({ name: "stale-replay", colluders: [] });
-  const msg = (round: number) => ({
+/** An unsigned delta announcement of `round`. */
+function msg(round: number) {
+  return {
     v: 1 as const,
     type: "delta" as const,
     peer: "p",
@@ -43,8 +43,42 @@ Deno.test("stale-replay re-announces its first delta from round 1 on", () => {
     loss: 1,
     account: "0x0" as const,
     ...WORK_FIELDS,
-  });
+  };
+}
+
+Deno.test("stale-replay re-announces its first delta from round 1 on", () => {
+  const b = attackBehaviour({ name: "stale-replay", colluders: [] });
   assert.equal(b.announce(msg(0)).delta, "d0");
   assert.equal(b.announce(msg(1)).delta, "d0");
   assert.equal(b.announce(msg(2)).delta, "d0");
+});
+
+Deno.test("equivocation announces its honest delta and a twin naming another trajectory", async () => {
+  const b = attackBehaviour({ name: "equivocation", colluders: [] });
+  const delta = new Float32Array([1, -2]);
+  assert.equal(
+    await b.delta({
+      round: 0,
+      parent: "p",
+      delta,
+      live: () => [],
+      announced: () => Promise.resolve([]),
+    }),
+    delta,
+  );
+  const main = b.announce(msg(0));
+  assert.deepEqual(main, msg(0));
+  const twins = b.also(main);
+  assert.equal(twins.length, 1);
+  const { trajectory, ...rest } = twins[0];
+  assert.notEqual(trajectory, main.trajectory);
+  assert.match(trajectory, /^0x[0-9a-f]{64}$/);
+  assert.deepEqual({ ...rest, trajectory: main.trajectory }, main);
+});
+
+Deno.test("the other attacks publish nothing beside their announcement", () => {
+  for (const name of ATTACKS.filter((a) => a !== "equivocation")) {
+    const b = attackBehaviour({ name, colluders: [] });
+    assert.deepEqual(b.also(msg(0)), [], name);
+  }
 });

@@ -3,8 +3,9 @@
  * among them (tests/attack/), next to a clean run with the same keys, job
  * and leader of round 0. Reported per attack: whether honest peers caught
  * it and how soon, tokens the chain credited to attackers in the rounds
- * they attacked, the final held-out loss against the clean run's, and
- * every honest peer wronged (false positives).
+ * they attacked, whether they were slashed on chain, the final held-out
+ * loss against the clean run's, and every honest peer wronged (false
+ * positives).
  *
  * @module
  */
@@ -16,7 +17,11 @@ import {
 import type { JobSpec } from "../../protocol/job_spec.ts";
 import { benchSpec } from "../_job_cluster.ts";
 import { type AttackRunResult, runAttack } from "../attack/attack_run.ts";
-import { type AttackName, ATTACKS } from "../attack/behaviours.ts";
+import {
+  type AttackName,
+  ATTACKS,
+  SLASHED_ATTACKS,
+} from "../attack/behaviours.ts";
 import { type Bench, formatTable, numberFlag, UsageError } from "./_bench.ts";
 
 interface Options {
@@ -42,6 +47,8 @@ export interface AttackFigures {
   attackedRounds: number[];
   detectedRounds: number[];
   creditedToAttackers: number;
+  /** Every attacker was slashed on chain (NodeSlashed in the job). */
+  slashed: boolean;
   heldoutLoss: number;
   lossRatioVsClean: number;
   falsePositives: number;
@@ -60,11 +67,18 @@ export interface AttacksResult {
   falsePositives: number;
 }
 
-function specFor(o: Options): JobSpec {
+/**
+ * The job of a run. A slashed attacker stops being a member once the
+ * round it attacked has closed, so a slashed attack's job needs only the
+ * honest peers (one fewer) to go on; otherwise every peer is needed.
+ */
+function specFor(o: Options, attack: AttackName | null = null): JobSpec {
+  const slashed = attack !== null && SLASHED_ATTACKS.includes(attack);
   return benchSpec({ name: "bench-attacks", ...o }, {
     // The devnet's deadline: backups take over a refused leader in 15 s.
     roundDeadlineMs: 20_000,
     aggregation: { rule: o.rule },
+    ...(slashed ? { minPeers: o.peers - 1 } : {}),
   });
 }
 
@@ -81,6 +95,7 @@ function figures(r: AttackRunResult, clean: number): AttackFigures {
     attackedRounds: r.attackedRounds,
     detectedRounds: r.detectedRounds,
     creditedToAttackers: r.creditedToAttackers,
+    slashed: r.slashed,
     heldoutLoss: r.heldoutLoss,
     lossRatioVsClean: r.heldoutLoss / clean,
     falsePositives: r.falsePositives.length,
@@ -156,16 +171,22 @@ const bench: Bench<Options, AttacksResult> = {
       await Deno.makeTempDir({ prefix: "zoo-attack-keys-" });
     try {
       const run = (attack: AttackName | null) =>
-        runAttack({ attack, peers: o.peers, spec, keys, log });
+        runAttack({
+          attack,
+          peers: o.peers,
+          spec: specFor(o, attack),
+          keys,
+          log,
+        });
       const clean = await run(null);
       log(`clean: held-out loss ${clean.heldoutLoss.toFixed(4)}`);
       const attacks: AttackFigures[] = [];
       for (const name of o.only) {
         const f = figures(await run(name), clean.heldoutLoss);
         log(
-          `${name}: detected ${f.detectedRounds.length}/${f.attackedRounds.length} attacked rounds, credited ${f.creditedToAttackers}, loss ratio ${
-            f.lossRatioVsClean.toFixed(4)
-          }`,
+          `${name}: detected ${f.detectedRounds.length}/${f.attackedRounds.length} attacked rounds, credited ${f.creditedToAttackers}${
+            f.slashed ? ", slashed" : ""
+          }, loss ratio ${f.lossRatioVsClean.toFixed(4)}`,
         );
         attacks.push(f);
       }
@@ -201,6 +222,7 @@ const bench: Bench<Options, AttacksResult> = {
           "rounds attacked",
           "caught in",
           "credited",
+          "slashed",
           "held-out loss",
           "vs clean",
           "false pos.",
@@ -212,6 +234,7 @@ const bench: Bench<Options, AttacksResult> = {
           a.attackedRounds.join(" "),
           a.detectedRounds.join(" "),
           String(a.creditedToAttackers),
+          a.slashed ? "yes" : "no",
           a.heldoutLoss.toFixed(4),
           a.lossRatioVsClean.toFixed(4),
           String(a.falsePositives),
