@@ -7,7 +7,10 @@
 import type { GptConfig } from "../../kernels/gpt.ts";
 import { type CID, cidForBytes, cidToString } from "../../protocol/cid.ts";
 import { defaultJobSpec } from "../../protocol/job_spec.ts";
-import type { GossipMessage } from "../../protocol/messages.ts";
+import { privateKeyToAccount } from "viem/accounts";
+import { DELTA } from "../../protocol/_message_fixtures.ts";
+import type { DeltaAnnounce, GossipMessage } from "../../protocol/messages.ts";
+import { signDelta } from "./commitments.ts";
 import { initialState, type RoundState } from "../../protocol/round_state.ts";
 import {
   MANIFEST_VERSION,
@@ -153,6 +156,30 @@ export class MemoryChain implements RoundChain {
 export const TEST_KEY =
   "0x59c6995e998f97a5a0044966f0945389dc9e86dae88c7a8412f4603b6b78690d";
 export const TEST_ADDRESS = "0x70997970C51812dc3A010C7d01b50e0d17dc79C8";
+
+/**
+ * The fixture delta announcement of a real job id under TEST_ADDRESS,
+ * then `over`, its commitment signed with TEST_KEY in MemoryChain's domain
+ * for rounds of `innerSteps`.
+ */
+export async function signedDelta(
+  over: Partial<DeltaAnnounce>,
+  innerSteps: number,
+): Promise<DeltaAnnounce> {
+  const { signature: _, ...unsigned } = {
+    ...DELTA,
+    job: "bafkreigh2akiscaildcqabsyg3dfr6chu3fgpregiymsck7e7aqa4s52zy",
+    account: TEST_ADDRESS,
+    ...over,
+  } as DeltaAnnounce;
+  const signature = await signDelta(
+    privateKeyToAccount(TEST_KEY),
+    new MemoryChain().domain,
+    unsigned,
+    innerSteps,
+  );
+  return { ...unsigned, signature };
+}
 
 /** The CID of `text`'s bytes, for blobs a test need not hold. */
 export async function cidOf(text: string): Promise<string> {

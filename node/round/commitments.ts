@@ -87,8 +87,8 @@ export interface Equivocation {
 }
 
 /**
- * The first signed commitment of each peer in each recent round. Hand it
- * only announcements whose signature checked out (`signedByAccount`).
+ * The first signed commitment of each account in each recent round. Hand
+ * it only announcements whose signature checked out (`signedByAccount`).
  */
 export class CommitmentBook {
   readonly #innerSteps: number;
@@ -100,42 +100,54 @@ export class CommitmentBook {
   }
 
   /**
-   * Records `msg`; the equivocation it proves (a different commitment by
-   * the same account in the same round, reported once), or null.
+   * Whether `msg` repeats the first commitment its account signed in its
+   * round, signature and all: already checked, so gossip's repeats cost no
+   * signature recovery.
    */
-  note(msg: DeltaAnnounce): Equivocation | null {
-    const key = `${msg.round}/${msg.account.toLowerCase()}`;
+  isFirst(msg: DeltaAnnounce): boolean {
+    const first = this.#first.get(keyOf(msg));
+    return first !== undefined && first.signature === msg.signature &&
+      this.#same(first, msg);
+  }
+
+  /**
+   * Records `msg`; the equivocation it proves (a different commitment by
+   * the same account in the same round, reported once), or null. Rounds
+   * more than a few before `current` (the machine's round) are forgotten.
+   */
+  note(msg: DeltaAnnounce, current: number): Equivocation | null {
+    this.#prune(current);
+    const key = keyOf(msg);
     const first = this.#first.get(key);
     if (!first) {
       this.#first.set(key, msg);
-      this.#prune(msg.round);
       return null;
     }
-    if (first.signature === msg.signature || this.#reported.has(key)) {
-      return null;
-    }
-    const a = deltaCommitment(first, this.#innerSteps);
-    const b = deltaCommitment(msg, this.#innerSteps);
-    if (JSON.stringify(a, bigints) === JSON.stringify(b, bigints)) return null;
+    if (this.#reported.has(key) || this.#same(first, msg)) return null;
     this.#reported.add(key);
     return {
       account: msg.account,
       round: msg.round,
-      evidence: equivocationEvidence(a, first.signature, b, msg.signature),
+      evidence: equivocationEvidence(
+        deltaCommitment(first, this.#innerSteps),
+        first.signature,
+        deltaCommitment(msg, this.#innerSteps),
+        msg.signature,
+      ),
     };
   }
 
-  /** The first commitment `peer` announced in `round`, if seen. */
-  first(round: number, peer: string): DeltaAnnounce | undefined {
-    for (const msg of this.#first.values()) {
-      if (msg.round === round && msg.peer === peer) return msg;
-    }
-    return undefined;
+  /** Whether two announcements make the same commitment. */
+  #same(a: DeltaAnnounce, b: DeltaAnnounce): boolean {
+    const x = deltaCommitment(a, this.#innerSteps);
+    const y = deltaCommitment(b, this.#innerSteps);
+    return (Object.keys(x) as (keyof WorkCommitment)[])
+      .every((k) => x[k] === y[k]);
   }
 
-  #prune(round: number): void {
+  #prune(current: number): void {
     for (const [key, msg] of this.#first) {
-      if (msg.round + KEEP_ROUNDS < round) {
+      if (msg.round + KEEP_ROUNDS < current) {
         this.#first.delete(key);
         this.#reported.delete(key);
       }
@@ -143,6 +155,6 @@ export class CommitmentBook {
   }
 }
 
-function bigints(_: string, value: unknown): unknown {
-  return typeof value === "bigint" ? value.toString() : value;
+function keyOf(msg: DeltaAnnounce): string {
+  return `${msg.round}/${msg.account.toLowerCase()}`;
 }

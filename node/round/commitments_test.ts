@@ -1,36 +1,18 @@
 import assert from "node:assert/strict";
 import { decodeAbiParameters } from "viem";
-import { privateKeyToAccount } from "viem/accounts";
 import { WORK_COMMITMENT_TYPES } from "../../chain/work_commitment.ts";
 import { DELTA } from "../../protocol/_message_fixtures.ts";
 import type { DeltaAnnounce } from "../../protocol/messages.ts";
-import { MemoryChain, TEST_ADDRESS, TEST_KEY } from "./_fakes.ts";
+import { MemoryChain, signedDelta, TEST_ADDRESS } from "./_fakes.ts";
 import {
   CommitmentBook,
   deltaCommitment,
-  signDelta,
   signedByAccount,
 } from "./commitments.ts";
 
 const H = 40;
-const account = privateKeyToAccount(TEST_KEY);
 const { domain } = new MemoryChain();
-const job = "bafkreigh2akiscaildcqabsyg3dfr6chu3fgpregiymsck7e7aqa4s52zy";
-
-async function signed(
-  over: Partial<DeltaAnnounce> = {},
-): Promise<DeltaAnnounce> {
-  const { signature: _, ...unsigned } = {
-    ...DELTA,
-    job,
-    account: TEST_ADDRESS,
-    ...over,
-  } as DeltaAnnounce;
-  return {
-    ...unsigned,
-    signature: await signDelta(account, domain, unsigned, H),
-  };
-}
+const signed = (over: Partial<DeltaAnnounce> = {}) => signedDelta(over, H);
 
 Deno.test("a delta's commitment names its round, parent, data, delta, steps, tokens and trajectory", () => {
   const c = deltaCommitment(DELTA, H);
@@ -64,16 +46,25 @@ Deno.test("signedByAccount accepts the account's signature and nothing else", as
   );
 });
 
+const NOW = DELTA.round;
+
 Deno.test("the book reports two different commitments of one round once, and nothing else", async () => {
   const book = new CommitmentBook(H);
   const first = await signed();
-  assert.equal(book.note(first), null);
-  assert.equal(book.note(first), null, "a repeat of the same announcement");
-  assert.equal(book.note(await signed({ round: DELTA.round + 1 })), null);
+  assert.ok(!book.isFirst(first));
+  assert.equal(book.note(first, NOW), null);
+  assert.ok(book.isFirst(first), "a repeat needs no second recovery");
+  assert.equal(
+    book.note(first, NOW),
+    null,
+    "a repeat of the same announcement",
+  );
+  assert.equal(book.note(await signed({ round: NOW + 1 }), NOW), null);
   const twin = await signed({ trajectory: `0x${"ef".repeat(32)}` });
-  const e = book.note(twin);
+  assert.ok(!book.isFirst(twin));
+  const e = book.note(twin, NOW);
   assert.ok(e);
-  assert.equal(e.round, DELTA.round);
+  assert.equal(e.round, NOW);
   assert.equal(e.account, TEST_ADDRESS);
   const tuple = {
     type: "tuple",
@@ -88,9 +79,21 @@ Deno.test("the book reports two different commitments of one round once, and not
   assert.equal(sigA, first.signature);
   assert.equal(sigB, twin.signature);
   assert.equal(
-    book.note(await signed({ trajectory: `0x${"aa".repeat(32)}` })),
+    book.note(await signed({ trajectory: `0x${"aa".repeat(32)}` }), NOW),
     null,
     "reported once",
   );
-  assert.equal(book.first(DELTA.round, DELTA.peer)?.signature, first.signature);
+});
+
+Deno.test("the book forgets rounds by the machine's round, not by what a message claims", async () => {
+  const book = new CommitmentBook(H);
+  const first = await signed();
+  book.note(first, NOW);
+  // A far-future round from the sender leaves the current round's record.
+  book.note(await signed({ round: NOW + 1_000_000 }), NOW);
+  assert.ok(book.isFirst(first));
+  assert.ok(book.note(await signed({ tokens: 1 }), NOW), "still caught");
+  // Once the machine is far past the round, it is forgotten.
+  book.note(await signed({ round: NOW + 100 }), NOW + 100);
+  assert.ok(!book.isFirst(first));
 });

@@ -16,13 +16,9 @@
  * @module
  */
 import { NotHeldError } from "./failures.ts";
-import { EVIDENCE_EQUIVOCATION } from "../../chain/work_commitment.ts";
-import {
-  CommitmentBook,
-  type Equivocation,
-  signDelta,
-  signedByAccount,
-} from "./commitments.ts";
+import { signDelta } from "./commitments.ts";
+import { DeltaGate } from "./delta_gate.ts";
+import { DeltaReader } from "./delta_reader.ts";
 import { privateKeyToAccount } from "viem/accounts";
 import { cidToString } from "../../protocol/cid.ts";
 import type { JobSpec } from "../../protocol/job_spec.ts";
@@ -30,14 +26,6 @@ import type {
   AttestationMessage,
   DeltaAnnounce,
 } from "../../protocol/messages.ts";
-import {
-  decodeDeltaBlob,
-  MAX_DELTA_BLOB_OVERHEAD,
-} from "../../protocol/delta_blob.ts";
-import {
-  BITS_FOR_COMPRESSION,
-  encodedByteLength,
-} from "../../protocol/quantize.ts";
 import { decodeManifest } from "../../protocol/manifest_codec.ts";
 import {
   MAX_MANIFEST_BYTES,
@@ -100,33 +88,36 @@ export class RoundWork {
   readonly #verifier: ManifestVerifier;
   readonly #sync: RoundSync;
   readonly #behaviour: RoundBehaviour;
-  /** Exact size of this job's encoded deltas. */
-  readonly #deltaBytes: number;
+  readonly #deltas: DeltaReader;
   /** Manifests this peer built or verified, by CID. */
   readonly #manifests = new Map<string, RoundManifest>();
   /** Verifications under way, by the checkpoint CID they recompute. */
   readonly #recomputing = new Map<string, Promise<void>>();
-  /** The first work commitment each peer signed per round. */
-  readonly #commitments: CommitmentBook;
-  /** Accounts proven to have cheated: their messages are ignored. */
-  readonly #cheaters = new Set<string>();
-  /** Evidence held until the round it concerns has closed. */
-  #evidence: (Equivocation & { kind: number })[] = [];
+  readonly #gate: DeltaGate;
 
   constructor(o: RoundWorkOptions) {
     this.#o = o;
     const { services, identity, jobId, spec, trainer } = o;
     this.#behaviour = o.behaviour ?? HONEST;
-    this.#commitments = new CommitmentBook(spec.innerSteps);
-    this.#deltaBytes = MAX_DELTA_BLOB_OVERHEAD +
-      encodedByteLength(trainer.parameterCount, {
-        bits: BITS_FOR_COMPRESSION[spec.compression.format],
-        blockSize: spec.compression.blockSize,
-      });
+    this.#gate = new DeltaGate({
+      innerSteps: spec.innerSteps,
+      chain: services.chain,
+      members: o.members,
+      ledger: o.ledger,
+      state: o.state,
+      feed: o.feed,
+      log: o.log,
+    });
     this.#blobs = new BlobGetter(
       services.blocks,
       services.fetcher,
       this.#abort.signal,
+    );
+    this.#deltas = new DeltaReader(
+      this.#blobs,
+      spec,
+      trainer.parameterCount,
+      o.state,
     );
     this.#publisher = new RoundPublisher({
       gossip: services.gossip,
@@ -162,7 +153,7 @@ export class RoundWork {
     this.#verifier = new ManifestVerifier({
       jobId,
       spec,
-      delta: (d, providers) => this.#delta(d, providers),
+      delta: (d, providers) => this.#deltas.read(d, providers),
       manifest: (m, providers = [m.peer]) =>
         this.#blobs.get(m.manifest, {
           what: "manifest",
@@ -183,7 +174,7 @@ export class RoundWork {
       ledger: o.ledger,
       state: o.state,
       behaviour: this.#behaviour,
-      announced: () => this.#announcedDeltas(),
+      announced: () => this.#deltas.others(identity.peerId),
       progress: (p) => services.progress(p),
       store: async (bytes) => cidToString(await services.blocks.put(bytes)),
       signal: this.#abort.signal,
@@ -269,7 +260,7 @@ export class RoundWork {
         );
       case "advance":
         return this.#sync.advance(action.round, action.checkpoint).then(() =>
-          this.#submitEvidence(action.round - 1)
+          this.#gate.roundClosed(action.round - 1)
         );
       default:
         return Promise.resolve();
@@ -285,7 +276,7 @@ export class RoundWork {
         self: identity.peerId,
         state,
         behaviour: this.#behaviour,
-        delta: (d) => this.#delta(d, [d.peer]),
+        delta: (d) => this.#deltas.read(d, [d.peer]),
         evidenceAgainst: (round, peer) =>
           this.#verifier.evidenceAgainst(round, peer),
         store: (bytes) => this.#o.services.blocks.put(bytes),
@@ -330,66 +321,9 @@ export class RoundWork {
     }
   }
 
-  /**
-   * Feeds a member's gossiped delta to the machine once its work
-   * commitment is signed by its account. A second, different commitment
-   * by one account in one round is equivocation: the evidence is submitted
-   * once that round has closed (so the round's commit, which lists the
-   * first, does not fail on a contributor that is no longer a member), and
-   * the account is ignored from then on.
-   */
-  async checkDelta(msg: DeltaAnnounce): Promise<void> {
-    const account = msg.account.toLowerCase();
-    if (this.#cheaters.has(account)) return;
-    const { spec, services } = this.#o;
-    if (!(await signedByAccount(services.chain.domain, msg, spec.innerSteps))) {
-      this.#noteDelta(msg, "bad-signature");
-      return;
-    }
-    const twin = this.#commitments.note(msg);
-    if (!twin) {
-      this.#o.feed({ type: "delta", msg });
-      return;
-    }
-    this.#o.log(
-      `round ${msg.round}: ${msg.peer} signed two different work commitments (equivocation); evidence goes on chain once the round closes`,
-    );
-    this.#noteDelta(msg, "equivocation");
-    this.#cheaters.add(account);
-    this.#evidence.push({ ...twin, kind: EVIDENCE_EQUIVOCATION });
-    if (msg.round < this.#o.state().round) {
-      await this.#submitEvidence(this.#o.state().round - 1);
-    }
-  }
-
-  /** Submits the evidence held about rounds up to `closed`. */
-  async #submitEvidence(closed: number): Promise<void> {
-    const due = this.#evidence.filter((e) => e.round <= closed);
-    this.#evidence = this.#evidence.filter((e) => e.round > closed);
-    for (const e of due) {
-      try {
-        const tx = await this.#o.services.chain.slash(
-          e.account,
-          e.kind,
-          e.evidence,
-        );
-        this.#o.log(
-          `round ${e.round}: slashed ${e.account} on evidence of kind ${e.kind} (tx ${tx.hash})`,
-        );
-        this.#o.ledger.noteSlash({
-          round: e.round,
-          account: e.account,
-          kind: e.kind,
-          tx: tx.hash,
-        });
-      } catch (err) {
-        // Most often another peer's report landed first.
-        this.#o.log(
-          `round ${e.round}: slashing ${e.account}: ${(err as Error).message}`,
-        );
-      }
-      this.#o.members.forgetAccount(e.account);
-    }
+  /** Passes a member's gossiped delta through the {@linkcode DeltaGate}. */
+  checkDelta(msg: DeltaAnnounce): Promise<void> {
+    return this.#gate.check(msg);
   }
 
   /** Sends this round's own announcements again (see RoundPublisher). */
@@ -397,39 +331,6 @@ export class RoundWork {
     const { round, phase } = this.#o.state();
     if (phase === "syncing" || phase === "finished") return;
     await this.#publisher.reannounce(round);
-  }
-
-  /**
-   * The values of announced delta `d`: its blob, fetched from `providers`
-   * if need be, read only if bound to `d`'s job, round, parent and peer.
-   */
-  #delta(d: DeltaAnnounce, providers: string[]): Promise<Float32Array> {
-    return this.#blobs.get(d.delta, {
-      what: "delta",
-      maxBytes: this.#deltaBytes,
-      providers,
-      timeoutMs: collectMs(this.#o.state().config),
-      decode: (bytes) =>
-        decodeDeltaBlob(
-          bytes,
-          { job: d.job, round: d.round, parent: d.parent, peer: d.peer },
-          this.#o.trainer.parameterCount,
-        ),
-    });
-  }
-
-  /** The deltas other peers announced this round so far, fetched. */
-  async #announcedDeltas(): Promise<{ peer: string; delta: Float32Array }[]> {
-    const others = [...this.#o.state().deltas.values()]
-      .filter((d) => d.peer !== this.#o.identity.peerId);
-    const got = await Promise.all(others.map(async (d) => {
-      try {
-        return { peer: d.peer, delta: await this.#delta(d, [d.peer]) };
-      } catch {
-        return null;
-      }
-    }));
-    return got.filter((g) => g !== null);
   }
 
   /** Logs and records a delta left out of an aggregate. */

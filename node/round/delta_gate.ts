@@ -1,0 +1,121 @@
+/**
+ * The gate every gossiped delta of a member passes before the round
+ * machine sees it: its work commitment must be signed by its account
+ * (commitments.ts), and one account may sign only one commitment per
+ * round. A second, different one is equivocation: the account is ignored
+ * from then on and the evidence goes on chain once that round has closed,
+ * so the round's commit, which may list the first delta, does not fail on
+ * a contributor that is no longer a member; the slash then takes the
+ * contribution back.
+ *
+ * @module
+ */
+import { EVIDENCE_EQUIVOCATION } from "../../chain/work_commitment.ts";
+import type { DeltaAnnounce } from "../../protocol/messages.ts";
+import type { RoundEvent, RoundState } from "../../protocol/round_state.ts";
+import {
+  CommitmentBook,
+  type Equivocation,
+  signedByAccount,
+} from "./commitments.ts";
+import type { RoundLedger } from "./ledger.ts";
+import type { MemberCache } from "./member_cache.ts";
+import type { RoundChain } from "./services.ts";
+
+/** What a {@linkcode DeltaGate} works with. */
+export interface DeltaGateOptions {
+  /** H: the commitments' step count. */
+  innerSteps: number;
+  chain: Pick<RoundChain, "domain" | "slash">;
+  members: Pick<MemberCache, "forgetAccount">;
+  ledger: Pick<RoundLedger, "noteRefusal" | "noteSlash">;
+  state: () => Pick<RoundState, "round">;
+  feed: (event: RoundEvent) => void;
+  log: (line: string) => void;
+}
+
+/** Checks members' deltas and holds equivocation evidence for the chain. */
+export class DeltaGate {
+  readonly #o: DeltaGateOptions;
+  readonly #book: CommitmentBook;
+  /** Accounts proven to have equivocated: their deltas are ignored. */
+  readonly #cheaters = new Set<string>();
+  /** Evidence held until the round it concerns has closed. */
+  #held: Equivocation[] = [];
+
+  constructor(o: DeltaGateOptions) {
+    this.#o = o;
+    this.#book = new CommitmentBook(o.innerSteps);
+  }
+
+  /**
+   * Feeds `msg` (from a member, under its own account) to the machine if
+   * its commitment is signed by that account and is its first in the
+   * round; records a refusal otherwise.
+   */
+  async check(msg: DeltaAnnounce): Promise<void> {
+    const account = msg.account.toLowerCase();
+    const current = this.#o.state().round;
+    // Nothing to judge ahead of the machine, which drops such rounds too;
+    // and a far-future round must not push the book's window past now.
+    if (this.#cheaters.has(account) || msg.round > current + 1) return;
+    if (!this.#book.isFirst(msg)) {
+      const { chain, innerSteps } = this.#o;
+      if (!(await signedByAccount(chain.domain, msg, innerSteps))) {
+        this.#refuse(msg, "bad-signature");
+        return;
+      }
+    }
+    const twin = this.#book.note(msg, current);
+    if (!twin) {
+      this.#o.feed({ type: "delta", msg });
+      return;
+    }
+    this.#o.log(
+      `round ${msg.round}: ${msg.peer} signed two different work commitments (equivocation); evidence goes on chain once the round closes`,
+    );
+    this.#refuse(msg, "equivocation");
+    this.#cheaters.add(account);
+    this.#held.push(twin);
+    if (msg.round < current) await this.roundClosed(current - 1);
+  }
+
+  /** Submits the evidence held about rounds up to `closed`. */
+  async roundClosed(closed: number): Promise<void> {
+    const due = this.#held.filter((e) => e.round <= closed);
+    this.#held = this.#held.filter((e) => e.round > closed);
+    for (const e of due) {
+      try {
+        const tx = await this.#o.chain.slash(
+          e.account,
+          EVIDENCE_EQUIVOCATION,
+          e.evidence,
+        );
+        this.#o.log(
+          `round ${e.round}: slashed ${e.account} on evidence of kind ${EVIDENCE_EQUIVOCATION} (tx ${tx.hash})`,
+        );
+        this.#o.ledger.noteSlash({
+          round: e.round,
+          account: e.account,
+          kind: EVIDENCE_EQUIVOCATION,
+          tx: tx.hash,
+        });
+      } catch (err) {
+        // Most often another peer's report landed first.
+        this.#o.log(
+          `round ${e.round}: slashing ${e.account}: ${(err as Error).message}`,
+        );
+      }
+      this.#o.members.forgetAccount(e.account);
+    }
+  }
+
+  #refuse(msg: DeltaAnnounce, reason: string): void {
+    this.#o.ledger.noteRefusal({
+      round: msg.round,
+      peer: msg.peer,
+      what: "delta",
+      reason,
+    });
+  }
+}

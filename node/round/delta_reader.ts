@@ -1,0 +1,83 @@
+/**
+ * Reading announced deltas: a delta blob is fetched (from given providers
+ * if not held), limited to the exact size of this job's encoded deltas,
+ * and decoded only if it is bound to its announcement's job, round, parent
+ * and peer (protocol/delta_blob.ts).
+ *
+ * @module
+ */
+import {
+  decodeDeltaBlob,
+  MAX_DELTA_BLOB_OVERHEAD,
+} from "../../protocol/delta_blob.ts";
+import type { JobSpec } from "../../protocol/job_spec.ts";
+import type { DeltaAnnounce } from "../../protocol/messages.ts";
+import {
+  BITS_FOR_COMPRESSION,
+  encodedByteLength,
+} from "../../protocol/quantize.ts";
+import { collectMs, type RoundState } from "../../protocol/round_state.ts";
+import type { BlobGetter } from "./blob_getter.ts";
+
+/** Reads the values of announced deltas. */
+export class DeltaReader {
+  readonly #blobs: Pick<BlobGetter, "get">;
+  readonly #parameterCount: number;
+  readonly #state: () => Pick<RoundState, "config" | "deltas">;
+  /** Exact size of this job's encoded deltas. */
+  readonly #maxBytes: number;
+
+  constructor(
+    blobs: Pick<BlobGetter, "get">,
+    spec: JobSpec,
+    parameterCount: number,
+    state: () => Pick<RoundState, "config" | "deltas">,
+  ) {
+    this.#blobs = blobs;
+    this.#parameterCount = parameterCount;
+    this.#state = state;
+    this.#maxBytes = MAX_DELTA_BLOB_OVERHEAD +
+      encodedByteLength(parameterCount, {
+        bits: BITS_FOR_COMPRESSION[spec.compression.format],
+        blockSize: spec.compression.blockSize,
+      });
+  }
+
+  /**
+   * The values of announced delta `d`: its blob, fetched from `providers`
+   * if need be, read only if bound to `d`'s job, round, parent and peer.
+   */
+  read(d: DeltaAnnounce, providers: string[]): Promise<Float32Array> {
+    return this.#blobs.get(d.delta, {
+      what: "delta",
+      maxBytes: this.#maxBytes,
+      providers,
+      timeoutMs: collectMs(this.#state().config),
+      decode: (bytes) =>
+        decodeDeltaBlob(
+          bytes,
+          { job: d.job, round: d.round, parent: d.parent, peer: d.peer },
+          this.#parameterCount,
+        ),
+    });
+  }
+
+  /**
+   * The deltas peers other than `self` announced this round so far, each
+   * from its author; those that cannot be read are left out.
+   */
+  async others(
+    self: string,
+  ): Promise<{ peer: string; delta: Float32Array }[]> {
+    const others = [...this.#state().deltas.values()]
+      .filter((d) => d.peer !== self);
+    const got = await Promise.all(others.map(async (d) => {
+      try {
+        return { peer: d.peer, delta: await this.read(d, [d.peer]) };
+      } catch {
+        return null;
+      }
+    }));
+    return got.filter((g) => g !== null);
+  }
+}
