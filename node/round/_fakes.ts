@@ -77,6 +77,11 @@ export class MemoryBlocks implements RoundBlocks {
     this.blocks.set(cidToString(cid), bytes);
     return cid;
   }
+
+  delete(cid: CID): Promise<void> {
+    this.blocks.delete(cidToString(cid));
+    return Promise.resolve();
+  }
 }
 
 /**

@@ -72,6 +72,7 @@ async function trainedRound(live: string[]) {
     state: () => ({ round: 0, live }),
     progress: () => {},
     store: (b) => put(blocks, b),
+    drop: () => Promise.resolve(),
     announce: (d) => {
       delivered.push(d);
       return Promise.resolve();

@@ -22,6 +22,8 @@ export interface RoundBlocks {
   get(cid: CID): Promise<Uint8Array>;
   /** Stores a block; resolves with its CID. */
   put(bytes: Uint8Array): Promise<CID>;
+  /** Deletes a local block; one not held is no error. */
+  delete(cid: CID): Promise<void>;
 }
 
 /** Fetches blocks from other peers into the local store. */

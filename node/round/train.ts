@@ -53,6 +53,14 @@ import {
   type TrainRoundResult,
 } from "./inner_loop.ts";
 
+/**
+ * Rounds whose training states a peer keeps, the latest included: a
+ * round's audits run while the next one trains (protocol/audit_plan.ts),
+ * and confirmations of a failed one a little later. Older states are
+ * deleted: for the default model they are about 90 MB a round.
+ */
+export const KEEP_STATE_ROUNDS = 3;
+
 /** Most of a round's inner steps taken before its checkpoint is known. */
 const AHEAD_FRACTION = 0.1;
 
@@ -124,6 +132,8 @@ export interface RoundTrainingOptions {
    * resolves with its CID string.
    */
   store: (bytes: Uint8Array) => Promise<string>;
+  /** Deletes a stored block by CID string (states past their window). */
+  drop: (cid: string) => Promise<void>;
   /** Announces a trained delta (and tells the machine). */
   announce: (delta: TrainedDelta) => Promise<void>;
   /** Stops everything when the driver stops. */
@@ -163,6 +173,8 @@ export class RoundTraining {
   #ahead: Ahead | null = null;
   /** θ_local of the last round trained, where training ahead starts. */
   #last: Float32Array | null = null;
+  /** CIDs of the training states kept, by round. */
+  readonly #states = new Map<number, string[]>();
 
   constructor(o: RoundTrainingOptions) {
     this.#o = o;
@@ -288,7 +300,18 @@ export class RoundTraining {
       },
     });
     ledger.noteTraining(result.trainMs);
+    await this.#keepStates(round, states);
     return { ...result, chunks: assigned.length, peers, states };
+  }
+
+  /** Keeps `round`'s states; deletes those past the window. */
+  async #keepStates(round: number, states: string[]): Promise<void> {
+    this.#states.set(round, [...(this.#states.get(round) ?? []), ...states]);
+    for (const [r, cids] of this.#states) {
+      if (r > round - KEEP_STATE_ROUNDS) continue;
+      this.#states.delete(r);
+      for (const cid of cids) await this.#o.drop(cid);
+    }
   }
 
   /** Quantizes and stores Δ = base − θ_end, then hands it over. */

@@ -13,7 +13,13 @@ import type { DeltaAnnounce } from "../../protocol/messages.ts";
 import type { RoundEvent } from "../../protocol/round_state.ts";
 import { MemoryGossip, TEST_ADDRESS } from "./_fakes.ts";
 import { RoundPublisher } from "./publisher.ts";
-import { announceDelta, RoundTraining, type TrainedDelta } from "./train.ts";
+import {
+  announceDelta,
+  KEEP_STATE_ROUNDS,
+  RoundTraining,
+  type TrainedDelta,
+} from "./train.ts";
+import { decodeWorkRecord, segmentBounds } from "../../protocol/work_record.ts";
 
 const H = 20;
 const bytes = new TextEncoder().encode(
@@ -64,6 +70,10 @@ function setup(jobSpec = spec) {
       blocks.set(cid, b);
       return cid;
     },
+    drop: (cid) => {
+      blocks.delete(cid);
+      return Promise.resolve();
+    },
     announce: (d) => {
       delivered.push(d);
       return Promise.resolve();
@@ -81,7 +91,7 @@ function setup(jobSpec = spec) {
   /** Inner steps taken in `round` so far. */
   const stepsIn = (round: number) =>
     ledger.steps.since(0).filter((s) => s.round === round).length;
-  return { trainer, state, training, delivered, delta, stepsIn };
+  return { trainer, state, training, delivered, delta, stepsIn, blocks };
 }
 
 /** Root mean square of a vector. */
@@ -121,6 +131,25 @@ Deno.test("RoundTraining: a round's delta is C(r) − θ_end, as trained from C(
   const scale = want.reduce((m, x) => Math.max(m, Math.abs(x)), 0);
   assert.ok(scale > 0);
   assert.ok(maxAbsDiff(got, want) <= scale / 127, "delta off by a step");
+});
+
+Deno.test("RoundTraining: each round's states are stored by CID, in its work record, and kept for KEEP_STATE_ROUNDS rounds", async () => {
+  const { training, delivered, blocks, state } = setup();
+  const rounds = KEEP_STATE_ROUNDS + 1;
+  for (let r = 0; r < rounds; r++) {
+    state.round = r;
+    await training.train(r, `bafkreic${r}`, genesis);
+  }
+  const statesOf = (d: TrainedDelta) =>
+    decodeWorkRecord(blocks.get(d.work)!, H).states;
+  assert.equal(statesOf(delivered[0]).length, segmentBounds(H).length);
+  assert.ok(
+    statesOf(delivered[0]).every((cid) => !blocks.has(cid)),
+    "round 0's states are gone",
+  );
+  for (const d of delivered.slice(1)) {
+    assert.ok(statesOf(d).every((cid) => blocks.has(cid)), `round ${d.round}`);
+  }
 });
 
 Deno.test("RoundTraining: trained ahead onto C(r+1) = θ_local(r) gives round r+1 trained from it", async () => {

@@ -20,7 +20,7 @@ import { signDelta } from "./commitments.ts";
 import { DeltaGate } from "./delta_gate.ts";
 import { DeltaReader } from "./delta_reader.ts";
 import { privateKeyToAccount } from "viem/accounts";
-import { cidToString } from "../../protocol/cid.ts";
+import { cidToString, parseCid } from "../../protocol/cid.ts";
 import type { JobSpec } from "../../protocol/job_spec.ts";
 import type {
   AttestationMessage,
@@ -177,6 +177,7 @@ export class RoundWork {
       announced: () => this.#deltas.others(identity.peerId),
       progress: (p) => services.progress(p),
       store: async (bytes) => cidToString(await services.blocks.put(bytes)),
+      drop: (cid) => services.blocks.delete(parseCid(cid)),
       signal: this.#abort.signal,
       announce: (d) =>
         announceDelta({
