@@ -5,13 +5,7 @@
  * @module
  */
 import { peerIdFromString } from "@libp2p/peer-id";
-import {
-  type Account,
-  bytesToHex,
-  hashTypedData,
-  hexToBytes,
-  recoverTypedDataAddress,
-} from "viem";
+import { bytesToHex, hexToBytes } from "viem";
 import {
   type CID,
   cidFromDigest,
@@ -21,10 +15,16 @@ import {
 } from "../protocol/cid.ts";
 import type { RoundManifest } from "../protocol/round_manifest.ts";
 
-/** A 32-byte word as 0x-hex. */
-export type Bytes32 = `0x${string}`;
-/** An account address as 0x-hex. */
-export type Address = `0x${string}`;
+import {
+  type Address,
+  type Bytes32,
+  eip712Domain,
+  type RegistryDomain,
+  type RegistryMessage,
+  registryMessage,
+} from "./typed_data.ts";
+
+export { type Address, type Bytes32, eip712Domain, type RegistryDomain };
 
 /** What members sign and the leader commits: one round's outcome. */
 export interface Attestation {
@@ -37,12 +37,6 @@ export interface Attestation {
   contributors: Address[];
   /** Tokens each contributor trained on this round. */
   weights: bigint[];
-}
-
-/** The EIP-712 domain of one registry deployment. */
-export interface RegistryDomain {
-  chainId: number;
-  registry: Address;
 }
 
 /** The EIP-712 types; must match `ATTESTATION_TYPEHASH` in the contract. */
@@ -58,53 +52,22 @@ export const ATTESTATION_TYPES = {
   ],
 } as const;
 
-/** The EIP-712 domain object of a registry deployment, for viem. */
-export function eip712Domain(domain: RegistryDomain) {
-  return {
-    name: "ZooRegistry",
-    version: "1",
-    chainId: domain.chainId,
-    verifyingContract: domain.registry,
-  } as const;
-}
-
-function typedData(domain: RegistryDomain, att: Attestation) {
-  return {
-    domain: eip712Domain(domain),
-    types: ATTESTATION_TYPES,
-    primaryType: "Attestation" as const,
-    message: att,
-  };
-}
+const ATTESTATION = registryMessage<Attestation>(
+  ATTESTATION_TYPES,
+  "Attestation",
+);
 
 /** The digest the contract recovers signers from. */
-export function attestationDigest(
-  domain: RegistryDomain,
-  att: Attestation,
-): Bytes32 {
-  return hashTypedData(typedData(domain, att));
-}
+export const attestationDigest: RegistryMessage<Attestation>["digest"] =
+  ATTESTATION.digest;
 
-/** Signs `att` with `account` (a viem local account). */
-export function signAttestation(
-  account: Account,
-  domain: RegistryDomain,
-  att: Attestation,
-): Promise<`0x${string}`> {
-  if (!account.signTypedData) {
-    throw new TypeError("Cannot sign: the account has no local key");
-  }
-  return account.signTypedData(typedData(domain, att));
-}
+/** Signs an attestation with `account` (a viem local account). */
+export const signAttestation: RegistryMessage<Attestation>["sign"] =
+  ATTESTATION.sign;
 
-/** The address that signed `att`, for checking attestations as they arrive. */
-export function recoverAttester(
-  domain: RegistryDomain,
-  att: Attestation,
-  signature: `0x${string}`,
-): Promise<Address> {
-  return recoverTypedDataAddress({ ...typedData(domain, att), signature });
-}
+/** The address that signed an attestation, to check it as it arrives. */
+export const recoverAttester: RegistryMessage<Attestation>["recover"] =
+  ATTESTATION.recover;
 
 /**
  * Orders signatures by signer address, as the contract requires, dropping

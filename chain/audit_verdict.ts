@@ -7,18 +7,13 @@
  *
  * @module
  */
-import {
-  type Account,
-  encodeAbiParameters,
-  hashTypedData,
-  recoverTypedDataAddress,
-} from "viem";
+import { encodeAbiParameters } from "viem";
 import {
   type Address,
   type Bytes32,
-  eip712Domain,
-  type RegistryDomain,
-} from "./attestation.ts";
+  type RegistryMessage,
+  registryMessage,
+} from "./typed_data.ts";
 import {
   WORK_COMMITMENT_TYPES,
   type WorkCommitment,
@@ -47,43 +42,23 @@ export const AUDIT_FAILURE_TYPES = {
 /** The registry's evidence kind for work a quorum failed in audit. */
 export const EVIDENCE_FAILED_AUDIT = 2;
 
-function typedData(domain: RegistryDomain, failure: AuditFailure) {
-  return {
-    domain: eip712Domain(domain),
-    types: AUDIT_FAILURE_TYPES,
-    primaryType: "AuditFailure" as const,
-    message: failure,
-  };
-}
+const AUDIT_FAILURE = registryMessage<AuditFailure>(
+  AUDIT_FAILURE_TYPES,
+  "AuditFailure",
+);
 
-/** The digest a verdict on `failure` signs. */
-export function auditFailureDigest(
-  domain: RegistryDomain,
-  failure: AuditFailure,
-): Bytes32 {
-  return hashTypedData(typedData(domain, failure));
-}
+/** The digest a verdict on a failure signs. */
+export const auditFailureDigest: RegistryMessage<AuditFailure>["digest"] =
+  AUDIT_FAILURE.digest;
 
-/** Signs `failure` with `account` (a viem local account). */
-export function signAuditFailure(
-  account: Account,
-  domain: RegistryDomain,
-  failure: AuditFailure,
-): Promise<`0x${string}`> {
-  if (!account.signTypedData) {
-    throw new TypeError("Cannot sign: the account has no local key");
-  }
-  return account.signTypedData(typedData(domain, failure));
-}
+/** Signs a verdict on a failure with `account` (a viem local account). */
+export const signAuditFailure: RegistryMessage<AuditFailure>["sign"] =
+  AUDIT_FAILURE.sign;
 
-/** The account that signed a verdict on `failure`. */
-export function recoverAuditFailureSigner(
-  domain: RegistryDomain,
-  failure: AuditFailure,
-  signature: `0x${string}`,
-): Promise<Address> {
-  return recoverTypedDataAddress({ ...typedData(domain, failure), signature });
-}
+/** The account that signed a verdict on a failure. */
+export const recoverAuditFailureSigner: RegistryMessage<
+  AuditFailure
+>["recover"] = AUDIT_FAILURE.recover;
 
 /**
  * The evidence bytes for `slash(account, job, EVIDENCE_FAILED_AUDIT, …)`:

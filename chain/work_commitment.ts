@@ -14,20 +14,12 @@
  *
  * @module
  */
+import { encodeAbiParameters, keccak256, toBytes } from "viem";
 import {
-  type Account,
-  encodeAbiParameters,
-  hashTypedData,
-  keccak256,
-  recoverTypedDataAddress,
-  toBytes,
-} from "viem";
-import {
-  type Address,
   type Bytes32,
-  eip712Domain,
-  type RegistryDomain,
-} from "./attestation.ts";
+  type RegistryMessage,
+  registryMessage,
+} from "./typed_data.ts";
 
 /** What a contributor signs with its delta. */
 export interface WorkCommitment {
@@ -75,43 +67,22 @@ export function kernelId(build: string): Bytes32 {
   return keccak256(toBytes(build));
 }
 
-function typedData(domain: RegistryDomain, work: WorkCommitment) {
-  return {
-    domain: eip712Domain(domain),
-    types: WORK_COMMITMENT_TYPES,
-    primaryType: "WorkCommitment" as const,
-    message: work,
-  };
-}
+const WORK = registryMessage<WorkCommitment>(
+  WORK_COMMITMENT_TYPES,
+  "WorkCommitment",
+);
 
-/** The digest a signature over `work` signs. */
-export function workCommitmentDigest(
-  domain: RegistryDomain,
-  work: WorkCommitment,
-): Bytes32 {
-  return hashTypedData(typedData(domain, work));
-}
+/** The digest a signature over a commitment signs. */
+export const workCommitmentDigest: RegistryMessage<WorkCommitment>["digest"] =
+  WORK.digest;
 
-/** Signs `work` with `account` (a viem local account). */
-export function signWorkCommitment(
-  account: Account,
-  domain: RegistryDomain,
-  work: WorkCommitment,
-): Promise<`0x${string}`> {
-  if (!account.signTypedData) {
-    throw new TypeError("Cannot sign: the account has no local key");
-  }
-  return account.signTypedData(typedData(domain, work));
-}
+/** Signs a commitment with `account` (a viem local account). */
+export const signWorkCommitment: RegistryMessage<WorkCommitment>["sign"] =
+  WORK.sign;
 
-/** The account that signed `work`. */
-export function recoverWorkSigner(
-  domain: RegistryDomain,
-  work: WorkCommitment,
-  signature: `0x${string}`,
-): Promise<Address> {
-  return recoverTypedDataAddress({ ...typedData(domain, work), signature });
-}
+/** The account that signed a commitment. */
+export const recoverWorkSigner: RegistryMessage<WorkCommitment>["recover"] =
+  WORK.recover;
 
 /** The registry's evidence kind for two conflicting commitments. */
 export const EVIDENCE_EQUIVOCATION = 1;
