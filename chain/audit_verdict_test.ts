@@ -1,6 +1,6 @@
 import assert from "node:assert/strict";
+import { TEST_ACCOUNT, TEST_DOMAIN, word, WORK } from "./_work_fixtures.ts";
 import { decodeAbiParameters } from "viem";
-import { privateKeyToAccount } from "viem/accounts";
 import {
   type AuditFailure,
   auditFailureDigest,
@@ -9,33 +9,12 @@ import {
   signAuditFailure,
 } from "./audit_verdict.ts";
 import {
-  kernelId,
   WORK_COMMITMENT_TYPES,
-  type WorkCommitment,
   workCommitmentDigest,
 } from "./work_commitment.ts";
 
-const auditor = privateKeyToAccount(
-  "0x59c6995e998f97a5a0044966f0945389dc9e86dae88c7a8412f4603b6b78690d",
-);
-const domain = {
-  chainId: 31337,
-  registry: "0x5FbDB2315678afecb367f032d93F642f64180aa3",
-} as const;
-const word = (b: number) =>
-  `0x${b.toString(16).padStart(2, "0").repeat(32)}` as const;
-const WORK: WorkCommitment = {
-  job: word(1),
-  round: 3,
-  parent: word(2),
-  data: word(6),
-  delta: word(3),
-  steps: 64,
-  tokens: 65_536n,
-  segments: 16,
-  trajectory: word(4),
-  kernel: kernelId("wasm-relaxed"),
-};
+const auditor = TEST_ACCOUNT;
+const domain = TEST_DOMAIN;
 const FAILURE: AuditFailure = {
   job: WORK.job,
   round: WORK.round,

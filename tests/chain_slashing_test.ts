@@ -104,6 +104,64 @@ function slashingTest(
   });
 }
 
+/**
+ * After a round crediting the cheat 30 tokens and the honest member 10,
+ * the reporter slashes the cheat with `evidence` of `kind`; asserts the
+ * cheat lost its stake (2 ETH), membership and contribution, the pool
+ * gained nine tenths and the reporter a tenth (less gas); then the cheat
+ * rejoins with new stake, so a repeat can be tried.
+ */
+async function slashAndCheck(
+  m: {
+    cheat: fixture.TestAccount;
+    honest: fixture.TestAccount;
+    reporter: fixture.TestAccount;
+    account: `0x${string}`;
+  },
+  kind: number,
+  evidence: `0x${string}`,
+): Promise<void> {
+  const { cheat, honest, reporter, account } = m;
+  const round0 = fixture.attestation(0, fixture.GENESIS, [
+    { node: cheat, tokens: 30n },
+    { node: honest, tokens: 10n },
+  ]);
+  await commitRound(reporter.reg, {
+    attestation: round0,
+    signatures: await fixture.signAll([cheat, honest, reporter], round0),
+  });
+  const before = await readJob(reporter.reg, fixture.JOB);
+  assert.equal(before.totalContribution, 40n);
+  const balanceBefore = await reporter.client.public.getBalance({
+    address: reporter.client.account.address,
+  });
+  const tx = await slash(reporter.reg, {
+    account,
+    job: fixture.JOB,
+    kind,
+    evidence,
+  });
+  assert.equal((await readNode(reporter.reg, account)).stake, 0n);
+  assert.equal(await isMember(reporter.reg, fixture.JOB, account), false);
+  const after = await readJob(reporter.reg, fixture.JOB);
+  assert.equal(after.rewardPool, before.rewardPool + parseEther("1.8"));
+  assert.equal(after.totalContribution, 10n);
+  assert.equal(await contributionOf(reporter.reg, fixture.JOB, account), 0n);
+  assert.deepEqual(
+    await slashedAccounts(reporter.reg, fixture.JOB),
+    new Map([[account.toLowerCase(), parseEther("2")]]),
+  );
+  const gas = tx.receipt.gasUsed * tx.receipt.effectiveGasPrice;
+  assert.equal(
+    await reporter.client.public.getBalance({
+      address: reporter.client.account.address,
+    }),
+    balanceBefore + parseEther("0.2") - gas,
+  );
+  await addStake(cheat.reg, { amount: parseEther("2") });
+  await joinJob(cheat.reg, { job: fixture.JOB });
+}
+
 slashingTest(
   "an equivocating member loses the job's stake, membership and unclaimed contribution; a tenth to the reporter, the rest to the pool; once",
   parseEther("2"),
@@ -122,49 +180,12 @@ slashingTest(
       OTHER,
       await sign(cheat, OTHER),
     );
-    // Round 0 credits both the cheat and an honest member.
-    const round0 = fixture.attestation(0, fixture.GENESIS, [
-      { node: cheat, tokens: 30n },
-      { node: honest, tokens: 10n },
-    ]);
-    await commitRound(reporter.reg, {
-      attestation: round0,
-      signatures: await fixture.signAll([cheat, honest, reporter], round0),
-    });
-    const before = await readJob(reporter.reg, fixture.JOB);
-    assert.equal(before.totalContribution, 40n);
-    const balanceBefore = await reporter.client.public.getBalance({
-      address: reporter.client.account.address,
-    });
-    const tx = await slash(reporter.reg, {
-      account,
-      job: fixture.JOB,
-      kind: EVIDENCE_EQUIVOCATION,
+    await slashAndCheck(
+      { cheat, honest, reporter, account },
+      EVIDENCE_EQUIVOCATION,
       evidence,
-    });
-    assert.equal((await readNode(reporter.reg, account)).stake, 0n);
-    assert.equal(await isMember(reporter.reg, fixture.JOB, account), false);
-    const after = await readJob(reporter.reg, fixture.JOB);
-    assert.equal(after.rewardPool, before.rewardPool + parseEther("1.8"));
-    assert.equal(after.totalContribution, 10n);
-    assert.equal(
-      await contributionOf(reporter.reg, fixture.JOB, account),
-      0n,
-    );
-    assert.deepEqual(
-      await slashedAccounts(reporter.reg, fixture.JOB),
-      new Map([[account.toLowerCase(), parseEther("2")]]),
-    );
-    const gas = tx.receipt.gasUsed * tx.receipt.effectiveGasPrice;
-    assert.equal(
-      await reporter.client.public.getBalance({
-        address: reporter.client.account.address,
-      }),
-      balanceBefore + parseEther("0.2") - gas,
     );
     // Rejoined with new stake, the same offence is not punished twice.
-    await addStake(cheat.reg, { amount: parseEther("2") });
-    await joinJob(cheat.reg, { job: fixture.JOB });
     await fixture.rejects(
       slash(reporter.reg, {
         account,
@@ -323,38 +344,15 @@ slashingTest(
       await verdict(reporter, failure),
       await verdict(honest, failure),
     ]);
-    const round0 = fixture.attestation(0, fixture.GENESIS, [
-      { node: cheat, tokens: 30n },
-      { node: honest, tokens: 10n },
-    ]);
-    await commitRound(reporter.reg, {
-      attestation: round0,
-      signatures: await fixture.signAll([cheat, honest, reporter], round0),
-    });
-    const before = await readJob(reporter.reg, fixture.JOB);
-    const balanceBefore = await reporter.client.public.getBalance({
-      address: reporter.client.account.address,
-    });
+    await slashAndCheck(
+      { cheat, honest, reporter, account },
+      EVIDENCE_FAILED_AUDIT,
+      evidence,
+    );
     const submit = (kind: number, evidence: `0x${string}`) =>
       slash(reporter.reg, { account, job: fixture.JOB, kind, evidence });
-    const tx = await submit(EVIDENCE_FAILED_AUDIT, evidence);
-    assert.equal((await readNode(reporter.reg, account)).stake, 0n);
-    assert.equal(await isMember(reporter.reg, fixture.JOB, account), false);
-    const after = await readJob(reporter.reg, fixture.JOB);
-    assert.equal(after.rewardPool, before.rewardPool + parseEther("1.8"));
-    assert.equal(after.totalContribution, 10n);
-    assert.equal(await contributionOf(reporter.reg, fixture.JOB, account), 0n);
-    const gas = tx.receipt.gasUsed * tx.receipt.effectiveGasPrice;
-    assert.equal(
-      await reporter.client.public.getBalance({
-        address: reporter.client.account.address,
-      }),
-      balanceBefore + parseEther("0.2") - gas,
-    );
     // Rejoined with new stake: the same failed audit is not punished twice,
     // but equivocation in that round is another offence.
-    await addStake(cheat.reg, { amount: parseEther("2") });
-    await joinJob(cheat.reg, { job: fixture.JOB });
     await fixture.rejects(
       submit(EVIDENCE_FAILED_AUDIT, evidence),
       "AlreadyPunished",

@@ -6,11 +6,9 @@
  * state each fail, on the check that catches them.
  */
 import assert from "node:assert/strict";
-import { createJsBackend } from "../../kernels/js_backend.ts";
-import { createCpuTrainer, type TrainerInit } from "../../kernels/trainer.ts";
+import { createCpuTrainer } from "../../kernels/trainer.ts";
+import { H, jsTrainer, textDataset, tinySpec } from "./_inner_loop_fixtures.ts";
 import { cidForBytes, cidToString } from "../../protocol/cid.ts";
-import { chunkDataset } from "../../protocol/dataset.ts";
-import { defaultJobSpec, type JobSpec } from "../../protocol/job_spec.ts";
 import { DELTA } from "../../protocol/_message_fixtures.ts";
 import type { DeltaAnnounce } from "../../protocol/messages.ts";
 import { genesisCheckpoint } from "../../protocol/round_checkpoint.ts";
@@ -35,23 +33,10 @@ import { RoundLedger } from "./ledger.ts";
 import { encodeDelta, RoundTraining, type TrainedDelta } from "./train.ts";
 
 const JOB = "bafkreijob";
-const H = 32;
-const text = new TextEncoder().encode(
-  "the peer trains a round and signs the manifest by noon. ".repeat(300),
-);
-const dataset = await chunkDataset(text, 512);
-const spec: JobSpec = defaultJobSpec({
-  dataset: { cid: dataset.id, valFraction: 0.2 },
-  model: { contextLength: 16, dModel: 32, heads: 2, layers: 1 },
-  innerSteps: H,
-  batchSize: 4,
-  rounds: 5,
-  inner: { maxLr: 1e-2, minLr: 1e-3, warmupSteps: 2 },
-});
+const dataset = await textDataset();
+const spec = tinySpec(dataset);
 const parent = genesisCheckpoint(JOB, spec.model, spec.seed).params;
 const PARENT_CID = DELTA.parent;
-const jsTrainer = (init: TrainerInit) =>
-  createCpuTrainer(createJsBackend(), init);
 
 /** Round 0 of peerA trained honestly among `live`; its blocks and announcement. */
 async function trainedRound(live: string[]) {

@@ -253,14 +253,33 @@ Deno.test("RoundTraining: rebase without work ahead trains the round from its ch
   ]);
 });
 
-Deno.test("announceDelta publishes the delta for repeats, then tells the machine", async () => {
-  const gossip = new MemoryGossip();
-  const publisher = new RoundPublisher({
+/** A round-3 delta as RoundTraining hands it over. */
+const TRAINED: TrainedDelta = {
+  round: 3,
+  parent: "bafkreiparent",
+  cid: "bafkreidelta",
+  bytes: 900,
+  tokens: 1280,
+  loss: 2.5,
+  steps: 20,
+  chunks: 2,
+  work: "bafkreiwork",
+  data: `0x${"ab".repeat(32)}`,
+  trajectory: `0x${"cd".repeat(32)}`,
+  kernel: "js",
+};
+
+const publisherOn = (gossip: MemoryGossip) =>
+  new RoundPublisher({
     gossip,
     peerId: "12D3KooWAAAA",
     jobId: "bafkreijob",
     noteSent: () => {},
   });
+
+Deno.test("announceDelta publishes the delta for repeats, then tells the machine", async () => {
+  const gossip = new MemoryGossip();
+  const publisher = publisherOn(gossip);
   const events: RoundEvent[] = [];
   const lines: string[] = [];
   await announceDelta({
@@ -270,20 +289,7 @@ Deno.test("announceDelta publishes the delta for repeats, then tells the machine
     sign: (m) => Promise.resolve(`0x${m.delta.length.toString(16)}` as const),
     feed: (e) => events.push(e),
     log: (l) => lines.push(l),
-  }, {
-    round: 3,
-    parent: "bafkreiparent",
-    cid: "bafkreidelta",
-    bytes: 900,
-    tokens: 1280,
-    loss: 2.5,
-    steps: 20,
-    chunks: 2,
-    work: "bafkreiwork",
-    data: `0x${"ab".repeat(32)}`,
-    trajectory: `0x${"cd".repeat(32)}`,
-    kernel: "js",
-  });
+  }, TRAINED);
   const msg = {
     ...publisher.header("delta", 3, "bafkreiparent"),
     delta: "bafkreidelta",
@@ -306,12 +312,7 @@ Deno.test("announceDelta publishes the delta for repeats, then tells the machine
 
 Deno.test("announceDelta signs and publishes the behaviour's further announcements, telling the machine only the main one", async () => {
   const gossip = new MemoryGossip();
-  const publisher = new RoundPublisher({
-    gossip,
-    peerId: "12D3KooWAAAA",
-    jobId: "bafkreijob",
-    noteSent: () => {},
-  });
+  const publisher = publisherOn(gossip);
   const events: RoundEvent[] = [];
   const other = `0x${"ef".repeat(32)}` as const;
   await announceDelta({
@@ -324,20 +325,7 @@ Deno.test("announceDelta signs and publishes the behaviour's further announcemen
     sign: (m) => Promise.resolve(`0x${m.trajectory.slice(2, 4)}` as const),
     feed: (e) => events.push(e),
     log: () => {},
-  }, {
-    round: 3,
-    parent: "bafkreiparent",
-    cid: "bafkreidelta",
-    bytes: 900,
-    tokens: 1280,
-    loss: 2.5,
-    steps: 20,
-    chunks: 2,
-    work: "bafkreiwork",
-    data: `0x${"ab".repeat(32)}`,
-    trajectory: `0x${"cd".repeat(32)}`,
-    kernel: "js",
-  });
+  }, TRAINED);
   const sent = gossip.sent as DeltaAnnounce[];
   assert.deepEqual(
     sent.map((m) => [m.trajectory, m.signature]),
