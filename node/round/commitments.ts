@@ -137,12 +137,19 @@ export class CommitmentBook {
     };
   }
 
-  /** Whether two announcements make the same commitment. */
+  /**
+   * Whether two announcements make the same commitment (not when one
+   * makes none, e.g. naming a parent that is no raw CID).
+   */
   #same(a: DeltaAnnounce, b: DeltaAnnounce): boolean {
-    const x = deltaCommitment(a, this.#innerSteps);
-    const y = deltaCommitment(b, this.#innerSteps);
-    return (Object.keys(x) as (keyof WorkCommitment)[])
-      .every((k) => x[k] === y[k]);
+    try {
+      const x = deltaCommitment(a, this.#innerSteps);
+      const y = deltaCommitment(b, this.#innerSteps);
+      return (Object.keys(x) as (keyof WorkCommitment)[])
+        .every((k) => x[k] === y[k]);
+    } catch {
+      return false;
+    }
   }
 
   #prune(current: number): void {

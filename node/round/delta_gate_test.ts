@@ -43,6 +43,14 @@ Deno.test("DeltaGate feeds signed deltas and refuses forged ones", async () => {
   await t.g.check({ ...good, signature: `0x${"00".repeat(65)}` });
   assert.equal(t.fed.length, 2);
   assert.deepEqual(t.ledger.refusals.map((r) => r.reason), ["bad-signature"]);
+  // A repeat's signature with a parent that makes no commitment (a
+  // dag-cbor CID) is checked again and refused, not thrown.
+  await t.g.check({
+    ...good,
+    parent: "bafyreigh2akiscaildcqabsyg3dfr6chu3fgpregiymsck7e7aqa4s52zy",
+  });
+  assert.equal(t.fed.length, 2);
+  assert.deepEqual(t.ledger.refusals.map((r) => r.reason), ["bad-signature"]);
   // Past the machine's next round: not judged, not fed.
   await t.g.check(await delta({ round: 5 }));
   assert.equal(t.fed.length, 2);
