@@ -278,7 +278,10 @@ export class RoundTraining {
       peers,
       chunks: trainer.trainChunks.length,
     }).get(this.#o.peerId) ?? [];
-    const states: string[] = [];
+    // Written while training goes on: waiting for each write (and its
+    // fsync) at every bound would stall the steps (measured: 5-10% of a
+    // default round on WASM).
+    const writes: Promise<string>[] = [];
     progress({ round, step: 0 });
     const started = performance.now();
     const result = await trainer.trainRound({
@@ -287,8 +290,11 @@ export class RoundTraining {
       chunks: assigned.map((i) => trainer.trainChunks[i]),
       signal,
       ...ahead,
-      onState: async (state) => {
-        states.push(await this.#o.store(encodeState(state)));
+      onState: (state) => {
+        const write = this.#o.store(encodeState(state));
+        // Awaited below; a failure must not go unhandled meanwhile.
+        write.catch(() => {});
+        writes.push(write);
       },
       onStep: (s) => {
         ledger.steps.note(round, s.step, s.loss);
@@ -298,8 +304,17 @@ export class RoundTraining {
             ((performance.now() - started) / 1000),
         });
       },
+    }).catch(async (err) => {
+      // A round cut short still leaves its states to delete in time.
+      const written = await Promise.allSettled(writes);
+      await this.#keepStates(
+        round,
+        written.flatMap((w) => w.status === "fulfilled" ? [w.value] : []),
+      );
+      throw err;
     });
     ledger.noteTraining(result.trainMs);
+    const states = await Promise.all(writes);
     await this.#keepStates(round, states);
     return { ...result, chunks: assigned.length, peers, states };
   }
