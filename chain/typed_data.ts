@@ -57,6 +57,7 @@ export interface RegistryMessage<M> {
  *
  * @example
  * ```ts
+ * import assert from "node:assert/strict";
  * import { registryMessage } from "./typed_data.ts";
  *
  * const ping = registryMessage<{ n: number }>(
@@ -64,7 +65,7 @@ export interface RegistryMessage<M> {
  *   "Ping",
  * );
  * const domain = { chainId: 1, registry: `0x${"11".repeat(20)}` } as const;
- * console.assert(ping.digest(domain, { n: 1 }).length === 66);
+ * assert(ping.digest(domain, { n: 1 }).length === 66);
  * ```
  */
 export function registryMessage<M>(

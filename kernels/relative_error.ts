@@ -5,8 +5,9 @@
  *
  * @example
  * ```ts
+ * import assert from "node:assert/strict";
  * import { relativeError } from "./relative_error.ts";
- * console.assert(relativeError([1, 2.002], [1, 2]) < 1e-3);
+ * assert(relativeError([1, 2.002], [1, 2]) < 1e-3);
  * ```
  *
  * @module

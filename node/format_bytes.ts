@@ -5,8 +5,9 @@
  *
  * @example
  * ```ts
+ * import assert from "node:assert/strict";
  * import { formatBytes } from "./format_bytes.ts";
- * console.assert(formatBytes(1_340_000) === "1.3 MB");
+ * assert(formatBytes(1_340_000) === "1.3 MB");
  * ```
  *
  * @module

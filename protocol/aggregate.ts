@@ -94,6 +94,7 @@ export class AggregationInputError extends ProtocolError {
  *
  * @example
  * ```ts
+ * import assert from "node:assert/strict";
  * import { aggregate } from "./aggregate.ts";
  * import { DEFAULT_AGGREGATION } from "./aggregation_rule.ts";
  * const out = aggregate([
@@ -101,7 +102,7 @@ export class AggregationInputError extends ProtocolError {
  *   { peer: "b", tokens: 1, delta: new Float32Array([2]) },
  *   { peer: "c", tokens: 1, delta: new Float32Array([1e9]) },
  * ], { ...DEFAULT_AGGREGATION, rule: "median" });
- * console.assert(out[0] === 2);
+ * assert(out[0] === 2);
  * ```
  */
 export function aggregate(
@@ -145,13 +146,14 @@ export function aggregate(
  *
  * @example
  * ```ts
+ * import assert from "node:assert/strict";
  * import { coordinateMedian } from "./aggregate.ts";
  * const m = coordinateMedian([
  *   new Float32Array([1, 5]),
  *   new Float32Array([2, -1]),
  *   new Float32Array([9, 0]),
  * ]);
- * console.assert(m[0] === 2 && m[1] === 0);
+ * assert(m[0] === 2 && m[1] === 0);
  * ```
  */
 export function coordinateMedian(

@@ -55,10 +55,11 @@ export const MAX_CLIP_ITERATIONS = 100;
  *
  * @example
  * ```ts
+ * import assert from "node:assert/strict";
  * import { DEFAULT_AGGREGATION, trimCount } from "./aggregation_rule.ts";
- * console.assert(trimCount(DEFAULT_AGGREGATION, 2) === 0);
- * console.assert(trimCount(DEFAULT_AGGREGATION, 3) === 1);
- * console.assert(trimCount(DEFAULT_AGGREGATION, 10) === 2);
+ * assert(trimCount(DEFAULT_AGGREGATION, 2) === 0);
+ * assert(trimCount(DEFAULT_AGGREGATION, 3) === 1);
+ * assert(trimCount(DEFAULT_AGGREGATION, 10) === 2);
  * ```
  */
 export function trimCount(rule: AggregationRule, n: number): number {
@@ -82,6 +83,7 @@ export function trimCount(rule: AggregationRule, n: number): number {
  *
  * @example
  * ```ts
+ * import assert from "node:assert/strict";
  * import { checkRuleForMinPeers, DEFAULT_AGGREGATION } from "./aggregation_rule.ts";
  * checkRuleForMinPeers(DEFAULT_AGGREGATION, 3); // fine
  * let refused = false;
@@ -90,7 +92,7 @@ export function trimCount(rule: AggregationRule, n: number): number {
  * } catch {
  *   refused = true;
  * }
- * console.assert(refused);
+ * assert(refused);
  * ```
  */
 export function checkRuleForMinPeers(

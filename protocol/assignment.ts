@@ -51,12 +51,13 @@ const utf8 = new TextEncoder();
  *
  * @example
  * ```ts
+ * import assert from "node:assert/strict";
  * import { assignChunks } from "./assignment.ts";
  * const shares = assignChunks({
  *   job: "bafkreijob", round: 3, peers: ["peerB", "peerA"], chunks: 10,
  * });
  * const all = [...shares.values()].flat().sort((a, b) => a - b);
- * console.assert(all.join() === "0,1,2,3,4,5,6,7,8,9");
+ * assert(all.join() === "0,1,2,3,4,5,6,7,8,9");
  * ```
  */
 export function assignChunks(
@@ -100,9 +101,10 @@ export function assignChunks(
  *
  * @example
  * ```ts
+ * import assert from "node:assert/strict";
  * import { rankLeaders } from "./assignment.ts";
  * const ranks = rankLeaders("bafkreicheckpoint", ["peerA", "peerB", "peerC"]);
- * console.assert(ranks.length === 3 && new Set(ranks).size === 3);
+ * assert(ranks.length === 3 && new Set(ranks).size === 3);
  * ```
  */
 export function rankLeaders(

@@ -60,6 +60,7 @@ const TWO_53 = 2 ** 53;
  *
  * @example
  * ```ts
+ * import assert from "node:assert/strict";
  * import { planAudits } from "./audit_plan.ts";
  *
  * const plan = planAudits({
@@ -70,8 +71,8 @@ const TWO_53 = 2 ** 53;
  *   rate: 1,
  *   auditors: 1,
  * });
- * console.assert(plan.length === 3);
- * console.assert(plan.every((a) => !a.auditors.includes(a.peer)));
+ * assert(plan.length === 3);
+ * assert(plan.every((a) => !a.auditors.includes(a.peer)));
  * ```
  */
 export function planAudits(p: AuditPlanParams): Audit[] {

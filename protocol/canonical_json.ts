@@ -18,8 +18,9 @@
  *
  * @example
  * ```ts
+ * import assert from "node:assert/strict";
  * import { canonicalJson } from "./canonical_json.ts";
- * console.assert(canonicalJson({ b: [1, { d: 0, c: true }], a: "x" }) ===
+ * assert(canonicalJson({ b: [1, { d: 0, c: true }], a: "x" }) ===
  *   '{"a":"x","b":[1,{"c":true,"d":0}]}');
  * ```
  */

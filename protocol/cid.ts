@@ -25,9 +25,10 @@ export const SHA256_LENGTH = 32;
  *
  * @example
  * ```ts
+ * import assert from "node:assert/strict";
  * import { cidForBytes, cidToString } from "./cid.ts";
  * const cid = await cidForBytes(new Uint8Array());
- * console.assert(cidToString(cid).startsWith("bafkrei"));
+ * assert(cidToString(cid).startsWith("bafkrei"));
  * ```
  */
 export async function cidForBytes(

@@ -20,12 +20,13 @@ import type { ManifestContribution } from "./round_manifest.ts";
  *
  * @example
  * ```ts
+ * import assert from "node:assert/strict";
  * import { creditedTokens } from "./contribution.ts";
  * import { defaultJobSpec } from "./job_spec.ts";
  *
  * const spec = defaultJobSpec({ dataset: { cid: "bafkreigh2akiscaildcqabsyg3dfr6chu3fgpregiymsck7e7aqa4s52zy" } });
  * const cap = spec.innerSteps * spec.batchSize * spec.contextLength;
- * console.assert(creditedTokens(spec, 1e9) === cap);
+ * assert(creditedTokens(spec, 1e9) === cap);
  * ```
  */
 export function creditedTokens(spec: JobSpec, claimed: number): number {

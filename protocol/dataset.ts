@@ -19,13 +19,14 @@
  *
  * @example
  * ```ts
+ * import assert from "node:assert/strict";
  * import { chunkDataset, shardChunks, splitTrainVal } from "./dataset.ts";
  * const dataset = await chunkDataset(new TextEncoder().encode("hello world"), 4);
- * console.assert(dataset.chunks.length === 3 && dataset.id.startsWith("bafkrei"));
+ * assert(dataset.chunks.length === 3 && dataset.id.startsWith("bafkrei"));
  * const { train, val } = splitTrainVal(dataset, 0.34);
- * console.assert(train.length === 2 && val.length === 1);
+ * assert(train.length === 2 && val.length === 1);
  * const mine = shardChunks(train.length, 0, 2).map((i) => train[i]);
- * console.assert(mine.length === 1);
+ * assert(mine.length === 1);
  * ```
  *
  * @module

@@ -66,13 +66,14 @@ const FIELDS = ["job", "parent", "peer", "round"] as const;
  *
  * @example
  * ```ts
+ * import assert from "node:assert/strict";
  * import { decodeDeltaBlob, encodeDeltaBlob } from "./delta_blob.ts";
  * import { encodeQuantized, quantize } from "./quantize.ts";
  *
  * const context = { job: "job", round: 3, parent: "bafyparent", peer: "12D3KooWabc" };
  * const zqd = encodeQuantized(quantize(new Float32Array([1, -1]), { bits: 8 }));
  * const blob = encodeDeltaBlob(context, zqd);
- * console.assert(decodeDeltaBlob(blob, context, 2)[1] === -1);
+ * assert(decodeDeltaBlob(blob, context, 2)[1] === -1);
  * ```
  */
 export function encodeDeltaBlob(

@@ -69,6 +69,7 @@ export interface Exclusion {
  *
  * @example
  * ```ts
+ * import assert from "node:assert/strict";
  * import { screenDeltas } from "./delta_screen.ts";
  * const d = (...v: number[]) => new Float32Array(v);
  * const out = screenDeltas([
@@ -78,8 +79,8 @@ export interface Exclusion {
  *   { peer: "d", delta: d(0, 0) },
  *   { peer: "e", delta: d(100, 200) },
  * ]);
- * console.assert(out[0].peer === "d" && out[0].reason === "zero");
- * console.assert(out[1].peer === "e" && out[1].reason === "too-large");
+ * assert(out[0].peer === "d" && out[0].reason === "zero");
+ * assert(out[1].peer === "e" && out[1].reason === "too-large");
  * ```
  */
 export function screenDeltas(inputs: readonly ScreenInput[]): Exclusion[] {

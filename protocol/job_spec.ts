@@ -134,12 +134,13 @@ export const DEFAULT_MODEL: GptConfig = {
  *
  * @example
  * ```ts
+ * import assert from "node:assert/strict";
  * import { defaultJobSpec } from "./job_spec.ts";
  * const spec = defaultJobSpec({
  *   dataset: { cid: "bafkreigh2akiscaildcqabsyg3dfr6chu3fgpregiymsck7e7aqa4s52zy" },
  *   rounds: 10,
  * });
- * console.assert(spec.outer.lr === 0.7 && spec.inner.totalSteps === 10 * spec.innerSteps);
+ * assert(spec.outer.lr === 0.7 && spec.inner.totalSteps === 10 * spec.innerSteps);
  * ```
  */
 export function defaultJobSpec(overrides: JobSpecOverrides): JobSpec {

@@ -112,6 +112,7 @@ export function parseManifest(value: unknown): RoundManifest {
  *
  * @example Round trip
  * ```ts
+ * import assert from "node:assert/strict";
  * import { decodeManifest, encodeManifest } from "./manifest_codec.ts";
  * import { DEFAULT_AGGREGATION } from "./aggregation_rule.ts";
  *
@@ -126,7 +127,7 @@ export function parseManifest(value: unknown): RoundManifest {
  *   excluded: [],
  * } as const;
  * const back = decodeManifest(encodeManifest(manifest));
- * console.assert(back.contributions[0].tokens === 1024);
+ * assert(back.contributions[0].tokens === 1024);
  * ```
  */
 export function encodeManifest(manifest: RoundManifest): Uint8Array {

@@ -35,12 +35,13 @@ export function merkleRoot(leaves: readonly Uint8Array[]): Uint8Array {
  *
  * @example
  * ```ts
+ * import assert from "node:assert/strict";
  * import { merkleProof, merkleRoot, verifyMerkleProof } from "./merkle.ts";
  *
  * const leaves = [1, 2, 3].map((b) => new Uint8Array(32).fill(b));
  * const root = merkleRoot(leaves);
  * const proof = merkleProof(leaves, 2);
- * console.assert(verifyMerkleProof(root, leaves[2], 2, 3, proof));
+ * assert(verifyMerkleProof(root, leaves[2], 2, 3, proof));
  * ```
  */
 export function merkleProof(

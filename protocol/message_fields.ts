@@ -78,11 +78,12 @@ export function isJobId(value: unknown): value is string {
  *
  * @example
  * ```ts
+ * import assert from "node:assert/strict";
  * import { isCanonicalCid } from "./message_fields.ts";
- * console.assert(
+ * assert(
  *   isCanonicalCid("bafkreigh2akiscaildcqabsyg3dfr6chu3fgpregiymsck7e7aqa4s52zy"),
  * );
- * console.assert(!isCanonicalCid("QmYwAPJzv5CZsnA625s3Xf2nemtYgPpHdWEz79ojWnPbdG"));
+ * assert(!isCanonicalCid("QmYwAPJzv5CZsnA625s3Xf2nemtYgPpHdWEz79ojWnPbdG"));
  * ```
  */
 export function isCanonicalCid(value: unknown): value is string {

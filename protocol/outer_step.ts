@@ -49,13 +49,14 @@ export const DEFAULT_OUTER: OuterConfig = {
  *
  * @example
  * ```ts
+ * import assert from "node:assert/strict";
  * import { outerStep } from "./outer_step.ts";
  * const params = new Float32Array([1]);
  * const momentum = new Float32Array([0]);
  * outerStep(params, momentum, new Float32Array([0.5]), {
  *   lr: 1, momentum: 0, nesterov: false,
  * });
- * console.assert(params[0] === 0.5 && momentum[0] === 0.5);
+ * assert(params[0] === 0.5 && momentum[0] === 0.5);
  * ```
  */
 export function outerStep(

@@ -16,9 +16,10 @@
  *
  * @example
  * ```ts
+ * import assert from "node:assert/strict";
  * import { pseudoGradient } from "./pseudo_gradient.ts";
  * const delta = pseudoGradient(new Float32Array([1, 2]), new Float32Array([0.5, 3]));
- * console.assert(delta[0] === 0.5 && delta[1] === -1);
+ * assert(delta[0] === 0.5 && delta[1] === -1);
  * ```
  */
 export function pseudoGradient(

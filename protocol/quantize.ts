@@ -109,10 +109,11 @@ const U32 = new Uint32Array(F32.buffer);
  *
  * @example
  * ```ts
+ * import assert from "node:assert/strict";
  * import { dequantize, quantize } from "./quantize.ts";
  * const q = quantize(new Float32Array([1, -0.5, 0.25, 0]), { bits: 8 });
- * console.assert(q.scales[0] === Math.fround(1 / 127));
- * console.assert(Math.abs(dequantize(q)[1] + 0.5) <= q.scales[0] / 2);
+ * assert(q.scales[0] === Math.fround(1 / 127));
+ * assert(Math.abs(dequantize(q)[1] + 0.5) <= q.scales[0] / 2);
  * ```
  */
 export function quantize(

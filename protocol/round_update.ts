@@ -56,6 +56,7 @@ export interface NextCheckpointArgs {
  *
  * @example One peer, plain SGD with lr 1: the parent minus the delta
  * ```ts
+ * import assert from "node:assert/strict";
  * import { nextCheckpoint } from "./round_update.ts";
  * import { defaultJobSpec } from "./job_spec.ts";
  * import { genesisCheckpoint } from "./round_checkpoint.ts";
@@ -72,8 +73,8 @@ export interface NextCheckpointArgs {
  *   spec, parent, deltas: [{ peer: "12D3KooWabc", tokens: 100, delta }],
  *   parentCid: "bafkreigh2akiscaildcqabsyg3dfr6chu3fgpregiymsck7e7aqa4s52zy",
  * });
- * console.assert(next.round === 1);
- * console.assert(next.params[0] === Math.fround(parent.params[0] - 0.5));
+ * assert(next.round === 1);
+ * assert(next.params[0] === Math.fround(parent.params[0] - 0.5));
  * ```
  */
 export function nextCheckpoint(args: NextCheckpointArgs): RoundCheckpoint {
@@ -127,11 +128,12 @@ export function nextCheckpoint(args: NextCheckpointArgs): RoundCheckpoint {
  *
  * @example
  * ```ts
+ * import assert from "node:assert/strict";
  * import { decodeDelta } from "./round_update.ts";
  * import { encodeQuantized, quantize } from "./quantize.ts";
  *
  * const bytes = encodeQuantized(quantize(new Float32Array([1, -1]), { bits: 8 }));
- * console.assert(decodeDelta(bytes, 2)[1] === -1);
+ * assert(decodeDelta(bytes, 2)[1] === -1);
  * ```
  */
 export function decodeDelta(

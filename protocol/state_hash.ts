@@ -99,11 +99,12 @@ export function decodeState(bytes: Uint8Array, n: number): TrainingState {
  *
  * @example
  * ```ts
+ * import assert from "node:assert/strict";
  * import { stateHash } from "./state_hash.ts";
  *
  * const zeros = new Float32Array(4);
  * const h = stateHash({ step: 0, params: zeros, m: zeros, v: zeros });
- * console.assert(h.length === 32);
+ * assert(h.length === 32);
  * ```
  */
 export function stateHash(state: TrainingState): Uint8Array {

@@ -72,9 +72,10 @@ export function segmentCount(innerSteps: number): number {
  *
  * @example
  * ```ts
+ * import assert from "node:assert/strict";
  * import { segmentBounds } from "./work_record.ts";
- * console.assert(segmentBounds(4).join() === "0,1,2,3,4");
- * console.assert(segmentBounds(40).length === 17);
+ * assert(segmentBounds(4).join() === "0,1,2,3,4");
+ * assert(segmentBounds(40).length === 17);
  * ```
  */
 export function segmentBounds(innerSteps: number): number[] {

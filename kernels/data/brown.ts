@@ -23,9 +23,10 @@
  *
  * @example
  * ```ts
+ * import assert from "node:assert/strict";
  * import { brownToText } from "./brown.ts";
  * const text = brownToText([["ca01", "\tHe/pps said/vbd ``/`` no/at ''/'' ./.\n"]]);
- * console.assert(text === 'He said "no".\n');
+ * assert(text === 'He said "no".\n');
  * ```
  *
  * @module

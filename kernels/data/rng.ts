@@ -20,11 +20,12 @@
  *
  * @example
  * ```ts
+ * import assert from "node:assert/strict";
  * import { Rng } from "./rng.ts";
  * const a = new Rng("job-1", [7]);
  * const b = new Rng("job-1", [7]);
- * console.assert(a.nextU32() === b.nextU32());
- * console.assert(a.int(10) < 10);
+ * assert(a.nextU32() === b.nextU32());
+ * assert(a.int(10) < 10);
  * ```
  *
  * @module

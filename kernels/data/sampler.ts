@@ -15,6 +15,7 @@
  *
  * @example
  * ```ts
+ * import assert from "node:assert/strict";
  * import { BatchSampler } from "./sampler.ts";
  * // A `Dataset` (protocol/dataset.ts) of "abcdefghij" in chunks of 4:
  * const data = {
@@ -23,7 +24,7 @@
  * };
  * const sampler = new BatchSampler(data, [0, 1, 2], { seed: "s", batch: 2, context: 3 });
  * const { inputs, targets } = sampler.sample(0);
- * console.assert(inputs.length === 6 && targets[0] === inputs[1]);
+ * assert(inputs.length === 6 && targets[0] === inputs[1]);
  * ```
  *
  * @module

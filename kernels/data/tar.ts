@@ -11,8 +11,9 @@
  *
  * @example
  * ```ts
+ * import assert from "node:assert/strict";
  * import { untar } from "./tar.ts";
- * console.assert(untar(new Uint8Array(1024)).length === 0); // an empty archive
+ * assert(untar(new Uint8Array(1024)).length === 0); // an empty archive
  * ```
  *
  * @module

@@ -5,10 +5,11 @@
  *
  * @example
  * ```ts
+ * import assert from "node:assert/strict";
  * import { decode, encode, VOCAB_SIZE } from "./tokenizer.ts";
  * const ids = encode("héllo");
- * console.assert(ids.length === 6 && VOCAB_SIZE === 256);
- * console.assert(decode(ids) === "héllo");
+ * assert(ids.length === 6 && VOCAB_SIZE === 256);
+ * assert(decode(ids) === "héllo");
  * ```
  *
  * @module

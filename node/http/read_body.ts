@@ -5,9 +5,10 @@
  *
  * @example
  * ```ts
+ * import assert from "node:assert/strict";
  * import { readBody } from "./read_body.ts";
  * const bytes = await readBody(new Response("hello"), 16);
- * console.assert(bytes.length === 5);
+ * assert(bytes.length === 5);
  * ```
  *
  * @module

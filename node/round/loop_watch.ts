@@ -36,11 +36,12 @@ export class LoopWatch {
    *
    * @example
    * ```ts
+   * import assert from "node:assert/strict";
    * import { LoopWatch } from "./loop_watch.ts";
    * const watch = new LoopWatch(200);
    * for (const t of [0, 200, 400, 1400, 1600]) watch.tick(t);
-   * console.assert(watch.steady(100, 380, 50));
-   * console.assert(!watch.steady(500, 1500, 50));
+   * assert(watch.steady(300, 380, 50));
+   * assert(!watch.steady(500, 1500, 50));
    * ```
    */
   steady(from: number, to: number, slackMs: number): boolean {
