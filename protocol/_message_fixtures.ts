@@ -9,6 +9,7 @@ import { base58btc } from "multiformats/bases/base58";
 import { CID, cidForBytes, cidToString } from "./cid.ts";
 import type {
   AttestationMessage,
+  AuditFailureNotice,
   CommitNotice,
   DeltaAnnounce,
   GossipMessage,
@@ -88,11 +89,23 @@ export const COMMITTED: CommitNotice = {
   checkpoint: CHECKPOINT,
   tx: `0x${"0f".repeat(32)}`,
 };
+export const AUDIT: AuditFailureNotice = {
+  v: 1,
+  type: "audit",
+  ...ROUND,
+  accused: "12D3KooWRBhwfeP2Y4TCx1SM6s9rUoHhR5STiGwxBhgFRcw3UERE",
+  accusedAccount: "0x3C44CdDdB6a900fa2b585dd299e03d12FA4293BC",
+  segment: 7,
+  check: "replay",
+  account: ACCOUNT,
+  signature: `0x${"cd".repeat(64)}1b`,
+};
 export const ROUND_MESSAGES: readonly GossipMessage[] = [
   DELTA,
   MANIFEST,
   ATTEST,
   COMMITTED,
+  AUDIT,
 ];
 
 /** The field of `base` (edited by `edit`) that fails, or "ok". */

@@ -13,6 +13,7 @@ import {
 } from "./messages.ts";
 import {
   validateAttestation,
+  validateAuditFailure,
   validateCommitNotice,
   validateDeltaAnnounce,
   validateManifestAnnounce,
@@ -32,6 +33,7 @@ export const MESSAGE_VALIDATORS: {
   manifest: validateManifestAnnounce,
   attest: validateAttestation,
   committed: validateCommitNotice,
+  audit: validateAuditFailure,
 };
 
 /** Whether `type` names a message type this version of zoo-node knows. */

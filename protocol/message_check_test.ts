@@ -14,7 +14,14 @@ import { HEARTBEAT, ROUND_MESSAGES } from "./_message_fixtures.ts";
 
 Deno.test("isMessageType() knows every union member and nothing inherited", () => {
   for (
-    const type of ["heartbeat", "delta", "manifest", "attest", "committed"]
+    const type of [
+      "heartbeat",
+      "delta",
+      "manifest",
+      "attest",
+      "committed",
+      "audit",
+    ]
   ) {
     strictEqual(isMessageType(type), true, type);
   }
@@ -39,6 +46,7 @@ Deno.test("the bounds keep every message type far under MAX_MESSAGE_BYTES", () =
     manifest: { rank: MAX_LEADER_RANK },
     attest: {},
     committed: {},
+    audit: {},
   };
   const messages: GossipMessage[] = [HEARTBEAT, ...ROUND_MESSAGES];
   for (const message of messages) {

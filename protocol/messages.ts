@@ -200,13 +200,41 @@ export type CommitNotice = RoundHeader<"committed"> & {
   readonly tx: `0x${string}`;
 };
 
+/** The check of an audit that failed (node/round/audit.ts). */
+export const AUDIT_CHECKS = ["record", "start", "replay", "delta"] as const;
+
+/** Which check of a segment audit failed. */
+export type AuditCheck = typeof AUDIT_CHECKS[number];
+
+/**
+ * "I re-ran segment `segment` of `accused`'s round `round` and its work
+ * failed check `check`; here is my EIP-712 signature over the failure
+ * (chain/audit_verdict.ts)." Sent by each auditor that finds a failure, so
+ * the other members re-run the segment and a quorum of signatures becomes
+ * slashing evidence. Passed audits are not announced.
+ */
+export type AuditFailureNotice = RoundHeader<"audit"> & {
+  /** The peer id whose work failed. */
+  readonly accused: string;
+  /** The accused's account, which signed the work commitment. */
+  readonly accusedAccount: Address;
+  /** The segment re-run: steps [segment·s, (segment + 1)·s). */
+  readonly segment: number;
+  readonly check: AuditCheck;
+  /** The auditor's account, which signed the verdict. */
+  readonly account: Address;
+  /** The auditor's 65-byte signature over the `AuditFailure`. */
+  readonly signature: `0x${string}`;
+};
+
 /** Every message that travels on the job gossip topic. */
 export type GossipMessage =
   | Heartbeat
   | DeltaAnnounce
   | ManifestAnnounce
   | AttestationMessage
-  | CommitNotice;
+  | CommitNotice
+  | AuditFailureNotice;
 
 /** The `type` tag of a {@linkcode GossipMessage}. */
 export type MessageType = GossipMessage["type"];

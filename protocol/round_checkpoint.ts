@@ -49,6 +49,14 @@ export function parameterCount(config: GptConfig): number {
   );
 }
 
+/**
+ * The largest encoded round checkpoint of `n` parameters: parameters and
+ * outer momentum in float32, plus room for the header and metadata.
+ */
+export function roundCheckpointMaxBytes(n: number): number {
+  return 8 * n + (1 << 20);
+}
+
 /** Serializes a checkpoint (deterministic: same state, same bytes). */
 export function encodeRoundCheckpoint(c: RoundCheckpoint): Uint8Array {
   const total = parameterCount(c.config);

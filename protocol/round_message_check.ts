@@ -1,6 +1,7 @@
 /**
  * The validators of the messages of a round's life: delta announcement,
- * manifest announcement, attestation and commit notice. Each also carries
+ * manifest announcement, attestation, commit notice and audit failure
+ * notice. Each also carries
  * `round` and `parent`.
  *
  * @module
@@ -25,6 +26,9 @@ import {
 } from "./message_fields.ts";
 import {
   type AttestationMessage,
+  AUDIT_CHECKS,
+  type AuditCheck,
+  type AuditFailureNotice,
   type CommitNotice,
   type DeltaAnnounce,
   type FieldCheck,
@@ -34,6 +38,7 @@ import {
   PROTOCOL_VERSION,
   type RoundFields,
 } from "./messages.ts";
+import { MAX_SEGMENTS } from "./work_record.ts";
 
 const ROUND_FIELDS = ["v", "type", "peer", "job", "round", "parent"];
 
@@ -69,6 +74,16 @@ const ATTEST_FIELDS = new Set([
 ]);
 
 const COMMITTED_FIELDS = new Set([...ROUND_FIELDS, "checkpoint", "tx"]);
+
+const AUDIT_FIELDS = new Set([
+  ...ROUND_FIELDS,
+  "accused",
+  "accusedAccount",
+  "segment",
+  "check",
+  "account",
+  "signature",
+]);
 
 /**
  * Checks a parsed delta announcement. The caller has already checked `v`
@@ -201,6 +216,47 @@ export function validateCommitNotice(
     ...common.message,
     checkpoint,
     tx,
+  };
+  return { ok: true, message };
+}
+
+/**
+ * Checks a parsed audit failure notice. As for attestations, only the
+ * signature's shape is checked here.
+ */
+export function validateAuditFailure(
+  obj: Readonly<Record<string, unknown>>,
+): FieldCheck<AuditFailureNotice> {
+  const common = checkRoundFields(obj, AUDIT_FIELDS, "an audit failure");
+  if (!common.ok) return common;
+  const { accused, accusedAccount, segment, check, account, signature } = obj;
+  if (!isPeerId(accused)) return fail("accused", PEER_ID_PROBLEM);
+  if (accused === common.message.peer) {
+    return fail("accused", "must not be the auditor itself");
+  }
+  if (!isAddress(accusedAccount)) {
+    return fail("accusedAccount", ADDRESS_PROBLEM);
+  }
+  if (!isCount(segment) || segment >= MAX_SEGMENTS) {
+    return fail("segment", `must be an integer in [0, ${MAX_SEGMENTS})`);
+  }
+  if (!AUDIT_CHECKS.includes(check as AuditCheck)) {
+    return fail("check", `must be one of ${AUDIT_CHECKS.join(", ")}`);
+  }
+  if (!isAddress(account)) return fail("account", ADDRESS_PROBLEM);
+  if (!isHex(signature, SIGNATURE_PATTERN)) {
+    return fail("signature", "must be 0x and 130 hex digits (65 bytes)");
+  }
+  const message: AuditFailureNotice = {
+    v: PROTOCOL_VERSION,
+    type: "audit",
+    ...common.message,
+    accused,
+    accusedAccount,
+    segment: segment + 0,
+    check: check as AuditCheck,
+    account,
+    signature,
   };
   return { ok: true, message };
 }

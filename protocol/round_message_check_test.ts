@@ -5,6 +5,7 @@ import { validateFields } from "./message_check.ts";
 import {
   ACCOUNT,
   ATTEST,
+  AUDIT,
   base58Of,
   CHECKPOINT,
   COMMITTED,
@@ -138,6 +139,31 @@ Deno.test("validateCommitNotice() bounds its fields", () => {
   for (const [field, value, expected] of cases) {
     strictEqual(
       failedRoundField(COMMITTED, { [field]: value }),
+      expected,
+      `${field} = ${JSON.stringify(value)}`,
+    );
+  }
+});
+
+Deno.test("validateAuditFailure() bounds its fields", () => {
+  const cases: [string, unknown, string][] = [
+    ["accused", PEER, "accused"], // the auditor accusing itself
+    ["accused", "", "accused"],
+    ["accusedAccount", "0x12", "accusedAccount"],
+    ["segment", 0, "ok"],
+    ["segment", 15, "ok"],
+    ["segment", 16, "segment"],
+    ["segment", -1, "segment"],
+    ["segment", 1.5, "segment"],
+    ["check", "delta", "ok"],
+    ["check", "loss", "check"],
+    ["check", "toString", "check"],
+    ["account", "0x", "account"],
+    ["signature", `0x${"ab".repeat(64)}`, "signature"],
+  ];
+  for (const [field, value, expected] of cases) {
+    strictEqual(
+      failedRoundField(AUDIT, { [field]: value }),
       expected,
       `${field} = ${JSON.stringify(value)}`,
     );

@@ -7,7 +7,7 @@
 import assert from "node:assert/strict";
 import { JOB_TEST, tinySpec } from "./_job_cluster.ts";
 import { runAttack } from "./attack/attack_run.ts";
-import type { AttackName } from "./attack/behaviours.ts";
+import { type AttackName, AUDITED_ATTACKS } from "./attack/behaviours.ts";
 
 const FAST: AttackName[] = [
   "scaled",
@@ -53,6 +53,10 @@ Deno.test({
     const r = await runAttack({ attack: null, peers: 3, spec, keys });
     assert.deepEqual(r.falsePositives, []);
     assert.deepEqual(r.refusals, []);
+    // Every contributor is audited each round; the last round's audits may
+    // still run when the peers stop, the first two rounds' have finished.
+    assert.ok(r.audits.passed >= 2 * 3, JSON.stringify(r.audits));
+    assert.equal(r.audits.failed, 0);
   },
 });
 
@@ -60,28 +64,31 @@ Deno.test({
 // only the 2 honest peers are live, so a job needing 3 would stall there.
 const slashSpec = tinySpec({ minPeers: 2, quorum: 2, rounds: 3 });
 
-Deno.test({
-  name:
-    "attacks: equivocation among 3 peers is slashed on chain and keeps nothing",
-  ...JOB_TEST,
-  fn: async () => {
-    const r = await runAttack({
-      attack: "equivocation",
-      peers: 3,
-      spec: slashSpec,
-      keys,
-    });
-    assert.ok(r.attackedRounds.length > 0, "the attack never happened");
-    // Caught where it first equivocated; from then on its messages are
-    // ignored, and once that round has closed it is no longer a member.
-    assert.ok(
-      r.detectedRounds.includes(r.attackedRounds[0]),
-      JSON.stringify(r.refusals),
-    );
-    assert.ok(r.slashed, "the attacker was not slashed");
-    assert.equal(r.contributionLeft, 0);
-    assert.equal(r.creditedToAttackers, 0);
-    assert.deepEqual(r.falsePositives, []);
-    assert.ok(Number.isFinite(r.heldoutLoss) && r.heldoutLoss < 4);
-  },
-});
+for (const attack of ["equivocation", ...AUDITED_ATTACKS]) {
+  Deno.test({
+    name:
+      `attacks: ${attack} among 3 peers is slashed on chain and keeps nothing`,
+    ...JOB_TEST,
+    fn: async () => {
+      const r = await runAttack({
+        attack: attack as AttackName,
+        peers: 3,
+        spec: slashSpec,
+        keys,
+      });
+      assert.ok(r.attackedRounds.length > 0, "the attack never happened");
+      // Caught in the round it first cheated (an equivocation as it
+      // happens, a replay once the round has closed); slashed after that
+      // round closed, it is no longer a member.
+      assert.ok(
+        r.detectedRounds.includes(r.attackedRounds[0]),
+        JSON.stringify(r.refusals),
+      );
+      assert.ok(r.slashed, "the attacker was not slashed");
+      assert.equal(r.contributionLeft, 0);
+      assert.equal(r.creditedToAttackers, 0);
+      assert.deepEqual(r.falsePositives, []);
+      assert.ok(Number.isFinite(r.heldoutLoss) && r.heldoutLoss < 4);
+    },
+  });
+}

@@ -133,6 +133,21 @@ export function fakeJob(rounds = 2): JobSource & {
       deltas: 1,
       aggregating: false,
       refused: { "delta:zero": 1 },
+      auditCounts: { passed: 3, failed: 1 },
+      audits: [{
+        round: 1,
+        peer: "12D3KooWLyingPeer",
+        segment: 4,
+        passed: false,
+        check: "replay",
+        ms: 820,
+      }],
+      slashes: [{
+        round: 1,
+        account: "0x3C44CdDdB6a900fa2b585dd299e03d12FA4293BC",
+        kind: 2,
+        tx: `0x${"cd".repeat(32)}`,
+      }],
       refusals: [{
         round: 1,
         peer: "12D3KooWB",

@@ -203,6 +203,24 @@ function jobMetrics(out: Exposition, job: JobSource): void {
       return [{ job: t.job, what, reason }, n];
     }),
   );
+  out.family(
+    "zoo_audits_total",
+    "counter",
+    "Segment audits this node ran of other peers' work, by verdict.",
+    (["passed", "failed"] as const).map((verdict) => [
+      { job: t.job, verdict },
+      t.auditCounts[verdict],
+    ]),
+  );
+  out.family(
+    "zoo_slashes_total",
+    "counter",
+    "Slashings this node's evidence brought about, by evidence kind.",
+    [1, 2].map((kind) => [
+      { job: t.job, kind: String(kind) },
+      t.slashes.filter((s) => s.kind === kind).length,
+    ]),
+  );
   const mine = job.cachedContributions();
   if (mine) {
     out.family(

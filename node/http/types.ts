@@ -14,10 +14,15 @@ import type { FetchReport } from "../p2p/blob_pull.ts";
 import type { BlobStats } from "../p2p/blob_service.ts";
 import type { Progress } from "../p2p/gossip_service.ts";
 import type { HistogramSnapshot } from "./histogram.ts";
-import type { Refusal, RoundRecord } from "../round/ledger.ts";
+import type {
+  AuditRecord,
+  Refusal,
+  RoundRecord,
+  SlashRecord,
+} from "../round/ledger.ts";
 import type { StepLoss } from "../round/step_log.ts";
 
-export type { Refusal, RoundRecord, StepLoss };
+export type { AuditRecord, Refusal, RoundRecord, SlashRecord, StepLoss };
 
 /** The training job this node takes part in, when it runs one. */
 export interface TrainingStatus {
@@ -48,6 +53,12 @@ export interface TrainingStatus {
   refused: Record<string, number>;
   /** The latest refusals, oldest first, with the peer each one blames. */
   refusals: Refusal[];
+  /** Segment audits this node ran since it started: passed, failed. */
+  auditCounts: { passed: number; failed: number };
+  /** The latest audits this node ran, oldest first. */
+  audits: AuditRecord[];
+  /** Slashings this node's evidence brought about. */
+  slashes: SlashRecord[];
   /** Every round this node saw committed, oldest first. */
   committed: RoundRecord[];
 }

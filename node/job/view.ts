@@ -56,6 +56,9 @@ export function createJobView(o: JobViewOptions): JobSource {
       aggregating: s.aggregating,
       refused: Object.fromEntries(ledger.refused),
       refusals: ledger.refusals,
+      auditCounts: { ...ledger.auditCounts },
+      audits: ledger.audits,
+      slashes: ledger.slashes,
       committed: ledger.records,
     };
   };

@@ -32,7 +32,7 @@ import type { Trainer, TrainerInit } from "../../kernels/trainer.ts";
 import { assignChunks } from "../../protocol/assignment.ts";
 import { cidForBytes, cidToString, parseCid } from "../../protocol/cid.ts";
 import type { JobSpec } from "../../protocol/job_spec.ts";
-import type { DeltaAnnounce } from "../../protocol/messages.ts";
+import type { AuditCheck, DeltaAnnounce } from "../../protocol/messages.ts";
 import { pseudoGradient } from "../../protocol/pseudo_gradient.ts";
 import { parameterCount } from "../../protocol/round_checkpoint.ts";
 import { stateHash, type TrainingState } from "../../protocol/state_hash.ts";
@@ -57,7 +57,7 @@ export type AuditVerdict =
   | { passed: true; exact: boolean }
   | {
     passed: false;
-    check: "record" | "start" | "replay" | "delta";
+    check: AuditCheck;
     reason: string;
   };
 
@@ -68,8 +68,17 @@ export interface AuditorOptions {
   dataset: Dataset;
   /** Makes the trainer replays run on (the auditor's own build). */
   createTrainer: (init: TrainerInit) => Trainer;
-  /** A committed state by CID, fetched and verified, or a rejection. */
-  state: (cid: string) => Promise<TrainingState>;
+  /**
+   * A committed state by CID, fetched from `peer` (the one that committed
+   * it) and verified, or a rejection.
+   */
+  state: (cid: string, peer: string) => Promise<TrainingState>;
+  /**
+   * Runs each use of the replay trainer when the compute is free (e.g.
+   * `RoundTrainer.exclusive`, between two training steps); at once when
+   * not given.
+   */
+  exclusive?: <T>(task: () => Promise<T>) => Promise<T>;
 }
 
 /** One segment to audit. */
@@ -100,7 +109,7 @@ export class Auditor {
     const H = this.#o.spec.innerSteps;
     const bounds = segmentBounds(H);
     const fail = (
-      check: "record" | "start" | "replay" | "delta",
+      check: AuditCheck,
       reason: string,
     ): AuditVerdict => ({ passed: false, check, reason });
     if (!(a.segment >= 0 && a.segment < bounds.length - 1)) {
@@ -118,7 +127,7 @@ export class Auditor {
     const from = bounds[a.segment], to = bounds[a.segment + 1];
     const fetch = async (k: number) => {
       try {
-        return await this.#o.state(record.states[k]);
+        return await this.#o.state(record.states[k], msg.peer);
       } catch (err) {
         throw new Unserved(k, err);
       }
@@ -222,9 +231,13 @@ export class Auditor {
       assigned.map((i) => this.#trainChunks[i]),
     );
     const trainer = this.#replayTrainer();
-    trainer.setParams(start.params);
-    trainer.setMoments({ m: start.m, v: start.v });
-    trainer.optimizerStep = msg.round * H + from;
+    const exclusive = this.#o.exclusive ?? ((task) => task());
+    await exclusive(() => {
+      trainer.setParams(start.params);
+      trainer.setMoments({ m: start.m, v: start.v });
+      trainer.optimizerStep = msg.round * H + from;
+      return Promise.resolve();
+    });
     const batch = {
       inputs: new Int32Array(B * T),
       targets: new Int32Array(B * T),
@@ -233,9 +246,12 @@ export class Auditor {
     };
     for (let h = from; h < to; h++) {
       sampler.writeBatch(h, batch.inputs, batch.targets);
-      await trainer.step(batch);
+      await exclusive(() => trainer.step(batch));
     }
-    const params = await trainer.readParams();
+    const { params, m, v } = await exclusive(async () => ({
+      params: await trainer.readParams(),
+      ...await trainer.readMoments(),
+    }));
     if (record.shifted > 0 && record.shifted === to) {
       // Where a peer trained ahead moved onto C(r): by C(r) − θ_0, in
       // float32 as train.ts computes it.
@@ -244,7 +260,7 @@ export class Auditor {
       for (let i = 0; i < by.length; i++) by[i] = a.parent[i] - zero.params[i];
       for (let i = 0; i < by.length; i++) params[i] += by[i];
     }
-    return { step: to, params, ...await trainer.readMoments() };
+    return { step: to, params, m, v };
   }
 }
 

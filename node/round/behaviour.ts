@@ -37,6 +37,11 @@ export interface WorkChoice extends WorkRecord {
 
 /** A peer's conduct at each point of a round where it could cheat. */
 export interface RoundBehaviour {
+  /**
+   * The chunks to train on, as indices into the train split of `count`
+   * chunks, given the ones the round assigned this peer.
+   */
+  chunks(assigned: readonly number[], count: number): readonly number[];
   /** The delta values to announce. */
   delta(choice: DeltaChoice): Promise<Float32Array>;
   /** The context the delta blob is bound to. */
@@ -60,6 +65,7 @@ export interface RoundBehaviour {
 
 /** The protocol as written. */
 export const HONEST: RoundBehaviour = {
+  chunks: (assigned) => assigned,
   delta: (choice) => Promise.resolve(choice.delta),
   deltaContext: (context) => context,
   work: ({ peers, states, shifted }) =>

@@ -110,6 +110,11 @@ export class CommitmentBook {
       this.#same(first, msg);
   }
 
+  /** The first commitment `account` signed for `round`, if still kept. */
+  first(round: number, account: string): DeltaAnnounce | undefined {
+    return this.#first.get(`${round}/${account.toLowerCase()}`);
+  }
+
   /**
    * Records `msg`; the equivocation it proves (a different commitment by
    * the same account in the same round, reported once), or null. Rounds

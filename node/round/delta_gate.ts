@@ -80,6 +80,22 @@ export class DeltaGate {
     if (msg.round < current) await this.roundClosed(current - 1);
   }
 
+  /**
+   * The signed delta `account` announced first in `round`: the work an
+   * audit checks and the commitment its evidence names.
+   */
+  commitment(round: number, account: string): DeltaAnnounce | undefined {
+    return this.#book.first(round, account);
+  }
+
+  /**
+   * Ignores `account`'s deltas from now on: its work was proven false
+   * another way (a quorum failed it in audit).
+   */
+  convict(account: string): void {
+    this.#cheaters.add(account.toLowerCase());
+  }
+
   /** Submits the evidence held about rounds up to `closed`. */
   async roundClosed(closed: number): Promise<void> {
     const due = this.#held.filter((e) => e.round <= closed);

@@ -177,6 +177,11 @@ export class RoundDriver {
           this.#log(`attestation from ${msg.peer}: ${(err as Error).message}`)
         );
         return;
+      case "audit":
+        this.#work.checkAuditFailure(msg).catch((err) =>
+          this.#log(`audit failure from ${msg.peer}: ${(err as Error).message}`)
+        );
+        return;
       case "committed":
         // A member's claim: the round's record shows its transaction unless
         // this peer committed the round itself (zoo_round reads the chain's),

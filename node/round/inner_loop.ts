@@ -173,6 +173,8 @@ export class RoundTrainer {
    * audit re-runs a segment bit for bit only on the same build.
    */
   readonly kernel: string;
+  /** Makes another trainer of this build: an auditor's replays run on it. */
+  readonly createTrainer: (init: TrainerInit) => Trainer;
   readonly #trainer: Trainer;
   readonly #batch: TokenBatch;
   readonly #val: BatchSampler;
@@ -192,6 +194,7 @@ export class RoundTrainer {
     this.spec = spec;
     this.dataset = dataset;
     this.peerId = peerId;
+    this.createTrainer = options.createTrainer;
     const { train, val } = splitTrainVal(dataset, spec.dataset.valFraction);
     this.trainChunks = train;
     this.valChunks = val;
@@ -243,7 +246,7 @@ export class RoundTrainer {
     try {
       if (p.params) {
         const params = p.params;
-        await this.#exclusive(() =>
+        await this.exclusive(() =>
           Promise.resolve(this.#trainer.setParams(params))
         );
       }
@@ -261,7 +264,7 @@ export class RoundTrainer {
         // Each step holds the trainer alone, so an evaluation may run
         // between two steps (see evalLoss) but never inside one.
         const t0 = performance.now();
-        const r = await this.#exclusive(() => {
+        const r = await this.exclusive(() => {
           sampler.writeBatch(h, this.#batch.inputs, this.#batch.targets);
           // The step increments first: r·H + h + 1 is this step's number.
           this.#trainer.optimizerStep = p.round * H + h;
@@ -280,7 +283,7 @@ export class RoundTrainer {
       }
       await atBound(H);
       const B = this.spec.batchSize, T = this.spec.contextLength;
-      const params = await this.#exclusive(() => this.#trainer.readParams());
+      const params = await this.exclusive(() => this.#trainer.readParams());
       return {
         params,
         tokens: H * B * T,
@@ -301,7 +304,7 @@ export class RoundTrainer {
    * and puts the working parameters back.
    */
   evalLoss(params: Float32Array): Promise<number> {
-    return this.#exclusive(async () => {
+    return this.exclusive(async () => {
       const working = await this.#trainer.readParams();
       try {
         this.#trainer.setParams(params);
@@ -329,7 +332,7 @@ export class RoundTrainer {
   async #applyShift(shift?: () => Float32Array | null): Promise<boolean> {
     const by = shift?.();
     if (!by) return false;
-    await this.#exclusive(async () => {
+    await this.exclusive(async () => {
       const params = await this.#trainer.readParams();
       checkParamsLength(by, params.length);
       for (let i = 0; i < params.length; i++) params[i] += by[i];
@@ -340,15 +343,19 @@ export class RoundTrainer {
 
   /** A copy of the trainer's state, `step` inner steps into the round. */
   #readState(step: number): Promise<TrainingState> {
-    return this.#exclusive(async () => ({
+    return this.exclusive(async () => ({
       step,
       params: await this.#trainer.readParams(),
       ...await this.#trainer.readMoments(),
     }));
   }
 
-  /** Runs `task` once everything queued before it has finished. */
-  #exclusive<T>(task: () => Promise<T>): Promise<T> {
+  /**
+   * Runs `task` once everything queued before it has finished: a step of
+   * another trainer on the same compute (an audit's replay) goes between
+   * two of this one's steps, never beside one.
+   */
+  exclusive<T>(task: () => Promise<T>): Promise<T> {
     const run = this.#queue.then(task);
     this.#queue = run.catch(() => {});
     return run;

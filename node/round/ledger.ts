@@ -6,6 +6,7 @@
  *
  * @module
  */
+import type { AuditCheck } from "../../protocol/messages.ts";
 import type { JobSpec } from "../../protocol/job_spec.ts";
 import type { RoundManifest } from "../../protocol/round_manifest.ts";
 import { Histogram } from "../http/histogram.ts";
@@ -79,6 +80,22 @@ export interface SlashRecord {
   tx: string;
 }
 
+/** One segment audit this peer ran (node/round/audit.ts). */
+export interface AuditRecord {
+  /** The round audited. */
+  round: number;
+  /** The contributor audited. */
+  peer: string;
+  segment: number;
+  passed: boolean;
+  /** Passed bit for bit (same kernel build) rather than within tolerance. */
+  exact?: boolean;
+  /** The check that failed, for a failure. */
+  check?: AuditCheck;
+  /** Wall time of the audit, fetches and replay, ms. */
+  ms: number;
+}
+
 /** Refusals kept for reports; the counts keep going. */
 export const KEEP_REFUSALS = 512;
 
@@ -110,6 +127,10 @@ export class RoundLedger {
   readonly refused: Map<string, number> = new Map();
   /** Slashings this peer's evidence brought about. */
   readonly slashes: SlashRecord[] = [];
+  /** The latest audits this peer ran, oldest first (at most KEEP_REFUSALS). */
+  readonly audits: AuditRecord[] = [];
+  /** Audits ever run: passed, failed. */
+  readonly auditCounts = { passed: 0, failed: 0 };
   readonly #commits = new Map<number, { tx: string; peer: string }>();
   #sent = 0;
   #trainMs = 0;
@@ -139,6 +160,13 @@ export class RoundLedger {
   /** Records a slashing this peer's evidence brought about. */
   noteSlash(s: SlashRecord): void {
     this.slashes.push(s);
+  }
+
+  /** Records an audit this peer ran. */
+  noteAudit(a: AuditRecord): void {
+    this.audits.push(a);
+    if (this.audits.length > KEEP_REFUSALS) this.audits.shift();
+    this.auditCounts[a.passed ? "passed" : "failed"]++;
   }
 
   /** Counts time spent in training steps. */

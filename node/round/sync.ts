@@ -11,6 +11,7 @@ import { bytes32ToCid } from "../../chain/attestation.ts";
 import {
   decodeRoundCheckpoint,
   type RoundCheckpoint,
+  roundCheckpointMaxBytes,
 } from "../../protocol/round_checkpoint.ts";
 import type { RoundEvent, RoundState } from "../../protocol/round_state.ts";
 import { decodeManifest } from "../../protocol/manifest_codec.ts";
@@ -51,8 +52,6 @@ export interface RoundSyncOptions {
   recomputing(checkpoint: string): Promise<void> | undefined;
 }
 
-/** Room for a round checkpoint's safetensors header and metadata. */
-const CHECKPOINT_HEADER_BYTES = 1 << 20;
 /** How long closing a round may wait for a manifest it did not verify. */
 const MANIFEST_FETCH_MS = 2_000;
 /** Pause between tries to fetch a committed checkpoint. */
@@ -91,8 +90,7 @@ export class RoundSync {
     await this.#o.recomputing(checkpoint);
     const want = {
       what: "checkpoint",
-      // Parameters and momentum in float32, plus the header.
-      maxBytes: 8 * this.#o.trainer.parameterCount + CHECKPOINT_HEADER_BYTES,
+      maxBytes: roundCheckpointMaxBytes(this.#o.trainer.parameterCount),
     };
     while (!await blobs.has(checkpoint)) {
       if (this.#o.state().round !== round || blobs.signal.aborted) return;

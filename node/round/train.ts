@@ -272,12 +272,15 @@ export class RoundTraining {
   ): Promise<Trained> {
     const { trainer, spec, ledger, progress } = this.#o;
     const peers = [...new Set([...this.#o.state().live, this.#o.peerId])];
-    const assigned = assignChunks({
-      job: this.#o.jobId,
-      round,
-      peers,
-      chunks: trainer.trainChunks.length,
-    }).get(this.#o.peerId) ?? [];
+    const assigned = this.#o.behaviour.chunks(
+      assignChunks({
+        job: this.#o.jobId,
+        round,
+        peers,
+        chunks: trainer.trainChunks.length,
+      }).get(this.#o.peerId) ?? [],
+      trainer.trainChunks.length,
+    );
     // Written while training goes on: waiting for each write (and its
     // fsync) at every bound would stall the steps (measured: 5-10% of a
     // default round on WASM).

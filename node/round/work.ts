@@ -16,6 +16,8 @@
  * @module
  */
 import { NotHeldError } from "./failures.ts";
+import { Auditor } from "./audit.ts";
+import { AuditDuty } from "./audit_duty.ts";
 import { signDelta } from "./commitments.ts";
 import { DeltaGate } from "./delta_gate.ts";
 import { DeltaReader } from "./delta_reader.ts";
@@ -24,6 +26,7 @@ import { cidToString, parseCid } from "../../protocol/cid.ts";
 import type { JobSpec } from "../../protocol/job_spec.ts";
 import type {
   AttestationMessage,
+  AuditFailureNotice,
   DeltaAnnounce,
 } from "../../protocol/messages.ts";
 import { decodeManifest } from "../../protocol/manifest_codec.ts";
@@ -53,6 +56,7 @@ import type { RoundServices } from "./services.ts";
 import { RoundSync } from "./sync.ts";
 import { announceDelta, RoundTraining } from "./train.ts";
 import { verifyManifest } from "./verify.ts";
+import { WorkReader } from "./work_reader.ts";
 
 /** What a peer's round work is made of. */
 export interface RoundWorkOptions {
@@ -94,6 +98,8 @@ export class RoundWork {
   /** Verifications under way, by the checkpoint CID they recompute. */
   readonly #recomputing = new Map<string, Promise<void>>();
   readonly #gate: DeltaGate;
+  readonly #auditor: Auditor;
+  readonly #audits: AuditDuty;
 
   constructor(o: RoundWorkOptions) {
     this.#o = o;
@@ -126,6 +132,37 @@ export class RoundWork {
       noteSent: (bytes) => o.ledger.noteSent(bytes),
     });
     const account = privateKeyToAccount(identity.accountKey);
+    const work = new WorkReader(
+      this.#blobs,
+      services.blocks,
+      spec.innerSteps,
+      trainer.parameterCount,
+    );
+    this.#auditor = new Auditor({
+      jobId,
+      spec,
+      dataset: trainer.dataset,
+      createTrainer: trainer.createTrainer,
+      state: (cid, peer) => work.state(cid, peer),
+      exclusive: (task) => trainer.exclusive(task),
+    });
+    this.#audits = new AuditDuty({
+      jobId,
+      spec,
+      self: identity.peerId,
+      account,
+      chain: services.chain,
+      auditor: this.#auditor,
+      commitment: (round, account) => this.#gate.commitment(round, account),
+      record: (msg) => work.record(msg),
+      parent: (cid) => work.parent(cid),
+      publisher: this.#publisher,
+      members: o.members,
+      ledger: o.ledger,
+      round: () => o.state().round,
+      convict: (account) => this.#gate.convict(account),
+      log: o.log,
+    });
     this.#attester = new Attester({
       account,
       domain: services.chain.domain,
@@ -192,9 +229,10 @@ export class RoundWork {
     });
   }
 
-  /** Stops training and fetches under way. */
+  /** Stops training, audits and fetches under way. */
   abort(): void {
     this.#abort.abort(new Error("the round driver stopped"));
+    this.#auditor.dispose();
   }
 
   /** Starts an action; failures are logged or fed back as events. */
@@ -261,8 +299,12 @@ export class RoundWork {
         );
       case "advance":
         return this.#sync.advance(action.round, action.checkpoint).then(() =>
-          this.#gate.roundClosed(action.round - 1)
-        );
+          Promise.all([
+            this.#gate.roundClosed(action.round - 1),
+            this.#audits.submitDue(action.round - 1),
+            this.#audit(action.round - 1, action.checkpoint),
+          ])
+        ).then(() => {});
       default:
         return Promise.resolve();
     }
@@ -320,6 +362,23 @@ export class RoundWork {
     if (await this.#attester.valid(msg, manifest)) {
       this.#o.feed({ type: "attestation", msg });
     }
+  }
+
+  /** Runs this peer's audits of `round`, which committed `checkpoint`. */
+  #audit(round: number, checkpoint: string): Promise<void> {
+    const manifest = [...this.#manifests.values()].find((m) =>
+      m.round === round && m.checkpoint === checkpoint
+    );
+    // A round this peer did not see verified (it joined later) goes
+    // unaudited here; the peers that saw it audit it.
+    return manifest
+      ? this.#audits.roundClosed(manifest, checkpoint)
+      : Promise.resolve();
+  }
+
+  /** Takes a member's failure verdict (see {@linkcode AuditDuty}). */
+  checkAuditFailure(msg: AuditFailureNotice): Promise<void> {
+    return this.#audits.noticed(msg);
   }
 
   /** Passes a member's gossiped delta through the {@linkcode DeltaGate}. */

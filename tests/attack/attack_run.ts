@@ -83,6 +83,8 @@ export interface AttackRunResult {
   falsePositives: { round: number; peer: string; why: string }[];
   /** Every refusal honest peers recorded. */
   refusals: Refusal[];
+  /** Segment audits honest peers ran, of anyone, by verdict. */
+  audits: { passed: number; failed: number };
 }
 
 /**
@@ -149,9 +151,9 @@ async function attackCluster(
     onRound: (r) =>
       log(`${o.attack ?? "clean"}: round ${r.round + 1}/${o.spec.rounds}`),
   });
-  const refusals =
-    (await Promise.all(good.map(async (p) => (await trainingOf(p)).refusals)))
-      .flat();
+  const trainings = await Promise.all(good.map((p) => trainingOf(p)));
+  const refusals = trainings.flatMap((t) => t.refusals);
+  const audits = trainings.flatMap((t) => t.audits);
   for (const p of [...good, ...evil]) p.child.kill("SIGTERM");
   if (Deno.env.get("ATTACK_DEBUG")) {
     for (const p of [...good, ...evil]) {
@@ -173,7 +175,10 @@ async function attackCluster(
     attackers.map((p) => contributionOf(c.chain.owner, job, accountOf.get(p)!)),
   )).reduce((sum, x) => sum + Number(x), 0);
   const blames = (round: number, peers: readonly string[]) =>
-    refusals.some((r) => r.round === round && peers.includes(r.peer));
+    refusals.some((r) => r.round === round && peers.includes(r.peer)) ||
+    audits.some((a) =>
+      a.round === round && !a.passed && peers.includes(a.peer)
+    );
 
   const all = Array.from({ length: o.spec.rounds }, (_, r) => r);
   // A delta attack happens in the rounds an attacker announced a delta in
@@ -212,7 +217,12 @@ async function attackCluster(
     for (const i of honest) {
       const peer = ids[i];
       const refused = refusals.find((x) => x.round === r && x.peer === peer);
-      if (refused) {
+      const failed = audits.find((a) =>
+        a.round === r && a.peer === peer && !a.passed
+      );
+      if (failed) {
+        falsePositives.push({ round: r, peer, why: `audit:${failed.check}` });
+      } else if (refused) {
         falsePositives.push({
           round: r,
           peer,
@@ -221,6 +231,11 @@ async function attackCluster(
       } else if (!credits.get(r)?.has(accountOf.get(peer)!.toLowerCase())) {
         falsePositives.push({ round: r, peer, why: "not credited" });
       }
+    }
+  }
+  for (const i of honest) {
+    if (slashed.has(accountOf.get(ids[i])!.toLowerCase())) {
+      falsePositives.push({ round: -1, peer: ids[i], why: "slashed" });
     }
   }
   const last = rounds.at(-1)!;
@@ -240,5 +255,9 @@ async function attackCluster(
     contributionLeft,
     falsePositives,
     refusals,
+    audits: {
+      passed: audits.filter((a) => a.passed).length,
+      failed: audits.filter((a) => !a.passed).length,
+    },
   };
 }

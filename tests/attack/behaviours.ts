@@ -21,6 +21,13 @@
  *   signs and publishes a twin whose work commitment names another
  *   trajectory (every bit flipped): two different commitments for one
  *   round, which honest peers take to the chain as slashing evidence.
+ * - `wrong-shard`: trains as hard as an honest peer, on the chunks next to
+ *   its own (another peer's data), and commits that trajectory: its
+ *   delta screens and aggregates like any other; only a replay on its
+ *   prescribed batches shows it.
+ * - `copied-delta`: trains honestly but announces, bound to itself, the
+ *   first other peer's delta it can fetch (a free rider that copies
+ *   instead of computing): its states do not end at what it announced.
  *
  * @module
  */
@@ -39,6 +46,8 @@ export const ATTACKS = [
   "lying-leader",
   "zero-delta",
   "equivocation",
+  "wrong-shard",
+  "copied-delta",
 ] as const;
 
 /** An attack's name. */
@@ -61,7 +70,21 @@ export const FROM_ROUND_1: readonly AttackName[] = [
  * at commit and only then taken back, with its membership, once the
  * evidence lands on chain after the round has closed.
  */
-export const SLASHED_ATTACKS: readonly AttackName[] = ["equivocation"];
+export const SLASHED_ATTACKS: readonly AttackName[] = [
+  "equivocation",
+  "wrong-shard",
+  "copied-delta",
+];
+
+/**
+ * Attacks only an audit catches: their deltas pass every check of the
+ * round itself, so they are aggregated, and an honest auditor's failed
+ * replay of the next round's audit plan is what detects them.
+ */
+export const AUDITED_ATTACKS: readonly AttackName[] = [
+  "wrong-shard",
+  "copied-delta",
+];
 
 /** What an attacker peer knows beyond its own node. */
 export interface AttackSetup {
@@ -95,6 +118,13 @@ export function attackBehaviour(setup: AttackSetup): RoundBehaviour {
         ...HONEST,
         also: (msg) => [{ ...msg, trajectory: inverted(msg.trajectory) }],
       };
+    case "wrong-shard":
+      return {
+        ...HONEST,
+        chunks: (assigned, count) => assigned.map((i) => (i + 1) % count),
+      };
+    case "copied-delta":
+      return { ...HONEST, delta: (c) => copied(c) };
     case "stale-replay": {
       let previous: string | null = null;
       return {
@@ -148,6 +178,22 @@ function valueAttack(
     ...HONEST,
     delta: (c) => Promise.resolve(change(c.delta, c.round)),
   };
+}
+
+/** How long a copier waits for another peer's delta, ms. */
+const COPY_WAIT_MS = 15_000;
+
+/** The first other peer's delta announced this round, else its own. */
+async function copied(
+  c: Parameters<RoundBehaviour["delta"]>[0],
+): Promise<Float32Array> {
+  const deadline = Date.now() + COPY_WAIT_MS;
+  while (Date.now() < deadline) {
+    const [first] = await c.announced();
+    if (first) return first.delta;
+    await new Promise((r) => setTimeout(r, 100));
+  }
+  return c.delta;
 }
 
 /** A hash with every bit flipped: never the hash itself. */

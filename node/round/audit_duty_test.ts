@@ -1,0 +1,279 @@
+/**
+ * The audit protocol around the auditor (whose verdicts on real
+ * trajectories audit_test.ts checks; here they are scripted): the plan
+ * seeded by C(r + 1) decides who audits what, a failure is signed and
+ * gossiped, a member's failure notice makes the others re-run the
+ * segment, and only a quorum of checked verdicts, this peer's among them,
+ * goes on chain as kind-2 evidence.
+ */
+import assert from "node:assert/strict";
+import { decodeAbiParameters } from "viem";
+import { privateKeyToAccount } from "viem/accounts";
+import { EVIDENCE_FAILED_AUDIT } from "../../chain/audit_verdict.ts";
+import { WORK_COMMITMENT_TYPES } from "../../chain/work_commitment.ts";
+import { planAudits } from "../../protocol/audit_plan.ts";
+import type { AuditFailureNotice } from "../../protocol/messages.ts";
+import { segmentCount } from "../../protocol/work_record.ts";
+import {
+  cidOf,
+  manifestFixture,
+  MemoryChain,
+  MemoryGossip,
+  PEERS,
+  signedDelta,
+  SPEC,
+  TEST_ADDRESS,
+} from "./_fakes.ts";
+import type { AuditVerdict, SegmentAudit } from "./audit.ts";
+import {
+  AuditDuty,
+  type AuditDutyOptions,
+  WorkRecordUnserved,
+} from "./audit_duty.ts";
+import { RoundLedger } from "./ledger.ts";
+import { RoundPublisher } from "./publisher.ts";
+
+const H = SPEC.innerSteps;
+const JOB = "bafkreigh2akiscaildcqabsyg3dfr6chu3fgpregiymsck7e7aqa4s52zy";
+/** Anvil's third and fourth test keys: two auditors. */
+const KEYS = [
+  "0x5de4111afa1a4b94908f83103eb1f1706367c2e68ca870fc3fb9a804cdab365a",
+  "0x7c852118294e51e653712a81e05800f419141751be58f605c371e15141b007a6",
+] as const;
+const NEXT = await cidOf("C(1)");
+
+/** PEERS[0]'s signed delta for round 0 (under TEST_ADDRESS). */
+const work = await signedDelta({ peer: PEERS[0], job: JOB, round: 0 }, H);
+
+/** A manifest of round 0 whose contributors are all three peers. */
+async function manifest() {
+  const base = await manifestFixture({ job: JOB });
+  return {
+    ...base,
+    contributions: PEERS.map((peer, i) => ({
+      ...base.contributions[0],
+      peer,
+      account: i === 0
+        ? TEST_ADDRESS
+        : privateKeyToAccount(KEYS[i - 1]).address,
+      delta: i === 0 ? work.delta : base.contributions[0].delta,
+    })),
+  };
+}
+
+/** An AuditDuty for `self` (PEERS[1] or PEERS[2]) whose auditor answers `verdict`. */
+function duty(
+  self: 1 | 2,
+  verdict: AuditVerdict,
+  over: Partial<AuditDutyOptions> = {},
+) {
+  const account = privateKeyToAccount(KEYS[self - 1]);
+  const chain = new MemoryChain();
+  const gossip = new MemoryGossip();
+  const ledger = new RoundLedger(SPEC, 10);
+  const audited: SegmentAudit[] = [];
+  const forgotten: string[] = [];
+  const convicted: string[] = [];
+  const d = new AuditDuty({
+    jobId: JOB,
+    spec: { ...SPEC, quorum: 2 },
+    self: PEERS[self],
+    account,
+    chain,
+    auditor: {
+      audit: (a) => {
+        audited.push(a);
+        return Promise.resolve(verdict);
+      },
+    },
+    commitment: (round, acct) =>
+      round === 0 && acct.toLowerCase() === TEST_ADDRESS.toLowerCase()
+        ? work
+        : undefined,
+    record: () => Promise.resolve({ peers: PEERS, states: [], shifted: 0 }),
+    parent: () => Promise.resolve(new Float32Array(1)),
+    publisher: new RoundPublisher({
+      gossip,
+      peerId: PEERS[self],
+      jobId: JOB,
+      noteSent: () => {},
+    }),
+    members: {
+      isMemberAccount: (peer, acct) =>
+        Promise.resolve(
+          PEERS.includes(peer) &&
+            KEYS.some((k) =>
+              privateKeyToAccount(k).address.toLowerCase() ===
+                acct.toLowerCase()
+            ),
+        ),
+      forgetAccount: (a) => forgotten.push(a),
+    },
+    ledger,
+    round: () => 1,
+    convict: (a) => convicted.push(a),
+    log: () => {},
+    ...over,
+  });
+  const notices = () => gossip.sent as AuditFailureNotice[];
+  return { d, chain, ledger, audited, forgotten, convicted, notices, account };
+}
+
+const FAIL: AuditVerdict = {
+  passed: false,
+  check: "replay",
+  reason: "steps 0-2 do not reproduce its state",
+};
+const PASS: AuditVerdict = { passed: true, exact: true };
+
+/** The plan every peer draws for round 0 of {@linkcode manifest}. */
+function plan() {
+  return planAudits({
+    seed: NEXT,
+    contributors: PEERS,
+    members: PEERS,
+    segments: segmentCount(H),
+    rate: 1,
+    auditors: 1,
+  });
+}
+
+Deno.test("AuditDuty runs the audits the plan draws for this peer, and only those", async () => {
+  const m = await manifest();
+  for (const self of [1, 2] as const) {
+    const t = duty(self, PASS);
+    await t.d.roundClosed(m, NEXT);
+    const mine = plan().filter((a) => a.auditors.includes(PEERS[self]));
+    // Only PEERS[0]'s delta is known here; others are logged and skipped.
+    const expected = mine.filter((a) => a.peer === PEERS[0]);
+    assert.deepEqual(
+      t.audited.map((a) => [a.msg.peer, a.segment]),
+      expected.map((a) => [a.peer, a.segment]),
+    );
+    assert.deepEqual(
+      t.ledger.audits.map((a) => [a.peer, a.passed]),
+      expected.map((a) => [a.peer, true]),
+    );
+    assert.deepEqual(t.notices(), [], "a passed audit is not announced");
+    assert.deepEqual(t.chain.slashes, []);
+  }
+});
+
+/** The peer among PEERS[1], PEERS[2] drawn to audit PEERS[0], and the other. */
+function auditors(): { drawn: 1 | 2; other: 1 | 2; segment: number } {
+  const a = plan().find((x) => x.peer === PEERS[0])!;
+  const drawn = PEERS.indexOf(a.auditors[0]) as 1 | 2;
+  return { drawn, other: drawn === 1 ? 2 : 1, segment: a.segment };
+}
+
+Deno.test("a failure is signed and gossiped; the other member re-runs it and a quorum is slashed once", async () => {
+  const { drawn, other, segment } = auditors();
+  const first = duty(drawn, FAIL);
+  await first.d.roundClosed(await manifest(), NEXT);
+  const [notice] = first.notices();
+  assert.equal(notice.type, "audit");
+  assert.equal(notice.accused, PEERS[0]);
+  assert.equal(notice.segment, segment);
+  assert.equal(notice.check, "replay");
+  assert.deepEqual(first.chain.slashes, [], "one verdict is short of quorum");
+
+  const second = duty(other, FAIL);
+  await second.d.noticed(notice);
+  assert.deepEqual(
+    second.audited.map((a) => [a.msg.peer, a.segment]),
+    [[PEERS[0], segment]],
+    "the notice makes the other member re-run that very segment",
+  );
+  // Convicted at once, slashed once the round under way (1) has closed:
+  // its manifest may list the contributor.
+  assert.deepEqual(second.convicted, [TEST_ADDRESS]);
+  await second.d.submitDue(0);
+  assert.equal(second.chain.slashes.length, 0);
+  await second.d.submitDue(1);
+  assert.equal(second.chain.slashes.length, 1);
+  const [account, kind, evidence] = second.chain.slashes[0];
+  assert.equal(account, TEST_ADDRESS);
+  assert.equal(kind, EVIDENCE_FAILED_AUDIT);
+  const [, signature, verdicts] = decodeAbiParameters(
+    [
+      { type: "tuple", components: WORK_COMMITMENT_TYPES.WorkCommitment },
+      { type: "bytes" },
+      { type: "bytes[]" },
+    ],
+    evidence,
+  );
+  assert.equal(signature, work.signature);
+  assert.equal(verdicts.length, 2);
+  assert.deepEqual(second.forgotten, [TEST_ADDRESS]);
+  assert.deepEqual(second.ledger.slashes.map((s) => s.kind), [2]);
+
+  // Its own notice reaches the first auditor, which now holds a quorum too
+  // (its submission is refused on chain when the other landed first).
+  await first.d.noticed(second.notices()[0]);
+  await first.d.submitDue(1);
+  assert.equal(first.chain.slashes.length, 1);
+  await first.d.noticed(second.notices()[0]);
+  await second.d.noticed(notice);
+  await first.d.submitDue(2);
+  await second.d.submitDue(2);
+  assert.equal(first.chain.slashes.length, 1, "submitted once");
+  assert.equal(second.chain.slashes.length, 1, "submitted once");
+  assert.equal(second.audited.length, 1, "re-run once");
+});
+
+Deno.test("one lying auditor cannot slash an honest peer: the others' replays pass", async () => {
+  const { drawn, other } = auditors();
+  const liar = duty(drawn, FAIL);
+  await liar.d.roundClosed(await manifest(), NEXT);
+  const honest = duty(other, PASS);
+  await honest.d.noticed(liar.notices()[0]);
+  assert.equal(honest.audited.length, 1);
+  assert.deepEqual(honest.notices(), []);
+  await honest.d.submitDue(9);
+  await liar.d.submitDue(9);
+  assert.deepEqual([...honest.chain.slashes, ...liar.chain.slashes], []);
+  assert.deepEqual([...honest.convicted, ...liar.convicted], []);
+  assert.deepEqual(honest.ledger.audits.map((a) => a.passed), [true]);
+});
+
+Deno.test("a failure notice is ignored unless a member signed it over the work seen here", async () => {
+  const { drawn, other } = auditors();
+  const first = duty(drawn, FAIL);
+  await first.d.roundClosed(await manifest(), NEXT);
+  const notice = first.notices()[0];
+  const cases: [string, AuditFailureNotice][] = [
+    ["signed by another key", {
+      ...notice,
+      signature: `${notice.signature.slice(0, -2)}${
+        notice.signature.endsWith("1b") ? "1c" : "1b"
+      }` as `0x${string}`,
+    }],
+    ["from a stranger's account", {
+      ...notice,
+      account: "0x000000000000000000000000000000000000dEaD",
+    }],
+    ["about work not seen here", { ...notice, round: 1 }],
+    ["about another peer's id", { ...notice, accused: PEERS[2] }],
+  ];
+  for (const [what, n] of cases) {
+    const t = duty(other, FAIL);
+    await t.d.noticed(n);
+    assert.deepEqual(t.audited, [], what);
+    assert.deepEqual(t.notices(), [], what);
+  }
+});
+
+Deno.test("an unserved work record fails the audit on its record check", async () => {
+  const { drawn } = auditors();
+  const t = duty(drawn, PASS, {
+    record: (msg) =>
+      Promise.reject(new WorkRecordUnserved(msg.work, new Error("timed out"))),
+  });
+  await t.d.roundClosed(await manifest(), NEXT);
+  assert.deepEqual(t.audited, [], "nothing to replay");
+  assert.deepEqual(
+    t.ledger.audits.map((a) => [a.passed, a.check]),
+    [[false, "record"]],
+  );
+  assert.equal(t.notices()[0].check, "record");
+});

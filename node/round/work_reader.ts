@@ -1,0 +1,100 @@
+/**
+ * Reading another peer's committed work for an audit: its work record and
+ * training states from the peer that committed them, each verified by its
+ * CID (a state's CID digest is its committed hash), and the checkpoint its
+ * round started from. A peer's states are megabytes each and useful to no
+ * one after the audit, so the ones fetched here are deleted once read.
+ *
+ * @module
+ */
+import {
+  decodeRoundCheckpoint,
+  roundCheckpointMaxBytes,
+} from "../../protocol/round_checkpoint.ts";
+import type { DeltaAnnounce } from "../../protocol/messages.ts";
+import { parseCid } from "../../protocol/cid.ts";
+import {
+  decodeState,
+  stateByteLength,
+  type TrainingState,
+} from "../../protocol/state_hash.ts";
+import {
+  decodeWorkRecord,
+  MAX_WORK_RECORD_BYTES,
+  type WorkRecord,
+} from "../../protocol/work_record.ts";
+import { WorkRecordUnserved } from "./audit_duty.ts";
+import type { BlobGetter } from "./blob_getter.ts";
+import type { RoundBlocks } from "./services.ts";
+
+/** How long an audited peer has to serve its record or a state, ms. */
+export const SERVE_DEADLINE_MS = 30_000;
+
+/** Reads committed work for audits. */
+export class WorkReader {
+  readonly #blobs: Pick<BlobGetter, "get" | "has">;
+  readonly #blocks: Pick<RoundBlocks, "delete">;
+  readonly #innerSteps: number;
+  readonly #parameterCount: number;
+  #parent: { cid: string; params: Float32Array } | null = null;
+
+  constructor(
+    blobs: Pick<BlobGetter, "get" | "has">,
+    blocks: Pick<RoundBlocks, "delete">,
+    innerSteps: number,
+    parameterCount: number,
+  ) {
+    this.#blobs = blobs;
+    this.#blocks = blocks;
+    this.#innerSteps = innerSteps;
+    this.#parameterCount = parameterCount;
+  }
+
+  /**
+   * The work record `msg` names, from its peer; a
+   * {@linkcode WorkRecordUnserved} when it cannot be had or read.
+   */
+  async record(msg: DeltaAnnounce): Promise<WorkRecord> {
+    try {
+      return await this.#blobs.get(msg.work, {
+        what: "work record",
+        maxBytes: MAX_WORK_RECORD_BYTES,
+        providers: [msg.peer],
+        timeoutMs: SERVE_DEADLINE_MS,
+        decode: (bytes) => decodeWorkRecord(bytes, this.#innerSteps),
+      });
+    } catch (err) {
+      throw new WorkRecordUnserved(msg.work, err);
+    }
+  }
+
+  /** The training state `cid`, from `peer`; not kept unless held before. */
+  async state(cid: string, peer: string): Promise<TrainingState> {
+    const held = await this.#blobs.has(cid);
+    try {
+      return await this.#blobs.get(cid, {
+        what: "training state",
+        maxBytes: stateByteLength(this.#parameterCount),
+        providers: [peer],
+        timeoutMs: SERVE_DEADLINE_MS,
+        decode: (bytes) => decodeState(bytes, this.#parameterCount),
+      });
+    } finally {
+      if (!held) await this.#blocks.delete(parseCid(cid));
+    }
+  }
+
+  /** The parameters of checkpoint `cid` (held: it is a committed C(r)). */
+  async parent(cid: string): Promise<Float32Array> {
+    if (this.#parent?.cid !== cid) {
+      const ckpt = await this.#blobs.get(cid, {
+        what: "checkpoint",
+        maxBytes: roundCheckpointMaxBytes(this.#parameterCount),
+        timeoutMs: SERVE_DEADLINE_MS,
+        decode: decodeRoundCheckpoint,
+      });
+      this.#parent = { cid, params: ckpt.params };
+    }
+    return this.#parent.params;
+  }
+}
