@@ -86,6 +86,7 @@ export function record(round: number): RoundRecord {
     valLoss: 5.1 - round / 10,
     contributed: true,
     bytesSent: 1000,
+    auditBytes: 600,
     dataParallelBytes: 90000,
     trainMs: 40,
     wallMs: 900,
@@ -140,6 +141,7 @@ export function fakeJob(rounds = 2): JobSource & {
         segment: 4,
         passed: false,
         check: "replay",
+        steps: 3,
         ms: 820,
       }],
       slashes: [{

@@ -37,8 +37,13 @@ import type {
   DeltaAnnounce,
 } from "../../protocol/messages.ts";
 import type { RoundManifest } from "../../protocol/round_manifest.ts";
-import { segmentCount, type WorkRecord } from "../../protocol/work_record.ts";
+import {
+  segmentBounds,
+  segmentCount,
+  type WorkRecord,
+} from "../../protocol/work_record.ts";
 import type { Auditor, AuditVerdict } from "./audit.ts";
+import { WorkRecordUnserved } from "./work_reader.ts";
 import { deltaCommitment } from "./commitments.ts";
 import type { RoundLedger } from "./ledger.ts";
 import type { MemberCache } from "./member_cache.ts";
@@ -219,10 +224,14 @@ export class AuditDuty {
       verdict = { passed: false, check: "record", reason: err.message };
     }
     const ms = Math.round(performance.now() - start);
+    const bounds = segmentBounds(this.#o.spec.innerSteps);
+    const replayed = verdict.passed || verdict.check === "replay" ||
+      verdict.check === "delta";
     ledger.noteAudit({
       round,
       peer,
       segment,
+      steps: replayed ? bounds[segment + 1] - bounds[segment] : 0,
       passed: verdict.passed,
       ...(verdict.passed ? { exact: verdict.exact } : { check: verdict.check }),
       ms,
@@ -366,13 +375,5 @@ export class AuditDuty {
     const run = this.#queue.then(task);
     this.#queue = run.catch(() => {});
     return run;
-  }
-}
-
-/** The work record a delta names was not served: its audit fails. */
-export class WorkRecordUnserved extends Error {
-  constructor(cid: string, cause: unknown) {
-    super(`its work record ${cid} was not served: ${(cause as Error).message}`);
-    this.name = "WorkRecordUnserved";
   }
 }

@@ -25,11 +25,8 @@ import {
   TEST_ADDRESS,
 } from "./_fakes.ts";
 import type { AuditVerdict, SegmentAudit } from "./audit.ts";
-import {
-  AuditDuty,
-  type AuditDutyOptions,
-  WorkRecordUnserved,
-} from "./audit_duty.ts";
+import { AuditDuty, type AuditDutyOptions } from "./audit_duty.ts";
+import { WorkRecordUnserved } from "./work_reader.ts";
 import { RoundLedger } from "./ledger.ts";
 import { RoundPublisher } from "./publisher.ts";
 

@@ -46,6 +46,12 @@ export interface RoundRecord {
   /** Bytes this peer sent during the round (gossip and blobs). */
   bytesSent: number;
   /**
+   * Bytes of other peers' work records and states this peer fetched to
+   * audit them during the round: verification traffic, not training's
+   * (what its peers served for audits, summed over peers).
+   */
+  auditBytes: number;
+  /**
    * Bytes a peer would send in the round under synchronous data-parallel
    * training: a ring all-reduce of fp32 gradients every inner step.
    */
@@ -92,6 +98,8 @@ export interface AuditRecord {
   exact?: boolean;
   /** The check that failed, for a failure. */
   check?: AuditCheck;
+  /** Steps re-run (the segment's length; 0 when it failed before replay). */
+  steps: number;
   /** Wall time of the audit, fetches and replay, ms. */
   ms: number;
 }
@@ -102,6 +110,7 @@ export const KEEP_REFUSALS = 512;
 /** A round's own counters, cut when the next round begins. */
 export interface RoundCounters {
   bytesSent: number;
+  auditBytes: number;
   trainMs: number;
   wallMs: number;
 }
@@ -133,10 +142,16 @@ export class RoundLedger {
   readonly auditCounts = { passed: 0, failed: 0 };
   readonly #commits = new Map<number, { tx: string; peer: string }>();
   #sent = 0;
+  #auditBytes = 0;
   #trainMs = 0;
   #enteredAt = Date.now();
 
   constructor(readonly spec: JobSpec, readonly parameterCount: number) {}
+
+  /** Counts bytes this peer fetched to audit other peers' work. */
+  noteAuditFetched(bytes: number): void {
+    this.#auditBytes += bytes;
+  }
 
   /** Counts bytes this peer sent (published gossip, served blobs). */
   noteSent(bytes: number): void {
@@ -194,10 +209,12 @@ export class RoundLedger {
   cut(at: number): RoundCounters {
     const counters = {
       bytesSent: this.#sent,
+      auditBytes: this.#auditBytes,
       trainMs: this.#trainMs,
       wallMs: at - this.#enteredAt,
     };
     this.#sent = 0;
+    this.#auditBytes = 0;
     this.#trainMs = 0;
     this.#enteredAt = at;
     return counters;

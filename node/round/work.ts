@@ -16,8 +16,8 @@
  * @module
  */
 import { NotHeldError } from "./failures.ts";
-import { Auditor } from "./audit.ts";
-import { AuditDuty } from "./audit_duty.ts";
+import type { Auditor } from "./audit.ts";
+import type { AuditDuty } from "./audit_duty.ts";
 import { signDelta } from "./commitments.ts";
 import { DeltaGate } from "./delta_gate.ts";
 import { DeltaReader } from "./delta_reader.ts";
@@ -56,7 +56,7 @@ import type { RoundServices } from "./services.ts";
 import { RoundSync } from "./sync.ts";
 import { announceDelta, RoundTraining } from "./train.ts";
 import { verifyManifest } from "./verify.ts";
-import { WorkReader } from "./work_reader.ts";
+import { peerAudits } from "./peer_audits.ts";
 
 /** What a peer's round work is made of. */
 export interface RoundWorkOptions {
@@ -132,37 +132,22 @@ export class RoundWork {
       noteSent: (bytes) => o.ledger.noteSent(bytes),
     });
     const account = privateKeyToAccount(identity.accountKey);
-    const work = new WorkReader(
-      this.#blobs,
-      services.blocks,
-      spec.innerSteps,
-      trainer.parameterCount,
-    );
-    this.#auditor = new Auditor({
-      jobId,
-      spec,
-      dataset: trainer.dataset,
-      createTrainer: trainer.createTrainer,
-      state: (cid, peer) => work.state(cid, peer),
-      exclusive: (task) => trainer.exclusive(task),
-    });
-    this.#audits = new AuditDuty({
+    ({ duty: this.#audits, auditor: this.#auditor } = peerAudits({
       jobId,
       spec,
       self: identity.peerId,
       account,
+      trainer,
+      blobs: this.#blobs,
+      blocks: services.blocks,
       chain: services.chain,
-      auditor: this.#auditor,
-      commitment: (round, account) => this.#gate.commitment(round, account),
-      record: (msg) => work.record(msg),
-      parent: (cid) => work.parent(cid),
+      gate: this.#gate,
       publisher: this.#publisher,
       members: o.members,
       ledger: o.ledger,
-      round: () => o.state().round,
-      convict: (account) => this.#gate.convict(account),
+      state: o.state,
       log: o.log,
-    });
+    }));
     this.#attester = new Attester({
       account,
       domain: services.chain.domain,

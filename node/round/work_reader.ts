@@ -23,7 +23,6 @@ import {
   MAX_WORK_RECORD_BYTES,
   type WorkRecord,
 } from "../../protocol/work_record.ts";
-import { WorkRecordUnserved } from "./audit_duty.ts";
 import type { BlobGetter } from "./blob_getter.ts";
 import type { RoundBlocks } from "./services.ts";
 
@@ -36,6 +35,7 @@ export class WorkReader {
   readonly #blocks: Pick<RoundBlocks, "delete">;
   readonly #innerSteps: number;
   readonly #parameterCount: number;
+  readonly #fetched: (bytes: number) => void;
   #parent: { cid: string; params: Float32Array } | null = null;
 
   constructor(
@@ -43,7 +43,9 @@ export class WorkReader {
     blocks: Pick<RoundBlocks, "delete">,
     innerSteps: number,
     parameterCount: number,
+    fetched: (bytes: number) => void,
   ) {
+    this.#fetched = fetched;
     this.#blobs = blobs;
     this.#blocks = blocks;
     this.#innerSteps = innerSteps;
@@ -55,13 +57,17 @@ export class WorkReader {
    * {@linkcode WorkRecordUnserved} when it cannot be had or read.
    */
   async record(msg: DeltaAnnounce): Promise<WorkRecord> {
+    const held = await this.#blobs.has(msg.work);
     try {
       return await this.#blobs.get(msg.work, {
         what: "work record",
         maxBytes: MAX_WORK_RECORD_BYTES,
         providers: [msg.peer],
         timeoutMs: SERVE_DEADLINE_MS,
-        decode: (bytes) => decodeWorkRecord(bytes, this.#innerSteps),
+        decode: (bytes) => {
+          if (!held) this.#fetched(bytes.length);
+          return decodeWorkRecord(bytes, this.#innerSteps);
+        },
       });
     } catch (err) {
       throw new WorkRecordUnserved(msg.work, err);
@@ -77,7 +83,10 @@ export class WorkReader {
         maxBytes: stateByteLength(this.#parameterCount),
         providers: [peer],
         timeoutMs: SERVE_DEADLINE_MS,
-        decode: (bytes) => decodeState(bytes, this.#parameterCount),
+        decode: (bytes) => {
+          if (!held) this.#fetched(bytes.length);
+          return decodeState(bytes, this.#parameterCount);
+        },
       });
     } finally {
       if (!held) await this.#blocks.delete(parseCid(cid));
@@ -96,5 +105,13 @@ export class WorkReader {
       this.#parent = { cid, params: ckpt.params };
     }
     return this.#parent.params;
+  }
+}
+
+/** The work record a delta names was not served: its audit fails. */
+export class WorkRecordUnserved extends Error {
+  constructor(cid: string, cause: unknown) {
+    super(`its work record ${cid} was not served: ${(cause as Error).message}`);
+    this.name = "WorkRecordUnserved";
   }
 }

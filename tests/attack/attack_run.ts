@@ -85,6 +85,11 @@ export interface AttackRunResult {
   refusals: Refusal[];
   /** Segment audits honest peers ran, of anyone, by verdict. */
   audits: { passed: number; failed: number };
+  /**
+   * Extra compute of auditing: steps honest peers re-ran in audits over
+   * the steps they trained in committed rounds.
+   */
+  auditOverhead: number;
 }
 
 /**
@@ -259,5 +264,12 @@ async function attackCluster(
       passed: audits.filter((a) => a.passed).length,
       failed: audits.filter((a) => !a.passed).length,
     },
+    auditOverhead: audits.reduce((s, a) => s + a.steps, 0) /
+      (o.spec.innerSteps *
+        rounds.reduce(
+          (s, r) =>
+            s + [...r.records.values()].filter((x) => x.contributed).length,
+          0,
+        )),
   };
 }

@@ -5,7 +5,8 @@
  * it and how soon, tokens the chain credited to attackers in the rounds
  * they attacked, whether they were slashed on chain, the final held-out
  * loss against the clean run's, and every honest peer wronged (false
- * positives).
+ * positives); for the clean run, the audits its peers ran and their cost
+ * in re-run steps over trained steps.
  *
  * @module
  */
@@ -61,7 +62,14 @@ export interface AttacksResult {
   innerSteps: number;
   model: string;
   rule: string;
-  clean: { heldoutLoss: number; falsePositives: number };
+  clean: {
+    heldoutLoss: number;
+    falsePositives: number;
+    /** Audits honest peers ran: passed, failed. */
+    audits: { passed: number; failed: number };
+    /** Steps re-run in audits over steps trained (see AttackRunResult). */
+    auditOverhead: number;
+  };
   attacks: AttackFigures[];
   /** Honest peers wronged over all runs, the clean one included. */
   falsePositives: number;
@@ -199,6 +207,8 @@ const bench: Bench<Options, AttacksResult> = {
         clean: {
           heldoutLoss: clean.heldoutLoss,
           falsePositives: clean.falsePositives.length,
+          audits: clean.audits,
+          auditOverhead: clean.auditOverhead,
         },
         attacks,
         falsePositives: clean.falsePositives.length +
@@ -213,7 +223,11 @@ const bench: Bench<Options, AttacksResult> = {
   table(r) {
     return [
       `${r.peers} peers x ${r.rounds} rounds x ${r.innerSteps} steps (${r.model} model), rule ${r.rule}`,
-      `clean run: held-out loss ${r.clean.heldoutLoss.toFixed(4)}`,
+      `clean run: held-out loss ${
+        r.clean.heldoutLoss.toFixed(4)
+      }, audits ${r.clean.audits.passed} passed / ${r.clean.audits.failed} failed, audit overhead ${
+        (100 * r.clean.auditOverhead).toFixed(1)
+      }% of training steps`,
       formatTable(
         [
           "attack",

@@ -174,8 +174,18 @@ Deno.test({
     }
     assert.ok(rounds.utilization <= 1, `utilization ${rounds.utilization}`);
     // Two peers each send their int8 delta once: far below all-reducing
-    // fp32 gradients every one of 20 steps.
-    assert.ok(rounds.reduction > 10, `reduction ${rounds.reduction}`);
+    // fp32 gradients every one of 20 steps. Audits fetch whole training
+    // states (12 bytes a parameter each), reported apart.
+    assert.ok(
+      rounds.trainingReduction > 10,
+      `training reduction ${rounds.trainingReduction}`,
+    );
+    assert.ok(rounds.reduction < rounds.trainingReduction);
+    assert.ok(
+      rounds.perPeer.some((p: { auditBytesPerRound: number }) =>
+        p.auditBytesPerRound > 0
+      ),
+    );
     assert.equal(rounds.tokens, 2 * 2 * 20 * 8 * 32);
   },
 });
@@ -202,6 +212,15 @@ Deno.test({
     const { attacks } = JSON.parse(stdout);
     assertPositive(attacks.clean.heldoutLoss, "clean heldoutLoss");
     assert.equal(attacks.falsePositives, 0);
+    // One segment of 16 re-run per contributor and round: about 6% of the
+    // steps trained (fewer when the last round's audits were still running
+    // as the peers stopped).
+    assert.equal(attacks.clean.audits.failed, 0);
+    assert.ok(attacks.clean.audits.passed > 0);
+    assert.ok(
+      attacks.clean.auditOverhead > 0 && attacks.clean.auditOverhead <= 0.1,
+      `audit overhead ${attacks.clean.auditOverhead}`,
+    );
     assert.equal(attacks.attacks.length, 1);
     const [zero] = attacks.attacks;
     assert.equal(zero.name, "zero-delta");

@@ -36,8 +36,10 @@ import {
 /** One peer's figures over the whole run. */
 export interface PeerFigures {
   name: string;
-  /** Mean bytes sent per round. */
+  /** Mean bytes sent per round, audit traffic included. */
   bytesPerRound: number;
+  /** Mean bytes per round it fetched to audit other peers' work. */
+  auditBytesPerRound: number;
   /** Data-parallel bytes per round over bytes sent. */
   reduction: number;
   /** Time in training steps over wall time, all rounds. */
@@ -69,6 +71,12 @@ export interface RoundsResult {
   /** Bytes a peer sends per round under data-parallel training. */
   dataParallelBytesPerRound: number;
   perPeer: PeerFigures[];
+  /**
+   * Data-parallel bytes over the training traffic alone: bytes sent less
+   * the audit traffic, as means over peers (every audit byte one peer
+   * fetched is one another peer served).
+   */
+  trainingReduction: number;
   /** Means over peers. */
   reduction: number;
   utilization: number;
@@ -185,6 +193,8 @@ const bench: Bench<Options, RoundsResult> = {
       const perPeer: PeerFigures[] = peers.map((p) => {
         const recs = rounds.map((r) => r.records.get(p.name)!);
         const sent = recs.reduce((s, r) => s + r.bytesSent, 0) / recs.length;
+        const audit = recs.reduce((s, r) => s + r.auditBytes, 0) /
+          recs.length;
         const dp = recs.reduce((s, r) => s + r.dataParallelBytes, 0) /
           recs.length;
         const utilization = (rs: typeof recs) =>
@@ -193,6 +203,7 @@ const bench: Bench<Options, RoundsResult> = {
         return {
           name: p.name,
           bytesPerRound: sent,
+          auditBytesPerRound: audit,
           reduction: dp / sent,
           utilization: utilization(recs),
           steadyUtilization: recs.length > 1
@@ -225,6 +236,9 @@ const bench: Bench<Options, RoundsResult> = {
         lossRatio: last.valLoss / alone.valLoss,
         dataParallelBytesPerRound: first.dataParallelBytes,
         perPeer,
+        trainingReduction: first.dataParallelBytes /
+          (mean(perPeer.map((p) => p.bytesPerRound)) -
+            mean(perPeer.map((p) => p.auditBytesPerRound))),
         reduction: mean(perPeer.map((p) => p.reduction)),
         utilization: mean(perPeer.map((p) => p.utilization)),
         steadyUtilization: mean(perPeer.map((p) => p.steadyUtilization)),
@@ -247,6 +261,7 @@ const bench: Bench<Options, RoundsResult> = {
         [
           "peer",
           "sent/round",
+          "audit fetches",
           "vs data-parallel",
           "utilization",
           "from round 2",
@@ -255,6 +270,7 @@ const bench: Bench<Options, RoundsResult> = {
         r.perPeer.map((p) => [
           p.name,
           formatBytes(Math.round(p.bytesPerRound)),
+          formatBytes(Math.round(p.auditBytesPerRound)),
           `${Math.round(p.reduction)}x less`,
           `${(100 * p.utilization).toFixed(1)}%`,
           `${(100 * p.steadyUtilization).toFixed(1)}%`,
@@ -265,9 +281,11 @@ const bench: Bench<Options, RoundsResult> = {
         formatBytes(Math.round(r.dataParallelBytesPerRound))
       } per peer per round; mean reduction ${
         Math.round(r.reduction)
-      }x, mean utilization ${(100 * r.utilization).toFixed(1)}% (${
-        (100 * r.steadyUtilization).toFixed(1)
-      }% from round 2)`,
+      }x with audits, ${
+        Math.round(r.trainingReduction)
+      }x for training traffic alone; mean utilization ${
+        (100 * r.utilization).toFixed(1)
+      }% (${(100 * r.steadyUtilization).toFixed(1)}% from round 2)`,
     ].join("\n");
   },
 };

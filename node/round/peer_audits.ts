@@ -1,0 +1,83 @@
+/**
+ * A peer's audits wired to the services they use: an {@linkcode Auditor}
+ * whose replays run on a second trainer of the peer's own build, between
+ * the steps of its training, and an {@linkcode AuditDuty} that reads the
+ * audited work from its peers and the commitments from the delta gate.
+ *
+ * @module
+ */
+import type { LocalAccount } from "viem";
+import type { JobSpec } from "../../protocol/job_spec.ts";
+import type { RoundState } from "../../protocol/round_state.ts";
+import { Auditor } from "./audit.ts";
+import { AuditDuty } from "./audit_duty.ts";
+import type { BlobGetter } from "./blob_getter.ts";
+import type { DeltaGate } from "./delta_gate.ts";
+import type { RoundTrainer } from "./inner_loop.ts";
+import type { RoundLedger } from "./ledger.ts";
+import type { MemberCache } from "./member_cache.ts";
+import type { RoundPublisher } from "./publisher.ts";
+import type { RoundBlocks, RoundChain } from "./services.ts";
+import { WorkReader } from "./work_reader.ts";
+
+/** What {@linkcode peerAudits} wires together. */
+export interface PeerAuditsOptions {
+  jobId: string;
+  spec: JobSpec;
+  /** This peer's id. */
+  self: string;
+  account: LocalAccount;
+  trainer: Pick<
+    RoundTrainer,
+    "dataset" | "createTrainer" | "exclusive" | "parameterCount"
+  >;
+  blobs: BlobGetter;
+  blocks: Pick<RoundBlocks, "delete">;
+  chain: Pick<RoundChain, "domain" | "slash">;
+  gate: Pick<DeltaGate, "commitment" | "convict">;
+  publisher: RoundPublisher;
+  members: Pick<MemberCache, "isMemberAccount" | "forgetAccount">;
+  ledger: RoundLedger;
+  state: () => Pick<RoundState, "round">;
+  log: (line: string) => void;
+}
+
+/** The duty, and the auditor to dispose of when the peer stops. */
+export function peerAudits(
+  o: PeerAuditsOptions,
+): { duty: AuditDuty; auditor: Auditor } {
+  const { jobId, spec, trainer, gate } = o;
+  const work = new WorkReader(
+    o.blobs,
+    o.blocks,
+    spec.innerSteps,
+    trainer.parameterCount,
+    (bytes) => o.ledger.noteAuditFetched(bytes),
+  );
+  const auditor = new Auditor({
+    jobId,
+    spec,
+    dataset: trainer.dataset,
+    createTrainer: trainer.createTrainer,
+    state: (cid, peer) => work.state(cid, peer),
+    exclusive: (task) => trainer.exclusive(task),
+  });
+  const duty = new AuditDuty({
+    jobId,
+    spec,
+    self: o.self,
+    account: o.account,
+    chain: o.chain,
+    auditor,
+    commitment: (round, account) => gate.commitment(round, account),
+    record: (msg) => work.record(msg),
+    parent: (cid) => work.parent(cid),
+    publisher: o.publisher,
+    members: o.members,
+    ledger: o.ledger,
+    round: () => o.state().round,
+    convict: (account) => gate.convict(account),
+    log: o.log,
+  });
+  return { duty, auditor };
+}
