@@ -71,6 +71,10 @@ contract ZooRegistry is ZooStaking, ZooEvidence {
     uint256 public constant MAX_SIGNATURES = 256;
     /// A slashing reporter gets 1/REPORTER_SHARE of the stake taken.
     uint256 public constant REPORTER_SHARE = 10;
+    /// Seconds after a job's last commit before rewards can be claimed: time
+    /// for the last round's audits to run and their evidence to land, so a
+    /// cheat in that round is slashed before it can claim.
+    uint64 public constant CHALLENGE_WINDOW = 1 hours;
 
     // ---------------------------------------------------------------- state
 
@@ -119,6 +123,7 @@ contract ZooRegistry is ZooStaking, ZooEvidence {
     error WrongParent(bytes32 expected, bytes32 got);
     error JobFinished(bytes32 job);
     error JobNotFinished(bytes32 job);
+    error ChallengeWindowOpen(bytes32 job, uint64 claimsFrom);
     error BadContributions(string reason);
     error UnknownContributor(address account);
     error InvalidSignature(uint256 index);
@@ -238,12 +243,15 @@ contract ZooRegistry is ZooStaking, ZooEvidence {
     // -------------------------------------------------------------- rewards
 
     /// @notice Pays the caller's share of a finished job's reward pool, in
-    /// proportion to its recorded contributions.
+    /// proportion to its recorded contributions, once the challenge window
+    /// after its last commit has passed.
     /// @dev Payouts are differences of a cumulative pro-rata sum, so the last
     /// claim takes the rounding dust and all payouts add up to the pool.
     function claimReward(bytes32 job) external {
         Job storage j = knownJob(job);
         if (j.nextRound < j.rounds) revert JobNotFinished(job);
+        uint64 claimsFrom = claimsOpenAt(job, j);
+        if (block.timestamp < claimsFrom) revert ChallengeWindowOpen(job, claimsFrom);
         if (hasClaimed[job][msg.sender]) revert AlreadyClaimed(job, msg.sender);
         uint256 share = contributionOf[job][msg.sender];
         if (share == 0) revert NothingToClaim(job, msg.sender);
@@ -257,12 +265,19 @@ contract ZooRegistry is ZooStaking, ZooEvidence {
     }
 
     /// @notice What `account` could claim from `job` now (0 before the job
-    /// finishes or after claiming).
+    /// finishes and its challenge window has passed, or after claiming).
     function claimable(bytes32 job, address account) external view returns (uint256) {
         Job storage j = jobs[job];
         uint256 share = contributionOf[job][account];
         if (j.nextRound < j.rounds || share == 0 || hasClaimed[job][account]) return 0;
+        if (block.timestamp < claimsOpenAt(job, j)) return 0;
         return (j.rewardPool * (j.claimedContribution + share)) / j.totalContribution - j.paid;
+    }
+
+    /// @dev When a finished job's claims open: its last commit plus the
+    /// challenge window.
+    function claimsOpenAt(bytes32 job, Job storage j) private view returns (uint64) {
+        return roundsOf[job][j.rounds - 1].committedAt + CHALLENGE_WINDOW;
     }
 
     // ---------------------------------------------------------------- views

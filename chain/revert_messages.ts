@@ -45,6 +45,10 @@ const MESSAGES: Record<string, Describe> = {
   JobFinished: ([job]) => `job ${job} has committed all its rounds`,
   JobNotFinished: ([job]) =>
     `job ${job} has rounds left; rewards are paid once it finishes`,
+  ChallengeWindowOpen: ([job, from]) =>
+    `job ${job} is in its challenge window (audits of its last round may still slash); claims open at ${
+      new Date(Number(from) * 1000).toISOString()
+    }`,
   BadContributions: ([reason]) => `bad contributions: ${reason}`,
   UnknownContributor: ([a]) => `contributor ${a} is not a member of this job`,
   InvalidSignature: ([i]) =>

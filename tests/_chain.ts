@@ -53,6 +53,21 @@ export const TEST_REGISTRY = {
   unbondingDelay: 3600n,
 };
 
+/** Seconds after a job's last commit before claims open (the contract's). */
+export const CHALLENGE_WINDOW = 3600;
+
+/** Moves anvil's clock on by `seconds` and mines a block there. */
+export async function passTime(
+  client: ChainClient,
+  seconds: number,
+): Promise<void> {
+  await client.public.request({
+    method: "evm_increaseTime" as never,
+    params: [seconds] as never,
+  });
+  await client.public.request({ method: "evm_mine" as never });
+}
+
 /** Test options: viem keeps HTTP keep-alive timers after calls. */
 export const CHAIN_TEST = { sanitizeOps: false, sanitizeResources: false };
 

@@ -18,10 +18,12 @@ import {
 import {
   attestation,
   CHAIN_TEST,
+  CHALLENGE_WINDOW,
   digestOf,
   GENESIS,
   JOB,
   jobWithMembers,
+  passTime,
   rejects,
   signAll,
   TEST_REGISTRY,
@@ -202,6 +204,8 @@ Deno.test({
         }),
         "JobFinished",
       );
+      await rejects(claimReward(b.reg, { job: JOB }), "ChallengeWindowOpen");
+      await passTime(b.client, CHALLENGE_WINDOW);
       await claimReward(b.reg, { job: JOB });
       await rejects(claimReward(b.reg, { job: JOB }), "AlreadyClaimed");
       await rejects(claimReward(d.reg, { job: JOB }), "NothingToClaim");

@@ -20,9 +20,11 @@ import {
 import {
   attestation,
   CHAIN_TEST,
+  CHALLENGE_WINDOW,
   GENESIS,
   JOB,
   jobWithMembers,
+  passTime,
   rejects,
   REWARD,
   signAll,
@@ -104,6 +106,12 @@ Deno.test({
         [c, 2000n],
         [d, 3000n],
       ]);
+      // Claims wait out the challenge window after the last commit.
+      assert.equal(await claimable(a.reg, JOB, a.client.account.address), 0n);
+      await rejects(claimReward(a.reg, { job: JOB }), "ChallengeWindowOpen");
+      await passTime(a.client, CHALLENGE_WINDOW - 5);
+      await rejects(claimReward(a.reg, { job: JOB }), "ChallengeWindowOpen");
+      await passTime(a.client, 5);
       let paid = 0n;
       for (const [n, tokens] of expected) {
         const address = n.client.account.address;
@@ -145,6 +153,7 @@ Deno.test({
         attestation: att,
         signatures: await signAll(nodes, att),
       });
+      await passTime(nodes[0].client, CHALLENGE_WINDOW);
       let paid = 0n;
       for (const n of nodes) {
         paid += (await claimReward(n.reg, { job: JOB })).amount;
@@ -187,11 +196,7 @@ Deno.test({
         "NodeExiting",
       );
       await rejects(withdrawStake(c.reg), "StillUnbonding");
-      await c.client.public.request({
-        method: "evm_increaseTime" as never,
-        params: [Number(TEST_REGISTRY.unbondingDelay)] as never,
-      });
-      await c.client.public.request({ method: "evm_mine" as never });
+      await passTime(c.client, Number(TEST_REGISTRY.unbondingDelay));
       const address = c.client.account.address;
       const before = await c.client.public.getBalance({ address });
       const tx = await withdrawStake(c.reg);
