@@ -12,6 +12,7 @@ import {
   JOB_TEST,
   roundsOf,
   tinySpec,
+  trainingOf,
   withJobCluster,
 } from "./_job_cluster.ts";
 
@@ -53,6 +54,13 @@ function threePeersThreeRounds(args: string[]) {
       val[2] < val[0] - 0.1,
       `held-out loss should fall: ${val.join(" -> ")}`,
     );
+    // Honest peers audit each other (rounds 0 and 1 at least, by now) and
+    // every audit passes: bit for bit, on one build.
+    const audits = (await Promise.all(peers.map((p) => trainingOf(p))))
+      .flatMap((t) => t.audits);
+    assert.ok(audits.length >= 2 * 3, JSON.stringify(audits));
+    assert.ok(audits.every((a) => a.passed), JSON.stringify(audits));
+    assert.ok(audits.every((a) => a.exact), JSON.stringify(audits));
   });
 }
 
@@ -129,5 +137,21 @@ Deno.test({
       const asCpu = back.find((s) => s.peerId === cpu.info.peerId);
       assert.equal(asCpu?.backend, "wasm");
       assert.match(asCpu?.device ?? "", /^wasm-(relaxed|simd128) x1$/);
+      // Each audits the other on its own build: not bit for bit across
+      // WebGPU and WASM, but within the tolerance, so honest work passes.
+      for (const [p, other] of [[gpu, cpu], [cpu, gpu]]) {
+        const audits = await waitFor(
+          async () => {
+            const a = (await trainingOf(p)).audits;
+            return a.some((x) => x.round === 0) ? a : null;
+          },
+          60_000,
+          `${p.name} auditing round 0`,
+        );
+        for (const a of audits) {
+          assert.equal(a.peer, other.info.peerId);
+          assert.ok(a.passed && a.exact === false, JSON.stringify(a));
+        }
+      }
     }),
 });

@@ -54,7 +54,16 @@ export const CROSS_KERNEL_TOLERANCE = 0.05;
 
 /** What an audit found. */
 export type AuditVerdict =
-  | { passed: true; exact: boolean }
+  | {
+    passed: true;
+    exact: boolean;
+    /**
+     * For a pass within tolerance: the replay's distance from the
+     * committed end over the segment's progress (at most
+     * {@linkcode CROSS_KERNEL_TOLERANCE}); 0 when exact.
+     */
+    drift: number;
+  }
   | {
     passed: false;
     check: AuditCheck;
@@ -148,7 +157,7 @@ export class Auditor {
       }
       const end = await this.#replay(a, start, from, to, fetch);
       const claimed = parseCid(record.states[a.segment + 1]).multihash.digest;
-      let exact = true;
+      let exact = true, drift = 0;
       let committedEnd: TrainingState | null = null;
       if (!sameBytes(stateHash(end), claimed)) {
         if (msg.kernel === this.#kernel()) {
@@ -161,6 +170,7 @@ export class Auditor {
         committedEnd = await fetch(a.segment + 1);
         const off = distance(end.params, committedEnd.params);
         const progress = distance(committedEnd.params, start.params);
+        drift = off / progress;
         if (!(off <= CROSS_KERNEL_TOLERANCE * progress)) {
           return fail(
             "replay",
@@ -184,7 +194,7 @@ export class Auditor {
       if (cidToString(await cidForBytes(blob)) !== msg.delta) {
         return fail("delta", "its delta is not C(r) minus its final state");
       }
-      return { passed: true, exact };
+      return { passed: true, exact, drift };
     } catch (err) {
       if (!(err instanceof Unserved)) throw err;
       return fail("start", err.message);

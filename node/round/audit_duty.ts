@@ -239,7 +239,9 @@ export class AuditDuty {
     log(
       verdict.passed
         ? `round ${round}: audit of ${peer} segment ${segment} passed${
-          verdict.exact ? " bit for bit" : " within tolerance"
+          verdict.exact
+            ? " bit for bit"
+            : ` within tolerance (drift ${verdict.drift.toExponential(2)})`
         } (${ms} ms)`
         : `round ${round}: audit of ${peer} segment ${segment} FAILED its ${verdict.check} check: ${verdict.reason}`,
     );

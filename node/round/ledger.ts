@@ -96,6 +96,8 @@ export interface AuditRecord {
   passed: boolean;
   /** Passed bit for bit (same kernel build) rather than within tolerance. */
   exact?: boolean;
+  /** For a pass: the replay's distance from the committed end over progress. */
+  drift?: number;
   /** The check that failed, for a failure. */
   check?: AuditCheck;
   /** Steps re-run (the segment's length; 0 when it failed before replay). */
