@@ -171,6 +171,7 @@ export function fakeJob(rounds = 2): JobSource & {
           ? {
             round: n,
             record: records[n],
+            audits: [],
             chain: {
               parent: "bafkreiparent",
               checkpoint: records[n].checkpoint,

@@ -168,6 +168,8 @@ export interface RoundDetail {
   round: number;
   /** What this node recorded when it closed the round; null if it did not. */
   record: RoundRecord | null;
+  /** The audits this node ran of the round's contributors. */
+  audits: AuditRecord[];
   /** The commit as the chain records it. */
   chain: {
     parent: string;

@@ -137,7 +137,9 @@ export class JobChainView {
   }
 
   /** Round `round` as committed on chain, or null when it is not. */
-  async round(round: number): Promise<Omit<RoundDetail, "record"> | null> {
+  async round(
+    round: number,
+  ): Promise<Omit<RoundDetail, "record" | "audits"> | null> {
     const r = await readRound(
       this.#o.registry,
       cidToBytes32(this.#o.jobId),

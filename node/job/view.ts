@@ -76,7 +76,8 @@ export function createJobView(o: JobViewOptions): JobSource {
       const onChain = await chain.round(round);
       if (onChain === null) return null;
       const record = ledger.records.find((r) => r.round === round) ?? null;
-      return { ...onChain, record };
+      const audits = ledger.audits.filter((a) => a.round === round);
+      return { ...onChain, record, audits };
     },
     leave() {
       const round = driver.state.round;

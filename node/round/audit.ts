@@ -28,7 +28,11 @@
  */
 import { splitTrainVal } from "../../protocol/dataset.ts";
 import type { Dataset } from "../../protocol/dataset.ts";
-import type { Trainer, TrainerInit } from "../../kernels/trainer.ts";
+import type {
+  TokenBatch,
+  Trainer,
+  TrainerInit,
+} from "../../kernels/trainer.ts";
 import { assignChunks } from "../../protocol/assignment.ts";
 import { cidForBytes, cidToString, parseCid } from "../../protocol/cid.ts";
 import type { JobSpec } from "../../protocol/job_spec.ts";
@@ -63,6 +67,13 @@ export type AuditVerdict =
      * {@linkcode CROSS_KERNEL_TOLERANCE}); 0 when exact.
      */
     drift: number;
+    /**
+     * Templar's cheap check, recorded, not judged: the loss on one of the
+     * peer's prescribed batches (the segment's last) at C(r) and at its
+     * final state. An update that does not lower it did little on its own
+     * data.
+     */
+    loss: { before: number; after: number };
   }
   | {
     passed: false;
@@ -155,7 +166,7 @@ export class Auditor {
       ) {
         return fail("start", "its step-0 parameters are not C(r)'s");
       }
-      const end = await this.#replay(a, start, from, to, fetch);
+      const { end, batch } = await this.#replay(a, start, from, to, fetch);
       const claimed = parseCid(record.states[a.segment + 1]).multihash.digest;
       let exact = true, drift = 0;
       let committedEnd: TrainingState | null = null;
@@ -194,11 +205,32 @@ export class Auditor {
       if (cidToString(await cidForBytes(blob)) !== msg.delta) {
         return fail("delta", "its delta is not C(r) minus its final state");
       }
-      return { passed: true, exact, drift };
+      return {
+        passed: true,
+        exact,
+        drift,
+        loss: await this.#lossCheck(batch, a.parent, final.params),
+      };
     } catch (err) {
       if (!(err instanceof Unserved)) throw err;
       return fail("start", err.message);
     }
+  }
+
+  /** The loss on `batch` at `before` and at `after` (see AuditVerdict). */
+  #lossCheck(
+    batch: TokenBatch,
+    before: Float32Array,
+    after: Float32Array,
+  ): Promise<{ before: number; after: number }> {
+    const trainer = this.#replayTrainer();
+    const exclusive = this.#o.exclusive ?? ((task) => task());
+    return exclusive(async () => {
+      trainer.setParams(before);
+      const lossBefore = await trainer.evalLoss(batch);
+      trainer.setParams(after);
+      return { before: lossBefore, after: await trainer.evalLoss(batch) };
+    });
   }
 
   /** Releases the replay trainer. */
@@ -228,7 +260,7 @@ export class Auditor {
     from: number,
     to: number,
     fetch: (k: number) => Promise<TrainingState>,
-  ): Promise<TrainingState> {
+  ): Promise<{ end: TrainingState; batch: TokenBatch }> {
     const { spec, dataset, jobId } = this.#o;
     const { msg, record } = a;
     const H = spec.innerSteps, B = spec.batchSize, T = spec.contextLength;
@@ -253,7 +285,7 @@ export class Auditor {
       trainer.optimizerStep = msg.round * H + from;
       return Promise.resolve();
     });
-    const batch = {
+    const batch: TokenBatch = {
       inputs: new Int32Array(B * T),
       targets: new Int32Array(B * T),
       B,
@@ -275,7 +307,7 @@ export class Auditor {
       for (let i = 0; i < by.length; i++) by[i] = a.parent[i] - zero.params[i];
       for (let i = 0; i < by.length; i++) params[i] += by[i];
     }
-    return { step: to, params, m, v };
+    return { end: { step: to, params, m, v }, batch };
   }
 }
 

@@ -242,6 +242,8 @@ export class AuditDuty {
           verdict.exact
             ? " bit for bit"
             : ` within tolerance (drift ${verdict.drift.toExponential(2)})`
+        }; loss on its batch ${verdict.loss.before.toFixed(3)} -> ${
+          verdict.loss.after.toFixed(3)
         } (${ms} ms)`
         : `round ${round}: audit of ${peer} segment ${segment} FAILED its ${verdict.check} check: ${verdict.reason}`,
     );

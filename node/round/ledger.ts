@@ -98,6 +98,11 @@ export interface AuditRecord {
   exact?: boolean;
   /** For a pass: the replay's distance from the committed end over progress. */
   drift?: number;
+  /**
+   * For a pass: loss on one of the peer's batches at C(r) and at its final
+   * state (Templar's check, recorded).
+   */
+  loss?: { before: number; after: number };
   /** The check that failed, for a failure. */
   check?: AuditCheck;
   /** Steps re-run (the segment's length; 0 when it failed before replay). */

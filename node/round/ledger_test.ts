@@ -12,10 +12,12 @@ Deno.test("RoundLedger: counters are cut when the next round begins, whenever th
   const ledger = new RoundLedger(spec, 1000);
   const start = Date.now();
   ledger.noteSent(100);
+  ledger.noteAuditFetched(60);
   ledger.noteTraining(40);
   const round0 = ledger.cut(start + 500);
   // The next round's work, while round 0's record is still being made.
   ledger.noteSent(7);
+  ledger.noteAuditFetched(5);
   ledger.noteTraining(3);
   const record = ledger.closeRound({
     round: 0,
@@ -27,10 +29,12 @@ Deno.test("RoundLedger: counters are cut when the next round begins, whenever th
     livePeers: 2,
   });
   assert.equal(record.bytesSent, 100);
+  assert.equal(record.auditBytes, 60);
   assert.equal(record.trainMs, 40);
   assert.ok(record.wallMs >= 500 && record.wallMs < 1000, `${record.wallMs}`);
   assert.deepEqual(ledger.cut(start + 800), {
     bytesSent: 7,
+    auditBytes: 5,
     trainMs: 3,
     wallMs: 300,
   });
@@ -76,4 +80,20 @@ Deno.test("RoundLedger: refusals are kept once each, counted, and bounded", () =
   assert.equal(ledger.refusals.length, KEEP_REFUSALS);
   assert.equal(ledger.refusals.at(-1)!.round, 100 + KEEP_REFUSALS + 9);
   assert.equal(ledger.refused.get("delta:zero"), 2 + KEEP_REFUSALS + 10);
+});
+
+Deno.test("RoundLedger: audits are counted by verdict and the latest kept", () => {
+  const ledger = new RoundLedger(spec, 1000);
+  const a = { round: 0, peer: "p", segment: 3, steps: 2, ms: 10 };
+  ledger.noteAudit({ ...a, passed: true, exact: true });
+  ledger.noteAudit({ ...a, passed: false, check: "replay" });
+  for (let i = 0; i < KEEP_REFUSALS; i++) {
+    ledger.noteAudit({ ...a, round: 1 + i, passed: true });
+  }
+  assert.deepEqual(ledger.auditCounts, {
+    passed: KEEP_REFUSALS + 1,
+    failed: 1,
+  });
+  assert.equal(ledger.audits.length, KEEP_REFUSALS);
+  assert.equal(ledger.audits.at(-1)!.round, KEEP_REFUSALS);
 });

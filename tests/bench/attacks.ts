@@ -71,6 +71,11 @@ export interface AttacksResult {
     auditOverhead: number;
   };
   attacks: AttackFigures[];
+  /**
+   * The extra compute of auditing, from the clean run: steps honest peers
+   * re-ran in audits over the steps they trained.
+   */
+  auditOverhead: number;
   /** Honest peers wronged over all runs, the clean one included. */
   falsePositives: number;
 }
@@ -211,6 +216,7 @@ const bench: Bench<Options, AttacksResult> = {
           auditOverhead: clean.auditOverhead,
         },
         attacks,
+        auditOverhead: clean.auditOverhead,
         falsePositives: clean.falsePositives.length +
           attacks.reduce((s, a) => s + a.falsePositives, 0),
       };
