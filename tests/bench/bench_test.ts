@@ -284,3 +284,31 @@ gpuTest(
     assert.equal(typeof kernels.floor4096, "string");
   },
 );
+
+Deno.test("bench catch --json: the audit plan catches a partial-work peer as often as 1 - (1 - rate*q)^n says", async () => {
+  const { code, stdout, stderr } = await bench(
+    "catch",
+    "--json",
+    "--trials",
+    "400",
+    "--rounds",
+    "4",
+  );
+  assert.equal(code, 0, stderr);
+  const { catch: r } = JSON.parse(stdout);
+  assert.equal(r.faked, 0.5);
+  assert.equal(r.rates.length, 5);
+  for (const x of r.rates) {
+    // Seeds are fixed, so this is deterministic; 0.08 is about 3 standard
+    // errors of 400 draws.
+    x.measured.forEach((m: number, i: number) =>
+      assert.ok(
+        Math.abs(m - x.formula[i]) < 0.08,
+        `rate ${x.rate}, n ${i + 1}: ${m} vs ${x.formula[i]}`,
+      )
+    );
+  }
+  // At rate 1 a peer faking half its segments is caught within 4 rounds
+  // in about 94% of jobs.
+  assert.ok(r.rates.at(-1).measured[3] > 0.85);
+});

@@ -20,6 +20,7 @@ const BENCHES: Record<string, () => Promise<{ default: Bench }>> = {
   chain: () => import("./chain.ts"),
   rounds: () => import("./rounds.ts"),
   attacks: () => import("./attacks.ts"),
+  catch: () => import("./catch.ts"),
 };
 
 /** Where and on what the numbers were taken. */
