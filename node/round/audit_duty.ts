@@ -68,6 +68,12 @@ export interface AuditDutyOptions {
   auditor: Pick<Auditor, "audit">;
   /** The signed delta `account` announced first in `round`, if seen. */
   commitment(round: number, account: string): DeltaAnnounce | undefined;
+  /** The signed delta `peer` announced first in `round`, if it names `delta`. */
+  announced(
+    round: number,
+    peer: string,
+    delta: string,
+  ): DeltaAnnounce | undefined;
   /** The work record a delta names, fetched from its peer and decoded. */
   record(msg: DeltaAnnounce): Promise<WorkRecord>;
   /** A checkpoint's parameters by CID (C(r): the audited round's start). */
@@ -117,25 +123,41 @@ export class AuditDuty {
 
   /**
    * Audits what the plan of `manifest`'s round, seeded by `next` (the CID
-   * of the checkpoint it committed), asks of this peer.
+   * of the checkpoint it committed), asks of this peer. Every delta the
+   * manifest lists is drawn from, the excluded ones too: a delta screened
+   * out as no work earns nothing, and an audit turns the lie into a slash.
    */
   roundClosed(manifest: RoundManifest, next: string): Promise<void> {
-    const { self, spec } = this.#o;
-    const contributors = manifest.contributions.map((c) => c.peer);
+    const { self, spec, log } = this.#o;
+    const listed = new Map<string, string>();
+    for (const e of [...manifest.contributions, ...manifest.excluded]) {
+      listed.set(e.peer, e.delta);
+    }
+    const peers = [...listed.keys()];
     this.#prune(manifest.round);
     const plan = planAudits({
       seed: next,
-      contributors,
-      members: contributors,
+      contributors: peers,
+      members: peers,
       segments: segmentCount(spec.innerSteps),
       rate: AUDIT_RATE,
       auditors: AUDITORS_PER_AUDIT,
     });
     const mine = plan.filter((a) => a.auditors.includes(self));
     return Promise.all(mine.map((a) => {
-      const c = manifest.contributions.find((x) => x.peer === a.peer)!;
-      if (this.#convicted.has(c.account.toLowerCase())) return;
-      return this.#audit(manifest.round, c.account, a.peer, a.segment, c.delta);
+      const msg = this.#o.announced(
+        manifest.round,
+        a.peer,
+        listed.get(a.peer)!,
+      );
+      if (!msg) {
+        log(
+          `round ${manifest.round}: cannot audit ${a.peer}: its signed delta was not seen here`,
+        );
+        return;
+      }
+      if (this.#convicted.has(msg.account.toLowerCase())) return;
+      return this.#audit(manifest.round, msg.account, a.peer, a.segment);
     })).then(() => {});
   }
 
@@ -178,19 +200,17 @@ export class AuditDuty {
     account: Address,
     peer: string,
     segment: number,
-    delta?: string,
   ): Promise<AuditVerdict | null> {
     const c = this.#case(round, account);
-    c.verdict ??= this.#serial(() =>
-      this.#judge(round, account, peer, segment, delta)
-    ).then(async (verdict) => {
-      const work = this.#o.commitment(round, account);
-      if (verdict && !verdict.passed && work) {
-        await this.#sign(work, segment, verdict.check, c);
-        this.#maybeConvict(work, c);
-      }
-      return verdict;
-    });
+    c.verdict ??= this.#serial(() => this.#judge(round, account, peer, segment))
+      .then(async (verdict) => {
+        const work = this.#o.commitment(round, account);
+        if (verdict && !verdict.passed && work) {
+          await this.#sign(work, segment, verdict.check, c);
+          this.#maybeConvict(work, c);
+        }
+        return verdict;
+      });
     return c.verdict;
   }
 
@@ -199,11 +219,10 @@ export class AuditDuty {
     account: Address,
     peer: string,
     segment: number,
-    delta?: string,
   ): Promise<AuditVerdict | null> {
     const { log, ledger } = this.#o;
     const msg = this.#o.commitment(round, account);
-    if (!msg || msg.peer !== peer || (delta && msg.delta !== delta)) {
+    if (!msg || msg.peer !== peer) {
       log(
         `round ${round}: cannot audit ${peer}: its signed delta was not seen here`,
       );

@@ -87,6 +87,10 @@ function duty(
       round === 0 && acct.toLowerCase() === TEST_ADDRESS.toLowerCase()
         ? work
         : undefined,
+    announced: (round, peer, delta) =>
+      round === 0 && peer === work.peer && delta === work.delta
+        ? work
+        : undefined,
     record: () => Promise.resolve({ peers: PEERS, states: [], shifted: 0 }),
     parent: () => Promise.resolve(new Float32Array(1)),
     publisher: new RoundPublisher({
@@ -159,6 +163,28 @@ Deno.test("AuditDuty runs the audits the plan draws for this peer, and only thos
     assert.deepEqual(t.notices(), [], "a passed audit is not announced");
     assert.deepEqual(t.chain.slashes, []);
   }
+});
+
+Deno.test("a delta the leader screened out is audited like an aggregated one", async () => {
+  const m = await manifest();
+  const screened = {
+    ...m,
+    contributions: m.contributions.slice(1),
+    excluded: [{
+      peer: PEERS[0],
+      delta: work.delta,
+      reason: "misaligned" as const,
+      evidence: "",
+    }],
+  };
+  const { drawn, segment } = auditors();
+  const t = duty(drawn, FAIL);
+  await t.d.roundClosed(screened, NEXT);
+  assert.deepEqual(
+    t.audited.map((a) => [a.msg.peer, a.segment]),
+    [[PEERS[0], segment]],
+  );
+  assert.equal(t.notices()[0].accused, PEERS[0]);
 });
 
 /** The peer among PEERS[1], PEERS[2] drawn to audit PEERS[0], and the other. */

@@ -115,6 +115,20 @@ export class CommitmentBook {
     return this.#first.get(`${round}/${account.toLowerCase()}`);
   }
 
+  /** The first commitment `peer` signed for `round` naming `delta`, if kept. */
+  announced(
+    round: number,
+    peer: string,
+    delta: string,
+  ): DeltaAnnounce | undefined {
+    for (const msg of this.#first.values()) {
+      if (msg.round === round && msg.peer === peer && msg.delta === delta) {
+        return msg;
+      }
+    }
+    return undefined;
+  }
+
   /**
    * Records `msg`; the equivocation it proves (a different commitment by
    * the same account in the same round, reported once), or null. Rounds

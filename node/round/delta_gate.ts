@@ -89,6 +89,18 @@ export class DeltaGate {
   }
 
   /**
+   * The signed delta `peer` announced first in `round`, if it names `delta`
+   * (a manifest's entry, which names the peer and the delta only).
+   */
+  announced(
+    round: number,
+    peer: string,
+    delta: string,
+  ): DeltaAnnounce | undefined {
+    return this.#book.announced(round, peer, delta);
+  }
+
+  /**
    * Ignores `account`'s deltas from now on: its work was proven false
    * another way (a quorum failed it in audit).
    */

@@ -34,7 +34,7 @@ export interface PeerAuditsOptions {
   blobs: BlobGetter;
   blocks: Pick<RoundBlocks, "delete">;
   chain: Pick<RoundChain, "domain" | "slash">;
-  gate: Pick<DeltaGate, "commitment" | "convict">;
+  gate: Pick<DeltaGate, "commitment" | "announced" | "convict">;
   publisher: RoundPublisher;
   members: Pick<MemberCache, "isMemberAccount" | "forgetAccount">;
   ledger: RoundLedger;
@@ -70,6 +70,7 @@ export function peerAudits(
     chain: o.chain,
     auditor,
     commitment: (round, account) => gate.commitment(round, account),
+    announced: (round, peer, delta) => gate.announced(round, peer, delta),
     record: (msg) => work.record(msg),
     parent: (cid) => work.parent(cid),
     publisher: o.publisher,

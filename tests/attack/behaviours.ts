@@ -28,6 +28,14 @@
  * - `copied-delta`: trains honestly but announces, bound to itself, the
  *   first other peer's delta it can fetch (a free rider that copies
  *   instead of computing): its states do not end at what it announced.
+ * - `free-rider`: announces Gaussian noise with the norm of a real delta,
+ *   claiming 10⁹ tokens: a plausible-looking delta no training produced.
+ *
+ * Every delta a manifest lists, aggregated or screened out, is audited in
+ * the next round, so each attack above whose delta is not its committed
+ * trajectory's (all but the leader attacks, `stale-replay` and
+ * `cross-round`, whose deltas are refused before any manifest) also fails
+ * its audit and is slashed.
  *
  * @module
  */
@@ -48,6 +56,7 @@ export const ATTACKS = [
   "equivocation",
   "wrong-shard",
   "copied-delta",
+  "free-rider",
 ] as const;
 
 /** An attack's name. */
@@ -71,19 +80,15 @@ export const FROM_ROUND_1: readonly AttackName[] = [
  * evidence lands on chain after the round has closed.
  */
 export const SLASHED_ATTACKS: readonly AttackName[] = [
+  "scaled",
+  "sign-flip",
+  "noise",
+  "alie",
+  "zero-delta",
   "equivocation",
   "wrong-shard",
   "copied-delta",
-];
-
-/**
- * Attacks only an audit catches: their deltas pass every check of the
- * round itself, so they are aggregated, and an honest auditor's failed
- * replay of the next round's audit plan is what detects them.
- */
-export const AUDITED_ATTACKS: readonly AttackName[] = [
-  "wrong-shard",
-  "copied-delta",
+  "free-rider",
 ];
 
 /** What an attacker peer knows beyond its own node. */
@@ -125,6 +130,12 @@ export function attackBehaviour(setup: AttackSetup): RoundBehaviour {
       };
     case "copied-delta":
       return { ...HONEST, delta: (c) => copied(c) };
+    case "free-rider":
+      return {
+        ...HONEST,
+        delta: (c) => Promise.resolve(sameNormNoise(c.delta, c.round)),
+        announce: (msg) => ({ ...msg, tokens: 1e9 }),
+      };
     case "stale-replay": {
       let previous: string | null = null;
       return {
