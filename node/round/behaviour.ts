@@ -10,6 +10,7 @@
 import type { DeltaContext } from "../../protocol/delta_blob.ts";
 import type { DeltaAnnounce } from "../../protocol/messages.ts";
 import type { RoundCheckpoint } from "../../protocol/round_checkpoint.ts";
+import type { TrainingState } from "../../protocol/state_hash.ts";
 import type { WorkRecord } from "../../protocol/work_record.ts";
 
 /** A delta announcement before its work commitment is signed. */
@@ -46,6 +47,11 @@ export interface RoundBehaviour {
   delta(choice: DeltaChoice): Promise<Float32Array>;
   /** The context the delta blob is bound to. */
   deltaContext(context: DeltaContext): DeltaContext;
+  /**
+   * The training state to commit at a segment bound, given the one the
+   * trainer reached (`step` steps into a round of `innerSteps`).
+   */
+  state(state: TrainingState, innerSteps: number): TrainingState;
   /** The work record to publish: its states and assignment peers. */
   work(choice: WorkChoice): Promise<WorkRecord>;
   /** The delta announcement to publish, before it is signed. */
@@ -66,6 +72,7 @@ export interface RoundBehaviour {
 /** The protocol as written. */
 export const HONEST: RoundBehaviour = {
   chunks: (assigned) => assigned,
+  state: (state) => state,
   delta: (choice) => Promise.resolve(choice.delta),
   deltaContext: (context) => context,
   work: ({ peers, states, shifted }) =>

@@ -294,7 +294,8 @@ export class RoundTraining {
       signal,
       ...ahead,
       onState: (state) => {
-        const write = this.#o.store(encodeState(state));
+        const committed = this.#o.behaviour.state(state, spec.innerSteps);
+        const write = this.#o.store(encodeState(committed));
         // Awaited below; a failure must not go unhandled meanwhile.
         write.catch(() => {});
         writes.push(write);

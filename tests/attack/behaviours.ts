@@ -30,6 +30,12 @@
  *   instead of computing): its states do not end at what it announced.
  * - `free-rider`: announces Gaussian noise with the norm of a real delta,
  *   claiming 10⁹ tokens: a plausible-looking delta no training produced.
+ * - `partial-work`: commits to having trained only its first segment and
+ *   extrapolated the rest: every later state and the delta are the first
+ *   segment's progress scaled up, all consistent with one another and with
+ *   the delta, so only a replay of a made-up segment (15 in 16) shows it.
+ *   (It still computes every step, which no audit can see; what it commits
+ *   to is what a peer that skipped them would.)
  *
  * Every delta a manifest lists, aggregated or screened out, is audited in
  * the next round, so each attack above whose delta is not its committed
@@ -41,6 +47,8 @@
  */
 import { Rng } from "../../kernels/data/rng.ts";
 import { HONEST, type RoundBehaviour } from "../../node/round/behaviour.ts";
+import { pseudoGradient } from "../../protocol/pseudo_gradient.ts";
+import type { TrainingState } from "../../protocol/state_hash.ts";
 
 /** Every attack, by its name in `bench attacks`. */
 export const ATTACKS = [
@@ -57,6 +65,7 @@ export const ATTACKS = [
   "wrong-shard",
   "copied-delta",
   "free-rider",
+  "partial-work",
 ] as const;
 
 /** An attack's name. */
@@ -89,6 +98,7 @@ export const SLASHED_ATTACKS: readonly AttackName[] = [
   "wrong-shard",
   "copied-delta",
   "free-rider",
+  "partial-work",
 ];
 
 /** What an attacker peer knows beyond its own node. */
@@ -130,6 +140,8 @@ export function attackBehaviour(setup: AttackSetup): RoundBehaviour {
       };
     case "copied-delta":
       return { ...HONEST, delta: (c) => copied(c) };
+    case "partial-work":
+      return partialWork();
     case "free-rider":
       return {
         ...HONEST,
@@ -188,6 +200,33 @@ function valueAttack(
   return {
     ...HONEST,
     delta: (c) => Promise.resolve(change(c.delta, c.round)),
+  };
+}
+
+/**
+ * The `partial-work` peer: keeps the states up to the first segment's end
+ * (`first`), then commits θ_0 + (step / first.step)·(θ_first − θ_0), with
+ * the first segment's moments, and announces θ_0 − θ_H of that made-up end.
+ */
+function partialWork(): RoundBehaviour {
+  let zero: TrainingState | null = null;
+  let first: TrainingState | null = null;
+  let end: Float32Array | null = null;
+  return {
+    ...HONEST,
+    state: (s) => {
+      if (s.step === 0) [zero, first, end] = [s, null, null];
+      if (!zero || first === null) {
+        if (s.step > 0) first = s;
+        return s;
+      }
+      const t = s.step / first.step;
+      const params = zero.params.map((x, i) => x + t * (first!.params[i] - x));
+      end = params;
+      return { step: s.step, params, m: first.m, v: first.v };
+    },
+    delta: (c) =>
+      Promise.resolve(zero && end ? pseudoGradient(zero.params, end) : c.delta),
   };
 }
 
