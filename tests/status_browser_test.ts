@@ -124,6 +124,28 @@ Deno.test({
         assert.equal(cells[0], String(shown));
         assert.equal(cells[1], short(record.checkpoint));
         assert.equal(cells[2], short(record.tx));
+        // This node's audits of the others' rounds: all passed bit for bit.
+        await page.locator("#audits tbody tr[data-audit]").first().waitFor({
+          timeout: 60_000,
+        });
+        const verdicts = await page.locator(
+          "#audits tbody tr[data-audit] td:nth-child(4)",
+        ).allInnerTexts();
+        assert.ok(
+          verdicts.every((v) => v === "passed, bit for bit"),
+          verdicts.join(", "),
+        );
+        // With Templar's loss check: the loss on one of its batches before
+        // and after its round.
+        for (
+          const loss of await page.locator(
+            "#audits tbody tr[data-audit] td:nth-child(5)",
+          ).allInnerTexts()
+        ) assert.match(loss, /^\d+\.\d{3} → \d+\.\d{3}$/);
+        assert.match(
+          await page.locator("#audit-count").innerText(),
+          /^\(\d+ passed, 0 failed\)$/,
+        );
         const cards = await page.locator("#cards").innerText();
         assert.ok(cards.includes(short(c.job.id)), cards);
         assert.ok(cards.includes(`/ ${c.spec.rounds}`), cards);

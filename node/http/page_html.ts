@@ -64,6 +64,13 @@ export const PAGE_HTML = `<!doctype html>
     </table></div>
   </section>
   <section>
+    <h2>Audits <span id="audit-count" class="muted"></span></h2>
+    <div class="scroll"><table id="audits">
+      <thead><tr><th>round</th><th>peer</th><th>segment</th><th>verdict</th><th>loss before → after</th><th>time</th></tr></thead>
+      <tbody></tbody>
+    </table></div>
+  </section>
+  <section>
     <h2>Traffic and drops</h2>
     <div class="scroll"><table id="traffic"><tbody></tbody></table></div>
   </section>
@@ -110,6 +117,7 @@ table { border-collapse: collapse; width: 100%; }
 th { text-align: left; font-weight: 600; font-size: .75rem; color: var(--muted); }
 th, td { padding: .3rem .5rem; border-bottom: 1px solid var(--line); white-space: nowrap; }
 tr.self td:first-child::after { content: " (this node)"; color: var(--muted); }
+tr.bad td { color: #c0392b; }
 `;
 
 /** A small icon, so browsers do not ask for /favicon.ico. */

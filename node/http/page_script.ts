@@ -128,6 +128,38 @@ export const PAGE_SCRIPT = String.raw`"use strict";
     }));
   }
 
+  // This node's latest audits of other peers' work, newest first, then
+  // the slashings its evidence brought about.
+  function renderAudits(f) {
+    var t = f.status.training;
+    if (!t) return;
+    $("audit-count").textContent = "(" + t.auditCounts.passed + " passed, " +
+      t.auditCounts.failed + " failed)";
+    var audits = t.audits.slice(-50).reverse().map(function (a) {
+      return row([
+        a.round,
+        { text: short(a.peer), title: a.peer },
+        a.segment,
+        a.passed
+          ? (a.exact ? "passed, bit for bit" : "passed, within tolerance")
+          : "FAILED: " + a.check,
+        a.loss ? num(a.loss.before, 3) + " → " + num(a.loss.after, 3) : "-",
+        a.ms + " ms",
+      ], { "data-audit": a.round + "/" + a.peer, "class": a.passed ? "" : "bad" });
+    });
+    var slashes = t.slashes.map(function (s) {
+      return row([
+        s.round,
+        { text: short(s.account), title: s.account },
+        "-",
+        "slashed (evidence kind " + s.kind + ")",
+        { text: short(s.tx), title: s.tx },
+        "",
+      ], { "class": "bad" });
+    });
+    fill($("audits").tBodies[0], slashes.concat(audits));
+  }
+
   function renderTraffic(f) {
     var s = f.status, rows = [
       ["gossip sent / received", bytes(s.bytes.gossip.sent) + " / " + bytes(s.bytes.gossip.received)],
@@ -200,6 +232,7 @@ export const PAGE_SCRIPT = String.raw`"use strict";
     renderChart(f);
     renderPeers(f);
     renderCommits();
+    renderAudits(f);
     renderTraffic(f);
   }
 

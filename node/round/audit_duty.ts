@@ -252,7 +252,9 @@ export class AuditDuty {
       segment,
       steps: replayed ? bounds[segment + 1] - bounds[segment] : 0,
       passed: verdict.passed,
-      ...(verdict.passed ? { exact: verdict.exact } : { check: verdict.check }),
+      ...(verdict.passed
+        ? { exact: verdict.exact, drift: verdict.drift, loss: verdict.loss }
+        : { check: verdict.check }),
       ms,
     });
     log(

@@ -157,8 +157,8 @@ Deno.test("AuditDuty runs the audits the plan draws for this peer, and only thos
       expected.map((a) => [a.peer, a.segment]),
     );
     assert.deepEqual(
-      t.ledger.audits.map((a) => [a.peer, a.passed]),
-      expected.map((a) => [a.peer, true]),
+      t.ledger.audits.map((a) => [a.peer, a.passed, a.loss]),
+      expected.map((a) => [a.peer, true, PASS.passed && PASS.loss]),
     );
     assert.deepEqual(t.notices(), [], "a passed audit is not announced");
     assert.deepEqual(t.chain.slashes, []);
