@@ -6,7 +6,9 @@
  * the round's other contributors. This peer re-runs the segments it was
  * drawn for (audit.ts), one after another between its own training steps.
  *
- * A failure is signed (chain/audit_verdict.ts) and gossiped. The other
+ * What to replay, sign, convict and submit when is the pure
+ * protocol/audit_book.ts; this class carries it out. A failure is signed
+ * (chain/audit_verdict.ts) and gossiped. The other
  * members re-run that segment themselves and, when it fails for them too,
  * sign and gossip as well; a peer whose own verdict is among a quorum of
  * signatures ignores the contributor's deltas from then on and, once the
@@ -49,6 +51,11 @@ import type { RoundLedger } from "./ledger.ts";
 import type { MemberCache } from "./member_cache.ts";
 import type { RoundPublisher } from "./publisher.ts";
 import type { RoundChain } from "./services.ts";
+import {
+  type AuditAction,
+  AuditBook,
+  KEEP_AUDIT_ROUNDS,
+} from "../../protocol/audit_book.ts";
 
 /** Chance that a contributor's round is audited. */
 export const AUDIT_RATE = 1;
@@ -88,37 +95,20 @@ export interface AuditDutyOptions {
   log(line: string): void;
 }
 
-/** What this peer holds about one contributor's work in one round. */
-interface Case {
-  /** This peer's own verdict: pending while it re-runs the segment. */
-  verdict?: Promise<AuditVerdict | null>;
-  /** Failure verdicts by signer (lowercase), this peer's among them. */
-  readonly failures: Map<string, `0x${string}`>;
-  /**
-   * The machine's round when a quorum was reached: evidence waits for it
-   * to close. Null until then.
-   */
-  heldFor: number | null;
-  /** The work judged, once a quorum failed it. */
-  work?: DeltaAnnounce;
-  submitted: boolean;
-}
-
-/** Rounds of cases kept. */
-const KEEP_ROUNDS = 8;
-
 /** Runs this peer's audits and turns a quorum of failures into a slash. */
 export class AuditDuty {
   readonly #o: AuditDutyOptions;
-  /** By `round/account` (lowercase). */
-  readonly #cases = new Map<string, Case>();
-  /** Accounts a quorum failed: not audited again, evidence submitted once. */
-  readonly #convicted = new Set<string>();
+  readonly #book: AuditBook;
+  /** Failure signatures by `round/account`, then by signer (lowercase). */
+  readonly #signatures = new Map<string, Map<string, `0x${string}`>>();
+  /** This peer's verdicts under way or in, by `round/account`. */
+  readonly #verdicts = new Map<string, Promise<AuditVerdict | null>>();
   /** Audits run one at a time: each replay shares the compute. */
   #queue: Promise<unknown> = Promise.resolve();
 
   constructor(o: AuditDutyOptions) {
     this.#o = o;
+    this.#book = new AuditBook(o.account.address, o.spec.quorum);
   }
 
   /**
@@ -134,7 +124,6 @@ export class AuditDuty {
       listed.set(e.peer, e.delta);
     }
     const peers = [...listed.keys()];
-    this.#prune(manifest.round);
     const plan = planAudits({
       seed: next,
       contributors: peers,
@@ -156,8 +145,9 @@ export class AuditDuty {
         );
         return;
       }
-      if (this.#convicted.has(msg.account.toLowerCase())) return;
-      return this.#audit(manifest.round, msg.account, a.peer, a.segment);
+      return this.#act(
+        this.#book.drawn(manifest.round, msg.account, a.segment),
+      );
     })).then(() => {});
   }
 
@@ -173,70 +163,98 @@ export class AuditDuty {
     // another commitment (an equivocator's other one) is not about it.
     if (!work || work.peer !== n.accused) return;
     if (!await members.isMemberAccount(n.peer, n.account)) return;
-    const failure = this.#failure(jobId, work);
     let signer: string;
     try {
       signer = await recoverAuditFailureSigner(
         chain.domain,
-        failure,
+        this.#failure(jobId, work),
         n.signature,
       );
     } catch {
       return;
     }
     if (signer.toLowerCase() !== n.account.toLowerCase()) return;
-    const c = this.#case(n.round, n.accusedAccount);
-    c.failures.set(signer.toLowerCase(), n.signature);
-    await this.#audit(n.round, n.accusedAccount, n.accused, n.segment);
-    this.#maybeConvict(work, c);
+    this.#signed(n.round, work.account).set(signer.toLowerCase(), n.signature);
+    await this.#act(
+      this.#book.failed(
+        n.round,
+        work.account,
+        n.segment,
+        signer,
+        this.#o.round(),
+      ),
+    );
   }
 
-  /**
-   * This peer's verdict on `peer`'s work in `round`, segment `segment`;
-   * run once per contributor and round.
-   */
-  #audit(
-    round: number,
-    account: Address,
-    peer: string,
-    segment: number,
-  ): Promise<AuditVerdict | null> {
-    const c = this.#case(round, account);
-    c.verdict ??= this.#serial(() => this.#judge(round, account, peer, segment))
-      .then(async (verdict) => {
-        const work = this.#o.commitment(round, account);
-        if (verdict && !verdict.passed && work) {
-          await this.#sign(work, segment, verdict.check, c);
-          this.#maybeConvict(work, c);
-        }
-        return verdict;
-      });
-    return c.verdict;
+  /** Submits the evidence held for rounds up to `closed`. */
+  submitDue(closed: number): Promise<void> {
+    return this.#act(this.#book.closed(closed));
+  }
+
+  /** Carries out the book's actions, and those they lead to. */
+  async #act(actions: AuditAction[]): Promise<void> {
+    const { log } = this.#o;
+    for (const a of actions) {
+      const work = this.#o.commitment(a.round, a.account);
+      if (!work) continue;
+      switch (a.type) {
+        case "replay":
+          await this.#replay(work, a.segment);
+          break;
+        case "sign":
+          await this.#sign(work, a.segment, a.check);
+          break;
+        case "convict":
+          this.#o.convict(work.account);
+          log(
+            `round ${work.round}: a quorum of auditors failed the work of ${work.peer}; its deltas are ignored from now on`,
+          );
+          break;
+        case "submit":
+          await this.#submit(work, a.signers);
+          break;
+      }
+    }
+  }
+
+  /** This peer's verdict on `work`'s `segment`, and what follows from it. */
+  #replay(work: DeltaAnnounce, segment: number): Promise<unknown> {
+    const key = keyOf(work.round, work.account);
+    let verdict = this.#verdicts.get(key);
+    if (!verdict) {
+      verdict = this.#serial(() => this.#judge(work, segment));
+      this.#verdicts.set(key, verdict);
+      return verdict.then((v) =>
+        v &&
+        this.#act(
+          this.#book.judged(
+            work.round,
+            work.account,
+            segment,
+            v,
+            this.#o.round(),
+          ),
+        )
+      );
+    }
+    return verdict;
   }
 
   async #judge(
-    round: number,
-    account: Address,
-    peer: string,
+    work: DeltaAnnounce,
     segment: number,
   ): Promise<AuditVerdict | null> {
     const { log, ledger } = this.#o;
-    const msg = this.#o.commitment(round, account);
-    if (!msg || msg.peer !== peer) {
-      log(
-        `round ${round}: cannot audit ${peer}: its signed delta was not seen here`,
-      );
-      return null;
-    }
+    const { round, peer } = work;
     const start = performance.now();
     let verdict: AuditVerdict;
     try {
-      const record = await this.#o.record(msg);
+      const record = await this.#o.record(work);
       verdict = await this.#o.auditor.audit({
-        msg,
+        msg: work,
         record,
         segment,
-        parent: await this.#o.parent(msg.parent),
+        parent: await this.#o.parent(work.parent),
       });
     } catch (err) {
       if (!(err instanceof WorkRecordUnserved)) throw err;
@@ -276,7 +294,6 @@ export class AuditDuty {
     work: DeltaAnnounce,
     segment: number,
     check: AuditFailureNotice["check"],
-    c: Case,
   ): Promise<void> {
     const { account, chain, jobId, publisher } = this.#o;
     const signature = await signAuditFailure(
@@ -284,7 +301,10 @@ export class AuditDuty {
       chain.domain,
       this.#failure(jobId, work),
     );
-    c.failures.set(account.address.toLowerCase(), signature);
+    this.#signed(work.round, work.account).set(
+      account.address.toLowerCase(),
+      signature,
+    );
     await publisher.publish({
       ...publisher.header("audit", work.round, work.parent),
       accused: work.peer,
@@ -296,46 +316,16 @@ export class AuditDuty {
     });
   }
 
-  /**
-   * Once a quorum, this peer's verdict among it, is in: convicts the
-   * contributor and holds the evidence until the current round closes.
-   */
-  #maybeConvict(work: DeltaAnnounce, c: Case): void {
-    const { account, spec, log } = this.#o;
-    if (c.heldFor !== null || !c.failures.has(account.address.toLowerCase())) {
-      return;
-    }
-    if (c.failures.size < spec.quorum) return;
-    const convicted = work.account.toLowerCase();
-    if (this.#convicted.has(convicted)) return;
-    this.#convicted.add(convicted);
-    c.heldFor = this.#o.round();
-    c.work = work;
-    this.#o.convict(work.account);
-    log(
-      `round ${work.round}: ${c.failures.size} auditors failed the work of ${work.peer}; its deltas are ignored and the evidence goes on chain once round ${c.heldFor} closes`,
-    );
-  }
-
-  /** Submits the evidence held for rounds up to `closed`. */
-  async submitDue(closed: number): Promise<void> {
-    const due = [...this.#cases.values()].filter((c) =>
-      !c.submitted && c.work && c.heldFor !== null && c.heldFor <= closed
-    );
-    for (const c of due) {
-      c.submitted = true;
-      await this.#submit(c.work!, c);
-    }
-  }
-
-  async #submit(work: DeltaAnnounce, c: Case): Promise<void> {
+  /** Submits `work`'s failed-audit evidence with the verdicts of `signers`. */
+  async #submit(work: DeltaAnnounce, signers: string[]): Promise<void> {
     const { spec, chain, ledger, members, log } = this.#o;
+    const signed = this.#signed(work.round, work.account);
     const evidence = failedAuditEvidence(
       deltaCommitment(work, spec.innerSteps),
       work.signature,
-      [...c.failures].map(([signer, signature]) => ({
+      signers.map((signer) => ({
         signer: signer as Address,
-        signature,
+        signature: signed.get(signer)!,
       })),
     );
     try {
@@ -345,7 +335,7 @@ export class AuditDuty {
         evidence,
       );
       log(
-        `round ${work.round}: slashed ${work.account} on evidence of kind ${EVIDENCE_FAILED_AUDIT}: ${c.failures.size} failed audits (tx ${tx.hash})`,
+        `round ${work.round}: slashed ${work.account} on evidence of kind ${EVIDENCE_FAILED_AUDIT}: ${signers.length} failed audits (tx ${tx.hash})`,
       );
       ledger.noteSlash({
         round: work.round,
@@ -377,22 +367,21 @@ export class AuditDuty {
     };
   }
 
-  #case(round: number, account: string): Case {
-    const key = `${round}/${account.toLowerCase()}`;
-    let c = this.#cases.get(key);
-    if (!c) {
-      c = { failures: new Map(), heldFor: null, submitted: false };
-      this.#cases.set(key, c);
-    }
-    return c;
-  }
-
-  #prune(round: number): void {
-    for (const key of this.#cases.keys()) {
-      if (Number(key.split("/")[0]) + KEEP_ROUNDS < round) {
-        this.#cases.delete(key);
+  /** The failure signatures held on `account`'s `round`, by signer. */
+  #signed(round: number, account: string): Map<string, `0x${string}`> {
+    const key = keyOf(round, account);
+    let m = this.#signatures.get(key);
+    if (!m) {
+      m = new Map();
+      this.#signatures.set(key, m);
+      for (const k of this.#signatures.keys()) {
+        if (Number(k.split("/")[0]) + KEEP_AUDIT_ROUNDS < round) {
+          this.#signatures.delete(k);
+          this.#verdicts.delete(k);
+        }
       }
     }
+    return m;
   }
 
   /** Runs `task` after the audits queued before it. */
@@ -401,4 +390,8 @@ export class AuditDuty {
     this.#queue = run.catch(() => {});
     return run;
   }
+}
+
+function keyOf(round: number, account: string): string {
+  return `${round}/${account.toLowerCase()}`;
 }

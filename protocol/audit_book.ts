@@ -1,0 +1,192 @@
+/**
+ * One peer's book of the audits of its job, as pure events and actions:
+ * which rounds of which accounts it must replay, when to sign a failure,
+ * when a quorum of failure verdicts convicts an account (its deltas are
+ * ignored from then on) and when the evidence is due on chain. The node
+ * (node/round/audit_duty.ts) does what the actions say: replays, signs,
+ * gossips and submits; `audit_book_sim_test.ts` runs many books against
+ * each other in process, with cheaters and lying auditors planted.
+ *
+ * The rules:
+ * - A peer replays a round's segment when the audit plan draws it
+ *   (`drawn`) or when a member's failure verdict on it arrives (`failed`),
+ *   once per account and round, never for an account already convicted.
+ * - Its own failed replay is signed and gossiped (`sign`).
+ * - Failure verdicts from `quorum` distinct members convict the account
+ *   (`convict`): the registry would slash on them, so the peer stops
+ *   taking its deltas whether or not its own replay is in yet.
+ * - Evidence goes on chain (`submit`) only with this peer's own failure
+ *   among the verdicts, once the round that was under way when that held
+ *   has closed (its manifest may list the account, whose commit would
+ *   fail were it slashed first); once per account, as a slashed account
+ *   is no longer a member.
+ *
+ * Pure: no I/O. Accounts are compared in lowercase.
+ *
+ * @module
+ */
+
+import type { AuditCheck } from "./messages.ts";
+
+/** What an {@linkcode AuditBook} tells its peer to do. */
+export type AuditAction =
+  | { type: "replay"; round: number; account: string; segment: number }
+  | {
+    type: "sign";
+    round: number;
+    account: string;
+    segment: number;
+    check: AuditCheck;
+  }
+  | { type: "convict"; round: number; account: string }
+  | { type: "submit"; round: number; account: string; signers: string[] };
+
+interface Case {
+  readonly round: number;
+  readonly account: string;
+  /** This peer's replay: not begun, under way, or its verdict. */
+  replay: "none" | "running" | "passed" | "failed";
+  /** Accounts that signed a failure verdict, this peer's included. */
+  readonly failures: Set<string>;
+  /** The machine round when this peer's evidence held; null until then. */
+  heldFor: number | null;
+}
+
+/** Rounds of cases a book keeps behind the newest it has seen. */
+export const KEEP_AUDIT_ROUNDS = 8;
+
+/** The audits one peer takes part in (see the module doc). */
+export class AuditBook {
+  readonly #self: string;
+  readonly #quorum: number;
+  readonly #cases = new Map<string, Case>();
+  readonly #convicted = new Set<string>();
+  readonly #submitted = new Set<string>();
+
+  /**
+   * @param self this peer's account, which signs its verdicts
+   * @param quorum failure verdicts that convict (the job's quorum)
+   */
+  constructor(self: string, quorum: number) {
+    if (!Number.isSafeInteger(quorum) || quorum < 1) {
+      throw new RangeError(
+        `Cannot keep an audit book as quorum must be an integer >= 1: current value is ${quorum}`,
+      );
+    }
+    this.#self = self.toLowerCase();
+    this.#quorum = quorum;
+  }
+
+  /** Whether a quorum failed `account`'s work: its deltas are ignored. */
+  isConvicted(account: string): boolean {
+    return this.#convicted.has(account.toLowerCase());
+  }
+
+  /** The plan drew this peer to audit `account`'s `round` on `segment`. */
+  drawn(round: number, account: string, segment: number): AuditAction[] {
+    return this.#replay(this.#case(round, account), segment);
+  }
+
+  /**
+   * A member (`signer`) failed `account`'s `round` on `segment`, its
+   * signature checked; `current` is the machine's round.
+   */
+  failed(
+    round: number,
+    account: string,
+    segment: number,
+    signer: string,
+    current: number,
+  ): AuditAction[] {
+    const c = this.#case(round, account);
+    c.failures.add(signer.toLowerCase());
+    return [...this.#replay(c, segment), ...this.#tally(c, current)];
+  }
+
+  /**
+   * This peer's replay of `account`'s `round` passed, or failed `check`;
+   * `current` is the machine's round.
+   */
+  judged(
+    round: number,
+    account: string,
+    segment: number,
+    verdict: { passed: true } | { passed: false; check: AuditCheck },
+    current: number,
+  ): AuditAction[] {
+    const c = this.#case(round, account);
+    c.replay = verdict.passed ? "passed" : "failed";
+    if (verdict.passed) return [];
+    c.failures.add(this.#self);
+    return [
+      {
+        type: "sign",
+        round,
+        account: c.account,
+        segment,
+        check: verdict.check,
+      },
+      ...this.#tally(c, current),
+    ];
+  }
+
+  /** Round `closed` has closed: the evidence held for it and before is due. */
+  closed(closed: number): AuditAction[] {
+    const due: AuditAction[] = [];
+    for (const c of this.#cases.values()) {
+      if (c.heldFor === null || c.heldFor > closed) continue;
+      if (this.#submitted.has(c.account)) continue;
+      this.#submitted.add(c.account);
+      due.push({
+        type: "submit",
+        round: c.round,
+        account: c.account,
+        signers: [...c.failures].sort(),
+      });
+    }
+    return due;
+  }
+
+  #replay(c: Case, segment: number): AuditAction[] {
+    if (c.replay !== "none" || this.#convicted.has(c.account)) return [];
+    c.replay = "running";
+    return [{ type: "replay", round: c.round, account: c.account, segment }];
+  }
+
+  /** Convicts on a quorum; holds evidence once this peer's verdict is in. */
+  #tally(c: Case, current: number): AuditAction[] {
+    if (c.failures.size < this.#quorum) return [];
+    const out: AuditAction[] = [];
+    if (!this.#convicted.has(c.account)) {
+      this.#convicted.add(c.account);
+      out.push({ type: "convict", round: c.round, account: c.account });
+    }
+    if (c.heldFor === null && c.failures.has(this.#self)) c.heldFor = current;
+    return out;
+  }
+
+  #case(round: number, account: string): Case {
+    const key = `${round}/${account.toLowerCase()}`;
+    let c = this.#cases.get(key);
+    if (!c) {
+      c = {
+        round,
+        account: account.toLowerCase(),
+        replay: "none",
+        failures: new Set(),
+        heldFor: null,
+      };
+      this.#cases.set(key, c);
+      this.#prune(round);
+    }
+    return c;
+  }
+
+  /** Forgets cases far behind `round`, unless evidence is still due. */
+  #prune(round: number): void {
+    for (const [key, c] of this.#cases) {
+      const due = c.heldFor !== null && !this.#submitted.has(c.account);
+      if (c.round + KEEP_AUDIT_ROUNDS < round && !due) this.#cases.delete(key);
+    }
+  }
+}
