@@ -96,6 +96,12 @@ export interface JobSpec {
   readonly minPeers: number;
   /** Seed for parameter init and batch sampling. */
   readonly seed: number;
+  /**
+   * Verification: the chance, in (0, 1], that each delta a round lists is
+   * audited (protocol/audit_plan.ts). Absent means 1, every delta every
+   * round; a lower rate trades catch speed for audit traffic.
+   */
+  readonly audit?: { readonly rate: number };
 }
 
 /** What {@linkcode defaultJobSpec} lets a caller change; dataset is required. */
@@ -115,6 +121,7 @@ export interface JobSpecOverrides {
   readonly rounds?: number;
   readonly minPeers?: number;
   readonly seed?: number;
+  readonly audit?: { readonly rate: number };
 }
 
 /** The default model: a small byte-level GPT, as `train --local` uses. */
@@ -203,6 +210,10 @@ export function parseJobSpec(value: unknown): JobSpec {
   const compression = top.object("compression", ["format", "blockSize"]);
   const aggregation = top.object("aggregation", AGGREGATION_KEYS);
   const minPeers = top.int("minPeers", 1, 10_000);
+  // Absent unless set, so specs written before it keep their ids.
+  const audit = top.get("audit") === undefined ? {} : {
+    audit: { rate: top.object("audit", ["rate"]).number("rate", 0, 1, "(]") },
+  };
   return {
     v: JOB_SPEC_VERSION,
     name,
@@ -236,6 +247,7 @@ export function parseJobSpec(value: unknown): JobSpec {
     rounds: top.int("rounds", 1, 1_000_000_000),
     minPeers,
     seed: top.int("seed", 0, Number.MAX_SAFE_INTEGER),
+    ...audit,
   };
 }
 
@@ -313,4 +325,5 @@ const TOP_KEYS = [
   "rounds",
   "minPeers",
   "seed",
+  "audit",
 ] as const;

@@ -261,3 +261,26 @@ Deno.test("decodeJobSpec accepts only canonical, bounded UTF-8 JSON", () => {
 Deno.test("maxTokensPerRound is innerSteps × batchSize × contextLength", () => {
   strictEqual(maxTokensPerRound(SPEC), 50 * 16 * 64);
 });
+
+Deno.test("audit.rate is optional: absent it leaves the spec and its id as before, set it is checked", async () => {
+  strictEqual("audit" in SPEC, false);
+  const encoded = new TextDecoder().decode(encodeJobSpec(SPEC));
+  strictEqual(encoded.includes("audit"), false);
+  const sampled = defaultJobSpec({
+    dataset: { cid: DATASET },
+    audit: { rate: 0.25 },
+  });
+  deepStrictEqual(sampled.audit, { rate: 0.25 });
+  notStrictEqual(await jobIdOf(sampled), await jobIdOf(SPEC));
+  deepStrictEqual(decodeJobSpec(encodeJobSpec(sampled)), sampled);
+  const base = JSON.parse(JSON.stringify(SPEC));
+  for (const rate of [0, -0.5, 1.5, "1", null]) {
+    rejects({ ...base, audit: { rate } }, "audit.rate", /audit.rate must be/);
+  }
+  rejects(
+    { ...base, audit: { rate: 1, auditors: 2 } },
+    "audit.auditors",
+    /not a field/,
+  );
+  rejects({ ...base, audit: 1 }, "audit", /must be/);
+});

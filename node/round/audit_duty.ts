@@ -57,8 +57,8 @@ import {
   KEEP_AUDIT_ROUNDS,
 } from "../../protocol/audit_book.ts";
 
-/** Chance that a contributor's round is audited. */
-export const AUDIT_RATE = 1;
+/** Chance that a listed delta's round is audited when the spec sets none. */
+export const DEFAULT_AUDIT_RATE = 1;
 
 /** Auditors drawn per audited contributor; failures draw in the rest. */
 export const AUDITORS_PER_AUDIT = 1;
@@ -129,7 +129,7 @@ export class AuditDuty {
       contributors: peers,
       members: peers,
       segments: segmentCount(spec.innerSteps),
-      rate: AUDIT_RATE,
+      rate: spec.audit?.rate ?? DEFAULT_AUDIT_RATE,
       auditors: AUDITORS_PER_AUDIT,
     });
     const mine = plan.filter((a) => a.auditors.includes(self));

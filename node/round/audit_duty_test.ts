@@ -165,6 +165,17 @@ Deno.test("AuditDuty runs the audits the plan draws for this peer, and only thos
   }
 });
 
+Deno.test("the job spec's audit rate is the plan's: at a tiny rate no one is drawn", async () => {
+  const m = await manifest();
+  for (const self of [1, 2] as const) {
+    const t = duty(self, PASS, {
+      spec: { ...SPEC, quorum: 2, audit: { rate: 1e-9 } },
+    });
+    await t.d.roundClosed(m, NEXT);
+    assert.deepEqual(t.audited, []);
+  }
+});
+
 Deno.test("a delta the leader screened out is audited like an aggregated one", async () => {
   const m = await manifest();
   const screened = {
