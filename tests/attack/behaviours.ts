@@ -88,18 +88,11 @@ export const FROM_ROUND_1: readonly AttackName[] = [
  * at commit and only then taken back, with its membership, once the
  * evidence lands on chain after the round has closed.
  */
-export const SLASHED_ATTACKS: readonly AttackName[] = [
-  "scaled",
-  "sign-flip",
-  "noise",
-  "alie",
-  "zero-delta",
-  "equivocation",
-  "wrong-shard",
-  "copied-delta",
-  "free-rider",
-  "partial-work",
-];
+export const SLASHED_ATTACKS: readonly AttackName[] = ATTACKS.filter((a) =>
+  // A leader's attack is on its manifest, not its own work; a replayed or
+  // misbound delta is refused before any manifest lists it for audit.
+  !LEADER_ATTACKS.includes(a) && !FROM_ROUND_1.includes(a)
+);
 
 /** What an attacker peer knows beyond its own node. */
 export interface AttackSetup {
