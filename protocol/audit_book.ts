@@ -8,9 +8,14 @@
  * each other in process, with cheaters and lying auditors planted.
  *
  * The rules:
- * - A peer replays a round's segment when the audit plan draws it
- *   (`drawn`) or when a member's failure verdict on it arrives (`failed`),
- *   once per account and round, never for an account already convicted.
+ * - Every peer draws the whole plan (`planned`): for each account audited
+ *   in a round, the one segment that counts. A failure verdict on any
+ *   other segment is ignored, so a colluder cannot steer the others to a
+ *   segment its partner trained honestly and let the drawn one go
+ *   unreplayed; verdicts that arrive before the plan wait for it.
+ * - A peer replays the drawn segment when the plan names it the auditor,
+ *   or when a member's verdict on that segment arrives (`failed`), once
+ *   per account and round, never for an account already convicted.
  * - Its own failed replay is signed and gossiped (`sign`).
  * - Failure verdicts from `quorum` distinct members convict the account
  *   (`convict`): the registry would slash on them, so the peer stops
@@ -44,6 +49,10 @@ export type AuditAction =
 interface Case {
   readonly round: number;
   readonly account: string;
+  /** The segment the plan drew; null until this peer has drawn it. */
+  segment: number | null;
+  /** Verdicts that came before the plan: signer → the segment named. */
+  readonly early: Map<string, number>;
   /** This peer's replay: not begun, under way, or its verdict. */
   replay: "none" | "running" | "passed" | "failed";
   /** Accounts that signed a failure verdict, this peer's included. */
@@ -82,14 +91,33 @@ export class AuditBook {
     return this.#convicted.has(account.toLowerCase());
   }
 
-  /** The plan drew this peer to audit `account`'s `round` on `segment`. */
-  drawn(round: number, account: string, segment: number): AuditAction[] {
-    return this.#replay(this.#case(round, account), segment);
+  /**
+   * The plan of `round` drew `segment` of `account`'s work; `mine`: this
+   * peer is among its auditors.
+   */
+  planned(
+    round: number,
+    account: string,
+    segment: number,
+    mine: boolean,
+    current: number,
+  ): AuditAction[] {
+    const c = this.#case(round, account);
+    if (c.segment !== null) return [];
+    c.segment = segment;
+    for (const [signer, named] of c.early) {
+      if (named === segment) c.failures.add(signer);
+    }
+    c.early.clear();
+    return mine || c.failures.size > 0
+      ? [...this.#replay(c), ...this.#tally(c, current)]
+      : [];
   }
 
   /**
    * A member (`signer`) failed `account`'s `round` on `segment`, its
-   * signature checked; `current` is the machine's round.
+   * signature checked; `current` is the machine's round. Counted only
+   * for the segment the plan drew.
    */
   failed(
     round: number,
@@ -99,8 +127,13 @@ export class AuditBook {
     current: number,
   ): AuditAction[] {
     const c = this.#case(round, account);
+    if (c.segment === null) {
+      c.early.set(signer.toLowerCase(), segment);
+      return [];
+    }
+    if (segment !== c.segment) return [];
     c.failures.add(signer.toLowerCase());
-    return [...this.#replay(c, segment), ...this.#tally(c, current)];
+    return [...this.#replay(c), ...this.#tally(c, current)];
   }
 
   /**
@@ -147,10 +180,16 @@ export class AuditBook {
     return due;
   }
 
-  #replay(c: Case, segment: number): AuditAction[] {
+  #replay(c: Case): AuditAction[] {
     if (c.replay !== "none" || this.#convicted.has(c.account)) return [];
+    if (c.segment === null) return [];
     c.replay = "running";
-    return [{ type: "replay", round: c.round, account: c.account, segment }];
+    return [{
+      type: "replay",
+      round: c.round,
+      account: c.account,
+      segment: c.segment,
+    }];
   }
 
   /** Convicts on a quorum; holds evidence once this peer's verdict is in. */
@@ -172,6 +211,8 @@ export class AuditBook {
       c = {
         round,
         account: account.toLowerCase(),
+        segment: null,
+        early: new Map(),
         replay: "none",
         failures: new Set(),
         heldFor: null,

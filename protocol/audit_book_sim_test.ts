@@ -4,7 +4,9 @@
  * round and passing every failure verdict to every other peer. Planted
  * among them: cheaters (one that trained on the wrong data fails any
  * segment; one that made up 15 of its 16 segments fails those) and lying
- * auditors that fail whatever they audit. Every cheater must be convicted
+ * auditors that fail whatever they audit and, beside that, tell everyone
+ * a cheater's honest segment failed, to steer the replays away from the
+ * drawn one. Every cheater must be convicted
  * by every honest peer and slashed once; no honest peer may be convicted
  * or slashed, whatever the liars sign.
  */
@@ -119,12 +121,30 @@ function simulate(s: Sim): Outcome {
       rate: 1,
       auditors: 1,
     });
+    // The liars, before anyone has the plan, tell everyone each cheater's
+    // first segment failed: the one the partial worker trained honestly.
+    for (const liar of s.liars) {
+      for (const cheater of s.cheaters.keys()) {
+        for (const to of accounts) {
+          if (to === liar) continue;
+          act(to, books.get(to)!.failed(round, cheater, 0, liar, current));
+        }
+      }
+    }
+    // Every peer draws the whole plan; the drawn auditors replay at once.
     for (const audit of plan) {
-      for (const auditor of audit.auditors) {
-        if (honest(auditor)) out.planned++;
+      for (const self of accounts) {
+        const mine = audit.auditors.includes(self);
+        if (mine && honest(self)) out.planned++;
         act(
-          auditor,
-          books.get(auditor)!.drawn(round, audit.peer, audit.segment),
+          self,
+          books.get(self)!.planned(
+            round,
+            audit.peer,
+            audit.segment,
+            mine,
+            current,
+          ),
         );
       }
     }

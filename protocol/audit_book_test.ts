@@ -3,13 +3,15 @@ import { AuditBook } from "./audit_book.ts";
 
 const ME = "0xMe", A = "0xaaa", B = "0xbbb", C = "0xccc";
 
-Deno.test("AuditBook replays a round once, drawn or noticed", () => {
+Deno.test("AuditBook replays the drawn segment once, drawn for it or told of a failure there", () => {
   const book = new AuditBook(ME, 2);
-  assert.deepEqual(book.drawn(3, A, 5), [
+  assert.deepEqual(book.planned(3, A, 5, true, 4), [
     { type: "replay", round: 3, account: "0xaaa", segment: 5 },
   ]);
-  assert.deepEqual(book.drawn(3, A, 5), []);
+  assert.deepEqual(book.planned(3, A, 5, true, 4), []);
   assert.deepEqual(book.failed(3, A, 5, B, 4), [], "already replaying");
+  // Not drawn for round 4: only a member's failure there starts a replay.
+  assert.deepEqual(book.planned(4, A, 9, false, 4), []);
   assert.deepEqual(book.failed(4, A, 9, B, 4), [
     { type: "replay", round: 4, account: "0xaaa", segment: 9 },
   ]);
@@ -17,7 +19,7 @@ Deno.test("AuditBook replays a round once, drawn or noticed", () => {
 
 Deno.test("AuditBook signs its own failure, convicts on a quorum and submits once the round under way has closed", () => {
   const book = new AuditBook(ME, 2);
-  book.drawn(3, A, 5);
+  book.planned(3, A, 5, true, 4);
   assert.deepEqual(
     book.judged(3, A, 5, { passed: false, check: "delta" }, 4),
     [{ type: "sign", round: 3, account: "0xaaa", segment: 5, check: "delta" }],
@@ -33,14 +35,15 @@ Deno.test("AuditBook signs its own failure, convicts on a quorum and submits onc
   ]);
   assert.deepEqual(book.closed(5), [], "once");
   // A convicted account is not replayed again, nor submitted again.
-  assert.deepEqual(book.drawn(5, A, 1), []);
-  book.failed(6, A, 1, B, 7);
-  book.failed(6, A, 1, C, 7);
+  assert.deepEqual(book.planned(5, A, 1, true, 6), []);
+  book.failed(5, A, 1, B, 7);
+  book.failed(5, A, 1, C, 7);
   assert.deepEqual(book.closed(9), []);
 });
 
 Deno.test("AuditBook convicts on others' quorum but submits only with its own failure", () => {
   const book = new AuditBook(ME, 2);
+  book.planned(3, A, 5, false, 4);
   assert.deepEqual(book.failed(3, A, 5, B, 4).map((a) => a.type), ["replay"]);
   assert.deepEqual(book.failed(3, A, 5, C, 4), [
     { type: "convict", round: 3, account: "0xaaa" },
@@ -48,6 +51,30 @@ Deno.test("AuditBook convicts on others' quorum but submits only with its own fa
   assert.deepEqual(book.closed(10), [], "no verdict of its own yet");
   assert.deepEqual(book.judged(3, A, 5, { passed: true }, 4), []);
   assert.deepEqual(book.closed(10), [], "its replay passed: it signs nothing");
+});
+
+Deno.test("AuditBook: a colluder's notice on another segment cannot pre-empt the drawn audit", () => {
+  const book = new AuditBook(ME, 2);
+  // The colluder names segment 0, which the cheater trained honestly,
+  // before this peer has drawn the plan: it waits, then does not count.
+  assert.deepEqual(book.failed(3, A, 0, B, 4), []);
+  assert.deepEqual(book.planned(3, A, 7, true, 4), [
+    { type: "replay", round: 3, account: "0xaaa", segment: 7 },
+  ]);
+  // After the plan, an off-plan verdict neither counts nor replays.
+  assert.deepEqual(book.failed(3, A, 2, C, 4), []);
+  assert.deepEqual(book.judged(3, A, 7, { passed: true }, 4), []);
+  assert.equal(book.isConvicted(A), false);
+});
+
+Deno.test("AuditBook counts verdicts that came before the plan when they name its segment", () => {
+  const book = new AuditBook(ME, 2);
+  book.failed(3, A, 7, B, 4);
+  book.failed(3, A, 7, C, 4);
+  assert.deepEqual(book.planned(3, A, 7, false, 4), [
+    { type: "replay", round: 3, account: "0xaaa", segment: 7 },
+    { type: "convict", round: 3, account: "0xaaa" },
+  ]);
 });
 
 Deno.test("AuditBook refuses a quorum below 1", () => {

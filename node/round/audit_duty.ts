@@ -132,29 +132,40 @@ export class AuditDuty {
       rate: spec.audit?.rate ?? DEFAULT_AUDIT_RATE,
       auditors: AUDITORS_PER_AUDIT,
     });
-    const mine = plan.filter((a) => a.auditors.includes(self));
-    return Promise.all(mine.map((a) => {
+    // The whole plan, not only this peer's part: a failure verdict on any
+    // segment but the drawn one does not count (see AuditBook).
+    return Promise.all(plan.map((a) => {
       const msg = this.#o.announced(
         manifest.round,
         a.peer,
         listed.get(a.peer)!,
       );
+      const mine = a.auditors.includes(self);
       if (!msg) {
-        log(
-          `round ${manifest.round}: cannot audit ${a.peer}: its signed delta was not seen here`,
-        );
+        if (mine) {
+          log(
+            `round ${manifest.round}: cannot audit ${a.peer}: its signed delta was not seen here`,
+          );
+        }
         return;
       }
       return this.#act(
-        this.#book.drawn(manifest.round, msg.account, a.segment),
+        this.#book.planned(
+          manifest.round,
+          msg.account,
+          a.segment,
+          mine,
+          this.#o.round(),
+        ),
       );
     })).then(() => {});
   }
 
   /**
-   * Takes another member's signed failure verdict: counted toward the
-   * quorum once its signature checks out, and the segment re-run here
-   * unless this peer has judged that work already.
+   * Takes another member's signed failure verdict: once its signature
+   * checks out it counts toward the quorum, and the drawn segment is re-run
+   * here unless this peer has judged that work already, if it names the
+   * segment the plan drew (see AuditBook).
    */
   async noticed(n: AuditFailureNotice): Promise<void> {
     const { chain, jobId, members } = this.#o;

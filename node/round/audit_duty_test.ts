@@ -217,7 +217,10 @@ Deno.test("a failure is signed and gossiped; the other member re-runs it and a q
   assert.deepEqual(first.chain.slashes, [], "one verdict is short of quorum");
 
   const second = duty(other, FAIL);
+  // The notice may come before this peer has drawn the plan: it waits.
   await second.d.noticed(notice);
+  assert.equal(second.audited.length, 0);
+  await second.d.roundClosed(await manifest(), NEXT);
   assert.deepEqual(
     second.audited.map((a) => [a.msg.peer, a.segment]),
     [[PEERS[0], segment]],
@@ -265,6 +268,7 @@ Deno.test("one lying auditor cannot slash an honest peer: the others' replays pa
   const liar = duty(drawn, FAIL);
   await liar.d.roundClosed(await manifest(), NEXT);
   const honest = duty(other, PASS);
+  await honest.d.roundClosed(await manifest(), NEXT);
   await honest.d.noticed(liar.notices()[0]);
   assert.equal(honest.audited.length, 1);
   assert.deepEqual(honest.notices(), []);
@@ -273,6 +277,21 @@ Deno.test("one lying auditor cannot slash an honest peer: the others' replays pa
   assert.deepEqual([...honest.chain.slashes, ...liar.chain.slashes], []);
   assert.deepEqual([...honest.convicted, ...liar.convicted], []);
   assert.deepEqual(honest.ledger.audits.map((a) => a.passed), [true]);
+});
+
+Deno.test("a failure notice on another segment than the drawn one neither counts nor steers the replay", async () => {
+  const { drawn, other, segment } = auditors();
+  const first = duty(drawn, FAIL);
+  await first.d.roundClosed(await manifest(), NEXT);
+  const notice = first.notices()[0];
+  const t = duty(other, FAIL);
+  await t.d.roundClosed(await manifest(), NEXT);
+  // Re-signing is not needed: the book drops it on the segment alone.
+  await t.d.noticed({ ...notice, segment: (segment + 1) % 16 });
+  assert.equal(t.audited.length, 0);
+  assert.equal(t.notices().length, 0);
+  await t.d.noticed(notice);
+  assert.deepEqual(t.audited.map((a) => a.segment), [segment]);
 });
 
 Deno.test("a failure notice is ignored unless a member signed it over the work seen here", async () => {
