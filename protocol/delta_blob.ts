@@ -24,6 +24,8 @@
 import { ProtocolError } from "./errors.ts";
 import { canonicalJson } from "./canonical_json.ts";
 import { decodeDelta } from "./round_update.ts";
+import type { JobSpec } from "./job_spec.ts";
+import { BITS_FOR_COMPRESSION, encodeQuantized, quantize } from "./quantize.ts";
 
 /** The four ASCII bytes every delta blob starts with. */
 export const DELTA_BLOB_MAGIC = "ZDB1";
@@ -176,4 +178,21 @@ function contextJson(c: DeltaContext): string {
     peer: c.peer,
     round: c.round,
   });
+}
+
+/**
+ * The blob of pseudo-gradient `delta` as the job sends it: quantized in
+ * the spec's format and bound to `context`. Deterministic, so an auditor
+ * rebuilds a peer's blob from its committed final state, bit for bit.
+ */
+export function encodeDelta(
+  spec: JobSpec,
+  context: DeltaContext,
+  delta: Float32Array,
+): Uint8Array {
+  const quantized = encodeQuantized(quantize(delta, {
+    bits: BITS_FOR_COMPRESSION[spec.compression.format],
+    blockSize: spec.compression.blockSize,
+  }));
+  return encodeDeltaBlob(context, quantized);
 }

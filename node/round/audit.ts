@@ -37,6 +37,7 @@ import { assignChunks } from "../../protocol/assignment.ts";
 import { cidForBytes, cidToString, parseCid } from "../../protocol/cid.ts";
 import type { JobSpec } from "../../protocol/job_spec.ts";
 import type { AuditCheck, DeltaAnnounce } from "../../protocol/messages.ts";
+import { encodeDelta } from "../../protocol/delta_blob.ts";
 import { pseudoGradient } from "../../protocol/pseudo_gradient.ts";
 import { parameterCount } from "../../protocol/round_checkpoint.ts";
 import { stateHash, type TrainingState } from "../../protocol/state_hash.ts";
@@ -47,7 +48,6 @@ import {
   type WorkRecord,
 } from "../../protocol/work_record.ts";
 import { roundSampler } from "./inner_loop.ts";
-import { encodeDelta } from "./train.ts";
 
 /**
  * Largest distance, relative to the segment's own progress

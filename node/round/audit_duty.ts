@@ -92,6 +92,11 @@ export interface AuditDutyOptions {
   round(): number;
   /** Ignores `account`'s deltas from now on (DeltaGate.convict). */
   convict(account: string): void;
+  /**
+   * Whether this peer is shutting down: its own fetches then fail, which
+   * says nothing about the audited peer, so no verdict is drawn.
+   */
+  stopped(): boolean;
   log(line: string): void;
 }
 
@@ -271,6 +276,7 @@ export class AuditDuty {
       if (!(err instanceof WorkRecordUnserved)) throw err;
       verdict = { passed: false, check: "record", reason: err.message };
     }
+    if (this.#o.stopped()) return null;
     const ms = Math.round(performance.now() - start);
     const bounds = segmentBounds(this.#o.spec.innerSteps);
     const replayed = verdict.passed || verdict.check === "replay" ||

@@ -113,6 +113,7 @@ function duty(
     ledger,
     round: () => 1,
     convict: (a) => convicted.push(a),
+    stopped: () => false,
     log: () => {},
     ...over,
   });
@@ -319,6 +320,18 @@ Deno.test("a failure notice is ignored unless a member signed it over the work s
     assert.deepEqual(t.audited, [], what);
     assert.deepEqual(t.notices(), [], what);
   }
+});
+
+Deno.test("a peer shutting down draws no verdict from its own failed fetches", async () => {
+  const { drawn } = auditors();
+  const t = duty(drawn, PASS, {
+    record: (msg) =>
+      Promise.reject(new WorkRecordUnserved(msg.work, new Error("aborted"))),
+    stopped: () => true,
+  });
+  await t.d.roundClosed(await manifest(), NEXT);
+  assert.equal(t.ledger.audits.length, 0);
+  assert.equal(t.notices().length, 0);
 });
 
 Deno.test("an unserved work record fails the audit on its record check", async () => {

@@ -30,7 +30,8 @@ import { Auditor, CROSS_KERNEL_TOLERANCE } from "./audit.ts";
 import { HONEST } from "./behaviour.ts";
 import { RoundTrainer } from "./inner_loop.ts";
 import { RoundLedger } from "./ledger.ts";
-import { encodeDelta, RoundTraining, type TrainedDelta } from "./train.ts";
+import { encodeDelta } from "../../protocol/delta_blob.ts";
+import { RoundTraining, type TrainedDelta } from "./train.ts";
 
 const JOB = "bafkreijob";
 const dataset = await textDataset();

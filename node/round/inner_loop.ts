@@ -18,6 +18,7 @@
  *
  * @module
  */
+import { untilOrAborted } from "./abortable.ts";
 import { type Dataset, splitTrainVal } from "../../protocol/dataset.ts";
 import { BatchSampler } from "../../kernels/data/sampler.ts";
 import {
@@ -370,20 +371,4 @@ export class RoundTrainer {
     await new Promise((resolve) => setTimeout(resolve, 0));
     this.#lastYield = performance.now();
   }
-}
-
-/** Resolves with `until`, or rejects with the signal's reason on abort. */
-function untilOrAborted<T>(
-  until: Promise<T>,
-  signal?: AbortSignal,
-): Promise<T> {
-  if (!signal) return until;
-  signal.throwIfAborted();
-  return new Promise((resolve, reject) => {
-    const onAbort = () => reject(signal.reason);
-    signal.addEventListener("abort", onAbort, { once: true });
-    until.then(resolve, reject).finally(() =>
-      signal.removeEventListener("abort", onAbort)
-    );
-  });
 }

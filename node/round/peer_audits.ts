@@ -78,6 +78,7 @@ export function peerAudits(
     ledger: o.ledger,
     round: () => o.state().round,
     convict: (account) => gate.convict(account),
+    stopped: () => o.blobs.signal.aborted,
     log: o.log,
   });
   return { duty, auditor };

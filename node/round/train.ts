@@ -19,18 +19,9 @@
  * @module
  */
 import { assignChunks } from "../../protocol/assignment.ts";
-import {
-  type DeltaContext,
-  encodeDeltaBlob,
-} from "../../protocol/delta_blob.ts";
+import { encodeDelta } from "../../protocol/delta_blob.ts";
 import type { JobSpec } from "../../protocol/job_spec.ts";
 import { pseudoGradient } from "../../protocol/pseudo_gradient.ts";
-import {
-  BITS_FOR_COMPRESSION,
-  encodeQuantized,
-  quantize,
-} from "../../protocol/quantize.ts";
-import type { DeltaAnnounce } from "../../protocol/messages.ts";
 import { encodeState } from "../../protocol/state_hash.ts";
 import {
   dataHash,
@@ -38,15 +29,10 @@ import {
   segmentBounds,
   trajectoryRoot,
 } from "../../protocol/work_record.ts";
-import type { RoundEvent, RoundState } from "../../protocol/round_state.ts";
+import type { RoundState } from "../../protocol/round_state.ts";
 import type { Progress } from "../p2p/gossip_service.ts";
-import type {
-  DeltaChoice,
-  RoundBehaviour,
-  UnsignedDelta,
-} from "./behaviour.ts";
+import type { DeltaChoice, RoundBehaviour } from "./behaviour.ts";
 import type { RoundLedger } from "./ledger.ts";
-import type { RoundPublisher } from "./publisher.ts";
 import {
   type RoundTrainer,
   type TrainRoundParams,
@@ -72,23 +58,6 @@ const AHEAD_FRACTION = 0.1;
 export function aheadSteps(innerSteps: number): number {
   const most = Math.floor(innerSteps * AHEAD_FRACTION);
   return segmentBounds(innerSteps).filter((b) => b <= most).at(-1)!;
-}
-
-/**
- * The blob of pseudo-gradient `delta` as the job sends it: quantized in
- * the spec's format and bound to `context`. Deterministic, so an auditor
- * rebuilds a peer's blob from its committed final state, bit for bit.
- */
-export function encodeDelta(
-  spec: JobSpec,
-  context: DeltaContext,
-  delta: Float32Array,
-): Uint8Array {
-  const quantized = encodeQuantized(quantize(delta, {
-    bits: BITS_FOR_COMPRESSION[spec.compression.format],
-    blockSize: spec.compression.blockSize,
-  }));
-  return encodeDeltaBlob(context, quantized);
 }
 
 /** A trained round's delta, stored and ready to announce. */
@@ -380,57 +349,4 @@ export class RoundTraining {
       kernel: this.#o.trainer.kernel,
     });
   }
-}
-
-/** What announcing a trained delta uses. */
-export interface AnnounceOptions {
-  publisher: Pick<RoundPublisher, "header" | "publish">;
-  behaviour: Pick<RoundBehaviour, "announce" | "also">;
-  /** The chain account credited for the delta. */
-  account: `0x${string}`;
-  /** Signs the work commitment of an announcement (see commitments.ts). */
-  sign(msg: UnsignedDelta): Promise<`0x${string}`>;
-  /** Hands an event back to the machine. */
-  feed(event: RoundEvent): void;
-  log(line: string): void;
-}
-
-/**
- * Announces trained delta `d` on gossip (sent again until its round ends)
- * and tells the machine. The behaviour's further announcements (`also`)
- * are signed and published the same way, but the machine hears only the
- * main one.
- */
-export async function announceDelta(
-  o: AnnounceOptions,
-  d: TrainedDelta,
-): Promise<void> {
-  const unsigned = o.behaviour.announce({
-    ...o.publisher.header("delta", d.round, d.parent),
-    delta: d.cid,
-    tokens: d.tokens,
-    loss: d.loss,
-    account: o.account,
-    work: d.work,
-    data: d.data,
-    trajectory: d.trajectory,
-    kernel: d.kernel,
-  });
-  const msg: DeltaAnnounce = {
-    ...unsigned,
-    signature: await o.sign(unsigned),
-  };
-  await o.publisher.publish(msg, { repeat: true });
-  for (const extra of o.behaviour.also(unsigned)) {
-    await o.publisher.publish(
-      { ...extra, signature: await o.sign(extra) },
-      { repeat: true },
-    );
-  }
-  o.log(
-    `round ${d.round}: trained ${d.steps} steps on ${d.chunks} chunk(s), loss ${
-      d.loss.toFixed(3)
-    }, delta ${msg.delta} (${d.bytes} bytes)`,
-  );
-  o.feed({ type: "trained", delta: msg });
 }

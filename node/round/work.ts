@@ -16,6 +16,7 @@
  * @module
  */
 import { NotHeldError } from "./failures.ts";
+import { sleep } from "./abortable.ts";
 import type { Auditor } from "./audit.ts";
 import type { AuditDuty } from "./audit_duty.ts";
 import { signDelta } from "./commitments.ts";
@@ -54,7 +55,8 @@ import type { MemberCache } from "./member_cache.ts";
 import { RoundPublisher } from "./publisher.ts";
 import type { RoundServices } from "./services.ts";
 import { RoundSync } from "./sync.ts";
-import { announceDelta, RoundTraining } from "./train.ts";
+import { announceDelta } from "./announce.ts";
+import { RoundTraining } from "./train.ts";
 import { verifyManifest } from "./verify.ts";
 import { peerAudits } from "./peer_audits.ts";
 
@@ -310,7 +312,7 @@ export class RoundWork {
         store: (bytes) => this.#o.services.blocks.put(bytes),
         refuse: (d, reason, err) => this.#refuseDelta(d, reason, err),
         reasonOf: deltaRefusalReason,
-        sleep: (ms) => this.#sleep(ms),
+        sleep: (ms) => sleep(ms, this.#abort.signal),
         publisher: this.#publisher,
         attester: this.#attester,
         feed,
@@ -395,22 +397,6 @@ export class RoundWork {
       peer: d.peer,
       what: "delta",
       reason,
-    });
-  }
-
-  /** Resolves after `ms`, or rejects when the driver stops. */
-  #sleep(ms: number): Promise<void> {
-    const signal = this.#abort.signal;
-    return new Promise((resolve, reject) => {
-      const abort = () => {
-        clearTimeout(timer);
-        reject(signal.reason);
-      };
-      const timer = setTimeout(() => {
-        signal.removeEventListener("abort", abort);
-        resolve();
-      }, ms);
-      signal.addEventListener("abort", abort, { once: true });
     });
   }
 
