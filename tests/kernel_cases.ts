@@ -52,9 +52,22 @@ export function matmulCase(
     const b = randomBuffer(be, rng, batch * k * n);
     const out = randomBuffer(be, rng, batch * m * n);
     const want = f64(out);
+    // Judged against the size of its terms, |out| (accumulating) plus
+    // Σ|a||b|, as float32 rounding is: a sum that cancels to near 0 (a
+    // lone 1x1x1 accumulate can) keeps the terms' rounding, not its own.
+    const terms = Float64Array.from(out, Math.abs);
+    const abs = (x: Float32Array) => Float64Array.from(x, Math.abs);
+    if (!opts.accumulate) terms.fill(0);
+    ref.matmul(terms, abs(a), abs(b), m, k, n, { ...opts, accumulate: true });
     ref.matmul(want, f64(a), f64(b), m, k, n, opts);
     be.matmul(out, a, b, m, k, n, opts);
-    assertClose(out, want, `matmul ${m}x${k}x${n} ${JSON.stringify(opts)}`);
+    assertClose(
+      out,
+      want,
+      `matmul ${m}x${k}x${n} ${JSON.stringify(opts)}`,
+      undefined,
+      terms,
+    );
     return [out];
   };
 }
@@ -139,9 +152,17 @@ export const KERNEL_CASES: Record<string, KernelCase> = {
       const x = randomBuffer(be, rng, n, 6), dout = randomBuffer(be, rng, n);
       const dx = randomBuffer(be, rng, n);
       const want = f64(dx);
+      // GELU's slope is 0.5(1 + t) + 0.5·x·sech²·du, two terms that cancel
+      // near x = −0.75, each at most about 1 + |x|; and dx accumulates. So
+      // the error is judged against |dx| + |dout|·(1 + |x|), as float32
+      // rounds those terms (n = 1 can land on the cancellation alone).
+      const terms = Float64Array.from(
+        dx,
+        (d, i) => Math.abs(d) + Math.abs(dout[i]) * (1 + Math.abs(x[i])),
+      );
       ref.geluBackward(want, f64(x), f64(dout), n);
       be.geluBackward(dx, x, dout, n);
-      assertClose(dx, want, `geluBackward n=${n}`);
+      assertClose(dx, want, `geluBackward n=${n}`, undefined, terms);
       outs.push(dx);
     }
     return outs;
@@ -322,10 +343,18 @@ export const KERNEL_CASES: Record<string, KernelCase> = {
       assertClose(v, wv, `adamw v n=${n}`, undefined, vTerms);
       // The update itself, not just the parameters it is small against,
       // to within one float32 ulp of the parameter it lands on: a tiny
-      // update (m near 0) cannot be stored more exactly than that.
+      // update (m near 0) cannot be stored more exactly than that. Nor can
+      // an update whose two terms, Adam's step and the weight decay,
+      // nearly cancel, or whose m did (judged above against mTerms): it
+      // carries a few float32 ulps of those terms, not of itself.
+      const c1 = 1 - hp.beta1 ** hp.step, c2 = 1 - hp.beta2 ** hp.step;
       for (let i = 0; i < n; i++) {
         const got = param[i] - before[i], want = wp[i] - before[i];
-        const bound = 1e-4 * Math.abs(want) + Math.abs(wp[i]) * 2 ** -23;
+        const terms = hp.lr *
+          (mTerms[i] / c1 / (Math.sqrt(wv[i] / c2) + hp.eps) +
+            hp.weightDecay * Math.abs(before[i]));
+        const bound = 1e-4 * Math.abs(want) + Math.abs(wp[i]) * 2 ** -23 +
+          terms * 2 ** -20;
         if (!(Math.abs(got - want) <= bound)) {
           throw new Error(
             `adamw update n=${n}: element ${i} is ${got}, the reference ${want} (ZOO_TEST_SEED=${SEED})`,
