@@ -56,15 +56,21 @@ export function tinySpec(
   });
 }
 
+/** The models a benchmark trains; see {@linkcode benchSpec}. */
+export const BENCH_MODELS = ["tiny", "default", "large"] as const;
+
+/** The name of a benchmark's model. */
+export type BenchModel = typeof BENCH_MODELS[number];
+
 /**
- * A benchmark's job: the tiny model or the default one (2 layers, d_model
- * 128, batch 16x64), every one of `peers` needed per round and a majority
- * quorum, then `over`.
+ * A benchmark's job: the tiny model, the default one (2 layers, d_model
+ * 128, batch 16x64) or a large one (4 layers, d_model 256, batch 16x64),
+ * every one of `peers` needed per round and a majority quorum, then `over`.
  */
 export function benchSpec(
   o: {
     name: string;
-    model: "default" | "tiny";
+    model: BenchModel;
     peers: number;
     rounds: number;
     innerSteps: number;
@@ -73,9 +79,13 @@ export function benchSpec(
 ): JobSpec {
   return tinySpec({
     name: o.name,
-    ...(o.model === "tiny"
-      ? {}
-      : { model: DEFAULT_MODEL, batchSize: 16, inner: {} }),
+    ...(o.model === "tiny" ? {} : {
+      model: o.model === "large"
+        ? { ...DEFAULT_MODEL, layers: 4, dModel: 256 }
+        : DEFAULT_MODEL,
+      batchSize: 16,
+      inner: {},
+    }),
     minPeers: o.peers,
     quorum: Math.floor(o.peers / 2) + 1,
     rounds: o.rounds,

@@ -302,19 +302,21 @@ export class RoundTrainer {
    * Held-out loss of `params` (e.g. a committed checkpoint's) on fixed
    * validation batches, the same for every peer and round, so losses
    * compare. Safe to call while a round trains: it runs between two steps
-   * and puts the working parameters back.
+   * and puts the working parameters back. More `batches` than the
+   * {@linkcode VAL_BATCHES} peers report give a benchmark a finer measure;
+   * the first VAL_BATCHES are the same either way.
    */
-  evalLoss(params: Float32Array): Promise<number> {
+  evalLoss(params: Float32Array, batches = VAL_BATCHES): Promise<number> {
     return this.exclusive(async () => {
       const working = await this.#trainer.readParams();
       try {
         this.#trainer.setParams(params);
         let sum = 0;
-        for (let i = 0; i < VAL_BATCHES; i++) {
+        for (let i = 0; i < batches; i++) {
           this.#val.writeBatch(i, this.#batch.inputs, this.#batch.targets);
           sum += await this.#trainer.evalLoss(this.#batch);
         }
-        return sum / VAL_BATCHES;
+        return sum / batches;
       } finally {
         this.#trainer.setParams(working);
       }

@@ -149,7 +149,7 @@ Deno.test("bench chain --json reports gas per signer count from a real anvil", a
 
 Deno.test({
   name:
-    "bench rounds --json compares DiLoCo peers with one alone (tiny model, real processes and anvil)",
+    "bench rounds --json compares DiLoCo peers with data-parallel training and one peer alone (tiny model, real processes and anvil)",
   sanitizeOps: false,
   sanitizeResources: false,
   fn: async () => {
@@ -169,9 +169,26 @@ Deno.test({
     const { rounds } = JSON.parse(stdout);
     assert.equal(rounds.peers, 2);
     assert.equal(rounds.perPeer.length, 2);
-    for (const key of ["lossRatio", "reduction", "utilization"]) {
+    for (
+      const key of [
+        "lossRatioVsDdp",
+        "lossRatioVsAlone",
+        "reductionVsDdp",
+        "utilization",
+      ]
+    ) {
       assertPositive(rounds[key], key);
     }
+    // Every curve has a loss per round, on the same tokens, and the ratios
+    // are of their last points.
+    for (const run of ["diloco", "ddp", "alone"]) {
+      assert.equal(rounds[run].valLoss.length, 2, run);
+      assert.deepEqual(rounds[run].tokens, [2 * 20 * 8 * 32, 4 * 20 * 8 * 32]);
+    }
+    assert.equal(
+      rounds.lossRatioVsDdp,
+      rounds.diloco.valLoss[1] / rounds.ddp.valLoss[1],
+    );
     assert.ok(rounds.utilization <= 1, `utilization ${rounds.utilization}`);
     // Two peers each send their int8 delta once: far below all-reducing
     // fp32 gradients every one of 20 steps. Audits fetch whole training
@@ -180,7 +197,7 @@ Deno.test({
       rounds.trainingReduction > 10,
       `training reduction ${rounds.trainingReduction}`,
     );
-    assert.ok(rounds.reduction < rounds.trainingReduction);
+    assert.ok(rounds.reductionVsDdp < rounds.trainingReduction);
     assert.ok(
       rounds.perPeer.some((p: { auditBytesPerRound: number }) =>
         p.auditBytesPerRound > 0
@@ -311,4 +328,53 @@ Deno.test("bench catch --json: the audit plan catches a partial-work peer as oft
   // At rate 1 a peer faking half its segments is caught within 4 rounds
   // in about 94% of jobs.
   assert.ok(r.rates.at(-1).measured[3] > 0.85);
+});
+
+Deno.test("bench quality --json trains DiLoCo, data-parallel and alone on equal tokens (tiny model, in process)", async () => {
+  const { code, stdout, stderr } = await bench(
+    "quality",
+    "--json",
+    "--model",
+    "tiny",
+    "--peers",
+    "3",
+    "--rounds",
+    "2",
+    "--inner-steps",
+    "10",
+    "--compression",
+    "int4",
+    "--eval-batches",
+    "4",
+  );
+  assert.equal(code, 0, stderr);
+  const { quality } = JSON.parse(stdout);
+  const perRound = 3 * 10 * 8 * 32;
+  for (const run of ["diloco", "ddp", "alone"]) {
+    assert.deepEqual(quality[run].tokens, [perRound, 2 * perRound], run);
+    // Every run learns from the same genesis: ln(256) = 5.55 at the start.
+    for (const loss of quality[run].valLoss) {
+      assert.ok(loss < 5, `${run} ${loss}`);
+    }
+  }
+  assert.equal(
+    quality.lossRatioVsDdp,
+    quality.diloco.valLoss[1] / quality.ddp.valLoss[1],
+  );
+  assert.equal(quality.settings.compression, "int4");
+  // 21,984 params at 4 bits and one fp32 scale per 256 of them: 0.5156
+  // bytes a parameter, against 10 steps of a ring all-reduce of 3 peers.
+  assert.equal(quality.diloco.deltaBytes, 16 + 4 * 86 + 21_984 / 2);
+  assert.equal(
+    quality.reductionVsDdp,
+    (10 * 4 * 21_984 * 4 / 3) / quality.diloco.deltaBytes,
+  );
+});
+
+Deno.test("bench quality rejects an unknown model and a trim outside [0, 0.49]", async () => {
+  for (const args of [["--model", "huge"], ["--trim", "0.5"]]) {
+    const { code, stderr } = await bench("quality", ...args);
+    assert.equal(code, 2, stderr);
+    assert.match(stderr, /Cannot use --/);
+  }
 });

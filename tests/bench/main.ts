@@ -21,6 +21,7 @@ const BENCHES: Record<string, () => Promise<{ default: Bench }>> = {
   rounds: () => import("./rounds.ts"),
   attacks: () => import("./attacks.ts"),
   catch: () => import("./catch.ts"),
+  quality: () => import("./quality.ts"),
 };
 
 /** Where and on what the numbers were taken. */

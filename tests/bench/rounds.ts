@@ -1,30 +1,44 @@
 /**
- * DiLoCo rounds against training alone: N `--join --job` peers (separate
- * processes, a real anvil, the default corpus) train R rounds of H inner
- * steps; one peer in this process trains the same model on the same total
- * tokens (R rounds of N·H steps, parameters carried over, no outer step).
+ * DiLoCo rounds against synchronous data-parallel training and against
+ * training alone: N `--join --job` peers (separate processes, a real
+ * anvil, the default corpus) train R rounds of H inner steps; then, in this
+ * process and from the same genesis, data-parallel training takes R·H
+ * steps on the global batch of all N peers and one peer alone R·N·H steps
+ * of one peer's batch (training_runs.ts), so all three train on the same
+ * number of tokens.
  *
- * Reported: the final held-out loss of both and their ratio; bytes each
- * peer sent per round against a ring all-reduce of fp32 gradients every
- * step (what synchronous data-parallel training sends); and compute
- * utilization, the time a peer spends inside training steps over the
- * round's wall time (from entering the round to seeing its commit).
+ * Reported: the held-out loss of every round's committed checkpoint (read
+ * from a peer's store) and of the baselines, measured on the same held-out
+ * batches, and their ratios; bytes each peer sent per round against a ring
+ * all-reduce of fp32 gradients every step (what data-parallel training
+ * sends); and compute utilization, the time a peer spends inside training
+ * steps over the round's wall time (from entering the round to seeing its
+ * commit).
  *
  * @module
  */
-import { RoundTrainer } from "../../node/round/inner_loop.ts";
 import { defaultCorpusDataset } from "../../node/job/dataset.ts";
-import {
-  decodeRoundCheckpoint,
-  encodeRoundCheckpoint,
-  genesisCheckpoint,
-} from "../../protocol/round_checkpoint.ts";
+import { decodeRoundCheckpoint } from "../../protocol/round_checkpoint.ts";
+import { parseCid } from "../../protocol/cid.ts";
 import { createWasmBackend } from "../../wasm/modules.ts";
-import { createCpuTrainer } from "../../kernels/trainer.ts";
 import type { JobSpec } from "../../protocol/job_spec.ts";
 import { formatBytes } from "../../node/format_bytes.ts";
 import { watchRounds } from "../../node/devnet/rounds.ts";
-import { benchSpec, withJobCluster } from "../_job_cluster.ts";
+import type { RoundRecord } from "../../node/round/ledger.ts";
+import { Blockstore } from "../../node/store/blockstore.ts";
+import { blockstoreDir } from "../../node/node.ts";
+import {
+  BENCH_MODELS,
+  type BenchModel,
+  benchSpec,
+  withJobCluster,
+} from "../_job_cluster.ts";
+import {
+  type Curve,
+  HeldOutMeter,
+  trainAlone,
+  trainDataParallel,
+} from "./training_runs.ts";
 import {
   type Bench,
   booleanFlag,
@@ -58,16 +72,25 @@ export interface RoundsResult {
   peers: number;
   rounds: number;
   innerSteps: number;
-  model: string;
+  model: BenchModel;
   /** Whether peers trained ahead (see `overlap` in the round machine). */
   overlap: boolean;
+  /** How deltas travelled (the spec's compression format). */
+  compression: JobSpec["compression"]["format"];
   parameters: number;
-  /** Tokens trained in all, by the DiLoCo peers and by the lone peer each. */
+  /** Tokens trained in all, by the DiLoCo peers and by each baseline. */
   tokens: number;
-  diloco: { valLoss: number; seconds: number; perRound: number[] };
-  alone: { valLoss: number; seconds: number };
-  /** DiLoCo's final held-out loss over the lone peer's (lower is better). */
-  lossRatio: number;
+  /** Held-out batches behind every loss below. */
+  evalBatches: number;
+  /** Live peers; valLoss per round is that of the committed checkpoint. */
+  diloco: Curve;
+  /** Synchronous data-parallel training in this process. */
+  ddp: Curve;
+  alone: Curve;
+  /** DiLoCo's final held-out loss over DDP's (lower is better). */
+  lossRatioVsDdp: number;
+  /** DiLoCo's final held-out loss over the lone peer's. */
+  lossRatioVsAlone: number;
   /** Bytes a peer sends per round under data-parallel training. */
   dataParallelBytesPerRound: number;
   perPeer: PeerFigures[];
@@ -77,8 +100,9 @@ export interface RoundsResult {
    * fetched is one another peer served).
    */
   trainingReduction: number;
+  /** Data-parallel bytes over bytes sent, audits included; mean over peers. */
+  reductionVsDdp: number;
   /** Means over peers. */
-  reduction: number;
   utilization: number;
   steadyUtilization: number;
 }
@@ -87,58 +111,35 @@ interface Options {
   peers: number;
   rounds: number;
   innerSteps: number;
-  model: "default" | "tiny";
+  model: BenchModel;
   overlap: boolean;
+  compression: JobSpec["compression"]["format"];
+  evalBatches: number;
 }
 
 function specFor(o: Options): JobSpec {
   return benchSpec({ name: "bench-rounds", ...o }, {
     roundDeadlineMs: 60_000,
+    compression: { format: o.compression },
   });
 }
 
-/** One peer alone: R rounds of N·H steps from the same genesis. */
-async function trainAlone(
-  spec: JobSpec,
-  peers: number,
-  root: string,
-  log: (line: string) => void,
-): Promise<{ valLoss: number; seconds: number }> {
-  const steps = spec.innerSteps * peers;
-  const alone: JobSpec = {
-    ...spec,
-    innerSteps: steps,
-    inner: { ...spec.inner, totalSteps: spec.rounds * steps },
-  };
-  const backend = await createWasmBackend({ threads: 1 });
-  const trainer = new RoundTrainer({
-    createTrainer: (init) => createCpuTrainer(backend, init),
-    spec: alone,
-    dataset: await defaultCorpusDataset(root),
-    peerId: "alone",
-  });
-  try {
-    // Through the checkpoint codec, as the peers start from C(0).
-    let params = decodeRoundCheckpoint(
-      encodeRoundCheckpoint(genesisCheckpoint("alone", spec.model, spec.seed)),
-    ).params;
-    const t0 = performance.now();
-    for (let r = 0; r < spec.rounds; r++) {
-      params = (await trainer.trainRound({ round: r, params, chunks: [] }))
-        .params;
-      log(`alone: round ${r + 1}/${spec.rounds} (${steps} steps)`);
-    }
-    const seconds = (performance.now() - t0) / 1000;
-    return { valLoss: await trainer.evalLoss(params), seconds };
-  } finally {
-    trainer.dispose();
-    backend.dispose();
+/** The committed checkpoint of every round, from one peer's store. */
+async function checkpointParams(
+  dataDir: string,
+  cids: string[],
+): Promise<Float32Array[]> {
+  const store = await Blockstore.open(blockstoreDir(dataDir));
+  const out = [];
+  for (const cid of cids) {
+    out.push(decodeRoundCheckpoint(await store.get(parseCid(cid))).params);
   }
+  return out;
 }
 
 const bench: Bench<Options, RoundsResult> = {
   summary:
-    "N DiLoCo peers against one peer alone: loss ratio, bytes vs data-parallel, compute utilization",
+    "N DiLoCo peers against data-parallel training and one peer alone: loss ratios, bytes vs data-parallel, compute utilization",
   flags: {
     peers: { default: "4", help: "DiLoCo peers, 2-8" },
     rounds: { default: "4", help: "rounds, 1-100" },
@@ -150,13 +151,22 @@ const bench: Bench<Options, RoundsResult> = {
     model: {
       default: "default",
       help:
-        "default (2 layers, d_model 128, batch 16x64) or tiny (1 layer, d_model 32, batch 8x32)",
+        "default (2 layers, d_model 128, batch 16x64), tiny (1 layer, d_model 32, batch 8x32) or large (4 layers, d_model 256, batch 16x64)",
     },
+    compression: { default: "int8", help: "int8 | int4 | none" },
+    "eval-batches": { default: "32", help: "held-out batches, 1-1000" },
   },
   parse(flags) {
-    if (flags.model !== "default" && flags.model !== "tiny") {
+    if (!(BENCH_MODELS as readonly string[]).includes(flags.model)) {
       throw new UsageError(
-        `Cannot use --model as it must be default or tiny: current value is "${flags.model}"`,
+        `Cannot use --model as it must be one of ${
+          BENCH_MODELS.join(", ")
+        }: current value is "${flags.model}"`,
+      );
+    }
+    if (!["int8", "int4", "none"].includes(flags.compression)) {
+      throw new UsageError(
+        `Cannot use --compression as it must be int8, int4 or none: current value is "${flags.compression}"`,
       );
     }
     return {
@@ -167,8 +177,14 @@ const bench: Bench<Options, RoundsResult> = {
         max: 10_000,
         integer: true,
       }),
-      model: flags.model,
+      model: flags.model as BenchModel,
       overlap: booleanFlag(flags, "overlap"),
+      compression: flags.compression as Options["compression"],
+      evalBatches: numberFlag(flags, "eval-batches", {
+        min: 1,
+        max: 1000,
+        integer: true,
+      }),
     };
   },
   async run(o, log) {
@@ -189,74 +205,75 @@ const bench: Bench<Options, RoundsResult> = {
       });
       const seconds = (performance.now() - t0) / 1000;
       for (const p of peers) p.child.kill("SIGTERM");
-      const alone = await trainAlone(spec, o.peers, c.root, log);
-      const perPeer: PeerFigures[] = peers.map((p) => {
-        const recs = rounds.map((r) => r.records.get(p.name)!);
-        const sent = recs.reduce((s, r) => s + r.bytesSent, 0) / recs.length;
-        const audit = recs.reduce((s, r) => s + r.auditBytes, 0) /
-          recs.length;
-        const dp = recs.reduce((s, r) => s + r.dataParallelBytes, 0) /
-          recs.length;
-        const utilization = (rs: typeof recs) =>
-          rs.reduce((s, r) => s + r.trainMs, 0) /
-          rs.reduce((s, r) => s + r.wallMs, 0);
-        return {
-          name: p.name,
-          bytesPerRound: sent,
-          auditBytesPerRound: audit,
-          reduction: dp / sent,
-          utilization: utilization(recs),
-          steadyUtilization: recs.length > 1
-            ? utilization(recs.slice(1))
-            : utilization(recs),
-          contributed: recs.filter((r) => r.contributed).length,
-        };
-      });
-      const last = [...rounds[rounds.length - 1].records.values()][0];
+      await Promise.all(peers.map((p) => p.child.status));
       const first = [...rounds[0].records.values()][0];
-      const mean = (xs: number[]) => xs.reduce((a, b) => a + b, 0) / xs.length;
-      result = {
-        peers: o.peers,
-        rounds: spec.rounds,
-        innerSteps: spec.innerSteps,
-        model: o.model,
-        overlap: o.overlap,
-        parameters: Math.round(
-          first.dataParallelBytes /
-            (spec.innerSteps * 8 * (o.peers - 1) / o.peers),
-        ),
-        tokens: o.peers * spec.rounds * spec.innerSteps * spec.batchSize *
-          spec.contextLength,
-        diloco: {
-          valLoss: last.valLoss,
-          seconds,
-          perRound: rounds.map((r) => [...r.records.values()][0].valLoss),
-        },
-        alone,
-        lossRatio: last.valLoss / alone.valLoss,
-        dataParallelBytesPerRound: first.dataParallelBytes,
-        perPeer,
-        trainingReduction: first.dataParallelBytes /
-          (mean(perPeer.map((p) => p.bytesPerRound)) -
-            mean(perPeer.map((p) => p.auditBytesPerRound))),
-        reduction: mean(perPeer.map((p) => p.reduction)),
-        utilization: mean(perPeer.map((p) => p.utilization)),
-        steadyUtilization: mean(perPeer.map((p) => p.steadyUtilization)),
-      };
+      const checkpoints = await checkpointParams(
+        peers[0].dataDir,
+        rounds.map((r) => [...r.records.values()][0].checkpoint),
+      );
+      const dataset = await defaultCorpusDataset(c.root);
+      const backend = await createWasmBackend();
+      const meter = new HeldOutMeter(spec, dataset, backend, o.evalBatches);
+      try {
+        const run = { spec, peers: o.peers, dataset, backend, meter, log };
+        const perToken = spec.batchSize * spec.contextLength;
+        const diloco: Curve = { valLoss: [], tokens: [], seconds };
+        for (const [r, params] of checkpoints.entries()) {
+          diloco.valLoss.push(await meter.measure(params));
+          diloco.tokens.push((r + 1) * o.peers * spec.innerSteps * perToken);
+        }
+        const ddp = await trainDataParallel(run);
+        const alone = await trainAlone(run);
+        const perPeer = peers.map((p) =>
+          peerFigures(p.name, rounds.map((r) => r.records.get(p.name)!))
+        );
+        const mean = (xs: number[]) =>
+          xs.reduce((a, b) => a + b, 0) / xs.length;
+        const last = (c: Curve) => c.valLoss[c.valLoss.length - 1];
+        result = {
+          peers: o.peers,
+          rounds: spec.rounds,
+          innerSteps: spec.innerSteps,
+          model: o.model,
+          overlap: o.overlap,
+          compression: spec.compression.format,
+          parameters: checkpoints[0].length,
+          tokens: diloco.tokens[diloco.tokens.length - 1],
+          evalBatches: o.evalBatches,
+          diloco,
+          ddp,
+          alone,
+          lossRatioVsDdp: last(diloco) / last(ddp),
+          lossRatioVsAlone: last(diloco) / last(alone),
+          dataParallelBytesPerRound: first.dataParallelBytes,
+          perPeer,
+          trainingReduction: first.dataParallelBytes /
+            (mean(perPeer.map((p) => p.bytesPerRound)) -
+              mean(perPeer.map((p) => p.auditBytesPerRound))),
+          reductionVsDdp: mean(perPeer.map((p) => p.reduction)),
+          utilization: mean(perPeer.map((p) => p.utilization)),
+          steadyUtilization: mean(perPeer.map((p) => p.steadyUtilization)),
+        };
+      } finally {
+        meter.dispose();
+        backend.dispose();
+      }
     });
     return result!;
   },
   table(r) {
+    const curve = (c: Curve) => c.valLoss.map((l) => l.toFixed(3)).join(" ");
     return [
-      `${r.peers} DiLoCo peers x ${r.rounds} rounds x ${r.innerSteps} steps (${r.model} model, ${r.parameters} params, ${r.tokens} tokens, overlap ${
+      `${r.peers} DiLoCo peers x ${r.rounds} rounds x ${r.innerSteps} steps (${r.model} model, ${r.parameters} params, ${r.tokens} tokens, ${r.compression}, overlap ${
         r.overlap ? "on" : "off"
-      }) against one peer alone on the same tokens`,
-      `held-out loss: DiLoCo ${r.diloco.valLoss.toFixed(3)} (${
-        r.diloco.seconds.toFixed(1)
-      } s), alone ${r.alone.valLoss.toFixed(3)} (${
-        r.alone.seconds.toFixed(1)
-      } s); ratio ${r.lossRatio.toFixed(3)}`,
-      `per round: ${r.diloco.perRound.map((l) => l.toFixed(3)).join(" -> ")}`,
+      }) against data-parallel training and one peer alone on the same tokens`,
+      `held-out loss per round (${r.evalBatches} batches):`,
+      `  diloco ${curve(r.diloco)} (${r.diloco.seconds.toFixed(1)} s)`,
+      `  ddp    ${curve(r.ddp)} (${r.ddp.seconds.toFixed(1)} s)`,
+      `  alone  ${curve(r.alone)} (${r.alone.seconds.toFixed(1)} s)`,
+      `DiLoCo/DDP ${r.lossRatioVsDdp.toFixed(4)}, DiLoCo/alone ${
+        r.lossRatioVsAlone.toFixed(4)
+      }`,
       formatTable(
         [
           "peer",
@@ -280,7 +297,7 @@ const bench: Bench<Options, RoundsResult> = {
       `data-parallel would send ${
         formatBytes(Math.round(r.dataParallelBytesPerRound))
       } per peer per round; mean reduction ${
-        Math.round(r.reduction)
+        Math.round(r.reductionVsDdp)
       }x with audits, ${
         Math.round(r.trainingReduction)
       }x for training traffic alone; mean utilization ${
@@ -289,5 +306,26 @@ const bench: Bench<Options, RoundsResult> = {
     ].join("\n");
   },
 };
+
+/** One peer's figures from its records of every round. */
+function peerFigures(name: string, recs: RoundRecord[]): PeerFigures {
+  const sent = recs.reduce((s, r) => s + r.bytesSent, 0) / recs.length;
+  const audit = recs.reduce((s, r) => s + r.auditBytes, 0) / recs.length;
+  const dp = recs.reduce((s, r) => s + r.dataParallelBytes, 0) / recs.length;
+  const utilization = (rs: RoundRecord[]) =>
+    rs.reduce((s, r) => s + r.trainMs, 0) /
+    rs.reduce((s, r) => s + r.wallMs, 0);
+  return {
+    name,
+    bytesPerRound: sent,
+    auditBytesPerRound: audit,
+    reduction: dp / sent,
+    utilization: utilization(recs),
+    // Round 1 also waits for every peer to start and load the data, which
+    // a long job pays once.
+    steadyUtilization: utilization(recs.length > 1 ? recs.slice(1) : recs),
+    contributed: recs.filter((r) => r.contributed).length,
+  };
+}
 
 export default bench;

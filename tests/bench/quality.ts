@@ -1,0 +1,261 @@
+/**
+ * DiLoCo's held-out loss against synchronous data-parallel training (and
+ * one peer alone) at equal tokens, with N peers simulated in this process
+ * (see training_runs.ts): the same inner loop, quantization, robust rule
+ * and outer step as live rounds, without the network, so the settings the
+ * literature tunes (outer learning rate and momentum, warmup, H, N, the
+ * delta format) can be swept in minutes. `bench rounds` measures the same
+ * against live peers.
+ *
+ * @module
+ */
+import { createWasmBackend } from "../../wasm/modules.ts";
+import { defaultCorpusDataset } from "../../node/job/dataset.ts";
+import type { JobSpec } from "../../protocol/job_spec.ts";
+import { parameterCount } from "../../protocol/round_checkpoint.ts";
+import { DEFAULT_OUTER } from "../../protocol/outer_step.ts";
+import { COMPRESSIONS } from "../../protocol/quantize.ts";
+import { formatBytes } from "../../node/format_bytes.ts";
+import { BENCH_MODELS, type BenchModel, benchSpec } from "../_job_cluster.ts";
+import { CORPUS_CACHE } from "../_corpus.ts";
+import {
+  type Curve,
+  type DilocoRun,
+  HeldOutMeter,
+  type RunContext,
+  simulateDiloco,
+  trainAlone,
+  trainDataParallel,
+} from "./training_runs.ts";
+import { type Bench, booleanFlag, numberFlag, UsageError } from "./_bench.ts";
+
+interface Options {
+  peers: number;
+  rounds: number;
+  innerSteps: number;
+  model: BenchModel;
+  outerLr: number;
+  outerMomentum: number;
+  nesterov: boolean;
+  /** null: the spec's default. */
+  warmup: number | null;
+  maxLr: number | null;
+  compression: JobSpec["compression"]["format"];
+  /** Trim fraction of the trimmed mean; 0 is the plain mean. */
+  trim: number;
+  alone: boolean;
+  ddp: boolean;
+  evalBatches: number;
+  threads: number;
+}
+
+/** What `quality` reports. */
+export interface QualityResult {
+  peers: number;
+  rounds: number;
+  innerSteps: number;
+  model: BenchModel;
+  parameters: number;
+  /** The settings that differ between runs of a sweep. */
+  settings: {
+    outer: JobSpec["outer"];
+    warmupSteps: number;
+    maxLr: number;
+    compression: JobSpec["compression"]["format"];
+    trimFraction: number;
+  };
+  /** Tokens each run trained on in all. */
+  tokens: number;
+  diloco: DilocoRun;
+  ddp: Curve | null;
+  alone: Curve | null;
+  /** DiLoCo's final held-out loss over DDP's (lower is better). */
+  lossRatioVsDdp: number | null;
+  lossRatioVsAlone: number | null;
+  /** Bytes a peer sends per round in DDP: a ring all-reduce of fp32 gradients each step. */
+  ddpBytesPerRound: number;
+  /** That over one encoded delta, the least a DiLoCo peer sends per round. */
+  reductionVsDdp: number;
+}
+
+function specFor(o: Options): JobSpec {
+  const base = benchSpec({ name: "bench-quality", ...o });
+  return benchSpec({ name: "bench-quality", ...o }, {
+    // The plain mean is a trimmed mean that trims nothing; the spec allows
+    // it only where it need not be robust, which a simulation need not be.
+    minPeers: o.trim === 0 ? 1 : o.peers,
+    quorum: 1,
+    outer: { lr: o.outerLr, momentum: o.outerMomentum, nesterov: o.nesterov },
+    inner: {
+      ...base.inner,
+      ...(o.warmup === null ? {} : { warmupSteps: o.warmup }),
+      ...(o.maxLr === null ? {} : { maxLr: o.maxLr }),
+      totalSteps: o.rounds * o.innerSteps,
+    },
+    compression: { format: o.compression },
+    aggregation: { rule: "trimmed-mean", trimFraction: o.trim },
+  });
+}
+
+function optionalNumber(
+  flags: Record<string, string>,
+  name: string,
+  range: { min: number; max: number; integer?: boolean },
+): number | null {
+  return flags[name] === "spec" ? null : numberFlag(flags, name, range);
+}
+
+const bench: Bench<Options, QualityResult> = {
+  summary:
+    "DiLoCo (N peers in process) against data-parallel and one peer alone at equal tokens: held-out loss",
+  flags: {
+    peers: { default: "4", help: "DiLoCo peers, 1-16" },
+    rounds: { default: "8", help: "rounds R, 1-1000" },
+    "inner-steps": { default: "100", help: "inner steps per round H, 1-10000" },
+    model: { default: "default", help: BENCH_MODELS.join(" | ") },
+    "outer-lr": { default: String(DEFAULT_OUTER.lr), help: "outer lr" },
+    "outer-momentum": {
+      default: String(DEFAULT_OUTER.momentum),
+      help: "outer momentum in [0, 1)",
+    },
+    nesterov: { default: String(DEFAULT_OUTER.nesterov), help: "true|false" },
+    warmup: { default: "spec", help: "inner warmup steps (spec: default)" },
+    "max-lr": { default: "spec", help: "inner peak lr (spec: default)" },
+    compression: { default: "int8", help: COMPRESSIONS.join(" | ") },
+    trim: {
+      default: "0.2",
+      help: "trimmed-mean fraction per end, [0, 0.5); 0 is the mean",
+    },
+    ddp: {
+      default: "true",
+      help: "train the data-parallel baseline (true|false)",
+    },
+    alone: { default: "true", help: "also train one peer alone (true|false)" },
+    "eval-batches": { default: "32", help: "held-out batches, 1-1000" },
+    threads: {
+      default: String(navigator.hardwareConcurrency),
+      help: "WASM threads",
+    },
+  },
+  parse(flags) {
+    if (!(BENCH_MODELS as readonly string[]).includes(flags.model)) {
+      throw new UsageError(
+        `Cannot use --model as it must be one of ${
+          BENCH_MODELS.join(", ")
+        }: current value is "${flags.model}"`,
+      );
+    }
+    if (!(COMPRESSIONS as readonly string[]).includes(flags.compression)) {
+      throw new UsageError(
+        `Cannot use --compression as it must be one of ${
+          COMPRESSIONS.join(", ")
+        }: current value is "${flags.compression}"`,
+      );
+    }
+    return {
+      peers: numberFlag(flags, "peers", { min: 1, max: 16, integer: true }),
+      rounds: numberFlag(flags, "rounds", { min: 1, max: 1000, integer: true }),
+      innerSteps: numberFlag(flags, "inner-steps", {
+        min: 1,
+        max: 10_000,
+        integer: true,
+      }),
+      model: flags.model as BenchModel,
+      outerLr: numberFlag(flags, "outer-lr", { min: 1e-6, max: 10 }),
+      outerMomentum: numberFlag(flags, "outer-momentum", {
+        min: 0,
+        max: 0.999,
+      }),
+      nesterov: booleanFlag(flags, "nesterov"),
+      warmup: optionalNumber(flags, "warmup", {
+        min: 0,
+        max: 1e6,
+        integer: true,
+      }),
+      maxLr: optionalNumber(flags, "max-lr", { min: 1e-6, max: 1 }),
+      compression: flags.compression as Options["compression"],
+      trim: numberFlag(flags, "trim", { min: 0, max: 0.49 }),
+      alone: booleanFlag(flags, "alone"),
+      ddp: booleanFlag(flags, "ddp"),
+      evalBatches: numberFlag(flags, "eval-batches", {
+        min: 1,
+        max: 1000,
+        integer: true,
+      }),
+      threads: numberFlag(flags, "threads", { min: 1, max: 64, integer: true }),
+    };
+  },
+  async run(o, log) {
+    const spec = specFor(o);
+    const dataset = await defaultCorpusDataset(CORPUS_CACHE);
+    const backend = await createWasmBackend({ threads: o.threads });
+    const meter = new HeldOutMeter(spec, dataset, backend, o.evalBatches);
+    try {
+      const c: RunContext = {
+        spec,
+        peers: o.peers,
+        dataset,
+        backend,
+        meter,
+        log,
+      };
+      const diloco = await simulateDiloco(c);
+      const ddp = o.ddp ? await trainDataParallel(c) : null;
+      const alone = o.alone ? await trainAlone(c) : null;
+      const P = parameterCount(spec.model);
+      const ddpBytesPerRound = spec.innerSteps * 4 * P * 2 * (o.peers - 1) /
+        o.peers;
+      const last = (xs: number[]) => xs[xs.length - 1];
+      return {
+        peers: o.peers,
+        rounds: o.rounds,
+        innerSteps: o.innerSteps,
+        model: o.model,
+        parameters: P,
+        settings: {
+          outer: spec.outer,
+          warmupSteps: spec.inner.warmupSteps,
+          maxLr: spec.inner.maxLr,
+          compression: spec.compression.format,
+          trimFraction: spec.aggregation.trimFraction,
+        },
+        tokens: last(diloco.tokens),
+        diloco,
+        ddp,
+        alone,
+        lossRatioVsDdp: ddp ? last(diloco.valLoss) / last(ddp.valLoss) : null,
+        lossRatioVsAlone: alone
+          ? last(diloco.valLoss) / last(alone.valLoss)
+          : null,
+        ddpBytesPerRound,
+        reductionVsDdp: ddpBytesPerRound / diloco.deltaBytes,
+      };
+    } finally {
+      meter.dispose();
+      backend.dispose();
+    }
+  },
+  table(r) {
+    const s = r.settings;
+    const curve = (c: Curve) => c.valLoss.map((l) => l.toFixed(3)).join(" ");
+    return [
+      `${r.peers} DiLoCo peers (in process) x ${r.rounds} rounds x ${r.innerSteps} steps, ${r.model} model (${r.parameters} params), ${r.tokens} tokens each`,
+      `outer lr ${s.outer.lr} momentum ${s.outer.momentum}${
+        s.outer.nesterov ? " nesterov" : ""
+      }; inner peak lr ${s.maxLr}, warmup ${s.warmupSteps}; ${s.compression}; trim ${s.trimFraction}`,
+      `held-out loss per round:`,
+      `  diloco ${curve(r.diloco)}`,
+      ...(r.ddp ? [`  ddp    ${curve(r.ddp)}`] : []),
+      ...(r.alone ? [`  alone  ${curve(r.alone)}`] : []),
+      `DiLoCo/DDP ${r.lossRatioVsDdp?.toFixed(4) ?? "-"}${
+        r.lossRatioVsAlone === null
+          ? ""
+          : `, DiLoCo/alone ${r.lossRatioVsAlone.toFixed(4)}`
+      }; one delta ${formatBytes(r.diloco.deltaBytes)} against ${
+        formatBytes(Math.round(r.ddpBytesPerRound))
+      } of DDP per round: ${Math.round(r.reductionVsDdp)}x less`,
+    ].join("\n");
+  },
+};
+
+export default bench;
