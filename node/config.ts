@@ -15,6 +15,11 @@ export interface Config {
   dataDir: string;
   /** libp2p listen multiaddrs. */
   listen: string[];
+  /**
+   * Multiaddrs to tell peers instead of the listen ones (empty: the listen
+   * ones): a port forward, or a relay in front of the node.
+   */
+  announce: string[];
   /** Multiaddrs (with `/p2p/<id>`) to dial on start. */
   bootstrap: string[];
   /** Local HTTP status/JSON-RPC endpoint, or null when disabled. */
@@ -55,6 +60,7 @@ export type PartialConfig = Partial<Config>;
 const KEYS = [
   "dataDir",
   "listen",
+  "announce",
   "bootstrap",
   "http",
   "mdns",
@@ -71,6 +77,7 @@ const KEYS = [
 export const ENV_NAMES: Record<keyof Config, string> = {
   dataDir: "ZOO_DATA_DIR",
   listen: "ZOO_LISTEN",
+  announce: "ZOO_ANNOUNCE",
   bootstrap: "ZOO_BOOTSTRAP",
   http: "ZOO_HTTP",
   mdns: "ZOO_MDNS",
@@ -88,6 +95,7 @@ export function defaultConfig(home: string | undefined): Config {
   return {
     dataDir: `${home ?? "."}/.zoo`,
     listen: ["/ip4/0.0.0.0/tcp/4001"],
+    announce: [],
     bootstrap: [],
     http: { hostname: "127.0.0.1", port: 7070 },
     mdns: false,
@@ -132,6 +140,7 @@ export function parseSetting<K extends keyof Config>(
   };
   switch (key) {
     case "listen":
+    case "announce":
     case "bootstrap": {
       const list = text.split(",").map((s) => s.trim()).filter((s) => s);
       return validateSetting(source, key, list) as Config[K];
@@ -196,6 +205,7 @@ export function validateSetting<K extends keyof Config>(
       }
       break;
     case "listen":
+    case "announce":
     case "bootstrap":
       if (!Array.isArray(value) || value.some((a) => typeof a !== "string")) {
         fail("expected a list of multiaddr strings");

@@ -52,6 +52,7 @@ Deno.test("defaults: every setting when no source gives one", async () => {
   assert.deepEqual(defaultConfig("/home/ann"), {
     dataDir: "/home/ann/.zoo",
     listen: ["/ip4/0.0.0.0/tcp/4001"],
+    announce: [],
     bootstrap: [],
     http: { hostname: "127.0.0.1", port: 7070 },
     mdns: false,
@@ -69,6 +70,7 @@ Deno.test("defaults: every setting when no source gives one", async () => {
 /** One value per setting per source, each distinct from the others. */
 const FILE = {
   listen: ["/ip4/127.0.0.1/tcp/1001"],
+  announce: ["/ip4/192.0.2.1/tcp/1001"],
   bootstrap: [`/ip4/10.0.0.1/tcp/1001/p2p/${PEER}`],
   http: "127.0.0.1:1001",
   mdns: true,
@@ -82,6 +84,7 @@ const FILE = {
 };
 const ENV: Record<string, string> = {
   ZOO_LISTEN: "/ip4/127.0.0.1/tcp/2002,/ip4/127.0.0.1/tcp/2003",
+  ZOO_ANNOUNCE: "/ip4/192.0.2.2/tcp/2002,/dns4/node.example/tcp/2002",
   ZOO_BOOTSTRAP: `/ip4/10.0.0.2/tcp/2002/p2p/${PEER}`,
   ZOO_HTTP: "0.0.0.0:2002",
   ZOO_MDNS: "false",
@@ -95,6 +98,7 @@ const ENV: Record<string, string> = {
 };
 const FLAGS: Omit<Config, "dataDir" | "mdns"> = {
   listen: ["/ip4/127.0.0.1/tcp/3003"],
+  announce: ["/ip4/192.0.2.3/tcp/3003"],
   bootstrap: [`/ip4/10.0.0.3/tcp/3003/p2p/${PEER}`],
   http: null,
   job: "from-flags",
@@ -122,6 +126,7 @@ Deno.test("ZOO_* env overrides zoo.json, lists comma-separated", () =>
     assert.deepEqual(config, {
       dataDir: dir,
       listen: ["/ip4/127.0.0.1/tcp/2002", "/ip4/127.0.0.1/tcp/2003"],
+      announce: ["/ip4/192.0.2.2/tcp/2002", "/dns4/node.example/tcp/2002"],
       bootstrap: [ENV.ZOO_BOOTSTRAP],
       http: { hostname: "0.0.0.0", port: 2002 },
       mdns: false,
@@ -207,6 +212,7 @@ Deno.test("zoo.json: invalid JSON or a non-object is a ConfigError", async () =>
 /** Bad values: [setting, env/flag text, zoo.json value, text in message]. */
 const BAD: [keyof Config, string, unknown, string][] = [
   ["listen", "foo", ["foo"], "foo"],
+  ["announce", "/ip4/300.1.2.3/tcp/1", ["bar"], "announce"],
   ["bootstrap", "/ip4/1.2.3.4/tcp/1", ["/ip4/1.2.3.4/tcp/1"], "/p2p/"],
   ["http", "99999", "99999", "99999"],
   ["http", "abc", "abc", "abc"],
@@ -246,6 +252,7 @@ Deno.test("bad values in ZOO_* env name the variable and the value", async () =>
 Deno.test("bad values in flags name the flag and the value", () => {
   const FLAG: Record<string, string> = {
     listen: "--listen",
+    announce: "--announce",
     bootstrap: "--bootstrap",
     http: "--http",
     job: "--job",

@@ -103,6 +103,7 @@ export async function startNode(
   const host = await createHost({
     privateKey: identity.peerKey,
     listen: config.listen,
+    announce: config.announce,
     bootstrap: config.bootstrap,
     mdns: config.mdns,
   });

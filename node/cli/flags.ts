@@ -27,6 +27,7 @@ export const DATA_DIR: Spec = { "data-dir": { type: "string" } };
 const SETTING_FLAGS: Record<string, keyof Config> = {
   "data-dir": "dataDir",
   listen: "listen",
+  announce: "announce",
   bootstrap: "bootstrap",
   http: "http",
   job: "job",

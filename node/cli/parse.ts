@@ -40,6 +40,7 @@ export type Command =
 const NODE_FLAGS: Spec = {
   ...DATA_DIR,
   listen: { type: "string", multiple: true },
+  announce: { type: "string", multiple: true },
   bootstrap: { type: "string", multiple: true },
   http: { type: "string" },
   mdns: { type: "boolean" },

@@ -17,6 +17,7 @@ Usage:
 Node options (--join):
   --data-dir DIR          keys, blocks and state (default ~/.zoo)
   --listen MULTIADDR      listen address, repeatable (default /ip4/0.0.0.0/tcp/4001)
+  --announce MULTIADDR    address to tell peers instead, repeatable (default: the listen ones)
   --bootstrap MULTIADDR   peer to dial on start, with /p2p/<id>, repeatable
   --http [HOST:]PORT|off  local status page + JSON-RPC (default 127.0.0.1:7070)
   --mdns                  discover peers on the local network

@@ -24,6 +24,8 @@ export type Host = Libp2p<{
 export interface HostOptions {
   privateKey: PrivateKey;
   listen: string[];
+  /** Addresses told to peers instead of the listen ones (default: those). */
+  announce?: string[];
   bootstrap: string[];
   mdns: boolean;
 }
@@ -40,7 +42,10 @@ export async function createHost(options: HostOptions): Promise<Host> {
   if (options.mdns) discovery.push(mdns({ interval: 5_000 }));
   const host = await createLibp2p({
     privateKey: options.privateKey,
-    addresses: { listen: options.listen },
+    addresses: {
+      listen: options.listen,
+      ...(options.announce?.length ? { announce: options.announce } : {}),
+    },
     transports: [tcp()],
     connectionEncrypters: [noise()],
     streamMuxers: [yamux()],
