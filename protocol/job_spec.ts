@@ -147,7 +147,7 @@ export const DEFAULT_MODEL: GptConfig = {
  *   dataset: { cid: "bafkreigh2akiscaildcqabsyg3dfr6chu3fgpregiymsck7e7aqa4s52zy" },
  *   rounds: 10,
  * });
- * assert(spec.outer.lr === 0.7 && spec.inner.totalSteps === 10 * spec.innerSteps);
+ * assert(spec.outer.lr === 1 && spec.inner.totalSteps === 10 * spec.innerSteps);
  * ```
  */
 export function defaultJobSpec(overrides: JobSpecOverrides): JobSpec {

@@ -44,7 +44,7 @@ function rejects(value: unknown, field: string, message: RegExp): void {
 
 Deno.test("defaultJobSpec fills in DiLoCo's settings and derived fields", () => {
   strictEqual(SPEC.v, 1);
-  deepStrictEqual(SPEC.outer, { lr: 0.7, momentum: 0.9, nesterov: true });
+  deepStrictEqual(SPEC.outer, { lr: 1, momentum: 0.3, nesterov: true });
   deepStrictEqual(SPEC.compression, { format: "int8", blockSize: 256 });
   deepStrictEqual(SPEC.aggregation, {
     rule: "trimmed-mean",
@@ -74,7 +74,7 @@ Deno.test("defaultJobSpec merges nested overrides field by field", () => {
   });
   deepStrictEqual(spec.model, { ...SPEC.model, contextLength: 128, layers: 4 });
   strictEqual(spec.contextLength, 128);
-  deepStrictEqual(spec.outer, { lr: 0.7, momentum: 0.9, nesterov: false });
+  deepStrictEqual(spec.outer, { lr: 1, momentum: 0.3, nesterov: false });
   strictEqual(spec.dataset.valFraction, 0.25);
   strictEqual(spec.inner.totalSteps, 30);
   strictEqual(spec.quorum, 3);
@@ -89,7 +89,7 @@ Deno.test("encodeJobSpec is canonical: sorted keys, no whitespace", async () => 
   const bytes = encodeJobSpec(SPEC);
   const text = new TextDecoder().decode(bytes);
   ok(text.startsWith('{"aggregation":{"clipIterations":3,"clipTau":1,'), text);
-  ok(text.includes('"outer":{"lr":0.7,"momentum":0.9,"nesterov":true}'));
+  ok(text.includes('"outer":{"lr":1,"momentum":0.3,"nesterov":true}'));
   ok(!/\s/.test(text), "whitespace in canonical form");
   // The same spec written with keys in another order encodes the same.
   const reversed = Object.fromEntries(Object.entries(SPEC).reverse());

@@ -22,6 +22,15 @@ export interface SpawnPeerOptions {
   entry?: string;
   /** How long to wait for the peer to come up. */
   timeoutMs?: number;
+  /** Its libp2p listen address (default: loopback, an ephemeral port). */
+  listen?: string;
+  /** Its `--http` (default: loopback, an ephemeral port). */
+  http?: string;
+  /**
+   * A command that runs the peer's command line, such as `ip netns exec
+   * NAME` (default: none). It must exec the peer, so the pid is the peer's.
+   */
+  wrap?: string[];
 }
 
 /** The child exited before it was up. */
@@ -57,15 +66,16 @@ export async function spawnPeer(
       "-c",
       'exec "$@" >"$LOG" 2>&1',
       "sh",
+      ...(options.wrap ?? []),
       cmd,
       ...base,
       "--join",
       "--data-dir",
       dataDir,
       "--listen",
-      "/ip4/127.0.0.1/tcp/0",
+      options.listen ?? "/ip4/127.0.0.1/tcp/0",
       "--http",
-      "127.0.0.1:0",
+      options.http ?? "127.0.0.1:0",
       ...(options.bootstrap ?? []).flatMap((b) => ["--bootstrap", b]),
       ...(options.args ?? []),
     ],

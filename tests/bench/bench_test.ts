@@ -1,6 +1,7 @@
 import assert from "node:assert/strict";
 import { fileURLToPath } from "node:url";
 import { gpuTest } from "../../kernels/webgpu/_test_gpu.ts";
+import { wanLabMissing } from "../wan/lab.ts";
 
 const MAIN = fileURLToPath(new URL("./main.ts", import.meta.url));
 const ROOT = fileURLToPath(new URL("../../", import.meta.url));
@@ -377,4 +378,46 @@ Deno.test("bench quality rejects an unknown model and a trim outside [0, 0.49]",
     assert.equal(code, 2, stderr);
     assert.match(stderr, /Cannot use --/);
   }
+});
+
+const wanMissing = await wanLabMissing();
+if (wanMissing) console.error(`bench wan test ignored: ${wanMissing}`);
+
+Deno.test({
+  name:
+    "bench wan --json runs the peers on capped hosts behind delay relays (tiny model; ignored without network namespaces)",
+  ignore: wanMissing !== null,
+  sanitizeOps: false,
+  sanitizeResources: false,
+  fn: async () => {
+    const { code, stdout, stderr } = await bench(
+      "wan",
+      "--json",
+      "--model",
+      "tiny",
+      "--peers",
+      "2",
+      "--rounds",
+      "1",
+      "--inner-steps",
+      "20",
+      "--eval-batches",
+      "4",
+      "--rate",
+      "20",
+      "--rtt",
+      "100",
+    );
+    assert.equal(code, 0, stderr);
+    const { wan } = JSON.parse(stdout);
+    assert.equal(wan.rateMbit, 20);
+    assert.equal(wan.rttMs, 100);
+    assert.equal(wan.perPeer.length, 2);
+    for (const p of wan.perPeer) assert.equal(p.contributed, 1, p.name);
+    assertPositive(wan.lossRatioVsDdp, "lossRatioVsDdp");
+    // A round trip through the relays takes 100 ms; a round needs several
+    // (announce, fetch, attest, commit), against milliseconds of tiny
+    // compute.
+    assert.ok(wan.diloco.seconds > 0.3, `round took ${wan.diloco.seconds} s`);
+  },
 });

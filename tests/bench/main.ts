@@ -22,6 +22,7 @@ const BENCHES: Record<string, () => Promise<{ default: Bench }>> = {
   attacks: () => import("./attacks.ts"),
   catch: () => import("./catch.ts"),
   quality: () => import("./quality.ts"),
+  wan: () => import("./wan.ts"),
 };
 
 /** Where and on what the numbers were taken. */

@@ -31,8 +31,10 @@ import {
   BENCH_MODELS,
   type BenchModel,
   benchSpec,
+  type JobCluster,
   withJobCluster,
 } from "../_job_cluster.ts";
+import type { LocalPeer } from "../../node/devnet/local_peer.ts";
 import {
   type Curve,
   HeldOutMeter,
@@ -107,7 +109,8 @@ export interface RoundsResult {
   steadyUtilization: number;
 }
 
-interface Options {
+/** What `rounds` (and `wan`) are asked to run. */
+export interface RoundsOptions {
   peers: number;
   rounds: number;
   innerSteps: number;
@@ -117,7 +120,7 @@ interface Options {
   evalBatches: number;
 }
 
-function specFor(o: Options): JobSpec {
+function specFor(o: RoundsOptions): JobSpec {
   return benchSpec({ name: "bench-rounds", ...o }, {
     roundDeadlineMs: 60_000,
     compression: { format: o.compression },
@@ -137,7 +140,7 @@ async function checkpointParams(
   return out;
 }
 
-const bench: Bench<Options, RoundsResult> = {
+const bench: Bench<RoundsOptions, RoundsResult> = {
   summary:
     "N DiLoCo peers against data-parallel training and one peer alone: loss ratios, bytes vs data-parallel, compute utilization",
   flags: {
@@ -179,7 +182,7 @@ const bench: Bench<Options, RoundsResult> = {
       }),
       model: flags.model as BenchModel,
       overlap: booleanFlag(flags, "overlap"),
-      compression: flags.compression as Options["compression"],
+      compression: flags.compression as RoundsOptions["compression"],
       evalBatches: numberFlag(flags, "eval-batches", {
         min: 1,
         max: 1000,
@@ -187,79 +190,12 @@ const bench: Bench<Options, RoundsResult> = {
       }),
     };
   },
-  async run(o, log) {
-    const spec = specFor(o);
-    let result: RoundsResult | null = null;
-    await withJobCluster({ nodes: o.peers, spec }, async (c) => {
-      log(`starting ${o.peers} peers`);
-      const peers = await c.spawn(
+  run(o, log) {
+    return measureRounds(o, log, (c) =>
+      c.spawn(
         Array.from({ length: o.peers }, (_, i) => i),
         { args: o.overlap ? ["--overlap"] : [] },
-      );
-      const t0 = performance.now();
-      const rounds = await watchRounds({
-        peers,
-        rounds: spec.rounds,
-        stallMs: Math.max(300_000, 4 * spec.roundDeadlineMs),
-        onRound: (r) => log(`diloco: round ${r.round + 1}/${spec.rounds}`),
-      });
-      const seconds = (performance.now() - t0) / 1000;
-      for (const p of peers) p.child.kill("SIGTERM");
-      await Promise.all(peers.map((p) => p.child.status));
-      const first = [...rounds[0].records.values()][0];
-      const checkpoints = await checkpointParams(
-        peers[0].dataDir,
-        rounds.map((r) => [...r.records.values()][0].checkpoint),
-      );
-      const dataset = await defaultCorpusDataset(c.root);
-      const backend = await createWasmBackend();
-      const meter = new HeldOutMeter(spec, dataset, backend, o.evalBatches);
-      try {
-        const run = { spec, peers: o.peers, dataset, backend, meter, log };
-        const perToken = spec.batchSize * spec.contextLength;
-        const diloco: Curve = { valLoss: [], tokens: [], seconds };
-        for (const [r, params] of checkpoints.entries()) {
-          diloco.valLoss.push(await meter.measure(params));
-          diloco.tokens.push((r + 1) * o.peers * spec.innerSteps * perToken);
-        }
-        const ddp = await trainDataParallel(run);
-        const alone = await trainAlone(run);
-        const perPeer = peers.map((p) =>
-          peerFigures(p.name, rounds.map((r) => r.records.get(p.name)!))
-        );
-        const mean = (xs: number[]) =>
-          xs.reduce((a, b) => a + b, 0) / xs.length;
-        const last = (c: Curve) => c.valLoss[c.valLoss.length - 1];
-        result = {
-          peers: o.peers,
-          rounds: spec.rounds,
-          innerSteps: spec.innerSteps,
-          model: o.model,
-          overlap: o.overlap,
-          compression: spec.compression.format,
-          parameters: checkpoints[0].length,
-          tokens: diloco.tokens[diloco.tokens.length - 1],
-          evalBatches: o.evalBatches,
-          diloco,
-          ddp,
-          alone,
-          lossRatioVsDdp: last(diloco) / last(ddp),
-          lossRatioVsAlone: last(diloco) / last(alone),
-          dataParallelBytesPerRound: first.dataParallelBytes,
-          perPeer,
-          trainingReduction: first.dataParallelBytes /
-            (mean(perPeer.map((p) => p.bytesPerRound)) -
-              mean(perPeer.map((p) => p.auditBytesPerRound))),
-          reductionVsDdp: mean(perPeer.map((p) => p.reduction)),
-          utilization: mean(perPeer.map((p) => p.utilization)),
-          steadyUtilization: mean(perPeer.map((p) => p.steadyUtilization)),
-        };
-      } finally {
-        meter.dispose();
-        backend.dispose();
-      }
-    });
-    return result!;
+      ));
   },
   table(r) {
     const curve = (c: Curve) => c.valLoss.map((l) => l.toFixed(3)).join(" ");
@@ -306,6 +242,86 @@ const bench: Bench<Options, RoundsResult> = {
     ].join("\n");
   },
 };
+
+/**
+ * Runs the live peers that `start` starts in a job cluster made for `o`,
+ * follows their rounds, then trains and measures the baselines (see the
+ * module doc). `bench wan` starts them on separate network hosts instead.
+ */
+export async function measureRounds(
+  o: RoundsOptions,
+  log: (line: string) => void,
+  start: (c: JobCluster) => Promise<LocalPeer[]>,
+): Promise<RoundsResult> {
+  const spec = specFor(o);
+  let result: RoundsResult | null = null;
+  await withJobCluster({ nodes: o.peers, spec }, async (c) => {
+    log(`starting ${o.peers} peers`);
+    const peers = await start(c);
+    const t0 = performance.now();
+    const rounds = await watchRounds({
+      peers,
+      rounds: spec.rounds,
+      stallMs: Math.max(300_000, 4 * spec.roundDeadlineMs),
+      onRound: (r) => log(`diloco: round ${r.round + 1}/${spec.rounds}`),
+    });
+    const seconds = (performance.now() - t0) / 1000;
+    for (const p of peers) p.child.kill("SIGTERM");
+    await Promise.all(peers.map((p) => p.child.status));
+    const first = [...rounds[0].records.values()][0];
+    const checkpoints = await checkpointParams(
+      peers[0].dataDir,
+      rounds.map((r) => [...r.records.values()][0].checkpoint),
+    );
+    const dataset = await defaultCorpusDataset(c.root);
+    const backend = await createWasmBackend();
+    const meter = new HeldOutMeter(spec, dataset, backend, o.evalBatches);
+    try {
+      const run = { spec, peers: o.peers, dataset, backend, meter, log };
+      const perToken = spec.batchSize * spec.contextLength;
+      const diloco: Curve = { valLoss: [], tokens: [], seconds };
+      for (const [r, params] of checkpoints.entries()) {
+        diloco.valLoss.push(await meter.measure(params));
+        diloco.tokens.push((r + 1) * o.peers * spec.innerSteps * perToken);
+      }
+      const ddp = await trainDataParallel(run);
+      const alone = await trainAlone(run);
+      const perPeer = peers.map((p) =>
+        peerFigures(p.name, rounds.map((r) => r.records.get(p.name)!))
+      );
+      const mean = (xs: number[]) => xs.reduce((a, b) => a + b, 0) / xs.length;
+      const last = (c: Curve) => c.valLoss[c.valLoss.length - 1];
+      result = {
+        peers: o.peers,
+        rounds: spec.rounds,
+        innerSteps: spec.innerSteps,
+        model: o.model,
+        overlap: o.overlap,
+        compression: spec.compression.format,
+        parameters: checkpoints[0].length,
+        tokens: diloco.tokens[diloco.tokens.length - 1],
+        evalBatches: o.evalBatches,
+        diloco,
+        ddp,
+        alone,
+        lossRatioVsDdp: last(diloco) / last(ddp),
+        lossRatioVsAlone: last(diloco) / last(alone),
+        dataParallelBytesPerRound: first.dataParallelBytes,
+        perPeer,
+        trainingReduction: first.dataParallelBytes /
+          (mean(perPeer.map((p) => p.bytesPerRound)) -
+            mean(perPeer.map((p) => p.auditBytesPerRound))),
+        reductionVsDdp: mean(perPeer.map((p) => p.reduction)),
+        utilization: mean(perPeer.map((p) => p.utilization)),
+        steadyUtilization: mean(perPeer.map((p) => p.steadyUtilization)),
+      };
+    } finally {
+      meter.dispose();
+      backend.dispose();
+    }
+  });
+  return result!;
+}
 
 /** One peer's figures from its records of every round. */
 function peerFigures(name: string, recs: RoundRecord[]): PeerFigures {

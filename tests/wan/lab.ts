@@ -1,0 +1,103 @@
+/**
+ * Separate network hosts for tests and benchmarks, made by wan-lab
+ * (`../shared/tools/wan-lab`, or `$ZOO_WAN_LAB`): network namespaces
+ * zoo-h1..N at 10.99.0.1..N on one switch, each capped to a bandwidth in
+ * both directions. This process reaches them through one more link into
+ * the switch, at {@linkcode ROOT_ADDRESS}, uncapped. Latency comes from
+ * delay relays (delay_relay.ts) in front of each peer, as the kernel here
+ * has no netem.
+ *
+ * Needs root, iproute2 and the wan-lab script: {@linkcode wanLabMissing}
+ * says what is missing, so callers can skip visibly.
+ *
+ * @module
+ */
+
+/** The wan-lab script. */
+export const WAN_LAB = Deno.env.get("ZOO_WAN_LAB") ??
+  new URL("../../../shared/tools/wan-lab", import.meta.url).pathname;
+
+/** This process's address on the lab's switch. */
+export const ROOT_ADDRESS = "10.99.0.254";
+
+/** The address of lab host `i` (1-based). */
+export function hostAddress(i: number): string {
+  return `10.99.0.${i}`;
+}
+
+/** A command line that runs `cmd` inside lab host `i`. */
+export function inHost(i: number, cmd: string[] = []): string[] {
+  return ["ip", "netns", "exec", `zoo-h${i}`, ...cmd];
+}
+
+/** Why the lab cannot run here, or null when it can. */
+export async function wanLabMissing(): Promise<string | null> {
+  try {
+    await Deno.stat(WAN_LAB);
+  } catch {
+    return `no wan-lab script at ${WAN_LAB} (set ZOO_WAN_LAB)`;
+  }
+  const probe = await run(["ip", "netns", "add", "zoo-probe"]).catch((e) =>
+    String(e)
+  );
+  if (probe !== "") return `cannot make network namespaces: ${probe}`;
+  await run(["ip", "netns", "del", "zoo-probe"]);
+  return null;
+}
+
+/**
+ * Brings up `hosts` lab hosts capped at `rate` (tc syntax, e.g. "100mbit")
+ * and this process's link to them, runs `fn`, and takes everything down
+ * again, whatever `fn` does. A lab left over by a killed run is removed
+ * first.
+ */
+export async function withWanLab<T>(
+  hosts: number,
+  rate: string,
+  fn: () => Promise<T>,
+): Promise<T> {
+  await run([WAN_LAB, "down"]);
+  await run([WAN_LAB, "up", String(hosts), rate], true);
+  try {
+    await run([
+      "ip",
+      "link",
+      "add",
+      "zoo-root",
+      "type",
+      "veth",
+      "peer",
+      "name",
+      "zs-root",
+    ], true);
+    await run(["ip", "link", "set", "zs-root", "netns", "zoo-sw"], true);
+    await run(
+      ["ip", "-n", "zoo-sw", "link", "set", "zs-root", "master", "br0"],
+      true,
+    );
+    await run(["ip", "-n", "zoo-sw", "link", "set", "zs-root", "up"], true);
+    await run(
+      ["ip", "addr", "add", `${ROOT_ADDRESS}/24`, "dev", "zoo-root"],
+      true,
+    );
+    await run(["ip", "link", "set", "zoo-root", "up"], true);
+    return await fn();
+  } finally {
+    // Deleting the switch namespace deletes zs-root, and with it zoo-root.
+    await run([WAN_LAB, "down"]);
+  }
+}
+
+/** Runs a command; "" on success, else its stderr (thrown if `strict`). */
+async function run(cmd: string[], strict = false): Promise<string> {
+  const out = await new Deno.Command(cmd[0], {
+    args: cmd.slice(1),
+    stdout: "null",
+    stderr: "piped",
+  }).output();
+  if (out.success) return "";
+  const err = new TextDecoder().decode(out.stderr).trim() ||
+    `exit code ${out.code}`;
+  if (strict) throw new Error(`${cmd.join(" ")}: ${err}`);
+  return err;
+}
