@@ -123,3 +123,20 @@ export function formatTable(header: string[], rows: string[][]): string {
     ).join("  ").trimEnd()
   ).join("\n");
 }
+
+/** Parses `--name` as one of `choices`; UsageError otherwise. */
+export function choiceFlag<C extends string>(
+  flags: Record<string, string>,
+  name: string,
+  choices: readonly C[],
+): C {
+  const text = flags[name];
+  if (!(choices as readonly string[]).includes(text)) {
+    throw new UsageError(
+      `Cannot use --${name} as it must be one of ${
+        choices.join(", ")
+      }: current value is "${text}"`,
+    );
+  }
+  return text as C;
+}

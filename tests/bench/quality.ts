@@ -27,7 +27,7 @@ import {
   trainAlone,
   trainDataParallel,
 } from "./training_runs.ts";
-import { type Bench, booleanFlag, numberFlag, UsageError } from "./_bench.ts";
+import { type Bench, booleanFlag, choiceFlag, numberFlag } from "./_bench.ts";
 
 interface Options {
   peers: number;
@@ -138,20 +138,6 @@ const bench: Bench<Options, QualityResult> = {
     },
   },
   parse(flags) {
-    if (!(BENCH_MODELS as readonly string[]).includes(flags.model)) {
-      throw new UsageError(
-        `Cannot use --model as it must be one of ${
-          BENCH_MODELS.join(", ")
-        }: current value is "${flags.model}"`,
-      );
-    }
-    if (!(COMPRESSIONS as readonly string[]).includes(flags.compression)) {
-      throw new UsageError(
-        `Cannot use --compression as it must be one of ${
-          COMPRESSIONS.join(", ")
-        }: current value is "${flags.compression}"`,
-      );
-    }
     return {
       peers: numberFlag(flags, "peers", { min: 1, max: 16, integer: true }),
       rounds: numberFlag(flags, "rounds", { min: 1, max: 1000, integer: true }),
@@ -160,7 +146,7 @@ const bench: Bench<Options, QualityResult> = {
         max: 10_000,
         integer: true,
       }),
-      model: flags.model as BenchModel,
+      model: choiceFlag(flags, "model", BENCH_MODELS),
       outerLr: numberFlag(flags, "outer-lr", { min: 1e-6, max: 10 }),
       outerMomentum: numberFlag(flags, "outer-momentum", {
         min: 0,
@@ -173,7 +159,7 @@ const bench: Bench<Options, QualityResult> = {
         integer: true,
       }),
       maxLr: optionalNumber(flags, "max-lr", { min: 1e-6, max: 1 }),
-      compression: flags.compression as Options["compression"],
+      compression: choiceFlag(flags, "compression", COMPRESSIONS),
       trim: numberFlag(flags, "trim", { min: 0, max: 0.49 }),
       alone: booleanFlag(flags, "alone"),
       ddp: booleanFlag(flags, "ddp"),

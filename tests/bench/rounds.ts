@@ -22,6 +22,7 @@ import { decodeRoundCheckpoint } from "../../protocol/round_checkpoint.ts";
 import { parseCid } from "../../protocol/cid.ts";
 import { createWasmBackend } from "../../wasm/modules.ts";
 import type { JobSpec } from "../../protocol/job_spec.ts";
+import { COMPRESSIONS } from "../../protocol/quantize.ts";
 import { formatBytes } from "../../node/format_bytes.ts";
 import { watchRounds } from "../../node/devnet/rounds.ts";
 import type { RoundRecord } from "../../node/round/ledger.ts";
@@ -44,9 +45,9 @@ import {
 import {
   type Bench,
   booleanFlag,
+  choiceFlag,
   formatTable,
   numberFlag,
-  UsageError,
 } from "./_bench.ts";
 
 /** One peer's figures over the whole run. */
@@ -160,18 +161,6 @@ const bench: Bench<RoundsOptions, RoundsResult> = {
     "eval-batches": { default: "32", help: "held-out batches, 1-1000" },
   },
   parse(flags) {
-    if (!(BENCH_MODELS as readonly string[]).includes(flags.model)) {
-      throw new UsageError(
-        `Cannot use --model as it must be one of ${
-          BENCH_MODELS.join(", ")
-        }: current value is "${flags.model}"`,
-      );
-    }
-    if (!["int8", "int4", "none"].includes(flags.compression)) {
-      throw new UsageError(
-        `Cannot use --compression as it must be int8, int4 or none: current value is "${flags.compression}"`,
-      );
-    }
     return {
       peers: numberFlag(flags, "peers", { min: 2, max: 8, integer: true }),
       rounds: numberFlag(flags, "rounds", { min: 1, max: 100, integer: true }),
@@ -180,9 +169,9 @@ const bench: Bench<RoundsOptions, RoundsResult> = {
         max: 10_000,
         integer: true,
       }),
-      model: flags.model as BenchModel,
+      model: choiceFlag(flags, "model", BENCH_MODELS),
       overlap: booleanFlag(flags, "overlap"),
-      compression: flags.compression as RoundsOptions["compression"],
+      compression: choiceFlag(flags, "compression", COMPRESSIONS),
       evalBatches: numberFlag(flags, "eval-batches", {
         min: 1,
         max: 1000,
