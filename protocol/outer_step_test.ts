@@ -54,7 +54,11 @@ Deno.test("outer step rounds each stored value once, bit-exactly", () => {
     const buf = Math.fround(0.9 * momentum[i] + delta[i]);
     return [Math.fround(p - 0.7 * (delta[i] + 0.9 * buf)), buf];
   });
-  outerStep(params, momentum, delta, DEFAULT_OUTER);
+  outerStep(params, momentum, delta, {
+    lr: 0.7,
+    momentum: 0.9,
+    nesterov: true,
+  });
   deepStrictEqual([...params], want.map(([p]) => p));
   deepStrictEqual([...momentum], want.map(([, b]) => b));
   deepStrictEqual([...delta], [0.1, -0.2, 3e-4].map(Math.fround));

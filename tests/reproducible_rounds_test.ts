@@ -74,6 +74,9 @@ Deno.test({
           quorum: 2,
           rounds: 2,
           roundDeadlineMs: 30_000,
+          // The outer optimizer the CIDs were committed with, pinned so a
+          // new default leaves this anchor where it was.
+          outer: { lr: 0.7, momentum: 0.9, nesterov: true },
         }),
       }, async (c) => {
         const [first] = await c.spawn([0, 1]);
