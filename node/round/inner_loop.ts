@@ -307,6 +307,13 @@ export class RoundTrainer {
    * the first VAL_BATCHES are the same either way.
    */
   evalLoss(params: Float32Array, batches = VAL_BATCHES): Promise<number> {
+    if (!Number.isSafeInteger(batches) || batches < 1) {
+      return Promise.reject(
+        new RangeError(
+          `Cannot measure held-out loss as batches must be a positive integer: current value is ${batches}`,
+        ),
+      );
+    }
     return this.exclusive(async () => {
       const working = await this.#trainer.readParams();
       try {

@@ -133,3 +133,20 @@ Deno.test("roundSampler: a shard too short for one window uses all training chun
 });
 
 /** A js backend that records the token ids fed to the token embedding. */
+
+Deno.test("RoundTrainer.evalLoss: more batches extend the reported ones; none is refused", async () => {
+  const dataset = await fixture.textDataset();
+  const spec = fixture.tinySpec(dataset);
+  const trainer = fixture.jsRoundTrainer(spec, dataset);
+  const start = fixture.genesis(spec);
+  const four = await trainer.evalLoss(start);
+  assert.equal(await trainer.evalLoss(start, 4), four);
+  // The first four batches are the reported ones, so eight average them
+  // with four more.
+  const eight = await trainer.evalLoss(start, 8);
+  assert.ok(Number.isFinite(eight) && eight !== four);
+  for (const bad of [0, -1, 1.5, NaN]) {
+    await assert.rejects(trainer.evalLoss(start, bad), /batches must be/);
+  }
+  trainer.dispose();
+});

@@ -35,7 +35,7 @@ import {
   type JobCluster,
   withJobCluster,
 } from "../_job_cluster.ts";
-import type { LocalPeer } from "../../node/devnet/local_peer.ts";
+import { type LocalPeer, stopPeer } from "../../node/devnet/local_peer.ts";
 import {
   type Curve,
   HeldOutMeter,
@@ -255,8 +255,8 @@ export async function measureRounds(
       onRound: (r) => log(`diloco: round ${r.round + 1}/${spec.rounds}`),
     });
     const seconds = (performance.now() - t0) / 1000;
-    for (const p of peers) p.child.kill("SIGTERM");
-    await Promise.all(peers.map((p) => p.child.status));
+    // SIGKILL after 5 s: a peer stuck in shutdown must not hang the bench.
+    await Promise.all(peers.map((p) => stopPeer(p, "SIGTERM")));
     const first = [...rounds[0].records.values()][0];
     const checkpoints = await checkpointParams(
       peers[0].dataDir,

@@ -131,11 +131,15 @@ export async function simulateDiloco(c: RunContext): Promise<DilocoRun> {
   const ids = Array.from({ length: peers }, (_, k) => `sim-peer-${k}`);
   const trainers = ids.map((id) => roundTrainer(spec, dataset, backend, id));
   const bits = BITS_FOR_COMPRESSION[spec.compression.format];
+  const { blockSize } = spec.compression;
   const run: DilocoRun = {
     valLoss: [],
     tokens: [],
     seconds: 0,
-    deltaBytes: 0,
+    deltaBytes: encodedByteLength(trainers[0].parameterCount, {
+      bits,
+      blockSize,
+    }),
     trainLoss: [],
   };
   try {
@@ -162,12 +166,8 @@ export async function simulateDiloco(c: RunContext): Promise<DilocoRun> {
         tokens += result.tokens;
         const quantized = quantize(
           pseudoGradient(checkpoint.params, result.params),
-          { bits, blockSize: spec.compression.blockSize },
+          { bits, blockSize },
         );
-        run.deltaBytes = encodedByteLength(quantized.length, {
-          bits,
-          blockSize: spec.compression.blockSize,
-        });
         deltas.push({
           peer: ids[k],
           tokens: result.tokens,

@@ -63,14 +63,16 @@ async function delayedCopy(from: Deno.Conn, to: Deno.Conn, delayMs: number) {
   // conn.read, not conn.readable: the stream closes the whole connection
   // at end of input, which would cut the other direction short.
   const reading = (async () => {
+    const buffer = new Uint8Array(64 * 1024);
     try {
       while (true) {
-        const buffer = new Uint8Array(64 * 1024);
         const n = await from.read(buffer);
         if (n === null) break;
+        // A copy of what was read: small messages must not each hold a
+        // whole read buffer while they wait out the delay.
         queue.push({
           at: performance.now() + delayMs,
-          data: buffer.subarray(0, n),
+          data: buffer.slice(0, n),
         });
         wake();
       }
