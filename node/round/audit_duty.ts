@@ -8,7 +8,8 @@
  *
  * What to replay, sign, convict and submit when is the pure
  * protocol/audit_book.ts; this class carries it out. A failure is signed
- * (chain/audit_verdict.ts) and gossiped. The other
+ * (chain/audit_verdict.ts) and gossiped, and the verdicts held are turned
+ * into evidence, by audit_verdicts.ts. The other
  * members re-run that segment themselves and, when it fails for them too,
  * sign and gossip as well; a peer whose own verdict is among a quorum of
  * signatures ignores the contributor's deltas from then on and, once the
@@ -21,20 +22,8 @@
  *
  * @module
  */
-import type { LocalAccount } from "viem";
-import { cidToBytes32 } from "../../chain/attestation.ts";
-import {
-  type AuditFailure,
-  EVIDENCE_FAILED_AUDIT,
-  failedAuditEvidence,
-  recoverAuditFailureSigner,
-  signAuditFailure,
-} from "../../chain/audit_verdict.ts";
-import { workCommitmentDigest } from "../../chain/work_commitment.ts";
-import type { JobSpec } from "../../protocol/job_spec.ts";
 import { planAudits } from "../../protocol/audit_plan.ts";
 import type {
-  Address,
   AuditFailureNotice,
   DeltaAnnounce,
 } from "../../protocol/messages.ts";
@@ -44,18 +33,20 @@ import {
   segmentCount,
   type WorkRecord,
 } from "../../protocol/work_record.ts";
-import type { Auditor, AuditVerdict } from "./audit.ts";
-import { WorkRecordUnserved } from "./work_reader.ts";
-import { deltaCommitment } from "./commitments.ts";
-import type { RoundLedger } from "./ledger.ts";
-import type { MemberCache } from "./member_cache.ts";
-import type { RoundPublisher } from "./publisher.ts";
-import type { RoundChain } from "./services.ts";
 import {
   type AuditAction,
   AuditBook,
   KEEP_AUDIT_ROUNDS,
 } from "../../protocol/audit_book.ts";
+import type { Auditor, AuditVerdict } from "./audit.ts";
+import {
+  AuditVerdicts,
+  type AuditVerdictsOptions,
+  forgetBefore,
+  verdictKey,
+} from "./audit_verdicts.ts";
+import { WorkRecordUnserved } from "./work_reader.ts";
+import type { RoundLedger } from "./ledger.ts";
 
 /** Chance that a listed delta's round is audited when the spec sets none. */
 export const DEFAULT_AUDIT_RATE = 1;
@@ -64,14 +55,9 @@ export const DEFAULT_AUDIT_RATE = 1;
 export const AUDITORS_PER_AUDIT = 1;
 
 /** What an {@linkcode AuditDuty} works with. */
-export interface AuditDutyOptions {
-  jobId: string;
-  spec: JobSpec;
+export interface AuditDutyOptions extends AuditVerdictsOptions {
   /** This peer's id. */
   self: string;
-  /** This peer's chain account: signs its verdicts. */
-  account: LocalAccount;
-  chain: Pick<RoundChain, "domain" | "slash">;
   auditor: Pick<Auditor, "audit">;
   /** The signed delta `account` announced first in `round`, if seen. */
   commitment(round: number, account: string): DeltaAnnounce | undefined;
@@ -85,8 +71,6 @@ export interface AuditDutyOptions {
   record(msg: DeltaAnnounce): Promise<WorkRecord>;
   /** A checkpoint's parameters by CID (C(r): the audited round's start). */
   parent(cid: string): Promise<Float32Array>;
-  publisher: Pick<RoundPublisher, "header" | "publish">;
-  members: Pick<MemberCache, "isMemberAccount" | "forgetAccount">;
   ledger: Pick<RoundLedger, "noteAudit" | "noteSlash">;
   /** The machine's current round. */
   round(): number;
@@ -97,15 +81,14 @@ export interface AuditDutyOptions {
    * says nothing about the audited peer, so no verdict is drawn.
    */
   stopped(): boolean;
-  log(line: string): void;
 }
 
 /** Runs this peer's audits and turns a quorum of failures into a slash. */
 export class AuditDuty {
   readonly #o: AuditDutyOptions;
   readonly #book: AuditBook;
-  /** Failure signatures by `round/account`, then by signer (lowercase). */
-  readonly #signatures = new Map<string, Map<string, `0x${string}`>>();
+  /** Failure verdicts held, this peer's and other members'. */
+  readonly #held: AuditVerdicts;
   /** This peer's verdicts under way or in, by `round/account`. */
   readonly #verdicts = new Map<string, Promise<AuditVerdict | null>>();
   /** Audits run one at a time: each replay shares the compute. */
@@ -114,6 +97,7 @@ export class AuditDuty {
   constructor(o: AuditDutyOptions) {
     this.#o = o;
     this.#book = new AuditBook(o.account.address, o.spec.quorum);
+    this.#held = new AuditVerdicts(o);
   }
 
   /**
@@ -173,24 +157,13 @@ export class AuditDuty {
    * segment the plan drew (see AuditBook).
    */
   async noticed(n: AuditFailureNotice): Promise<void> {
-    const { chain, jobId, members } = this.#o;
     const work = this.#o.commitment(n.round, n.accusedAccount);
     // Only work this peer saw announced can be judged, and a verdict on
     // another commitment (an equivocator's other one) is not about it.
     if (!work || work.peer !== n.accused) return;
-    if (!await members.isMemberAccount(n.peer, n.account)) return;
-    let signer: string;
-    try {
-      signer = await recoverAuditFailureSigner(
-        chain.domain,
-        this.#failure(jobId, work),
-        n.signature,
-      );
-    } catch {
-      return;
-    }
-    if (signer.toLowerCase() !== n.account.toLowerCase()) return;
-    this.#signed(n.round, work.account).set(signer.toLowerCase(), n.signature);
+    if (!await this.#o.members.isMemberAccount(n.peer, n.account)) return;
+    const signer = await this.#held.take(work, n.account, n.signature);
+    if (!signer) return;
     await this.#act(
       this.#book.failed(
         n.round,
@@ -218,7 +191,7 @@ export class AuditDuty {
           await this.#replay(work, a.segment);
           break;
         case "sign":
-          await this.#sign(work, a.segment, a.check);
+          await this.#held.sign(work, a.segment, a.check);
           break;
         case "convict":
           this.#o.convict(work.account);
@@ -227,7 +200,7 @@ export class AuditDuty {
           );
           break;
         case "submit":
-          await this.#submit(work, a.signers);
+          await this.#held.submit(work, a.signers);
           break;
       }
     }
@@ -235,11 +208,12 @@ export class AuditDuty {
 
   /** This peer's verdict on `work`'s `segment`, and what follows from it. */
   #replay(work: DeltaAnnounce, segment: number): Promise<unknown> {
-    const key = keyOf(work.round, work.account);
+    const key = verdictKey(work.round, work.account);
     let verdict = this.#verdicts.get(key);
     if (!verdict) {
       verdict = this.#serial(() => this.#judge(work, segment));
       this.#verdicts.set(key, verdict);
+      forgetBefore(this.#verdicts, work.round - KEEP_AUDIT_ROUNDS);
       return verdict.then((v) =>
         v &&
         this.#act(
@@ -306,109 +280,10 @@ export class AuditDuty {
     return verdict;
   }
 
-  /** Signs and gossips this peer's failure verdict on `work`. */
-  async #sign(
-    work: DeltaAnnounce,
-    segment: number,
-    check: AuditFailureNotice["check"],
-  ): Promise<void> {
-    const { account, chain, jobId, publisher } = this.#o;
-    const signature = await signAuditFailure(
-      account,
-      chain.domain,
-      this.#failure(jobId, work),
-    );
-    this.#signed(work.round, work.account).set(
-      account.address.toLowerCase(),
-      signature,
-    );
-    await publisher.publish({
-      ...publisher.header("audit", work.round, work.parent),
-      accused: work.peer,
-      accusedAccount: work.account,
-      segment,
-      check,
-      account: account.address,
-      signature,
-    });
-  }
-
-  /** Submits `work`'s failed-audit evidence with the verdicts of `signers`. */
-  async #submit(work: DeltaAnnounce, signers: string[]): Promise<void> {
-    const { spec, chain, ledger, members, log } = this.#o;
-    const signed = this.#signed(work.round, work.account);
-    const evidence = failedAuditEvidence(
-      deltaCommitment(work, spec.innerSteps),
-      work.signature,
-      signers.map((signer) => ({
-        signer: signer as Address,
-        signature: signed.get(signer)!,
-      })),
-    );
-    try {
-      const tx = await chain.slash(
-        work.account,
-        EVIDENCE_FAILED_AUDIT,
-        evidence,
-      );
-      log(
-        `round ${work.round}: slashed ${work.account} on evidence of kind ${EVIDENCE_FAILED_AUDIT}: ${signers.length} failed audits (tx ${tx.hash})`,
-      );
-      ledger.noteSlash({
-        round: work.round,
-        account: work.account,
-        kind: EVIDENCE_FAILED_AUDIT,
-        tx: tx.hash,
-      });
-    } catch (err) {
-      // Most often another auditor's evidence landed first.
-      log(
-        `round ${work.round}: slashing ${work.account}: ${
-          (err as Error).message
-        }`,
-      );
-    }
-    members.forgetAccount(work.account);
-  }
-
-  /** What a verdict on `work` signs. */
-  #failure(jobId: string, work: DeltaAnnounce): AuditFailure {
-    return {
-      job: cidToBytes32(jobId),
-      round: work.round,
-      peer: work.account,
-      commitment: workCommitmentDigest(
-        this.#o.chain.domain,
-        deltaCommitment(work, this.#o.spec.innerSteps),
-      ),
-    };
-  }
-
-  /** The failure signatures held on `account`'s `round`, by signer. */
-  #signed(round: number, account: string): Map<string, `0x${string}`> {
-    const key = keyOf(round, account);
-    let m = this.#signatures.get(key);
-    if (!m) {
-      m = new Map();
-      this.#signatures.set(key, m);
-      for (const k of this.#signatures.keys()) {
-        if (Number(k.split("/")[0]) + KEEP_AUDIT_ROUNDS < round) {
-          this.#signatures.delete(k);
-          this.#verdicts.delete(k);
-        }
-      }
-    }
-    return m;
-  }
-
   /** Runs `task` after the audits queued before it. */
   #serial<T>(task: () => Promise<T>): Promise<T> {
     const run = this.#queue.then(task);
     this.#queue = run.catch(() => {});
     return run;
   }
-}
-
-function keyOf(round: number, account: string): string {
-  return `${round}/${account.toLowerCase()}`;
 }

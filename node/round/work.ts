@@ -59,6 +59,7 @@ import { announceDelta } from "./announce.ts";
 import { RoundTraining } from "./train.ts";
 import { verifyManifest } from "./verify.ts";
 import { peerAudits } from "./peer_audits.ts";
+import { RecentManifests } from "./recent_manifests.ts";
 
 /** What a peer's round work is made of. */
 export interface RoundWorkOptions {
@@ -95,8 +96,8 @@ export class RoundWork {
   readonly #sync: RoundSync;
   readonly #behaviour: RoundBehaviour;
   readonly #deltas: DeltaReader;
-  /** Manifests this peer built or verified, by CID. */
-  readonly #manifests = new Map<string, RoundManifest>();
+  /** Manifests this peer built or verified. */
+  readonly #manifests = new RecentManifests(KEEP_MANIFESTS);
   /** Verifications under way, by the checkpoint CID they recompute. */
   readonly #recomputing = new Map<string, Promise<void>>();
   readonly #gate: DeltaGate;
@@ -169,9 +170,7 @@ export class RoundWork {
       log: o.log,
       servedBytes: () => services.servedBytes(),
       known: (round, checkpoint) =>
-        [...this.#manifests.values()].find((m) =>
-          m.round === round && m.checkpoint === checkpoint
-        ),
+        this.#manifests.committing(round, checkpoint),
       recomputing: (checkpoint) => this.#recomputing.get(checkpoint),
     });
     this.#verifier = new ManifestVerifier({
@@ -268,7 +267,7 @@ export class RoundWork {
           state: this.#o.state,
           ledger: this.#o.ledger,
           feed: this.#o.feed,
-          remember: (cid, m) => this.#remember(cid, m),
+          remember: (cid, m) => this.#manifests.remember(cid, m),
         }, action).finally(() => this.#recomputing.delete(checkpoint));
         this.#recomputing.set(checkpoint, task);
         return task;
@@ -316,7 +315,7 @@ export class RoundWork {
         publisher: this.#publisher,
         attester: this.#attester,
         feed,
-        remember: (cid, m) => this.#remember(cid, m),
+        remember: (cid, m) => this.#manifests.remember(cid, m),
       },
       a,
       this.#sync.held(a.parent),
@@ -353,9 +352,7 @@ export class RoundWork {
 
   /** Runs this peer's audits of `round`, which committed `checkpoint`. */
   #audit(round: number, checkpoint: string): Promise<void> {
-    const manifest = [...this.#manifests.values()].find((m) =>
-      m.round === round && m.checkpoint === checkpoint
-    );
+    const manifest = this.#manifests.committing(round, checkpoint);
     // A round this peer did not see verified (it joined later) goes
     // unaudited here; the peers that saw it audit it.
     return manifest
@@ -398,12 +395,5 @@ export class RoundWork {
       what: "delta",
       reason,
     });
-  }
-
-  #remember(cid: string, manifest: RoundManifest): void {
-    this.#manifests.set(cid, manifest);
-    if (this.#manifests.size > KEEP_MANIFESTS) {
-      this.#manifests.delete(this.#manifests.keys().next().value!);
-    }
   }
 }
