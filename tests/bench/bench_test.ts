@@ -413,11 +413,9 @@ Deno.test({
     assert.equal(wan.rateMbit, 20);
     assert.equal(wan.rttMs, 100);
     assert.equal(wan.perPeer.length, 2);
+    // Each peer reaches the other only through its relay, at the address
+    // it announces: both deltas in the committed round says they met.
     for (const p of wan.perPeer) assert.equal(p.contributed, 1, p.name);
     assertPositive(wan.lossRatioVsDdp, "lossRatioVsDdp");
-    // A round trip through the relays takes 100 ms; a round needs several
-    // (announce, fetch, attest, commit), against milliseconds of tiny
-    // compute.
-    assert.ok(wan.diloco.seconds > 0.3, `round took ${wan.diloco.seconds} s`);
   },
 });
