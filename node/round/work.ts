@@ -31,10 +31,7 @@ import type {
   DeltaAnnounce,
 } from "../../protocol/messages.ts";
 import { decodeManifest } from "../../protocol/manifest_codec.ts";
-import {
-  MAX_MANIFEST_BYTES,
-  type RoundManifest,
-} from "../../protocol/round_manifest.ts";
+import { MAX_MANIFEST_BYTES } from "../../protocol/round_manifest.ts";
 import {
   collectMs,
   type RoundAction,
