@@ -12,7 +12,8 @@
  * into evidence, by audit_verdicts.ts. The other
  * members re-run that segment themselves and, when it fails for them too,
  * sign and gossip as well; a peer whose own verdict is among a quorum of
- * signatures ignores the contributor's deltas from then on and, once the
+ * signatures ignores the contributor's deltas from round r + 2 on (the same
+ * round on every peer, whenever each convicts) and, once the
  * round under way has closed (its manifest may list the contributor,
  * whose commit would fail were it slashed first), submits them as
  * evidence of kind 2, which slashes the contributor's stake and takes
@@ -51,6 +52,9 @@ import type { RoundLedger } from "./ledger.ts";
 /** Chance that a listed delta's round is audited when the spec sets none. */
 export const DEFAULT_AUDIT_RATE = 1;
 
+/** Rounds after the failed work's round from which its author is ignored. */
+export const CONVICTION_LAG = 2;
+
 /** Auditors drawn per audited contributor; failures draw in the rest. */
 export const AUDITORS_PER_AUDIT = 1;
 
@@ -74,8 +78,8 @@ export interface AuditDutyOptions extends AuditVerdictsOptions {
   ledger: Pick<RoundLedger, "noteAudit" | "noteSlash">;
   /** The machine's current round. */
   round(): number;
-  /** Ignores `account`'s deltas from now on (DeltaGate.convict). */
-  convict(account: string): void;
+  /** Ignores `account`'s deltas of round `from` on (DeltaGate.convict). */
+  convict(account: string, from: number): void;
   /**
    * Whether this peer is shutting down: its own fetches then fail, which
    * says nothing about the audited peer, so no verdict is drawn.
@@ -194,9 +198,14 @@ export class AuditDuty {
           await this.#held.sign(work, a.segment, a.check);
           break;
         case "convict":
-          this.#o.convict(work.account);
+          // Audits of round r run while round r + 1 is under way, and every
+          // peer has convicted by the end of it: round r + 2 is where every
+          // peer starts ignoring the account, whenever it convicted.
+          this.#o.convict(work.account, work.round + CONVICTION_LAG);
           log(
-            `round ${work.round}: a quorum of auditors failed the work of ${work.peer}; its deltas are ignored from now on`,
+            `round ${work.round}: a quorum of auditors failed the work of ${work.peer}; its deltas are ignored from round ${
+              work.round + CONVICTION_LAG
+            } on`,
           );
           break;
         case "submit":

@@ -38,8 +38,11 @@ export interface DeltaGateOptions {
 export class DeltaGate {
   readonly #o: DeltaGateOptions;
   readonly #book: CommitmentBook;
-  /** Accounts proven to have equivocated: their deltas are ignored. */
-  readonly #cheaters = new Set<string>();
+  /**
+   * Accounts proven to have cheated, each with the first round from which
+   * their deltas are ignored.
+   */
+  readonly #cheaters = new Map<string, number>();
   /** Evidence held until the round it concerns has closed. */
   #held: Equivocation[] = [];
 
@@ -58,7 +61,10 @@ export class DeltaGate {
     const current = this.#o.state().round;
     // Nothing to judge ahead of the machine, which drops such rounds too;
     // and a far-future round must not push the book's window past now.
-    if (this.#cheaters.has(account) || msg.round > current + 1) return;
+    const barred = this.#cheaters.get(account);
+    if (
+      (barred !== undefined && msg.round >= barred) || msg.round > current + 1
+    ) return;
     if (!this.#book.isFirst(msg)) {
       const { chain, innerSteps } = this.#o;
       if (!(await signedByAccount(chain.domain, msg, innerSteps))) {
@@ -75,7 +81,7 @@ export class DeltaGate {
       `round ${msg.round}: ${msg.peer} signed two different work commitments (equivocation); evidence goes on chain once the round closes`,
     );
     this.#refuse(msg, "equivocation");
-    this.#cheaters.add(account);
+    this.#cheaters.set(account, 0);
     this.#held.push(twin);
     if (msg.round < current) await this.roundClosed(current - 1);
   }
@@ -101,11 +107,15 @@ export class DeltaGate {
   }
 
   /**
-   * Ignores `account`'s deltas from now on: its work was proven false
-   * another way (a quorum failed it in audit).
+   * Ignores `account`'s deltas of round `from` on: its work was proven
+   * false another way (a quorum failed it in audit). Peers convict at
+   * different moments, so `from` must be the same on all of them, not the
+   * round each is in: a leader that convicts later would otherwise list a
+   * delta that verifiers already ignore, and be refused for it.
    */
-  convict(account: string): void {
-    this.#cheaters.add(account.toLowerCase());
+  convict(account: string, from: number): void {
+    const key = account.toLowerCase();
+    this.#cheaters.set(key, Math.min(from, this.#cheaters.get(key) ?? from));
   }
 
   /** Submits the evidence held about rounds up to `closed`. */

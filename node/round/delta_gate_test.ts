@@ -85,3 +85,28 @@ Deno.test("DeltaGate: a twin of a closed round is submitted at once", async () =
   await t.g.check(await delta({ tokens: 1 }));
   assert.equal(t.chain.slashes.length, 1);
 });
+
+Deno.test("DeltaGate: a convicted account's deltas are ignored from the round given, the same on every peer", async () => {
+  // Two peers convict the same account for round 1's work, one while it is
+  // still in round 2 and one after it moved to round 3: both take the
+  // account's round-2 delta (the leader may list it) and drop its round-3
+  // one. Before, the early one dropped the round-2 delta too and refused
+  // the later leader's manifest as listing a delta never announced.
+  for (const round of [2, 3]) {
+    const t = gate(round);
+    t.g.convict(TEST_ADDRESS.toUpperCase().replace("0X", "0x"), 1 + 2);
+    await t.g.check(await delta({ round: 2 }));
+    await t.g.check(await delta({ round: 3 }));
+    assert.deepEqual(
+      t.fed.map((e) => e.type === "delta" && e.msg.round),
+      [2],
+      `convicted in round ${round}`,
+    );
+  }
+  // A later conviction from an earlier round keeps the earlier one.
+  const t = gate(2);
+  t.g.convict(TEST_ADDRESS, 2);
+  t.g.convict(TEST_ADDRESS, 5);
+  await t.g.check(await delta({ round: 2 }));
+  assert.equal(t.fed.length, 0);
+});

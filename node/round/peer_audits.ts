@@ -77,7 +77,7 @@ export function peerAudits(
     members: o.members,
     ledger: o.ledger,
     round: () => o.state().round,
-    convict: (account) => gate.convict(account),
+    convict: (account, from) => gate.convict(account, from),
     stopped: () => o.blobs.signal.aborted,
     log: o.log,
   });
