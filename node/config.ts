@@ -40,6 +40,11 @@ export interface Config {
   threads: number | null;
   /** Train the next round while the current one is aggregated. */
   overlap: boolean;
+  /**
+   * Most of the wall time spent training, in (0, 1]: the trainer rests
+   * between steps for the rest (a machine shared with other work).
+   */
+  dutyCycle: number;
 }
 
 /** A setting that failed validation; `source` says where it came from. */
@@ -71,6 +76,7 @@ const KEYS = [
   "backend",
   "threads",
   "overlap",
+  "dutyCycle",
 ] as const;
 
 /** Environment variable for each setting. */
@@ -88,6 +94,7 @@ export const ENV_NAMES: Record<keyof Config, string> = {
   backend: "ZOO_BACKEND",
   threads: "ZOO_THREADS",
   overlap: "ZOO_OVERLAP",
+  dutyCycle: "ZOO_DUTY_CYCLE",
 };
 
 /** Built-in defaults; `home` is the user's home directory. */
@@ -106,6 +113,7 @@ export function defaultConfig(home: string | undefined): Config {
     backend: "auto",
     threads: null,
     overlap: false,
+    dutyCycle: 1,
   };
 }
 
@@ -159,6 +167,11 @@ export function parseSetting<K extends keyof Config>(
       return validateSetting(source, key, Number(text)) as Config[K];
     case "threads":
       if (!/^\d+$/.test(text)) return fail("expected an integer from 1 to 64");
+      return validateSetting(source, key, Number(text)) as Config[K];
+    case "dutyCycle":
+      if (!/^\d*\.?\d+$/.test(text)) {
+        return fail("expected a number above 0, at most 1");
+      }
       return validateSetting(source, key, Number(text)) as Config[K];
     default:
       return validateSetting(source, key, text) as Config[K];
@@ -275,6 +288,11 @@ export function validateSetting<K extends keyof Config>(
         value > 64
       ) {
         fail("expected an integer from 1 to 64");
+      }
+      break;
+    case "dutyCycle":
+      if (typeof value !== "number" || !(value > 0 && value <= 1)) {
+        fail("expected a number above 0, at most 1");
       }
       break;
   }

@@ -63,6 +63,7 @@ Deno.test("defaults: every setting when no source gives one", async () => {
     backend: "auto",
     threads: null,
     overlap: false,
+    dutyCycle: 1,
   });
   assert.equal(defaultConfig(undefined).dataDir, "./.zoo");
 });
@@ -81,6 +82,7 @@ const FILE = {
   backend: "wasm",
   threads: 1,
   overlap: false,
+  dutyCycle: 0.5,
 };
 const ENV: Record<string, string> = {
   ZOO_LISTEN: "/ip4/127.0.0.1/tcp/2002,/ip4/127.0.0.1/tcp/2003",
@@ -95,6 +97,7 @@ const ENV: Record<string, string> = {
   ZOO_BACKEND: "js",
   ZOO_THREADS: "2",
   ZOO_OVERLAP: "true",
+  ZOO_DUTY_CYCLE: "0.25",
 };
 const FLAGS: Omit<Config, "dataDir" | "mdns"> = {
   listen: ["/ip4/127.0.0.1/tcp/3003"],
@@ -108,6 +111,7 @@ const FLAGS: Omit<Config, "dataDir" | "mdns"> = {
   backend: "webgpu",
   threads: 3,
   overlap: false,
+  dutyCycle: 1,
 };
 
 Deno.test("zoo.json overrides every default", () =>
@@ -137,6 +141,7 @@ Deno.test("ZOO_* env overrides zoo.json, lists comma-separated", () =>
       backend: "js",
       threads: 2,
       overlap: true,
+      dutyCycle: 0.25,
     });
   }));
 
@@ -230,6 +235,9 @@ const BAD: [keyof Config, string, unknown, string][] = [
   ["threads", "65", 65, "65"],
   ["threads", "two", "two", "two"],
   ["overlap", "sometimes", "sometimes", "sometimes"],
+  ["dutyCycle", "0", 0, "0"],
+  ["dutyCycle", "1.5", 1.5, "1.5"],
+  ["dutyCycle", "half", "half", "half"],
 ];
 
 Deno.test("bad values in zoo.json name the file and the value", async () => {
@@ -261,6 +269,7 @@ Deno.test("bad values in flags name the flag and the value", () => {
     registry: "--registry",
     backend: "--backend",
     threads: "--threads",
+    dutyCycle: "--duty-cycle",
   };
   for (const [key, text, , shown] of BAD) {
     if (key === "mdns" || key === "overlap") continue; // boolean flags

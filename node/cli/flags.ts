@@ -36,6 +36,7 @@ const SETTING_FLAGS: Record<string, keyof Config> = {
   registry: "registry",
   backend: "backend",
   threads: "threads",
+  "duty-cycle": "dutyCycle",
 };
 
 /** What {@linkcode parseFlags} returns. */

@@ -51,6 +51,7 @@ const NODE_FLAGS: Spec = {
   backend: { type: "string" },
   threads: { type: "string" },
   overlap: { type: "boolean" },
+  "duty-cycle": { type: "string" },
 };
 
 /**

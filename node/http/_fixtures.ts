@@ -85,6 +85,7 @@ export function record(round: number): RoundRecord {
     trainLoss: 5 - round / 10,
     valLoss: 5.1 - round / 10,
     contributed: true,
+    tokens: 16384,
     bytesSent: 1000,
     auditBytes: 600,
     dataParallelBytes: 90000,

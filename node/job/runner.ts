@@ -85,6 +85,7 @@ export async function runJob(
       spec,
       dataset,
       peerId: identity.peerId,
+      dutyCycle: config.dutyCycle,
     });
     const driver = new RoundDriver({
       node,

@@ -4,6 +4,7 @@
  *
  * @module
  */
+import type { StepShape } from "../../protocol/inner_steps.ts";
 import type { GptConfig } from "../../kernels/gpt.ts";
 import { type CID, cidForBytes, cidToString } from "../../protocol/cid.ts";
 import { defaultJobSpec } from "../../protocol/job_spec.ts";
@@ -129,6 +130,10 @@ export class MemoryGossip implements RoundGossip {
   fanout(): number {
     return this.peers;
   }
+
+  throughput(): number {
+    return 0;
+  }
 }
 
 /** A registry that takes every commit and remembers manifests by round. */
@@ -165,11 +170,11 @@ export const TEST_ADDRESS = "0x70997970C51812dc3A010C7d01b50e0d17dc79C8";
 /**
  * The fixture delta announcement of a real job id under TEST_ADDRESS,
  * then `over`, its commitment signed with TEST_KEY in MemoryChain's domain
- * for rounds of `innerSteps`.
+ * for a job of `shape`.
  */
 export async function signedDelta(
   over: Partial<DeltaAnnounce>,
-  innerSteps: number,
+  shape: StepShape,
 ): Promise<DeltaAnnounce> {
   const { signature: _, ...unsigned } = {
     ...DELTA,
@@ -181,7 +186,7 @@ export async function signedDelta(
     privateKeyToAccount(TEST_KEY),
     new MemoryChain().domain,
     unsigned,
-    innerSteps,
+    shape,
   );
   return { ...unsigned, signature };
 }

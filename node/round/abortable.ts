@@ -7,7 +7,8 @@
  */
 
 /** Resolves after `ms`, or rejects with the signal's reason on abort. */
-export function sleep(ms: number, signal: AbortSignal): Promise<void> {
+export function sleep(ms: number, signal?: AbortSignal): Promise<void> {
+  if (!signal) return new Promise((resolve) => setTimeout(resolve, ms));
   return new Promise((resolve, reject) => {
     if (signal.aborted) return reject(signal.reason);
     const abort = () => {

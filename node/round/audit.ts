@@ -41,6 +41,7 @@ import { encodeDelta } from "../../protocol/delta_blob.ts";
 import { pseudoGradient } from "../../protocol/pseudo_gradient.ts";
 import { parameterCount } from "../../protocol/round_checkpoint.ts";
 import { stateHash, type TrainingState } from "../../protocol/state_hash.ts";
+import { claimedSteps } from "../../protocol/inner_steps.ts";
 import {
   dataHash,
   segmentBounds,
@@ -126,14 +127,16 @@ export class Auditor {
   /** The verdict on `a` (see the module doc). */
   async audit(a: SegmentAudit): Promise<AuditVerdict> {
     const { msg, record } = a;
-    const H = this.#o.spec.innerSteps;
-    const bounds = segmentBounds(H);
+    const steps = claimedSteps(this.#o.spec, msg.tokens);
+    const bounds = segmentBounds(steps);
     const fail = (
       check: AuditCheck,
       reason: string,
     ): AuditVerdict => ({ passed: false, check, reason });
     if (!(a.segment >= 0 && a.segment < bounds.length - 1)) {
-      throw new RangeError(`Cannot audit segment ${a.segment} of ${H} steps`);
+      throw new RangeError(
+        `Cannot audit segment ${a.segment} of ${steps} steps`,
+      );
     }
     if (
       !record.peers.includes(msg.peer) ||

@@ -29,6 +29,7 @@ import type {
   DeltaAnnounce,
 } from "../../protocol/messages.ts";
 import type { RoundManifest } from "../../protocol/round_manifest.ts";
+import { claimedSteps } from "../../protocol/inner_steps.ts";
 import {
   segmentBounds,
   segmentCount,
@@ -117,11 +118,12 @@ export class AuditDuty {
       listed.set(e.peer, e.delta);
     }
     const peers = [...listed.keys()];
+    const segments = segmentCount(spec.innerSteps);
     const plan = planAudits({
       seed: next,
       contributors: peers,
       members: peers,
-      segments: segmentCount(spec.innerSteps),
+      segments,
       rate: spec.audit?.rate ?? DEFAULT_AUDIT_RATE,
       auditors: AUDITORS_PER_AUDIT,
     });
@@ -142,11 +144,14 @@ export class AuditDuty {
         }
         return;
       }
+      // A peer that took fewer steps than H has as many segments or
+      // fewer: the drawn one is scaled onto its own.
+      const own = segmentCount(claimedSteps(spec, msg.tokens));
       return this.#act(
         this.#book.planned(
           manifest.round,
           msg.account,
-          a.segment,
+          Math.floor((a.segment * own) / segments),
           mine,
           this.#o.round(),
         ),
@@ -261,7 +266,7 @@ export class AuditDuty {
     }
     if (this.#o.stopped()) return null;
     const ms = Math.round(performance.now() - start);
-    const bounds = segmentBounds(this.#o.spec.innerSteps);
+    const bounds = segmentBounds(claimedSteps(this.#o.spec, work.tokens));
     const replayed = verdict.passed || verdict.check === "replay" ||
       verdict.check === "delta";
     ledger.noteAudit({

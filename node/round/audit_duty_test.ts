@@ -40,7 +40,7 @@ const KEYS = [
 const NEXT = await cidOf("C(1)");
 
 /** PEERS[0]'s signed delta for round 0 (under TEST_ADDRESS). */
-const work = await signedDelta({ peer: PEERS[0], job: JOB, round: 0 }, H);
+const work = await signedDelta({ peer: PEERS[0], job: JOB, round: 0 }, SPEC);
 
 /** A manifest of round 0 whose contributors are all three peers. */
 async function manifest() {

@@ -39,8 +39,13 @@ const spec = tinySpec(dataset);
 const parent = genesisCheckpoint(JOB, spec.model, spec.seed).params;
 const PARENT_CID = DELTA.parent;
 
-/** Round 0 of peerA trained honestly among `live`; its blocks and announcement. */
-async function trainedRound(live: string[]) {
+/**
+ * A round of peerA trained honestly among `live`; its blocks and
+ * announcement. Round 0, or with `slower` > 1 round 1 after its peers
+ * reported `slower` times its own throughput: a share of H steps.
+ */
+async function trainedRound(live: string[], slower = 1) {
+  let round = 0, own = 0;
   const trainer = new RoundTrainer({
     createTrainer: jsTrainer,
     spec,
@@ -55,8 +60,9 @@ async function trainedRound(live: string[]) {
     spec,
     trainer,
     ledger: new RoundLedger(spec, trainer.parameterCount),
-    state: () => ({ round: 0, live }),
-    progress: () => {},
+    state: () => ({ round, live }),
+    throughput: () => round === 0 ? 0 : own * slower,
+    progress: (p) => own = p.throughput ?? own,
     store: (b) => put(blocks, b),
     drop: () => Promise.resolve(),
     announce: (d) => {
@@ -68,13 +74,17 @@ async function trainedRound(live: string[]) {
     announced: () => Promise.resolve([]),
   });
   await training.train(0, PARENT_CID, parent);
+  if (slower > 1) {
+    round = 1;
+    await training.train(1, PARENT_CID, parent);
+  }
   trainer.dispose();
-  const d = delivered[0];
+  const d = delivered[round];
   const msg: DeltaAnnounce = {
     ...DELTA,
     peer: "peerA",
     job: JOB,
-    round: 0,
+    round,
     parent: PARENT_CID,
     delta: d.cid,
     tokens: d.tokens,
@@ -83,7 +93,7 @@ async function trainedRound(live: string[]) {
     trajectory: d.trajectory,
     kernel: d.kernel,
   };
-  const record = decodeWorkRecord(blocks.get(d.work)!, H);
+  const record = decodeWorkRecord(blocks.get(d.work)!, d.steps);
   return { blocks, msg, record };
 }
 
@@ -256,4 +266,23 @@ Deno.test("audit: an unserved state, a start off C(r) and a delta off the final 
     parent,
   });
   assert.equal(!v3.passed && v3.check, "delta");
+});
+
+Deno.test("audit: a slow peer's shorter round is cut by its tokens and every segment reproduces; a claim of more steps fails", async () => {
+  const slow = await trainedRound(["peerA", "peerB", "peerC"], 4);
+  const steps = slow.msg.tokens / (spec.batchSize * spec.contextLength);
+  assert.equal(steps, H / 4);
+  const a = auditor(slow.blocks);
+  for (let segment = 0; segment < segmentBounds(steps).length - 1; segment++) {
+    const v = await a.audit({ ...slow, segment, parent });
+    assert.ok(v.passed && v.exact, `segment ${segment}: ${JSON.stringify(v)}`);
+  }
+  // Claiming a full round's tokens for the same trajectory: its states sit
+  // at the bounds of 5 steps (its 5th at step 4), not of H (5th at 5).
+  const claimed = {
+    ...slow.msg,
+    tokens: H * spec.batchSize * spec.contextLength,
+  };
+  const v = await a.audit({ ...slow, msg: claimed, segment: 4, parent });
+  assert.equal(!v.passed && v.check, "start");
 });

@@ -112,7 +112,7 @@ export class AuditVerdicts {
     const { spec, chain, ledger, members, log } = this.#o;
     const held = this.#held(work.round, work.account);
     const evidence = failedAuditEvidence(
-      deltaCommitment(work, spec.innerSteps),
+      deltaCommitment(work, spec),
       work.signature,
       signers.map((signer) => ({
         signer: signer as Address,
@@ -153,7 +153,7 @@ export class AuditVerdicts {
       peer: work.account,
       commitment: workCommitmentDigest(
         this.#o.chain.domain,
-        deltaCommitment(work, this.#o.spec.innerSteps),
+        deltaCommitment(work, this.#o.spec),
       ),
     };
   }

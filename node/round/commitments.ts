@@ -16,6 +16,7 @@ import {
   signWorkCommitment,
   type WorkCommitment,
 } from "../../chain/work_commitment.ts";
+import { claimedSteps, type StepShape } from "../../protocol/inner_steps.ts";
 import type { DeltaAnnounce } from "../../protocol/messages.ts";
 import { segmentCount } from "../../protocol/work_record.ts";
 import type { Account } from "viem";
@@ -25,22 +26,24 @@ import type { UnsignedDelta } from "./behaviour.ts";
 const KEEP_ROUNDS = 8;
 
 /**
- * The commitment an announcement of a round of `innerSteps` steps makes:
- * its header, delta and tokens with the work fields it carries.
+ * The commitment an announcement makes in a job of `shape`: its header,
+ * delta and tokens with the work fields it carries, over the steps its
+ * tokens stand for (`claimedSteps`).
  */
 export function deltaCommitment(
   msg: UnsignedDelta,
-  innerSteps: number,
+  shape: StepShape,
 ): WorkCommitment {
+  const steps = claimedSteps(shape, msg.tokens);
   return {
     job: cidToBytes32(msg.job),
     round: msg.round,
     parent: cidToBytes32(msg.parent),
     data: msg.data,
     delta: cidToBytes32(msg.delta),
-    steps: innerSteps,
+    steps,
     tokens: BigInt(msg.tokens),
-    segments: segmentCount(innerSteps),
+    segments: segmentCount(steps),
     trajectory: msg.trajectory,
     kernel: kernelId(msg.kernel),
   };
@@ -51,12 +54,12 @@ export function signDelta(
   account: Account,
   domain: RegistryDomain,
   msg: UnsignedDelta,
-  innerSteps: number,
+  shape: StepShape,
 ): Promise<`0x${string}`> {
   return signWorkCommitment(
     account,
     domain,
-    deltaCommitment(msg, innerSteps),
+    deltaCommitment(msg, shape),
   );
 }
 
@@ -64,12 +67,12 @@ export function signDelta(
 export async function signedByAccount(
   domain: RegistryDomain,
   msg: DeltaAnnounce,
-  innerSteps: number,
+  shape: StepShape,
 ): Promise<boolean> {
   try {
     const signer = await recoverWorkSigner(
       domain,
-      deltaCommitment(msg, innerSteps),
+      deltaCommitment(msg, shape),
       msg.signature,
     );
     return signer.toLowerCase() === msg.account.toLowerCase();
@@ -91,12 +94,13 @@ export interface Equivocation {
  * it only announcements whose signature checked out (`signedByAccount`).
  */
 export class CommitmentBook {
-  readonly #innerSteps: number;
+  readonly #shape: StepShape;
   readonly #first = new Map<string, DeltaAnnounce>();
   readonly #reported = new Set<string>();
 
-  constructor(innerSteps: number) {
-    this.#innerSteps = innerSteps;
+  /** A book for a job of `shape` (its spec). */
+  constructor(shape: StepShape) {
+    this.#shape = shape;
   }
 
   /**
@@ -148,9 +152,9 @@ export class CommitmentBook {
       account: msg.account,
       round: msg.round,
       evidence: equivocationEvidence(
-        deltaCommitment(first, this.#innerSteps),
+        deltaCommitment(first, this.#shape),
         first.signature,
-        deltaCommitment(msg, this.#innerSteps),
+        deltaCommitment(msg, this.#shape),
         msg.signature,
       ),
     };
@@ -162,8 +166,8 @@ export class CommitmentBook {
    */
   #same(a: DeltaAnnounce, b: DeltaAnnounce): boolean {
     try {
-      const x = deltaCommitment(a, this.#innerSteps);
-      const y = deltaCommitment(b, this.#innerSteps);
+      const x = deltaCommitment(a, this.#shape);
+      const y = deltaCommitment(b, this.#shape);
       return (Object.keys(x) as (keyof WorkCommitment)[])
         .every((k) => x[k] === y[k]);
     } catch {

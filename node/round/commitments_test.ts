@@ -10,14 +10,15 @@ import {
   signedByAccount,
 } from "./commitments.ts";
 
-const H = 40;
+// A step trains on 256 tokens: the fixture's 8192 are 32 steps of 40.
+const SHAPE = { innerSteps: 40, batchSize: 4, contextLength: 64 };
 const { domain } = new MemoryChain();
-const signed = (over: Partial<DeltaAnnounce> = {}) => signedDelta(over, H);
+const signed = (over: Partial<DeltaAnnounce> = {}) => signedDelta(over, SHAPE);
 
 Deno.test("a delta's commitment names its round, parent, data, delta, steps, tokens and trajectory", () => {
-  const c = deltaCommitment(DELTA, H);
+  const c = deltaCommitment(DELTA, SHAPE);
   assert.equal(c.round, DELTA.round);
-  assert.equal(c.steps, H);
+  assert.equal(c.steps, 32);
   assert.equal(c.segments, 16);
   assert.equal(c.tokens, BigInt(DELTA.tokens));
   assert.equal(c.data, DELTA.data);
@@ -26,30 +27,35 @@ Deno.test("a delta's commitment names its round, parent, data, delta, steps, tok
 
 Deno.test("signedByAccount accepts the account's signature and nothing else", async () => {
   const msg = await signed();
-  assert.ok(await signedByAccount(domain, msg, H));
-  // Any field changed after signing, another H, another account, another domain.
-  assert.ok(!(await signedByAccount(domain, { ...msg, tokens: 1e9 }, H)));
-  assert.ok(!(await signedByAccount(domain, { ...msg, kernel: "webgpu" }, H)));
-  assert.ok(!(await signedByAccount(domain, msg, H + 1)));
+  assert.ok(await signedByAccount(domain, msg, SHAPE));
+  // Any field changed after signing, another step count for its tokens,
+  // another account, another domain.
+  assert.ok(!(await signedByAccount(domain, { ...msg, tokens: 1e9 }, SHAPE)));
+  assert.ok(
+    !(await signedByAccount(domain, { ...msg, kernel: "webgpu" }, SHAPE)),
+  );
+  assert.ok(
+    !(await signedByAccount(domain, msg, { ...SHAPE, batchSize: 8 })),
+  );
   assert.ok(
     !(await signedByAccount(domain, {
       ...msg,
       account: "0x3C44CdDdB6a900fa2b585dd299e03d12FA4293BC",
-    }, H)),
+    }, SHAPE)),
   );
-  assert.ok(!(await signedByAccount({ ...domain, chainId: 1 }, msg, H)));
+  assert.ok(!(await signedByAccount({ ...domain, chainId: 1 }, msg, SHAPE)));
   assert.ok(
     !(await signedByAccount(domain, {
       ...msg,
       signature: `0x${"00".repeat(65)}`,
-    }, H)),
+    }, SHAPE)),
   );
 });
 
 const NOW = DELTA.round;
 
 Deno.test("the book reports two different commitments of one round once, and nothing else", async () => {
-  const book = new CommitmentBook(H);
+  const book = new CommitmentBook(SHAPE);
   const first = await signed();
   assert.ok(!book.isFirst(first));
   assert.equal(book.note(first, NOW), null);
@@ -86,7 +92,7 @@ Deno.test("the book reports two different commitments of one round once, and not
 });
 
 Deno.test("the book forgets rounds by the machine's round, not by what a message claims", async () => {
-  const book = new CommitmentBook(H);
+  const book = new CommitmentBook(SHAPE);
   const first = await signed();
   book.note(first, NOW);
   // A far-future round from the sender leaves the current round's record.

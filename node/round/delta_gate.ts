@@ -12,6 +12,7 @@
  */
 import { EVIDENCE_EQUIVOCATION } from "../../chain/work_commitment.ts";
 import type { DeltaAnnounce } from "../../protocol/messages.ts";
+import type { StepShape } from "../../protocol/inner_steps.ts";
 import type { RoundEvent, RoundState } from "../../protocol/round_state.ts";
 import {
   CommitmentBook,
@@ -24,8 +25,8 @@ import type { RoundChain } from "./services.ts";
 
 /** What a {@linkcode DeltaGate} works with. */
 export interface DeltaGateOptions {
-  /** H: the commitments' step count. */
-  innerSteps: number;
+  /** The job's spec: what the commitments' step counts are read against. */
+  spec: StepShape;
   chain: Pick<RoundChain, "domain" | "slash">;
   members: Pick<MemberCache, "forgetAccount">;
   ledger: Pick<RoundLedger, "noteRefusal" | "noteSlash">;
@@ -48,7 +49,7 @@ export class DeltaGate {
 
   constructor(o: DeltaGateOptions) {
     this.#o = o;
-    this.#book = new CommitmentBook(o.innerSteps);
+    this.#book = new CommitmentBook(o.spec);
   }
 
   /**
@@ -66,8 +67,8 @@ export class DeltaGate {
       (barred !== undefined && msg.round >= barred) || msg.round > current + 1
     ) return;
     if (!this.#book.isFirst(msg)) {
-      const { chain, innerSteps } = this.#o;
-      if (!(await signedByAccount(chain.domain, msg, innerSteps))) {
+      const { chain, spec } = this.#o;
+      if (!(await signedByAccount(chain.domain, msg, spec))) {
         this.#refuse(msg, "bad-signature");
         return;
       }

@@ -6,8 +6,6 @@ import { MemoryChain, signedDelta, SPEC, TEST_ADDRESS } from "./_fakes.ts";
 import { DeltaGate } from "./delta_gate.ts";
 import { RoundLedger } from "./ledger.ts";
 
-const H = SPEC.innerSteps;
-
 function gate(round: number) {
   const chain = new MemoryChain();
   const ledger = new RoundLedger(SPEC, 10);
@@ -15,7 +13,7 @@ function gate(round: number) {
   const forgotten: string[] = [];
   const state = { round };
   const g = new DeltaGate({
-    innerSteps: H,
+    spec: SPEC,
     chain,
     members: { forgetAccount: (a) => forgotten.push(a) },
     ledger,
@@ -27,7 +25,7 @@ function gate(round: number) {
 }
 
 const delta = (over: Partial<DeltaAnnounce> = {}) =>
-  signedDelta({ round: 3, ...over }, H);
+  signedDelta({ round: 3, ...over }, SPEC);
 
 Deno.test("DeltaGate feeds signed deltas and refuses forged ones", async () => {
   const t = gate(3);

@@ -246,6 +246,8 @@ function roundServices(
     gossip: {
       publish: (msg) => node.gossip.publish(msg),
       fanout: () => node.host.getConnections().length,
+      throughput: (peer) =>
+        node.gossip.livePeers().find((e) => e.peer === peer)?.throughput ?? 0,
     },
     chain: {
       domain: { chainId: registry.client.chainId, registry: registry.address },

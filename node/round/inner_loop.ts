@@ -18,7 +18,7 @@
  *
  * @module
  */
-import { untilOrAborted } from "./abortable.ts";
+import { sleep, untilOrAborted } from "./abortable.ts";
 import { type Dataset, splitTrainVal } from "../../protocol/dataset.ts";
 import { BatchSampler } from "../../kernels/data/sampler.ts";
 import {
@@ -49,6 +49,12 @@ export interface RoundTrainerOptions {
   dataset: Dataset;
   /** This peer's id: separates its batch stream from other peers'. */
   peerId: string;
+  /**
+   * Most of the wall time spent training, in (0, 1]; 1 when not given.
+   * After each step the trainer rests (1/dutyCycle − 1) times that step's
+   * time, leaving the machine to its owner's other work.
+   */
+  dutyCycle?: number;
 }
 
 /** Reported after every inner step of a round. */
@@ -79,6 +85,11 @@ export interface TrainRoundParams {
    */
   chunks: readonly number[];
   onStep?: (info: RoundStepInfo) => void;
+  /**
+   * Inner steps to take, 1..H; H when not given. A peer slower than most
+   * takes fewer (protocol/inner_steps.ts).
+   */
+  steps?: number;
   /** Stops training between steps, rejecting with its reason. */
   signal?: AbortSignal;
   /**
@@ -100,7 +111,7 @@ export interface TrainRoundParams {
 
 /** What one round of local training produced. */
 export interface TrainRoundResult {
-  /** θ_local after H steps (a copy, safe to keep). */
+  /** θ_local after the round's steps (a copy, safe to keep). */
   params: Float32Array;
   /** Tokens trained on: steps × batchSize × contextLength. */
   tokens: number;
@@ -179,6 +190,7 @@ export class RoundTrainer {
   readonly #trainer: Trainer;
   readonly #batch: TokenBatch;
   readonly #val: BatchSampler;
+  readonly #dutyCycle: number;
   /** Serializes use of the trainer: rounds step, evaluations swap params. */
   #queue: Promise<unknown> = Promise.resolve();
   #busy = false;
@@ -192,6 +204,13 @@ export class RoundTrainer {
         `Cannot create RoundTrainer as the dataset is not the job's: expected ${spec.dataset.cid}, current value is ${dataset.id}`,
       );
     }
+    const dutyCycle = options.dutyCycle ?? 1;
+    if (!(dutyCycle > 0 && dutyCycle <= 1)) {
+      throw new RangeError(
+        `Cannot create RoundTrainer as dutyCycle must be in (0, 1]: current value is ${dutyCycle}`,
+      );
+    }
+    this.#dutyCycle = dutyCycle;
     this.spec = spec;
     this.dataset = dataset;
     this.peerId = peerId;
@@ -224,13 +243,19 @@ export class RoundTrainer {
 
   /**
    * Loads C(r)'s `params` (null: goes on from the parameters it has),
-   * trains `spec.innerSteps` AdamW steps on the round's batches
+   * trains `p.steps` (default `spec.innerSteps`) AdamW steps on the round's batches
    * ({@linkcode roundSampler}) and returns a copy of the result with its
    * losses. Rounds must not overlap: a second call while one runs throws a
    * `TypeError`.
    */
   async trainRound(p: TrainRoundParams): Promise<TrainRoundResult> {
     const H = this.spec.innerSteps;
+    const steps = p.steps ?? H;
+    if (!Number.isSafeInteger(steps) || steps < 1 || steps > H) {
+      throw new RangeError(
+        `Cannot train a round as steps must be an integer in [1, ${H}]: current value is ${steps}`,
+      );
+    }
     const sampler = roundSampler(
       this.spec,
       this.dataset,
@@ -251,13 +276,13 @@ export class RoundTrainer {
           Promise.resolve(this.#trainer.setParams(params))
         );
       }
-      const bounds = new Set(segmentBounds(H));
+      const bounds = new Set(segmentBounds(steps));
       let lossSum = 0, trainMs = 0, shiftedAt: number | null = null;
       const atBound = async (h: number) => {
         if (await this.#applyShift(p.shift)) shiftedAt = h;
         if (p.onState) await p.onState(await this.#readState(h));
       };
-      for (let h = 0; h < H; h++) {
+      for (let h = 0; h < steps; h++) {
         if (p.hold && h === p.hold.beforeStep) {
           await untilOrAborted(p.hold.until, p.signal);
         }
@@ -271,7 +296,8 @@ export class RoundTrainer {
           this.#trainer.optimizerStep = p.round * H + h;
           return this.#trainer.step(this.#batch);
         });
-        trainMs += performance.now() - t0;
+        const stepMs = performance.now() - t0;
+        trainMs += stepMs;
         lossSum += r.loss;
         p.onStep?.({
           round: p.round,
@@ -279,18 +305,23 @@ export class RoundTrainer {
           scheduleStep: p.round * H + h + 1,
           ...r,
         });
-        await this.#yieldNow();
+        if (this.#dutyCycle < 1) {
+          await sleep(stepMs * (1 / this.#dutyCycle - 1), p.signal);
+          this.#lastYield = performance.now();
+        } else {
+          await this.#yieldNow();
+        }
         p.signal?.throwIfAborted();
       }
-      await atBound(H);
+      await atBound(steps);
       const B = this.spec.batchSize, T = this.spec.contextLength;
       const params = await this.exclusive(() => this.#trainer.readParams());
       return {
         params,
-        tokens: H * B * T,
-        loss: lossSum / H,
+        tokens: steps * B * T,
+        loss: lossSum / steps,
         trainMs,
-        steps: H,
+        steps,
         shiftedAt,
       };
     } finally {

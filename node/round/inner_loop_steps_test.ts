@@ -249,3 +249,76 @@ Deno.test("RoundTrainer: a hold stops the steps until its promise settles", asyn
   setTimeout(() => controller.abort(new Error("dropped")), 10);
   await assert.rejects(held, { message: "dropped" });
 });
+
+Deno.test("RoundTrainer: a share of the steps is the prefix of a full round, states at its own bounds", async () => {
+  const dataset = await textDataset();
+  const spec = tinySpec(dataset);
+  const params = genesis(spec);
+  const full = jsRoundTrainer(spec, dataset);
+  const share = jsRoundTrainer(spec, dataset);
+  const fullSteps: number[] = [];
+  await full.trainRound({
+    round: 2,
+    params,
+    chunks: [],
+    onStep: (s) => fullSteps.push(s.loss),
+  });
+  const losses: number[] = [], bounds: number[] = [];
+  const r = await share.trainRound({
+    round: 2,
+    params,
+    chunks: [],
+    steps: 5,
+    onStep: (s) => losses.push(s.loss),
+    onState: (s) => void bounds.push(s.step),
+  });
+  assert.equal(r.steps, 5);
+  assert.equal(r.tokens, 5 * spec.batchSize * spec.contextLength);
+  assert.deepEqual(bounds, segmentBounds(5));
+  // The same batches and schedule steps as the first 5 of a full round.
+  assert.deepEqual(losses, fullSteps.slice(0, 5));
+  for (const steps of [0, H + 1, 2.5]) {
+    await assert.rejects(
+      share.trainRound({ round: 0, params, chunks: [], steps }),
+      { name: "RangeError", message: /steps must be an integer/ },
+    );
+  }
+});
+
+Deno.test("RoundTrainer: a duty cycle rests between steps, outside the time counted as training", async () => {
+  const dataset = await textDataset();
+  const spec = tinySpec(dataset);
+  const params = genesis(spec);
+  const trainer = new RoundTrainer({
+    createTrainer: jsTrainer,
+    spec,
+    dataset,
+    peerId: "peerA",
+    dutyCycle: 0.25,
+  });
+  const t0 = performance.now();
+  const r = await trainer.trainRound({ round: 0, params, chunks: [] });
+  const wall = performance.now() - t0;
+  // Resting 3x each step's time: at least 4x the training time in all.
+  assert.ok(wall >= 3.9 * r.trainMs, `${wall} ms for ${r.trainMs} ms`);
+  // The same steps as at full duty.
+  const plain = await jsRoundTrainer(spec, dataset).trainRound({
+    round: 0,
+    params,
+    chunks: [],
+  });
+  assert.ok(sameBits(r.params, plain.params));
+  for (const dutyCycle of [0, 1.5, NaN]) {
+    assert.throws(
+      () =>
+        new RoundTrainer({
+          createTrainer: jsTrainer,
+          spec,
+          dataset,
+          peerId: "peerA",
+          dutyCycle,
+        }),
+      { name: "RangeError", message: /dutyCycle must be in/ },
+    );
+  }
+});

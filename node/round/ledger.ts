@@ -43,6 +43,11 @@ export interface RoundRecord {
   valLoss: number;
   /** Whether this peer's delta is in the round. */
   contributed: boolean;
+  /**
+   * Tokens this peer's delta went in with (fewer than a full round's when
+   * it took a smaller share of the steps); 0 when it is not in the round.
+   */
+  tokens: number;
   /** Bytes this peer sent during the round (gossip and blobs). */
   bytesSent: number;
   /**
@@ -257,6 +262,7 @@ export class RoundLedger {
       trainLoss,
       valLoss: r.valLoss,
       contributed: m?.contributions.some((c) => c.peer === r.self) ?? false,
+      tokens: m?.contributions.find((c) => c.peer === r.self)?.tokens ?? 0,
       dataParallelBytes: this.spec.innerSteps *
         allReduceBytes(this.parameterCount, peers),
       ...r.counters,

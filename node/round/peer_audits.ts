@@ -50,7 +50,7 @@ export function peerAudits(
   const work = new WorkReader(
     o.blobs,
     o.blocks,
-    spec.innerSteps,
+    spec,
     trainer.parameterCount,
     (bytes) => o.ledger.noteAuditFetched(bytes),
   );

@@ -45,6 +45,11 @@ export interface RoundGossip {
   publish(msg: GossipMessage): Promise<number>;
   /** How many peers receive each published message directly. */
   fanout(): number;
+  /**
+   * The training throughput (tokens per second) `peer`'s last heartbeat
+   * reported; 0 when it is not a live peer or has not trained yet.
+   */
+  throughput(peer: string): number;
 }
 
 /** What a transaction that landed reports. */

@@ -21,6 +21,7 @@
 import { assignChunks } from "../../protocol/assignment.ts";
 import { encodeDelta } from "../../protocol/delta_blob.ts";
 import type { JobSpec } from "../../protocol/job_spec.ts";
+import { throughputSteps } from "../../protocol/inner_steps.ts";
 import { pseudoGradient } from "../../protocol/pseudo_gradient.ts";
 import { encodeState } from "../../protocol/state_hash.ts";
 import {
@@ -55,9 +56,9 @@ const AHEAD_FRACTION = 0.1;
  * segment bound within {@linkcode AHEAD_FRACTION} of the round, as the
  * checkpoint is moved onto only at bounds.
  */
-export function aheadSteps(innerSteps: number): number {
-  const most = Math.floor(innerSteps * AHEAD_FRACTION);
-  return segmentBounds(innerSteps).filter((b) => b <= most).at(-1)!;
+function aheadSteps(steps: number): number {
+  const most = Math.floor(steps * AHEAD_FRACTION);
+  return segmentBounds(steps).filter((b) => b <= most).at(-1)!;
 }
 
 /** A trained round's delta, stored and ready to announce. */
@@ -92,6 +93,11 @@ export interface RoundTrainingOptions {
   ledger: Pick<RoundLedger, "steps" | "noteTraining">;
   /** The machine's current state (its round and live peers). */
   state: () => Pick<RoundState, "round" | "live">;
+  /**
+   * The training throughput (tokens per second) `peer` last reported in a
+   * heartbeat; 0 when unknown. Sizes this peer's share of a round.
+   */
+  throughput: (peer: string) => number;
   /** Reports progress for heartbeats. */
   progress: (
     p: Partial<Pick<Progress, "round" | "step" | "throughput">>,
@@ -142,6 +148,8 @@ export class RoundTraining {
   #ahead: Ahead | null = null;
   /** θ_local of the last round trained, where training ahead starts. */
   #last: Float32Array | null = null;
+  /** The throughput this peer last reported, as its peers see it. */
+  #throughput = 0;
   /** CIDs of the training states kept, by round. */
   readonly #states = new Map<number, string[]>();
 
@@ -201,12 +209,7 @@ export class RoundTraining {
           ahead.shifted = true;
           return ahead.shift;
         },
-        // Below H, so the trainer's own parameters are always moved: the
-        // next round ahead starts from them.
-        hold: {
-          beforeStep: aheadSteps(this.#o.spec.innerSteps),
-          until: ahead.base.promise,
-        },
+        until: ahead.base.promise,
       });
       // Resolved: the hold waited for it.
       const { parent, params: base } = await ahead.base.promise;
@@ -232,15 +235,25 @@ export class RoundTraining {
     await ahead.done.catch(() => {});
   }
 
-  /** H steps of `round` on this peer's chunks, from `params` or onwards. */
+  /**
+   * This peer's share of `round`'s steps on its chunks, from `params` or
+   * onwards. Training ahead, it waits for `until` before the last segment
+   * bound within a tenth of the round: below its end, so the trainer's own
+   * parameters are always moved and the next round ahead starts from them.
+   */
   async #steps(
     round: number,
     params: Float32Array | null,
     signal: AbortSignal,
-    ahead: Pick<TrainRoundParams, "shift" | "hold"> = {},
+    ahead: Pick<TrainRoundParams, "shift"> & { until?: Promise<unknown> } = {},
   ): Promise<Trained> {
-    const { trainer, spec, ledger, progress } = this.#o;
-    const peers = [...new Set([...this.#o.state().live, this.#o.peerId])];
+    const { trainer, spec, ledger, progress, peerId } = this.#o;
+    const peers = [...new Set([...this.#o.state().live, peerId])];
+    const steps = throughputSteps(
+      spec.innerSteps,
+      this.#throughput,
+      peers.filter((p) => p !== peerId).map((p) => this.#o.throughput(p)),
+    );
     const assigned = this.#o.behaviour.chunks(
       assignChunks({
         job: this.#o.jobId,
@@ -260,10 +273,13 @@ export class RoundTraining {
       round,
       params,
       chunks: assigned.map((i) => trainer.trainChunks[i]),
+      steps,
       signal,
-      ...ahead,
+      shift: ahead.shift,
+      hold: ahead.until &&
+        { beforeStep: aheadSteps(steps), until: ahead.until },
       onState: (state) => {
-        const committed = this.#o.behaviour.state(state, spec.innerSteps);
+        const committed = this.#o.behaviour.state(state, steps);
         const write = this.#o.store(encodeState(committed));
         // Awaited below; a failure must not go unhandled meanwhile.
         write.catch(() => {});
@@ -271,11 +287,9 @@ export class RoundTraining {
       },
       onStep: (s) => {
         ledger.steps.note(round, s.step, s.loss);
-        progress({
-          step: s.step,
-          throughput: (s.step * spec.batchSize * spec.contextLength) /
-            ((performance.now() - started) / 1000),
-        });
+        this.#throughput = (s.step * spec.batchSize * spec.contextLength) /
+          ((performance.now() - started) / 1000);
+        progress({ step: s.step, throughput: this.#throughput });
       },
     }).catch(async (err) => {
       // A round cut short still leaves its states to delete in time.

@@ -15,6 +15,7 @@ import {
   type TrainedDelta,
 } from "./train.ts";
 import { decodeWorkRecord, segmentBounds } from "../../protocol/work_record.ts";
+import { claimedSteps } from "../../protocol/inner_steps.ts";
 
 const H = 20;
 const bytes = new TextEncoder().encode(
@@ -52,6 +53,8 @@ function setup(jobSpec = spec) {
   const state = { round: 0, live: ["peerA"] as readonly string[] };
   const blocks = new Map<string, Uint8Array>();
   const delivered: TrainedDelta[] = [];
+  /** Throughputs the other peers' heartbeats reported. */
+  const speeds = new Map<string, number>();
   const training = new RoundTraining({
     jobId: "bafkreijob",
     peerId: "peerA",
@@ -59,6 +62,7 @@ function setup(jobSpec = spec) {
     trainer,
     ledger,
     state: () => state,
+    throughput: (peer) => speeds.get(peer) ?? 0,
     progress: () => {},
     store: async (b) => {
       const cid = cidToString(await cidForBytes(b));
@@ -86,7 +90,16 @@ function setup(jobSpec = spec) {
   /** Inner steps taken in `round` so far. */
   const stepsIn = (round: number) =>
     ledger.steps.since(0).filter((s) => s.round === round).length;
-  return { trainer, state, training, delivered, delta, stepsIn, blocks };
+  return {
+    trainer,
+    state,
+    training,
+    delivered,
+    delta,
+    stepsIn,
+    blocks,
+    speeds,
+  };
 }
 
 /** Root mean square of a vector. */
@@ -246,4 +259,28 @@ Deno.test("RoundTraining: rebase without work ahead trains the round from its ch
   assert.deepEqual(t.delivered.map((d) => [d.round, d.parent]), [
     [0, "bafkreic0"],
   ]);
+});
+
+Deno.test("RoundTraining: a peer far slower than most takes a share of the steps its throughput allows, and says so in its tokens", async () => {
+  const { training, delivered, blocks, state, speeds } = setup();
+  state.live = ["peerA", "peerB", "peerC"];
+  // Nothing is known of anyone's speed in a first round: a full share.
+  await training.train(0, "bafkreic0", genesis);
+  assert.equal(delivered[0].steps, H);
+  // Its peers then report far more than it measured of itself.
+  speeds.set("peerB", 1e11).set("peerC", 1e11);
+  state.round = 1;
+  await training.train(1, "bafkreic1", genesis);
+  const slow = delivered[1];
+  assert.equal(slow.steps, 1);
+  assert.equal(slow.tokens, spec.batchSize * spec.contextLength);
+  assert.equal(claimedSteps(spec, slow.tokens), 1);
+  const record = decodeWorkRecord(blocks.get(slow.work)!, 1);
+  assert.equal(record.states.length, segmentBounds(1).length);
+  // One peer as slow as it and one as fast: the upper median is its own
+  // speed, so it takes a full share again.
+  speeds.set("peerB", 1);
+  state.round = 2;
+  await training.train(2, "bafkreic2", genesis);
+  assert.equal(delivered[2].steps, H);
 });

@@ -106,7 +106,7 @@ export class RoundWork {
     const { services, identity, jobId, spec, trainer } = o;
     this.#behaviour = o.behaviour ?? HONEST;
     this.#gate = new DeltaGate({
-      innerSteps: spec.innerSteps,
+      spec,
       chain: services.chain,
       members: o.members,
       ledger: o.ledger,
@@ -195,6 +195,7 @@ export class RoundWork {
       state: o.state,
       behaviour: this.#behaviour,
       announced: () => this.#deltas.others(identity.peerId),
+      throughput: (peer) => services.gossip.throughput(peer),
       progress: (p) => services.progress(p),
       store: async (bytes) => cidToString(await services.blocks.put(bytes)),
       drop: (cid) => services.blocks.delete(parseCid(cid)),
@@ -204,8 +205,7 @@ export class RoundWork {
           publisher: this.#publisher,
           behaviour: this.#behaviour,
           account: identity.address,
-          sign: (msg) =>
-            signDelta(account, services.chain.domain, msg, spec.innerSteps),
+          sign: (msg) => signDelta(account, services.chain.domain, msg, spec),
           feed: o.feed,
           log: o.log,
         }, d),

@@ -18,6 +18,7 @@ import {
   stateByteLength,
   type TrainingState,
 } from "../../protocol/state_hash.ts";
+import { claimedSteps, type StepShape } from "../../protocol/inner_steps.ts";
 import {
   decodeWorkRecord,
   MAX_WORK_RECORD_BYTES,
@@ -33,7 +34,7 @@ export const SERVE_DEADLINE_MS = 30_000;
 export class WorkReader {
   readonly #blobs: Pick<BlobGetter, "get" | "has">;
   readonly #blocks: Pick<RoundBlocks, "delete">;
-  readonly #innerSteps: number;
+  readonly #shape: StepShape;
   readonly #parameterCount: number;
   readonly #fetched: (bytes: number) => void;
   #parent: { cid: string; params: Float32Array } | null = null;
@@ -41,14 +42,14 @@ export class WorkReader {
   constructor(
     blobs: Pick<BlobGetter, "get" | "has">,
     blocks: Pick<RoundBlocks, "delete">,
-    innerSteps: number,
+    shape: StepShape,
     parameterCount: number,
     fetched: (bytes: number) => void,
   ) {
     this.#fetched = fetched;
     this.#blobs = blobs;
     this.#blocks = blocks;
-    this.#innerSteps = innerSteps;
+    this.#shape = shape;
     this.#parameterCount = parameterCount;
   }
 
@@ -66,7 +67,10 @@ export class WorkReader {
         timeoutMs: SERVE_DEADLINE_MS,
         decode: (bytes) => {
           if (!held) this.#fetched(bytes.length);
-          return decodeWorkRecord(bytes, this.#innerSteps);
+          return decodeWorkRecord(
+            bytes,
+            claimedSteps(this.#shape, msg.tokens),
+          );
         },
       });
     } catch (err) {

@@ -68,6 +68,10 @@ export interface PeerFigures {
   steadyUtilization: number;
   /** Rounds whose committed manifest includes this peer's delta. */
   contributed: number;
+  /** Its duty cycle: below 1 for the slowed peer (`--slow-duty`). */
+  dutyCycle: number;
+  /** Mean tokens its delta went in with, over rounds from round 2 on. */
+  steadyTokensPerRound: number;
 }
 
 /** What `rounds` reports. */
@@ -108,6 +112,10 @@ export interface RoundsResult {
   /** Means over peers. */
   utilization: number;
   steadyUtilization: number;
+  /** The slowed peer's duty cycle; 1: none slowed. */
+  slowDuty: number;
+  /** Mean from-round-2 utilization of the peers not slowed. */
+  fastSteadyUtilization: number;
 }
 
 /** What `rounds` (and `wan`) are asked to run. */
@@ -119,6 +127,18 @@ export interface RoundsOptions {
   overlap: boolean;
   compression: JobSpec["compression"]["format"];
   evalBatches: number;
+  /** Duty cycle of the last peer, below 1 to slow it (1: none slowed). */
+  slowDuty: number;
+}
+
+/** The `--join` flags of peer `k` (0-based) beyond those every peer gets. */
+export function peerArgs(o: RoundsOptions, k: number): string[] {
+  return [
+    ...(o.overlap ? ["--overlap"] : []),
+    ...(k === o.peers - 1 && o.slowDuty < 1
+      ? ["--duty-cycle", String(o.slowDuty)]
+      : []),
+  ];
 }
 
 function specFor(o: RoundsOptions): JobSpec {
@@ -159,6 +179,11 @@ const bench: Bench<RoundsOptions, RoundsResult> = {
     },
     compression: { default: "int8", help: "int8 | int4 | none" },
     "eval-batches": { default: "32", help: "held-out batches, 1-1000" },
+    "slow-duty": {
+      default: "1",
+      help:
+        "duty cycle of the last peer, (0, 1]: 0.25 makes it 4x slower (1: none slowed)",
+    },
   },
   parse(flags) {
     return {
@@ -177,14 +202,18 @@ const bench: Bench<RoundsOptions, RoundsResult> = {
         max: 1000,
         integer: true,
       }),
+      slowDuty: numberFlag(flags, "slow-duty", { min: 0.01, max: 1 }),
     };
   },
-  run(o, log) {
-    return measureRounds(o, log, (c) =>
-      c.spawn(
-        Array.from({ length: o.peers }, (_, i) => i),
-        { args: o.overlap ? ["--overlap"] : [] },
-      ));
+  async run(o, log) {
+    return await measureRounds(o, log, async (c) => {
+      const peers: LocalPeer[] = [];
+      for (let k = 0; k < o.peers; k++) {
+        const args = peerArgs(o, k);
+        peers.push(...await c.spawn([k], { args, from: peers[0] }));
+      }
+      return peers;
+    });
   },
   table(r) {
     const curve = (c: Curve) => c.valLoss.map((l) => l.toFixed(3)).join(" ");
@@ -208,6 +237,7 @@ const bench: Bench<RoundsOptions, RoundsResult> = {
           "utilization",
           "from round 2",
           "rounds in",
+          "tokens/round",
         ],
         r.perPeer.map((p) => [
           p.name,
@@ -217,6 +247,9 @@ const bench: Bench<RoundsOptions, RoundsResult> = {
           `${(100 * p.utilization).toFixed(1)}%`,
           `${(100 * p.steadyUtilization).toFixed(1)}%`,
           String(p.contributed),
+          `${Math.round(p.steadyTokensPerRound)}${
+            p.dutyCycle < 1 ? ` (duty ${p.dutyCycle})` : ""
+          }`,
         ]),
       ),
       `data-parallel would send ${
@@ -227,7 +260,13 @@ const bench: Bench<RoundsOptions, RoundsResult> = {
         Math.round(r.trainingReduction)
       }x for training traffic alone; mean utilization ${
         (100 * r.utilization).toFixed(1)
-      }% (${(100 * r.steadyUtilization).toFixed(1)}% from round 2)`,
+      }% (${(100 * r.steadyUtilization).toFixed(1)}% from round 2${
+        r.slowDuty < 1
+          ? `; ${
+            (100 * r.fastSteadyUtilization).toFixed(1)
+          }% for the peers not slowed`
+          : ""
+      })`,
     ].join("\n");
   },
 };
@@ -267,17 +306,24 @@ export async function measureRounds(
     const meter = new HeldOutMeter(spec, dataset, backend, o.evalBatches);
     try {
       const run = { spec, peers: o.peers, dataset, backend, meter, log };
-      const perToken = spec.batchSize * spec.contextLength;
       const diloco: Curve = { valLoss: [], tokens: [], seconds };
+      let tokens = 0;
       for (const [r, params] of checkpoints.entries()) {
         diloco.valLoss.push(await meter.measure(params));
-        diloco.tokens.push((r + 1) * o.peers * spec.innerSteps * perToken);
+        // What went in: a slowed peer trains a smaller share.
+        for (const rec of rounds[r].records.values()) tokens += rec.tokens;
+        diloco.tokens.push(tokens);
       }
       const ddp = await trainDataParallel(run);
       const alone = await trainAlone(run);
-      const perPeer = peers.map((p) =>
-        peerFigures(p.name, rounds.map((r) => r.records.get(p.name)!))
+      const perPeer = peers.map((p, k) =>
+        peerFigures(
+          p.name,
+          rounds.map((r) => r.records.get(p.name)!),
+          k === o.peers - 1 ? o.slowDuty : 1,
+        )
       );
+      const fast = perPeer.filter((p) => p.dutyCycle === 1);
       const mean = (xs: number[]) => xs.reduce((a, b) => a + b, 0) / xs.length;
       const last = (c: Curve) => c.valLoss[c.valLoss.length - 1];
       result = {
@@ -303,6 +349,8 @@ export async function measureRounds(
         reductionVsDdp: mean(perPeer.map((p) => p.reduction)),
         utilization: mean(perPeer.map((p) => p.utilization)),
         steadyUtilization: mean(perPeer.map((p) => p.steadyUtilization)),
+        slowDuty: o.slowDuty,
+        fastSteadyUtilization: mean(fast.map((p) => p.steadyUtilization)),
       };
     } finally {
       meter.dispose();
@@ -313,10 +361,15 @@ export async function measureRounds(
 }
 
 /** One peer's figures from its records of every round. */
-function peerFigures(name: string, recs: RoundRecord[]): PeerFigures {
+function peerFigures(
+  name: string,
+  recs: RoundRecord[],
+  dutyCycle: number,
+): PeerFigures {
   const sent = recs.reduce((s, r) => s + r.bytesSent, 0) / recs.length;
   const audit = recs.reduce((s, r) => s + r.auditBytes, 0) / recs.length;
   const dp = recs.reduce((s, r) => s + r.dataParallelBytes, 0) / recs.length;
+  const steady = recs.length > 1 ? recs.slice(1) : recs;
   const utilization = (rs: RoundRecord[]) =>
     rs.reduce((s, r) => s + r.trainMs, 0) /
     rs.reduce((s, r) => s + r.wallMs, 0);
@@ -328,8 +381,11 @@ function peerFigures(name: string, recs: RoundRecord[]): PeerFigures {
     utilization: utilization(recs),
     // Round 1 also waits for every peer to start and load the data, which
     // a long job pays once.
-    steadyUtilization: utilization(recs.length > 1 ? recs.slice(1) : recs),
+    steadyUtilization: utilization(steady),
     contributed: recs.filter((r) => r.contributed).length,
+    dutyCycle,
+    steadyTokensPerRound: steady.reduce((s, r) => s + r.tokens, 0) /
+      steady.length,
   };
 }
 

@@ -23,6 +23,7 @@ import {
 } from "../wan/lab.ts";
 import rounds, {
   measureRounds,
+  peerArgs,
   type RoundsOptions,
   type RoundsResult,
 } from "./rounds.ts";
@@ -100,7 +101,7 @@ async function startWanPeers(
         ...jobPeerArgs({ ...c.chain, rpcUrl }, c.job.id),
         "--announce",
         `/ip4/${hostAddress(host)}/tcp/${RELAY_PORT}`,
-        ...(o.overlap ? ["--overlap"] : []),
+        ...peerArgs(o, k),
       ],
       timeoutMs: 60_000,
     });

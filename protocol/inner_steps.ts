@@ -1,0 +1,92 @@
+/**
+ * How many inner steps a peer takes in a round. A job fixes H, the steps
+ * of a full share; a peer slower than most of the others takes fewer, in
+ * proportion to its throughput, so that it finishes when they do and no
+ * one waits for it. Its delta then weighs in by the tokens it trained on
+ * (aggregate.ts), and it is credited for those tokens only.
+ *
+ * A delta announcement's `tokens` says how many steps the peer took, so
+ * every verifier and auditor cuts its trajectory into the same segments
+ * ({@linkcode claimedSteps}): no new field, and nothing a peer could state
+ * two ways.
+ *
+ * Pure: no I/O.
+ *
+ * @module
+ */
+import type { JobSpec } from "./job_spec.ts";
+
+/** The spec fields that fix what one inner step trains on. */
+export type StepShape = Pick<
+  JobSpec,
+  "innerSteps" | "batchSize" | "contextLength"
+>;
+
+/**
+ * Throughput, as a fraction of the reference, from which a peer takes the
+ * full H steps: measurements of equal machines differ by a few percent,
+ * and trimming every peer's share by that noise would only lose tokens.
+ */
+export const FULL_SHARE_FROM = 0.95;
+
+/**
+ * The inner steps an announcement claiming `tokens` stands for: ⌈tokens /
+ * (batchSize · contextLength)⌉, at least 1 and at most H. A claim above a
+ * full round stands for H steps (its credit is capped there too,
+ * contribution.ts), so every announcement has one segmentation.
+ *
+ * @example
+ * ```ts
+ * import assert from "node:assert/strict";
+ * import { claimedSteps } from "./inner_steps.ts";
+ * const shape = { innerSteps: 100, batchSize: 4, contextLength: 64 };
+ * assert(claimedSteps(shape, 25 * 4 * 64) === 25);
+ * assert(claimedSteps(shape, 1e9) === 100);
+ * ```
+ */
+export function claimedSteps(shape: StepShape, tokens: number): number {
+  const perStep = shape.batchSize * shape.contextLength;
+  if (!(tokens > 0)) return 1;
+  return Math.min(shape.innerSteps, Math.max(1, Math.ceil(tokens / perStep)));
+}
+
+/**
+ * The steps a peer measured at `own` tokens per second takes in a round of
+ * `innerSteps` when the other live peers reported `others`: H · own / ref,
+ * rounded, at least 1, where ref is the upper median of every known
+ * throughput, its own included. It takes H when it is at least
+ * {@linkcode FULL_SHARE_FROM} of ref, or when its own speed is not known
+ * yet (a first round). Unknown (0) or non-finite reports are left out.
+ *
+ * The upper median, not the fastest peer: fewer than half the peers can
+ * lie about their speed without moving it outside the honest reports, so
+ * a liar claiming a huge throughput cannot cut everyone's share. Peers
+ * faster than ref take H and wait for the rest.
+ *
+ * @example
+ * ```ts
+ * import assert from "node:assert/strict";
+ * import { throughputSteps } from "./inner_steps.ts";
+ * assert(throughputSteps(100, 250, [1000, 1000, 1000]) === 25);
+ * assert(throughputSteps(100, 1000, [1000, 990, 250]) === 100);
+ * assert(throughputSteps(100, 0, [1000]) === 100);
+ * ```
+ */
+export function throughputSteps(
+  innerSteps: number,
+  own: number,
+  others: readonly number[],
+): number {
+  if (!Number.isSafeInteger(innerSteps) || innerSteps < 1) {
+    throw new RangeError(
+      `Cannot size a round's share as innerSteps must be an integer >= 1: current value is ${innerSteps}`,
+    );
+  }
+  const known = (x: number) => Number.isFinite(x) && x > 0;
+  if (!known(own)) return innerSteps;
+  const speeds = [own, ...others.filter(known)].sort((a, b) => a - b);
+  const ref = speeds[Math.floor(speeds.length / 2)];
+  const ratio = own / ref;
+  if (ratio >= FULL_SHARE_FROM) return innerSteps;
+  return Math.max(1, Math.round(innerSteps * ratio));
+}
