@@ -64,6 +64,8 @@ export interface RoundStepInfo {
   step: number;
   /** Step of the learning-rate schedule: round·H + step. */
   scheduleStep: number;
+  /** Time the step took, ms, the rest after it (`dutyCycle`) included. */
+  ms: number;
   loss: number;
   lr: number;
   gradNorm: number;
@@ -288,25 +290,30 @@ export class RoundTrainer {
         }
         if (bounds.has(h)) await atBound(h);
         // Each step holds the trainer alone, so an evaluation may run
-        // between two steps (see evalLoss) but never inside one.
-        const t0 = performance.now();
-        const r = await this.exclusive(() => {
+        // between two steps (see evalLoss) but never inside one. Timed
+        // inside: an audit's replay queued before it is not training.
+        let stepMs = 0;
+        const r = await this.exclusive(async () => {
+          const t0 = performance.now();
           sampler.writeBatch(h, this.#batch.inputs, this.#batch.targets);
           // The step increments first: r·H + h + 1 is this step's number.
           this.#trainer.optimizerStep = p.round * H + h;
-          return this.#trainer.step(this.#batch);
+          const out = await this.#trainer.step(this.#batch);
+          stepMs = performance.now() - t0;
+          return out;
         });
-        const stepMs = performance.now() - t0;
         trainMs += stepMs;
         lossSum += r.loss;
+        const restMs = stepMs * (1 / this.#dutyCycle - 1);
         p.onStep?.({
           round: p.round,
           step: h + 1,
           scheduleStep: p.round * H + h + 1,
+          ms: stepMs + restMs,
           ...r,
         });
-        if (this.#dutyCycle < 1) {
-          await sleep(stepMs * (1 / this.#dutyCycle - 1), p.signal);
+        if (restMs > 0) {
+          await sleep(restMs, p.signal);
           this.#lastYield = performance.now();
         } else {
           await this.#yieldNow();

@@ -48,6 +48,13 @@ import {
  */
 export const KEEP_STATE_ROUNDS = 3;
 
+/**
+ * Steps the reported throughput is measured over: enough that a burst of
+ * slow steps (another process, a collection) does not move it, few enough
+ * to follow a machine that slows down for good.
+ */
+const THROUGHPUT_WINDOW = 64;
+
 /** Most of a round's inner steps taken before its checkpoint is known. */
 const AHEAD_FRACTION = 0.1;
 
@@ -148,6 +155,8 @@ export class RoundTraining {
   #ahead: Ahead | null = null;
   /** θ_local of the last round trained, where training ahead starts. */
   #last: Float32Array | null = null;
+  /** Times of its last steps (rests included), oldest first. */
+  readonly #stepMs: number[] = [];
   /** The throughput this peer last reported, as its peers see it. */
   #throughput = 0;
   /** CIDs of the training states kept, by round. */
@@ -268,7 +277,6 @@ export class RoundTraining {
     // default round on WASM).
     const writes: Promise<string>[] = [];
     progress({ round, step: 0 });
-    const started = performance.now();
     const result = await trainer.trainRound({
       round,
       params,
@@ -287,8 +295,7 @@ export class RoundTraining {
       },
       onStep: (s) => {
         ledger.steps.note(round, s.step, s.loss);
-        this.#throughput = (s.step * spec.batchSize * spec.contextLength) /
-          ((performance.now() - started) / 1000);
+        this.#noteStep(s.ms);
         progress({ step: s.step, throughput: this.#throughput });
       },
     }).catch(async (err) => {
@@ -304,6 +311,24 @@ export class RoundTraining {
     const states = await Promise.all(writes);
     await this.#keepStates(round, states);
     return { ...result, chunks: assigned.length, peers, states };
+  }
+
+  /**
+   * Tokens per second at the median step time of the last
+   * {@linkcode THROUGHPUT_WINDOW} steps: the time inside steps and their
+   * rests, not waits between rounds or an audit's replays, and the median,
+   * so that equal machines sharing cores with bursts of other work report
+   * nearly equal figures.
+   */
+  #noteStep(ms: number): void {
+    this.#stepMs.push(ms);
+    if (this.#stepMs.length > THROUGHPUT_WINDOW) this.#stepMs.shift();
+    const sorted = this.#stepMs.toSorted((a, b) => a - b);
+    const median = sorted[Math.floor(sorted.length / 2)];
+    const { batchSize, contextLength } = this.#o.spec;
+    this.#throughput = median > 0
+      ? (batchSize * contextLength) / (median / 1000)
+      : 0;
   }
 
   /** Keeps `round`'s states; deletes those past the window. */
