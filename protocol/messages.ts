@@ -101,7 +101,10 @@ export type Heartbeat = {
    * CPU kernels and threads ("wasm-relaxed x1"); "" when not training.
    */
   readonly device: string;
-  /** Sender's measured training throughput, tokens per second. */
+  /**
+   * Sender's measured training throughput, tokens per second: what sizes
+   * a slower peer's share of a round (inner_steps.ts).
+   */
   readonly throughput: number;
   /** Sender's heartbeat counter; lets receivers drop replays and reorders. */
   readonly seq: number;

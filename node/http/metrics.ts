@@ -143,7 +143,7 @@ export function renderMetrics(source: NodeInfoSource): string {
   out.family(
     "zoo_tokens_per_second",
     "gauge",
-    "Training throughput of the current round, tokens per second.",
+    "Training throughput at the median step time of the last 64 steps, tokens per second.",
     [[{}, s.progress.throughput]],
   );
   const job = source.job();

@@ -153,6 +153,10 @@ interface Ahead {
 export class RoundTraining {
   readonly #o: RoundTrainingOptions;
   #ahead: Ahead | null = null;
+  /** The round being trained from its checkpoint, if one is. */
+  #current:
+    | { round: number; abort: AbortController; done: Promise<void> }
+    | null = null;
   /** θ_local of the last round trained, where training ahead starts. */
   #last: Float32Array | null = null;
   /** Times of its last steps (rests included), oldest first. */
@@ -166,13 +170,44 @@ export class RoundTraining {
     this.#o = o;
   }
 
-  /** Trains `round` from C(round) = `base` (dropping any work ahead). */
+  /**
+   * Trains `round` from C(round) = `base`, dropping any work ahead and an
+   * earlier round still training: the chain committed that one without
+   * this peer (it was too slow, or late to start), and finishing it would
+   * only make the peer late for this one too.
+   */
   async train(round: number, parent: string, base: Float32Array) {
     await this.#dropAhead();
-    const result = await this.#steps(round, base, this.#o.signal);
+    await this.#dropBehind(round);
+    const abort = new AbortController();
+    const run = this.#steps(
+      round,
+      base,
+      AbortSignal.any([abort.signal, this.#o.signal]),
+    );
+    const current = { round, abort, done: run.then(() => {}, () => {}) };
+    this.#current = current;
+    let result: Trained;
+    try {
+      result = await run;
+    } catch (err) {
+      if (abort.signal.aborted) return; // dropped: nothing to report
+      throw err;
+    } finally {
+      if (this.#current === current) this.#current = null;
+    }
     this.#last = result.params;
     if (this.#o.state().round !== round) return; // the chain moved on
     await this.#deliver(round, parent, base, result);
+  }
+
+  async #dropBehind(round: number): Promise<void> {
+    const current = this.#current;
+    if (!current || current.round >= round) return;
+    current.abort.abort(
+      new Error(`round ${current.round} was committed without this peer`),
+    );
+    await current.done;
   }
 
   /** Starts `round`'s steps from the last round's own parameters. */

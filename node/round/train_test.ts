@@ -42,12 +42,13 @@ async function local0(): Promise<Float32Array> {
 }
 
 /** A RoundTraining on the JS backend, with what it delivered and stored. */
-function setup(jobSpec = spec) {
+function setup(jobSpec = spec, dutyCycle = 1) {
   const trainer = new RoundTrainer({
     createTrainer: (init) => createCpuTrainer(createJsBackend(), init),
     spec: jobSpec,
     dataset,
     peerId: "peerA",
+    dutyCycle,
   });
   const ledger = new RoundLedger(jobSpec, trainer.parameterCount);
   const state = { round: 0, live: ["peerA"] as readonly string[] };
@@ -283,4 +284,16 @@ Deno.test("RoundTraining: a peer far slower than most takes a share of the steps
   state.round = 2;
   await training.train(2, "bafkreic2", genesis);
   assert.equal(delivered[2].steps, H);
+});
+
+Deno.test("RoundTraining: a round committed without this peer stops training when the next one starts, which is delivered", async () => {
+  // Slowed down, so round 0 is still training when round 1 comes.
+  const { training, delivered, state, stepsIn } = setup(spec, 0.05);
+  const late = training.train(0, "bafkreic0", genesis);
+  await until(() => stepsIn(0) >= 1);
+  state.round = 1;
+  await training.train(1, "bafkreic1", genesis);
+  await late;
+  assert.ok(stepsIn(0) < H, `round 0 ran all ${stepsIn(0)} steps`);
+  assert.deepEqual(delivered.map((d) => d.round), [1]);
 });

@@ -1,0 +1,95 @@
+/**
+ * Heterogeneous peers, live: three `zoo-node --join` peers on loopback, one
+ * of them 4× slower (`--duty-cycle 0.25`). From its second round it takes a
+ * share of the steps sized by the throughput heartbeats carry, so rounds
+ * keep all three contributors; its shorter trajectories pass their audits
+ * bit for bit, and the chain credits it the tokens it trained, no more.
+ */
+import assert from "node:assert/strict";
+import type { Contributions } from "../node/http/types.ts";
+import { waitFor } from "../node/devnet/local_peer.ts";
+import { callRpc } from "../node/http/rpc_client.ts";
+import { maxTokensPerRound } from "../protocol/job_spec.ts";
+import {
+  JOB_TEST,
+  roundsOf,
+  tinySpec,
+  trainingOf,
+  withJobCluster,
+} from "./_job_cluster.ts";
+
+Deno.test({
+  name:
+    "slow peer: a 4x slower peer trains a share of each round, is in every round, passes its audits and is credited its tokens only",
+  ...JOB_TEST,
+  fn: () =>
+    withJobCluster({
+      nodes: 3,
+      // A long deadline, so its full first round is waited for, not cut.
+      spec: tinySpec({
+        minPeers: 3,
+        innerSteps: 40,
+        rounds: 4,
+        roundDeadlineMs: 30_000,
+      }),
+    }, async (c) => {
+      const fast = await c.spawn([0, 1]);
+      const [slow] = await c.spawn([2], {
+        from: fast[0],
+        args: ["--duty-cycle", "0.25"],
+      });
+      const peers = [...fast, slow];
+      await c.waitForRounds(4, 180_000);
+      const records = await Promise.all(peers.map((p) =>
+        waitFor(
+          async () => {
+            const rec = await roundsOf(p);
+            return rec.length === 4 ? rec : null;
+          },
+          10_000,
+          `${p.name} closing 4 rounds`,
+        )
+      ));
+      const full = maxTokensPerRound(c.spec);
+      const [a, b, s] = records;
+      for (const rec of records) {
+        assert.ok(rec.every((r) => r.contributors === 3), JSON.stringify(rec));
+      }
+      // Its first round: nothing known of its speed, a full share.
+      assert.equal(s[0].tokens, full);
+      for (const r of [1, 2, 3]) {
+        // A quarter of the steps, give or take the measurement.
+        assert.ok(
+          s[r].tokens >= full / 8 && s[r].tokens <= full / 2,
+          `round ${r}: the slow peer trained ${s[r].tokens} of ${full} tokens`,
+        );
+        assert.ok(a[r].tokens > 2 * s[r].tokens, JSON.stringify(a[r]));
+        assert.ok(b[r].tokens > 2 * s[r].tokens, JSON.stringify(b[r]));
+      }
+      // Its shorter rounds are audited like any other and reproduce.
+      const audits = (await Promise.all(peers.map((p) => trainingOf(p))))
+        .flatMap((t) => t.audits);
+      assert.ok(
+        audits.every((x) => x.passed && x.exact),
+        JSON.stringify(audits),
+      );
+      const ofSlow = audits.filter((x) => x.peer === slow.info.peerId);
+      assert.ok(
+        ofSlow.some((x) => x.round >= 1),
+        `no audit of the slow peer's shorter rounds: ${JSON.stringify(audits)}`,
+      );
+      // The chain credits what went in: its tokens, the fast peers' theirs.
+      const credit = await Promise.all(peers.map(async (p) => {
+        const r = await callRpc<Contributions>(
+          p.info.http!,
+          "zoo_contributions",
+        );
+        return BigInt(r.contribution);
+      }));
+      const trained = records.map((rec) =>
+        BigInt(rec.reduce((sum, r) => sum + r.tokens, 0))
+      );
+      assert.deepEqual(credit, trained);
+      assert.ok(credit[2] < credit[0] && credit[2] < credit[1]);
+    }),
+});
