@@ -6,20 +6,27 @@
  * - `non-finite`: it holds a NaN or an infinity;
  * - `zero`: every value is 0 (nothing was trained, or nothing is shown);
  * - `too-large` / `too-small`: with at least {@linkcode SCREEN_MIN_PEERS}
- *   finite non-zero deltas, its L2 norm is more than
- *   {@linkcode SCREEN_RATIO} times the round's median norm, or less than
- *   that median divided by it. Honest peers run the same number of steps
- *   with the same schedule on like data, so their norms sit within a small
- *   factor of each other; a ×100 scaled delta or a token speck of noise
- *   does not. With fewer deltas a median cannot tell the odd one out.
+ *   finite non-zero deltas, its L2 norm per share is more than
+ *   {@linkcode SCREEN_RATIO} times the round's median, or less than that
+ *   median divided by it. A delta's share is the fraction of the round's
+ *   H steps it stands for (a slower peer takes fewer, inner_steps.ts), and
+ *   its norm per share is its norm over that fraction: the inner AdamW
+ *   moves each parameter by about the learning rate a step. Honest peers
+ *   run the same schedule on like data, so these sit within a small factor
+ *   of each other; a ×100 scaled delta or a token speck of noise does not.
+ *   With fewer deltas a median cannot tell the odd one out.
  * - `misaligned`: with at least SCREEN_MIN_PEERS deltas left, its cosine
- *   with their coordinate-wise median is below half the median of those
- *   cosines (or below 0). Honest peers descend the same loss from the same
- *   checkpoint, so their deltas point the same way: measured 0.85-0.94
- *   against the median on the default model, against 0.15-0.2 for
- *   Gaussian noise of the same norm and -0.7 to -0.8 for a sign-flipped
- *   delta (3 peers, H = 50). The bar is relative, so a run whose honest
- *   deltas are less alike lowers it for all of them.
+ *   with the coordinate-wise median of the deltas per share is below half
+ *   the median of those cosines (or below 0), that bar scaled by √share.
+ *   Honest peers descend the same loss from the same checkpoint, so their
+ *   deltas point the same way: measured 0.85-0.94 against the median on
+ *   the default model, against 0.15-0.2 for Gaussian noise of the same
+ *   norm and -0.7 to -0.8 for a sign-flipped delta (3 peers, H = 50). The
+ *   bar is relative, so a run whose honest deltas are less alike lowers it
+ *   for all of them. A delta of fewer steps averages out less of its
+ *   batches' noise, so its cosine falls about as √share does; a speck of
+ *   noise claiming a small share earns that share of the weight and the
+ *   credit, and an audit still replays it.
  *
  * The leader and every verifier screen the same set of deltas, so they
  * reach the same verdicts bit for bit: norms, medians and cosines are
@@ -55,6 +62,8 @@ export const SCREEN_RATIO = 10;
 export interface ScreenInput {
   readonly peer: string;
   readonly delta: Float32Array;
+  /** The fraction of a round's H steps behind it, (0, 1]; 1 if not given. */
+  readonly share?: number;
 }
 
 /** One exclusion. */
@@ -85,28 +94,42 @@ export interface Exclusion {
  */
 export function screenDeltas(inputs: readonly ScreenInput[]): Exclusion[] {
   const excluded: Exclusion[] = [];
-  const normed: { peer: string; delta: Float32Array; norm: number }[] = [];
-  for (const { peer, delta } of inputs) {
+  const normed: {
+    peer: string;
+    delta: Float32Array;
+    norm: number;
+    share: number;
+  }[] = [];
+  for (const { peer, delta, share = 1 } of inputs) {
+    if (!(share > 0 && share <= 1)) {
+      throw new RangeError(
+        `Cannot screen the delta of ${peer} as its share must be in (0, 1]: current value is ${share}`,
+      );
+    }
     let sum = 0;
     for (let j = 0; j < delta.length; j++) sum += delta[j] * delta[j];
     if (!Number.isFinite(sum)) excluded.push({ peer, reason: "non-finite" });
     else if (sum === 0) excluded.push({ peer, reason: "zero" });
-    else normed.push({ peer, delta, norm: Math.sqrt(sum) });
+    else normed.push({ peer, delta, norm: Math.sqrt(sum), share });
   }
   let kept = normed;
   if (normed.length >= SCREEN_MIN_PEERS) {
-    const median = medianOf(normed.map((d) => d.norm));
-    kept = normed.filter(({ peer, norm }) => {
-      if (norm > SCREEN_RATIO * median) {
+    const median = medianOf(normed.map((d) => d.norm / d.share));
+    kept = normed.filter(({ peer, norm, share }) => {
+      if (norm / share > SCREEN_RATIO * median) {
         excluded.push({ peer, reason: "too-large" });
-      } else if (norm * SCREEN_RATIO < median) {
+      } else if ((norm / share) * SCREEN_RATIO < median) {
         excluded.push({ peer, reason: "too-small" });
       } else return true;
       return false;
     });
   }
   if (kept.length >= SCREEN_MIN_PEERS) {
-    const center = coordinateMedian(kept.map((d) => d.delta));
+    const center = coordinateMedian(
+      kept.map(({ delta, share }) =>
+        share === 1 ? delta : Float32Array.from(delta, (v) => v / share)
+      ),
+    );
     let centerNorm = 0;
     for (let j = 0; j < center.length; j++) centerNorm += center[j] ** 2;
     const cosines = kept.map(({ delta, norm }) => {
@@ -115,8 +138,8 @@ export function screenDeltas(inputs: readonly ScreenInput[]): Exclusion[] {
       return centerNorm === 0 ? 0 : dot / (norm * Math.sqrt(centerNorm));
     });
     const bar = Math.max(0, medianOf(cosines)) / 2;
-    kept.forEach(({ peer }, i) => {
-      if (cosines[i] < bar || cosines[i] < 0) {
+    kept.forEach(({ peer, share }, i) => {
+      if (cosines[i] < bar * Math.sqrt(share) || cosines[i] < 0) {
         excluded.push({ peer, reason: "misaligned" });
       }
     });

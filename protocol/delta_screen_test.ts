@@ -108,3 +108,51 @@ Deno.test("honest deltas that agree less, and shifts inside their spread, pass",
   const alie = Float32Array.from(common, (v) => v - 0.5 * 2 * Math.sign(v));
   deepStrictEqual(screenDeltas(peers([...loose.slice(1), alie])), []);
 });
+
+/**
+ * `steps` inner steps of peers descending one loss: each step moves every
+ * coordinate by the common direction plus its own batch's noise.
+ */
+function trained(rng: Rng, common: number[], steps: number): Float32Array {
+  const out = new Float32Array(common.length);
+  for (let s = 0; s < steps; s++) {
+    for (let j = 0; j < out.length; j++) {
+      out[j] += 0.001 * (common[j] + 4 * rng.normal());
+    }
+  }
+  return out;
+}
+
+Deno.test("a slow peer's delta of a small share passes when its share is given, and not when it is not", () => {
+  const rng = new Rng("screen-share");
+  const common = Array.from({ length: 256 }, () => rng.normal());
+  const H = 40;
+  const full = [0, 1, 2].map(() => trained(rng, common, H));
+  const short = trained(rng, common, 2);
+  const inputs = [
+    ...peers(full),
+    { peer: "slow", delta: short, share: 2 / H },
+  ];
+  deepStrictEqual(screenDeltas(inputs), []);
+  // Judged as a full round, the same delta is screened out.
+  const asFull = screenDeltas([...peers(full), { peer: "slow", delta: short }]);
+  deepStrictEqual(asFull.map((e) => e.peer), ["slow"]);
+  // Its sign flipped, the share does not save it.
+  const flipped = short.map((v) => -v);
+  deepStrictEqual(
+    screenDeltas([
+      ...peers(full),
+      { peer: "slow", delta: flipped, share: 2 / H },
+    ]),
+    [{ peer: "slow", reason: "misaligned" }],
+  );
+  for (const share of [0, 1.5, NaN]) {
+    let threw = false;
+    try {
+      screenDeltas([{ peer: "slow", delta: short, share }]);
+    } catch (err) {
+      threw = err instanceof RangeError;
+    }
+    deepStrictEqual(threw, true);
+  }
+});

@@ -90,3 +90,11 @@ export function throughputSteps(
   if (ratio >= FULL_SHARE_FROM) return innerSteps;
   return Math.max(1, Math.round(innerSteps * ratio));
 }
+
+/**
+ * The fraction of a full round an announcement claiming `tokens` stands
+ * for: {@linkcode claimedSteps} over H, in (0, 1].
+ */
+export function claimedShare(shape: StepShape, tokens: number): number {
+  return claimedSteps(shape, tokens) / shape.innerSteps;
+}

@@ -13,6 +13,7 @@ import { NothingToAggregateError } from "./failures.ts";
 import { type CID, cidToString } from "../../protocol/cid.ts";
 import { censorGraceMs, settleMs } from "../../protocol/censorship.ts";
 import { partitionDeltas } from "../../protocol/delta_screen.ts";
+import { claimedShare } from "../../protocol/inner_steps.ts";
 import { manifestContribution } from "../../protocol/contribution.ts";
 import type { JobSpec } from "../../protocol/job_spec.ts";
 import type {
@@ -224,7 +225,12 @@ async function screen(
   const read = await Promise.all(rest.map(async (d) => {
     if (!fetched.has(d.delta)) fetched.set(d.delta, o.delta(d));
     try {
-      return { peer: d.peer, d, delta: await fetched.get(d.delta)! };
+      return {
+        peer: d.peer,
+        d,
+        delta: await fetched.get(d.delta)!,
+        share: claimedShare(o.spec, d.tokens),
+      };
     } catch (err) {
       o.refuse(d, o.reasonOf(err), err);
       return null;

@@ -19,6 +19,7 @@ import { canonicalJson } from "../../protocol/canonical_json.ts";
 import { cidForBytes, cidToString } from "../../protocol/cid.ts";
 import { DeltaContextError } from "../../protocol/delta_blob.ts";
 import { partitionDeltas } from "../../protocol/delta_screen.ts";
+import { claimedShare } from "../../protocol/inner_steps.ts";
 import { manifestContribution } from "../../protocol/contribution.ts";
 import type { JobSpec } from "../../protocol/job_spec.ts";
 import type {
@@ -209,7 +210,12 @@ export class ManifestVerifier {
     const [values, leftOut] = await Promise.all([
       Promise.all(listed.map(async (peer) => {
         try {
-          return { peer, delta: await fetch(byPeer.get(peer)!) };
+          const d = byPeer.get(peer)!;
+          return {
+            peer,
+            delta: await fetch(d),
+            share: claimedShare(this.#o.spec, d.tokens),
+          };
         } catch (err) {
           throw new ManifestRefused(
             "invalid-delta",
