@@ -102,7 +102,21 @@ export interface JobSpec {
    * round; a lower rate trades catch speed for audit traffic.
    */
   readonly audit?: { readonly rate: number };
+  /**
+   * How a peer sizes its share of a round's H steps: `throughput`, what
+   * absent means, lets a peer slower than most take fewer
+   * (inner_steps.ts), so no round waits for it; `full` has every peer take
+   * H, so what a round trains depends on no clock and a run with the same
+   * keys commits the same checkpoints bit for bit.
+   */
+  readonly shares?: Shares;
 }
+
+/** How peers size their shares of a round; see {@linkcode JobSpec.shares}. */
+export const SHARES = ["throughput", "full"] as const;
+
+/** A value of {@linkcode JobSpec.shares}. */
+export type Shares = typeof SHARES[number];
 
 /** What {@linkcode defaultJobSpec} lets a caller change; dataset is required. */
 export interface JobSpecOverrides {
@@ -122,6 +136,7 @@ export interface JobSpecOverrides {
   readonly minPeers?: number;
   readonly seed?: number;
   readonly audit?: { readonly rate: number };
+  readonly shares?: Shares;
 }
 
 /** The default model: a small byte-level GPT, as `train --local` uses. */
@@ -214,6 +229,9 @@ export function parseJobSpec(value: unknown): JobSpec {
   const audit = top.get("audit") === undefined ? {} : {
     audit: { rate: top.object("audit", ["rate"]).number("rate", 0, 1, "(]") },
   };
+  const shares = top.get("shares") === undefined
+    ? {}
+    : { shares: top.oneOf("shares", SHARES) };
   return {
     v: JOB_SPEC_VERSION,
     name,
@@ -248,6 +266,7 @@ export function parseJobSpec(value: unknown): JobSpec {
     minPeers,
     seed: top.int("seed", 0, Number.MAX_SAFE_INTEGER),
     ...audit,
+    ...shares,
   };
 }
 
@@ -326,4 +345,5 @@ const TOP_KEYS = [
   "minPeers",
   "seed",
   "audit",
+  "shares",
 ] as const;

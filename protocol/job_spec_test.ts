@@ -284,3 +284,17 @@ Deno.test("audit.rate is optional: absent it leaves the spec and its id as befor
   );
   rejects({ ...base, audit: 1 }, "audit", /must be/);
 });
+
+Deno.test("shares is optional: absent it leaves the spec and its id as before, set it is checked", async () => {
+  strictEqual("shares" in SPEC, false);
+  const encoded = new TextDecoder().decode(encodeJobSpec(SPEC));
+  strictEqual(encoded.includes("shares"), false);
+  const full = defaultJobSpec({ dataset: { cid: DATASET }, shares: "full" });
+  strictEqual(full.shares, "full");
+  notStrictEqual(await jobIdOf(full), await jobIdOf(SPEC));
+  deepStrictEqual(decodeJobSpec(encodeJobSpec(full)), full);
+  const base = JSON.parse(JSON.stringify(SPEC));
+  for (const shares of ["fast", 1, null]) {
+    rejects({ ...base, shares }, "shares", /shares must be/);
+  }
+});

@@ -293,7 +293,7 @@ export class RoundTraining {
   ): Promise<Trained> {
     const { trainer, spec, ledger, progress, peerId } = this.#o;
     const peers = [...new Set([...this.#o.state().live, peerId])];
-    const steps = throughputSteps(
+    const steps = spec.shares === "full" ? spec.innerSteps : throughputSteps(
       spec.innerSteps,
       this.#throughput,
       peers.filter((p) => p !== peerId).map((p) => this.#o.throughput(p)),

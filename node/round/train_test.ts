@@ -297,3 +297,16 @@ Deno.test("RoundTraining: a round committed without this peer stops training whe
   assert.ok(stepsIn(0) < H, `round 0 ran all ${stepsIn(0)} steps`);
   assert.deepEqual(delivered.map((d) => d.round), [1]);
 });
+
+Deno.test("RoundTraining: a job of full shares takes H steps however slow the peer", async () => {
+  const { training, delivered, state, speeds } = setup({
+    ...spec,
+    shares: "full",
+  });
+  state.live = ["peerA", "peerB", "peerC"];
+  await training.train(0, "bafkreic0", genesis);
+  speeds.set("peerB", 1e11).set("peerC", 1e11);
+  state.round = 1;
+  await training.train(1, "bafkreic1", genesis);
+  assert.deepEqual(delivered.map((d) => d.steps), [H, H]);
+});

@@ -141,10 +141,15 @@ export function peerArgs(o: RoundsOptions, k: number): string[] {
   ];
 }
 
+/**
+ * The job: full shares unless a peer is slowed, so that DiLoCo and the
+ * baselines train on the same tokens.
+ */
 function specFor(o: RoundsOptions): JobSpec {
   return benchSpec({ name: "bench-rounds", ...o }, {
     roundDeadlineMs: 60_000,
     compression: { format: o.compression },
+    shares: o.slowDuty < 1 ? "throughput" : "full",
   });
 }
 
