@@ -39,7 +39,12 @@ import { CORPUS_CACHE } from "./_corpus.ts";
 /** Test options: libp2p and viem keep timers after a test. */
 export const JOB_TEST = { sanitizeOps: false, sanitizeResources: false };
 
-/** A tiny job: 1 layer, d_model 32, 20 inner steps of 8x32 tokens. */
+/**
+ * A tiny job: 1 layer, d_model 32, 20 inner steps of 8x32 tokens, full
+ * shares (on a loaded test machine, equal peers' measured speeds differ
+ * enough to size their shares apart, and tests assert on what rounds
+ * train; tests/slow_peer_test.ts turns throughput shares on).
+ */
 export function tinySpec(
   over: Partial<JobSpecOverrides> = {},
 ): JobSpec {
@@ -51,6 +56,7 @@ export function tinySpec(
     inner: { maxLr: 1e-2, minLr: 1e-3, warmupSteps: 5 },
     rounds: 3,
     roundDeadlineMs: 4_000,
+    shares: "full",
     ...over,
     dataset: { cid: DEFAULT_CORPUS_DATASET_ID, ...over.dataset },
   });

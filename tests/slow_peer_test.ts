@@ -31,6 +31,7 @@ Deno.test({
         innerSteps: 40,
         rounds: 4,
         roundDeadlineMs: 30_000,
+        shares: "throughput",
       }),
     }, async (c) => {
       const fast = await c.spawn([0, 1]);
