@@ -90,7 +90,7 @@ export function segmentBounds(innerSteps: number): number[] {
  * The commitment's `data`: SHA-256 over "zoo/data/1", the job, round,
  * peer and the sorted peers its chunks were assigned among, joined by
  * 0x00. With the job's spec and dataset these fix every batch the peer
- * trained on (node/round/inner_loop.ts `roundSampler`).
+ * trained on (node/round/round_sampler.ts).
  */
 export function dataHash(
   job: string,

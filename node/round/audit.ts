@@ -48,7 +48,7 @@ import {
   trajectoryRoot,
   type WorkRecord,
 } from "../../protocol/work_record.ts";
-import { roundSampler } from "./inner_loop.ts";
+import { roundSampler } from "./round_sampler.ts";
 
 /**
  * Largest distance, relative to the segment's own progress

@@ -2,7 +2,8 @@ import assert from "node:assert/strict";
 import { chunkDataset } from "../../protocol/dataset.ts";
 import { createCpuTrainer } from "../../kernels/trainer.ts";
 import { createWasmBackend } from "../../wasm/modules.ts";
-import { roundSampler, RoundTrainer } from "./inner_loop.ts";
+import { RoundTrainer } from "./inner_loop.ts";
+import { roundSampler } from "./round_sampler.ts";
 import * as fixture from "./_inner_loop_fixtures.ts";
 
 Deno.test("RoundTrainer: loss falls over rounds started from the last output", async () => {

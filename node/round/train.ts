@@ -22,6 +22,7 @@ import { assignChunks } from "../../protocol/assignment.ts";
 import { encodeDelta } from "../../protocol/delta_blob.ts";
 import type { JobSpec } from "../../protocol/job_spec.ts";
 import { throughputSteps } from "../../protocol/inner_steps.ts";
+import { ThroughputMeter } from "./throughput_meter.ts";
 import { pseudoGradient } from "../../protocol/pseudo_gradient.ts";
 import { encodeState } from "../../protocol/state_hash.ts";
 import {
@@ -47,13 +48,6 @@ import {
  * deleted: for the default model they are about 90 MB a round.
  */
 export const KEEP_STATE_ROUNDS = 3;
-
-/**
- * Steps the reported throughput is measured over: enough that a burst of
- * slow steps (another process, a collection) does not move it, few enough
- * to follow a machine that slows down for good.
- */
-const THROUGHPUT_WINDOW = 64;
 
 /** Most of a round's inner steps taken before its checkpoint is known. */
 const AHEAD_FRACTION = 0.1;
@@ -159,15 +153,14 @@ export class RoundTraining {
     | null = null;
   /** θ_local of the last round trained, where training ahead starts. */
   #last: Float32Array | null = null;
-  /** Times of its last steps (rests included), oldest first. */
-  readonly #stepMs: number[] = [];
-  /** The throughput this peer last reported, as its peers see it. */
-  #throughput = 0;
+  /** This peer's throughput, as its heartbeats report it. */
+  readonly #speed: ThroughputMeter;
   /** CIDs of the training states kept, by round. */
   readonly #states = new Map<number, string[]>();
 
   constructor(o: RoundTrainingOptions) {
     this.#o = o;
+    this.#speed = new ThroughputMeter(o.spec.batchSize * o.spec.contextLength);
   }
 
   /**
@@ -295,7 +288,7 @@ export class RoundTraining {
     const peers = [...new Set([...this.#o.state().live, peerId])];
     const steps = spec.shares === "full" ? spec.innerSteps : throughputSteps(
       spec.innerSteps,
-      this.#throughput,
+      this.#speed.tokensPerSecond,
       peers.filter((p) => p !== peerId).map((p) => this.#o.throughput(p)),
     );
     const assigned = this.#o.behaviour.chunks(
@@ -330,8 +323,8 @@ export class RoundTraining {
       },
       onStep: (s) => {
         ledger.steps.note(round, s.step, s.loss);
-        this.#noteStep(s.ms);
-        progress({ step: s.step, throughput: this.#throughput });
+        this.#speed.note(s.ms);
+        progress({ step: s.step, throughput: this.#speed.tokensPerSecond });
       },
     }).catch(async (err) => {
       // A round cut short still leaves its states to delete in time.
@@ -346,24 +339,6 @@ export class RoundTraining {
     const states = await Promise.all(writes);
     await this.#keepStates(round, states);
     return { ...result, chunks: assigned.length, peers, states };
-  }
-
-  /**
-   * Tokens per second at the median step time of the last
-   * {@linkcode THROUGHPUT_WINDOW} steps: the time inside steps and their
-   * rests, not waits between rounds or an audit's replays, and the median,
-   * so that equal machines sharing cores with bursts of other work report
-   * nearly equal figures.
-   */
-  #noteStep(ms: number): void {
-    this.#stepMs.push(ms);
-    if (this.#stepMs.length > THROUGHPUT_WINDOW) this.#stepMs.shift();
-    const sorted = this.#stepMs.toSorted((a, b) => a - b);
-    const median = sorted[Math.floor(sorted.length / 2)];
-    const { batchSize, contextLength } = this.#o.spec;
-    this.#throughput = median > 0
-      ? (batchSize * contextLength) / (median / 1000)
-      : 0;
   }
 
   /** Keeps `round`'s states; deletes those past the window. */
