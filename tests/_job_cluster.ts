@@ -196,6 +196,25 @@ export function roundsOf(peer: LocalPeer): Promise<RoundRecord[]> {
 }
 
 /**
+ * The records of a peer once it has closed `n` rounds (the chain may say
+ * so a moment before the peer has fetched the checkpoint).
+ */
+export function closedRounds(
+  peer: LocalPeer,
+  n: number,
+  timeoutMs = 10_000,
+): Promise<RoundRecord[]> {
+  return waitFor(
+    async () => {
+      const rec = await roundsOf(peer);
+      return rec.length === n ? rec : null;
+    },
+    timeoutMs,
+    `${peer.name} closing ${n} rounds`,
+  );
+}
+
+/**
  * Runs `fn` holding a machine-wide lock. Training clusters run their round
  * deadlines on the wall clock: two clusters at once on a 2-core machine
  * starve each other's peers past those deadlines, so test files that run in

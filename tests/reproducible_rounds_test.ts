@@ -11,10 +11,9 @@
  * relaxed multiply-adds round differently, and so would the CIDs.
  */
 import assert from "node:assert/strict";
-import { waitFor } from "../node/devnet/local_peer.ts";
 import {
+  closedRounds,
   JOB_TEST,
-  roundsOf,
   tinySpec,
   withJobCluster,
 } from "./_job_cluster.ts";
@@ -81,14 +80,7 @@ Deno.test({
       }, async (c) => {
         const [first] = await c.spawn([0, 1]);
         await c.waitForRounds(2, 90_000);
-        const records = await waitFor(
-          async () => {
-            const r = await roundsOf(first);
-            return r.length === 2 ? r : null;
-          },
-          10_000,
-          "2 rounds closed",
-        );
+        const records = await closedRounds(first, 2);
         assert.deepEqual(records.map((r) => r.checkpoint), EXPECTED);
         assert.equal((await c.chainHead()).head, EXPECTED[1]);
       });

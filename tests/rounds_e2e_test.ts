@@ -9,8 +9,8 @@ import type { PeerSummary } from "../node/http/types.ts";
 import { waitFor } from "../node/devnet/local_peer.ts";
 import { callRpc } from "../node/http/rpc_client.ts";
 import {
+  closedRounds,
   JOB_TEST,
-  roundsOf,
   tinySpec,
   trainingOf,
   withJobCluster,
@@ -35,16 +35,7 @@ function threePeersThreeRounds(args: string[]) {
     assert.equal(onChain.length, 3);
     for (const r of onChain) assert.ok(r.signers >= c.spec.quorum);
     // Every peer closes the last round on the chain's head.
-    const records = await Promise.all(peers.map((p) =>
-      waitFor(
-        async () => {
-          const rec = await roundsOf(p);
-          return rec.length === 3 ? rec : null;
-        },
-        10_000,
-        `${p.name} closing 3 rounds`,
-      )
-    ));
+    const records = await Promise.all(peers.map((p) => closedRounds(p, 3)));
     for (const rec of records) {
       assert.equal(rec[2].checkpoint, head);
       assert.ok(rec.every((r) => r.contributors === 3), JSON.stringify(rec));
@@ -114,14 +105,7 @@ Deno.test({
       await c.waitForRounds(2, 120_000);
       const { head } = await c.chainHead();
       for (const p of [gpu, cpu]) {
-        const rec = await waitFor(
-          async () => {
-            const r = await roundsOf(p);
-            return r.length === 2 ? r : null;
-          },
-          30_000,
-          `${p.name} closing both rounds`,
-        );
+        const rec = await closedRounds(p, 2, 30_000);
         assert.ok(rec.every((r) => r.contributors === 2), JSON.stringify(rec));
         assert.equal(rec[1].checkpoint, head);
       }

@@ -7,12 +7,11 @@
  */
 import assert from "node:assert/strict";
 import type { Contributions } from "../node/http/types.ts";
-import { waitFor } from "../node/devnet/local_peer.ts";
 import { callRpc } from "../node/http/rpc_client.ts";
 import { maxTokensPerRound } from "../protocol/job_spec.ts";
 import {
+  closedRounds,
   JOB_TEST,
-  roundsOf,
   tinySpec,
   trainingOf,
   withJobCluster,
@@ -41,16 +40,7 @@ Deno.test({
       });
       const peers = [...fast, slow];
       await c.waitForRounds(4, 180_000);
-      const records = await Promise.all(peers.map((p) =>
-        waitFor(
-          async () => {
-            const rec = await roundsOf(p);
-            return rec.length === 4 ? rec : null;
-          },
-          10_000,
-          `${p.name} closing 4 rounds`,
-        )
-      ));
+      const records = await Promise.all(peers.map((p) => closedRounds(p, 4)));
       const full = maxTokensPerRound(c.spec);
       const [a, b, s] = records;
       for (const rec of records) {
