@@ -15,6 +15,7 @@
  * @module
  */
 import type { JobSpec } from "./job_spec.ts";
+import { segmentCount } from "./work_record.ts";
 
 /** The spec fields that fix what one inner step trains on. */
 export type StepShape = Pick<
@@ -97,4 +98,29 @@ export function throughputSteps(
  */
 export function claimedShare(shape: StepShape, tokens: number): number {
   return claimedSteps(shape, tokens) / shape.innerSteps;
+}
+
+/**
+ * The segment of an announcement claiming `tokens` that an audit plan's
+ * draw `drawn` names. A plan draws among the segments of a full round, H's;
+ * a delta of fewer steps has as many segments or fewer, and the draw is
+ * scaled onto them, so every peer audits the same one and each of its
+ * segments is drawn.
+ *
+ * @example
+ * ```ts
+ * import assert from "node:assert/strict";
+ * import { claimedSegment } from "./inner_steps.ts";
+ * const shape = { innerSteps: 100, batchSize: 4, contextLength: 64 };
+ * assert(claimedSegment(shape, 100 * 256, 15) === 15);
+ * assert(claimedSegment(shape, 5 * 256, 15) === 4);
+ * ```
+ */
+export function claimedSegment(
+  shape: StepShape,
+  tokens: number,
+  drawn: number,
+): number {
+  const own = segmentCount(claimedSteps(shape, tokens));
+  return Math.floor((drawn * own) / segmentCount(shape.innerSteps));
 }

@@ -1,5 +1,6 @@
 import assert from "node:assert/strict";
 import {
+  claimedSegment,
   claimedSteps,
   FULL_SHARE_FROM,
   throughputSteps,
@@ -44,4 +45,20 @@ Deno.test("throughputSteps takes a full share when speeds are unknown, and at le
   assert.equal(throughputSteps(1, 1, [1e9, 1e9]), 1);
   assert.throws(() => throughputSteps(0, 1, []), RangeError);
   assert.throws(() => throughputSteps(2.5, 1, []), RangeError);
+});
+
+Deno.test("claimedSegment maps a full round's draws onto a share's segments, each drawn", () => {
+  for (let d = 0; d < 16; d++) {
+    assert.equal(claimedSegment(SHAPE, 100 * PER_STEP, d), d);
+  }
+  for (const steps of [1, 5, 15, 16, 40]) {
+    const drawn = new Set(
+      Array.from(
+        { length: 16 },
+        (_, d) => claimedSegment(SHAPE, steps * PER_STEP, d),
+      ),
+    );
+    const own = Math.min(16, steps);
+    assert.deepEqual([...drawn].sort((a, b) => a - b), [...Array(own).keys()]);
+  }
 });

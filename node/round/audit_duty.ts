@@ -29,7 +29,7 @@ import type {
   DeltaAnnounce,
 } from "../../protocol/messages.ts";
 import type { RoundManifest } from "../../protocol/round_manifest.ts";
-import { claimedSteps } from "../../protocol/inner_steps.ts";
+import { claimedSegment, claimedSteps } from "../../protocol/inner_steps.ts";
 import {
   segmentBounds,
   segmentCount,
@@ -118,12 +118,11 @@ export class AuditDuty {
       listed.set(e.peer, e.delta);
     }
     const peers = [...listed.keys()];
-    const segments = segmentCount(spec.innerSteps);
     const plan = planAudits({
       seed: next,
       contributors: peers,
       members: peers,
-      segments,
+      segments: segmentCount(spec.innerSteps),
       rate: spec.audit?.rate ?? DEFAULT_AUDIT_RATE,
       auditors: AUDITORS_PER_AUDIT,
     });
@@ -144,14 +143,11 @@ export class AuditDuty {
         }
         return;
       }
-      // A peer that took fewer steps than H has as many segments or
-      // fewer: the drawn one is scaled onto its own.
-      const own = segmentCount(claimedSteps(spec, msg.tokens));
       return this.#act(
         this.#book.planned(
           manifest.round,
           msg.account,
-          Math.floor((a.segment * own) / segments),
+          claimedSegment(spec, msg.tokens, a.segment),
           mine,
           this.#o.round(),
         ),

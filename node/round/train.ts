@@ -22,6 +22,7 @@ import { assignChunks } from "../../protocol/assignment.ts";
 import { encodeDelta } from "../../protocol/delta_blob.ts";
 import type { JobSpec } from "../../protocol/job_spec.ts";
 import { throughputSteps } from "../../protocol/inner_steps.ts";
+import { StateWindow } from "./state_window.ts";
 import { ThroughputMeter } from "./throughput_meter.ts";
 import { pseudoGradient } from "../../protocol/pseudo_gradient.ts";
 import { encodeState } from "../../protocol/state_hash.ts";
@@ -40,14 +41,6 @@ import {
   type TrainRoundParams,
   type TrainRoundResult,
 } from "./inner_loop.ts";
-
-/**
- * Rounds whose training states a peer keeps, the latest included: a
- * round's audits run while the next one trains (protocol/audit_plan.ts),
- * and confirmations of a failed one a little later. Older states are
- * deleted: for the default model they are about 90 MB a round.
- */
-export const KEEP_STATE_ROUNDS = 3;
 
 /** Most of a round's inner steps taken before its checkpoint is known. */
 const AHEAD_FRACTION = 0.1;
@@ -155,12 +148,13 @@ export class RoundTraining {
   #last: Float32Array | null = null;
   /** This peer's throughput, as its heartbeats report it. */
   readonly #speed: ThroughputMeter;
-  /** CIDs of the training states kept, by round. */
-  readonly #states = new Map<number, string[]>();
+  /** Training states kept for audits of recent rounds. */
+  readonly #states: StateWindow;
 
   constructor(o: RoundTrainingOptions) {
     this.#o = o;
     this.#speed = new ThroughputMeter(o.spec.batchSize * o.spec.contextLength);
+    this.#states = new StateWindow(o.drop);
   }
 
   /**
@@ -329,7 +323,7 @@ export class RoundTraining {
     }).catch(async (err) => {
       // A round cut short still leaves its states to delete in time.
       const written = await Promise.allSettled(writes);
-      await this.#keepStates(
+      await this.#states.keep(
         round,
         written.flatMap((w) => w.status === "fulfilled" ? [w.value] : []),
       );
@@ -337,18 +331,8 @@ export class RoundTraining {
     });
     ledger.noteTraining(result.trainMs);
     const states = await Promise.all(writes);
-    await this.#keepStates(round, states);
+    await this.#states.keep(round, states);
     return { ...result, chunks: assigned.length, peers, states };
-  }
-
-  /** Keeps `round`'s states; deletes those past the window. */
-  async #keepStates(round: number, states: string[]): Promise<void> {
-    this.#states.set(round, [...(this.#states.get(round) ?? []), ...states]);
-    for (const [r, cids] of this.#states) {
-      if (r > round - KEEP_STATE_ROUNDS) continue;
-      this.#states.delete(r);
-      for (const cid of cids) await this.#o.drop(cid);
-    }
   }
 
   /** Quantizes and stores Δ = base − θ_end, then hands it over. */

@@ -9,11 +9,8 @@ import { decodeDeltaBlob } from "../../protocol/delta_blob.ts";
 import { HONEST } from "./behaviour.ts";
 import { RoundLedger } from "./ledger.ts";
 import { RoundTrainer } from "./inner_loop.ts";
-import {
-  KEEP_STATE_ROUNDS,
-  RoundTraining,
-  type TrainedDelta,
-} from "./train.ts";
+import { RoundTraining, type TrainedDelta } from "./train.ts";
+import { KEEP_STATE_ROUNDS } from "./state_window.ts";
 import { decodeWorkRecord, segmentBounds } from "../../protocol/work_record.ts";
 import { claimedSteps } from "../../protocol/inner_steps.ts";
 

@@ -1,0 +1,38 @@
+/**
+ * The training states a peer keeps for audits of its recent rounds, and
+ * the deletion of older ones.
+ *
+ * @module
+ */
+
+/**
+ * Rounds whose training states a peer keeps, the latest included: a
+ * round's audits run while the next one trains (protocol/audit_plan.ts),
+ * and confirmations of a failed one a little later. Older states are
+ * deleted: for the default model they are about 90 MB a round.
+ */
+export const KEEP_STATE_ROUNDS = 3;
+
+/** The CIDs of the states kept, by round. */
+export class StateWindow {
+  readonly #drop: (cid: string) => Promise<void>;
+  readonly #states = new Map<number, string[]>();
+
+  /** A window that deletes a state's block with `drop`. */
+  constructor(drop: (cid: string) => Promise<void>) {
+    this.#drop = drop;
+  }
+
+  /**
+   * Keeps `states` of `round` beside any kept for it already, and deletes
+   * those of rounds {@linkcode KEEP_STATE_ROUNDS} or more before it.
+   */
+  async keep(round: number, states: readonly string[]): Promise<void> {
+    this.#states.set(round, [...(this.#states.get(round) ?? []), ...states]);
+    for (const [r, cids] of this.#states) {
+      if (r > round - KEEP_STATE_ROUNDS) continue;
+      this.#states.delete(r);
+      for (const cid of cids) await this.#drop(cid);
+    }
+  }
+}
