@@ -32,7 +32,20 @@ globalThis.addEventListener(
   "unload",
   () => Deno.removeSync(keys, { recursive: true }),
 );
-const spec = tinySpec({ minPeers: 3, quorum: 2, rounds: 3 });
+/**
+ * A deadline long enough that the censorship rules' margin (g, a twentieth
+ * of the leader's collect window, protocol/censorship.ts) covers gossip
+ * delays on a loaded test machine: at tinySpec's 4 s, g is 200 ms, and a
+ * delta reaching one honest verifier 600 ms after the leader made it call
+ * the leader's manifest hasty (seen once in a full parallel CI run).
+ */
+const ROUND_DEADLINE_MS = 30_000;
+const spec = tinySpec({
+  minPeers: 3,
+  quorum: 2,
+  rounds: 3,
+  roundDeadlineMs: ROUND_DEADLINE_MS,
+});
 
 for (const attack of FAST.filter((a) => !SLASHED_ATTACKS.includes(a))) {
   Deno.test({
@@ -69,7 +82,12 @@ Deno.test({
 
 // A slashed peer is no longer a member: from the round after its slash
 // only the 2 honest peers are live, so a job needing 3 would stall there.
-const slashSpec = tinySpec({ minPeers: 2, quorum: 2, rounds: 3 });
+const slashSpec = tinySpec({
+  minPeers: 2,
+  quorum: 2,
+  rounds: 3,
+  roundDeadlineMs: ROUND_DEADLINE_MS,
+});
 
 /**
  * Attacks an audit catches only when it draws a made-up segment: 15 in 16
@@ -77,7 +95,12 @@ const slashSpec = tinySpec({ minPeers: 2, quorum: 2, rounds: 3 });
  * 4096; a fourth round lets the third round's audits finish.
  */
 const SAMPLED: AttackName[] = ["partial-work"];
-const sampledSpec = tinySpec({ minPeers: 2, quorum: 2, rounds: 4 });
+const sampledSpec = tinySpec({
+  minPeers: 2,
+  quorum: 2,
+  rounds: 4,
+  roundDeadlineMs: ROUND_DEADLINE_MS,
+});
 
 for (const attack of FAST.filter((a) => SLASHED_ATTACKS.includes(a))) {
   Deno.test({
