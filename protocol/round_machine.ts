@@ -31,6 +31,15 @@
  * If the chain skips the round trained ahead, that work is dropped and
  * the round after is trained from its checkpoint as usual.
  *
+ * Without `overlap`, a peer still starts the next round before the chain
+ * commits this one: once every live member's delta is in, it computes
+ * C(r+1) from them as the leader will (`preview`) and trains from it, so
+ * the leader's settling wait, the verification, attestations, commit and
+ * checkpoint fetch cost it no idle time. Nothing trains on a stale base:
+ * the round's delta is announced only once the chain commits that very
+ * checkpoint (`train` with the same parent); if it commits another, the
+ * early steps are dropped and the round is trained from the committed one.
+ *
  * @module
  */
 import { rankLeaders } from "./assignment.ts";
@@ -160,6 +169,15 @@ function onTick(state: RoundState, now: number): Step {
       });
     }
   }
+  if (shouldPreview(next)) {
+    next = { ...next, previewed: true };
+    actions.push({
+      type: "preview",
+      round: next.round,
+      parent: next.parent,
+      deltas: [...next.deltas.values()],
+    });
+  }
   if (
     next.led !== null && !next.committing && next.commitFailedAt !== null &&
     now - next.commitFailedAt >= COMMIT_RETRY_MS
@@ -167,6 +185,18 @@ function onTick(state: RoundState, now: number): Step {
     return commitIfQuorum(next, actions);
   }
   return { state: next, actions };
+}
+
+/**
+ * Whether to start the next round from its previewed checkpoint: once,
+ * when every live member's delta is in (the leader's set, unless one comes
+ * late), the round is not the last, and nothing is trained ahead.
+ */
+function shouldPreview(state: RoundState): boolean {
+  return !state.previewed && state.ahead === null &&
+    state.trainedAt !== null && state.round + 1 < state.config.rounds &&
+    state.live.length >= state.config.minPeers &&
+    state.live.every((p) => state.deltas.has(p));
 }
 
 /** This peer's rank among the live members for this round's parent. */
@@ -195,20 +225,21 @@ function onTrained(state: RoundState, delta: DeltaAnnounce, now: number): Step {
   }
   const deltas = new Map(state.deltas).set(delta.peer, delta);
   const deltaSeenAt = new Map(state.deltaSeenAt).set(delta.peer, now);
-  const collecting = onTick(
-    { ...state, phase: "collecting", trainedAt: now, deltas, deltaSeenAt },
-    now,
-  );
   const next = state.round + 1;
   const { config } = state;
-  if (
-    !config.overlap || next >= config.rounds ||
-    state.live.length < config.minPeers
-  ) {
-    return collecting;
-  }
+  const ahead = config.overlap && next < config.rounds &&
+    state.live.length >= config.minPeers;
+  const collecting = onTick({
+    ...state,
+    phase: "collecting",
+    trainedAt: now,
+    deltas,
+    deltaSeenAt,
+    ahead: ahead ? next : state.ahead,
+  }, now);
+  if (!ahead) return collecting;
   return {
-    state: { ...collecting.state, ahead: next },
+    state: collecting.state,
     actions: [...collecting.actions, { type: "trainAhead", round: next }],
   };
 }

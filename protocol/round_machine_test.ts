@@ -47,7 +47,7 @@ Deno.test("round machine: the leader aggregates as soon as every live member ann
     type: "delta",
     msg: delta(others[1]),
   }]]);
-  assert.deepEqual(types(done.actions), ["aggregate"]);
+  assert.deepEqual(types(done.actions), ["aggregate", "preview"]);
   const agg = done.actions[0] as Extract<RoundAction, { type: "aggregate" }>;
   assert.equal(agg.rank, 0);
   assert.deepEqual(agg.contributions.map((d) => d.peer).sort(), live);
@@ -301,4 +301,70 @@ Deno.test("round machine: no training ahead past the last round, or without over
     [1000, { type: "trained", delta: delta("a") }],
   ]);
   assert.ok(!types(off.actions).includes("trainAhead"));
+});
+
+Deno.test("round machine: once every live member announced, the next round is previewed, once", () => {
+  const live = ["a", "b", "c"];
+  const start = run(initialState(config("a"), 0), [
+    [0, { type: "chainHead", nextRound: 0, head: GENESIS }],
+    [0, { type: "enter", round: 0, parent: GENESIS }],
+    [0, { type: "tick", live }],
+    [100, { type: "delta", msg: delta("b") }],
+    [110, { type: "trained", delta: delta("a") }],
+  ]);
+  assert.ok(!types(start.actions).includes("preview"), "c is missing");
+  const all = run(start.state, [[120, { type: "delta", msg: delta("c") }]]);
+  const preview = all.actions.find((a) => a.type === "preview");
+  assert.ok(preview?.type === "preview");
+  assert.equal(preview.round, 0);
+  assert.equal(preview.parent, GENESIS);
+  assert.deepEqual(preview.deltas.map((d) => d.peer).sort(), live);
+  const again = run(all.state, [
+    [130, { type: "tick", live }],
+    [140, { type: "delta", msg: delta("c") }],
+  ]);
+  assert.ok(!types(again.actions).includes("preview"));
+  // The round commits and is entered: it is trained as usual (the node
+  // finds it started early from the same checkpoint).
+  const next = run(again.state, [
+    [2000, { type: "chainHead", nextRound: 1, head: "bafkreic1" }],
+    [2100, { type: "enter", round: 1, parent: "bafkreic1" }],
+    [2100, { type: "tick", live }],
+  ]);
+  assert.deepEqual(types(next.actions), ["advance", "train"]);
+  assert.equal(next.state.previewed, false);
+});
+
+Deno.test("round machine: no preview before its own delta, past the last round, below min peers, or when training ahead", () => {
+  const live = ["a", "b"];
+  const head: [number, RoundEvent][] = [
+    [0, { type: "chainHead", nextRound: 0, head: GENESIS }],
+    [0, { type: "enter", round: 0, parent: GENESIS }],
+    [0, { type: "tick", live }],
+  ];
+  const own = run(initialState(config("a"), 0), [
+    ...head,
+    [100, { type: "delta", msg: delta("b") }],
+  ]);
+  assert.ok(!types(own.actions).includes("preview"), "own delta missing");
+  const both: [number, RoundEvent][] = [
+    ...head,
+    [100, { type: "delta", msg: delta("b") }],
+    [110, { type: "trained", delta: delta("a") }],
+  ];
+  const last = run(initialState(config("a", { rounds: 1 }), 0), both);
+  assert.ok(!types(last.actions).includes("preview"), "last round");
+  const ahead = run(initialState(config("a", { overlap: true }), 0), both);
+  assert.ok(types(ahead.actions).includes("trainAhead"));
+  assert.ok(!types(ahead.actions).includes("preview"), "training ahead");
+  const alone = run(initialState(config("a", { minPeers: 3 }), 0), [
+    [0, { type: "chainHead", nextRound: 0, head: GENESIS }],
+    [0, { type: "enter", round: 0, parent: GENESIS }],
+    [0, { type: "tick", live: ["a", "b", "c"] }],
+    [100, { type: "delta", msg: delta("b") }],
+    [105, { type: "delta", msg: delta("c") }],
+    [106, { type: "tick", live: ["a", "b"] }],
+    [110, { type: "trained", delta: delta("a") }],
+  ]);
+  assert.ok(!types(alone.actions).includes("preview"), "below min peers");
 });

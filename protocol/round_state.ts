@@ -74,6 +74,8 @@ export interface RoundState {
   readonly commitFailedAt: number | null;
   /** The round being trained ahead (see `overlap`), or null. */
   readonly ahead: number | null;
+  /** Whether `preview` was asked for this round. */
+  readonly previewed: boolean;
 }
 
 /** Something that happened, as the node reports it. */
@@ -118,6 +120,19 @@ export type RoundAction =
    * finish them and announce the delta.
    */
   | { type: "rebase"; round: number; parent: string }
+  /**
+   * Every live member has announced its delta for `round`: compute
+   * C(round + 1) from `deltas` as the leader will, and start round + 1's
+   * steps from it before the chain commits; that round's delta waits for
+   * `train` with the same parent (and is dropped for the committed one
+   * when the chain commits another checkpoint).
+   */
+  | {
+    type: "preview";
+    round: number;
+    parent: string;
+    deltas: DeltaAnnounce[];
+  }
   /** Fetch the contributions, aggregate, store and announce a manifest. */
   | {
     type: "aggregate";
@@ -200,5 +215,6 @@ export function initialState(config: RoundConfig, now: number): RoundState {
     committing: false,
     commitFailedAt: null,
     ahead: null,
+    previewed: false,
   };
 }

@@ -3,6 +3,9 @@
  * the same ones main committed before the round code was reorganised
  * (issue 13): moving code must not move a single bit of training.
  *
+ * Round 1 also starts early, from each peer's preview of C(1) (see the
+ * round machine's `preview`), and must land on the same bits.
+ *
  * A change that means to change what training computes (a new default, a
  * new kernel, another rule) updates `EXPECTED`, saying so in its commit.
  *
@@ -82,6 +85,9 @@ Deno.test({
         await c.waitForRounds(2, 90_000);
         const records = await closedRounds(first, 2);
         assert.deepEqual(records.map((r) => r.checkpoint), EXPECTED);
+        // Round 1 was trained from this peer's own preview of C(1), before
+        // the chain committed it: starting early moves no bit.
+        assert.deepEqual(records.map((r) => r.early), [false, true]);
         assert.equal((await c.chainHead()).head, EXPECTED[1]);
       });
     } finally {

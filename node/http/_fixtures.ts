@@ -86,6 +86,7 @@ export function record(round: number): RoundRecord {
     valLoss: 5.1 - round / 10,
     contributed: true,
     tokens: 16384,
+    early: false,
     bytesSent: 1000,
     auditBytes: 600,
     dataParallelBytes: 90000,

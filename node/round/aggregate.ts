@@ -21,7 +21,10 @@ import type {
   ManifestAnnounce,
 } from "../../protocol/messages.ts";
 import { comparePeerIds } from "../../protocol/peer_table.ts";
-import { encodeRoundCheckpoint } from "../../protocol/round_checkpoint.ts";
+import {
+  encodeRoundCheckpoint,
+  type RoundCheckpoint,
+} from "../../protocol/round_checkpoint.ts";
 import type {
   RoundAction,
   RoundEvent,
@@ -35,7 +38,7 @@ import {
 } from "../../protocol/round_manifest.ts";
 import { nextCheckpoint } from "../../protocol/round_update.ts";
 import type { Attester } from "./attest.ts";
-import type { RoundBehaviour } from "./behaviour.ts";
+import { HONEST, type RoundBehaviour } from "./behaviour.ts";
 import type { Held } from "./sync.ts";
 import type { RoundPublisher } from "./publisher.ts";
 
@@ -170,16 +173,7 @@ async function build(
   if (accepted.length === 0) {
     throw new NothingToAggregateError(a.round);
   }
-  const next = o.behaviour.checkpoint(nextCheckpoint({
-    spec: o.spec,
-    parent: held.ckpt,
-    parentCid: held.cid,
-    deltas: accepted.map(({ d, delta }) => ({
-      peer: d.peer,
-      tokens: d.tokens,
-      delta,
-    })),
-  }));
+  const next = o.behaviour.checkpoint(combine(o.spec, held, accepted));
   const checkpoint = cidToString(
     await o.store(encodeRoundCheckpoint(next)),
   );
@@ -203,13 +197,70 @@ async function build(
   return { manifest, manifestCid, checkpoint };
 }
 
+/** C(r+1) from C(r) = `held` and the accepted deltas. */
+function combine(
+  spec: JobSpec,
+  held: Held,
+  accepted: Screened["accepted"],
+): RoundCheckpoint {
+  return nextCheckpoint({
+    spec,
+    parent: held.ckpt,
+    parentCid: held.cid,
+    deltas: accepted.map(({ d, delta }) => ({
+      peer: d.peer,
+      tokens: d.tokens,
+      delta,
+    })),
+  });
+}
+
+/** A round's next checkpoint as its leader will build it, stored. */
+export interface PreviewedCheckpoint {
+  cid: string;
+  params: Float32Array;
+}
+
+/**
+ * C(r+1) of round `a.round` from C(r) = `held`, built as an honest leader
+ * builds it from `a.deltas` (the same screen, no waits) and stored: the
+ * peer starts the next round from it before the chain commits (see the
+ * round machine's `preview`). Throws when no delta can be aggregated.
+ */
+export async function previewRound(
+  o: Pick<
+    LeaderAggregationOptions,
+    "spec" | "delta" | "evidenceAgainst" | "store"
+  >,
+  a: Extract<RoundAction, { type: "preview" }>,
+  held: Held,
+): Promise<PreviewedCheckpoint> {
+  const { accepted } = await screen(
+    { ...o, behaviour: HONEST, refuse: () => {}, reasonOf: () => "" },
+    a.deltas,
+    new Map(),
+  );
+  if (accepted.length === 0) throw new NothingToAggregateError(a.round);
+  const next = combine(o.spec, held, accepted);
+  const cid = cidToString(await o.store(encodeRoundCheckpoint(next)));
+  return { cid, params: next.params };
+}
+
 /**
  * Fetches and reads the `all` deltas (through `fetched`, so a pass reuses
  * the last one's work) and screens them. A delta that cannot be fetched or
  * read is refused here and not listed.
  */
 async function screen(
-  o: LeaderAggregationOptions,
+  o: Pick<
+    LeaderAggregationOptions,
+    | "spec"
+    | "delta"
+    | "evidenceAgainst"
+    | "behaviour"
+    | "refuse"
+    | "reasonOf"
+  >,
   all: readonly DeltaAnnounce[],
   fetched: Map<string, Promise<Float32Array>>,
 ): Promise<Screened> {

@@ -23,6 +23,7 @@ import { type Dataset, splitTrainVal } from "../../protocol/dataset.ts";
 import { BatchSampler } from "../../kernels/data/sampler.ts";
 import { roundSampler } from "./round_sampler.ts";
 import {
+  type AdamWMoments,
   checkParamsLength,
   type TokenBatch,
   type Trainer,
@@ -80,6 +81,11 @@ export interface TrainRoundParams {
    * null to go on from the trainer's own (training a round ahead).
    */
   params: Float32Array | null;
+  /**
+   * AdamW moments to load with `params` (the trainer's own when not
+   * given): a round restarted after dropped steps begins where they did.
+   */
+  moments?: AdamWMoments;
   /**
    * Dataset chunk indices assigned to this peer this round (indices into
    * `dataset.chunks`, not into the training list: map assignment output
@@ -228,11 +234,13 @@ export class RoundTrainer {
     }
     this.#busy = true;
     try {
-      if (p.params) {
-        const params = p.params;
-        await this.exclusive(() =>
-          Promise.resolve(this.#trainer.setParams(params))
-        );
+      const { params: start, moments } = p;
+      if (start || moments) {
+        await this.exclusive(() => {
+          if (start) this.#trainer.setParams(start);
+          if (moments) this.#trainer.setMoments(moments);
+          return Promise.resolve();
+        });
       }
       const bounds = new Set(segmentBounds(steps));
       let lossSum = 0, trainMs = 0, shiftedAt: number | null = null;
@@ -322,6 +330,11 @@ export class RoundTrainer {
         this.#trainer.setParams(working);
       }
     });
+  }
+
+  /** A copy of the trainer's AdamW moments, between two steps. */
+  moments(): Promise<AdamWMoments> {
+    return this.exclusive(() => this.#trainer.readMoments());
   }
 
   /** Releases the trainer (its device or backend memory). */

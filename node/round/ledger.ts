@@ -48,6 +48,12 @@ export interface RoundRecord {
    * it took a smaller share of the steps); 0 when it is not in the round.
    */
   tokens: number;
+  /**
+   * Whether this peer's steps for the round started from its own preview
+   * of C(round), before the chain committed it (see the round machine's
+   * `preview`): the commit cost it no idle time.
+   */
+  early: boolean;
   /** Bytes this peer sent during the round (gossip and blobs). */
   bytesSent: number;
   /**
@@ -157,6 +163,8 @@ export class RoundLedger {
   #auditBytes = 0;
   #trainMs = 0;
   #enteredAt = Date.now();
+  /** Rounds started early whose records are not written yet. */
+  readonly #early = new Set<number>();
 
   constructor(readonly spec: JobSpec, readonly parameterCount: number) {}
 
@@ -194,6 +202,11 @@ export class RoundLedger {
     this.audits.push(a);
     if (this.audits.length > KEEP_REFUSALS) this.audits.shift();
     this.auditCounts[a.passed ? "passed" : "failed"]++;
+  }
+
+  /** Notes that `round`'s steps started from a previewed checkpoint. */
+  noteEarlyStart(round: number): void {
+    this.#early.add(round);
   }
 
   /** Counts time spent in training steps. */
@@ -252,6 +265,7 @@ export class RoundLedger {
       ? m.contributions.reduce((s, c) => s + c.loss * c.tokens, 0) / tokens
       : null;
     const commit = this.#commits.get(r.round);
+    for (const e of this.#early) if (e < r.round) this.#early.delete(e);
     const peers = Math.max(m?.contributions.length ?? 0, r.livePeers);
     const record: RoundRecord = {
       round: r.round,
@@ -263,6 +277,7 @@ export class RoundLedger {
       valLoss: r.valLoss,
       contributed: m?.contributions.some((c) => c.peer === r.self) ?? false,
       tokens: m?.contributions.find((c) => c.peer === r.self)?.tokens ?? 0,
+      early: this.#early.delete(r.round),
       dataParallelBytes: this.spec.innerSteps *
         allReduceBytes(this.parameterCount, peers),
       ...r.counters,

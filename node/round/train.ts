@@ -1,9 +1,17 @@
 /**
- * A peer's inner training for the round machine's `train`, `trainAhead`
- * and `rebase` actions: H steps on its assigned chunks, then its
- * pseudo-gradient Δ = C(r) − θ_end, quantized and stored as a block, is
- * handed over for announcement. The blob is bound to its job, round,
- * parent and peer (delta_blob.ts), so it is good for this round only.
+ * A peer's inner training for the round machine's `train`, `preview`,
+ * `trainAhead` and `rebase` actions: H steps on its assigned chunks, then
+ * its pseudo-gradient Δ = C(r) − θ_end, quantized and stored as a block, is
+ * handed over for announcement (deliver.ts). The blob is bound to its job,
+ * round, parent and peer (delta_blob.ts), so it is good for this round only.
+ *
+ * Starting early (`early`): once every live member's delta for round r is
+ * in, the peer computes C(r+1) itself and trains round r+1 from it while r
+ * is settled, verified and committed. The steps are exactly those of a
+ * round trained after the commit; the delta waits for `train` with the same
+ * checkpoint. Should the chain commit another, the steps are dropped and
+ * the round trained from the committed one, from the AdamW moments the
+ * early start began with, as if it had never started.
  *
  * Training ahead (`overlap`): once its delta for round r is out, the peer
  * goes on with round r+1's steps from θ_local(r) while r is aggregated and
@@ -19,28 +27,22 @@
  * @module
  */
 import { assignChunks } from "../../protocol/assignment.ts";
-import { encodeDelta } from "../../protocol/delta_blob.ts";
 import type { JobSpec } from "../../protocol/job_spec.ts";
 import { throughputSteps } from "../../protocol/inner_steps.ts";
+import type { AdamWMoments } from "../../kernels/trainer.ts";
+import { untilOrAborted } from "./abortable.ts";
 import { StateWindow } from "./state_window.ts";
 import { ThroughputMeter } from "./throughput_meter.ts";
-import { pseudoGradient } from "../../protocol/pseudo_gradient.ts";
 import { encodeState } from "../../protocol/state_hash.ts";
-import {
-  dataHash,
-  encodeWorkRecord,
-  segmentBounds,
-  trajectoryRoot,
-} from "../../protocol/work_record.ts";
+import { segmentBounds } from "../../protocol/work_record.ts";
 import type { RoundState } from "../../protocol/round_state.ts";
 import type { Progress } from "../p2p/gossip_service.ts";
 import type { DeltaChoice, RoundBehaviour } from "./behaviour.ts";
+import { deliverDelta, type Trained, type TrainedDelta } from "./deliver.ts";
 import type { RoundLedger } from "./ledger.ts";
-import {
-  type RoundTrainer,
-  type TrainRoundParams,
-  type TrainRoundResult,
-} from "./inner_loop.ts";
+import type { RoundTrainer, TrainRoundParams } from "./inner_loop.ts";
+
+export type { TrainedDelta };
 
 /** Most of a round's inner steps taken before its checkpoint is known. */
 const AHEAD_FRACTION = 0.1;
@@ -55,27 +57,6 @@ function aheadSteps(steps: number): number {
   return segmentBounds(steps).filter((b) => b <= most).at(-1)!;
 }
 
-/** A trained round's delta, stored and ready to announce. */
-export interface TrainedDelta {
-  round: number;
-  /** CID of C(round), the base of the delta. */
-  parent: string;
-  /** CID of the stored, quantized delta. */
-  cid: string;
-  bytes: number;
-  tokens: number;
-  loss: number;
-  steps: number;
-  chunks: number;
-  /** CID of the work record: state CIDs and assignment peers. */
-  work: string;
-  /** The work commitment's `data` and `trajectory`. */
-  data: `0x${string}`;
-  trajectory: `0x${string}`;
-  /** The kernel build that trained. */
-  kernel: string;
-}
-
 /** What {@linkcode RoundTraining} works with. */
 export interface RoundTrainingOptions {
   jobId: string;
@@ -84,7 +65,7 @@ export interface RoundTrainingOptions {
   spec: JobSpec;
   trainer: RoundTrainer;
   /** Where step losses and training time are counted. */
-  ledger: Pick<RoundLedger, "steps" | "noteTraining">;
+  ledger: Pick<RoundLedger, "steps" | "noteTraining" | "noteEarlyStart">;
   /** The machine's current state (its round and live peers). */
   state: () => Pick<RoundState, "round" | "live">;
   /**
@@ -113,15 +94,6 @@ export interface RoundTrainingOptions {
   announced: DeltaChoice["announced"];
 }
 
-/** One round's training with what its work commitment needs. */
-type Trained = TrainRoundResult & {
-  chunks: number;
-  /** The peers its chunks were assigned among. */
-  peers: string[];
-  /** CIDs of its stored states at the segment bounds. */
-  states: string[];
-};
-
 /** A round being trained ahead of its checkpoint. */
 interface Ahead {
   round: number;
@@ -136,14 +108,28 @@ interface Ahead {
   done: Promise<void>;
 }
 
+/** A round being trained from its checkpoint. */
+interface Running {
+  round: number;
+  abort: AbortController;
+  /** Settles when the round's work ends, delivered or not. */
+  done: Promise<void>;
+  /** Set when it started from a previewed checkpoint (see `early`). */
+  early: {
+    parent: string;
+    /** The AdamW moments it started with, for a restart. */
+    moments: AdamWMoments | null;
+    /** Resolved when the chain committed `parent`. */
+    committed: PromiseWithResolvers<void>;
+  } | null;
+}
+
 /** Runs one peer's inner rounds, ahead of the chain when asked to. */
 export class RoundTraining {
   readonly #o: RoundTrainingOptions;
   #ahead: Ahead | null = null;
   /** The round being trained from its checkpoint, if one is. */
-  #current:
-    | { round: number; abort: AbortController; done: Promise<void> }
-    | null = null;
+  #current: Running | null = null;
   /** θ_local of the last round trained, where training ahead starts. */
   #last: Float32Array | null = null;
   /** This peer's throughput, as its heartbeats report it. */
@@ -161,31 +147,84 @@ export class RoundTraining {
    * Trains `round` from C(round) = `base`, dropping any work ahead and an
    * earlier round still training: the chain committed that one without
    * this peer (it was too slow, or late to start), and finishing it would
-   * only make the peer late for this one too.
+   * only make the peer late for this one too. A round started early from
+   * the same checkpoint goes on; one started from another is dropped and
+   * the round trained again from the moments it started with.
    */
   async train(round: number, parent: string, base: Float32Array) {
+    const current = this.#current;
+    if (current?.round === round && current.early) {
+      if (current.early.parent === parent) {
+        current.early.committed.resolve();
+        return current.done;
+      }
+      current.abort.abort(
+        new Error(
+          `round ${round} starts from ${parent}, not the previewed ${current.early.parent}`,
+        ),
+      );
+      await current.done;
+      return this.#run(round, parent, base, current.early.moments);
+    }
     await this.#dropAhead();
     await this.#dropBehind(round);
+    return this.#run(round, parent, base);
+  }
+
+  /**
+   * Starts `round` from its previewed checkpoint C(round) = `base` (CID
+   * `parent`) before the chain commits it; the delta waits for `train`
+   * with the same parent. Does nothing while another round trains.
+   */
+  early(round: number, parent: string, base: Float32Array): Promise<void> {
+    if (this.#current || this.#ahead) return Promise.resolve();
+    return this.#run(round, parent, base, undefined, true);
+  }
+
+  /** Trains `round` and delivers its delta (see `train` and `early`). */
+  #run(
+    round: number,
+    parent: string,
+    base: Float32Array,
+    moments?: AdamWMoments | null,
+    early = false,
+  ): Promise<void> {
     const abort = new AbortController();
-    const run = this.#steps(
+    const signal = AbortSignal.any([abort.signal, this.#o.signal]);
+    const running: Running = {
       round,
-      base,
-      AbortSignal.any([abort.signal, this.#o.signal]),
-    );
-    const current = { round, abort, done: run.then(() => {}, () => {}) };
-    this.#current = current;
-    let result: Trained;
-    try {
-      result = await run;
-    } catch (err) {
-      if (abort.signal.aborted) return; // dropped: nothing to report
-      throw err;
-    } finally {
-      if (this.#current === current) this.#current = null;
-    }
-    this.#last = result.params;
-    if (this.#o.state().round !== round) return; // the chain moved on
-    await this.#deliver(round, parent, base, result);
+      abort,
+      done: Promise.resolve(),
+      early: early
+        ? { parent, moments: null, committed: Promise.withResolvers() }
+        : null,
+    };
+    this.#current = running;
+    const task = (async () => {
+      let result: Trained;
+      try {
+        if (running.early) {
+          running.early.moments = await this.#o.trainer.moments();
+        }
+        result = await this.#steps(round, base, signal, {
+          moments: moments ?? undefined,
+        });
+        if (running.early) {
+          await untilOrAborted(running.early.committed.promise, signal);
+        }
+      } catch (err) {
+        if (abort.signal.aborted) return; // dropped: nothing to report
+        throw err;
+      } finally {
+        if (this.#current === running) this.#current = null;
+      }
+      this.#last = result.params;
+      if (this.#o.state().round !== round) return; // the chain moved on
+      if (running.early) this.#o.ledger.noteEarlyStart(round);
+      await deliverDelta(this.#o, round, parent, base, result);
+    })();
+    running.done = task.then(() => {}, () => {});
+    return task;
   }
 
   async #dropBehind(round: number): Promise<void> {
@@ -249,7 +288,7 @@ export class RoundTraining {
       // must find the way clear.
       if (this.#ahead === ahead) this.#ahead = null;
       if (this.#o.state().round !== ahead.round) return;
-      await this.#deliver(ahead.round, parent, base, result);
+      await deliverDelta(this.#o, ahead.round, parent, base, result);
     } catch (err) {
       // Dropped because the chain went elsewhere: nothing to report.
       if (ahead.abort.signal.aborted) return;
@@ -276,7 +315,9 @@ export class RoundTraining {
     round: number,
     params: Float32Array | null,
     signal: AbortSignal,
-    ahead: Pick<TrainRoundParams, "shift"> & { until?: Promise<unknown> } = {},
+    ahead: Pick<TrainRoundParams, "shift" | "moments"> & {
+      until?: Promise<unknown>;
+    } = {},
   ): Promise<Trained> {
     const { trainer, spec, ledger, progress, peerId } = this.#o;
     const peers = [...new Set([...this.#o.state().live, peerId])];
@@ -305,6 +346,7 @@ export class RoundTraining {
       chunks: assigned.map((i) => trainer.trainChunks[i]),
       steps,
       signal,
+      moments: ahead.moments,
       shift: ahead.shift,
       hold: ahead.until &&
         { beforeStep: aheadSteps(steps), until: ahead.until },
@@ -333,53 +375,5 @@ export class RoundTraining {
     const states = await Promise.all(writes);
     await this.#states.keep(round, states);
     return { ...result, chunks: assigned.length, peers, states };
-  }
-
-  /** Quantizes and stores Δ = base − θ_end, then hands it over. */
-  async #deliver(
-    round: number,
-    parent: string,
-    base: Float32Array,
-    result: Trained,
-  ): Promise<void> {
-    const { spec, behaviour } = this.#o;
-    const delta = await behaviour.delta({
-      round,
-      parent,
-      delta: pseudoGradient(base, result.params),
-      live: () => this.#o.state().live,
-      announced: this.#o.announced,
-    });
-    const bytes = encodeDelta(
-      spec,
-      behaviour.deltaContext({
-        job: this.#o.jobId,
-        round,
-        parent,
-        peer: this.#o.peerId,
-      }),
-      delta,
-    );
-    const work = await behaviour.work({
-      round,
-      parent,
-      peers: result.peers,
-      states: result.states,
-      shifted: result.shiftedAt ?? 0,
-    });
-    await this.#o.announce({
-      round,
-      parent,
-      cid: await this.#o.store(bytes),
-      bytes: bytes.length,
-      tokens: result.tokens,
-      loss: result.loss,
-      steps: result.steps,
-      chunks: result.chunks,
-      work: await this.#o.store(encodeWorkRecord(work)),
-      data: dataHash(this.#o.jobId, round, this.#o.peerId, work.peers),
-      trajectory: trajectoryRoot(work.states),
-      kernel: this.#o.trainer.kernel,
-    });
   }
 }

@@ -307,3 +307,63 @@ Deno.test("RoundTraining: a job of full shares takes H steps however slow the pe
   await training.train(1, "bafkreic1", genesis);
   assert.deepEqual(delivered.map((d) => d.steps), [H, H]);
 });
+
+Deno.test("RoundTraining: a round started early from its previewed checkpoint is delivered once committed, the very delta of a round trained after the commit", async () => {
+  const c1 = await local0();
+  const plain = setup();
+  await plain.training.train(0, "bafkreic0", genesis);
+  plain.state.round = 1;
+  await plain.training.train(1, "bafkreic1", c1);
+
+  const early = setup();
+  await early.training.train(0, "bafkreic0", genesis);
+  const started = early.training.early(1, "bafkreic1", c1);
+  await until(() => early.stepsIn(1) === H);
+  // Trained, but not delivered before the chain commits its checkpoint.
+  await new Promise((r) => setTimeout(r, 20));
+  assert.deepEqual(early.delivered.map((d) => d.round), [0]);
+  early.state.round = 1;
+  await early.training.train(1, "bafkreic1", c1);
+  await started;
+  assert.deepEqual(early.delivered.map((d) => [d.round, d.parent]), [
+    [0, "bafkreic0"],
+    [1, "bafkreic1"],
+  ]);
+  assert.equal(early.delivered[1].cid, plain.delivered[1].cid);
+  assert.equal(early.delivered[1].work, plain.delivered[1].work);
+});
+
+Deno.test("RoundTraining: a round started early from a checkpoint the chain does not commit is trained again from the committed one, as if never started", async () => {
+  const c1 = await local0();
+  const plain = setup();
+  await plain.training.train(0, "bafkreic0", genesis);
+  plain.state.round = 1;
+  await plain.training.train(1, "bafkreic1", c1);
+
+  const early = setup();
+  await early.training.train(0, "bafkreic0", genesis);
+  const started = early.training.early(1, "bafkreicother", genesis);
+  await until(() => early.stepsIn(1) >= 3);
+  early.state.round = 1;
+  await early.training.train(1, "bafkreic1", c1);
+  await started;
+  assert.deepEqual(early.delivered.map((d) => [d.round, d.parent]), [
+    [0, "bafkreic0"],
+    [1, "bafkreic1"],
+  ]);
+  // The AdamW moments were put back: bit for bit the plain round.
+  assert.equal(early.delivered[1].cid, plain.delivered[1].cid);
+  assert.equal(early.delivered[1].work, plain.delivered[1].work);
+});
+
+Deno.test("RoundTraining: a round started early that the chain skips is dropped, and the next round is delivered", async () => {
+  const { training, delivered, state, stepsIn } = setup(spec, 0.05);
+  await training.train(0, "bafkreic0", genesis);
+  const started = training.early(1, "bafkreic1", genesis);
+  await until(() => stepsIn(1) >= 1);
+  state.round = 2;
+  await training.train(2, "bafkreic2", genesis);
+  await started;
+  assert.ok(stepsIn(1) < H, `round 1 ran all ${stepsIn(1)} steps`);
+  assert.deepEqual(delivered.map((d) => d.round), [0, 2]);
+});

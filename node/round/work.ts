@@ -39,7 +39,7 @@ import {
   type RoundState,
 } from "../../protocol/round_state.ts";
 import type { Identity } from "../identity.ts";
-import { lead } from "./aggregate.ts";
+import { lead, previewRound } from "./aggregate.ts";
 import { Attester } from "./attest.ts";
 import { HONEST, type RoundBehaviour } from "./behaviour.ts";
 import { BlobGetter } from "./blob_getter.ts";
@@ -249,6 +249,8 @@ export class RoundWork {
           action.parent,
           this.#sync.held(action.parent).ckpt.params,
         );
+      case "preview":
+        return this.#preview(action);
       case "aggregate":
         return this.#lead(action).catch((err) =>
           this.#o.feed({
@@ -317,6 +319,22 @@ export class RoundWork {
       a,
       this.#sync.held(a.parent),
     );
+  }
+
+  /** Starts the next round from its previewed checkpoint. */
+  async #preview(a: Extract<RoundAction, { type: "preview" }>): Promise<void> {
+    const { cid, params } = await previewRound(
+      {
+        spec: this.#o.spec,
+        delta: (d) => this.#deltas.read(d, [d.peer]),
+        evidenceAgainst: (round, peer) =>
+          this.#verifier.evidenceAgainst(round, peer),
+        store: (bytes) => this.#o.services.blocks.put(bytes),
+      },
+      a,
+      this.#sync.held(a.parent),
+    );
+    await this.#training.early(a.round + 1, cid, params);
   }
 
   #commit(a: Extract<RoundAction, { type: "commit" }>): Promise<void> {

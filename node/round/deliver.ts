@@ -1,0 +1,109 @@
+/**
+ * The end of a peer's round: its pseudo-gradient Δ = C(r) − θ_end,
+ * quantized and stored, and its work record, handed over for announcement.
+ *
+ * @module
+ */
+import { encodeDelta } from "../../protocol/delta_blob.ts";
+import { pseudoGradient } from "../../protocol/pseudo_gradient.ts";
+import {
+  dataHash,
+  encodeWorkRecord,
+  trajectoryRoot,
+} from "../../protocol/work_record.ts";
+import type { TrainRoundResult } from "./inner_loop.ts";
+import type { RoundTrainingOptions } from "./train.ts";
+
+/** A trained round's delta, stored and ready to announce. */
+export interface TrainedDelta {
+  round: number;
+  /** CID of C(round), the base of the delta. */
+  parent: string;
+  /** CID of the stored, quantized delta. */
+  cid: string;
+  bytes: number;
+  tokens: number;
+  loss: number;
+  steps: number;
+  chunks: number;
+  /** CID of the work record: state CIDs and assignment peers. */
+  work: string;
+  /** The work commitment's `data` and `trajectory`. */
+  data: `0x${string}`;
+  trajectory: `0x${string}`;
+  /** The kernel build that trained. */
+  kernel: string;
+}
+
+/** One round's training with what its work commitment needs. */
+export type Trained = TrainRoundResult & {
+  chunks: number;
+  /** The peers its chunks were assigned among. */
+  peers: string[];
+  /** CIDs of its stored states at the segment bounds. */
+  states: string[];
+};
+
+/** What delivering a delta uses. */
+export type DeliverOptions =
+  & Pick<
+    RoundTrainingOptions,
+    | "jobId"
+    | "peerId"
+    | "spec"
+    | "behaviour"
+    | "state"
+    | "announced"
+    | "store"
+    | "announce"
+  >
+  & { trainer: { kernel: string } };
+
+/** Quantizes and stores Δ = base − θ_end, then hands it over. */
+export async function deliverDelta(
+  o: DeliverOptions,
+  round: number,
+  parent: string,
+  base: Float32Array,
+  result: Trained,
+): Promise<void> {
+  const { spec, behaviour } = o;
+  const delta = await behaviour.delta({
+    round,
+    parent,
+    delta: pseudoGradient(base, result.params),
+    live: () => o.state().live,
+    announced: o.announced,
+  });
+  const bytes = encodeDelta(
+    spec,
+    behaviour.deltaContext({
+      job: o.jobId,
+      round,
+      parent,
+      peer: o.peerId,
+    }),
+    delta,
+  );
+  const work = await behaviour.work({
+    round,
+    parent,
+    peers: result.peers,
+    states: result.states,
+    shifted: result.shiftedAt ?? 0,
+  });
+  await o.announce({
+    round,
+    parent,
+    cid: await o.store(bytes),
+    bytes: bytes.length,
+    tokens: result.tokens,
+    loss: result.loss,
+    steps: result.steps,
+    chunks: result.chunks,
+    work: await o.store(encodeWorkRecord(work)),
+    data: dataHash(o.jobId, round, o.peerId, work.peers),
+    trajectory: trajectoryRoot(work.states),
+    kernel: o.trainer.kernel,
+  });
+}
