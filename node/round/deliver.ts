@@ -12,7 +12,9 @@ import {
   trajectoryRoot,
 } from "../../protocol/work_record.ts";
 import type { TrainRoundResult } from "./inner_loop.ts";
-import type { RoundTrainingOptions } from "./train.ts";
+import type { JobSpec } from "../../protocol/job_spec.ts";
+import type { RoundState } from "../../protocol/round_state.ts";
+import type { DeltaChoice, RoundBehaviour } from "./behaviour.ts";
 
 /** A trained round's delta, stored and ready to announce. */
 export interface TrainedDelta {
@@ -44,20 +46,22 @@ export type Trained = TrainRoundResult & {
   states: string[];
 };
 
-/** What delivering a delta uses. */
-export type DeliverOptions =
-  & Pick<
-    RoundTrainingOptions,
-    | "jobId"
-    | "peerId"
-    | "spec"
-    | "behaviour"
-    | "state"
-    | "announced"
-    | "store"
-    | "announce"
-  >
-  & { trainer: { kernel: string } };
+/** What delivering a delta uses (a subset of RoundTraining's options). */
+export interface DeliverOptions {
+  jobId: string;
+  peerId: string;
+  spec: JobSpec;
+  behaviour: RoundBehaviour;
+  state: () => Pick<RoundState, "live">;
+  /** The other peers' deltas announced so far this round, fetched. */
+  announced: DeltaChoice["announced"];
+  /** Stores a block; resolves with its CID string. */
+  store: (bytes: Uint8Array) => Promise<string>;
+  /** Announces a trained delta (and tells the machine). */
+  announce: (delta: TrainedDelta) => Promise<void>;
+  /** The kernel build that trained. */
+  trainer: { kernel: string };
+}
 
 /** Quantizes and stores Δ = base − θ_end, then hands it over. */
 export async function deliverDelta(
