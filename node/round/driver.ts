@@ -258,7 +258,10 @@ function roundServices(
       slash: (account, kind, evidence) =>
         slash(registry, { account, job, kind, evidence }),
     },
-    progress: (p) => node.gossip.setProgress(p),
+    progress: (p, now) => {
+      node.gossip.setProgress(p);
+      if (now) node.gossip.publishHeartbeat();
+    },
     servedBytes: () => node.blobs.stats.servedBytes,
   };
 }

@@ -83,8 +83,15 @@ export interface RoundServices {
   fetcher: BlobFetcher;
   gossip: RoundGossip;
   chain: RoundChain;
-  /** Reports training progress for heartbeats. */
-  progress(p: Partial<Pick<Progress, "round" | "step" | "throughput">>): void;
+  /**
+   * Reports training progress for heartbeats; `now` sends one at once (a
+   * round's end: peers size their next shares from this peer's speed,
+   * maybe before the next tick).
+   */
+  progress(
+    p: Partial<Pick<Progress, "round" | "step" | "throughput">>,
+    now?: boolean,
+  ): void;
   /** Bytes this peer's blob service has served so far. */
   servedBytes(): number;
 }

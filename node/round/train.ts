@@ -73,9 +73,10 @@ export interface RoundTrainingOptions {
    * heartbeat; 0 when unknown. Sizes this peer's share of a round.
    */
   throughput: (peer: string) => number;
-  /** Reports progress for heartbeats. */
+  /** Reports progress for heartbeats; `now` sends one at once. */
   progress: (
     p: Partial<Pick<Progress, "round" | "step" | "throughput">>,
+    now?: boolean,
   ) => void;
   /**
    * Stores a block (a quantized delta, a training state, a work record);
@@ -174,10 +175,15 @@ export class RoundTraining {
   /**
    * Starts `round` from its previewed checkpoint C(round) = `base` (CID
    * `parent`) before the chain commits it; the delta waits for `train`
-   * with the same parent. Does nothing while another round trains.
+   * with the same parent. Does nothing while another round trains, or once
+   * the machine has left the round before it (a preview finished late).
    */
   early(round: number, parent: string, base: Float32Array): Promise<void> {
-    if (this.#current || this.#ahead) return Promise.resolve();
+    if (
+      this.#current || this.#ahead || this.#o.state().round !== round - 1
+    ) {
+      return Promise.resolve();
+    }
     return this.#run(round, parent, base, undefined, true);
   }
 
@@ -372,6 +378,9 @@ export class RoundTraining {
       throw err;
     });
     ledger.noteTraining(result.trainMs);
+    // Before the delta goes out: whoever starts the next round once it is
+    // in sizes its share from this peer's speed, as measured to the end.
+    progress({ throughput: this.#speed.tokensPerSecond }, true);
     const states = await Promise.all(writes);
     await this.#states.keep(round, states);
     return { ...result, chunks: assigned.length, peers, states };

@@ -367,3 +367,12 @@ Deno.test("RoundTraining: a round started early that the chain skips is dropped,
   assert.ok(stepsIn(1) < H, `round 1 ran all ${stepsIn(1)} steps`);
   assert.deepEqual(delivered.map((d) => d.round), [0, 2]);
 });
+
+Deno.test("RoundTraining: a preview that comes once its round has begun starts nothing", async () => {
+  const { training, delivered, state, stepsIn } = setup();
+  state.round = 1;
+  await training.early(1, "bafkreic1", genesis);
+  await new Promise((r) => setTimeout(r, 20));
+  assert.equal(stepsIn(1), 0);
+  assert.deepEqual(delivered, []);
+});

@@ -196,7 +196,7 @@ export class RoundWork {
       behaviour: this.#behaviour,
       announced: () => this.#deltas.others(identity.peerId),
       throughput: (peer) => services.gossip.throughput(peer),
-      progress: (p) => services.progress(p),
+      progress: (p, now) => services.progress(p, now),
       store: async (bytes) => cidToString(await services.blocks.put(bytes)),
       drop: (cid) => services.blocks.delete(parseCid(cid)),
       signal: this.#abort.signal,
