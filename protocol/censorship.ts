@@ -15,6 +15,11 @@
  *    ({@linkcode expectedDeltas}); leaving out one it can fetch and read is
  *    censorship.
  *
+ * A delta that reaches a verifier before the round began there (a peer
+ * that entered the round sooner announced it meanwhile) counts for rule 1
+ * from when it arrived, as the leader may have had it that long, and for
+ * rule 2 from when the round began.
+ *
  * An honest leader passes both whenever gossip reaches peers within g of
  * each other. A censor cannot publish quickly enough to pass off a delta
  * as one it never had: by the time rule 1 lets it publish, every delta it

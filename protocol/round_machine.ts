@@ -115,11 +115,13 @@ export function enter(
   const fresh = initialState(state.config, now);
   const deltas = new Map<string, DeltaAnnounce>();
   const deltaSeenAt = new Map<string, number>();
+  const deltaArrivedAt = new Map<string, number>();
   const wasAhead = state.ahead === round;
-  for (const d of state.early) {
+  for (const { msg: d, at } of state.early) {
     if (d.round === round && d.parent === parent) {
       deltas.set(d.peer, d);
       deltaSeenAt.set(d.peer, now);
+      deltaArrivedAt.set(d.peer, at);
     }
   }
   const next: RoundState = {
@@ -130,7 +132,8 @@ export function enter(
     live: state.live,
     deltas,
     deltaSeenAt,
-    early: state.early.filter((d) => d.round > round),
+    deltaArrivedAt,
+    early: state.early.filter((e) => e.msg.round > round),
   };
   // Trained ahead: the steps are under way, whoever is live now.
   if (wasAhead) {
@@ -225,6 +228,7 @@ function onTrained(state: RoundState, delta: DeltaAnnounce, now: number): Step {
   }
   const deltas = new Map(state.deltas).set(delta.peer, delta);
   const deltaSeenAt = new Map(state.deltaSeenAt).set(delta.peer, now);
+  const deltaArrivedAt = new Map(state.deltaArrivedAt).set(delta.peer, now);
   const next = state.round + 1;
   const { config } = state;
   const ahead = config.overlap && next < config.rounds &&
@@ -235,6 +239,7 @@ function onTrained(state: RoundState, delta: DeltaAnnounce, now: number): Step {
     trainedAt: now,
     deltas,
     deltaSeenAt,
+    deltaArrivedAt,
     ahead: ahead ? next : state.ahead,
   }, now);
   if (!ahead) return collecting;
@@ -249,15 +254,19 @@ function onDelta(state: RoundState, msg: DeltaAnnounce, now: number): Step {
     if (state.deltas.has(msg.peer)) return { state, actions: [] };
     const deltas = new Map(state.deltas).set(msg.peer, msg);
     const deltaSeenAt = new Map(state.deltaSeenAt).set(msg.peer, now);
-    return onTick({ ...state, deltas, deltaSeenAt }, now);
+    const deltaArrivedAt = new Map(state.deltaArrivedAt).set(msg.peer, now);
+    return onTick({ ...state, deltas, deltaSeenAt, deltaArrivedAt }, now);
   }
   // Peers that advanced first announce the next round before this peer has
   // fetched its checkpoint; keep a bounded few for when it gets there.
   if (
     msg.round === state.round + 1 && state.early.length < MAX_EARLY &&
-    !state.early.some((d) => d.peer === msg.peer && d.round === msg.round)
+    !state.early.some((e) =>
+      e.msg.peer === msg.peer && e.msg.round === msg.round
+    )
   ) {
-    return { state: { ...state, early: [...state.early, msg] }, actions: [] };
+    const early = [...state.early, { msg, at: now }];
+    return { state: { ...state, early }, actions: [] };
   }
   return { state, actions: [] };
 }
@@ -306,6 +315,7 @@ function onManifest(
       manifest: msg,
       announced: [...state.deltas.values()],
       seenAt: state.deltaSeenAt,
+      arrivedAt: state.deltaArrivedAt,
       at: now,
     }],
   };

@@ -146,6 +146,34 @@ Deno.test("round machine: a verification knows when each delta and the manifest 
   assert.equal(verify.at, 9_000);
 });
 
+Deno.test("round machine: a delta that came before its round began counts from then for haste, from the round's start for what must be listed", () => {
+  const m = { ...manifestFrom("b"), round: 1, parent: "bafkreic1" };
+  const { actions } = run(initialState(config("a"), 0), [
+    [0, { type: "chainHead", nextRound: 0, head: GENESIS }],
+    [0, { type: "enter", round: 0, parent: GENESIS }],
+    [0, { type: "tick", live: ["a", "b", "c"] }],
+    // Peers that entered round 1 first announce it meanwhile.
+    [1_000, { type: "delta", msg: delta("c", 1, "bafkreic1") }],
+    [1_500, { type: "chainHead", nextRound: 1, head: "bafkreic1" }],
+    [2_000, { type: "enter", round: 1, parent: "bafkreic1" }],
+    [2_000, { type: "tick", live: ["a", "b", "c"] }],
+    [2_500, { type: "delta", msg: delta("b", 1, "bafkreic1") }],
+    [3_000, { type: "manifest", msg: m }],
+  ]);
+  const verify = actions.find((a) => a.type === "verify") as Extract<
+    RoundAction,
+    { type: "verify" }
+  >;
+  assert.deepEqual(
+    Object.fromEntries(verify.seenAt),
+    { b: 2_500, c: 2_000 },
+  );
+  assert.deepEqual(
+    Object.fromEntries(verify.arrivedAt),
+    { b: 2_500, c: 1_000 },
+  );
+});
+
 Deno.test("round machine: the aggregator commits at quorum and retries a failed commit", () => {
   const live = ["a", "b", "c"];
   const leader = rankLeaders(GENESIS, live)[0];

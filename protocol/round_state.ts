@@ -53,7 +53,14 @@ export interface RoundState {
   /** When each of `deltas` arrived (or the round began, if earlier). */
   readonly deltaSeenAt: ReadonlyMap<string, number>;
   /** Announcements that arrived for the next round while still in this one. */
-  readonly early: readonly DeltaAnnounce[];
+  readonly early: readonly { msg: DeltaAnnounce; at: number }[];
+  /**
+   * When each of `deltas` reached this peer: for one that came before the
+   * round began here, that earlier time. A leader can have seen it that
+   * early, so a manifest is judged hasty from it (censorship.ts), while what
+   * a manifest must list is judged from `deltaSeenAt`.
+   */
+  readonly deltaArrivedAt: ReadonlyMap<string, number>;
   /** Live members at the last tick, this peer included, sorted. */
   readonly live: readonly string[];
   /** Manifest CIDs already sent to verification, by announcing peer. */
@@ -151,6 +158,8 @@ export type RoundAction =
     manifest: ManifestAnnounce;
     announced: DeltaAnnounce[];
     seenAt: ReadonlyMap<string, number>;
+    /** When each announced delta reached this peer (`deltaArrivedAt`). */
+    arrivedAt: ReadonlyMap<string, number>;
     at: number;
   }
   /** Sign and publish an attestation of a verified manifest. */
@@ -206,6 +215,7 @@ export function initialState(config: RoundConfig, now: number): RoundState {
     trainedAt: null,
     deltas: new Map(),
     deltaSeenAt: new Map(),
+    deltaArrivedAt: new Map(),
     early: [],
     live: [config.self],
     verifying: new Map(),

@@ -51,9 +51,11 @@ export async function verifyManifest(
       announced: a.announced,
       expected: expectedDeltas(a.announced, a.seenAt, a.at, config)
         .filter((d) => steady(a.seenAt.get(d.peer)!)),
+      // From when each delta first reached this peer: one that came before
+      // the round began here may have reached the leader as early.
       hasty: (listed) =>
-        isHasty(listed, a.seenAt, a.at, config) &&
-        steady(Math.max(...listed.map((p) => a.seenAt.get(p) ?? a.at))),
+        isHasty(listed, a.arrivedAt, a.at, config) &&
+        steady(Math.max(...listed.map((p) => a.arrivedAt.get(p) ?? a.at))),
       current: () => {
         const state = o.state();
         return state.round === m.round && state.parent === m.parent

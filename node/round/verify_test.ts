@@ -21,7 +21,12 @@ const ANNOUNCE: ManifestAnnounce = {
   rank: 0,
 };
 
-function run(check: (w: Witness) => Promise<RoundManifest>, steady = true) {
+function run(
+  check: (w: Witness) => Promise<RoundManifest>,
+  steady = true,
+  /** How long before the manifest the delta first arrived, ms. */
+  arrivedBefore = 0,
+) {
   const events: RoundEvent[] = [];
   const remembered: string[] = [];
   const ledger = new RoundLedger(SPEC, 10);
@@ -45,6 +50,7 @@ function run(check: (w: Witness) => Promise<RoundManifest>, steady = true) {
     announced: [],
     // A delta that came with the manifest: hasty, on a steady loop.
     seenAt: new Map([[PEERS[0], now]]),
+    arrivedAt: new Map([[PEERS[0], now - arrivedBefore]]),
     at: now,
   });
   return { done, events, remembered, ledger, witnesses };
@@ -89,4 +95,14 @@ Deno.test("verifyManifest passes no timing verdict across a stall of its own loo
   const stalled = run(() => Promise.resolve(MANIFEST), false);
   await stalled.done;
   assert.equal(stalled.witnesses[0].hasty([PEERS[0]]), false);
+});
+
+Deno.test("verifyManifest judges haste from when a delta first arrived, before its round began here", async () => {
+  // Seen as the round began (with the manifest), but it had arrived 5 s
+  // earlier: the leader may have had it as long.
+  const r = run(() => Promise.resolve(MANIFEST), true, 5_000);
+  await r.done;
+  assert.equal(r.witnesses[0].hasty([PEERS[0]]), false);
+  // Still expected in the manifest only from when the round began here.
+  assert.deepEqual(r.witnesses[0].expected, []);
 });
