@@ -149,19 +149,20 @@ Deno.test({
     }, async (c) => {
       const { peers, leader } = await threePeersInRound0(c);
       const worker = peers.find((p) => p !== leader)!;
-      // Early in its steps, so its delta cannot be out before it dies.
+      // Early in some round's steps, so that round's delta cannot be out
+      // before it dies. Rounds after the first start early, while the
+      // round before is still being committed: the round being trained is
+      // the one its progress names, not its machine's.
       const killed = await waitFor(
         async () => {
           const s = await statusOf(worker);
-          return s.training?.phase === "training" && s.progress.step < 100
-            ? s
-            : null;
+          return s.progress.step > 0 && s.progress.step < 100 ? s : null;
         },
         60_000,
         "the worker early in its training",
       );
       worker.child.kill("SIGKILL");
-      const round = killed.training!.round;
+      const round = killed.progress.round;
       await c.waitForRounds(round + 2, 60_000);
       const survivor = peers.find((p) => p !== worker)!;
       const rec = await roundsOf(survivor);
