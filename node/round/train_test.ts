@@ -308,15 +308,33 @@ Deno.test("RoundTraining: a job of full shares takes H steps however slow the pe
   assert.deepEqual(delivered.map((d) => d.steps), [H, H]);
 });
 
-Deno.test("RoundTraining: a round started early from its previewed checkpoint is delivered once committed, the very delta of a round trained after the commit", async () => {
+/**
+ * Rounds 0 and 1 trained plainly from genesis and C(1) = θ_local(0), and
+ * another RoundTraining with round 0 trained, ready to start round 1 early.
+ */
+async function plainAndEarly() {
   const c1 = await local0();
   const plain = setup();
   await plain.training.train(0, "bafkreic0", genesis);
   plain.state.round = 1;
   await plain.training.train(1, "bafkreic1", c1);
-
   const early = setup();
   await early.training.train(0, "bafkreic0", genesis);
+  return { c1, plain, early };
+}
+
+/** Both delivered rounds 0 and 1 from C(0), C(1), round 1 bit for bit. */
+function sameRoundOne(got: TrainedDelta[], want: TrainedDelta[]): void {
+  assert.deepEqual(got.map((d) => [d.round, d.parent]), [
+    [0, "bafkreic0"],
+    [1, "bafkreic1"],
+  ]);
+  assert.equal(got[1].cid, want[1].cid);
+  assert.equal(got[1].work, want[1].work);
+}
+
+Deno.test("RoundTraining: a round started early from its previewed checkpoint is delivered once committed, the very delta of a round trained after the commit", async () => {
+  const { c1, plain, early } = await plainAndEarly();
   const started = early.training.early(1, "bafkreic1", c1);
   await until(() => early.stepsIn(1) === H);
   // Trained, but not delivered before the chain commits its checkpoint.
@@ -325,35 +343,18 @@ Deno.test("RoundTraining: a round started early from its previewed checkpoint is
   early.state.round = 1;
   await early.training.train(1, "bafkreic1", c1);
   await started;
-  assert.deepEqual(early.delivered.map((d) => [d.round, d.parent]), [
-    [0, "bafkreic0"],
-    [1, "bafkreic1"],
-  ]);
-  assert.equal(early.delivered[1].cid, plain.delivered[1].cid);
-  assert.equal(early.delivered[1].work, plain.delivered[1].work);
+  sameRoundOne(early.delivered, plain.delivered);
 });
 
 Deno.test("RoundTraining: a round started early from a checkpoint the chain does not commit is trained again from the committed one, as if never started", async () => {
-  const c1 = await local0();
-  const plain = setup();
-  await plain.training.train(0, "bafkreic0", genesis);
-  plain.state.round = 1;
-  await plain.training.train(1, "bafkreic1", c1);
-
-  const early = setup();
-  await early.training.train(0, "bafkreic0", genesis);
+  const { c1, plain, early } = await plainAndEarly();
   const started = early.training.early(1, "bafkreicother", genesis);
   await until(() => early.stepsIn(1) >= 3);
   early.state.round = 1;
   await early.training.train(1, "bafkreic1", c1);
   await started;
-  assert.deepEqual(early.delivered.map((d) => [d.round, d.parent]), [
-    [0, "bafkreic0"],
-    [1, "bafkreic1"],
-  ]);
   // The AdamW moments were put back: bit for bit the plain round.
-  assert.equal(early.delivered[1].cid, plain.delivered[1].cid);
-  assert.equal(early.delivered[1].work, plain.delivered[1].work);
+  sameRoundOne(early.delivered, plain.delivered);
 });
 
 Deno.test("RoundTraining: a round started early that the chain skips is dropped, and the next round is delivered", async () => {
