@@ -296,18 +296,14 @@ export class RoundWork {
   }
 
   #lead(a: Extract<RoundAction, { type: "aggregate" }>): Promise<void> {
-    const { jobId, spec, identity, state, feed } = this.#o;
+    const { jobId, identity, state, feed } = this.#o;
     return lead(
       {
         jobId,
-        spec,
         self: identity.peerId,
         state,
         behaviour: this.#behaviour,
-        delta: (d) => this.#deltas.read(d, [d.peer]),
-        evidenceAgainst: (round, peer) =>
-          this.#verifier.evidenceAgainst(round, peer),
-        store: (bytes) => this.#o.services.blocks.put(bytes),
+        ...this.#combining(),
         refuse: (d, reason, err) => this.#refuseDelta(d, reason, err),
         reasonOf: deltaRefusalReason,
         sleep: (ms) => sleep(ms, this.#abort.signal),
@@ -321,19 +317,21 @@ export class RoundWork {
     );
   }
 
+  /** What building C(r+1) from deltas reads and writes, leading or not. */
+  #combining() {
+    return {
+      spec: this.#o.spec,
+      delta: (d: DeltaAnnounce) => this.#deltas.read(d, [d.peer]),
+      evidenceAgainst: (round: number, peer: string) =>
+        this.#verifier.evidenceAgainst(round, peer),
+      store: (bytes: Uint8Array) => this.#o.services.blocks.put(bytes),
+    };
+  }
+
   /** Starts the next round from its previewed checkpoint. */
   async #preview(a: Extract<RoundAction, { type: "preview" }>): Promise<void> {
-    const { cid, params } = await previewRound(
-      {
-        spec: this.#o.spec,
-        delta: (d) => this.#deltas.read(d, [d.peer]),
-        evidenceAgainst: (round, peer) =>
-          this.#verifier.evidenceAgainst(round, peer),
-        store: (bytes) => this.#o.services.blocks.put(bytes),
-      },
-      a,
-      this.#sync.held(a.parent),
-    );
+    const held = this.#sync.held(a.parent);
+    const { cid, params } = await previewRound(this.#combining(), a, held);
     await this.#training.early(a.round + 1, cid, params);
   }
 
