@@ -1,5 +1,6 @@
 import { NodeError } from "./errors.ts";
 import { multiaddr } from "@multiformats/multiaddr";
+import { validHostName } from "./http/host_check.ts";
 import {
   BACKEND_CHOICES,
   type BackendChoice,
@@ -24,6 +25,11 @@ export interface Config {
   bootstrap: string[];
   /** Local HTTP status/JSON-RPC endpoint, or null when disabled. */
   http: { hostname: string; port: number } | null;
+  /**
+   * Names the HTTP server answers to beside IP addresses and `localhost`
+   * (anything else is refused, against DNS rebinding).
+   */
+  httpHosts: string[];
   /** Discover peers on the local network with mDNS. */
   mdns: boolean;
   /** The gossip job name: peers on the same job see each other. */
@@ -68,6 +74,7 @@ const KEYS = [
   "announce",
   "bootstrap",
   "http",
+  "httpHosts",
   "mdns",
   "job",
   "maxBlobBytes",
@@ -86,6 +93,7 @@ export const ENV_NAMES: Record<keyof Config, string> = {
   announce: "ZOO_ANNOUNCE",
   bootstrap: "ZOO_BOOTSTRAP",
   http: "ZOO_HTTP",
+  httpHosts: "ZOO_HTTP_HOSTS",
   mdns: "ZOO_MDNS",
   job: "ZOO_JOB",
   maxBlobBytes: "ZOO_MAX_BLOB_BYTES",
@@ -105,6 +113,7 @@ export function defaultConfig(home: string | undefined): Config {
     announce: [],
     bootstrap: [],
     http: { hostname: "127.0.0.1", port: 7070 },
+    httpHosts: [],
     mdns: false,
     job: "default",
     maxBlobBytes: 2 ** 31,
@@ -149,7 +158,8 @@ export function parseSetting<K extends keyof Config>(
   switch (key) {
     case "listen":
     case "announce":
-    case "bootstrap": {
+    case "bootstrap":
+    case "httpHosts": {
       const list = text.split(",").map((s) => s.trim()).filter((s) => s);
       return validateSetting(source, key, list) as Config[K];
     }
@@ -250,6 +260,14 @@ export function validateSetting<K extends keyof Config>(
       }
       break;
     }
+    case "httpHosts":
+      if (
+        !Array.isArray(value) ||
+        value.some((n) => typeof n !== "string" || !validHostName(n))
+      ) {
+        fail("expected a list of DNS names like node.lan");
+      }
+      break;
     case "mdns":
     case "overlap":
       if (typeof value !== "boolean") fail("expected true or false");

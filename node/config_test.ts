@@ -55,6 +55,7 @@ Deno.test("defaults: every setting when no source gives one", async () => {
     announce: [],
     bootstrap: [],
     http: { hostname: "127.0.0.1", port: 7070 },
+    httpHosts: [],
     mdns: false,
     job: "default",
     maxBlobBytes: 2 ** 31,
@@ -74,6 +75,7 @@ const FILE = {
   announce: ["/ip4/192.0.2.1/tcp/1001"],
   bootstrap: [`/ip4/10.0.0.1/tcp/1001/p2p/${PEER}`],
   http: "127.0.0.1:1001",
+  httpHosts: ["file.lan"],
   mdns: true,
   job: "from-file",
   maxBlobBytes: 1001,
@@ -89,6 +91,7 @@ const ENV: Record<string, string> = {
   ZOO_ANNOUNCE: "/ip4/192.0.2.2/tcp/2002,/dns4/node.example/tcp/2002",
   ZOO_BOOTSTRAP: `/ip4/10.0.0.2/tcp/2002/p2p/${PEER}`,
   ZOO_HTTP: "0.0.0.0:2002",
+  ZOO_HTTP_HOSTS: "env.lan, node.example",
   ZOO_MDNS: "false",
   ZOO_JOB: "from-env",
   ZOO_MAX_BLOB_BYTES: "2002",
@@ -104,6 +107,7 @@ const FLAGS: Omit<Config, "dataDir" | "mdns"> = {
   announce: ["/ip4/192.0.2.3/tcp/3003"],
   bootstrap: [`/ip4/10.0.0.3/tcp/3003/p2p/${PEER}`],
   http: null,
+  httpHosts: ["flags.lan"],
   job: "from-flags",
   maxBlobBytes: 3003,
   rpcUrl: "http://127.0.0.1:3003",
@@ -133,6 +137,7 @@ Deno.test("ZOO_* env overrides zoo.json, lists comma-separated", () =>
       announce: ["/ip4/192.0.2.2/tcp/2002", "/dns4/node.example/tcp/2002"],
       bootstrap: [ENV.ZOO_BOOTSTRAP],
       http: { hostname: "0.0.0.0", port: 2002 },
+      httpHosts: ["env.lan", "node.example"],
       mdns: false,
       job: "from-env",
       maxBlobBytes: 2002,
@@ -283,4 +288,19 @@ Deno.test("bad values in flags name the flag and the value", () => {
       },
     );
   }
+});
+
+Deno.test("httpHosts: a name that is not a DNS name is refused where it is given", async () => {
+  for (const bad of ["evil example", "a:80", "-x.lan", "x..lan", "*.lan"]) {
+    await assertConfigError(
+      () => loadConfig({}, { HOME: "/nonexistent", ZOO_HTTP_HOSTS: bad }),
+      "env ZOO_HTTP_HOSTS",
+      "httpHosts",
+      "expected a list of DNS names",
+    );
+  }
+  assert.deepEqual(
+    parseCommand(["--join", "--http-host", "a.lan", "--http-host", "b"]),
+    { kind: "join", flags: { httpHosts: ["a.lan", "b"] } },
+  );
 });

@@ -187,6 +187,7 @@ export async function startNode(
       createApp(source, {
         rpcToken,
         events,
+        hosts: config.httpHosts,
         // The caller sees only "Internal error": the details go to the log.
         onInternalError: (error) =>
           console.error(

@@ -30,6 +30,7 @@ const SETTING_FLAGS: Record<string, keyof Config> = {
   announce: "announce",
   bootstrap: "bootstrap",
   http: "http",
+  "http-host": "httpHosts",
   job: "job",
   "max-blob-bytes": "maxBlobBytes",
   "rpc-url": "rpcUrl",

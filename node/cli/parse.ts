@@ -43,6 +43,7 @@ const NODE_FLAGS: Spec = {
   announce: { type: "string", multiple: true },
   bootstrap: { type: "string", multiple: true },
   http: { type: "string" },
+  "http-host": { type: "string", multiple: true },
   mdns: { type: "boolean" },
   job: { type: "string" },
   "max-blob-bytes": { type: "string" },

@@ -20,6 +20,8 @@ Node options (--join):
   --announce MULTIADDR    address to tell peers instead, repeatable (default: the listen ones)
   --bootstrap MULTIADDR   peer to dial on start, with /p2p/<id>, repeatable
   --http [HOST:]PORT|off  local status page + JSON-RPC (default 127.0.0.1:7070)
+  --http-host NAME        a DNS name the HTTP server answers to, repeatable
+                          (default: IP addresses and localhost only)
   --mdns                  discover peers on the local network
   --job ID|NAME           a job id (CID) to train, or a topic name (default "default")
   --max-blob-bytes N      largest blob to fetch or serve (default 2147483648)
@@ -41,7 +43,7 @@ blob get options:
 
 Settings are read from, lowest to highest precedence: defaults, <data-dir>/zoo.json,
 ZOO_* environment variables (ZOO_DATA_DIR, ZOO_LISTEN, ZOO_BOOTSTRAP, ZOO_HTTP,
-ZOO_MDNS, ZOO_JOB, ZOO_MAX_BLOB_BYTES, ZOO_RPC_URL, ZOO_REGISTRY; lists
+ZOO_HTTP_HOSTS, ZOO_MDNS, ZOO_JOB, ZOO_MAX_BLOB_BYTES, ZOO_RPC_URL, ZOO_REGISTRY; lists
 comma-separated), then flags.
 
 Exit codes: 0 success, 1 failure, 2 bad command line or settings.`;

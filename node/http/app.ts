@@ -11,6 +11,8 @@ import { Hono } from "hono";
 import type { Context } from "hono";
 import { bodyLimit } from "hono/body-limit";
 import { HTTPException } from "hono/http-exception";
+import type { ContentfulStatusCode } from "hono/utils/http-status";
+import { hostAllowed, sameOrigin } from "./host_check.ts";
 import { isBearer } from "./rpc_token.ts";
 import { StatusEvents } from "./events.ts";
 import { handleJsonRpc, InvalidRequestError } from "./jsonrpc.ts";
@@ -40,6 +42,11 @@ export interface CreateAppOptions {
   rpcToken?: string;
   /** The event streams, so their owner can end them on shutdown. */
   events?: StatusEvents;
+  /**
+   * Host names answered beside IP literals and `localhost` (host_check.ts):
+   * the names the operator reaches the node by. Default: none.
+   */
+  hosts?: readonly string[];
 }
 /**
  * Builds the HTTP app over a node's info source.
@@ -83,6 +90,36 @@ export function createApp(
   const app = new Hono();
   const events = options.events ?? new StatusEvents();
   const onInternalError = (error: unknown) => options.onInternalError?.(error);
+  const hosts = options.hosts ?? [];
+
+  // Before any route: a rebound DNS name must not read the status, and
+  // another site must not make this node do anything.
+  app.use(async (c, next) => {
+    // Deno.serve builds the URL from Host; app.request() sends none.
+    const host = c.req.header("host") ?? new URL(c.req.url).host;
+    if (!hostAllowed(host, hosts)) {
+      return refuse(
+        c,
+        403,
+        `Host ${
+          JSON.stringify(host.slice(0, 64))
+        } is not served: use an IP address, localhost or a name given with --http-host`,
+      );
+    }
+    if (
+      !["GET", "HEAD"].includes(c.req.method) &&
+      !sameOrigin(c.req.header("origin"), host)
+    ) {
+      return refuse(
+        c,
+        403,
+        `Cross-origin request refused: Origin ${
+          JSON.stringify((c.req.header("origin") ?? "").slice(0, 64))
+        } is not this server`,
+      );
+    }
+    await next();
+  });
 
   const asset =
     (body: string, type: string, extra: Record<string, string> = {}) =>
@@ -131,26 +168,22 @@ export function createApp(
       maxSize: MAX_RPC_BODY_BYTES,
       // Scripts speak JSON-RPC here, so the refusal is a JSON-RPC error too.
       onError: (c) =>
-        c.json({
-          jsonrpc: "2.0",
-          id: null,
-          error: new InvalidRequestError(
-            `Request body too large: the limit is ${MAX_RPC_BODY_BYTES} bytes`,
-          ).toErrorObject(),
-        }, 413),
+        refuse(
+          c,
+          413,
+          `Request body too large: the limit is ${MAX_RPC_BODY_BYTES} bytes`,
+        ),
     }),
     async (c) => {
       // A web page can POST here cross-origin only with a "simple" content
       // type; demanding JSON makes browsers preflight, which we never allow.
       const type = c.req.header("content-type") ?? "";
       if (!/^application\/json\s*(;|$)/i.test(type)) {
-        return c.json({
-          jsonrpc: "2.0",
-          id: null,
-          error: new InvalidRequestError(
-            `Content-Type must be application/json: got "${type.slice(0, 64)}"`,
-          ).toErrorObject(),
-        }, 415);
+        return refuse(
+          c,
+          415,
+          `Content-Type must be application/json: got "${type.slice(0, 64)}"`,
+        );
       }
       const token = options.rpcToken;
       const methods = rpcMethods(source, {
@@ -183,6 +216,25 @@ export function createApp(
   });
 
   return app;
+}
+
+/**
+ * A refused request: scripts speak JSON-RPC at `/rpc`, so there the body
+ * is a JSON-RPC error; elsewhere it is `{ error }`.
+ */
+function refuse(
+  c: Context,
+  status: ContentfulStatusCode,
+  message: string,
+): Response {
+  if (c.req.path === "/rpc") {
+    return c.json({
+      jsonrpc: "2.0",
+      id: null,
+      error: new InvalidRequestError(message).toErrorObject(),
+    }, status);
+  }
+  return c.json({ error: message }, status);
 }
 
 function methodNotAllowed(c: Context, allow: string): Response {

@@ -306,3 +306,54 @@ Deno.test("zoo_fetchBlob validates params and maps fetch failures", async () => 
   strictEqual(unavailable.error.code, -32001);
   deepStrictEqual(unavailable.error.data.failed, { P: "refused" });
 });
+
+Deno.test("a Host that is not an IP, localhost or a listed name is 403 (DNS rebinding)", async () => {
+  const app = createApp(source, { hosts: ["node.lan"] });
+  const status = (host: string) =>
+    app.request("/api/status", { headers: { host } });
+  for (const host of ["127.0.0.1:7070", "[::1]:7070", "localhost:7070"]) {
+    strictEqual((await status(host)).status, 200, host);
+  }
+  strictEqual((await status("NODE.lan:7070")).status, 200);
+  const rebound = await status("attacker.example:7070");
+  strictEqual(rebound.status, 403);
+  deepStrictEqual(await rebound.json(), {
+    error:
+      'Host "attacker.example:7070" is not served: use an IP address, localhost or a name given with --http-host',
+  });
+  strictEqual((await status("127.0.0.1.attacker.example")).status, 403);
+  const rpc = await post(
+    app,
+    '{"jsonrpc":"2.0","id":1,"method":"zoo_status"}',
+    { host: "attacker.example" },
+  );
+  strictEqual(rpc.status, 403);
+  strictEqual((await rpc.json()).error.code, -32600);
+  strictEqual(
+    (await app.request("/", { headers: { host: "attacker.example" } }))
+      .status,
+    403,
+  );
+});
+
+Deno.test("a POST from another origin is refused before it is read", async () => {
+  const app = createApp(source, { rpcToken: TOKEN });
+  const body = '{"jsonrpc":"2.0","id":1,"method":"zoo_leave"}';
+  const auth = { authorization: `Bearer ${TOKEN}`, host: "127.0.0.1:7070" };
+  for (
+    const origin of ["http://evil.example", "http://127.0.0.1:8000", "null"]
+  ) {
+    const res = await post(app, body, { ...auth, origin });
+    strictEqual(res.status, 403, origin);
+    strictEqual((await res.json()).error.code, -32600);
+  }
+  const own = await post(
+    app,
+    '{"jsonrpc":"2.0","id":1,"method":"zoo_status"}',
+    {
+      ...auth,
+      origin: "http://127.0.0.1:7070",
+    },
+  );
+  strictEqual(own.status, 200);
+});

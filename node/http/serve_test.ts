@@ -112,3 +112,26 @@ Deno.test("rejects a bad port and a busy port", async () => {
     await server.shutdown();
   }
 });
+
+Deno.test("a request naming another Host over a real socket is 403", async () => {
+  const server = await serveHttp(app, {});
+  try {
+    const ask = async (host: string) => {
+      const conn = await Deno.connect({
+        hostname: "127.0.0.1",
+        port: server.port,
+      });
+      await conn.write(
+        new TextEncoder().encode(
+          `GET /api/status HTTP/1.1\r\nHost: ${host}\r\nConnection: close\r\n\r\n`,
+        ),
+      );
+      const text = await new Response(conn.readable).text();
+      return text.split("\r\n")[0];
+    };
+    strictEqual(await ask("attacker.example"), "HTTP/1.1 403 Forbidden");
+    strictEqual(await ask(`127.0.0.1:${server.port}`), "HTTP/1.1 200 OK");
+  } finally {
+    await server.shutdown();
+  }
+});
