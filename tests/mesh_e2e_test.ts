@@ -54,6 +54,64 @@ Deno.test(
 );
 
 Deno.test(
+  "blob get of a block that rotted on disk fetches it again, or fails in one line",
+  LIBP2P_TEST,
+  () =>
+    withCluster(async (c) => {
+      const a = await c.spawn("a");
+      const b = await c.spawn("b", [a]);
+      await waitForLivePeers(b, 1, 10_000);
+      const file = `${await c.tempDir()}/blob.bin`;
+      const bytes = randomBytes(MiB);
+      await Deno.writeFile(file, bytes);
+      for (const p of [a, b]) {
+        const put = await zooNode([
+          "blob",
+          "put",
+          file,
+          "--data-dir",
+          p.dataDir,
+        ]);
+        strictEqual(put.code, 0, put.stderr);
+      }
+      const cid = cidToString(await cidForBytes(bytes));
+      const rot = async (dataDir: string) => {
+        const path = `${blockstoreDir(dataDir)}/blocks/${cid}`;
+        const onDisk = await Deno.readFile(path);
+        onDisk[1234] ^= 0x40;
+        await Deno.writeFile(path, onDisk);
+      };
+      await rot(b.dataDir);
+      const out = `${await c.tempDir()}/out.bin`;
+      const get = (from: string) =>
+        zooNode([
+          "blob",
+          "get",
+          cid,
+          "--data-dir",
+          b.dataDir,
+          "--from",
+          from,
+          "--out",
+          out,
+        ]);
+      const again = await get(a.info.peerId);
+      strictEqual(again.code, 0, again.stderr);
+      ok(again.stdout.includes("verified"), again.stdout);
+      deepStrictEqual(await Deno.readFile(out), bytes);
+      strictEqual((await statusOf(b)).blobs.corruptLocal, 1);
+
+      // Rotted again, and the only provider named has no copy: one line.
+      await rot(b.dataDir);
+      const failed = await get(b.info.peerId);
+      strictEqual(failed.code, 1, failed.stderr);
+      strictEqual(failed.stdout, "");
+      strictEqual(failed.stderr.trimEnd().split("\n").length, 1, failed.stderr);
+      ok(failed.stderr.startsWith("zoo-node: "), failed.stderr);
+    }),
+);
+
+Deno.test(
   "a 64 MiB blob stored on one peer is fetched by CID on another",
   LIBP2P_TEST,
   () =>

@@ -1,14 +1,9 @@
-import { AnvilError } from "../../chain/anvil.ts";
 import { ChainError } from "../../chain/errors.ts";
 import { ConfigError, loadConfig, type PartialConfig } from "../config.ts";
-import { SafetensorsError } from "../../kernels/safetensors.ts";
-import {
-  GpuLimitError,
-  GpuUnavailableError,
-} from "../../kernels/webgpu/device.ts";
-import { CorpusError } from "../job/corpus.ts";
-import { IdentityError } from "../identity.ts";
-import { RpcCallError } from "../http/rpc_client.ts";
+import { KernelError } from "../../kernels/errors.ts";
+import { GpuLimitError } from "../../kernels/webgpu/device.ts";
+import { ProtocolError } from "../../protocol/errors.ts";
+import { NodeError } from "../errors.ts";
 import { VERSION } from "../version.ts";
 import { blobGet, blobPut } from "./blob.ts";
 import { chainCommand } from "./chain.ts";
@@ -35,11 +30,13 @@ export async function runCli(argv: string[]): Promise<number> {
       console.error(`zoo-node: ${err.message}`);
       return EXIT.usage;
     }
+    // Every error thrown on purpose derives from one of these bases: a
+    // known failure (a bad key file, a corrupt block, a refused peer, a
+    // chain that said no) is one line, whatever the command.
     if (
-      err instanceof IdentityError || err instanceof RpcCallError ||
-      err instanceof CorpusError || err instanceof SafetensorsError ||
-      err instanceof ChainError || err instanceof AnvilError ||
-      err instanceof GpuUnavailableError || err instanceof GpuLimitError
+      err instanceof NodeError || err instanceof KernelError ||
+      err instanceof ProtocolError || err instanceof ChainError ||
+      err instanceof GpuLimitError
     ) {
       console.error(`zoo-node: ${err.message}`);
       return EXIT.failure;

@@ -239,7 +239,12 @@ export class BlobService {
     };
     const localSize = await this.#store.size(cid);
     if (localSize !== null) {
-      return { ...report, size: localSize, local: true };
+      // A block that rotted on disk is not "already stored": verify deletes
+      // it, and it is fetched again like any missing block.
+      if (await this.#store.verify(cid)) {
+        return { ...report, size: localSize, local: true };
+      }
+      this.stats.corruptLocal++;
     }
     const order = [...new Set(providers)];
     const failures = new Map<string, number>();
@@ -319,6 +324,9 @@ export class BlobService {
       }
     } finally {
       await partial?.close();
+      // Bytes that arrived are kept for a resume; an empty part file that
+      // no later fetch may ever claim is not.
+      if (partial?.offset === 0) await this.#store.discardPartial(cid);
     }
   }
 }

@@ -297,3 +297,50 @@ Deno.test("fetch: concurrent calls share one transfer", LIBP2P, async () => {
     assert.equal((await fetcher.blobs.fetch(cid, [provider.id])).local, true);
   });
 });
+
+Deno.test(
+  "fetch: a local copy that rotted is not 'already stored': it is counted, deleted and fetched again",
+  LIBP2P,
+  async () => {
+    await withNodes([{}, {}], async ([fetcher, holder]) => {
+      const bytes = random(300_000);
+      const cid = await putBlob(bytes, fetcher, holder);
+      const path = join(fetcher.dir, "blocks", cidToString(cid));
+      const onDisk = await Deno.readFile(path);
+      onDisk[777] ^= 0x01;
+      await Deno.writeFile(path, onDisk);
+
+      const report = await fetcher.blobs.fetch(cid, [holder.id]);
+      assert.equal(report.local, false);
+      assert.deepEqual(report.bytesFrom, { [holder.id]: bytes.byteLength });
+      assert.equal(fetcher.blobs.stats.corruptLocal, 1);
+      await assertStored(fetcher, cid, bytes);
+      // Now sound: answered locally.
+      assert.equal((await fetcher.blobs.fetch(cid, [holder.id])).local, true);
+    });
+  },
+);
+
+Deno.test(
+  "fetch: a transfer that fails before any byte leaves no part file",
+  LIBP2P,
+  async () => {
+    await withNodes([{}, {}], async ([fetcher, liar]) => {
+      const bytes = random(100_000);
+      const cid = await cidForBytes(bytes);
+      // Says yes, then hangs up without a byte.
+      await liar.blobs.stop();
+      await liar.host.handle(BLOB_PROTOCOL, async (stream) => {
+        await readJsonFrame(new StreamReader(stream), 1024);
+        const size = bytes.byteLength;
+        await writeAll(
+          stream,
+          frame({ ok: true, size, offset: 0, length: size }),
+        );
+        await stream.close();
+      });
+      await assertFetchFails(fetcher.blobs.fetch(cid, [liar.id]), () => {});
+      assert.deepEqual(await tmpFiles(fetcher), []);
+    });
+  },
+);

@@ -4,7 +4,8 @@
  * Layout under the data dir:
  *   blocks/<cid base32>   complete blocks, only ever created by an atomic rename
  *   tmp/<uuid>.tmp        in-flight `put`s; stale ones are removed by `open`
- *   tmp/<cid base32>.part resumable downloads; kept across restarts
+ *   tmp/<cid base32>.part resumable downloads; kept across restarts for
+ *                         a day (PART_RETENTION_MS), an empty one not at all
  *
  * Every block is a CIDv1 with a sha2-256 multihash. `get`, `verify` and
  * `PartialBlock.commit` check the digest; a corrupt block is deleted.
@@ -22,6 +23,9 @@ import {
   cidToString,
   parseCid,
 } from "../../protocol/cid.ts";
+
+/** How long an interrupted download is kept for a resume: one day. */
+export const PART_RETENTION_MS = 24 * 60 * 60 * 1000;
 
 /** Bytes per chunk when streaming a block from disk. */
 export const CHUNK_SIZE = 256 * 1024;
@@ -135,14 +139,25 @@ export class Blockstore {
     this.#tmp = join(dir, "tmp");
   }
 
-  /** Opens (creating if needed) the store in `dir`, removing stale `*.tmp`. */
-  static async open(dir: string): Promise<Blockstore> {
+  /**
+   * Opens (creating if needed) the store in `dir`, removing stale `*.tmp`
+   * files and downloads (`*.part`) untouched for
+   * {@linkcode PART_RETENTION_MS}: a fetch that resumes comes back sooner.
+   */
+  static async open(dir: string, now = Date.now()): Promise<Blockstore> {
     const store = new Blockstore(dir);
     await Deno.mkdir(store.#blocks, { recursive: true });
     await Deno.mkdir(store.#tmp, { recursive: true });
     for await (const entry of Deno.readDir(store.#tmp)) {
-      if (entry.isFile && entry.name.endsWith(".tmp")) {
-        await Deno.remove(join(store.#tmp, entry.name));
+      if (!entry.isFile) continue;
+      const path = join(store.#tmp, entry.name);
+      if (entry.name.endsWith(".tmp")) {
+        await Deno.remove(path);
+      } else if (entry.name.endsWith(".part")) {
+        const { mtime } = await Deno.stat(path);
+        if (mtime && now - mtime.getTime() > PART_RETENTION_MS) {
+          await Deno.remove(path);
+        }
       }
     }
     return store;

@@ -8,6 +8,7 @@ import {
   Blockstore,
   BlockstoreError,
   CHUNK_SIZE,
+  PART_RETENTION_MS,
 } from "./blockstore.ts";
 import { cidForBytes, cidToString } from "../../protocol/cid.ts";
 
@@ -302,4 +303,20 @@ Deno.test("partial: truncate restarts, oversized part files are dropped, one ope
     const zero = await store.partial(empty, 0);
     assert.ok((await zero.commit()).equals(empty));
     assert.equal(await store.size(empty), 0);
+  }));
+
+Deno.test("open drops downloads untouched for a day and keeps younger ones", () =>
+  withStore(async (store, dir) => {
+    const fresh = await cidForBytes(random(10));
+    const stale = await cidForBytes(random(11));
+    for (const cid of [fresh, stale]) {
+      const part = await store.partial(cid, 10);
+      await part.write(new Uint8Array(3));
+      await part.close();
+    }
+    const old = new Date(Date.now() - PART_RETENTION_MS - 60_000);
+    await Deno.utime(join(dir, "tmp", `${cidToString(stale)}.part`), old, old);
+    const reopened = await Blockstore.open(dir);
+    assert.equal(await reopened.partialSize(fresh), 3);
+    assert.equal(await reopened.partialSize(stale), 0);
   }));
