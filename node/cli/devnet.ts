@@ -41,6 +41,11 @@ import type { DevnetCommand } from "./parse_devnet.ts";
  * `rounds` > 0 it creates a job on the default corpus and the peers train
  * it round by round, each round printed as it commits; with 0 it shows the
  * mesh and moves a blob across it. Then it stops everything it started.
+ *
+ * SIGINT or SIGTERM stops it at any point in the same order, peers first,
+ * then the chain, and it exits 0: whether the signal reached the whole
+ * process group (Ctrl-C in a terminal) or only this process (`kill PID`
+ * from a script or a supervisor), nothing it started is left running.
  */
 export async function devnet(command: DevnetCommand): Promise<number> {
   // A bad spec file is a usage error: found before anything starts.
@@ -50,27 +55,42 @@ export async function devnet(command: DevnetCommand): Promise<number> {
   const peers: LocalPeer[] = [];
   let chain: DevnetChain | null = null;
   let failed = false;
+  const stop = new AbortController();
+  const onSignal = (name: Deno.Signal) => () => {
+    if (stop.signal.aborted) return;
+    console.log(`devnet: ${name}: stopping`);
+    stop.abort(new DevnetStopped(name));
+  };
+  const signals = (["SIGINT", "SIGTERM"] as const).map((name) =>
+    [name, onSignal(name)] as const
+  );
+  for (const [name, handler] of signals) Deno.addSignalListener(name, handler);
+  const { signal } = stop;
   try {
     chain = await startDevnetChain(
       `${root}/chain`,
       command.flags.rpcUrl ?? null,
     );
+    signal.throwIfAborted();
     console.log(
       `devnet: chain ${chain.chainId} at ${chain.rpcUrl}${
         chain.dev ? " (embedded anvil)" : ""
       }, registry ${chain.registry}`,
     );
     if (spec) {
-      await trainJob(chain, root, command, spec, peers);
+      await trainJob(chain, root, command, spec, peers, signal);
     } else {
-      await meshDemo(chain, root, command.nodes, peers);
+      await meshDemo(chain, root, command.nodes, peers, signal);
     }
     if (command.keepRunning) {
       console.log("devnet: running; press Ctrl-C to stop");
-      await waitForSignal();
+      await new Promise((resolve) =>
+        signal.addEventListener("abort", resolve, { once: true })
+      );
     }
     return 0;
   } catch (err) {
+    if (signal.aborted) return 0;
     failed = true;
     console.error(`devnet: ${(err as Error).message}`);
     for (const p of peers) console.error(`  ${p.name} log: ${p.log}`);
@@ -78,6 +98,9 @@ export async function devnet(command: DevnetCommand): Promise<number> {
   } finally {
     await Promise.all(peers.map((p) => stopPeer(p)));
     await chain?.stop();
+    for (const [name, handler] of signals) {
+      Deno.removeSignalListener(name, handler);
+    }
     // A failed run keeps its temp dir: the logs named above are in it.
     if (command.flags.dataDir === undefined && !failed) {
       await Deno.remove(root, { recursive: true }).catch(() => {});
@@ -112,18 +135,29 @@ async function devnetSpec(command: DevnetCommand): Promise<JobSpec> {
   }
 }
 
+/** Why a devnet stopped early: the signal it was sent. */
+class DevnetStopped extends Error {
+  constructor(signal: Deno.Signal) {
+    super(`stopped by ${signal}`);
+    this.name = "DevnetStopped";
+  }
+}
+
 async function trainJob(
   chain: DevnetChain,
   root: string,
   command: DevnetCommand,
   spec: JobSpec,
   peers: LocalPeer[],
+  signal: AbortSignal,
 ): Promise<void> {
   const slots = await registerDevnetPeers(chain, root, command.nodes);
+  signal.throwIfAborted();
   for (const s of slots) {
     console.log(formatRegistration(s.name, s.registration));
   }
   const job = await publishDevnetJob(chain, root, slots, spec);
+  signal.throwIfAborted();
   console.log(`job      ${job.id} (tx ${job.tx.hash})`);
   console.log(`genesis  ${job.genesis}`);
   console.log(
@@ -134,13 +168,14 @@ async function trainJob(
       backends: command.backends,
     }),
   );
-  printMesh(peers, await waitForMesh(peers, 30_000));
+  printMesh(peers, await waitForMesh(peers, 30_000, signal));
   const names = new Map(peers.map((p) => [p.info.peerId, p.name]));
   const started = performance.now();
   const rounds = await watchRounds({
     peers,
     rounds: spec.rounds,
     stallMs: Math.max(120_000, 4 * spec.roundDeadlineMs),
+    signal,
     onRound: (r) => {
       for (const line of formatRound(r, spec.rounds, names)) console.log(line);
     },
@@ -167,9 +202,11 @@ async function meshDemo(
   root: string,
   nodes: number,
   peers: LocalPeer[],
+  signal: AbortSignal,
 ): Promise<void> {
   console.log(`devnet: starting ${nodes} peers in ${root}`);
   peers.push(await spawnPeer("node-1", `${root}/node-1`));
+  signal.throwIfAborted();
   const seed = loopbackAddr(peers[0].info);
   const rest = await Promise.allSettled(
     Array.from(
@@ -185,19 +222,23 @@ async function meshDemo(
   }
   const failed = rest.find((r) => r.status === "rejected");
   if (failed) throw failed.reason;
-  printMesh(peers, await waitForMesh(peers, 30_000));
+  signal.throwIfAborted();
+  printMesh(peers, await waitForMesh(peers, 30_000, signal));
   for (const p of peers) {
+    signal.throwIfAborted();
     console.log(
       formatRegistration(p.name, await registerLocalPeer(chain, p.dataDir)),
     );
   }
   console.log("");
+  signal.throwIfAborted();
   if (nodes > 1) await blobDemo(peers[0], peers[peers.length - 1]);
 }
 
 async function waitForMesh(
   peers: LocalPeer[],
   timeoutMs: number,
+  signal: AbortSignal,
 ): Promise<NodeStatus[]> {
   const started = performance.now();
   const statuses = await waitFor(
@@ -209,6 +250,7 @@ async function waitForMesh(
     },
     timeoutMs,
     "the mesh did not form",
+    signal,
   );
   console.log(
     `devnet: mesh formed in ${
@@ -252,16 +294,4 @@ async function blobDemo(from: LocalPeer, to: LocalPeer): Promise<void> {
       seconds.toFixed(2)
     } s (${(report.size / 1e6 / seconds).toFixed(0)} MB/s), verified by CID`,
   );
-}
-
-function waitForSignal(): Promise<void> {
-  return new Promise((resolve) => {
-    const done = () => {
-      Deno.removeSignalListener("SIGINT", done);
-      Deno.removeSignalListener("SIGTERM", done);
-      resolve();
-    };
-    Deno.addSignalListener("SIGINT", done);
-    Deno.addSignalListener("SIGTERM", done);
-  });
 }

@@ -128,17 +128,20 @@ export function loopbackAddr(info: RuntimeInfo): string {
 
 /**
  * Polls `probe` every 100 ms until it returns non-null. A
- * {@linkcode PeerExitedError} ends the wait at once; other errors count as
- * "not yet" and the last one is reported on timeout.
+ * {@linkcode PeerExitedError} or an abort of `signal` ends the wait at
+ * once; other errors count as "not yet" and the last one is reported on
+ * timeout.
  */
 export async function waitFor<T>(
   probe: () => Promise<T | null>,
   timeoutMs: number,
   what: string,
+  signal?: AbortSignal,
 ): Promise<T> {
   const deadline = performance.now() + timeoutMs;
   let last: unknown;
   while (performance.now() < deadline) {
+    signal?.throwIfAborted();
     try {
       const value = await probe();
       if (value !== null) return value;
