@@ -10,6 +10,11 @@ import { checkpointInfo } from "./store/checkpoint_info.ts";
 import type { Config } from "./config.ts";
 import { GossipService } from "./p2p/gossip_service.ts";
 import { createHost, type Host } from "./p2p/host.ts";
+import {
+  dialKnownPeers,
+  KNOWN_PEERS_FILE,
+  KnownPeers,
+} from "./p2p/known_peers.ts";
 import { createApp } from "./http/app.ts";
 import { StatusEvents } from "./http/events.ts";
 import { serveHttp } from "./http/serve.ts";
@@ -107,6 +112,12 @@ export async function startNode(
     bootstrap: config.bootstrap,
     mdns: config.mdns,
   });
+  const known = await KnownPeers.load(
+    `${config.dataDir}/${KNOWN_PEERS_FILE}`,
+    (why) => console.error(`zoo-node: known peers ignored: ${why}`),
+  );
+  // The peers met before a restart: the bootstrap addresses may have moved.
+  dialKnownPeers(host, known);
   const blobs = new BlobService(host, store, {
     maxBlobBytes: config.maxBlobBytes,
   });
@@ -121,10 +132,21 @@ export async function startNode(
   const stopMeeting = gossip.onMessage((msg) => {
     if (msg.type === "heartbeat") {
       meetGossipPeer(host, msg, options.maxDialedPeers ?? 16);
+      if (msg.peer !== identity.peerId) {
+        known.note(msg.peer, msg.addrs, Date.now());
+      }
     }
   });
+  const saveKnown = (force = false) =>
+    known.save(Date.now(), force).catch((err) =>
+      console.error(`zoo-node: cannot save known peers: ${err.message}`)
+    );
   const maintain = setInterval(() => {
     redialBootstrap(host, config.bootstrap);
+    // Cut off from everyone (every bootstrap address moved, or the link
+    // dropped): the peers met before are the way back.
+    if (host.getConnections().length === 0) dialKnownPeers(host, known);
+    saveKnown();
   }, options.heartbeatIntervalMs ?? 2_000);
 
   const addresses = () => host.getMultiaddrs().map(String);
@@ -231,6 +253,7 @@ export async function startNode(
       await http?.shutdown();
       clearInterval(maintain);
       stopMeeting();
+      await saveKnown(true);
       gossip.stop();
       await blobs.stop();
       await host.stop();

@@ -10,7 +10,8 @@ import { cidForBytes, cidToString } from "../protocol/cid.ts";
 import { jobTopic } from "../node/p2p/gossip_service.ts";
 import { BLOB_PROTOCOL } from "../protocol/blob_messages.ts";
 import { blockstoreDir } from "../node/node.ts";
-import { stopPeer } from "../node/devnet/local_peer.ts";
+import { spawnPeer, stopPeer, waitFor } from "../node/devnet/local_peer.ts";
+import { KNOWN_PEERS_FILE } from "../node/p2p/known_peers.ts";
 import {
   LIBP2P_TEST,
   randomBytes,
@@ -18,7 +19,7 @@ import {
   waitForLivePeers,
   withCluster,
 } from "./_cluster.ts";
-import { zooNode } from "./_cli.ts";
+import { MAIN, zooNode } from "./_cli.ts";
 
 const MiB = 1 << 20;
 
@@ -108,6 +109,39 @@ Deno.test(
       strictEqual(failed.stdout, "");
       strictEqual(failed.stderr.trimEnd().split("\n").length, 1, failed.stderr);
       ok(failed.stderr.startsWith("zoo-node: "), failed.stderr);
+    }),
+);
+
+Deno.test(
+  "a seed peer SIGKILLed and restarted on a new port finds the mesh again by itself",
+  LIBP2P_TEST,
+  () =>
+    withCluster(async (c) => {
+      const a = await c.spawn("a");
+      const [b, d] = await Promise.all([c.spawn("b", [a]), c.spawn("d", [a])]);
+      await Promise.all([a, b, d].map((p) => waitForLivePeers(p, 2, 10_000)));
+      const saved = await waitFor(
+        async () => {
+          const list = JSON.parse(
+            await Deno.readTextFile(`${a.dataDir}/${KNOWN_PEERS_FILE}`),
+          );
+          return list.length === 2 ? list : null;
+        },
+        10_000,
+        "a saving the peers it met",
+      );
+      deepStrictEqual(
+        saved.map((p: { peer: string }) => p.peer).sort(),
+        [b.info.peerId, d.info.peerId].sort(),
+      );
+      await stopPeer(a, "SIGKILL");
+      // Its exact command line again: no bootstrap, a new ephemeral port,
+      // while b and d keep dialling the old one.
+      const restarted = await spawnPeer("a", a.dataDir, { entry: MAIN });
+      c.peers.push(restarted);
+      ok(!restarted.info.addresses.some((x) => a.info.addresses.includes(x)));
+      const status = await waitForLivePeers(restarted, 2, 15_000);
+      ok(status.connections >= 2, JSON.stringify(status));
     }),
 );
 
