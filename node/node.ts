@@ -82,6 +82,14 @@ export function blockstoreDir(dataDir: string): string {
   return `${dataDir}/blockstore`;
 }
 
+/**
+ * Where this node keeps a job's state that must survive a restart; `job`
+ * is its id, a CID (no path separators).
+ */
+export function jobStateDir(dataDir: string, job: string): string {
+  return `${dataDir}/jobs/${job}`;
+}
+
 /** Reads `<dataDir>/node.json`, or null when no node has written one. */
 export async function readRuntimeInfo(
   dataDir: string,

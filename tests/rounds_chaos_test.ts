@@ -285,3 +285,44 @@ Deno.test({
       }
     }),
 });
+
+Deno.test({
+  name:
+    "rounds chaos: a peer SIGKILLed after announcing and restarted in the same round announces the same delta again, not a second one",
+  ...JOB_TEST,
+  fn: () =>
+    withJobCluster({
+      nodes: 3,
+      // Every peer's signature is needed, so round 1 waits for the
+      // restarted one; from round 1 on, its delta depends on AdamW moments
+      // a restart loses.
+      spec: tinySpec({
+        minPeers: 3,
+        quorum: 3,
+        rounds: 3,
+        innerSteps: 200,
+        roundDeadlineMs: 30_000,
+      }),
+    }, async (c) => {
+      const { peers } = await threePeersInRound0(c);
+      const victim = peers[1];
+      const slot = c.slots.findIndex((s) => s.name === victim.name);
+      await catchPhase(
+        victim,
+        (t) => t.round === 1 && t.phase === "collecting",
+        "the peer's round-1 delta out",
+      );
+      victim.child.kill("SIGKILL");
+      await victim.child.status;
+      const [again] = await c.spawn([slot], { from: peers[0] });
+      await c.waitForRounds(3, 120_000);
+      const log = await Deno.readTextFile(again.log);
+      assert.match(log, /round 1: announcing again delta/, log);
+      for (const p of peers.filter((p) => p !== victim)) {
+        const text = await Deno.readTextFile(p.log);
+        assert.doesNotMatch(text, /equivocation/, `${p.name}: ${text}`);
+      }
+      const rec = await roundsOf(peers[0]);
+      assert.equal(rec[1].contributors, 3, JSON.stringify(rec));
+    }),
+});

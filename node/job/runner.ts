@@ -20,7 +20,7 @@ import type { Config } from "../config.ts";
 import type { Identity } from "../identity.ts";
 import { loadJobDataset } from "./dataset.ts";
 import { createJobView } from "./view.ts";
-import type { ZooNode } from "../node.ts";
+import { jobStateDir, type ZooNode } from "../node.ts";
 import type { RoundBehaviour } from "../round/behaviour.ts";
 import { RoundDriver } from "../round/driver.ts";
 import { RoundTrainer } from "../round/inner_loop.ts";
@@ -97,6 +97,7 @@ export async function runJob(
       log,
       overlap: config.overlap,
       behaviour,
+      stateDir: jobStateDir(config.dataDir, jobId),
     });
     node.setJob(createJobView({
       node,

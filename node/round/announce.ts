@@ -17,6 +17,8 @@ export interface AnnounceOptions {
   behaviour: Pick<RoundBehaviour, "announce" | "also">;
   /** The chain account credited for the delta. */
   account: `0x${string}`;
+  /** Keeps the signed announcement across restarts, before it is sent. */
+  record(msg: DeltaAnnounce): Promise<void>;
   /** Signs the work commitment of an announcement (see commitments.ts). */
   sign(msg: UnsignedDelta): Promise<`0x${string}`>;
   /** Hands an event back to the machine. */
@@ -49,6 +51,7 @@ export async function announceDelta(
     ...unsigned,
     signature: await o.sign(unsigned),
   };
+  await o.record(msg);
   await o.publisher.publish(msg, { repeat: true });
   for (const extra of o.behaviour.also(unsigned)) {
     await o.publisher.publish(

@@ -36,10 +36,17 @@ Deno.test("announceDelta publishes the delta for repeats, then tells the machine
   const publisher = publisherOn(gossip);
   const events: RoundEvent[] = [];
   const lines: string[] = [];
+  const recorded: DeltaAnnounce[] = [];
   await announceDelta({
     publisher,
     behaviour: HONEST,
     account: TEST_ADDRESS,
+    record: (m) => {
+      // Kept before it leaves: nothing is on gossip yet.
+      assert.equal(gossip.sent.length, 0);
+      recorded.push(m);
+      return Promise.resolve();
+    },
     sign: (m) => Promise.resolve(`0x${m.delta.length.toString(16)}` as const),
     feed: (e) => events.push(e),
     log: (l) => lines.push(l),
@@ -57,6 +64,7 @@ Deno.test("announceDelta publishes the delta for repeats, then tells the machine
     signature: "0xc",
   };
   assert.deepEqual(gossip.sent, [msg]);
+  assert.deepEqual(recorded, [msg]);
   assert.deepEqual(events, [{ type: "trained", delta: msg }]);
   assert.match(lines[0], /^round 3: trained 20 steps on 2 chunk\(s\)/);
   gossip.sent.length = 0;
@@ -76,6 +84,7 @@ Deno.test("announceDelta signs and publishes the behaviour's further announcemen
       also: (m) => [{ ...m, trajectory: other }],
     },
     account: TEST_ADDRESS,
+    record: () => Promise.resolve(),
     sign: (m) => Promise.resolve(`0x${m.trajectory.slice(2, 4)}` as const),
     feed: (e) => events.push(e),
     log: () => {},

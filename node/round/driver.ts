@@ -53,6 +53,11 @@ export interface RoundDriverOptions extends RoundContext {
   pollMs?: number;
   /** Train the next round while this one is aggregated (default false). */
   overlap?: boolean;
+  /**
+   * This peer's state for the job that must survive a restart (its own
+   * announcements); default: kept in memory only.
+   */
+  stateDir?: string;
 }
 
 /** How often this round's own announcements are sent again, ms. */
@@ -103,6 +108,7 @@ export class RoundDriver {
       feed: (event) => this.#feed(event),
       state: () => this.#state,
       loop: this.#loop,
+      stateDir: o.stateDir ?? null,
     });
   }
 

@@ -53,6 +53,7 @@ import { RoundPublisher } from "./publisher.ts";
 import type { RoundServices } from "./services.ts";
 import { RoundSync } from "./sync.ts";
 import { announceDelta } from "./announce.ts";
+import { OwnDeltas } from "./own_deltas.ts";
 import { RoundTraining } from "./train.ts";
 import { verifyManifest } from "./verify.ts";
 import { peerAudits } from "./peer_audits.ts";
@@ -76,6 +77,8 @@ export interface RoundWorkOptions {
   state: () => RoundState;
   /** When the event loop stalled: no timing judgement across a stall. */
   loop: LoopWatch;
+  /** Where what must survive a restart is kept (null: memory only). */
+  stateDir: string | null;
 }
 
 /** Manifests kept for attesting, committing and closing rounds. */
@@ -100,6 +103,7 @@ export class RoundWork {
   readonly #gate: DeltaGate;
   readonly #auditor: Auditor;
   readonly #audits: AuditDuty;
+  readonly #own: OwnDeltas;
 
   constructor(o: RoundWorkOptions) {
     this.#o = o;
@@ -186,6 +190,15 @@ export class RoundWork {
       store: (bytes) => services.blocks.put(bytes).then(() => {}),
       noteDelta: (d, reason) => this.#noteDelta(d, reason),
     });
+    this.#own = new OwnDeltas({
+      stateDir: o.stateDir,
+      publisher: this.#publisher,
+      // Read in full: a delta that rotted on disk cannot be served again.
+      has: (cid) =>
+        services.blocks.get(parseCid(cid)).then(() => true, () => false),
+      feed: o.feed,
+      log: o.log,
+    });
     this.#training = new RoundTraining({
       jobId,
       peerId: identity.peerId,
@@ -205,6 +218,7 @@ export class RoundWork {
           publisher: this.#publisher,
           behaviour: this.#behaviour,
           account: identity.address,
+          record: (msg) => this.#own.record(msg),
           sign: (msg) => signDelta(account, services.chain.domain, msg, spec),
           feed: o.feed,
           log: o.log,
@@ -236,10 +250,12 @@ export class RoundWork {
   #dispatch(action: RoundAction): Promise<void> {
     switch (action.type) {
       case "train":
-        return this.#training.train(
-          action.round,
-          action.parent,
-          this.#sync.held(action.parent).ckpt.params,
+        return this.#own.resume(action.round, action.parent).then((done) =>
+          done ? undefined : this.#training.train(
+            action.round,
+            action.parent,
+            this.#sync.held(action.parent).ckpt.params,
+          )
         );
       case "trainAhead":
         return this.#training.trainAhead(action.round);
