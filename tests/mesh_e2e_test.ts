@@ -13,6 +13,7 @@ import { blockstoreDir } from "../node/node.ts";
 import { spawnPeer, stopPeer, waitFor } from "../node/devnet/local_peer.ts";
 import { KNOWN_PEERS_FILE } from "../node/p2p/known_peers.ts";
 import {
+  type Cluster,
   LIBP2P_TEST,
   randomBytes,
   statusOf,
@@ -22,6 +23,17 @@ import {
 import { MAIN, zooNode } from "./_cli.ts";
 
 const MiB = 1 << 20;
+
+/** Peers a and b (b bootstrapped from a) and a file of `size` random bytes. */
+async function twoPeersAndAFile(c: Cluster, size: number) {
+  const a = await c.spawn("a");
+  const b = await c.spawn("b", [a]);
+  await waitForLivePeers(b, 1, 10_000);
+  const file = `${await c.tempDir()}/blob.bin`;
+  const bytes = randomBytes(size);
+  await Deno.writeFile(file, bytes);
+  return { a, b, file, bytes };
+}
 
 Deno.test(
   "3 peers form a mesh within 10 s and shut down on SIGTERM",
@@ -59,12 +71,7 @@ Deno.test(
   LIBP2P_TEST,
   () =>
     withCluster(async (c) => {
-      const a = await c.spawn("a");
-      const b = await c.spawn("b", [a]);
-      await waitForLivePeers(b, 1, 10_000);
-      const file = `${await c.tempDir()}/blob.bin`;
-      const bytes = randomBytes(MiB);
-      await Deno.writeFile(file, bytes);
+      const { a, b, file, bytes } = await twoPeersAndAFile(c, MiB);
       for (const p of [a, b]) {
         const put = await zooNode([
           "blob",
@@ -150,12 +157,7 @@ Deno.test(
   LIBP2P_TEST,
   () =>
     withCluster(async (c) => {
-      const a = await c.spawn("a");
-      const b = await c.spawn("b", [a]);
-      await waitForLivePeers(b, 1, 10_000);
-      const file = `${await c.tempDir()}/blob.bin`;
-      const bytes = randomBytes(64 * MiB);
-      await Deno.writeFile(file, bytes);
+      const { a, b, file, bytes } = await twoPeersAndAFile(c, 64 * MiB);
       const put = await zooNode(["blob", "put", file, "--data-dir", a.dataDir]);
       strictEqual(put.code, 0, put.stderr);
       const cid = put.stdout.trim();
