@@ -301,7 +301,7 @@ Deno.test({
         quorum: 3,
         rounds: 3,
         innerSteps: 200,
-        roundDeadlineMs: 30_000,
+        roundDeadlineMs: 60_000,
       }),
     }, async (c) => {
       const { peers } = await threePeersInRound0(c);
@@ -315,7 +315,7 @@ Deno.test({
       victim.child.kill("SIGKILL");
       await victim.child.status;
       const [again] = await c.spawn([slot], { from: peers[0] });
-      await c.waitForRounds(3, 120_000);
+      await c.waitForRounds(3, 240_000);
       const log = await Deno.readTextFile(again.log);
       assert.match(log, /round 1: announcing again delta/, log);
       for (const p of peers.filter((p) => p !== victim)) {

@@ -248,7 +248,8 @@ export class RoundLedger {
   /**
    * Records `round` once its checkpoint is in hand, with the counters
    * {@linkcode cut} gave when it ended; `manifest` is the one that
-   * produced the checkpoint when this peer saw it.
+   * produced the checkpoint when this peer saw it. Records stay in round
+   * order, one per round: a round closed again keeps its first record.
    */
   closeRound(r: {
     round: number;
@@ -267,6 +268,8 @@ export class RoundLedger {
     const commit = this.#commits.get(r.round);
     for (const e of this.#early) if (e < r.round) this.#early.delete(e);
     const peers = Math.max(m?.contributions.length ?? 0, r.livePeers);
+    const known = this.records.find((x) => x.round === r.round);
+    if (known) return known;
     const record: RoundRecord = {
       round: r.round,
       checkpoint: r.checkpoint,
@@ -282,7 +285,8 @@ export class RoundLedger {
         allReduceBytes(this.parameterCount, peers),
       ...r.counters,
     };
-    this.records.push(record);
+    const after = this.records.findIndex((x) => x.round > r.round);
+    this.records.splice(after < 0 ? this.records.length : after, 0, record);
     return record;
   }
 }

@@ -97,3 +97,27 @@ Deno.test("RoundLedger: audits are counted by verdict and the latest kept", () =
   assert.equal(ledger.audits.length, KEEP_REFUSALS);
   assert.equal(ledger.audits.at(-1)!.round, KEEP_REFUSALS);
 });
+
+Deno.test("RoundLedger: a round closed out of turn is recorded in order, once", () => {
+  const ledger = new RoundLedger(spec, 1000);
+  const close = (round: number, valLoss: number) =>
+    ledger.closeRound({
+      round,
+      counters: ledger.cut(Date.now()),
+      checkpoint: `bafkreic${round + 1}`,
+      manifest: null,
+      valLoss,
+      self: "peerA",
+      livePeers: 2,
+    });
+  close(2, 2);
+  close(4, 4);
+  // A slower sync of C(4) closes round 3 after round 4.
+  close(3, 3);
+  close(4, 99);
+  assert.deepEqual(ledger.records.map((r) => [r.round, r.valLoss]), [
+    [2, 2],
+    [3, 3],
+    [4, 4],
+  ]);
+});

@@ -57,6 +57,14 @@ const MANIFEST_FETCH_MS = 2_000;
 /** Pause between tries to fetch a committed checkpoint. */
 const RETRY_MS = 500;
 
+/** What a round closed out of turn counts: its traffic went to a later one. */
+const NO_COUNTS: RoundCounters = {
+  bytesSent: 0,
+  auditBytes: 0,
+  trainMs: 0,
+  wallMs: 0,
+};
+
 /** Moves one peer from checkpoint to checkpoint, closing rounds. */
 export class RoundSync {
   readonly #o: RoundSyncOptions;
@@ -111,8 +119,13 @@ export class RoundSync {
         { job: ckpt.job, round: ckpt.round },
       );
     }
-    // A slower fetch of an older checkpoint must not replace a newer one.
-    if ((this.#current?.ckpt.round ?? -1) >= round) return;
+    // A slower fetch of an older checkpoint must not replace a newer one,
+    // but the round it closes is still recorded: a peer that fell behind
+    // would otherwise have no record of a round it may have trained.
+    if ((this.#current?.ckpt.round ?? -1) >= round) {
+      if (round > 0) await this.#close(round - 1, checkpoint, ckpt, NO_COUNTS);
+      return;
+    }
     this.#current = { cid: checkpoint, ckpt };
     const served = this.#o.servedBytes();
     this.#o.ledger.noteSent(served - this.#served);
@@ -124,12 +137,19 @@ export class RoundSync {
     // Bookkeeping after the next round has started: it may wait on a
     // manifest fetch and evaluates the checkpoint, which training need not.
     // One close at a time, so records keep the rounds' order.
-    if (round > 0) {
-      const close = () =>
-        this.#closeRound(round - 1, checkpoint, ckpt, counters);
-      this.#closing = this.#closing.then(close, close);
-      await this.#closing;
-    }
+    if (round > 0) await this.#close(round - 1, checkpoint, ckpt, counters);
+  }
+
+  /** Closes `round`, after the closes under way (one at a time). */
+  #close(
+    round: number,
+    checkpoint: string,
+    ckpt: RoundCheckpoint,
+    counters: RoundCounters,
+  ): Promise<void> {
+    const close = () => this.#closeRound(round, checkpoint, ckpt, counters);
+    this.#closing = this.#closing.then(close, close);
+    return this.#closing;
   }
 
   async #closeRound(
