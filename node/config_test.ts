@@ -4,8 +4,8 @@ import {
   ConfigError,
   defaultConfig,
   ENV_NAMES,
-  loadConfig,
 } from "./config.ts";
+import { loadConfig } from "./config_load.ts";
 import { parseCommand } from "./cli/parse.ts";
 
 const PEER = "12D3KooWD3eckifWpRn9wQpMG9R9hX3sD158z7EqHWmweQAJU5SA";

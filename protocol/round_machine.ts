@@ -44,15 +44,18 @@
  */
 import { rankLeaders } from "./assignment.ts";
 import { comparePeerIds } from "./peer_table.ts";
-import type {
-  AttestationMessage,
-  DeltaAnnounce,
-  ManifestAnnounce,
-} from "./messages.ts";
+import type { DeltaAnnounce } from "./messages.ts";
+import {
+  commitIfQuorum,
+  onAttestation,
+  onManifest,
+  onVerified,
+} from "./round_attest_steps.ts";
 import {
   collectMs,
   COMMIT_RETRY_MS,
   initialState,
+  log,
   type RoundAction,
   type RoundEvent,
   type RoundState,
@@ -293,89 +296,6 @@ function onAggregated(
   };
 }
 
-function onManifest(
-  state: RoundState,
-  msg: ManifestAnnounce,
-  now: number,
-): Step {
-  if (
-    msg.round !== state.round || msg.parent !== state.parent ||
-    state.phase === "syncing" || state.phase === "finished" ||
-    state.verifying.has(msg.peer)
-  ) {
-    return { state, actions: [] };
-  }
-  // One verification per announcing peer: a leader that announces two
-  // different manifests for a round gets only its first one checked.
-  const verifying = new Map(state.verifying).set(msg.peer, msg.manifest);
-  return {
-    state: { ...state, verifying },
-    actions: [{
-      type: "verify",
-      manifest: msg,
-      announced: [...state.deltas.values()],
-      seenAt: state.deltaSeenAt,
-      arrivedAt: state.deltaArrivedAt,
-      at: now,
-    }],
-  };
-}
-
-function onVerified(
-  state: RoundState,
-  e: Extract<RoundEvent, { type: "verified" }>,
-): Step {
-  if (e.msg.round !== state.round || e.msg.parent !== state.parent) {
-    return { state, actions: [] };
-  }
-  if (!e.ok) {
-    return {
-      state,
-      actions: [log(
-        `round ${state.round}: manifest ${e.msg.manifest} from ${e.msg.peer} failed verification: ${e.reason}`,
-      )],
-    };
-  }
-  return { state, actions: [{ type: "attest", manifest: e.msg }] };
-}
-
-function onAttestation(
-  state: RoundState,
-  msg: AttestationMessage,
-  _now: number,
-): Step {
-  if (
-    state.led === null || msg.round !== state.round ||
-    msg.parent !== state.parent || msg.manifest !== state.led.manifest ||
-    msg.checkpoint !== state.led.checkpoint
-  ) {
-    return { state, actions: [] };
-  }
-  const key = msg.account.toLowerCase();
-  if (state.attestations.has(key)) return { state, actions: [] };
-  const attestations = new Map(state.attestations).set(key, msg);
-  return commitIfQuorum({ ...state, attestations }, []);
-}
-
-function commitIfQuorum(state: RoundState, actions: RoundAction[]): Step {
-  if (
-    state.led === null || state.committing ||
-    state.attestations.size < state.config.quorum
-  ) {
-    return { state, actions };
-  }
-  return {
-    state: { ...state, committing: true, commitFailedAt: null },
-    actions: [...actions, {
-      type: "commit",
-      round: state.round,
-      manifest: state.led.manifest,
-      checkpoint: state.led.checkpoint,
-      attestations: [...state.attestations.values()],
-    }],
-  };
-}
-
 function onChainHead(
   state: RoundState,
   nextRound: number,
@@ -399,8 +319,4 @@ function withSelf(state: RoundState, live: readonly string[]): string[] {
   const set = new Set(live);
   set.add(state.config.self);
   return [...set].sort(comparePeerIds);
-}
-
-export function log(message: string): RoundAction {
-  return { type: "log", message };
 }

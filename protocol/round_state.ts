@@ -228,3 +228,8 @@ export function initialState(config: RoundConfig, now: number): RoundState {
     previewed: false,
   };
 }
+
+/** A `log` action: a line for the node's log. */
+export function log(message: string): RoundAction {
+  return { type: "log", message };
+}

@@ -1,5 +1,6 @@
 import { ChainError } from "../../chain/errors.ts";
-import { ConfigError, loadConfig, type PartialConfig } from "../config.ts";
+import { ConfigError, type PartialConfig } from "../config.ts";
+import { loadConfig } from "../config_load.ts";
 import { KernelError } from "../../kernels/errors.ts";
 import { GpuLimitError } from "../../kernels/webgpu/device.ts";
 import { ProtocolError } from "../../protocol/errors.ts";

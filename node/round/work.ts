@@ -19,11 +19,9 @@ import { NotHeldError } from "./failures.ts";
 import { sleep } from "./abortable.ts";
 import type { Auditor } from "./audit.ts";
 import type { AuditDuty } from "./audit_duty.ts";
-import { signDelta } from "./commitments.ts";
 import { DeltaGate } from "./delta_gate.ts";
 import { DeltaReader } from "./delta_reader.ts";
 import { privateKeyToAccount } from "viem/accounts";
-import { cidToString, parseCid } from "../../protocol/cid.ts";
 import type { JobSpec } from "../../protocol/job_spec.ts";
 import type {
   AttestationMessage,
@@ -52,9 +50,9 @@ import type { MemberCache } from "./member_cache.ts";
 import { RoundPublisher } from "./publisher.ts";
 import type { RoundServices } from "./services.ts";
 import { RoundSync } from "./sync.ts";
-import { announceDelta } from "./announce.ts";
-import { OwnDeltas } from "./own_deltas.ts";
-import { RoundTraining } from "./train.ts";
+import type { OwnDeltas } from "./own_deltas.ts";
+import { peerTraining } from "./peer_training.ts";
+import type { RoundTraining } from "./train.ts";
 import { verifyManifest } from "./verify.ts";
 import { peerAudits } from "./peer_audits.ts";
 import { RecentManifests } from "./recent_manifests.ts";
@@ -190,40 +188,23 @@ export class RoundWork {
       store: (bytes) => services.blocks.put(bytes).then(() => {}),
       noteDelta: (d, reason) => this.#noteDelta(d, reason),
     });
-    this.#own = new OwnDeltas({
-      stateDir: o.stateDir,
-      publisher: this.#publisher,
-      // Read in full: a delta that rotted on disk cannot be served again.
-      has: (cid) =>
-        services.blocks.get(parseCid(cid)).then(() => true, () => false),
-      feed: o.feed,
-      log: o.log,
-    });
-    this.#training = new RoundTraining({
+    ({ training: this.#training, own: this.#own } = peerTraining({
       jobId,
       peerId: identity.peerId,
       spec,
+      account,
       trainer,
       ledger: o.ledger,
       state: o.state,
       behaviour: this.#behaviour,
       announced: () => this.#deltas.others(identity.peerId),
-      throughput: (peer) => services.gossip.throughput(peer),
-      progress: (p, now) => services.progress(p, now),
-      store: async (bytes) => cidToString(await services.blocks.put(bytes)),
-      drop: (cid) => services.blocks.delete(parseCid(cid)),
+      services,
+      publisher: this.#publisher,
+      stateDir: o.stateDir,
       signal: this.#abort.signal,
-      announce: (d) =>
-        announceDelta({
-          publisher: this.#publisher,
-          behaviour: this.#behaviour,
-          account: identity.address,
-          record: (msg) => this.#own.record(msg),
-          sign: (msg) => signDelta(account, services.chain.domain, msg, spec),
-          feed: o.feed,
-          log: o.log,
-        }, d),
-    });
+      feed: o.feed,
+      log: o.log,
+    }));
   }
 
   /** Stops training, audits and fetches under way. */

@@ -7,7 +7,7 @@
  */
 import { join } from "../../node/cli/join.ts";
 import { parseCommand } from "../../node/cli/parse.ts";
-import { loadConfig } from "../../node/config.ts";
+import { loadConfig } from "../../node/config_load.ts";
 import { attackBehaviour, ATTACKS, type AttackSetup } from "./behaviours.ts";
 
 /** The file in a peer's data dir that makes it an attacker. */

@@ -33,7 +33,7 @@ import {
   type TrainerInit,
 } from "../../kernels/trainer.ts";
 import type { BatchedTrainer } from "../../kernels/webgpu/gpu_trainer.ts";
-import { loadConfig } from "../../node/config.ts";
+import { loadConfig } from "../../node/config_load.ts";
 import { BROWN_CACHE_FILE, loadBrownCorpus } from "../../node/job/corpus.ts";
 import { median } from "./_bench.ts";
 

@@ -1,0 +1,86 @@
+/**
+ * A peer's own training wired to the services it uses: a
+ * {@linkcode RoundTraining} whose deltas are stored, signed and announced,
+ * each announcement first kept by {@linkcode OwnDeltas} so a restart never
+ * announces a second delta for a round.
+ *
+ * @module
+ */
+import type { LocalAccount } from "viem";
+import { cidToString, parseCid } from "../../protocol/cid.ts";
+import type { JobSpec } from "../../protocol/job_spec.ts";
+import type { RoundEvent } from "../../protocol/round_state.ts";
+import { announceDelta } from "./announce.ts";
+import type { RoundBehaviour } from "./behaviour.ts";
+import { signDelta } from "./commitments.ts";
+import { OwnDeltas } from "./own_deltas.ts";
+import type { RoundPublisher } from "./publisher.ts";
+import type { RoundServices } from "./services.ts";
+import { RoundTraining, type RoundTrainingOptions } from "./train.ts";
+
+/** What {@linkcode peerTraining} wires together. */
+export interface PeerTrainingOptions extends
+  Pick<
+    RoundTrainingOptions,
+    | "jobId"
+    | "peerId"
+    | "trainer"
+    | "ledger"
+    | "state"
+    | "behaviour"
+    | "announced"
+    | "signal"
+  > {
+  spec: JobSpec;
+  /** This peer's chain account: credited for, and signing, its deltas. */
+  account: LocalAccount;
+  services: Pick<RoundServices, "blocks" | "gossip" | "progress" | "chain">;
+  publisher: RoundPublisher;
+  /** Where the announcements are kept across restarts (null: memory). */
+  stateDir: string | null;
+  feed: (event: RoundEvent) => void;
+  log: (line: string) => void;
+  behaviour: RoundBehaviour;
+}
+
+/** The training, and the record of what it announced. */
+export function peerTraining(
+  o: PeerTrainingOptions,
+): { training: RoundTraining; own: OwnDeltas } {
+  const { services, publisher, account, spec } = o;
+  const own = new OwnDeltas({
+    stateDir: o.stateDir,
+    publisher,
+    // Read in full: a delta that rotted on disk cannot be served again.
+    has: (cid) =>
+      services.blocks.get(parseCid(cid)).then(() => true, () => false),
+    feed: o.feed,
+    log: o.log,
+  });
+  const training = new RoundTraining({
+    jobId: o.jobId,
+    peerId: o.peerId,
+    spec,
+    trainer: o.trainer,
+    ledger: o.ledger,
+    state: o.state,
+    behaviour: o.behaviour,
+    announced: o.announced,
+    throughput: (peer) => services.gossip.throughput(peer),
+    progress: (p, now) => services.progress(p, now),
+    store: async (bytes) => cidToString(await services.blocks.put(bytes)),
+    drop: (cid) => services.blocks.delete(parseCid(cid)),
+    signal: o.signal,
+    announce: (d) =>
+      announceDelta({
+        publisher,
+        behaviour: o.behaviour,
+        account: account.address,
+        record: (msg) => own.record(msg),
+        sign: (msg) => signDelta(account, services.chain.domain, msg, spec),
+        feed: o.feed,
+        log: o.log,
+      }, d),
+  });
+  return { training, own };
+}
