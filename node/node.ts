@@ -72,6 +72,9 @@ export interface ZooNode {
   stop(): Promise<void>;
 }
 
+/** How often a node with no connection dials the peers it met, ms. */
+const KNOWN_REDIAL_MS = 10_000;
+
 /** Path of the runtime info file in a data dir. */
 export function runtimeInfoPath(dataDir: string): string {
   return `${dataDir}/node.json`;
@@ -149,11 +152,20 @@ export async function startNode(
     known.save(Date.now(), force).catch((err) =>
       console.error(`zoo-node: cannot save known peers: ${err.message}`)
     );
+  let knownDialedAt = Date.now();
   const maintain = setInterval(() => {
     redialBootstrap(host, config.bootstrap);
     // Cut off from everyone (every bootstrap address moved, or the link
-    // dropped): the peers met before are the way back.
-    if (host.getConnections().length === 0) dialKnownPeers(host, known);
+    // dropped): the peers met before are the way back. Not every tick:
+    // up to 64 of them may be gone for good.
+    const now = Date.now();
+    if (
+      host.getConnections().length === 0 &&
+      now - knownDialedAt >= KNOWN_REDIAL_MS
+    ) {
+      knownDialedAt = now;
+      dialKnownPeers(host, known);
+    }
     saveKnown();
   }, options.heartbeatIntervalMs ?? 2_000);
 

@@ -10,7 +10,12 @@ import { cidForBytes, cidToString } from "../protocol/cid.ts";
 import { jobTopic } from "../node/p2p/gossip_service.ts";
 import { BLOB_PROTOCOL } from "../protocol/blob_messages.ts";
 import { blockstoreDir } from "../node/node.ts";
-import { spawnPeer, stopPeer, waitFor } from "../node/devnet/local_peer.ts";
+import {
+  type LocalPeer,
+  spawnPeer,
+  stopPeer,
+  waitFor,
+} from "../node/devnet/local_peer.ts";
 import { KNOWN_PEERS_FILE } from "../node/p2p/known_peers.ts";
 import {
   type Cluster,
@@ -23,6 +28,21 @@ import {
 import { MAIN, zooNode } from "./_cli.ts";
 
 const MiB = 1 << 20;
+
+/** `zoo-node blob get` on `peer`'s data dir, from one provider, to `out`. */
+function blobGet(cid: string, peer: LocalPeer, from: string, out: string) {
+  return zooNode([
+    "blob",
+    "get",
+    cid,
+    "--data-dir",
+    peer.dataDir,
+    "--from",
+    from,
+    "--out",
+    out,
+  ]);
+}
 
 /** Peers a and b (b bootstrapped from a) and a file of `size` random bytes. */
 async function twoPeersAndAFile(c: Cluster, size: number) {
@@ -91,18 +111,7 @@ Deno.test(
       };
       await rot(b.dataDir);
       const out = `${await c.tempDir()}/out.bin`;
-      const get = (from: string) =>
-        zooNode([
-          "blob",
-          "get",
-          cid,
-          "--data-dir",
-          b.dataDir,
-          "--from",
-          from,
-          "--out",
-          out,
-        ]);
+      const get = (from: string) => blobGet(cid, b, from, out);
       const again = await get(a.info.peerId);
       strictEqual(again.code, 0, again.stderr);
       ok(again.stdout.includes("verified"), again.stdout);
@@ -164,17 +173,7 @@ Deno.test(
       strictEqual(cid, cidToString(await cidForBytes(bytes)));
 
       const out = `${await c.tempDir()}/out.bin`;
-      const get = await zooNode([
-        "blob",
-        "get",
-        cid,
-        "--data-dir",
-        b.dataDir,
-        "--from",
-        a.info.peerId,
-        "--out",
-        out,
-      ]);
+      const get = await blobGet(cid, b, a.info.peerId, out);
       strictEqual(get.code, 0, get.stderr);
       ok(get.stdout.includes("verified"), get.stdout);
       const got = await Deno.readFile(out);

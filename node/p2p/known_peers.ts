@@ -74,6 +74,8 @@ export function parseKnownPeers(json: unknown): KnownPeer[] {
 export class KnownPeers {
   readonly #path: string;
   readonly #byPeer = new Map<string, KnownPeer>();
+  /** The addresses each peer last announced, as they came. */
+  readonly #raw = new Map<string, string>();
   /** A peer or an address is new: worth writing at the next save. */
   #changed = false;
   /** Anything moved, if only a `lastSeen`. */
@@ -110,9 +112,18 @@ export class KnownPeers {
 
   /** Records that `peer` was heard from at `now`, announcing `addrs`. */
   note(peer: string, addrs: readonly string[], now: number): void {
+    // Every heartbeat lands here: parse its addresses only when they moved.
+    const raw = addrs.join();
+    const before = this.#byPeer.get(peer);
+    if (before && this.#raw.get(peer) === raw) {
+      this.#byPeer.delete(peer);
+      this.#byPeer.set(peer, { ...before, lastSeen: now });
+      this.#dirty = true;
+      return;
+    }
     const good = validAddrs(addrs);
     if (good.length === 0) return;
-    const before = this.#byPeer.get(peer);
+    this.#raw.set(peer, raw);
     if (!before || before.addrs.join() !== good.join()) this.#changed = true;
     this.#dirty = true;
     this.#byPeer.delete(peer);
@@ -122,6 +133,7 @@ export class KnownPeers {
         a.lastSeen <= b.lastSeen ? a : b
       );
       this.#byPeer.delete(oldest.peer);
+      this.#raw.delete(oldest.peer);
     }
   }
 

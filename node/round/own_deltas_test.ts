@@ -2,28 +2,18 @@ import assert from "node:assert/strict";
 import type { DeltaAnnounce } from "../../protocol/messages.ts";
 import type { RoundEvent } from "../../protocol/round_state.ts";
 import { withTempDir } from "../../tests/_temp_dir.ts";
-import { MemoryGossip, TEST_ADDRESS } from "./_fakes.ts";
+import { DELTA } from "../../protocol/_message_fixtures.ts";
+import { MemoryGossip } from "./_fakes.ts";
 import { ANNOUNCED_FILE, KEEP_ROUNDS, OwnDeltas } from "./own_deltas.ts";
 import { RoundPublisher } from "./publisher.ts";
 
-const announcement = (round: number, delta = `bafkreidelta${round}`) =>
-  ({
-    v: 1,
-    type: "delta",
-    peer: "12D3KooWAAAA",
-    job: "bafkreijob",
-    round,
-    parent: `bafkreiparent${round}`,
-    delta,
-    tokens: 1280,
-    loss: 2.5,
-    account: TEST_ADDRESS,
-    work: "bafkreiwork",
-    data: `0x${"ab".repeat(32)}`,
-    trajectory: `0x${"cd".repeat(32)}`,
-    kernel: "js",
-    signature: "0x0c",
-  }) satisfies DeltaAnnounce;
+/** A round's announcement: the shared fixture's, per round. */
+const announcement = (round: number): DeltaAnnounce => ({
+  ...DELTA,
+  round,
+  parent: `bafkreiparent${round}`,
+  delta: `bafkreidelta${round}`,
+});
 
 /** A peer's OwnDeltas on `dir`, as after a (re)start. */
 function peer(dir: string, stored: Set<string>) {

@@ -144,7 +144,7 @@ export class Blockstore {
    * files and downloads (`*.part`) untouched for
    * {@linkcode PART_RETENTION_MS}: a fetch that resumes comes back sooner.
    */
-  static async open(dir: string, now = Date.now()): Promise<Blockstore> {
+  static async open(dir: string): Promise<Blockstore> {
     const store = new Blockstore(dir);
     await Deno.mkdir(store.#blocks, { recursive: true });
     await Deno.mkdir(store.#tmp, { recursive: true });
@@ -155,7 +155,7 @@ export class Blockstore {
         await Deno.remove(path);
       } else if (entry.name.endsWith(".part")) {
         const { mtime } = await Deno.stat(path);
-        if (mtime && now - mtime.getTime() > PART_RETENTION_MS) {
+        if (mtime && Date.now() - mtime.getTime() > PART_RETENTION_MS) {
           await Deno.remove(path);
         }
       }
