@@ -305,24 +305,42 @@ Deno.test({
       }),
     }, async (c) => {
       const { peers } = await threePeersInRound0(c);
-      const victim = peers[1];
+      const r1 = await waitForPhase(
+        peers[0],
+        (t) => t.round === 1 && t.leader !== null,
+        "round 1 with its leader known",
+      );
+      // Not the leader: the round's manifest is built while it is down.
+      const victim = peers.find((p) => p.info.peerId !== r1.leader)!;
+      const others = peers.filter((p) => p !== victim);
       const slot = c.slots.findIndex((s) => s.name === victim.name);
-      await catchPhase(
-        victim,
-        (t) => t.round === 1 && t.phase === "collecting",
-        "the peer's round-1 delta out",
+      // The others started round 2 early: each previewed C(2) from all
+      // three deltas, so the victim's is stored with them before it dies
+      // and the leader includes it, however long the victim stays down.
+      await waitFor(
+        async () => {
+          const s = await Promise.all(others.map((p) => statusOf(p)));
+          return s.every((x) => x.progress.round === 2) ? s : null;
+        },
+        60_000,
+        "the others training round 2 early",
+      );
+      assert.equal(
+        (await c.chainHead()).nextRound,
+        1,
+        "round 1 is still open when the peer dies",
       );
       victim.child.kill("SIGKILL");
       await victim.child.status;
-      const [again] = await c.spawn([slot], { from: peers[0] });
-      await c.waitForRounds(3, 240_000);
+      const [again] = await c.spawn([slot], { from: others[0] });
+      await c.waitForRounds(3, 120_000);
       const log = await Deno.readTextFile(again.log);
       assert.match(log, /round 1: announcing again delta/, log);
-      for (const p of peers.filter((p) => p !== victim)) {
+      for (const p of others) {
         const text = await Deno.readTextFile(p.log);
         assert.doesNotMatch(text, /equivocation/, `${p.name}: ${text}`);
       }
-      const rec = await roundsOf(peers[0]);
+      const rec = await roundsOf(others[0]);
       assert.equal(rec[1].contributors, 3, JSON.stringify(rec));
     }),
 });

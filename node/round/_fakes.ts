@@ -93,6 +93,11 @@ export class MemoryBlocks implements RoundBlocks {
 export class MemoryFetcher implements BlobFetcher {
   readonly calls: { cid: string; providers?: string[]; maxBytes: number }[] =
     [];
+  /**
+   * A blob nobody holds: false waits for the abort (a fetch still asking),
+   * true fails at once (every provider said not-found).
+   */
+  failMissing = false;
   constructor(readonly local: MemoryBlocks, readonly remote: MemoryBlocks) {}
 
   fetch(
@@ -102,6 +107,9 @@ export class MemoryFetcher implements BlobFetcher {
   ): Promise<unknown> {
     this.calls.push({ cid, providers, maxBytes: options.maxBytes });
     const bytes = this.remote.blocks.get(cid);
+    if (!bytes && this.failMissing) {
+      return Promise.reject(new Error(`${cid}: not found`));
+    }
     if (!bytes) {
       return new Promise((_, reject) => {
         const fail = () => reject(options.signal.reason);

@@ -32,6 +32,7 @@ import type { RoundTrainer } from "./inner_loop.ts";
 import type { RoundServices } from "./services.ts";
 import { RoundWork } from "./work.ts";
 import { RoundLedger } from "./ledger.ts";
+import { REANNOUNCE_MS } from "./publisher.ts";
 
 /** The job a peer's rounds belong to, and what it trains and talks with. */
 export interface RoundContext {
@@ -59,9 +60,6 @@ export interface RoundDriverOptions extends RoundContext {
    */
   stateDir?: string;
 }
-
-/** How often this round's own announcements are sent again, ms. */
-export const REANNOUNCE_MS = 2_000;
 
 /** Runs the round machine of one peer until the job finishes or `stop`. */
 export class RoundDriver {

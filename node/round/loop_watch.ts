@@ -14,6 +14,7 @@
 /** Recent ticks of a periodic timer, to find stalls of the event loop. */
 export class LoopWatch {
   readonly #ticks: number[] = [];
+  #first: number | null = null;
 
   /**
    * @param periodMs the timer's period.
@@ -23,6 +24,7 @@ export class LoopWatch {
 
   /** Notes a tick of the timer at `now` (Date.now() time). */
   tick(now: number): void {
+    this.#first ??= now;
     this.#ticks.push(now);
     while (this.#ticks.length > 0 && this.#ticks[0] < now - this.keepMs) {
       this.#ticks.shift();
@@ -44,6 +46,14 @@ export class LoopWatch {
    * assert(!watch.steady(500, 1500, 50));
    * ```
    */
+  /**
+   * When this process began watching (its first tick), or null before it
+   * did: what arrived soon after may have been out long before.
+   */
+  get since(): number | null {
+    return this.#first;
+  }
+
   steady(from: number, to: number, slackMs: number): boolean {
     const start = from - this.periodMs - slackMs;
     const limit = this.periodMs + slackMs;

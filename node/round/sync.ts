@@ -100,11 +100,16 @@ export class RoundSync {
       what: "checkpoint",
       maxBytes: roundCheckpointMaxBytes(this.#o.trainer.parameterCount),
     };
+    // Fetched even when the machine has moved past the round (a newer
+    // checkpoint came first): closing round − 1 needs it. Only a fetch
+    // that fails after that gives up, so a checkpoint nobody serves does
+    // not hold the sync.
     while (!await blobs.has(checkpoint)) {
-      if (this.#o.state().round !== round || blobs.signal.aborted) return;
+      if (blobs.signal.aborted) return;
       try {
         await blobs.ensure(checkpoint, want);
       } catch {
+        if (this.#o.state().round !== round) return;
         await new Promise((r) => setTimeout(r, RETRY_MS));
       }
     }

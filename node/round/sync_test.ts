@@ -119,9 +119,29 @@ Deno.test("RoundSync refuses a checkpoint of another round, and never goes back"
   assert.equal(s.sync.held(s.c1).ckpt.round, 1);
 });
 
-Deno.test("RoundSync stops looking for a checkpoint once the machine moved on", async () => {
+Deno.test("RoundSync gives up a checkpoint nobody serves once the machine moved on", async () => {
   const s = await setup(fake.stateIn(2, ""));
+  s.fetcher.failMissing = true;
   const nowhere = "bafkreigh2akiscaildcqabsyg3dfr6chu3fgpregiymsck7e7aqa4s52zy";
   await s.sync.advance(1, nowhere);
   assert.deepEqual(s.events, []);
+  assert.equal(s.fetcher.calls.length, 1);
+});
+
+Deno.test("RoundSync still records a round whose checkpoint came after a newer one", async () => {
+  const s = await setup(fake.stateIn(2, ""));
+  const c2 = cidToString(
+    await s.remote.put(
+      encodeRoundCheckpoint({ ...C0, round: 2, parent: s.c1 }),
+    ),
+  );
+  // C(2) arrives first; the fetch of C(1), from before the machine moved
+  // on, finishes after it and still closes round 0.
+  await s.sync.advance(2, c2);
+  await s.sync.advance(1, s.c1);
+  assert.deepEqual(s.ledger.records.map((r) => [r.round, r.checkpoint]), [
+    [0, s.c1],
+    [1, c2],
+  ]);
+  assert.equal(s.sync.held(c2).ckpt.round, 2);
 });

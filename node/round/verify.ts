@@ -19,12 +19,13 @@ import type { RoundManifest } from "../../protocol/round_manifest.ts";
 import type { RoundLedger } from "./ledger.ts";
 import type { LoopWatch } from "./loop_watch.ts";
 import { ManifestRefused, type ManifestVerifier } from "./manifest_check.ts";
+import { REANNOUNCE_MS } from "./publisher.ts";
 
 /** What verifying a manifest uses. */
 export interface VerifyOptions {
   verifier: Pick<ManifestVerifier, "check">;
   /** When the event loop stalled: no timing judgement across a stall. */
-  loop: Pick<LoopWatch, "steady">;
+  loop: Pick<LoopWatch, "steady" | "since">;
   /** The machine's current state. */
   state(): RoundState;
   ledger: Pick<RoundLedger, "noteRefusal">;
@@ -46,6 +47,11 @@ export async function verifyManifest(
   // times things arrived: no judgement rests on them.
   const grace = censorGraceMs(config);
   const steady = (since: number) => o.loop.steady(since, a.at, grace);
+  // A peer that (re)started mid-round hears the deltas sent before it came
+  // only when they are sent again: their arrival here says nothing of
+  // when the leader had them.
+  const watchedBefore = (arrived: number) =>
+    o.loop.since !== null && arrived - o.loop.since >= REANNOUNCE_MS + grace;
   try {
     manifest = await o.verifier.check(m, {
       announced: a.announced,
@@ -53,9 +59,13 @@ export async function verifyManifest(
         .filter((d) => steady(a.seenAt.get(d.peer)!)),
       // From when each delta first reached this peer: one that came before
       // the round began here may have reached the leader as early.
-      hasty: (listed) =>
-        isHasty(listed, a.arrivedAt, a.at, config) &&
-        steady(Math.max(...listed.map((p) => a.arrivedAt.get(p) ?? a.at))),
+      hasty: (listed) => {
+        const latest = Math.max(
+          ...listed.map((p) => a.arrivedAt.get(p) ?? a.at),
+        );
+        return isHasty(listed, a.arrivedAt, a.at, config) && steady(latest) &&
+          watchedBefore(latest);
+      },
       current: () => {
         const state = o.state();
         return state.round === m.round && state.parent === m.parent

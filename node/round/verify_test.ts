@@ -26,6 +26,8 @@ function run(
   steady = true,
   /** How long before the manifest the delta first arrived, ms. */
   arrivedBefore = 0,
+  /** How long this peer had been watching when the manifest came, ms. */
+  watchingFor = 60_000,
 ) {
   const events: RoundEvent[] = [];
   const remembered: string[] = [];
@@ -39,7 +41,7 @@ function run(
         return check(w);
       },
     },
-    loop: { steady: () => steady },
+    loop: { steady: () => steady, since: now - watchingFor },
     state: () => stateIn(0, PARENT),
     ledger,
     feed: (e) => events.push(e),
@@ -105,4 +107,15 @@ Deno.test("verifyManifest judges haste from when a delta first arrived, before i
   assert.equal(r.witnesses[0].hasty([PEERS[0]]), false);
   // Still expected in the manifest only from when the round began here.
   assert.deepEqual(r.witnesses[0].expected, []);
+});
+
+Deno.test("verifyManifest passes no haste verdict on deltas heard while it was catching up after a (re)start", async () => {
+  // Started 1 s before: a delta heard now may have been out long before,
+  // and was only sent again.
+  const restarted = run(() => Promise.resolve(MANIFEST), true, 0, 1_000);
+  await restarted.done;
+  assert.equal(restarted.witnesses[0].hasty([PEERS[0]]), false);
+  const watching = run(() => Promise.resolve(MANIFEST), true, 0, 30_000);
+  await watching.done;
+  assert.equal(watching.witnesses[0].hasty([PEERS[0]]), true);
 });
