@@ -2,12 +2,12 @@
  * The rules that keep a round's leader from silently leaving a delta out
  * of its manifest. A verifier cannot see what reached the leader, only
  * when deltas and the manifest reached itself, so the rules are in time,
- * with a margin g ({@linkcode censorGraceMs}) for gossip to reach one peer
+ * with a margin g (`censorGraceMs` in `round_timing.ts`) for gossip to reach one peer
  * later than another:
  *
- * 1. the leader publishes its manifest no sooner than 4g
- *    ({@linkcode settleMs}) after the latest delta it lists arrived, taking
- *    in whatever arrives meanwhile; a manifest that reaches a verifier
+ * 1. the leader publishes its manifest no sooner than `settleMs` (4g, and
+ *    at least a repeat of announcements plus 2g) after the latest delta it
+ *    lists arrived, taking in whatever arrives meanwhile; a manifest that reaches a verifier
  *    less than g after the latest delta it lists is refused as hasty
  *    ({@linkcode isHasty});
  * 2. a verifier expects the manifest to list, aggregated or excluded,
@@ -33,20 +33,8 @@
  * @module
  */
 import type { DeltaAnnounce } from "./messages.ts";
-import { collectMs, type RoundConfig } from "./round_state.ts";
-
-/**
- * The margin g, in ms: a twentieth of the collect window (250 ms at a
- * 20 s round deadline), between 200 ms and a second.
- */
-export function censorGraceMs(config: RoundConfig): number {
-  return Math.max(200, Math.min(1000, collectMs(config) / 20));
-}
-
-/** How long a leader waits after the latest delta it lists, in ms: 4g. */
-export function settleMs(config: RoundConfig): number {
-  return 4 * censorGraceMs(config);
-}
+import type { RoundConfig } from "./round_state.ts";
+import { censorGraceMs } from "./round_timing.ts";
 
 /**
  * The `announced` deltas that a manifest reaching this peer at `at` must

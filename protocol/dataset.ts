@@ -32,6 +32,7 @@
  * @module
  */
 import { cidForBytes, cidToString, parseCid, RAW_CODEC } from "./cid.ts";
+import { ProtocolError } from "./errors.ts";
 
 /** Default chunk size: 64 KiB. */
 export const DEFAULT_CHUNK_BYTES = 65536;
@@ -136,38 +137,47 @@ export function encodeManifest(manifest: DatasetManifest): Uint8Array {
 /**
  * Parses and checks manifest bytes: version, sizes, a chunk count that
  * matches size / chunkBytes, raw sha2-256 CIDs, and the canonical encoding
- * (so one dataset has one id). Throws a `TypeError` naming the problem.
+ * (so one dataset has one id). Throws a `ProtocolError` naming the problem.
  */
 export function decodeManifest(bytes: Uint8Array): DatasetManifest {
   let value: Record<string, unknown>;
   try {
     value = JSON.parse(new TextDecoder("utf-8", { fatal: true }).decode(bytes));
   } catch (error) {
-    throw new TypeError(
+    throw new ProtocolError(
       "Cannot decode dataset manifest as it is not UTF-8 JSON",
+      "",
       { cause: error },
     );
   }
   const fail = (why: string) =>
-    new TypeError(`Cannot decode dataset manifest as ${why}`);
+    new ProtocolError(`Cannot decode dataset manifest as ${why}`);
   if (typeof value !== "object" || value === null || Array.isArray(value)) {
     throw fail("it is not a JSON object");
   }
   const { version, size, chunkBytes, chunks } = value;
   if (version !== MANIFEST_VERSION) {
     throw fail(
-      `its version must be ${MANIFEST_VERSION}: current value is ${version}`,
+      `its version must be ${MANIFEST_VERSION}: current value is ${
+        JSON.stringify(version)
+      }`,
     );
   }
   if (typeof size !== "number" || !Number.isSafeInteger(size) || size < 1) {
-    throw fail(`size must be a positive integer: current value is ${size}`);
+    throw fail(
+      `size must be a positive integer: current value is ${
+        JSON.stringify(size)
+      }`,
+    );
   }
   if (
     typeof chunkBytes !== "number" || !Number.isSafeInteger(chunkBytes) ||
     chunkBytes < 1
   ) {
     throw fail(
-      `chunkBytes must be a positive integer: current value is ${chunkBytes}`,
+      `chunkBytes must be a positive integer: current value is ${
+        JSON.stringify(chunkBytes)
+      }`,
     );
   }
   const count = Math.ceil(size / chunkBytes);
@@ -179,7 +189,7 @@ export function decodeManifest(bytes: Uint8Array): DatasetManifest {
     );
   }
   for (const cid of chunks) {
-    if (typeof cid !== "string" || parseCid(cid).code !== RAW_CODEC) {
+    if (typeof cid !== "string" || !isRawCid(cid)) {
       throw fail(`a chunk CID is not a raw-codec CID: ${JSON.stringify(cid)}`);
     }
   }
@@ -194,6 +204,14 @@ export function decodeManifest(bytes: Uint8Array): DatasetManifest {
     );
   }
   return manifest;
+}
+
+function isRawCid(text: string): boolean {
+  try {
+    return parseCid(text).code === RAW_CODEC;
+  } catch {
+    return false;
+  }
 }
 
 /**

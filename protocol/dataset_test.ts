@@ -1,3 +1,4 @@
+import { ProtocolError } from "./errors.ts";
 import assert from "node:assert/strict";
 import { createHash } from "node:crypto";
 import {
@@ -106,7 +107,7 @@ Deno.test("decodeManifest refuses malformed or non-canonical manifests", async (
       decodeManifest(
         json({ ...good, chunks: ["nope", ...good.chunks.slice(1)] }),
       ),
-    TypeError,
+    ProtocolError,
   );
   const reordered = enc.encode(
     `{"size":9,"version":1,"chunkBytes":4,"chunks":${

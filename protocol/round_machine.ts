@@ -52,16 +52,14 @@ import {
   onVerified,
 } from "./round_attest_steps.ts";
 import {
-  collectMs,
-  COMMIT_RETRY_MS,
   initialState,
   log,
   type RoundAction,
   type RoundEvent,
   type RoundState,
   type Step,
-  takeoverMs,
 } from "./round_state.ts";
+import { collectMs, COMMIT_RETRY_MS, takeoverMs } from "./round_timing.ts";
 
 /** Applies one event. */
 export function step(

@@ -1,13 +1,11 @@
 import assert from "node:assert/strict";
 import { rankLeaders } from "./assignment.ts";
 import {
-  collectMs,
-  COMMIT_RETRY_MS,
   initialState,
   type RoundAction,
   type RoundEvent,
-  takeoverMs,
 } from "./round_state.ts";
+import { collectMs, COMMIT_RETRY_MS, takeoverMs } from "./round_timing.ts";
 import {
   config,
   delta,

@@ -1,7 +1,7 @@
 /**
  * The round machine's data (`round_machine.ts`): a peer's configuration,
  * its state within a round, the events it takes and the actions it asks
- * for, and the round's windows of time.
+ * for (its windows of time are in `round_timing.ts`).
  *
  * @module
  */
@@ -187,19 +187,6 @@ export interface Step {
   state: RoundState;
   actions: RoundAction[];
 }
-
-/** How long the leader waits for other deltas after its own, in ms. */
-export function collectMs(config: RoundConfig): number {
-  return config.roundDeadlineMs / 4;
-}
-
-/** How long each backup rank waits after the one before it, in ms. */
-export function takeoverMs(config: RoundConfig): number {
-  return config.roundDeadlineMs / 2;
-}
-
-/** Retry delay after a failed commit, in ms. */
-export const COMMIT_RETRY_MS = 1000;
 
 /**
  * A machine that knows nothing of the job yet: feed it the chain's head

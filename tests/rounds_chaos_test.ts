@@ -330,6 +330,7 @@ Deno.test({
         1,
         "round 1 is still open when the peer dies",
       );
+      const before = await roundsOf(victim);
       victim.child.kill("SIGKILL");
       await victim.child.status;
       const [again] = await c.spawn([slot], { from: others[0] });
@@ -342,5 +343,10 @@ Deno.test({
       }
       const rec = await roundsOf(others[0]);
       assert.equal(rec[1].contributors, 3, JSON.stringify(rec));
+      // Its records of the rounds before it died came back from disk, not
+      // made again from what it saw after the restart.
+      const after = await roundsOf(again);
+      assert.deepEqual(after.map((r) => r.round), [0, 1, 2]);
+      assert.deepEqual(after[0], before[0]);
     }),
 });

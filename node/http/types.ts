@@ -136,7 +136,7 @@ export interface Contributions {
   roundsCommitted: number;
   /** Rounds in the job. */
   rounds: number;
-  /** Rounds this node saw committed with its delta in them. */
+  /** Rounds whose commit on chain credited this node's account. */
   contributedRounds: number[];
   /** When the chain was read, ms since the epoch. */
   readAt: number;

@@ -19,6 +19,7 @@ import {
   readJob,
   readRound,
   type Registry,
+  roundCredits,
 } from "../../chain/registry.ts";
 import type { JobSpec } from "../../protocol/job_spec.ts";
 import { Cached } from "./cached.ts";
@@ -40,8 +41,6 @@ export interface JobChainViewOptions {
   account: Address;
   /** Maps peer ids to accounts (cached by the round driver already). */
   members: MemberCache;
-  /** Rounds this node saw committed with its delta in them. */
-  contributedRounds: () => number[];
   ttlMs?: number;
 }
 
@@ -60,11 +59,13 @@ export class JobChainView {
     this.#job = new Cached(() => readJob(o.registry, job), ttl);
     this.#txs = new Cached(() => commitTransactions(o.registry, job), ttl);
     this.#mine = new Cached(async () => {
-      const [j, mine, due] = await Promise.all([
+      const [j, mine, due, credits] = await Promise.all([
         this.#job.get(),
         contributionOf(o.registry, job, o.account),
         claimable(o.registry, job, o.account),
+        roundCredits(o.registry, job),
       ]);
+      const account = o.account.toLowerCase();
       return {
         job: o.jobId,
         account: o.account,
@@ -74,7 +75,12 @@ export class JobChainView {
         claimable: String(due),
         roundsCommitted: j.nextRound,
         rounds: j.rounds,
-        contributedRounds: o.contributedRounds(),
+        // From the chain's credits, which a restart or a lost data dir
+        // cannot take away.
+        contributedRounds: [...credits]
+          .filter(([, by]) => (by.get(account) ?? 0n) > 0n)
+          .map(([round]) => round)
+          .sort((a, b) => a - b),
         readAt: Date.now(),
       };
     }, ttl);

@@ -24,6 +24,7 @@ import { jobStateDir, type ZooNode } from "../node.ts";
 import type { RoundBehaviour } from "../round/behaviour.ts";
 import { RoundDriver } from "../round/driver.ts";
 import { RoundTrainer } from "../round/inner_loop.ts";
+import { RoundRecordLog } from "../round/record_log.ts";
 
 /** How long to look for the job spec among peers before giving up, ms. */
 const SPEC_WAIT_MS = 60_000;
@@ -87,6 +88,7 @@ export async function runJob(
       peerId: identity.peerId,
       dutyCycle: config.dutyCycle,
     });
+    const stateDir = jobStateDir(config.dataDir, jobId);
     const driver = new RoundDriver({
       node,
       identity,
@@ -97,7 +99,8 @@ export async function runJob(
       log,
       overlap: config.overlap,
       behaviour,
-      stateDir: jobStateDir(config.dataDir, jobId),
+      stateDir,
+      records: await RoundRecordLog.open(stateDir, log),
     });
     node.setJob(createJobView({
       node,

@@ -35,8 +35,6 @@ export function createJobView(o: JobViewOptions): JobSource {
     spec,
     account: o.account,
     members: driver.members,
-    contributedRounds: () =>
-      ledger.records.filter((r) => r.contributed).map((r) => r.round),
   });
   let left = false;
 

@@ -11,7 +11,7 @@
  */
 import { NothingToAggregateError } from "./failures.ts";
 import { type CID, cidToString } from "../../protocol/cid.ts";
-import { censorGraceMs, settleMs } from "../../protocol/censorship.ts";
+import { censorGraceMs, settleMs } from "../../protocol/round_timing.ts";
 import { partitionDeltas } from "../../protocol/delta_screen.ts";
 import { claimedShare } from "../../protocol/inner_steps.ts";
 import { manifestContribution } from "../../protocol/contribution.ts";

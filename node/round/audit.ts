@@ -21,8 +21,10 @@
  * 4. `delta`: the announced delta blob is exactly the quantized
  *    C(r) − θ_H of the committed final state, bound to the peer and round.
  *
- * A state that cannot be fetched fails the audit: an honest peer keeps its
- * states for the challenge window.
+ * A state that cannot be fetched throws {@linkcode StateUnserved}: the
+ * peer may be restarting, so the audit duty asks again until its serve
+ * window closes, and only then fails the `start` check (an honest peer
+ * keeps its states for the challenge window).
  *
  * @module
  */
@@ -124,7 +126,10 @@ export class Auditor {
       .train;
   }
 
-  /** The verdict on `a` (see the module doc). */
+  /**
+   * The verdict on `a` (see the module doc); throws
+   * {@linkcode StateUnserved} when a state it needs is not served.
+   */
   async audit(a: SegmentAudit): Promise<AuditVerdict> {
     const { msg, record } = a;
     const steps = claimedSteps(this.#o.spec, msg.tokens);
@@ -152,72 +157,67 @@ export class Auditor {
       try {
         return await this.#o.state(record.states[k], msg.peer);
       } catch (err) {
-        throw new Unserved(k, err);
+        throw new StateUnserved(k, err);
       }
     };
-    try {
-      const start = await fetch(a.segment);
-      if (start.step !== from) {
+    const start = await fetch(a.segment);
+    if (start.step !== from) {
+      return fail(
+        "start",
+        `its state ${a.segment} is at step ${start.step}, not ${from}`,
+      );
+    }
+    if (
+      a.segment === 0 && record.shifted === 0 &&
+      !sameBits(start.params, a.parent)
+    ) {
+      return fail("start", "its step-0 parameters are not C(r)'s");
+    }
+    const { end, batch } = await this.#replay(a, start, from, to, fetch);
+    const claimed = parseCid(record.states[a.segment + 1]).multihash.digest;
+    let exact = true, drift = 0;
+    let committedEnd: TrainingState | null = null;
+    if (!sameBytes(stateHash(end), claimed)) {
+      if (msg.kernel === this.#kernel()) {
         return fail(
-          "start",
-          `its state ${a.segment} is at step ${start.step}, not ${from}`,
+          "replay",
+          `steps ${from}-${to} do not reproduce its state`,
         );
       }
-      if (
-        a.segment === 0 && record.shifted === 0 &&
-        !sameBits(start.params, a.parent)
-      ) {
-        return fail("start", "its step-0 parameters are not C(r)'s");
+      exact = false;
+      committedEnd = await fetch(a.segment + 1);
+      const off = distance(end.params, committedEnd.params);
+      const progress = distance(committedEnd.params, start.params);
+      drift = off / progress;
+      if (!(off <= CROSS_KERNEL_TOLERANCE * progress)) {
+        return fail(
+          "replay",
+          `steps ${from}-${to} on ${this.#kernel()} land ${
+            (off / progress).toFixed(3)
+          } of the progress away from its ${msg.kernel} state`,
+        );
       }
-      const { end, batch } = await this.#replay(a, start, from, to, fetch);
-      const claimed = parseCid(record.states[a.segment + 1]).multihash.digest;
-      let exact = true, drift = 0;
-      let committedEnd: TrainingState | null = null;
-      if (!sameBytes(stateHash(end), claimed)) {
-        if (msg.kernel === this.#kernel()) {
-          return fail(
-            "replay",
-            `steps ${from}-${to} do not reproduce its state`,
-          );
-        }
-        exact = false;
-        committedEnd = await fetch(a.segment + 1);
-        const off = distance(end.params, committedEnd.params);
-        const progress = distance(committedEnd.params, start.params);
-        drift = off / progress;
-        if (!(off <= CROSS_KERNEL_TOLERANCE * progress)) {
-          return fail(
-            "replay",
-            `steps ${from}-${to} on ${this.#kernel()} land ${
-              (off / progress).toFixed(3)
-            } of the progress away from its ${msg.kernel} state`,
-          );
-        }
-      }
-      // The last segment's end is the final state: replayed bit for bit,
-      // or fetched above; no need to fetch it (again).
-      const final = a.segment + 2 === bounds.length
-        ? committedEnd ?? end
-        : await fetch(bounds.length - 1);
-      const blob = encodeDelta(this.#o.spec, {
-        job: msg.job,
-        round: msg.round,
-        parent: msg.parent,
-        peer: msg.peer,
-      }, pseudoGradient(a.parent, final.params));
-      if (cidToString(await cidForBytes(blob)) !== msg.delta) {
-        return fail("delta", "its delta is not C(r) minus its final state");
-      }
-      return {
-        passed: true,
-        exact,
-        drift,
-        loss: await this.#lossCheck(batch, a.parent, final.params),
-      };
-    } catch (err) {
-      if (!(err instanceof Unserved)) throw err;
-      return fail("start", err.message);
     }
+    // The last segment's end is the final state: replayed bit for bit,
+    // or fetched above; no need to fetch it (again).
+    const final = a.segment + 2 === bounds.length
+      ? committedEnd ?? end
+      : await fetch(bounds.length - 1);
+    const blob = encodeDelta(this.#o.spec, {
+      job: msg.job,
+      round: msg.round,
+      parent: msg.parent,
+      peer: msg.peer,
+    }, pseudoGradient(a.parent, final.params));
+    if (cidToString(await cidForBytes(blob)) !== msg.delta) {
+      return fail("delta", "its delta is not C(r) minus its final state");
+    }
+    return {
+      passed: true,
+      exact,
+      drift,
+      loss: await this.#lossCheck(batch, a.parent, final.params),
+    };
   }
 
   /** The loss on `batch` at `before` and at `after` (see AuditVerdict). */
@@ -314,10 +314,14 @@ export class Auditor {
   }
 }
 
-/** A committed state its peer did not serve. */
-class Unserved extends Error {
+/**
+ * A committed state its peer did not serve: not yet a failure, as an
+ * honest peer may be restarting (the caller decides when it is one).
+ */
+export class StateUnserved extends Error {
   constructor(k: number, cause: unknown) {
     super(`its state ${k} was not served: ${(cause as Error).message}`);
+    this.name = "StateUnserved";
   }
 }
 

@@ -40,7 +40,8 @@ import {
   AuditBook,
   KEEP_AUDIT_ROUNDS,
 } from "../../protocol/audit_book.ts";
-import type { Auditor, AuditVerdict } from "./audit.ts";
+import { type Auditor, type AuditVerdict, StateUnserved } from "./audit.ts";
+import { sleep } from "./abortable.ts";
 import {
   AuditVerdicts,
   type AuditVerdictsOptions,
@@ -86,7 +87,16 @@ export interface AuditDutyOptions extends AuditVerdictsOptions {
    * says nothing about the audited peer, so no verdict is drawn.
    */
   stopped(): boolean;
+  /**
+   * How long a contributor may leave its work record or a state unserved
+   * before that fails the audit, ms (default: the round deadline): an
+   * honest peer that crashed serves them again once restarted.
+   */
+  serveWindowMs?: number;
 }
+
+/** How often an unserved record or state is asked for again, at most, ms. */
+export const UNSERVED_RETRY_MS = 2_000;
 
 /** Runs this peer's audits and turns a quorum of failures into a slash. */
 export class AuditDuty {
@@ -221,7 +231,7 @@ export class AuditDuty {
     const key = verdictKey(work.round, work.account);
     let verdict = this.#verdicts.get(key);
     if (!verdict) {
-      verdict = this.#serial(() => this.#judge(work, segment));
+      verdict = this.#judge(work, segment);
       this.#verdicts.set(key, verdict);
       forgetBefore(this.#verdicts, work.round - KEEP_AUDIT_ROUNDS);
       return verdict.then((v) =>
@@ -240,6 +250,11 @@ export class AuditDuty {
     return verdict;
   }
 
+  /**
+   * This peer's verdict on `work`'s `segment`, asking again for what its
+   * peer does not serve until the serve window closes; null when this peer
+   * stops meanwhile.
+   */
   async #judge(
     work: DeltaAnnounce,
     segment: number,
@@ -247,20 +262,27 @@ export class AuditDuty {
     const { log, ledger } = this.#o;
     const { round, peer } = work;
     const start = performance.now();
+    const window = this.#o.serveWindowMs ?? this.#o.spec.roundDeadlineMs;
     let verdict: AuditVerdict;
-    try {
-      const record = await this.#o.record(work);
-      verdict = await this.#o.auditor.audit({
-        msg: work,
-        record,
-        segment,
-        parent: await this.#o.parent(work.parent),
-      });
-    } catch (err) {
-      if (!(err instanceof WorkRecordUnserved)) throw err;
-      verdict = { passed: false, check: "record", reason: err.message };
+    for (;;) {
+      // One attempt at a time in the queue; the waits between are not.
+      const attempt = await this.#serial(() => this.#attempt(work, segment));
+      if (this.#o.stopped()) return null;
+      if (!(attempt instanceof Error)) {
+        verdict = attempt;
+        break;
+      }
+      const left = window - (performance.now() - start);
+      if (left <= 0) {
+        verdict = {
+          passed: false,
+          check: attempt instanceof WorkRecordUnserved ? "record" : "start",
+          reason: attempt.message,
+        };
+        break;
+      }
+      await sleep(Math.min(left, UNSERVED_RETRY_MS, window / 4));
     }
-    if (this.#o.stopped()) return null;
     const ms = Math.round(performance.now() - start);
     const bounds = segmentBounds(claimedSteps(this.#o.spec, work.tokens));
     const replayed = verdict.passed || verdict.check === "replay" ||
@@ -288,6 +310,29 @@ export class AuditDuty {
         : `round ${round}: audit of ${peer} segment ${segment} FAILED its ${verdict.check} check: ${verdict.reason}`,
     );
     return verdict;
+  }
+
+  /**
+   * One try at auditing `work`'s `segment`: the verdict, or what its peer
+   * did not serve.
+   */
+  async #attempt(
+    work: DeltaAnnounce,
+    segment: number,
+  ): Promise<AuditVerdict | WorkRecordUnserved | StateUnserved> {
+    try {
+      return await this.#o.auditor.audit({
+        msg: work,
+        record: await this.#o.record(work),
+        segment,
+        parent: await this.#o.parent(work.parent),
+      });
+    } catch (err) {
+      if (err instanceof WorkRecordUnserved || err instanceof StateUnserved) {
+        return err;
+      }
+      throw err;
+    }
   }
 
   /** Runs `task` after the audits queued before it. */

@@ -24,7 +24,11 @@ import {
   SPEC,
   TEST_ADDRESS,
 } from "./_fakes.ts";
-import type { AuditVerdict, SegmentAudit } from "./audit.ts";
+import {
+  type AuditVerdict,
+  type SegmentAudit,
+  StateUnserved,
+} from "./audit.ts";
 import { AuditDuty, type AuditDutyOptions } from "./audit_duty.ts";
 import { WorkRecordUnserved } from "./work_reader.ts";
 import { RoundLedger } from "./ledger.ts";
@@ -334,11 +338,12 @@ Deno.test("a peer shutting down draws no verdict from its own failed fetches", a
   assert.equal(t.notices().length, 0);
 });
 
-Deno.test("an unserved work record fails the audit on its record check", async () => {
+Deno.test("a work record unserved past the serve window fails the audit on its record check", async () => {
   const { drawn } = auditors();
   const t = duty(drawn, PASS, {
     record: (msg) =>
       Promise.reject(new WorkRecordUnserved(msg.work, new Error("timed out"))),
+    serveWindowMs: 0,
   });
   await t.d.roundClosed(await manifest(), NEXT);
   assert.deepEqual(t.audited, [], "nothing to replay");
@@ -347,4 +352,45 @@ Deno.test("an unserved work record fails the audit on its record check", async (
     [[false, "record"]],
   );
   assert.equal(t.notices()[0].check, "record");
+});
+
+Deno.test("a contributor that serves its work again within the window (a restart) passes, with no verdict signed", async () => {
+  const { drawn } = auditors();
+  let asked = 0;
+  const t = duty(drawn, PASS, {
+    record: (msg) =>
+      ++asked < 3
+        ? Promise.reject(
+          new WorkRecordUnserved(msg.work, new Error("connection refused")),
+        )
+        : Promise.resolve({ peers: PEERS, states: [], shifted: 0 }),
+    serveWindowMs: 2_000,
+  });
+  await t.d.roundClosed(await manifest(), NEXT);
+  assert.equal(asked, 3);
+  assert.deepEqual(t.ledger.audits.map((a) => a.passed), [true]);
+  assert.deepEqual(t.notices(), []);
+});
+
+Deno.test("a state withheld for the whole serve window fails the start check", async () => {
+  const { drawn } = auditors();
+  let tries = 0;
+  const started = performance.now();
+  const t = duty(drawn, PASS, {
+    auditor: {
+      audit: () => {
+        tries++;
+        return Promise.reject(new StateUnserved(3, new Error("not found")));
+      },
+    },
+    serveWindowMs: 400,
+  });
+  await t.d.roundClosed(await manifest(), NEXT);
+  assert.ok(performance.now() - started >= 400);
+  assert.ok(tries >= 3, `${tries} tries`);
+  assert.deepEqual(
+    t.ledger.audits.map((a) => [a.passed, a.check]),
+    [[false, "start"]],
+  );
+  assert.equal(t.notices()[0].check, "start");
 });

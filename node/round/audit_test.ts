@@ -26,7 +26,7 @@ import {
   type WorkRecord,
 } from "../../protocol/work_record.ts";
 import { createWasmBackend } from "../../wasm/modules.ts";
-import { Auditor, CROSS_KERNEL_TOLERANCE } from "./audit.ts";
+import { Auditor, CROSS_KERNEL_TOLERANCE, StateUnserved } from "./audit.ts";
 import { HONEST } from "./behaviour.ts";
 import { RoundTrainer } from "./inner_loop.ts";
 import { RoundLedger } from "./ledger.ts";
@@ -243,12 +243,14 @@ Deno.test("audit: a record that does not match the commitment fails first", asyn
   assert.equal(!v2.passed && v2.check, "record");
 });
 
-Deno.test("audit: an unserved state, a start off C(r) and a delta off the final state fail", async () => {
+Deno.test("audit: an unserved state throws; a start off C(r) and a delta off the final state fail", async () => {
   const missing = new Map(honest.blocks);
   missing.delete(honest.record.states[4]);
-  const v1 = await auditor(missing).audit({ ...honest, segment: 4, parent });
-  assert.equal(!v1.passed && v1.check, "start");
-  assert.match(!v1.passed ? v1.reason : "", /not served/);
+  await assert.rejects(
+    auditor(missing).audit({ ...honest, segment: 4, parent }),
+    StateUnserved,
+    "its state 4 was not served",
+  );
 
   const moved = parent.map((p, i) => i === 0 ? p + 1e-3 : p);
   const v2 = await auditor(honest.blocks).audit({

@@ -16,7 +16,8 @@ import {
   BITS_FOR_COMPRESSION,
   encodedByteLength,
 } from "../../protocol/quantize.ts";
-import { collectMs, type RoundState } from "../../protocol/round_state.ts";
+import type { RoundState } from "../../protocol/round_state.ts";
+import { collectMs } from "../../protocol/round_timing.ts";
 import type { BlobGetter } from "./blob_getter.ts";
 
 /** Reads the values of announced deltas. */

@@ -32,7 +32,8 @@ import type { RoundTrainer } from "./inner_loop.ts";
 import type { RoundServices } from "./services.ts";
 import { RoundWork } from "./work.ts";
 import { RoundLedger } from "./ledger.ts";
-import { REANNOUNCE_MS } from "./publisher.ts";
+import type { KeptRecords } from "./record_log.ts";
+import { REANNOUNCE_MS } from "../../protocol/round_timing.ts";
 
 /** The job a peer's rounds belong to, and what it trains and talks with. */
 export interface RoundContext {
@@ -59,6 +60,8 @@ export interface RoundDriverOptions extends RoundContext {
    * announcements); default: kept in memory only.
    */
   stateDir?: string;
+  /** The rounds recorded before a restart, and where new ones are kept. */
+  records?: KeptRecords;
 }
 
 /** Runs the round machine of one peer until the job finishes or `stop`. */
@@ -82,7 +85,10 @@ export class RoundDriver {
     this.#log = o.log ?? console.log;
     const job = cidToBytes32(o.jobId);
     this.members = new MemberCache(o.registry, job);
-    this.ledger = new RoundLedger(o.spec, o.trainer.parameterCount);
+    this.ledger = new RoundLedger(o.spec, o.trainer.parameterCount, {
+      records: o.records?.records,
+      onRecord: (r) => o.records?.log.append(r),
+    });
     this.#loop = new LoopWatch(o.pollMs ?? 200);
     this.#state = initialState({
       job: o.jobId,

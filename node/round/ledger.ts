@@ -141,6 +141,12 @@ export function allReduceBytes(params: number, peers: number): number {
   return peers < 2 ? 0 : (2 * (peers - 1) / peers) * 4 * params;
 }
 
+/** Where a {@linkcode RoundLedger}'s records come from and go. */
+export interface RoundLedgerOptions {
+  records?: readonly RoundRecord[];
+  onRecord?: (record: RoundRecord) => void;
+}
+
 /** The rounds one peer has seen, with the counters behind them. */
 export class RoundLedger {
   readonly records: RoundRecord[] = [];
@@ -166,7 +172,20 @@ export class RoundLedger {
   /** Rounds started early whose records are not written yet. */
   readonly #early = new Set<number>();
 
-  constructor(readonly spec: JobSpec, readonly parameterCount: number) {}
+  readonly #onRecord: (record: RoundRecord) => void;
+
+  /**
+   * A ledger that starts from the `records` kept before a restart (in
+   * round order) and hands each new record to `onRecord` to keep.
+   */
+  constructor(
+    readonly spec: JobSpec,
+    readonly parameterCount: number,
+    { records = [], onRecord = () => {} }: RoundLedgerOptions = {},
+  ) {
+    this.records.push(...records);
+    this.#onRecord = onRecord;
+  }
 
   /** Counts bytes this peer fetched to audit other peers' work. */
   noteAuditFetched(bytes: number): void {
@@ -287,6 +306,7 @@ export class RoundLedger {
     };
     const after = this.records.findIndex((x) => x.round > r.round);
     this.records.splice(after < 0 ? this.records.length : after, 0, record);
+    this.#onRecord(record);
     return record;
   }
 }

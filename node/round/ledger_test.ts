@@ -1,7 +1,7 @@
 import assert from "node:assert/strict";
 import { defaultJobSpec } from "../../protocol/job_spec.ts";
 import { DEFAULT_CORPUS_DATASET_ID } from "../job/dataset.ts";
-import { KEEP_REFUSALS, RoundLedger } from "./ledger.ts";
+import { KEEP_REFUSALS, RoundLedger, type RoundRecord } from "./ledger.ts";
 
 const spec = defaultJobSpec({
   dataset: { cid: DEFAULT_CORPUS_DATASET_ID },
@@ -120,4 +120,32 @@ Deno.test("RoundLedger: a round closed out of turn is recorded in order, once", 
     [3, 3],
     [4, 4],
   ]);
+});
+
+Deno.test("RoundLedger: starts from records kept before a restart and hands on only new ones", () => {
+  const kept: RoundRecord[] = [];
+  const first = new RoundLedger(spec, 1000, { onRecord: (r) => kept.push(r) });
+  const close = (ledger: RoundLedger, round: number) =>
+    ledger.closeRound({
+      round,
+      counters: ledger.cut(Date.now()),
+      checkpoint: `bafkreic${round + 1}`,
+      manifest: null,
+      valLoss: round,
+      self: "peerA",
+      livePeers: 2,
+    });
+  close(first, 0);
+  close(first, 1);
+  assert.deepEqual(kept.map((r) => r.round), [0, 1]);
+  const saved = [...kept];
+  const again = new RoundLedger(spec, 1000, {
+    records: saved,
+    onRecord: (r) => kept.push(r),
+  });
+  // After the restart, round 1 is closed again on entering round 2.
+  assert.equal(close(again, 1), saved[1]);
+  close(again, 2);
+  assert.deepEqual(again.records.map((r) => r.round), [0, 1, 2]);
+  assert.deepEqual(kept.map((r) => r.round), [0, 1, 2]);
 });

@@ -8,9 +8,6 @@
 import type { GossipMessage } from "../../protocol/messages.ts";
 import type { RoundGossip } from "./services.ts";
 
-/** How often this round's own announcements are sent again, ms. */
-export const REANNOUNCE_MS = 2_000;
-
 /** What a {@linkcode RoundPublisher} uses. */
 export interface RoundPublisherOptions {
   gossip: RoundGossip;

@@ -5,11 +5,8 @@
  *
  * @module
  */
-import {
-  censorGraceMs,
-  expectedDeltas,
-  isHasty,
-} from "../../protocol/censorship.ts";
+import { expectedDeltas, isHasty } from "../../protocol/censorship.ts";
+import { censorGraceMs, REANNOUNCE_MS } from "../../protocol/round_timing.ts";
 import type {
   RoundAction,
   RoundEvent,
@@ -19,7 +16,6 @@ import type { RoundManifest } from "../../protocol/round_manifest.ts";
 import type { RoundLedger } from "./ledger.ts";
 import type { LoopWatch } from "./loop_watch.ts";
 import { ManifestRefused, type ManifestVerifier } from "./manifest_check.ts";
-import { REANNOUNCE_MS } from "./publisher.ts";
 
 /** What verifying a manifest uses. */
 export interface VerifyOptions {

@@ -30,12 +30,12 @@ import type {
 } from "../../protocol/messages.ts";
 import { decodeManifest } from "../../protocol/manifest_codec.ts";
 import { MAX_MANIFEST_BYTES } from "../../protocol/round_manifest.ts";
-import {
-  collectMs,
-  type RoundAction,
-  type RoundEvent,
-  type RoundState,
+import type {
+  RoundAction,
+  RoundEvent,
+  RoundState,
 } from "../../protocol/round_state.ts";
+import { collectMs } from "../../protocol/round_timing.ts";
 import type { Identity } from "../identity.ts";
 import { lead, previewRound } from "./aggregate.ts";
 import { Attester } from "./attest.ts";
