@@ -25,6 +25,7 @@ import type { RoundBehaviour } from "../round/behaviour.ts";
 import { RoundDriver } from "../round/driver.ts";
 import { RoundTrainer } from "../round/inner_loop.ts";
 import { RoundRecordLog } from "../round/record_log.ts";
+import { BlockRetention } from "../round/block_retention.ts";
 
 /** How long to look for the job spec among peers before giving up, ms. */
 const SPEC_WAIT_MS = 60_000;
@@ -101,6 +102,11 @@ export async function runJob(
       behaviour,
       stateDir,
       records: await RoundRecordLog.open(stateDir, log),
+      retention: await BlockRetention.open({
+        stateDir,
+        blocks: node.store,
+        log,
+      }),
     });
     node.setJob(createJobView({
       node,

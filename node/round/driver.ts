@@ -32,7 +32,9 @@ import type { RoundTrainer } from "./inner_loop.ts";
 import type { RoundServices } from "./services.ts";
 import { RoundWork } from "./work.ts";
 import { RoundLedger } from "./ledger.ts";
+import type { CID } from "../../protocol/cid.ts";
 import type { KeptRecords } from "./record_log.ts";
+import type { BlockRetention } from "./block_retention.ts";
 import { REANNOUNCE_MS } from "../../protocol/round_timing.ts";
 
 /** The job a peer's rounds belong to, and what it trains and talks with. */
@@ -62,6 +64,11 @@ export interface RoundDriverOptions extends RoundContext {
   stateDir?: string;
   /** The rounds recorded before a restart, and where new ones are kept. */
   records?: KeptRecords;
+  /**
+   * Notes the round each block of the job's round work arrived in and
+   * collects old ones as rounds close; default: blocks are kept.
+   */
+  retention?: BlockRetention;
 }
 
 /** Runs the round machine of one peer until the job finishes or `stop`. */
@@ -87,7 +94,12 @@ export class RoundDriver {
     this.members = new MemberCache(o.registry, job);
     this.ledger = new RoundLedger(o.spec, o.trainer.parameterCount, {
       records: o.records?.records,
-      onRecord: (r) => o.records?.log.append(r),
+      onRecord: (r) => {
+        o.records?.log.append(r);
+        o.retention?.collect(r.round).then((n) => {
+          if (n > 0) this.#log(`round ${r.round}: ${n} old blocks deleted`);
+        }).catch((err) => this.#log(`blocks: ${(err as Error).message}`));
+      },
     });
     this.#loop = new LoopWatch(o.pollMs ?? 200);
     this.#state = initialState({
@@ -105,7 +117,12 @@ export class RoundDriver {
       identity: o.identity,
       trainer: o.trainer,
       behaviour: o.behaviour,
-      services: roundServices(o.node, o.registry, job),
+      services: roundServices(
+        o.node,
+        o.registry,
+        job,
+        (cid) => o.retention?.note(cid, this.#state.round),
+      ),
       members: this.members,
       ledger: this.ledger,
       log: this.#log,
@@ -246,12 +263,26 @@ function roundServices(
   node: ZooNode,
   registry: Registry,
   job: `0x${string}`,
+  arrived: (cid: CID | string) => void,
 ): RoundServices {
+  const store = node.store;
   return {
-    blocks: node.store,
+    blocks: {
+      size: (cid) => store.size(cid),
+      get: (cid) => store.get(cid),
+      put: async (bytes) => {
+        const cid = await store.put(bytes);
+        arrived(cid);
+        return cid;
+      },
+      delete: (cid) => store.delete(cid),
+    },
     fetcher: {
-      fetch: (cid, providers, options) =>
-        node.fetchBlob(cid, providers, options),
+      fetch: async (cid, providers, options) => {
+        const report = await node.fetchBlob(cid, providers, options);
+        arrived(cid);
+        return report;
+      },
     },
     gossip: {
       publish: (msg) => node.gossip.publish(msg),

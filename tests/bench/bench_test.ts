@@ -419,3 +419,37 @@ Deno.test({
     assertPositive(wan.lossRatioVsDdp, "lossRatioVsDdp");
   },
 });
+
+Deno.test({
+  name:
+    "bench soak --json: blocks and disk stay flat once old rounds are collected",
+  sanitizeOps: false,
+  sanitizeResources: false,
+  fn: async () => {
+    const { code, stdout, stderr } = await bench(
+      "soak",
+      "--json",
+      "--peers",
+      "2",
+      "--rounds",
+      "20",
+      "--sample-every",
+      "5",
+      "--warmup",
+      "10",
+    );
+    assert.equal(code, 0, stderr);
+    const { soak } = JSON.parse(stdout);
+    assert.deepEqual(soak.samples.map((s: { round: number }) => s.round), [
+      5,
+      10,
+      15,
+      20,
+    ]);
+    // Eight rounds are kept: from round 10 on, each round's blocks replace
+    // those of the round eight before (without collection they grow by a
+    // round's worth every round).
+    assert.ok(soak.growth.blocks <= 1.15, JSON.stringify(soak.samples));
+    assert.ok(soak.growth.disk <= 1.15, JSON.stringify(soak.samples));
+  },
+});

@@ -23,6 +23,7 @@ const BENCHES: Record<string, () => Promise<{ default: Bench }>> = {
   catch: () => import("./catch.ts"),
   quality: () => import("./quality.ts"),
   wan: () => import("./wan.ts"),
+  soak: () => import("./soak.ts"),
 };
 
 /** Where and on what the numbers were taken. */

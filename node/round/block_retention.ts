@@ -1,0 +1,141 @@
+/**
+ * Garbage collection of a job's blocks, so a long job's data dir stays
+ * flat. Every block a peer's round work stores or fetches (its own deltas,
+ * states and work records, other peers' deltas and records, manifests,
+ * checkpoints) is noted with the round the peer was in; when round r
+ * closes, the blocks last noted in round r − {@linkcode KEEP_BLOCK_ROUNDS}
+ * or before are deleted.
+ *
+ * Eight rounds cover everything a peer still uses a block for: C(r) as the
+ * parent of audits of round r (run in round r + 1), the delta an
+ * announcement names (republished after a restart for the last 8 rounds,
+ * `own_deltas.ts`), evidence submitted once a round has closed. The head
+ * checkpoint is always recent. The job spec and dataset are fetched
+ * outside round work and never collected.
+ *
+ * The notes are kept in `<state dir>/blocks.jsonl` (appended as blocks
+ * arrive, rewritten atomically after each collection), so blocks noted
+ * before a restart are collected too; a crash between a block's arrival
+ * and its note leaves that one block for good.
+ *
+ * @module
+ */
+import { type CID, cidToString, parseCid } from "../../protocol/cid.ts";
+import { atomicWriteFile } from "../store/atomic_write.ts";
+import type { RoundBlocks } from "./services.ts";
+
+/** Rounds of blocks kept behind the round that just closed. */
+export const KEEP_BLOCK_ROUNDS = 8;
+/** The file in the state dir. */
+export const BLOCKS_FILE = "blocks.jsonl";
+
+/** What {@linkcode BlockRetention} works with. */
+export interface BlockRetentionOptions {
+  /** Where the notes live; null keeps them in memory only. */
+  stateDir: string | null;
+  blocks: Pick<RoundBlocks, "delete">;
+  log(line: string): void;
+}
+
+/** The round each of a job's blocks was last used in, and their collection. */
+export class BlockRetention {
+  readonly #o: BlockRetentionOptions;
+  /** Round last noted, by CID. */
+  readonly #rounds = new Map<string, number>();
+  #writing: Promise<void> = Promise.resolve();
+
+  private constructor(o: BlockRetentionOptions) {
+    this.#o = o;
+  }
+
+  /** The retention of `o.stateDir`, with the notes kept there. */
+  static async open(o: BlockRetentionOptions): Promise<BlockRetention> {
+    const self = new BlockRetention(o);
+    if (o.stateDir === null) return self;
+    let text = "";
+    try {
+      text = await Deno.readTextFile(self.#path);
+    } catch (err) {
+      if (!(err instanceof Deno.errors.NotFound)) {
+        o.log(`${self.#path} is unreadable: ${(err as Error).message}`);
+      }
+    }
+    for (const line of text.split("\n")) {
+      const note = parseNote(line);
+      if (note) self.#set(note.cid, note.round);
+    }
+    return self;
+  }
+
+  get #path(): string {
+    return `${this.#o.stateDir}/${BLOCKS_FILE}`;
+  }
+
+  /** Blocks noted, for reports and tests. */
+  get size(): number {
+    return this.#rounds.size;
+  }
+
+  #set(cid: string, round: number): boolean {
+    const known = this.#rounds.get(cid);
+    if (known !== undefined && known >= round) return false;
+    this.#rounds.set(cid, round);
+    return true;
+  }
+
+  /** Notes that `cid` was stored or fetched in `round`. */
+  note(cid: CID | string, round: number): void {
+    const text = typeof cid === "string" ? cid : cidToString(cid);
+    if (!this.#set(text, round) || this.#o.stateDir === null) return;
+    const line = JSON.stringify({ round, cid: text }) + "\n";
+    this.#queue(async () => {
+      await Deno.mkdir(this.#o.stateDir!, { recursive: true });
+      await Deno.writeTextFile(this.#path, line, { append: true, mode: 0o600 });
+    });
+  }
+
+  /**
+   * Deletes the blocks last noted in `closed` − KEEP_BLOCK_ROUNDS or
+   * before; resolves with how many once the notes are on disk.
+   */
+  async collect(closed: number): Promise<number> {
+    const cutoff = closed - KEEP_BLOCK_ROUNDS;
+    const old = [...this.#rounds].filter(([, r]) => r <= cutoff);
+    if (old.length === 0) {
+      await this.#writing;
+      return 0;
+    }
+    for (const [cid] of old) {
+      this.#rounds.delete(cid);
+      await this.#o.blocks.delete(parseCid(cid));
+    }
+    if (this.#o.stateDir !== null) {
+      const kept = [...this.#rounds]
+        .map(([cid, round]) => JSON.stringify({ round, cid }) + "\n").join("");
+      this.#queue(() =>
+        atomicWriteFile(this.#path, new TextEncoder().encode(kept), {
+          mode: 0o600,
+        })
+      );
+      await this.#writing;
+    }
+    return old.length;
+  }
+
+  #queue(write: () => Promise<void>): void {
+    this.#writing = this.#writing.then(write).catch((err) =>
+      this.#o.log(`${this.#path}: ${(err as Error).message}`)
+    );
+  }
+}
+
+function parseNote(line: string): { round: number; cid: string } | null {
+  try {
+    const { round, cid } = JSON.parse(line);
+    if (!Number.isSafeInteger(round) || typeof cid !== "string") return null;
+    parseCid(cid);
+    return { round, cid };
+  } catch {
+    return null;
+  }
+}
