@@ -1,5 +1,5 @@
 import assert from "node:assert/strict";
-import type { RoundConfig } from "./round_state.ts";
+import { config } from "./_round_machine_fixtures.ts";
 import {
   censorGraceMs,
   collectMs,
@@ -8,15 +8,7 @@ import {
   takeoverMs,
 } from "./round_timing.ts";
 
-const CONFIG: RoundConfig = {
-  job: "job",
-  self: "a",
-  quorum: 2,
-  minPeers: 3,
-  rounds: 3,
-  roundDeadlineMs: 20_000,
-  overlap: false,
-};
+const CONFIG = config("a", { roundDeadlineMs: 20_000 });
 
 Deno.test("the margin is a twentieth of the collect window, in [200 ms, 1 s]", () => {
   assert.equal(collectMs(CONFIG), 5_000);

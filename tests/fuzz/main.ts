@@ -58,29 +58,31 @@ function runInWorker(
   let heap = 0;
   return new Promise((resolve) => {
     let watchdog: ReturnType<typeof setTimeout> | undefined;
+    /** Ends the run early: a hang or a worker that died. */
+    const stop = (error: string, hang: boolean) => {
+      clearTimeout(watchdog);
+      worker.terminate();
+      resolve({
+        target,
+        seed,
+        inputs: done,
+        accepted: 0,
+        crashes: hang ? 0 : 1,
+        slow: 0,
+        findings: [{ index: done, error, at: "", bytes: 0 }],
+        maxMs: hang ? HANG_MS : 0,
+        ms: Math.round(performance.now() - started),
+        hangs: hang ? 1 : 0,
+        heapMb: Math.round(heap / 2 ** 20),
+      });
+    };
     const arm = () => {
       clearTimeout(watchdog);
-      watchdog = setTimeout(() => {
-        worker.terminate();
-        resolve({
-          target,
-          seed,
-          inputs: done,
-          accepted: 0,
-          crashes: 0,
-          slow: 0,
-          findings: [{
-            index: done,
-            error: `hang: no progress for ${HANG_MS} ms after input ${done}`,
-            at: "",
-            bytes: 0,
-          }],
-          maxMs: HANG_MS,
-          ms: Math.round(performance.now() - started),
-          hangs: 1,
-          heapMb: Math.round(heap / 2 ** 20),
-        });
-      }, HANG_MS);
+      watchdog = setTimeout(
+        () =>
+          stop(`hang: no progress for ${HANG_MS} ms after input ${done}`, true),
+        HANG_MS,
+      );
     };
     worker.onmessage = (e) => {
       heap = Math.max(heap, e.data.heapUsed);
@@ -98,26 +100,7 @@ function runInWorker(
     };
     worker.onerror = (e) => {
       e.preventDefault();
-      clearTimeout(watchdog);
-      worker.terminate();
-      resolve({
-        target,
-        seed,
-        inputs: done,
-        accepted: 0,
-        crashes: 1,
-        slow: 0,
-        findings: [{
-          index: done,
-          error: `worker died: ${e.message}`,
-          at: "",
-          bytes: 0,
-        }],
-        maxMs: 0,
-        ms: Math.round(performance.now() - started),
-        hangs: 0,
-        heapMb: Math.round(heap / 2 ** 20),
-      });
+      stop(`worker died: ${e.message}`, false);
     };
     arm();
     worker.postMessage({ target, seed, runs });

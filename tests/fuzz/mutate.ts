@@ -9,6 +9,7 @@
  * @module
  */
 import { Rng } from "../../kernels/data/rng.ts";
+import { concatBytes } from "../_bytes.ts";
 
 /** Values at the edges of what decoders check. */
 const INTERESTING_NUMBERS = [
@@ -262,7 +263,7 @@ export function mutateBytes(
         b = b.slice(0, at);
         break;
       case 4:
-        b = concat(
+        b = concatBytes(
           b.slice(0, at),
           b.slice(Math.min(b.length, at + 1 + rng.int(64))),
         );
@@ -270,37 +271,26 @@ export function mutateBytes(
       case 5: {
         const from = rng.int(b.length + 1);
         const piece = b.slice(from, from + 1 + rng.int(256));
-        b = concat(b.slice(0, at), piece, b.slice(at));
+        b = concatBytes(b.slice(0, at), piece, b.slice(at));
         break;
       }
       case 6: {
         const noise = new Uint8Array(1 + rng.int(32));
         for (let i = 0; i < noise.length; i++) noise[i] = rng.int(256);
-        b = concat(b.slice(0, at), noise, b.slice(at));
+        b = concatBytes(b.slice(0, at), noise, b.slice(at));
         break;
       }
       case 7: {
         if (others.length === 0) break;
         const o = pick(rng, others);
-        b = concat(b.slice(0, at), o.slice(rng.int(o.length + 1)));
+        b = concatBytes(b.slice(0, at), o.slice(rng.int(o.length + 1)));
         break;
       }
       default:
-        b = concat(b, b.slice(rng.int(b.length + 1)));
+        b = concatBytes(b, b.slice(rng.int(b.length + 1)));
     }
   }
   return b;
-}
-
-/** The byte arrays one after another. */
-export function concat(...parts: Uint8Array[]): Uint8Array {
-  const out = new Uint8Array(parts.reduce((n, p) => n + p.length, 0));
-  let at = 0;
-  for (const p of parts) {
-    out.set(p, at);
-    at += p.length;
-  }
-  return out;
 }
 
 const utf8 = new TextEncoder();

@@ -56,7 +56,8 @@ import {
   encodeWorkRecord,
   segmentCount,
 } from "../../protocol/work_record.ts";
-import { concat, mutateBytes, mutateJson, mutateJsonBytes } from "./mutate.ts";
+import { mutateBytes, mutateJson, mutateJsonBytes } from "./mutate.ts";
+import { concatBytes } from "../_bytes.ts";
 import { BrokenInvariant, type FuzzTarget } from "./target.ts";
 
 const utf8 = new TextEncoder();
@@ -101,7 +102,7 @@ function mutateSafetensors(
   const edited = utf8.encode(JSON.stringify(mutateJson(rng, header)));
   const head = new Uint8Array(8);
   new DataView(head.buffer).setBigUint64(0, BigInt(edited.length), true);
-  return concat(head, edited, seed.subarray(8 + n));
+  return concatBytes(head, edited, seed.subarray(8 + n));
 }
 
 /** A mutant of a delta blob: its context edited as JSON, or its bytes. */
@@ -119,7 +120,7 @@ function mutateDeltaBlob(
   const head = seed.slice(0, 6);
   head[4] = edited.length & 0xff;
   head[5] = (edited.length >> 8) & 0xff;
-  return concat(head, edited, seed.subarray(6 + length));
+  return concatBytes(head, edited, seed.subarray(6 + length));
 }
 
 const same = (a: unknown, b: unknown) =>

@@ -24,7 +24,8 @@ import {
   parseBlobResponse,
 } from "../../protocol/blob_messages.ts";
 import { decodeMessage, encodeMessage } from "../../protocol/codec.ts";
-import { concat, mutateBytes, mutateJsonBytes } from "./mutate.ts";
+import { mutateBytes, mutateJsonBytes } from "./mutate.ts";
+import { concatBytes } from "../_bytes.ts";
 import { BrokenInvariant, type FuzzTarget } from "./target.ts";
 
 const utf8 = new TextEncoder();
@@ -79,7 +80,7 @@ function frame(value: unknown): Uint8Array {
   const body = json(value);
   const head = new Uint8Array(4);
   new DataView(head.buffer).setUint32(0, body.length);
-  return concat(head, body);
+  return concatBytes(head, body);
 }
 
 /** Cuts `bytes` into one to four pieces. */
@@ -124,7 +125,7 @@ const blobFrame: FuzzTarget = {
     );
     const head = new Uint8Array(4);
     new DataView(head.buffer).setUint32(0, body.length);
-    return concat(head, body);
+    return concatBytes(head, body);
   },
   async run(input, rng) {
     const reader = new StreamReader(streamOf(pieces(rng, input)));
