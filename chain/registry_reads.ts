@@ -152,16 +152,43 @@ export function accountOfPeer(
   return read(reg, "accountOfPeer", [peerIdHex]);
 }
 
+/** One round commit as its RoundCommitted log tells it. */
+export interface RoundCommit {
+  /** The commit transaction. */
+  tx: Hash;
+  /** The weight credited, by lower-cased account. */
+  credits: Map<string, bigint>;
+}
+
+/**
+ * `job`'s round commits, by round, from one read of the RoundCommitted
+ * logs: their transactions and what each credited.
+ */
+export async function roundCommits(
+  reg: Registry,
+  job: Bytes32,
+  fromBlock = 0n,
+): Promise<Map<number, RoundCommit>> {
+  const logs = await roundCommittedLogs(reg, job, fromBlock);
+  return new Map(logs.map((l) => {
+    const { round, contributors = [], weights = [] } = l.args;
+    return [Number(round), {
+      tx: l.transactionHash as Hash,
+      credits: new Map(
+        contributors.map((a, i) => [a.toLowerCase(), weights[i]]),
+      ),
+    }];
+  }));
+}
+
 /** Transaction hashes of `job`'s round commits, by round, from the logs. */
 export async function commitTransactions(
   reg: Registry,
   job: Bytes32,
   fromBlock = 0n,
 ): Promise<Map<number, Hash>> {
-  const logs = await roundCommittedLogs(reg, job, fromBlock);
-  return new Map(
-    logs.map((l) => [Number(l.args.round), l.transactionHash as Hash]),
-  );
+  const commits = await roundCommits(reg, job, fromBlock);
+  return new Map([...commits].map(([round, c]) => [round, c.tx]));
 }
 
 function roundCommittedLogs(reg: Registry, job: Bytes32, fromBlock: bigint) {
@@ -183,14 +210,8 @@ export async function roundCredits(
   job: Bytes32,
   fromBlock = 0n,
 ): Promise<Map<number, Map<string, bigint>>> {
-  const logs = await roundCommittedLogs(reg, job, fromBlock);
-  return new Map(logs.map((l) => {
-    const { round, contributors = [], weights = [] } = l.args;
-    return [
-      Number(round),
-      new Map(contributors.map((a, i) => [a.toLowerCase(), weights[i]])),
-    ];
-  }));
+  const commits = await roundCommits(reg, job, fromBlock);
+  return new Map([...commits].map(([round, c]) => [round, c.credits]));
 }
 
 /**

@@ -14,12 +14,12 @@ import {
 } from "../../chain/attestation.ts";
 import {
   claimable,
-  commitTransactions,
   contributionOf,
   readJob,
   readRound,
   type Registry,
-  roundCredits,
+  type RoundCommit,
+  roundCommits,
 } from "../../chain/registry.ts";
 import type { JobSpec } from "../../protocol/job_spec.ts";
 import { Cached } from "./cached.ts";
@@ -49,7 +49,8 @@ export class JobChainView {
   readonly #o: JobChainViewOptions;
   readonly #job;
   readonly #mine: Cached<Contributions>;
-  readonly #txs: Cached<Map<number, string>>;
+  /** RoundCommitted logs: one read gives transactions and credits. */
+  readonly #commits: Cached<Map<number, RoundCommit>>;
   readonly #peers = new Map<string, Cached<string | null>>();
 
   constructor(o: JobChainViewOptions) {
@@ -57,13 +58,13 @@ export class JobChainView {
     const ttl = o.ttlMs ?? CHAIN_VIEW_TTL_MS;
     const job = cidToBytes32(o.jobId);
     this.#job = new Cached(() => readJob(o.registry, job), ttl);
-    this.#txs = new Cached(() => commitTransactions(o.registry, job), ttl);
+    this.#commits = new Cached(() => roundCommits(o.registry, job), ttl);
     this.#mine = new Cached(async () => {
-      const [j, mine, due, credits] = await Promise.all([
+      const [j, mine, due, commits] = await Promise.all([
         this.#job.get(),
         contributionOf(o.registry, job, o.account),
         claimable(o.registry, job, o.account),
-        roundCredits(o.registry, job),
+        this.#commits.get(),
       ]);
       const account = o.account.toLowerCase();
       return {
@@ -77,8 +78,8 @@ export class JobChainView {
         rounds: j.rounds,
         // From the chain's credits, which a restart or a lost data dir
         // cannot take away.
-        contributedRounds: [...credits]
-          .filter(([, by]) => (by.get(account) ?? 0n) > 0n)
+        contributedRounds: [...commits]
+          .filter(([, c]) => (c.credits.get(account) ?? 0n) > 0n)
           .map(([round]) => round)
           .sort((a, b) => a - b),
         readAt: Date.now(),
@@ -152,15 +153,15 @@ export class JobChainView {
       round,
     );
     if (r === null) return null;
-    let txs = await this.#txs.get();
+    let commits = await this.#commits.get();
     // A round committed since the last look is not in the cached logs yet:
     // read them again and keep them for the callers after this one.
-    if (!txs.has(round)) {
-      txs = await commitTransactions(
+    if (!commits.has(round)) {
+      commits = await roundCommits(
         this.#o.registry,
         cidToBytes32(this.#o.jobId),
       );
-      this.#txs.set(txs);
+      this.#commits.set(commits);
     }
     return {
       round,
@@ -171,7 +172,7 @@ export class JobChainView {
         committer: r.committer,
         signers: r.signers,
         committedAt: Number(r.committedAt),
-        tx: txs.get(round) ?? null,
+        tx: commits.get(round)?.tx ?? null,
       },
     };
   }

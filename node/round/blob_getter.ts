@@ -6,6 +6,11 @@
  * @module
  */
 import { type CID, parseCid } from "../../protocol/cid.ts";
+import { decodeManifest } from "../../protocol/manifest_codec.ts";
+import {
+  MAX_MANIFEST_BYTES,
+  type RoundManifest,
+} from "../../protocol/round_manifest.ts";
 import type { BlobFetcher, RoundBlocks } from "./services.ts";
 
 /** How a {@linkcode BlobGetter} gets one blob. */
@@ -28,12 +33,12 @@ export interface BlobWant<T> {
  *
  * @example
  * ```ts ignore
- * const manifest = await blobs.get(cid, {
- *   what: "manifest",
- *   maxBytes: MAX_MANIFEST_BYTES,
- *   providers: [leader],
+ * const delta = await blobs.get(cid, {
+ *   what: "delta",
+ *   maxBytes: deltaMaxBytes,
+ *   providers: [peer],
  *   timeoutMs: 2_000,
- *   decode: decodeManifest,
+ *   decode: (bytes) => decodeDelta(bytes, n),
  * });
  * ```
  */
@@ -47,6 +52,19 @@ export class BlobGetter {
   /** The blob `cid`, decoded (see {@linkcode BlobWant}). */
   async get<T>(cid: string, want: BlobWant<T>): Promise<T> {
     return want.decode(await this.blocks.get(await this.ensure(cid, want)));
+  }
+
+  /** The round manifest `cid`, from `providers` (any peer when not given). */
+  manifest(
+    cid: string,
+    o: { providers?: string[]; timeoutMs: number },
+  ): Promise<RoundManifest> {
+    return this.get(cid, {
+      what: "manifest",
+      maxBytes: MAX_MANIFEST_BYTES,
+      ...o,
+      decode: decodeManifest,
+    });
   }
 
   /** Makes `cid` local, fetching it if need be; resolves with it parsed. */

@@ -29,7 +29,7 @@ export interface DeltaGateOptions {
   spec: StepShape;
   chain: Pick<RoundChain, "domain" | "slash">;
   members: Pick<MemberCache, "forgetAccount">;
-  ledger: Pick<RoundLedger, "noteRefusal" | "noteSlash">;
+  ledger: Pick<RoundLedger, "refuseDelta" | "noteSlash">;
   state: () => Pick<RoundState, "round">;
   feed: (event: RoundEvent) => void;
   log: (line: string) => void;
@@ -69,7 +69,7 @@ export class DeltaGate {
     if (!this.#book.isFirst(msg)) {
       const { chain, spec } = this.#o;
       if (!(await signedByAccount(chain.domain, msg, spec))) {
-        this.#refuse(msg, "bad-signature");
+        this.#o.ledger.refuseDelta(msg, "bad-signature");
         return;
       }
     }
@@ -81,7 +81,7 @@ export class DeltaGate {
     this.#o.log(
       `round ${msg.round}: ${msg.peer} signed two different work commitments (equivocation); evidence goes on chain once the round closes`,
     );
-    this.#refuse(msg, "equivocation");
+    this.#o.ledger.refuseDelta(msg, "equivocation");
     this.#cheaters.set(account, 0);
     this.#held.push(twin);
     if (msg.round < current) await this.roundClosed(current - 1);
@@ -147,14 +147,5 @@ export class DeltaGate {
       }
       this.#o.members.forgetAccount(e.account);
     }
-  }
-
-  #refuse(msg: DeltaAnnounce, reason: string): void {
-    this.#o.ledger.noteRefusal({
-      round: msg.round,
-      peer: msg.peer,
-      what: "delta",
-      reason,
-    });
   }
 }

@@ -211,6 +211,11 @@ export class RoundLedger {
     this.refused.set(key, (this.refused.get(key) ?? 0) + 1);
   }
 
+  /** Records a refusal of `d`, a peer's delta of a round, for `reason`. */
+  refuseDelta(d: { round: number; peer: string }, reason: string): void {
+    this.noteRefusal({ round: d.round, peer: d.peer, what: "delta", reason });
+  }
+
   /** Records a slashing this peer's evidence brought about. */
   noteSlash(s: SlashRecord): void {
     this.slashes.push(s);

@@ -43,10 +43,19 @@ export interface PeerTrainingOptions extends
   behaviour: RoundBehaviour;
 }
 
+/** A peer's training, with the `train` step that a restart cannot repeat. */
+export interface PeerTraining {
+  training: RoundTraining;
+  /**
+   * Trains `round` from C(round) = `base` (CID `parent`), unless this peer
+   * announced that round already: then it announces the same delta again,
+   * or sits the round out (see {@linkcode OwnDeltas.resume}).
+   */
+  train(round: number, parent: string, base: () => Float32Array): Promise<void>;
+}
+
 /** The training, and the record of what it announced. */
-export function peerTraining(
-  o: PeerTrainingOptions,
-): { training: RoundTraining; own: OwnDeltas } {
+export function peerTraining(o: PeerTrainingOptions): PeerTraining {
   const { services, publisher, account, spec } = o;
   const own = new OwnDeltas({
     stateDir: o.stateDir,
@@ -82,5 +91,11 @@ export function peerTraining(
         log: o.log,
       }, d),
   });
-  return { training, own };
+  return {
+    training,
+    train: async (round, parent, base) => {
+      if (await own.resume(round, parent)) return;
+      await training.train(round, parent, base());
+    },
+  };
 }

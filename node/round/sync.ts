@@ -14,11 +14,7 @@ import {
   roundCheckpointMaxBytes,
 } from "../../protocol/round_checkpoint.ts";
 import type { RoundEvent, RoundState } from "../../protocol/round_state.ts";
-import { decodeManifest } from "../../protocol/manifest_codec.ts";
-import {
-  MAX_MANIFEST_BYTES,
-  type RoundManifest,
-} from "../../protocol/round_manifest.ts";
+import type { RoundManifest } from "../../protocol/round_manifest.ts";
 import type { BlobGetter } from "./blob_getter.ts";
 import type { RoundTrainer } from "./inner_loop.ts";
 import type { RoundCounters, RoundLedger } from "./ledger.ts";
@@ -35,7 +31,7 @@ export interface RoundSyncOptions {
   jobId: string;
   /** This peer's id, for its round records. */
   peerId: string;
-  blobs: Pick<BlobGetter, "get" | "ensure" | "has" | "signal">;
+  blobs: Pick<BlobGetter, "get" | "manifest" | "ensure" | "has" | "signal">;
   trainer: Pick<RoundTrainer, "parameterCount" | "evalLoss">;
   ledger: Pick<RoundLedger, "noteSent" | "cut" | "closeRound">;
   chain: Pick<RoundChain, "committedManifest">;
@@ -195,11 +191,8 @@ export class RoundSync {
     try {
       const word = await this.#o.chain.committedManifest(round);
       if (!word) return null;
-      const manifest = await this.#o.blobs.get(bytes32ToCid(word), {
-        what: "manifest",
-        maxBytes: MAX_MANIFEST_BYTES,
+      const manifest = await this.#o.blobs.manifest(bytes32ToCid(word), {
         timeoutMs: MANIFEST_FETCH_MS,
-        decode: decodeManifest,
       });
       return manifest.round === round && manifest.checkpoint === checkpoint
         ? manifest

@@ -28,8 +28,6 @@ import type {
   AuditFailureNotice,
   DeltaAnnounce,
 } from "../../protocol/messages.ts";
-import { decodeManifest } from "../../protocol/manifest_codec.ts";
-import { MAX_MANIFEST_BYTES } from "../../protocol/round_manifest.ts";
 import type {
   RoundAction,
   RoundEvent,
@@ -50,8 +48,7 @@ import type { MemberCache } from "./member_cache.ts";
 import { RoundPublisher } from "./publisher.ts";
 import type { RoundServices } from "./services.ts";
 import { RoundSync } from "./sync.ts";
-import type { OwnDeltas } from "./own_deltas.ts";
-import { peerTraining } from "./peer_training.ts";
+import { type PeerTraining, peerTraining } from "./peer_training.ts";
 import type { RoundTraining } from "./train.ts";
 import { verifyManifest } from "./verify.ts";
 import { peerAudits } from "./peer_audits.ts";
@@ -101,7 +98,7 @@ export class RoundWork {
   readonly #gate: DeltaGate;
   readonly #auditor: Auditor;
   readonly #audits: AuditDuty;
-  readonly #own: OwnDeltas;
+  readonly #train: PeerTraining["train"];
 
   constructor(o: RoundWorkOptions) {
     this.#o = o;
@@ -177,18 +174,15 @@ export class RoundWork {
       spec,
       delta: (d, providers) => this.#deltas.read(d, providers),
       manifest: (m, providers = [m.peer]) =>
-        this.#blobs.get(m.manifest, {
-          what: "manifest",
-          maxBytes: MAX_MANIFEST_BYTES,
+        this.#blobs.manifest(m.manifest, {
           providers,
           timeoutMs: collectMs(o.state().config),
-          decode: decodeManifest,
         }),
       held: (cid) => this.#sync.held(cid),
       store: (bytes) => services.blocks.put(bytes).then(() => {}),
-      noteDelta: (d, reason) => this.#noteDelta(d, reason),
+      noteDelta: (d, reason) => o.ledger.refuseDelta(d, reason),
     });
-    ({ training: this.#training, own: this.#own } = peerTraining({
+    ({ training: this.#training, train: this.#train } = peerTraining({
       jobId,
       peerId: identity.peerId,
       spec,
@@ -231,12 +225,10 @@ export class RoundWork {
   #dispatch(action: RoundAction): Promise<void> {
     switch (action.type) {
       case "train":
-        return this.#own.resume(action.round, action.parent).then((done) =>
-          done ? undefined : this.#training.train(
-            action.round,
-            action.parent,
-            this.#sync.held(action.parent).ckpt.params,
-          )
+        return this.#train(
+          action.round,
+          action.parent,
+          () => this.#sync.held(action.parent).ckpt.params,
         );
       case "trainAhead":
         return this.#training.trainAhead(action.round);
@@ -394,16 +386,6 @@ export class RoundWork {
         err === undefined ? "" : `: ${(err as Error).message}`
       }`,
     );
-    this.#noteDelta(d, reason);
-  }
-
-  /** Records a delta this peer refused, aggregating or verifying. */
-  #noteDelta(d: DeltaAnnounce, reason: string): void {
-    this.#o.ledger.noteRefusal({
-      round: d.round,
-      peer: d.peer,
-      what: "delta",
-      reason,
-    });
+    this.#o.ledger.refuseDelta(d, reason);
   }
 }
