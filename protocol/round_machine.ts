@@ -251,7 +251,8 @@ function onTrained(state: RoundState, delta: DeltaAnnounce, now: number): Step {
 }
 
 function onDelta(state: RoundState, msg: DeltaAnnounce, now: number): Step {
-  if (msg.round === state.round && msg.parent === state.parent) {
+  const syncing = state.phase === "syncing";
+  if (!syncing && msg.round === state.round && msg.parent === state.parent) {
     if (state.deltas.has(msg.peer)) return { state, actions: [] };
     const deltas = new Map(state.deltas).set(msg.peer, msg);
     const deltaSeenAt = new Map(state.deltaSeenAt).set(msg.peer, now);
@@ -259,9 +260,12 @@ function onDelta(state: RoundState, msg: DeltaAnnounce, now: number): Step {
     return onTick({ ...state, deltas, deltaSeenAt, deltaArrivedAt }, now);
   }
   // Peers that advanced first announce the next round before this peer has
-  // fetched its checkpoint; keep a bounded few for when it gets there.
+  // fetched its checkpoint (the round it syncs to, or the one after it
+  // still works on); keep a bounded few for when it gets there. Each is
+  // sent again every few seconds, but not by a peer that left meanwhile.
   if (
-    msg.round === state.round + 1 && state.early.length < MAX_EARLY &&
+    msg.round === state.round + (syncing ? 0 : 1) &&
+    state.early.length < MAX_EARLY &&
     !state.early.some((e) =>
       e.msg.peer === msg.peer && e.msg.round === msg.round
     )

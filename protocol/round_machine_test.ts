@@ -4,6 +4,7 @@ import {
   initialState,
   type RoundAction,
   type RoundEvent,
+  roundStage,
 } from "./round_state.ts";
 import { collectMs, COMMIT_RETRY_MS, takeoverMs } from "./round_timing.ts";
 import {
@@ -170,6 +171,30 @@ Deno.test("round machine: a delta that came before its round began counts from t
     Object.fromEntries(verify.arrivedAt),
     { b: 2_500, c: 1_000 },
   );
+});
+
+Deno.test("round machine: a delta that came while the round's checkpoint was fetched is kept on entering it", () => {
+  // A peer that previewed the round announces the moment the chain commits
+  // its checkpoint, while this peer still fetches it; a peer that left
+  // right after will never repeat it.
+  const m = { ...manifestFrom("b"), round: 1, parent: "bafkreic1" };
+  const { state, actions } = run(initialState(config("a"), 0), [
+    [0, { type: "chainHead", nextRound: 0, head: GENESIS }],
+    [0, { type: "enter", round: 0, parent: GENESIS }],
+    [0, { type: "tick", live: ["a", "b", "c"] }],
+    [1_500, { type: "chainHead", nextRound: 1, head: "bafkreic1" }],
+    [1_700, { type: "delta", msg: delta("c", 1, "bafkreic1") }],
+    [2_000, { type: "enter", round: 1, parent: "bafkreic1" }],
+    [2_000, { type: "tick", live: ["a", "b", "c"] }],
+    [3_000, { type: "manifest", msg: m }],
+  ]);
+  assert.deepEqual([...state.deltas.keys()], ["c"]);
+  const verify = actions.find((a) => a.type === "verify") as Extract<
+    RoundAction,
+    { type: "verify" }
+  >;
+  assert.deepEqual(Object.fromEntries(verify.seenAt), { c: 2_000 });
+  assert.deepEqual(Object.fromEntries(verify.arrivedAt), { c: 1_700 });
 });
 
 Deno.test("round machine: the aggregator commits at quorum and retries a failed commit", () => {
@@ -393,4 +418,43 @@ Deno.test("round machine: no preview before its own delta, past the last round, 
     [110, { type: "trained", delta: delta("a") }],
   ]);
   assert.ok(!types(alone.actions).includes("preview"), "below min peers");
+});
+
+Deno.test("round machine: the stage names the part of the round under way", () => {
+  const live = ["a", "b"];
+  const leader = rankLeaders(GENESIS, live)[0];
+  const other = live.find((p) => p !== leader)!;
+  const stages: string[] = [];
+  let state = initialState(config(leader), 0);
+  const events: [number, RoundEvent][] = [
+    [0, { type: "chainHead", nextRound: 0, head: GENESIS }],
+    [0, { type: "enter", round: 0, parent: GENESIS }],
+    [0, { type: "tick", live }],
+    [10, { type: "trained", delta: delta(leader) }],
+    [20, { type: "delta", msg: delta(other) }],
+  ];
+  for (const e of events) {
+    state = run(state, [e]).state;
+    stages.push(roundStage(state));
+  }
+  assert.deepEqual(stages, [
+    "fetching",
+    "waiting",
+    "training",
+    "announcing",
+    "aggregating",
+  ]);
+  const led = run(state, [[30, {
+    type: "aggregated",
+    manifest: "bafkreimanifest",
+    checkpoint: "bafkreic1",
+    rank: 0,
+  }]]).state;
+  assert.equal(roundStage(led), "committing");
+  const verifier = run(initialState(config(other), 0), [
+    ...events.slice(0, 3),
+    [10, { type: "trained", delta: delta(other) }],
+    [40, { type: "manifest", msg: { ...manifestFrom(leader) } }],
+  ]).state;
+  assert.equal(roundStage(verifier), "verifying");
 });

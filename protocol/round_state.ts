@@ -37,6 +37,37 @@ export type RoundPhase =
   | "collecting"
   | "finished";
 
+/**
+ * The part of a round a peer is in, finer than its phase: `announcing`
+ * (its delta is out, no manifest yet), `aggregating` (building its own
+ * manifest), `verifying` (checking a manifest it got), `committing`
+ * (gathering attestations for its own manifest and committing it) and
+ * `fetching` (syncing to a committed checkpoint).
+ */
+export type RoundStage =
+  | "waiting"
+  | "training"
+  | "announcing"
+  | "aggregating"
+  | "verifying"
+  | "committing"
+  | "fetching"
+  | "finished";
+
+/** The {@linkcode RoundStage} of `s`. */
+export function roundStage(s: RoundState): RoundStage {
+  switch (s.phase) {
+    case "syncing":
+      return "fetching";
+    case "collecting":
+      if (s.aggregating) return "aggregating";
+      if (s.led !== null) return "committing";
+      return s.verifying.size > 0 ? "verifying" : "announcing";
+    default:
+      return s.phase;
+  }
+}
+
 /** One peer's round state. Treat as immutable: `step` returns a new one. */
 export interface RoundState {
   readonly config: RoundConfig;

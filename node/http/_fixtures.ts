@@ -128,6 +128,7 @@ export function fakeJob(rounds = 2): JobSource & {
       job: "bafkreijob",
       round: rounds,
       phase: job.leaves > 0 ? "left" : "training",
+      stage: job.leaves > 0 ? "left" : "training",
       parent: "bafkreiparent",
       rounds: 3,
       innerSteps: 3,

@@ -32,6 +32,12 @@ export interface TrainingStatus {
   round: number;
   /** Where the node is in the round (waiting, training, ...; "left" after zoo_leave). */
   phase: string;
+  /**
+   * The part of the round under way, finer than `phase`: waiting, training,
+   * announcing, aggregating, verifying, committing, fetching, finished
+   * ("left" after zoo_leave).
+   */
+  stage: string;
   /** CID of the checkpoint the round starts from. */
   parent: string;
   /** Rounds in the job. */

@@ -92,6 +92,14 @@ export class JobChainView {
     return this.#mine.peek();
   }
 
+  /**
+   * The transaction that committed `round`, as last read from the chain
+   * (null until read); starts a read when stale.
+   */
+  cachedCommitTx(round: number): string | null {
+    return this.#commits.peek()?.get(round)?.tx ?? null;
+  }
+
   /** This node's contributions, read from chain unless fresh. */
   contributions(): Promise<Contributions> {
     return this.#mine.get();

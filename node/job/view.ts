@@ -8,6 +8,7 @@
 import type { Address } from "../../chain/attestation.ts";
 import type { Registry } from "../../chain/registry.ts";
 import { rankLeaders } from "../../protocol/assignment.ts";
+import { roundStage } from "../../protocol/round_state.ts";
 import type { JobSpec } from "../../protocol/job_spec.ts";
 import { JobChainView } from "./chain_view.ts";
 import type { JobSource, TrainingStatus } from "../http/types.ts";
@@ -45,6 +46,7 @@ export function createJobView(o: JobViewOptions): JobSource {
       job: jobId,
       round: s.round,
       phase: left ? "left" : s.phase,
+      stage: left ? "left" : roundStage(s),
       parent: s.parent,
       rounds: spec.rounds,
       innerSteps: spec.innerSteps,
@@ -57,7 +59,11 @@ export function createJobView(o: JobViewOptions): JobSource {
       auditCounts: { ...ledger.auditCounts },
       audits: ledger.audits,
       slashes: ledger.slashes,
-      committed: ledger.records,
+      // A record closed before the committer's notice came has no
+      // transaction; the chain's logs have it.
+      committed: ledger.records.map((r) =>
+        r.tx !== null ? r : { ...r, tx: chain.cachedCommitTx(r.round) }
+      ),
     };
   };
 
