@@ -2,6 +2,7 @@ import assert from "node:assert/strict";
 import { fileURLToPath } from "node:url";
 import { gpuTest } from "../../kernels/webgpu/_test_gpu.ts";
 import { wanLabMissing } from "../wan/lab.ts";
+import { KILL_STAGES } from "./chaos.ts";
 
 const MAIN = fileURLToPath(new URL("./main.ts", import.meta.url));
 const ROOT = fileURLToPath(new URL("../../", import.meta.url));
@@ -451,5 +452,48 @@ Deno.test({
     // round's worth every round).
     assert.ok(soak.growth.blocks <= 1.15, JSON.stringify(soak.samples));
     assert.ok(soak.growth.disk <= 1.15, JSON.stringify(soak.samples));
+  },
+});
+
+Deno.test({
+  name:
+    "bench chaos --json: a peer killed in each stage of a round, leader included, is restarted and nothing is lost or stalled",
+  sanitizeOps: false,
+  sanitizeResources: false,
+  fn: async () => {
+    const { code, stdout, stderr } = await bench(
+      "chaos",
+      "--json",
+      "--kills",
+      "6",
+      "--settle",
+      "2",
+    );
+    assert.equal(code, 0, stderr);
+    const { chaos } = JSON.parse(stdout);
+    assert.equal(chaos.kills, 6);
+    assert.deepEqual(
+      chaos.log.map((k: { aim: string }) => k.aim),
+      [...KILL_STAGES],
+    );
+    // A stage of a tiny model's round can pass between two looks: then
+    // the kill falls on the stage the peer is in.
+    assert.ok(
+      Object.keys(chaos.by_stage).length >= 5,
+      JSON.stringify(chaos.log),
+    );
+    assert.equal(chaos.restarts, 6);
+    for (
+      const k of [
+        "lost",
+        "stalled",
+        "manual_restarts",
+        "double_announcements",
+        "convictions",
+        "audit_failures",
+      ]
+    ) {
+      assert.equal(chaos[k], 0, `${k}: ${JSON.stringify(chaos)}`);
+    }
   },
 });

@@ -24,6 +24,7 @@ const BENCHES: Record<string, () => Promise<{ default: Bench }>> = {
   quality: () => import("./quality.ts"),
   wan: () => import("./wan.ts"),
   soak: () => import("./soak.ts"),
+  chaos: () => import("./chaos.ts"),
 };
 
 /** Where and on what the numbers were taken. */
