@@ -7,23 +7,7 @@
 import assert from "node:assert/strict";
 import { cleanEnv, MAIN } from "./_cli.ts";
 import { withTempDir } from "./_temp_dir.ts";
-
-/** Pids of live processes whose command line mentions `text`. */
-async function processesMentioning(text: string): Promise<number[]> {
-  const found: number[] = [];
-  for await (const entry of Deno.readDir("/proc")) {
-    if (!/^\d+$/.test(entry.name)) continue;
-    const cmdline = await Deno.readTextFile(`/proc/${entry.name}/cmdline`)
-      .catch(() => "");
-    const state = await Deno.readTextFile(`/proc/${entry.name}/stat`)
-      .catch(() => "");
-    // A zombie has exited: only its parent's wait is missing.
-    if (cmdline.includes(text) && !/^\d+ \(.*\) Z/.test(state)) {
-      found.push(Number(entry.name));
-    }
-  }
-  return found;
-}
+import { processesMentioning } from "./_processes.ts";
 
 /** Runs a mesh devnet in `dir`, signals its pid when `when` is printed. */
 async function signalDevnet(

@@ -17,7 +17,8 @@ function isJobId(job: string): boolean {
 
 /**
  * `zoo-node --join`: runs a node until SIGINT or SIGTERM, then shuts it
- * down in order. A second signal exits at once. `behaviour` is HONEST but
+ * down in order, the embedded chain included, even when the signal comes
+ * while the job is still starting. A second signal exits at once. `behaviour` is HONEST but
  * in the attack suite, which starts real peers with one part swapped.
  */
 export async function join(
@@ -35,6 +36,22 @@ export async function join(
       : e.reason;
     console.error(`zoo-node: unhandled error in a background task: ${reason}`);
   });
+  // Signals are taken from the start: one that comes while the job starts
+  // (the embedded chain is up by then) must stop what was started too.
+  const stop = new AbortController();
+  const { promise: stopped, resolve } = Promise.withResolvers<string>();
+  const onSignal = (signal: Deno.Signal) => () => {
+    if (stop.signal.aborted) Deno.exit(130);
+    stop.abort(new DOMException(`${signal} while starting`, "AbortError"));
+    resolve(signal);
+  };
+  const signals: Deno.Signal[] = ["SIGINT", "SIGTERM"];
+  const handlers = signals.map((s) => [s, onSignal(s)] as const);
+  for (const [s, h] of handlers) Deno.addSignalListener(s, h);
+  const removeHandlers = () => {
+    for (const [s, h] of handlers) Deno.removeSignalListener(s, h);
+  };
+
   await Deno.mkdir(config.dataDir, { recursive: true, mode: 0o700 });
   const { identity, created } = await ensureIdentity(config.dataDir);
   if (created) console.log(`created keys in ${config.dataDir}/keys`);
@@ -44,12 +61,18 @@ export async function join(
   console.log(`  http      ${node.info.http ?? "off"}`);
 
   let run: JobRun | null = null;
-  if (isJobId(config.job)) {
+  if (isJobId(config.job) && !stop.signal.aborted) {
     try {
-      run = await runJob(config, node, identity, config.job, { behaviour });
+      run = await runJob(config, node, identity, config.job, {
+        behaviour,
+        signal: stop.signal,
+      });
     } catch (err) {
-      await node.stop();
-      throw err;
+      if (!stop.signal.aborted) {
+        await node.stop();
+        removeHandlers();
+        throw err;
+      }
     }
   }
 
@@ -60,20 +83,10 @@ export async function join(
     console.log(`peer disconnected ${evt.detail.toString()}`);
   });
 
-  const { promise: stopped, resolve } = Promise.withResolvers<string>();
-  let stopping = false;
-  const onSignal = (signal: Deno.Signal) => () => {
-    if (stopping) Deno.exit(130);
-    stopping = true;
-    resolve(signal);
-  };
-  const signals: Deno.Signal[] = ["SIGINT", "SIGTERM"];
-  const handlers = signals.map((s) => [s, onSignal(s)] as const);
-  for (const [s, h] of handlers) Deno.addSignalListener(s, h);
   const signal = await stopped;
   console.log(`${signal}: shutting down`);
   await run?.stop();
   await node.stop();
-  for (const [s, h] of handlers) Deno.removeSignalListener(s, h);
+  removeHandlers();
   return 0;
 }

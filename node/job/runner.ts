@@ -43,6 +43,11 @@ export interface RunJobOptions {
   log?: (line: string) => void;
   /** The peer's conduct in rounds; HONEST by default (see node/round/behaviour.ts). */
   behaviour?: RoundBehaviour;
+  /**
+   * Aborts the start (the node is shutting down): what was opened is
+   * closed and the promise rejects with the signal's reason.
+   */
+  signal?: AbortSignal;
 }
 
 /** Starts training job `jobId` on a running node. */
@@ -51,10 +56,11 @@ export async function runJob(
   node: ZooNode,
   identity: Identity,
   jobId: string,
-  { log = console.log, behaviour }: RunJobOptions = {},
+  { log = console.log, behaviour, signal }: RunJobOptions = {},
 ): Promise<JobRun> {
   const session = await openChainSession(config, identity);
   try {
+    signal?.throwIfAborted();
     const registry = await sessionRegistry(session, config);
     const me = await readNode(registry, identity.address);
     if (!me.registered) {
@@ -68,10 +74,11 @@ export async function runJob(
       await joinJob(registry, { job });
       log(`joined job ${jobId} on chain`);
     }
-    const spec = await fetchSpec(node, jobId);
+    const spec = await fetchSpec(node, jobId, signal);
     const dataset = await loadJobDataset(spec, {
       store: node.store,
       dataDir: config.dataDir,
+      signal,
       // A failed fetch throws, so the dataset error says why (no
       // provider, over the size limit, a lying peer).
       fetchBlob: async (cid, maxBytes) => {
@@ -79,7 +86,12 @@ export async function runJob(
         return await node.store.get(parseCid(cid));
       },
     });
+    signal?.throwIfAborted();
     const compute = await openCompute(config.backend, config.threads);
+    if (signal?.aborted) {
+      compute.dispose();
+      signal.throwIfAborted();
+    }
     log(`compute: ${compute.label}`);
     node.gossip.setProgress(compute.heartbeat);
     const trainer = new RoundTrainer({
@@ -137,10 +149,15 @@ export async function runJob(
 }
 
 /** The job spec: from the store, else from connected peers by its CID. */
-async function fetchSpec(node: ZooNode, jobId: string): Promise<JobSpec> {
+async function fetchSpec(
+  node: ZooNode,
+  jobId: string,
+  signal?: AbortSignal,
+): Promise<JobSpec> {
   const cid = parseCid(jobId);
   const deadline = Date.now() + SPEC_WAIT_MS;
   while (!await node.store.has(cid)) {
+    signal?.throwIfAborted();
     try {
       await node.fetchBlob(jobId, undefined, { maxBytes: MAX_JOB_SPEC_BYTES });
     } catch {
