@@ -6,7 +6,7 @@
  */
 import { bytes32ToCid, cidToBytes32 } from "../chain/attestation.ts";
 import type { BackendChoice } from "../kernels/backend_select.ts";
-import { readJob } from "../chain/registry.ts";
+import { readJob, readRound } from "../chain/registry.ts";
 import { type DevnetChain, startDevnetChain } from "../node/devnet/chain.ts";
 import {
   type DevnetPeerSlot,
@@ -145,6 +145,28 @@ export class JobCluster {
   async chainHead(): Promise<{ nextRound: number; head: string }> {
     const j = await readJob(this.chain.owner, cidToBytes32(this.job.id));
     return { nextRound: j.nextRound, head: bytes32ToCid(j.head) };
+  }
+
+  /**
+   * The chain's committed history, checked: each round's checkpoint, in
+   * order, and the rounds whose parent is not the checkpoint committed
+   * before them (the genesis for round 0), which is a history broken.
+   */
+  async history(): Promise<{ checkpoints: string[]; broken: number[] }> {
+    const job = cidToBytes32(this.job.id);
+    const j = await readJob(this.chain.owner, job);
+    const checkpoints: string[] = [];
+    const broken: number[] = [];
+    let parent = bytes32ToCid(j.genesis);
+    for (let r = 0; r < j.nextRound; r++) {
+      const round = await readRound(this.chain.owner, job, r);
+      if (round === null || bytes32ToCid(round.parent) !== parent) {
+        broken.push(r);
+      }
+      parent = round ? bytes32ToCid(round.checkpoint) : "";
+      checkpoints.push(parent);
+    }
+    return { checkpoints, broken };
   }
 
   /** Waits until `n` rounds are committed on chain. */

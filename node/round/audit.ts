@@ -51,6 +51,7 @@ import {
   type WorkRecord,
 } from "../../protocol/work_record.ts";
 import { roundSampler } from "./round_sampler.ts";
+import { refusedBy } from "./work_reader.ts";
 
 /**
  * Largest distance, relative to the segment's own progress
@@ -157,7 +158,7 @@ export class Auditor {
       try {
         return await this.#o.state(record.states[k], msg.peer);
       } catch (err) {
-        throw new StateUnserved(k, err);
+        throw new StateUnserved(k, err, refusedBy(err, msg.peer));
       }
     };
     const start = await fetch(a.segment);
@@ -319,7 +320,11 @@ export class Auditor {
  * honest peer may be restarting (the caller decides when it is one).
  */
 export class StateUnserved extends Error {
-  constructor(k: number, cause: unknown) {
+  /**
+   * `refused`: its peer answered that it lacks the state (see
+   * `WorkRecordUnserved`); otherwise it could not be reached.
+   */
+  constructor(k: number, cause: unknown, readonly refused: boolean) {
     super(`its state ${k} was not served: ${(cause as Error).message}`);
     this.name = "StateUnserved";
   }

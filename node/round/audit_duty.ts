@@ -49,6 +49,7 @@ import {
   verdictKey,
 } from "./audit_verdicts.ts";
 import { WorkRecordUnserved } from "./work_reader.ts";
+import { KEEP_STATE_ROUNDS } from "./state_window.ts";
 import type { RoundLedger } from "./ledger.ts";
 
 /** Chance that a listed delta's round is audited when the spec sets none. */
@@ -90,7 +91,10 @@ export interface AuditDutyOptions extends AuditVerdictsOptions {
   /**
    * How long a contributor may leave its work record or a state unserved
    * before that fails the audit, ms (default: the round deadline): an
-   * honest peer that crashed serves them again once restarted.
+   * honest peer that crashed serves them again once restarted. Only an
+   * answer that it lacks them fails; a peer that cannot be reached for the
+   * whole window, or an audit that comes after the states' keep window
+   * (`KEEP_STATE_ROUNDS`), draws no verdict.
    */
   serveWindowMs?: number;
 }
@@ -272,7 +276,20 @@ export class AuditDuty {
         verdict = attempt;
         break;
       }
+      // An honest peer keeps its states only so long, and one that cannot
+      // be reached may be cut off by the network: neither proves anything.
+      const late = this.#o.round() >= round + KEEP_STATE_ROUNDS - 1;
       const left = window - (performance.now() - start);
+      if (late || (left <= 0 && !attempt.refused)) {
+        log(
+          `round ${round}: audit of ${peer} segment ${segment} not judged: ${
+            late
+              ? "too late, its states may be collected"
+              : "it could not be reached"
+          } (${attempt.message})`,
+        );
+        return null;
+      }
       if (left <= 0) {
         verdict = {
           passed: false,

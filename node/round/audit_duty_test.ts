@@ -31,6 +31,7 @@ import {
 } from "./audit.ts";
 import { AuditDuty, type AuditDutyOptions } from "./audit_duty.ts";
 import { WorkRecordUnserved } from "./work_reader.ts";
+import { KEEP_STATE_ROUNDS } from "./state_window.ts";
 import { RoundLedger } from "./ledger.ts";
 import { RoundPublisher } from "./publisher.ts";
 
@@ -330,7 +331,9 @@ Deno.test("a peer shutting down draws no verdict from its own failed fetches", a
   const { drawn } = auditors();
   const t = duty(drawn, PASS, {
     record: (msg) =>
-      Promise.reject(new WorkRecordUnserved(msg.work, new Error("aborted"))),
+      Promise.reject(
+        new WorkRecordUnserved(msg.work, new Error("aborted"), false),
+      ),
     stopped: () => true,
   });
   await t.d.roundClosed(await manifest(), NEXT);
@@ -338,11 +341,13 @@ Deno.test("a peer shutting down draws no verdict from its own failed fetches", a
   assert.equal(t.notices().length, 0);
 });
 
-Deno.test("a work record unserved past the serve window fails the audit on its record check", async () => {
+Deno.test("a work record its peer says it lacks past the serve window fails the audit on its record check", async () => {
   const { drawn } = auditors();
   const t = duty(drawn, PASS, {
     record: (msg) =>
-      Promise.reject(new WorkRecordUnserved(msg.work, new Error("timed out"))),
+      Promise.reject(
+        new WorkRecordUnserved(msg.work, new Error("not found"), true),
+      ),
     serveWindowMs: 0,
   });
   await t.d.roundClosed(await manifest(), NEXT);
@@ -361,7 +366,11 @@ Deno.test("a contributor that serves its work again within the window (a restart
     record: (msg) =>
       ++asked < 3
         ? Promise.reject(
-          new WorkRecordUnserved(msg.work, new Error("connection refused")),
+          new WorkRecordUnserved(
+            msg.work,
+            new Error("connection refused"),
+            false,
+          ),
         )
         : Promise.resolve({ peers: PEERS, states: [], shifted: 0 }),
     serveWindowMs: 2_000,
@@ -380,7 +389,9 @@ Deno.test("a state withheld for the whole serve window fails the start check", a
     auditor: {
       audit: () => {
         tries++;
-        return Promise.reject(new StateUnserved(3, new Error("not found")));
+        return Promise.reject(
+          new StateUnserved(3, new Error("not found"), true),
+        );
       },
     },
     serveWindowMs: 400,
@@ -393,4 +404,40 @@ Deno.test("a state withheld for the whole serve window fails the start check", a
     [[false, "start"]],
   );
   assert.equal(t.notices()[0].check, "start");
+});
+
+Deno.test("a peer that cannot be reached for the whole serve window (a partition) draws no verdict", async () => {
+  const { drawn } = auditors();
+  const lines: string[] = [];
+  const t = duty(drawn, PASS, {
+    record: (msg) =>
+      Promise.reject(
+        new WorkRecordUnserved(msg.work, new Error("dial timed out"), false),
+      ),
+    serveWindowMs: 300,
+    log: (line) => lines.push(line),
+  });
+  await t.d.roundClosed(await manifest(), NEXT);
+  assert.deepEqual(t.ledger.audits, []);
+  assert.deepEqual(t.notices(), []);
+  assert.match(lines.join("\n"), /not judged: it could not be reached/);
+});
+
+Deno.test("an audit that comes after the audited states' keep window draws no verdict, even from a refusal", async () => {
+  const { drawn } = auditors();
+  const lines: string[] = [];
+  const t = duty(drawn, PASS, {
+    auditor: {
+      audit: () =>
+        Promise.reject(new StateUnserved(3, new Error("not found"), true)),
+    },
+    // Round 0's work audited while round KEEP_STATE_ROUNDS - 1 runs.
+    round: () => KEEP_STATE_ROUNDS - 1,
+    serveWindowMs: 10_000,
+    log: (line) => lines.push(line),
+  });
+  await t.d.roundClosed(await manifest(), NEXT);
+  assert.deepEqual(t.ledger.audits, []);
+  assert.deepEqual(t.notices(), []);
+  assert.match(lines.join("\n"), /not judged: too late/);
 });

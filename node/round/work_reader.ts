@@ -7,6 +7,7 @@
  *
  * @module
  */
+import { BlobFetchError } from "../p2p/blob_service.ts";
 import {
   decodeRoundCheckpoint,
   roundCheckpointMaxBytes,
@@ -74,7 +75,7 @@ export class WorkReader {
         },
       });
     } catch (err) {
-      throw new WorkRecordUnserved(msg.work, err);
+      throw new WorkRecordUnserved(msg.work, err, refusedBy(err, msg.peer));
     }
   }
 
@@ -112,10 +113,25 @@ export class WorkReader {
   }
 }
 
-/** The work record a delta names was not served: its audit fails. */
+/**
+ * The work record a delta names was not served. `refused`: its peer
+ * answered that it lacks it, which an honest peer never does in the
+ * challenge window; otherwise it could not be reached (restarting,
+ * partitioned), which proves nothing.
+ */
 export class WorkRecordUnserved extends Error {
-  constructor(cid: string, cause: unknown) {
+  constructor(cid: string, cause: unknown, readonly refused: boolean) {
     super(`its work record ${cid} was not served: ${(cause as Error).message}`);
     this.name = "WorkRecordUnserved";
   }
+}
+
+/** Whether `peer` itself answered a fetch that `err` ended with "not found". */
+export function refusedBy(err: unknown, peer: string): boolean {
+  for (let e = err; e instanceof Error; e = e.cause) {
+    if (e instanceof BlobFetchError) {
+      return e.report.failed[peer] === "refused: not-found";
+    }
+  }
+  return false;
 }

@@ -41,8 +41,6 @@ import { jobPeerArgs } from "../../node/devnet/job.ts";
 import { blockstoreDir } from "../../node/node.ts";
 import { callRpc } from "../../node/http/rpc_client.ts";
 import type { TrainingStatus } from "../../node/http/types.ts";
-import { readJob, readRound } from "../../chain/registry.ts";
-import { bytes32ToCid, cidToBytes32 } from "../../chain/attestation.ts";
 import { KEEP_BLOCK_ROUNDS } from "../../node/round/block_retention.ts";
 import { Rng } from "../../kernels/data/rng.ts";
 import { type Bench, formatTable, numberFlag } from "./_bench.ts";
@@ -249,29 +247,20 @@ async function countInLogs(dataDir: string, pattern: RegExp): Promise<number> {
 
 /** Rounds whose commit breaks the history or whose checkpoint is gone. */
 async function lostRounds(c: JobCluster, sups: Supervised[]): Promise<number> {
-  const job = cidToBytes32(c.job.id);
-  const j = await readJob(c.chain.owner, job);
-  let lost = 0;
-  let parent = bytes32ToCid(j.genesis);
-  for (let r = 0; r < j.nextRound; r++) {
-    const round = await readRound(c.chain.owner, job, r);
-    if (round === null || bytes32ToCid(round.parent) !== parent) {
-      lost++;
-      continue;
-    }
-    parent = bytes32ToCid(round.checkpoint);
-    if (r < j.nextRound - KEEP_BLOCK_ROUNDS) continue;
+  const { checkpoints, broken } = await c.history();
+  let gone = 0;
+  for (const cid of checkpoints.slice(-KEEP_BLOCK_ROUNDS)) {
     const held = await Promise.all(
       sups.map((s) =>
-        Deno.stat(`${blockstoreDir(s.peer.dataDir)}/blocks/${parent}`).then(
+        Deno.stat(`${blockstoreDir(s.peer.dataDir)}/blocks/${cid}`).then(
           () => true,
           () => false,
         )
       ),
     );
-    if (!held.some(Boolean)) lost++;
+    if (!held.some(Boolean)) gone++;
   }
-  return lost;
+  return broken.length + gone;
 }
 
 async function chaos(

@@ -45,17 +45,23 @@ export async function wanLabMissing(): Promise<string | null> {
   return null;
 }
 
+/** The file whose lock the lab's one user at a time holds. */
+const LAB_LOCK = "/tmp/zoo-wan-lab.lock";
+
 /**
  * Brings up `hosts` lab hosts capped at `rate` (tc syntax, e.g. "100mbit")
  * and this process's link to them, runs `fn`, and takes everything down
  * again, whatever `fn` does. A lab left over by a killed run is removed
- * first.
+ * first. The lab is one per machine: its users (test files run in
+ * parallel, benchmarks) take turns.
  */
 export async function withWanLab<T>(
   hosts: number,
   rate: string,
   fn: () => Promise<T>,
 ): Promise<T> {
+  using lock = await Deno.open(LAB_LOCK, { create: true, write: true });
+  await lock.lock(true);
   await run([WAN_LAB, "down"]);
   await run([WAN_LAB, "up", String(hosts), rate], true);
   try {
@@ -86,6 +92,67 @@ export async function withWanLab<T>(
     // Deleting the switch namespace deletes zs-root, and with it zoo-root.
     await run([WAN_LAB, "down"]);
   }
+}
+
+/**
+ * Splits the lab in two: the hosts of `side` move onto a second switch
+ * with a link of its own to this process, which keeps its address and MAC
+ * on both links (their neighbour caches stay right). Each side reaches this
+ * process, where the chain is, but not the other side; established
+ * connections across go silent, as on a real partition.
+ */
+export async function partition(side: readonly number[]): Promise<void> {
+  const mac = (await Deno.readTextFile("/sys/class/net/zoo-root/address"))
+    .trim();
+  const sw = ["ip", "-n", "zoo-sw"];
+  await run([...sw, "link", "add", "br1", "type", "bridge"], true);
+  await run([...sw, "link", "set", "br1", "up"], true);
+  await run([
+    "ip",
+    "link",
+    "add",
+    "zoo-root2",
+    "address",
+    mac,
+    "type",
+    "veth",
+    "peer",
+    "name",
+    "zs-root2",
+  ], true);
+  await run(["ip", "link", "set", "zs-root2", "netns", "zoo-sw"], true);
+  await run([...sw, "link", "set", "zs-root2", "master", "br1"], true);
+  await run([...sw, "link", "set", "zs-root2", "up"], true);
+  await run(
+    ["ip", "addr", "add", `${ROOT_ADDRESS}/32`, "dev", "zoo-root2"],
+    true,
+  );
+  await run(["ip", "link", "set", "zoo-root2", "up"], true);
+  for (const i of side) {
+    await run([...sw, "link", "set", `zs${i}`, "master", "br1"], true);
+    await run(
+      ["ip", "route", "add", `${hostAddress(i)}/32`, "dev", "zoo-root2"],
+      true,
+    );
+  }
+}
+
+/** Joins the hosts of `side` (split off by {@linkcode partition}) again. */
+export async function heal(side: readonly number[]): Promise<void> {
+  for (const i of side) {
+    await run(["ip", "-n", "zoo-sw", "link", "set", `zs${i}`, "master", "br0"]);
+    await run([
+      "ip",
+      "route",
+      "del",
+      `${hostAddress(i)}/32`,
+      "dev",
+      "zoo-root2",
+    ]);
+  }
+  // Deleting one end of the pair deletes the other.
+  await run(["ip", "-n", "zoo-sw", "link", "del", "zs-root2"], true);
+  await run(["ip", "-n", "zoo-sw", "link", "del", "br1"], true);
 }
 
 /** Runs a command; "" on success, else its stderr (thrown if `strict`). */

@@ -1,0 +1,170 @@
+/**
+ * A partition on real network hosts (wan-lab): five peers, each on its
+ * own host, train a job; hosts 4 and 5 are split off from hosts 1-3 for
+ * longer than three round deadlines (both sides still reach the chain,
+ * as two halves of the internet both reach Ethereum), then healed.
+ *
+ * The majority keeps committing (3 of 5 is a quorum); the minority can
+ * neither commit nor be credited meanwhile. Once healed there is one
+ * history on chain, no committed round is lost, every peer closes the
+ * same checkpoints, and the minority trains with the rest again.
+ *
+ * Ignored, visibly, where network namespaces cannot be made.
+ */
+import assert from "node:assert/strict";
+import { MAIN } from "../_cli.ts";
+import {
+  type JobCluster,
+  roundsOf,
+  tinySpec,
+  withJobCluster,
+} from "../_job_cluster.ts";
+import {
+  type LocalPeer,
+  spawnPeer,
+  waitFor,
+} from "../../node/devnet/local_peer.ts";
+import { jobPeerArgs } from "../../node/devnet/job.ts";
+import { roundCommits } from "../../chain/registry_reads.ts";
+import { cidToBytes32 } from "../../chain/attestation.ts";
+import { startDelayRelay } from "./delay_relay.ts";
+import {
+  heal,
+  hostAddress,
+  inHost,
+  partition,
+  ROOT_ADDRESS,
+  wanLabMissing,
+  withWanLab,
+} from "./lab.ts";
+
+const missing = await wanLabMissing();
+if (missing) console.error(`partition test ignored: ${missing}`);
+
+const HOSTS = 5;
+const MINORITY = [4, 5];
+const DEADLINE_MS = 5_000;
+const PORT = 4001;
+
+/** Starts one peer per host, all bootstrapping from host 1's. */
+async function startPeers(c: JobCluster, rpcUrl: string): Promise<LocalPeer[]> {
+  const peers: LocalPeer[] = [];
+  for (let host = 1; host <= HOSTS; host++) {
+    const slot = c.slots[host - 1];
+    const peer = await spawnPeer(slot.name, slot.dataDir, {
+      entry: MAIN,
+      wrap: inHost(host),
+      listen: `/ip4/${hostAddress(host)}/tcp/${PORT}`,
+      http: `${hostAddress(host)}:7070`,
+      bootstrap: host === 1
+        ? []
+        : [`/ip4/${hostAddress(1)}/tcp/${PORT}/p2p/${peers[0].info.peerId}`],
+      args: jobPeerArgs({ ...c.chain, rpcUrl }, c.job.id),
+      timeoutMs: 60_000,
+    });
+    peers.push(peer);
+    c.peers.push(peer);
+  }
+  return peers;
+}
+
+Deno.test({
+  name:
+    "partition: 5 peers split 3 | 2 past three round deadlines and healed keep one history, lose no round, close the same checkpoints and credit the minority nothing meanwhile",
+  ignore: missing !== null,
+  sanitizeOps: false,
+  sanitizeResources: false,
+  fn: () =>
+    withWanLab(HOSTS, "1gbit", () =>
+      withJobCluster({
+        nodes: HOSTS,
+        spec: tinySpec({
+          rounds: 1000,
+          minPeers: 3,
+          quorum: 3,
+          roundDeadlineMs: DEADLINE_MS,
+        }),
+      }, async (c) => {
+        // The chain listens on loopback here: hosts reach it through a relay.
+        const anvil = new URL(c.chain.rpcUrl);
+        const relay = startDelayRelay({
+          listen: { hostname: ROOT_ADDRESS, port: 0 },
+          target: { hostname: anvil.hostname, port: Number(anvil.port) },
+          delayMs: 0,
+        });
+        try {
+          const rpcUrl = `http://${ROOT_ADDRESS}:${
+            (relay.addr as Deno.NetAddr).port
+          }`;
+          const peers = await startPeers(c, rpcUrl);
+          await c.waitForRounds(2, 120_000);
+
+          await partition(MINORITY);
+          const cutAt = (await c.chainHead()).nextRound;
+          await new Promise((r) => setTimeout(r, 4 * DEADLINE_MS));
+          const healAt = (await c.chainHead()).nextRound;
+          await heal(MINORITY);
+          // The majority went on alone.
+          assert.ok(healAt >= cutAt + 2, `${cutAt} -> ${healAt} while split`);
+
+          // Every peer, the minority included, trains in a round after the
+          // heal and closes it with the same checkpoint.
+          const last = await waitFor(
+            async () => {
+              const recs = await Promise.all(peers.map((p) => roundsOf(p)));
+              const joint = recs[0].map((r) => r.round).filter((round) =>
+                round > healAt &&
+                recs.every((rec) =>
+                  rec.some((r) => r.round === round && r.contributed)
+                )
+              );
+              return joint.length > 0 ? joint[0] : null;
+            },
+            120_000,
+            "a round after the heal with all five peers' deltas",
+          );
+          const { checkpoints, broken } = await c.history();
+          assert.deepEqual(broken, [], "one unbroken history on chain");
+          for (const p of peers) {
+            const recs = await roundsOf(p);
+            for (const r of recs.filter((r) => r.round <= last)) {
+              assert.equal(
+                r.checkpoint,
+                checkpoints[r.round],
+                `${p.name} round ${r.round}`,
+              );
+            }
+            assert.ok(recs.some((r) => r.round === last), p.name);
+          }
+
+          // Rounds begun after the cut and committed before the heal credit
+          // only the majority.
+          const commits = await roundCommits(
+            c.chain.owner,
+            cidToBytes32(c.job.id),
+          );
+          const minority = MINORITY.map((h) =>
+            c.slots[h - 1].registration.address.toLowerCase()
+          );
+          for (let r = cutAt + 1; r < healAt; r++) {
+            const credited = [...commits.get(r)!.credits.keys()];
+            assert.ok(credited.length >= 3, `round ${r}: ${credited}`);
+            for (const a of minority) {
+              assert.ok(!credited.includes(a), `round ${r} credits ${a}`);
+            }
+          }
+          for (const a of minority) {
+            const rounds = [...commits].filter(([, c]) => c.credits.has(a));
+            assert.ok(rounds.length > 0, `${a} credited after the heal`);
+          }
+          // Work the other side could not fetch meanwhile proves nothing:
+          // no honest peer is convicted by audits.
+          for (const p of peers) {
+            const log = await Deno.readTextFile(p.log);
+            assert.doesNotMatch(log, /a quorum of auditors failed/, p.name);
+          }
+        } finally {
+          relay.close();
+        }
+      })),
+});
