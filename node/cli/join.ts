@@ -18,8 +18,9 @@ function isJobId(job: string): boolean {
 /**
  * `zoo-node --join`: runs a node until SIGINT or SIGTERM, then shuts it
  * down in order, the embedded chain included, even when the signal comes
- * while the job is still starting. A second signal exits at once. `behaviour` is HONEST but
- * in the attack suite, which starts real peers with one part swapped.
+ * while the job is still starting. A second signal exits at once.
+ * `behaviour` is HONEST but in the attack suite, which starts real peers
+ * with one part swapped.
  */
 export async function join(
   config: Config,
@@ -42,7 +43,7 @@ export async function join(
   const { promise: stopped, resolve } = Promise.withResolvers<string>();
   const onSignal = (signal: Deno.Signal) => () => {
     if (stop.signal.aborted) Deno.exit(130);
-    stop.abort(new DOMException(`${signal} while starting`, "AbortError"));
+    stop.abort(new DOMException(signal, "AbortError"));
     resolve(signal);
   };
   const signals: Deno.Signal[] = ["SIGINT", "SIGTERM"];

@@ -268,6 +268,8 @@ export class AuditDuty {
     const start = performance.now();
     const window = this.#o.serveWindowMs ?? this.#o.spec.roundDeadlineMs;
     let verdict: AuditVerdict;
+    /** The latest "not found" its peer answered in time. */
+    let refusal: WorkRecordUnserved | StateUnserved | null = null;
     for (;;) {
       // One attempt at a time in the queue; the waits between are not.
       const attempt = await this.#serial(() => this.#attempt(work, segment));
@@ -278,23 +280,26 @@ export class AuditDuty {
       }
       // An honest peer keeps its states only so long, and one that cannot
       // be reached may be cut off by the network: neither proves anything.
+      // A "not found" while it must still hold them does, even when the
+      // rounds move past its keep window before the serve window closes.
       const late = this.#o.round() >= round + KEEP_STATE_ROUNDS - 1;
+      if (attempt.refused && !late) refusal = attempt;
       const left = window - (performance.now() - start);
-      if (late || (left <= 0 && !attempt.refused)) {
-        log(
-          `round ${round}: audit of ${peer} segment ${segment} not judged: ${
-            late
-              ? "too late, its states may be collected"
-              : "it could not be reached"
-          } (${attempt.message})`,
-        );
-        return null;
-      }
-      if (left <= 0) {
+      if (late || left <= 0) {
+        if (refusal === null) {
+          log(
+            `round ${round}: audit of ${peer} segment ${segment} not judged: ${
+              late
+                ? "too late, its states may be collected"
+                : "it could not be reached"
+            } (${attempt.message})`,
+          );
+          return null;
+        }
         verdict = {
           passed: false,
-          check: attempt instanceof WorkRecordUnserved ? "record" : "start",
-          reason: attempt.message,
+          check: refusal instanceof WorkRecordUnserved ? "record" : "start",
+          reason: refusal.message,
         };
         break;
       }
