@@ -8,7 +8,10 @@
  * contain 0x00 (it is rejected), so each concatenation reads back one way
  * only: "ab" ‖ "c" and "a" ‖ "bc" hash differently.
  *
- * - chunk score: `sha256(job ‖ 0x00 ‖ round ‖ 0x00 ‖ chunk ‖ 0x00 ‖ peer)`
+ * - chunk score: `sha256(job ‖ 0x00 ‖ round ‖ 0x00 ‖ chunk ‖ 0x00 ‖ peer)`,
+ *   and for a peer drawn k > 1 times, also the same with `‖ 0x00 ‖ d` for
+ *   each draw d in 1 .. k − 1: its score on the chunk is the highest of its
+ *   k draws
  * - leader score: `sha256(parentCid ‖ 0x00 ‖ peer)`
  *
  * Scores compare as 256-bit big-endian numbers (bytewise); equal scores,
@@ -31,7 +34,22 @@ export interface AssignChunksParams {
   readonly peers: readonly string[];
   /** Number of chunks to hand out: indices 0 .. chunks − 1. */
   readonly chunks: number;
+  /**
+   * Chunk weights of peers that get a smaller part of the data, each an
+   * integer in 1 .. {@linkcode CHUNK_WEIGHT_LEVELS}; a peer not listed has
+   * the full weight {@linkcode CHUNK_WEIGHT_LEVELS}. A peer of weight w
+   * expects w / Σ weights of the chunks. Names of peers not in `peers` are
+   * ignored.
+   */
+  readonly weights?: Readonly<Record<string, number>>;
 }
+
+/**
+ * The full chunk weight: a peer's weight is its share of a round's steps in
+ * quarters (inner_steps.ts, `chunkWeights`), so its share of the data
+ * follows the work it does.
+ */
+export const CHUNK_WEIGHT_LEVELS = 4;
 
 const utf8 = new TextEncoder();
 
@@ -45,8 +63,17 @@ const utf8 = new TextEncoder();
  * come and go. The indices usually address a subset, such as the training
  * chunks of a dataset: map them through it.
  *
+ * Weights are rendezvous hashing with draws: a peer of weight w scores a
+ * chunk with the best of w independent hashes, so of the Σ w draws on a
+ * chunk, each as likely as any other to be the best, w are its own: its
+ * expected part is w / Σ w, with integer weights and no floating point on
+ * which peers could round differently. Weights are divided by their
+ * greatest common divisor first, so equal weights assign exactly as no
+ * weights do. A leaver's chunks still move only to the others.
+ *
  * Throws a `RangeError` for a negative or fractional round or chunk count,
- * chunks to assign but no peers, or a duplicate peer, and a `TypeError` for
+ * chunks to assign but no peers, a duplicate peer, or a weight that is not
+ * an integer in 1 .. {@linkcode CHUNK_WEIGHT_LEVELS}, and a `TypeError` for
  * an empty id or one containing 0x00.
  *
  * @example
@@ -73,22 +100,50 @@ export function assignChunks(
       `Cannot assign ${chunks} chunks as there must be at least one peer: current count is 0`,
     );
   }
+  const draws = drawCounts(peers, params.weights ?? {});
   const assignment = new Map<string, number[]>(peers.map((p) => [p, []]));
   for (let chunk = 0; chunk < chunks; chunk++) {
     let best = peers[0];
-    let bestScore = chunkScore(job, round, chunk, best);
-    for (let k = 1; k < peers.length; k++) {
-      const score = chunkScore(job, round, chunk, peers[k]);
-      // Strictly greater: on an (improbable) tie the lower peer id, seen
-      // first in sorted order, keeps the chunk.
-      if (compareBytes(score, bestScore) > 0) {
-        best = peers[k];
-        bestScore = score;
+    let bestScore: Uint8Array | null = null;
+    for (let k = 0; k < peers.length; k++) {
+      for (let draw = 0; draw < draws[k]; draw++) {
+        const score = chunkScore(job, round, chunk, peers[k], draw);
+        // Strictly greater: on an (improbable) tie the lower peer id, seen
+        // first in sorted order, keeps the chunk.
+        if (bestScore === null || compareBytes(score, bestScore) > 0) {
+          best = peers[k];
+          bestScore = score;
+        }
       }
     }
     assignment.get(best)!.push(chunk);
   }
   return assignment;
+}
+
+/** Each sorted peer's number of draws: its weight over the weights' gcd. */
+function drawCounts(
+  peers: readonly string[],
+  weights: Readonly<Record<string, number>>,
+): number[] {
+  const w = peers.map((p) => {
+    const weight = Object.hasOwn(weights, p) ? weights[p] : CHUNK_WEIGHT_LEVELS;
+    if (
+      !Number.isSafeInteger(weight) || weight < 1 ||
+      weight > CHUNK_WEIGHT_LEVELS
+    ) {
+      throw new RangeError(
+        `Cannot assign chunks as the weight of ${p} must be an integer in 1..${CHUNK_WEIGHT_LEVELS}: current value is ${weight}`,
+      );
+    }
+    return weight;
+  });
+  const divisor = w.reduce(gcd, 0);
+  return w.map((x) => x / divisor);
+}
+
+function gcd(a: number, b: number): number {
+  return b === 0 ? a : gcd(b, a % b);
 }
 
 /**
@@ -122,14 +177,19 @@ export function rankLeaders(
   return scored.map((s) => s.peer);
 }
 
-/** The 32-byte rendezvous score of `peer` for one chunk of one round. */
+/**
+ * The 32-byte rendezvous score of `peer`'s draw `draw` (0 for its first)
+ * on one chunk of one round.
+ */
 export function chunkScore(
   job: string,
   round: number,
   chunk: number,
   peer: string,
+  draw = 0,
 ): Uint8Array {
-  return sha256(`${job}\0${round}\0${chunk}\0${peer}`);
+  const text = `${job}\0${round}\0${chunk}\0${peer}`;
+  return sha256(draw === 0 ? text : `${text}\0${draw}`);
 }
 
 /** The 32-byte leader score of `peer` for the round after `parentCid`. */

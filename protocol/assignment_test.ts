@@ -107,6 +107,84 @@ Deno.test("removing a peer moves only that peer's chunks", () => {
   }
 });
 
+Deno.test("a peer of weight 1 beside peers of weight 4 gets a quarter of their chunks", () => {
+  const [slow, ...fast] = PEERS.slice(0, 4);
+  const counts = new Map<string, number>(PEERS.slice(0, 4).map((p) => [p, 0]));
+  // Chunk shares from hashing are noisy; summed over rounds they are not.
+  for (let round = 0; round < 20; round++) {
+    const shares = assignChunks({
+      job: JOB,
+      round,
+      peers: PEERS.slice(0, 4),
+      chunks: 500,
+      weights: { [slow]: 1 },
+    });
+    for (const [p, c] of shares) counts.set(p, counts.get(p)! + c.length);
+  }
+  // Expected 1/13 of 10,000 chunks (769) and 4/13 (3077) each.
+  const got = counts.get(slow)!;
+  ok(got > 650 && got < 890, `slow peer got ${got} chunks`);
+  for (const p of fast) {
+    ok(counts.get(p)! > 2850 && counts.get(p)! < 3300, `${counts.get(p)}`);
+  }
+  // The draws are the spec: draw 0 is the unweighted score, draw d adds d.
+  deepStrictEqual(
+    toHex(chunkScore(JOB, 4, 7, PEERS[0], 3)),
+    hex(`${JOB}\x004\x007\x00${PEERS[0]}\x003`),
+  );
+  deepStrictEqual(
+    chunkScore(JOB, 4, 7, PEERS[0], 0),
+    chunkScore(JOB, 4, 7, PEERS[0]),
+  );
+});
+
+Deno.test("equal weights assign as no weights, and a weighted leaver's chunks only move", () => {
+  const base = assignChunks({ job: JOB, round: 3, peers: PEERS, chunks: 300 });
+  for (const w of [1, 2, 3, 4]) {
+    deepStrictEqual(
+      assignChunks({
+        job: JOB,
+        round: 3,
+        peers: PEERS,
+        chunks: 300,
+        weights: Object.fromEntries(PEERS.map((p) => [p, w])),
+      }),
+      base,
+    );
+  }
+  // Weights 2 and 4 draw as 1 and 2 do.
+  const halves = Object.fromEntries(PEERS.map((p, i) => [p, i % 2 ? 2 : 4]));
+  const ones = Object.fromEntries(PEERS.map((p, i) => [p, i % 2 ? 1 : 2]));
+  const weighted = assignChunks({
+    job: JOB,
+    round: 3,
+    peers: PEERS,
+    chunks: 300,
+    weights: halves,
+  });
+  deepStrictEqual(
+    assignChunks({
+      job: JOB,
+      round: 3,
+      peers: PEERS,
+      chunks: 300,
+      weights: ones,
+    }),
+    weighted,
+  );
+  const gone = PEERS[1];
+  const after = assignChunks({
+    job: JOB,
+    round: 3,
+    peers: PEERS.filter((p) => p !== gone),
+    chunks: 300,
+    weights: halves,
+  });
+  for (const [peer, now] of after) {
+    ok(weighted.get(peer)!.every((c) => now.includes(c)), `${peer} lost one`);
+  }
+});
+
 Deno.test("assignChunks handles edge counts and rejects bad input", () => {
   deepStrictEqual(
     assignChunks({ job: JOB, round: 0, peers: [], chunks: 0 }),
@@ -127,6 +205,12 @@ Deno.test("assignChunks handles edge counts and rejects bad input", () => {
     ],
     [{ job: "", round: 0, peers: ["a"], chunks: 1 }, /job .* non-empty/],
     [{ job: JOB, round: 0, peers: ["a\0b"], chunks: 1 }, /without NUL/],
+    ...[0, 5, 1.5, NaN].map((
+      w,
+    ): [Parameters<typeof assignChunks>[0], RegExp] => [
+      { job: JOB, round: 0, peers: ["a"], chunks: 1, weights: { a: w } },
+      /weight of a must be an integer in 1..4/,
+    ]),
   ];
   for (const [params, message] of bad) {
     throws(() => assignChunks(params), message);

@@ -14,6 +14,7 @@
  *
  * @module
  */
+import { CHUNK_WEIGHT_LEVELS } from "./assignment.ts";
 import type { JobSpec } from "./job_spec.ts";
 import { segmentCount } from "./work_record.ts";
 
@@ -90,6 +91,42 @@ export function throughputSteps(
   const ratio = own / ref;
   if (ratio >= FULL_SHARE_FROM) return innerSteps;
   return Math.max(1, Math.round(innerSteps * ratio));
+}
+
+/**
+ * The chunk weights (assignment.ts) of the peers whose measured speeds are
+ * `speeds`: each peer's {@linkcode throughputSteps} share of H in steps of
+ * 1 / {@linkcode CHUNK_WEIGHT_LEVELS}, rounded, at least one step; only
+ * the peers below the full weight are listed. So a peer that trains a
+ * quarter of the steps gets about a quarter of a full peer's chunks, and
+ * each peer's data matches the batches it draws. Peers compute the weights
+ * from the heartbeats they heard and record them with their work (work_record.ts),
+ * so every audit assigns the chunks as the trainer did.
+ *
+ * @example
+ * ```ts
+ * import assert from "node:assert/strict";
+ * import { chunkWeights } from "./inner_steps.ts";
+ * const w = chunkWeights(100, { a: 1000, b: 1000, c: 990, d: 250 });
+ * assert(JSON.stringify(w) === '{"d":1}');
+ * ```
+ */
+export function chunkWeights(
+  innerSteps: number,
+  speeds: Readonly<Record<string, number>>,
+): Record<string, number> {
+  const peers = Object.keys(speeds);
+  const weights: Record<string, number> = {};
+  for (const peer of peers) {
+    const others = peers.filter((p) => p !== peer).map((p) => speeds[p]);
+    const steps = throughputSteps(innerSteps, speeds[peer], others);
+    const weight = Math.max(
+      1,
+      Math.round((CHUNK_WEIGHT_LEVELS * steps) / innerSteps),
+    );
+    if (weight < CHUNK_WEIGHT_LEVELS) weights[peer] = weight;
+  }
+  return weights;
 }
 
 /**

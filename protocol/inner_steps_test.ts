@@ -1,5 +1,6 @@
 import assert from "node:assert/strict";
 import {
+  chunkWeights,
   claimedSegment,
   claimedSteps,
   FULL_SHARE_FROM,
@@ -61,4 +62,19 @@ Deno.test("claimedSegment maps a full round's draws onto a share's segments, eac
     const own = Math.min(16, steps);
     assert.deepEqual([...drawn].sort((a, b) => a - b), [...Array(own).keys()]);
   }
+});
+
+Deno.test("chunkWeights lists the peers below a full share by their quarter steps", () => {
+  assert.deepEqual(
+    chunkWeights(100, { a: 1000, b: 1000, c: 990, d: 250 }),
+    { d: 1 },
+  );
+  assert.deepEqual(
+    chunkWeights(100, { a: 1000, b: 1000, c: 1000, d: 500, e: 10 }),
+    { d: 2, e: 1 },
+  );
+  // Unknown speeds take the full share; so does everyone when all are equal.
+  assert.deepEqual(chunkWeights(100, { a: 0, b: 1000, c: 1000 }), {});
+  assert.deepEqual(chunkWeights(100, { a: 300, b: 300 }), {});
+  assert.deepEqual(chunkWeights(100, {}), {});
 });

@@ -2,9 +2,11 @@
  * What a peer publishes about the work behind its delta, beside the
  * signed commitment (chain/work_commitment.ts): the CIDs of its training
  * states at the segment bounds of its round, and the peers its chunks were
- * assigned among. The states are raw blocks whose CIDs carry their
+ * assigned among, with the chunk weights of those it took to be slower
+ * (protocol/inner_steps.ts, `chunkWeights`). The states are raw blocks whose CIDs carry their
  * {@linkcode stateHash}, so the Merkle root over the CIDs' digests is the
- * commitment's `trajectory`, and the peer list hashes to its `data`.
+ * commitment's `trajectory`, and the peer list and weights hash to its
+ * `data`.
  *
  * Segments: a round of H inner steps is cut into S = min(16, H) segments,
  * segment k being steps [⌊k·H/S⌋, ⌊(k+1)·H/S⌋); an audit re-runs one.
@@ -14,7 +16,8 @@
  * step-0 state is then C(r)'s parameters); the state there is recorded
  * after the move.
  *
- * The record is canonical JSON, `{"peers":[…],"shifted":0,"states":[…],"v":1}`, at
+ * The record is canonical JSON,
+ * `{"peers":[…],"shifted":0,"states":[…],"v":2,"weights":{…}}`, at
  * most {@linkcode MAX_WORK_RECORD_BYTES}; {@linkcode decodeWorkRecord}
  * checks untrusted bytes field by field.
  *
@@ -29,6 +32,7 @@ import { ProtocolError } from "./errors.ts";
 import { merkleRoot } from "./merkle.ts";
 import { isCanonicalCid, isPeerId } from "./message_fields.ts";
 import { comparePeerIds } from "./peer_table.ts";
+import { CHUNK_WEIGHT_LEVELS } from "./assignment.ts";
 
 /** Most segments a round's trajectory is cut into. */
 export const MAX_SEGMENTS = 16;
@@ -40,12 +44,17 @@ export const MAX_ASSIGNED_PEERS = 256;
 export const MAX_WORK_RECORD_BYTES = 64 * 1024;
 
 /** Format version, carried as `v`. */
-export const WORK_RECORD_VERSION = 1;
+export const WORK_RECORD_VERSION = 2;
 
 /** A peer's published account of one round's work. */
 export interface WorkRecord {
   /** The live peers its chunks were assigned among, sorted, itself included. */
   readonly peers: readonly string[];
+  /**
+   * Chunk weights (protocol/assignment.ts) of the peers it gave less than
+   * the full weight; the rest had the full one.
+   */
+  readonly weights: Readonly<Record<string, number>>;
   /** CIDs of its states at the segment bounds, step 0 first, step H last. */
   readonly states: readonly string[];
   /** The bound where a round trained ahead moved onto C(r); 0: none. */
@@ -87,19 +96,22 @@ export function segmentBounds(innerSteps: number): number[] {
 }
 
 /**
- * The commitment's `data`: SHA-256 over "zoo/data/1", the job, round,
- * peer and the sorted peers its chunks were assigned among, joined by
- * 0x00. With the job's spec and dataset these fix every batch the peer
- * trained on (node/round/round_sampler.ts).
+ * The commitment's `data`: SHA-256 over "zoo/data/2", the job, round,
+ * peer and the sorted peers its chunks were assigned among, each written
+ * `id` at the full weight and `id*w` at weight w, joined by 0x00 (peer ids
+ * hold neither). With the job's spec and dataset these fix every batch the
+ * peer trained on (node/round/round_sampler.ts).
  */
 export function dataHash(
   job: string,
   round: number,
   peer: string,
-  peers: readonly string[],
+  record: Pick<WorkRecord, "peers" | "weights">,
 ): Hash32 {
-  const sorted = [...new Set(peers)].sort(comparePeerIds);
-  const text = ["zoo/data/1", job, String(round), peer, ...sorted].join("\0");
+  const sorted = [...new Set(record.peers)].sort(comparePeerIds).map((p) =>
+    Object.hasOwn(record.weights, p) ? `${p}*${record.weights[p]}` : p
+  );
+  const text = ["zoo/data/2", job, String(round), peer, ...sorted].join("\0");
   return `0x${createHash("sha256").update(text).digest("hex")}`;
 }
 
@@ -120,6 +132,11 @@ export function encodeWorkRecord(record: WorkRecord): Uint8Array {
     shifted: record.shifted,
     states: [...record.states],
     v: WORK_RECORD_VERSION,
+    weights: Object.fromEntries(
+      Object.entries(record.weights).filter(([p, w]) =>
+        peers.includes(p) && w < CHUNK_WEIGHT_LEVELS
+      ),
+    ),
   }));
 }
 
@@ -152,7 +169,7 @@ export function decodeWorkRecord(
   }
   const top = obj as Record<string, unknown>;
   for (const key of Object.keys(top)) {
-    if (!["peers", "shifted", "states", "v"].includes(key)) {
+    if (!["peers", "shifted", "states", "v", "weights"].includes(key)) {
       bad(key, "is not a field");
     }
   }
@@ -175,8 +192,22 @@ export function decodeWorkRecord(
   if (typeof top.shifted !== "number" || !bounds.includes(top.shifted)) {
     bad("shifted", "must be a segment bound of the round");
   }
+  const { weights } = top;
+  if (
+    typeof weights !== "object" || weights === null || Array.isArray(weights) ||
+    !Object.entries(weights).every(([p, w]) =>
+      (peers as string[]).includes(p) && Number.isSafeInteger(w) && w >= 1 &&
+      w < CHUNK_WEIGHT_LEVELS
+    )
+  ) {
+    bad(
+      "weights",
+      `must map listed peers to integers in 1..${CHUNK_WEIGHT_LEVELS - 1}`,
+    );
+  }
   const record = {
     peers: peers as string[],
+    weights: weights as Record<string, number>,
     states: states as string[],
     shifted: top.shifted as number,
   };

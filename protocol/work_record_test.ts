@@ -32,11 +32,25 @@ Deno.test("segment bounds cover the round in at most 16 near-equal parts", () =>
 });
 
 Deno.test("a record round-trips, canonically, and its root is over the CIDs' digests", async () => {
-  const record = { peers: ["12D3KooWb", "12D3KooWa"], states, shifted: 0 };
+  const record = {
+    peers: ["12D3KooWb", "12D3KooWa"],
+    weights: { "12D3KooWb": 1 },
+    states,
+    shifted: 0,
+  };
   const bytes = encodeWorkRecord(record);
   const back = decodeWorkRecord(bytes, 40);
   assert.deepEqual(back.peers, ["12D3KooWa", "12D3KooWb"]);
+  assert.deepEqual(back.weights, { "12D3KooWb": 1 });
   assert.deepEqual(back.states, states);
+  // Full weights and unlisted peers are not written: one record, one CID.
+  assert.deepEqual(
+    encodeWorkRecord({
+      ...record,
+      weights: { "12D3KooWb": 1, "12D3KooWa": 4, "12D3KooWc": 2 },
+    }),
+    bytes,
+  );
   assert.equal(
     decodeWorkRecord(encodeWorkRecord({ ...record, shifted: 5 }), 40).shifted,
     5,
@@ -55,17 +69,34 @@ Deno.test("a record round-trips, canonically, and its root is over the CIDs' dig
 });
 
 Deno.test("decodeWorkRecord refuses what is not a canonical record of the round", () => {
-  const good = { peers: ["12D3KooWa"], states, shifted: 0 };
+  const good = { peers: ["12D3KooWa"], weights: {}, states, shifted: 0 };
+  const w = {};
   const enc = (x: unknown) => new TextEncoder().encode(JSON.stringify(x));
   const cases: [Uint8Array, RegExp][] = [
     [encodeWorkRecord({ ...good, states: states.slice(1) }), /states/],
-    [enc({ peers: ["12D3KooWa"], shifted: 0, states, v: 2 }), /v must/],
-    [enc({ peers: [], shifted: 0, states, v: 1 }), /peers/],
-    [enc({ peers: ["a b"], shifted: 0, states, v: 1 }), /peers/],
-    [enc({ peers: ["12D3KooWa"], shifted: 4, states, v: 1 }), /shifted/],
-    [enc({ peers: ["12D3KooWa"], states, v: 1 }), /shifted/],
-    [enc({ peers: ["12D3KooWa"], shifted: 0, states, v: 1, x: 1 }), /x is not/],
-    [enc({ v: 1, shifted: 0, states, peers: ["12D3KooWa"] }), /canonical/],
+    [enc({ peers: ["12D3KooWa"], shifted: 0, states, v: 1 }), /v must/],
+    [enc({ peers: [], shifted: 0, states, v: 2, weights: w }), /peers/],
+    [enc({ peers: ["a b"], shifted: 0, states, v: 2, weights: w }), /peers/],
+    [
+      enc({ peers: ["12D3KooWa"], shifted: 4, states, v: 2, weights: w }),
+      /shifted/,
+    ],
+    [enc({ peers: ["12D3KooWa"], states, v: 2, weights: w }), /shifted/],
+    [enc({ peers: ["12D3KooWa"], shifted: 0, states, v: 2 }), /weights/],
+    ...[{ "12D3KooWb": 1 }, { "12D3KooWa": 4 }, { "12D3KooWa": 1.5 }, []].map((
+      weights,
+    ): [Uint8Array, RegExp] => [
+      enc({ peers: ["12D3KooWa"], shifted: 0, states, v: 2, weights }),
+      /weights/,
+    ]),
+    [
+      enc({ peers: ["12D3KooWa"], shifted: 0, states, v: 2, weights: w, x: 1 }),
+      /x is not/,
+    ],
+    [
+      enc({ v: 2, shifted: 0, states, peers: ["12D3KooWa"], weights: w }),
+      /canonical/,
+    ],
     [new Uint8Array([0xff]), /JSON/],
     [new Uint8Array(70_000), /length/],
   ];
@@ -75,16 +106,23 @@ Deno.test("decodeWorkRecord refuses what is not a canonical record of the round"
   assert.throws(() => decodeWorkRecord(encodeWorkRecord(good), 8), /9 CIDs/);
 });
 
-Deno.test("the data hash names job, round, peer and the peer set, in any order", () => {
-  const h = dataHash("job", 2, "12D3KooWa", ["12D3KooWb", "12D3KooWa"]);
+Deno.test("the data hash names job, round, peer, the peer set in any order and the weights", () => {
+  const of = (peers: string[], weights: Record<string, number> = {}) => ({
+    peers,
+    weights,
+  });
+  const ab = of(["12D3KooWa", "12D3KooWb"]);
+  const h = dataHash("job", 2, "12D3KooWa", of(["12D3KooWb", "12D3KooWa"]));
   assert.match(h, /^0x[0-9a-f]{64}$/);
-  assert.equal(h, dataHash("job", 2, "12D3KooWa", ["12D3KooWa", "12D3KooWb"]));
+  assert.equal(h, dataHash("job", 2, "12D3KooWa", ab));
   for (
     const other of [
-      dataHash("job", 3, "12D3KooWa", ["12D3KooWa", "12D3KooWb"]),
-      dataHash("job", 2, "12D3KooWb", ["12D3KooWa", "12D3KooWb"]),
-      dataHash("job", 2, "12D3KooWa", ["12D3KooWa"]),
-      dataHash("jo", 2, "12D3KooWa", ["12D3KooWa", "12D3KooWb"]),
+      dataHash("job", 3, "12D3KooWa", ab),
+      dataHash("job", 2, "12D3KooWb", ab),
+      dataHash("job", 2, "12D3KooWa", of(["12D3KooWa"])),
+      dataHash("jo", 2, "12D3KooWa", ab),
+      dataHash("job", 2, "12D3KooWa", of(ab.peers, { "12D3KooWb": 1 })),
+      dataHash("job", 2, "12D3KooWa", of(ab.peers, { "12D3KooWb": 2 })),
     ]
   ) assert.notEqual(other, h);
 });

@@ -57,6 +57,20 @@ Deno.test({
         assert.ok(a[r].tokens > 2 * s[r].tokens, JSON.stringify(a[r]));
         assert.ok(b[r].tokens > 2 * s[r].tokens, JSON.stringify(b[r]));
       }
+      // Its part of the data follows its part of the work: chunk weight 1
+      // of 4 beside two full peers, about 1/9 of the chunks, not 1/3.
+      const chunks = await Promise.all(peers.map(async (p) => {
+        const log = await Deno.readTextFile(p.log);
+        return [
+          ...log.matchAll(/round ([123]): trained \d+ steps on (\d+) chunk/g),
+        ]
+          .reduce((sum, m) => sum + Number(m[2]), 0);
+      }));
+      assert.ok(
+        chunks[2] > 0 && chunks[2] * 2 < chunks[0] &&
+          chunks[2] * 2 < chunks[1],
+        `chunks in rounds 1-3: ${chunks}`,
+      );
       // Its shorter rounds are audited like any other and reproduce.
       const audits = (await Promise.all(peers.map((p) => trainingOf(p))))
         .flatMap((t) => t.audits);

@@ -146,9 +146,12 @@ export class Auditor {
     }
     if (
       !record.peers.includes(msg.peer) ||
-      dataHash(this.#o.jobId, msg.round, msg.peer, record.peers) !== msg.data
+      dataHash(this.#o.jobId, msg.round, msg.peer, record) !== msg.data
     ) {
-      return fail("record", "its assignment peers do not hash to its data");
+      return fail(
+        "record",
+        "its assignment peers and weights do not hash to its data",
+      );
     }
     if (trajectoryRoot(record.states) !== msg.trajectory) {
       return fail("record", "its states do not hash to its trajectory");
@@ -273,6 +276,7 @@ export class Auditor {
       round: msg.round,
       peers: record.peers,
       chunks: this.#trainChunks.length,
+      weights: record.weights,
     }).get(msg.peer) ?? [];
     const sampler = roundSampler(
       spec,

@@ -96,7 +96,8 @@ function duty(
       round === 0 && peer === work.peer && delta === work.delta
         ? work
         : undefined,
-    record: () => Promise.resolve({ peers: PEERS, states: [], shifted: 0 }),
+    record: () =>
+      Promise.resolve({ peers: PEERS, weights: {}, states: [], shifted: 0 }),
     parent: () => Promise.resolve(new Float32Array(1)),
     publisher: new RoundPublisher({
       gossip,
@@ -372,7 +373,12 @@ Deno.test("a contributor that serves its work again within the window (a restart
             false,
           ),
         )
-        : Promise.resolve({ peers: PEERS, states: [], shifted: 0 }),
+        : Promise.resolve({
+          peers: PEERS,
+          weights: {},
+          states: [],
+          shifted: 0,
+        }),
     serveWindowMs: 2_000,
   });
   await t.d.roundClosed(await manifest(), NEXT);

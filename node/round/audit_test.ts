@@ -208,7 +208,7 @@ Deno.test("audit: training on chunks other than the assigned ones fails the repl
   const alone = await trainedRound(["peerA"]);
   const peers = ["peerA", "peerB"];
   const record = { ...alone.record, peers };
-  const msg = { ...alone.msg, data: dataHash(JOB, 0, "peerA", peers) };
+  const msg = { ...alone.msg, data: dataHash(JOB, 0, "peerA", record) };
   const v = await auditor(alone.blocks).audit({
     msg,
     record,
@@ -287,4 +287,19 @@ Deno.test("audit: a slow peer's shorter round is cut by its tokens and every seg
   };
   const v = await a.audit({ ...slow, msg: claimed, segment: 4, parent });
   assert.equal(!v.passed && v.check, "start");
+});
+
+Deno.test("audit: a slow peer's chunk weight is recorded and replayed; a record claiming the full weight fails the replay", async () => {
+  const slow = await trainedRound(["peerA", "peerB", "peerC"], 4);
+  // A quarter of the steps: weight 1 of 4, so about 1/9 of the chunks.
+  assert.deepEqual(slow.record.weights, { peerA: 1 });
+  const a = auditor(slow.blocks);
+  assert.equal((await a.audit({ ...slow, segment: 2, parent })).passed, true);
+  const record = { ...slow.record, weights: {} };
+  const msg = {
+    ...slow.msg,
+    data: dataHash(JOB, slow.msg.round, "peerA", record),
+  };
+  const v = await a.audit({ msg, record, segment: 2, parent });
+  assert.equal(!v.passed && v.check, "replay", JSON.stringify(v));
 });

@@ -75,8 +75,8 @@ export const HONEST: RoundBehaviour = {
   state: (state) => state,
   delta: (choice) => Promise.resolve(choice.delta),
   deltaContext: (context) => context,
-  work: ({ peers, states, shifted }) =>
-    Promise.resolve({ peers, states, shifted }),
+  work: ({ peers, weights, states, shifted }) =>
+    Promise.resolve({ peers, weights, states, shifted }),
   announce: (msg) => msg,
   also: () => [],
   contributions: (fetched) => fetched,

@@ -42,6 +42,8 @@ export type Trained = TrainRoundResult & {
   chunks: number;
   /** The peers its chunks were assigned among. */
   peers: string[];
+  /** Their chunk weights below the full one (protocol/assignment.ts). */
+  weights: Record<string, number>;
   /** CIDs of its stored states at the segment bounds. */
   states: string[];
 };
@@ -93,6 +95,7 @@ export async function deliverDelta(
     round,
     parent,
     peers: result.peers,
+    weights: result.weights,
     states: result.states,
     shifted: result.shiftedAt ?? 0,
   });
@@ -106,7 +109,7 @@ export async function deliverDelta(
     steps: result.steps,
     chunks: result.chunks,
     work: await o.store(encodeWorkRecord(work)),
-    data: dataHash(o.jobId, round, o.peerId, work.peers),
+    data: dataHash(o.jobId, round, o.peerId, work),
     trajectory: trajectoryRoot(work.states),
     kernel: o.trainer.kernel,
   });

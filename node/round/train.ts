@@ -28,7 +28,7 @@
  */
 import { assignChunks } from "../../protocol/assignment.ts";
 import type { JobSpec } from "../../protocol/job_spec.ts";
-import { throughputSteps } from "../../protocol/inner_steps.ts";
+import { chunkWeights, throughputSteps } from "../../protocol/inner_steps.ts";
 import type { AdamWMoments } from "../../kernels/trainer.ts";
 import { untilOrAborted } from "./abortable.ts";
 import { StateWindow } from "./state_window.ts";
@@ -327,17 +327,25 @@ export class RoundTraining {
   ): Promise<Trained> {
     const { trainer, spec, ledger, progress, peerId } = this.#o;
     const peers = [...new Set([...this.#o.state().live, peerId])];
-    const steps = spec.shares === "full" ? spec.innerSteps : throughputSteps(
+    const speeds = Object.fromEntries(peers.map((p) => [
+      p,
+      p === peerId ? this.#speed.tokensPerSecond : this.#o.throughput(p),
+    ]));
+    const full = spec.shares === "full";
+    const steps = full ? spec.innerSteps : throughputSteps(
       spec.innerSteps,
-      this.#speed.tokensPerSecond,
-      peers.filter((p) => p !== peerId).map((p) => this.#o.throughput(p)),
+      speeds[peerId],
+      peers.filter((p) => p !== peerId).map((p) => speeds[p]),
     );
+    // Each peer's part of the data follows its part of the work.
+    const weights = full ? {} : chunkWeights(spec.innerSteps, speeds);
     const assigned = this.#o.behaviour.chunks(
       assignChunks({
         job: this.#o.jobId,
         round,
         peers,
         chunks: trainer.trainChunks.length,
+        weights,
       }).get(this.#o.peerId) ?? [],
       trainer.trainChunks.length,
     );
@@ -383,6 +391,6 @@ export class RoundTraining {
     progress({ throughput: this.#speed.tokensPerSecond }, true);
     const states = await Promise.all(writes);
     await this.#states.keep(round, states);
-    return { ...result, chunks: assigned.length, peers, states };
+    return { ...result, chunks: assigned.length, peers, weights, states };
   }
 }

@@ -250,8 +250,13 @@ const workRecord: FuzzTarget = {
       ),
     );
     return [
-      encodeWorkRecord({ peers: PEERS, states, shifted: 0 }),
-      encodeWorkRecord({ peers: PEERS.slice(0, 1), states, shifted: 16 }),
+      encodeWorkRecord({ peers: PEERS, weights: {}, states, shifted: 0 }),
+      encodeWorkRecord({
+        peers: PEERS,
+        weights: { [PEERS[1]]: 1, [PEERS[2]]: 3 },
+        states,
+        shifted: 16,
+      }),
     ];
   },
   mutate: mutateJsonBytes,
