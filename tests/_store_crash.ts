@@ -25,6 +25,7 @@ export function crashRecord(round: number): RoundRecord {
     auditBytes: 0,
     dataParallelBytes: 0,
     trainMs: 10,
+    busyMs: 12,
     wallMs: 20,
   };
 }

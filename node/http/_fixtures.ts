@@ -91,6 +91,7 @@ export function record(round: number): RoundRecord {
     auditBytes: 600,
     dataParallelBytes: 90000,
     trainMs: 40,
+    busyMs: 55,
     wallMs: 900,
   };
 }

@@ -94,6 +94,7 @@ export class RoundDriver {
     this.members = new MemberCache(o.registry, job);
     this.ledger = new RoundLedger(o.spec, o.trainer.parameterCount, {
       records: o.records?.records,
+      busyMs: () => o.trainer.busyMs,
       onRecord: (r) => {
         o.records?.log.append(r);
         o.retention?.collect(r.round).then((n) => {

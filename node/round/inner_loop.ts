@@ -158,6 +158,7 @@ export class RoundTrainer {
   /** Serializes use of the trainer: rounds step, evaluations swap params. */
   #queue: Promise<unknown> = Promise.resolve();
   #busy = false;
+  #busyMs = 0;
   #lastYield = performance.now();
 
   /** Creates the trainer and the batch buffers. */
@@ -368,12 +369,28 @@ export class RoundTrainer {
   }
 
   /**
+   * Milliseconds the trainer has spent on work so far: training steps,
+   * evaluations, audit replays and state reads, all run through
+   * {@linkcode exclusive}. The compute a peer does, against the wall time.
+   */
+  get busyMs(): number {
+    return this.#busyMs;
+  }
+
+  /**
    * Runs `task` once everything queued before it has finished: a step of
    * another trainer on the same compute (an audit's replay) goes between
    * two of this one's steps, never beside one.
    */
   exclusive<T>(task: () => Promise<T>): Promise<T> {
-    const run = this.#queue.then(task);
+    const run = this.#queue.then(async () => {
+      const t0 = performance.now();
+      try {
+        return await task();
+      } finally {
+        this.#busyMs += performance.now() - t0;
+      }
+    });
     this.#queue = run.catch(() => {});
     return run;
   }

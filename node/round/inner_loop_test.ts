@@ -12,7 +12,12 @@ Deno.test("RoundTrainer: loss falls over rounds started from the last output", a
   const trainer = fixture.jsRoundTrainer(spec, dataset);
   const start = fixture.genesis(spec);
   const initialVal = await trainer.evalLoss(start);
+  const evalMs = trainer.busyMs;
+  assert(evalMs > 0);
   const results = await fixture.trainRounds(trainer, start, 4);
+  // Compute time counts the steps and the evaluation between them.
+  const trainMs = results.reduce((sum, r) => sum + r.trainMs, 0);
+  assert(trainer.busyMs >= evalMs + trainMs, `${trainer.busyMs}`);
   for (const r of results) {
     assert.equal(r.steps, fixture.H);
     assert.equal(r.tokens, fixture.H * 8 * 16);

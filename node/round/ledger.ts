@@ -69,6 +69,11 @@ export interface RoundRecord {
   dataParallelBytes: number;
   /** Time this peer spent in training steps during the round, ms. */
   trainMs: number;
+  /**
+   * Time its trainer computed during the round, ms: the training steps,
+   * and the held-out evaluations and audit replays between them.
+   */
+  busyMs: number;
   /** Wall time from entering the round to its commit being seen, ms. */
   wallMs: number;
 }
@@ -130,6 +135,7 @@ export interface RoundCounters {
   bytesSent: number;
   auditBytes: number;
   trainMs: number;
+  busyMs: number;
   wallMs: number;
 }
 
@@ -145,6 +151,8 @@ export function allReduceBytes(params: number, peers: number): number {
 export interface RoundLedgerOptions {
   records?: readonly RoundRecord[];
   onRecord?: (record: RoundRecord) => void;
+  /** The trainer's compute time so far, ms (RoundTrainer `busyMs`). */
+  busyMs?: () => number;
 }
 
 /** The rounds one peer has seen, with the counters behind them. */
@@ -168,11 +176,13 @@ export class RoundLedger {
   #sent = 0;
   #auditBytes = 0;
   #trainMs = 0;
+  #busyAt = 0;
   #enteredAt = Date.now();
   /** Rounds started early whose records are not written yet. */
   readonly #early = new Set<number>();
 
   readonly #onRecord: (record: RoundRecord) => void;
+  readonly #busyClock: () => number;
 
   /**
    * A ledger that starts from the `records` kept before a restart (in
@@ -181,10 +191,13 @@ export class RoundLedger {
   constructor(
     readonly spec: JobSpec,
     readonly parameterCount: number,
-    { records = [], onRecord = () => {} }: RoundLedgerOptions = {},
+    { records = [], onRecord = () => {}, busyMs = () => 0 }:
+      RoundLedgerOptions = {},
   ) {
     this.records.push(...records);
     this.#onRecord = onRecord;
+    this.#busyClock = busyMs;
+    this.#busyAt = busyMs();
   }
 
   /** Counts bytes this peer fetched to audit other peers' work. */
@@ -260,8 +273,10 @@ export class RoundLedger {
       bytesSent: this.#sent,
       auditBytes: this.#auditBytes,
       trainMs: this.#trainMs,
+      busyMs: this.#busyClock() - this.#busyAt,
       wallMs: at - this.#enteredAt,
     };
+    this.#busyAt += counters.busyMs;
     this.#sent = 0;
     this.#auditBytes = 0;
     this.#trainMs = 0;

@@ -9,8 +9,10 @@ const spec = defaultJobSpec({
 });
 
 Deno.test("RoundLedger: counters are cut when the next round begins, whenever the record is completed", () => {
-  const ledger = new RoundLedger(spec, 1000);
+  let busy = 17;
+  const ledger = new RoundLedger(spec, 1000, { busyMs: () => busy });
   const start = Date.now();
+  busy += 55;
   ledger.noteSent(100);
   ledger.noteAuditFetched(60);
   ledger.noteTraining(40);
@@ -19,6 +21,7 @@ Deno.test("RoundLedger: counters are cut when the next round begins, whenever th
   ledger.noteSent(7);
   ledger.noteAuditFetched(5);
   ledger.noteTraining(3);
+  busy += 4;
   const record = ledger.closeRound({
     round: 0,
     counters: round0,
@@ -31,11 +34,14 @@ Deno.test("RoundLedger: counters are cut when the next round begins, whenever th
   assert.equal(record.bytesSent, 100);
   assert.equal(record.auditBytes, 60);
   assert.equal(record.trainMs, 40);
+  // Compute time counts from the ledger's start, not the trainer's.
+  assert.equal(record.busyMs, 55);
   assert.ok(record.wallMs >= 500 && record.wallMs < 1000, `${record.wallMs}`);
   assert.deepEqual(ledger.cut(start + 800), {
     bytesSent: 7,
     auditBytes: 5,
     trainMs: 3,
+    busyMs: 4,
     wallMs: 300,
   });
 });

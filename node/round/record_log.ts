@@ -122,6 +122,7 @@ const NUMBERS = [
   "auditBytes",
   "dataParallelBytes",
   "trainMs",
+  "busyMs",
   "wallMs",
 ] as const;
 
@@ -136,6 +137,8 @@ function parseRecord(line: string): RoundRecord | null {
   if (typeof r !== "object" || r === null || Array.isArray(r)) return null;
   // JSON writes a diverged round's NaN loss as null.
   if (r.valLoss === null) r.valLoss = NaN;
+  // Records written before compute time was counted.
+  r.busyMs ??= r.trainMs;
   const ok = NUMBERS.every((k) => typeof r[k] === "number") &&
     Number.isSafeInteger(r.round) && (r.round as number) >= 0 &&
     typeof r.checkpoint === "string" &&

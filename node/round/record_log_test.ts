@@ -18,6 +18,7 @@ function record(round: number, over: Partial<RoundRecord> = {}): RoundRecord {
     auditBytes: 20,
     dataParallelBytes: 123_456,
     trainMs: 900,
+    busyMs: 950,
     wallMs: 1_200,
     ...over,
   };
@@ -75,6 +76,17 @@ Deno.test("RoundRecordLog: a torn last line is cut, damaged lines skipped, a rou
   await log.append(record(3));
   const again = await RoundRecordLog.open(dir, () => {});
   assert.deepEqual(again.records.map((r) => r.round), [0, 2, 3]);
+});
+
+Deno.test("RoundRecordLog: a record from before compute time was counted reads its training time as its compute time", async () => {
+  const dir = await Deno.makeTempDir();
+  const { busyMs: _, ...old } = record(0);
+  await Deno.writeTextFile(
+    `${dir}/${RECORDS_FILE}`,
+    JSON.stringify(old) + "\n",
+  );
+  const { records } = await RoundRecordLog.open(dir, () => {});
+  assert.equal(records[0].busyMs, 900);
 });
 
 Deno.test("RoundRecordLog: a write that fails is logged, and later ones still land", async () => {

@@ -58,6 +58,7 @@ const NO_COUNTS: RoundCounters = {
   bytesSent: 0,
   auditBytes: 0,
   trainMs: 0,
+  busyMs: 0,
   wallMs: 0,
 };
 

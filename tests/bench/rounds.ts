@@ -66,6 +66,14 @@ export interface PeerFigures {
    * and load the data, which a long job pays once.
    */
   steadyUtilization: number;
+  /**
+   * Compute time over wall time from round 2 to the round before the last
+   * (from round 2 when there are fewer than 3): the training steps and the
+   * held-out evaluations and audit replays between them, counted when they
+   * ran. The last round is left out because no next round starts early in
+   * it: its end is the job's tail, idle until the commit.
+   */
+  steadyComputeUtilization: number;
   /** Rounds whose committed manifest includes this peer's delta. */
   contributed: number;
   /** Its duty cycle: below 1 for the slowed peer (`--slow-duty`). */
@@ -112,6 +120,7 @@ export interface RoundsResult {
   /** Means over peers. */
   utilization: number;
   steadyUtilization: number;
+  steadyComputeUtilization: number;
   /** The slowed peer's duty cycle; 1: none slowed. */
   slowDuty: number;
   /** Mean from-round-2 utilization of the peers not slowed. */
@@ -241,6 +250,7 @@ const bench: Bench<RoundsOptions, RoundsResult> = {
           "vs data-parallel",
           "utilization",
           "from round 2",
+          "computing",
           "rounds in",
           "tokens/round",
         ],
@@ -251,6 +261,7 @@ const bench: Bench<RoundsOptions, RoundsResult> = {
           `${Math.round(p.reduction)}x less`,
           `${(100 * p.utilization).toFixed(1)}%`,
           `${(100 * p.steadyUtilization).toFixed(1)}%`,
+          `${(100 * p.steadyComputeUtilization).toFixed(1)}%`,
           String(p.contributed),
           `${Math.round(p.steadyTokensPerRound)}${
             p.dutyCycle < 1 ? ` (duty ${p.dutyCycle})` : ""
@@ -265,7 +276,9 @@ const bench: Bench<RoundsOptions, RoundsResult> = {
         Math.round(r.trainingReduction)
       }x for training traffic alone; mean utilization ${
         (100 * r.utilization).toFixed(1)
-      }% (${(100 * r.steadyUtilization).toFixed(1)}% from round 2${
+      }% (${(100 * r.steadyUtilization).toFixed(1)}% from round 2, ${
+        (100 * r.steadyComputeUtilization).toFixed(1)
+      }% computing with evaluations and audit replays before the last round${
         r.slowDuty < 1
           ? `; ${
             (100 * r.fastSteadyUtilization).toFixed(1)
@@ -354,6 +367,9 @@ export async function measureRounds(
         reductionVsDdp: mean(perPeer.map((p) => p.reduction)),
         utilization: mean(perPeer.map((p) => p.utilization)),
         steadyUtilization: mean(perPeer.map((p) => p.steadyUtilization)),
+        steadyComputeUtilization: mean(
+          perPeer.map((p) => p.steadyComputeUtilization),
+        ),
         slowDuty: o.slowDuty,
         fastSteadyUtilization: mean(fast.map((p) => p.steadyUtilization)),
       };
@@ -375,9 +391,8 @@ function peerFigures(
   const audit = recs.reduce((s, r) => s + r.auditBytes, 0) / recs.length;
   const dp = recs.reduce((s, r) => s + r.dataParallelBytes, 0) / recs.length;
   const steady = recs.length > 1 ? recs.slice(1) : recs;
-  const utilization = (rs: RoundRecord[]) =>
-    rs.reduce((s, r) => s + r.trainMs, 0) /
-    rs.reduce((s, r) => s + r.wallMs, 0);
+  const utilization = (rs: RoundRecord[], ms = (r: RoundRecord) => r.trainMs) =>
+    rs.reduce((s, r) => s + ms(r), 0) / rs.reduce((s, r) => s + r.wallMs, 0);
   return {
     name,
     bytesPerRound: sent,
@@ -387,6 +402,10 @@ function peerFigures(
     // Round 1 also waits for every peer to start and load the data, which
     // a long job pays once.
     steadyUtilization: utilization(steady),
+    steadyComputeUtilization: utilization(
+      recs.length > 2 ? recs.slice(1, -1) : steady,
+      (r) => r.busyMs,
+    ),
     contributed: recs.filter((r) => r.contributed).length,
     dutyCycle,
     steadyTokensPerRound: steady.reduce((s, r) => s + r.tokens, 0) /
