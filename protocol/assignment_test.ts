@@ -139,47 +139,19 @@ Deno.test("a peer of weight 1 beside peers of weight 4 gets a quarter of their c
 });
 
 Deno.test("equal weights assign as no weights, and a weighted leaver's chunks only move", () => {
-  const base = assignChunks({ job: JOB, round: 3, peers: PEERS, chunks: 300 });
+  const assign = (weights?: Record<string, number>, peers = PEERS) =>
+    assignChunks({ job: JOB, round: 3, peers, chunks: 300, weights });
+  const base = assign();
   for (const w of [1, 2, 3, 4]) {
-    deepStrictEqual(
-      assignChunks({
-        job: JOB,
-        round: 3,
-        peers: PEERS,
-        chunks: 300,
-        weights: Object.fromEntries(PEERS.map((p) => [p, w])),
-      }),
-      base,
-    );
+    deepStrictEqual(assign(Object.fromEntries(PEERS.map((p) => [p, w]))), base);
   }
   // Weights 2 and 4 draw as 1 and 2 do.
   const halves = Object.fromEntries(PEERS.map((p, i) => [p, i % 2 ? 2 : 4]));
   const ones = Object.fromEntries(PEERS.map((p, i) => [p, i % 2 ? 1 : 2]));
-  const weighted = assignChunks({
-    job: JOB,
-    round: 3,
-    peers: PEERS,
-    chunks: 300,
-    weights: halves,
-  });
-  deepStrictEqual(
-    assignChunks({
-      job: JOB,
-      round: 3,
-      peers: PEERS,
-      chunks: 300,
-      weights: ones,
-    }),
-    weighted,
-  );
+  const weighted = assign(halves);
+  deepStrictEqual(assign(ones), weighted);
   const gone = PEERS[1];
-  const after = assignChunks({
-    job: JOB,
-    round: 3,
-    peers: PEERS.filter((p) => p !== gone),
-    chunks: 300,
-    weights: halves,
-  });
+  const after = assign(halves, PEERS.filter((p) => p !== gone));
   for (const [peer, now] of after) {
     ok(weighted.get(peer)!.every((c) => now.includes(c)), `${peer} lost one`);
   }
