@@ -2,14 +2,14 @@
  * The rules that keep a round's leader from silently leaving a delta out
  * of its manifest. A verifier cannot see what reached the leader, only
  * when deltas and the manifest reached itself, so the rules are in time,
- * with a margin g (`censorGraceMs` in `round_timing.ts`) for gossip to reach one peer
- * later than another:
+ * with a margin g (`censorGraceMs` in `round_timing.ts`) for gossip to
+ * reach one peer later than another:
  *
  * 1. the leader publishes its manifest no sooner than `settleMs` (4g, and
  *    at least a repeat of announcements plus 2g) after the latest delta it
- *    lists arrived, taking in whatever arrives meanwhile; a manifest that reaches a verifier
- *    less than g after the latest delta it lists is refused as hasty
- *    ({@linkcode isHasty});
+ *    lists arrived, taking in whatever arrives meanwhile; a manifest that
+ *    reaches a verifier less than g after the latest delta it lists is
+ *    refused as hasty ({@linkcode isHasty});
  * 2. a verifier expects the manifest to list, aggregated or excluded,
  *    every delta that reached it at least g before the manifest
  *    ({@linkcode expectedDeltas}); leaving out one it can fetch and read is

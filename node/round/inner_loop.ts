@@ -22,6 +22,7 @@ import { sleep, untilOrAborted } from "./abortable.ts";
 import { type Dataset, splitTrainVal } from "../../protocol/dataset.ts";
 import { BatchSampler } from "../../kernels/data/sampler.ts";
 import { roundSampler } from "./round_sampler.ts";
+import { ComputeQueue } from "./compute_queue.ts";
 import {
   type AdamWMoments,
   checkParamsLength,
@@ -156,9 +157,8 @@ export class RoundTrainer {
   readonly #val: BatchSampler;
   readonly #dutyCycle: number;
   /** Serializes use of the trainer: rounds step, evaluations swap params. */
-  #queue: Promise<unknown> = Promise.resolve();
+  readonly #queue = new ComputeQueue();
   #busy = false;
-  #busyMs = 0;
   #lastYield = performance.now();
 
   /** Creates the trainer and the batch buffers. */
@@ -374,7 +374,7 @@ export class RoundTrainer {
    * {@linkcode exclusive}. The compute a peer does, against the wall time.
    */
   get busyMs(): number {
-    return this.#busyMs;
+    return this.#queue.busyMs;
   }
 
   /**
@@ -383,16 +383,7 @@ export class RoundTrainer {
    * two of this one's steps, never beside one.
    */
   exclusive<T>(task: () => Promise<T>): Promise<T> {
-    const run = this.#queue.then(async () => {
-      const t0 = performance.now();
-      try {
-        return await task();
-      } finally {
-        this.#busyMs += performance.now() - t0;
-      }
-    });
-    this.#queue = run.catch(() => {});
-    return run;
+    return this.#queue.run(task);
   }
 
   /**
