@@ -23,8 +23,9 @@
  *
  * A state that cannot be fetched throws {@linkcode StateUnserved}: the
  * peer may be restarting, so the audit duty asks again until its serve
- * window closes, and only then fails the `start` check (an honest peer
- * keeps its states for the challenge window).
+ * window closes, and fails the `start` check only on proof (audit_duty.ts):
+ * bytes committed under the state's CID that are no state, or the peer's
+ * own "not found" while it must still keep the state.
  *
  * @module
  */
@@ -51,7 +52,7 @@ import {
   type WorkRecord,
 } from "../../protocol/work_record.ts";
 import { roundSampler } from "./round_sampler.ts";
-import { refusedBy } from "./work_reader.ts";
+import { provenBy } from "./work_reader.ts";
 
 /**
  * Largest distance, relative to the segment's own progress
@@ -161,7 +162,7 @@ export class Auditor {
       try {
         return await this.#o.state(record.states[k], msg.peer);
       } catch (err) {
-        throw new StateUnserved(k, err, refusedBy(err, msg.peer));
+        throw new StateUnserved(k, err, provenBy(err, msg.peer));
       }
     };
     const start = await fetch(a.segment);
@@ -325,11 +326,14 @@ export class Auditor {
  */
 export class StateUnserved extends Error {
   /**
-   * `refused`: its peer answered that it lacks the state (see
-   * `WorkRecordUnserved`); otherwise it could not be reached.
+   * `proven`: its peer's answer or its committed bytes show it does not
+   * serve the state (see `provenBy` in work_reader.ts); otherwise it could
+   * not be reached.
    */
-  constructor(k: number, cause: unknown, readonly refused: boolean) {
-    super(`its state ${k} was not served: ${(cause as Error).message}`);
+  constructor(k: number, cause: unknown, readonly proven: boolean) {
+    super(`its state ${k} was not served: ${(cause as Error).message}`, {
+      cause,
+    });
     this.name = "StateUnserved";
   }
 }

@@ -48,7 +48,7 @@ import {
   forgetBefore,
   verdictKey,
 } from "./audit_verdicts.ts";
-import { WorkRecordUnserved } from "./work_reader.ts";
+import { malformedIn, WorkRecordUnserved } from "./work_reader.ts";
 import { KEEP_STATE_ROUNDS } from "./state_window.ts";
 import type { RoundLedger } from "./ledger.ts";
 
@@ -257,7 +257,8 @@ export class AuditDuty {
   /**
    * This peer's verdict on `work`'s `segment`, asking again for what its
    * peer does not serve until the serve window closes; null when this peer
-   * stops meanwhile.
+   * stops meanwhile, or when nothing proves the peer at fault (it could
+   * not be reached, or the audit came after its states may be collected).
    */
   async #judge(
     work: DeltaAnnounce,
@@ -268,7 +269,7 @@ export class AuditDuty {
     const start = performance.now();
     const window = this.#o.serveWindowMs ?? this.#o.spec.roundDeadlineMs;
     let verdict: AuditVerdict;
-    /** The latest "not found" its peer answered in time. */
+    /** The latest proof: its own "not found" in time, or malformed bytes. */
     let refusal: WorkRecordUnserved | StateUnserved | null = null;
     for (;;) {
       // One attempt at a time in the queue; the waits between are not.
@@ -283,9 +284,11 @@ export class AuditDuty {
       // A "not found" while it must still hold them does, even when the
       // rounds move past its keep window before the serve window closes.
       const late = this.#o.round() >= round + KEEP_STATE_ROUNDS - 1;
-      if (attempt.refused && !late) refusal = attempt;
+      // Committed bytes that do not decode will not decode on a retry.
+      const malformed = malformedIn(attempt);
+      if (malformed || (attempt.proven && !late)) refusal = attempt;
       const left = window - (performance.now() - start);
-      if (late || left <= 0) {
+      if (malformed || late || left <= 0) {
         if (refusal === null) {
           log(
             `round ${round}: audit of ${peer} segment ${segment} not judged: ${

@@ -30,7 +30,8 @@ import {
   StateUnserved,
 } from "./audit.ts";
 import { AuditDuty, type AuditDutyOptions } from "./audit_duty.ts";
-import { WorkRecordUnserved } from "./work_reader.ts";
+import { WorkReader, WorkRecordUnserved } from "./work_reader.ts";
+import { BlobGetter } from "./blob_getter.ts";
 import { KEEP_STATE_ROUNDS } from "./state_window.ts";
 import { RoundLedger } from "./ledger.ts";
 import { RoundPublisher } from "./publisher.ts";
@@ -340,6 +341,43 @@ Deno.test("a peer shutting down draws no verdict from its own failed fetches", a
   await t.d.roundClosed(await manifest(), NEXT);
   assert.equal(t.ledger.audits.length, 0);
   assert.equal(t.notices().length, 0);
+});
+
+Deno.test("a work record whose committed bytes are no record fails the audit at once, with no retries", async () => {
+  const { drawn } = auditors();
+  // Held locally (blocks are verified against their CID on arrival), so
+  // these are the very bytes its peer committed to.
+  const garbage = new TextEncoder().encode("{not a work record");
+  const blobs = new BlobGetter(
+    {
+      size: () => Promise.resolve(garbage.length),
+      get: () => Promise.resolve(garbage),
+    },
+    { fetch: () => Promise.reject(new Error("no network here")) },
+    new AbortController().signal,
+  );
+  const reader = new WorkReader(
+    blobs,
+    { delete: () => Promise.resolve() },
+    SPEC,
+    8,
+    () => {},
+  );
+  let tries = 0;
+  const t = duty(drawn, PASS, {
+    record: (msg) => {
+      tries++;
+      return reader.record(msg);
+    },
+    serveWindowMs: 3_000,
+  });
+  await t.d.roundClosed(await manifest(), NEXT);
+  assert.deepEqual(
+    t.ledger.audits.map((a) => [a.passed, a.check]),
+    [[false, "record"]],
+  );
+  assert.equal(tries, 1);
+  assert.equal(t.notices()[0].check, "record");
 });
 
 Deno.test("a work record its peer says it lacks past the serve window fails the audit on its record check", async () => {

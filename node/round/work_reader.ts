@@ -68,14 +68,13 @@ export class WorkReader {
         timeoutMs: SERVE_DEADLINE_MS,
         decode: (bytes) => {
           if (!held) this.#fetched(bytes.length);
-          return decodeWorkRecord(
-            bytes,
-            claimedSteps(this.#shape, msg.tokens),
+          return committed(() =>
+            decodeWorkRecord(bytes, claimedSteps(this.#shape, msg.tokens))
           );
         },
       });
     } catch (err) {
-      throw new WorkRecordUnserved(msg.work, err, refusedBy(err, msg.peer));
+      throw new WorkRecordUnserved(msg.work, err, provenBy(err, msg.peer));
     }
   }
 
@@ -90,7 +89,7 @@ export class WorkReader {
         timeoutMs: SERVE_DEADLINE_MS,
         decode: (bytes) => {
           if (!held) this.#fetched(bytes.length);
-          return decodeState(bytes, this.#parameterCount);
+          return committed(() => decodeState(bytes, this.#parameterCount));
         },
       });
     } finally {
@@ -114,24 +113,65 @@ export class WorkReader {
 }
 
 /**
- * The work record a delta names was not served. `refused`: its peer
- * answered that it lacks it, which an honest peer never does in the
+ * The work record a delta names was not served, or not as a record.
+ * `proven` (see {@linkcode provenBy}): the peer's own answer or its
+ * committed bytes show it, which an honest peer never gives in the
  * challenge window; otherwise it could not be reached (restarting,
  * partitioned), which proves nothing.
  */
 export class WorkRecordUnserved extends Error {
-  constructor(cid: string, cause: unknown, readonly refused: boolean) {
-    super(`its work record ${cid} was not served: ${(cause as Error).message}`);
+  constructor(cid: string, cause: unknown, readonly proven: boolean) {
+    super(
+      `its work record ${cid} was not served: ${(cause as Error).message}`,
+      { cause },
+    );
     this.name = "WorkRecordUnserved";
   }
 }
 
-/** Whether `peer` itself answered a fetch that `err` ended with "not found". */
-export function refusedBy(err: unknown, peer: string): boolean {
+/**
+ * Committed bytes (they match the CID their peer signed) that do not
+ * decode as what they were committed as: its peer's doing, whoever served
+ * them.
+ */
+export class MalformedWork extends Error {
+  constructor(cause: unknown) {
+    super((cause as Error).message, { cause });
+    this.name = "MalformedWork";
+  }
+}
+
+function committed<T>(decode: () => T): T {
+  try {
+    return decode();
+  } catch (err) {
+    throw new MalformedWork(err);
+  }
+}
+
+/**
+ * Whether the fetch that `err` ended shows that `peer` does not serve its
+ * committed work: it answered "not found" itself, announced a size over
+ * the limit for what it committed, or the bytes (matching their CID) do
+ * not decode. A peer that could not be reached, or sent bytes that do not
+ * match the CID, proves nothing: the next try may reach it.
+ */
+export function provenBy(err: unknown, peer: string): boolean {
   for (let e = err; e instanceof Error; e = e.cause) {
+    if (e instanceof MalformedWork) return true;
     if (e instanceof BlobFetchError) {
-      return e.report.failed[peer] === "refused: not-found";
+      const failed = e.report.failed[peer] ?? "";
+      return failed === "refused: not-found" ||
+        failed.startsWith("announced ");
     }
+  }
+  return false;
+}
+
+/** Whether `err` shows committed bytes that do not decode. */
+export function malformedIn(err: unknown): boolean {
+  for (let e = err; e instanceof Error; e = e.cause) {
+    if (e instanceof MalformedWork) return true;
   }
   return false;
 }
