@@ -272,6 +272,7 @@ export class AuditDuty {
     /** The latest proof: its own "not found" in time, or malformed bytes. */
     let refusal: WorkRecordUnserved | StateUnserved | null = null;
     for (;;) {
+      if (this.#o.stopped()) return null;
       // One attempt at a time in the queue; the waits between are not.
       const attempt = await this.#serial(() => this.#attempt(work, segment));
       if (this.#o.stopped()) return null;

@@ -33,7 +33,9 @@ export const BLOCKS_FILE = "blocks.jsonl";
 export interface BlockRetentionOptions {
   /** Where the notes live; null keeps them in memory only. */
   stateDir: string | null;
+  /** The store collected blocks are deleted from. */
   blocks: Pick<RoundBlocks, "delete">;
+  /** Where failures to write the notes or delete a block are told. */
   log(line: string): void;
 }
 
@@ -64,6 +66,9 @@ export class BlockRetention {
       const note = parseNote(line);
       if (note) self.#set(note.cid, note.round);
     }
+    // A crash mid-append leaves a torn line that the next note would join
+    // and be lost with: start from a clean copy.
+    if (text !== "" && !text.endsWith("\n")) self.#rewrite();
     return self;
   }
 
@@ -105,21 +110,33 @@ export class BlockRetention {
       await this.#writing;
       return 0;
     }
+    let deleted = 0;
     for (const [cid] of old) {
-      this.#rounds.delete(cid);
-      await this.#o.blocks.delete(parseCid(cid));
+      // Noted again while earlier deletes ran: in use, so kept.
+      if (this.#rounds.get(cid)! > cutoff) continue;
+      try {
+        await this.#o.blocks.delete(parseCid(cid));
+        this.#rounds.delete(cid);
+        deleted++;
+      } catch (err) {
+        this.#o.log(`block ${cid} not collected: ${(err as Error).message}`);
+      }
     }
-    if (this.#o.stateDir !== null) {
-      const kept = [...this.#rounds]
-        .map(([cid, round]) => JSON.stringify({ round, cid }) + "\n").join("");
-      this.#queue(() =>
-        atomicWriteFile(this.#path, new TextEncoder().encode(kept), {
-          mode: 0o600,
-        })
-      );
-      await this.#writing;
-    }
-    return old.length;
+    this.#rewrite();
+    await this.#writing;
+    return deleted;
+  }
+
+  /** Replaces the notes on disk with the ones held. */
+  #rewrite(): void {
+    if (this.#o.stateDir === null) return;
+    const kept = [...this.#rounds]
+      .map(([cid, round]) => JSON.stringify({ round, cid }) + "\n").join("");
+    this.#queue(() =>
+      atomicWriteFile(this.#path, new TextEncoder().encode(kept), {
+        mode: 0o600,
+      })
+    );
   }
 
   #queue(write: () => Promise<void>): void {

@@ -69,3 +69,44 @@ Deno.test("BlockRetention: notes survive a restart, damaged lines are skipped, a
   assert.equal(text, JSON.stringify({ round: 9, cid: cids[3] }) + "\n");
   assert.deepEqual(t.lines, []);
 });
+
+Deno.test("BlockRetention: a block noted again while a collection runs is kept; a failed delete is logged and kept", async () => {
+  const lines: string[] = [];
+  let r: BlockRetention | null = null;
+  const deleted: string[] = [];
+  r = await BlockRetention.open({
+    stateDir: null,
+    blocks: {
+      delete: (cid) => {
+        const text = cidToString(cid);
+        // Fetched again for the current round while the first delete ran.
+        if (text === cids[0]) r!.note(cids[1], 20);
+        if (text === cids[2]) return Promise.reject(new Error("disk gone"));
+        deleted.push(text);
+        return Promise.resolve();
+      },
+    },
+    log: (l) => lines.push(l),
+  });
+  for (const cid of cids.slice(0, 3)) r.note(cid, 0);
+  assert.equal(await r.collect(KEEP_BLOCK_ROUNDS), 1);
+  assert.deepEqual(deleted, [cids[0]]);
+  assert.equal(r.size, 2);
+  assert.match(lines.join(), /not collected: disk gone/);
+});
+
+Deno.test("BlockRetention: a torn last note is cut on open, so the next note is not lost with it", async () => {
+  const dir = await Deno.makeTempDir();
+  const path = `${dir}/${BLOCKS_FILE}`;
+  await Deno.writeTextFile(
+    path,
+    JSON.stringify({ round: 0, cid: cids[0] }) + '\n{"round":1,"ci',
+  );
+  const t = retention(dir);
+  const r = await t.open();
+  r.note(cids[1], 1);
+  await r.collect(0);
+  const again = await t.open();
+  assert.equal(again.size, 2);
+  assert.equal(await again.collect(1 + KEEP_BLOCK_ROUNDS), 2);
+});

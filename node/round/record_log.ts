@@ -79,9 +79,9 @@ export class RoundRecordLog {
   }
 
   async #load(): Promise<RoundRecord[]> {
-    let text: string;
+    let bytes: Uint8Array;
     try {
-      text = await Deno.readTextFile(this.#path);
+      bytes = await Deno.readFile(this.#path);
     } catch (err) {
       if (err instanceof Deno.errors.NotFound) return [];
       this.#log(
@@ -91,16 +91,22 @@ export class RoundRecordLog {
       );
       return [];
     }
-    const whole = text.lastIndexOf("\n") + 1;
-    if (whole < text.length) {
-      await Deno.truncate(
-        this.#path,
-        new TextEncoder().encode(text.slice(0, whole)).length,
+    // Cut at a byte offset: damaged bytes decode to characters of another
+    // length, and a cut by characters would land inside the next line.
+    const whole = bytes.lastIndexOf(0x0a) + 1;
+    if (whole < bytes.length) {
+      await Deno.truncate(this.#path, whole).catch((err) =>
+        this.#log(
+          `${this.#path}: its torn last line could not be cut (${
+            (err as Error).message
+          })`,
+        )
       );
     }
     const byRound = new Map<number, RoundRecord>();
     let skipped = 0;
-    for (const line of text.slice(0, whole).split("\n")) {
+    const text = new TextDecoder().decode(bytes.subarray(0, whole));
+    for (const line of text.split("\n")) {
       if (line === "") continue;
       const record = parseRecord(line);
       if (record === null) skipped++;

@@ -78,6 +78,28 @@ Deno.test("RoundRecordLog: a torn last line is cut, damaged lines skipped, a rou
   assert.deepEqual(again.records.map((r) => r.round), [0, 2, 3]);
 });
 
+Deno.test("RoundRecordLog: a line of bytes that are not UTF-8 is skipped and the torn tail cut at its byte", async () => {
+  const dir = await Deno.makeTempDir();
+  const path = `${dir}/${RECORDS_FILE}`;
+  const enc = new TextEncoder();
+  const whole = new Uint8Array([
+    ...enc.encode(JSON.stringify(record(0)) + "\n"),
+    0xff,
+    0xfe,
+    0xfd,
+    0xfc,
+    0x0a,
+    ...enc.encode(JSON.stringify(record(1)) + "\n"),
+  ]);
+  await Deno.writeFile(path, new Uint8Array([...whole, ...enc.encode('{"ro')]));
+  const { records, log } = await RoundRecordLog.open(dir, () => {});
+  assert.deepEqual(records.map((r) => r.round), [0, 1]);
+  assert.deepEqual(await Deno.readFile(path), whole);
+  await log.append(record(2));
+  const again = await RoundRecordLog.open(dir, () => {});
+  assert.deepEqual(again.records.map((r) => r.round), [0, 1, 2]);
+});
+
 Deno.test("RoundRecordLog: a record from before compute time was counted reads its training time as its compute time", async () => {
   const dir = await Deno.makeTempDir();
   const { busyMs: _, ...old } = record(0);
