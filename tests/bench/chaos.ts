@@ -9,9 +9,10 @@
  * which by then may name a peer restarted on a new port).
  *
  * Reported, with the goal of each:
- * - `lost` (0): committed rounds that break the chain's history (a round
- *   whose parent is not the checkpoint committed before it) or whose
- *   checkpoint no peer holds, for the rounds retention keeps;
+ * - `lost` (0): committed rounds whose checkpoint no peer holds (of the
+ *   rounds retention keeps), or that a peer recorded with a checkpoint
+ *   other than the chain's (the contract itself keeps the chain's history
+ *   unbroken);
  * - `stalled` (0): rounds that took longer than two round deadlines from
  *   the commit before them;
  * - `manual_restarts` (0): peers that, once restarted by the supervisor,
@@ -245,9 +246,20 @@ async function countInLogs(dataDir: string, pattern: RegExp): Promise<number> {
   return n;
 }
 
-/** Rounds whose commit breaks the history or whose checkpoint is gone. */
+/** Rounds whose checkpoint is gone or that a peer recorded otherwise. */
 async function lostRounds(c: JobCluster, sups: Supervised[]): Promise<number> {
-  const { checkpoints, broken } = await c.history();
+  const checkpoints = await c.committedCheckpoints();
+  const diverged = new Set<number>();
+  for (const s of sups) {
+    for (const r of await roundsOf(s.peer)) {
+      // A round committed since the chain was read is not judged.
+      if (
+        r.round < checkpoints.length && r.checkpoint !== checkpoints[r.round]
+      ) {
+        diverged.add(r.round);
+      }
+    }
+  }
   let gone = 0;
   for (const cid of checkpoints.slice(-KEEP_BLOCK_ROUNDS)) {
     const held = await Promise.all(
@@ -260,7 +272,7 @@ async function lostRounds(c: JobCluster, sups: Supervised[]): Promise<number> {
     );
     if (!held.some(Boolean)) gone++;
   }
-  return broken.length + gone;
+  return diverged.size + gone;
 }
 
 async function chaos(
@@ -305,6 +317,9 @@ async function chaos(
   // Each commit's time, from the chain.
   const committedAt: number[] = [];
   let watching = true;
+  let settled = false;
+  let manual = 0;
+  const kills: Kill[] = [];
   const watch = (async () => {
     while (watching) {
       const { nextRound } = await c.chainHead().catch(() => ({
@@ -314,61 +329,67 @@ async function chaos(
       await new Promise((r) => setTimeout(r, 100));
     }
   })();
-  await c.waitForRounds(2, 120_000);
+  // On any failure too: a supervisor left running would restart the peers
+  // the cluster stops, in directories it removes.
+  try {
+    await c.waitForRounds(2, 120_000);
 
-  const rng = new Rng(o.seed, [0xc4a05]);
-  const kills: Kill[] = [];
-  for (let n = 0; n < o.kills; n++) {
-    const aim = KILL_STAGES[n % KILL_STAGES.length];
-    // The next kill waits for every peer to be up again and a moment more.
-    await Promise.race([
-      Promise.all(sups.map((s) => s.up())),
-      failed.then(
-        (err) => {
-          throw err;
-        },
-      ),
-    ]);
-    await new Promise((r) => setTimeout(r, rng.int(2_000)));
-    const k = await killIn(sups, aim, rng, 3 * o.deadlineMs);
-    kills.push({ ...k, aim, seconds: Math.round(clock()) });
-    log(
-      `kill ${n + 1}/${o.kills}: ${k.peer} in ${k.stage}${
-        k.stage === aim ? "" : ` (aimed at ${aim})`
-      }${
-        k.leader ? " as leader" : ""
-      }, round ${k.round}, ${committedAt.length} committed`,
-    );
-  }
-  await Promise.all(sups.map((s) => s.up()));
-
-  // Settle: every peer closes `settle` more rounds with the others.
-  const target = committedAt.length + o.settle;
-  await c.waitForRounds(target, 60_000 + o.settle * 4 * o.deadlineMs).catch(
-    () => {},
-  );
-  const last = Math.min(committedAt.length, target);
-  let manual = 0;
-  for (const s of sups) {
-    // It closed the last round and trained in one of the settling ones.
-    const records = await waitFor(
-      async () => {
-        const rec = await roundsOf(s.peer);
-        return rec.some((r) => r.round === last - 1) ? rec : null;
-      },
-      30_000,
-      `${s.name} closing round ${last - 1}`,
-    ).catch(() => []);
-    if (!records.some((r) => r.contributed && r.round >= last - o.settle)) {
-      manual++;
-      log(`${s.name} did not rejoin: see ${s.peer.log}`);
+    const rng = new Rng(o.seed, [0xc4a05]);
+    for (let n = 0; n < o.kills; n++) {
+      const aim = KILL_STAGES[n % KILL_STAGES.length];
+      // The next kill waits for every peer to be up again and a moment more.
+      await Promise.race([
+        Promise.all(sups.map((s) => s.up())),
+        failed.then(
+          (err) => {
+            throw err;
+          },
+        ),
+      ]);
+      await new Promise((r) => setTimeout(r, rng.int(2_000)));
+      const k = await killIn(sups, aim, rng, 3 * o.deadlineMs);
+      kills.push({ ...k, aim, seconds: Math.round(clock()) });
+      log(
+        `kill ${n + 1}/${o.kills}: ${k.peer} in ${k.stage}${
+          k.stage === aim ? "" : ` (aimed at ${aim})`
+        }${
+          k.leader ? " as leader" : ""
+        }, round ${k.round}, ${committedAt.length} committed`,
+      );
     }
+    await Promise.all(sups.map((s) => s.up()));
+
+    // Settle: every peer closes `settle` more rounds with the others.
+    const target = committedAt.length + o.settle;
+    settled = await c.waitForRounds(
+      target,
+      60_000 + o.settle * 4 * o.deadlineMs,
+    ).then(() => true, () => false);
+    const last = Math.min(committedAt.length, target);
+    for (const s of sups) {
+      // It closed the last round and trained in one of the settling ones.
+      const records = await waitFor(
+        async () => {
+          const rec = await roundsOf(s.peer);
+          return rec.some((r) => r.round === last - 1) ? rec : null;
+        },
+        30_000,
+        `${s.name} closing round ${last - 1}`,
+      ).catch(() => []);
+      if (!records.some((r) => r.contributed && r.round >= last - o.settle)) {
+        manual++;
+        log(`${s.name} did not rejoin: see ${s.peer.log}`);
+      }
+    }
+  } finally {
+    watching = false;
+    await watch;
+    for (const s of sups) s.stop();
   }
-  watching = false;
-  await watch;
-  for (const s of sups) s.stop();
 
   const gaps = committedAt.slice(1).map((t, i) => t - committedAt[i]);
+  // A job that stopped committing is a stall to the end, not a short list.
+  if (!settled) gaps.push(clock() - (committedAt.at(-1) ?? 0));
   const stallAfter = (2 * o.deadlineMs) / 1000;
   let doubles = 0;
   let convictions = 0;

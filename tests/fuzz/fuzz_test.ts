@@ -14,7 +14,8 @@ const RUNS = 5_000;
 
 for (const target of TARGETS) {
   Deno.test(`fuzz ${target.name}: every seed is accepted, ${RUNS} mutants crash nothing`, async () => {
-    for (const [i, seed] of (await target.seeds()).entries()) {
+    const seeds = await target.seeds();
+    for (const [i, seed] of seeds.entries()) {
       const fed = await feed(target, seed, new Rng("seed", [i]));
       assert.equal(fed.crash, null, fed.crash?.stack ?? "");
       assert.ok(fed.accepted, `seed ${i}: ${fed.refusal?.message}`);
@@ -30,8 +31,10 @@ for (const target of TARGETS) {
       0,
       JSON.stringify(report.findings, null, 1),
     );
-    // Mutants reach past the first checks: some are still accepted.
-    assert.ok(report.accepted > RUNS / 1000, `${report.accepted} accepted`);
+    // Mutants reach past the first checks: some are still accepted (the
+    // run feeds the seeds first, which do not count).
+    const mutants = report.accepted - seeds.length;
+    assert.ok(mutants > RUNS / 1000, `${mutants} mutants accepted`);
   });
 }
 

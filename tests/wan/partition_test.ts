@@ -123,8 +123,7 @@ Deno.test({
             120_000,
             "a round after the heal with all five peers' deltas",
           );
-          const { checkpoints, broken } = await c.history();
-          assert.deepEqual(broken, [], "one unbroken history on chain");
+          const checkpoints = await c.committedCheckpoints();
           for (const p of peers) {
             const recs = await roundsOf(p);
             for (const r of recs.filter((r) => r.round <= last)) {
@@ -154,7 +153,9 @@ Deno.test({
             }
           }
           for (const a of minority) {
-            const rounds = [...commits].filter(([, c]) => c.credits.has(a));
+            const rounds = [...commits].filter(([r, c]) =>
+              r >= healAt && c.credits.has(a)
+            );
             assert.ok(rounds.length > 0, `${a} credited after the heal`);
           }
           // Work the other side could not fetch meanwhile proves nothing:
