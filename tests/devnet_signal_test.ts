@@ -5,53 +5,8 @@
  * still starting them: no process it started is left.
  */
 import assert from "node:assert/strict";
-import { cleanEnv, MAIN } from "./_cli.ts";
 import { withTempDir } from "./_temp_dir.ts";
-import { processesMentioning } from "./_processes.ts";
-
-/** Runs a mesh devnet in `dir`, signals its pid when `when` is printed. */
-async function signalDevnet(
-  dir: string,
-  signal: Deno.Signal,
-  when: RegExp,
-  extra: string[] = [],
-): Promise<{ code: number; out: string }> {
-  const child = new Deno.Command(Deno.execPath(), {
-    args: [
-      "run",
-      "-A",
-      MAIN,
-      "devnet",
-      "--nodes",
-      "2",
-      "--rounds",
-      "0",
-      "--data-dir",
-      dir,
-      ...extra,
-    ],
-    env: cleanEnv(),
-    clearEnv: true,
-    stdin: "null",
-    stdout: "piped",
-    stderr: "piped",
-  }).spawn();
-  const stderr = new Response(child.stderr).text();
-  let out = "";
-  let sent = false;
-  const timer = setTimeout(() => child.kill("SIGKILL"), 120_000);
-  for await (const chunk of child.stdout.pipeThrough(new TextDecoderStream())) {
-    out += chunk;
-    if (!sent && when.test(out)) {
-      sent = true;
-      Deno.kill(child.pid, signal);
-    }
-  }
-  const { code } = await child.status;
-  clearTimeout(timer);
-  assert.ok(sent, `never saw ${when}:\n${out}\n${await stderr}`);
-  return { code, out: out + (await stderr) };
-}
+import { processesMentioning, signalWhen } from "./_processes.ts";
 
 for (
   const [signal, when, extra] of [
@@ -64,7 +19,21 @@ for (
     { sanitizeOps: false, sanitizeResources: false },
     () =>
       withTempDir("devnet-signal", async (dir) => {
-        const { code, out } = await signalDevnet(dir, signal, when, [...extra]);
+        const { code, out, sent } = await signalWhen(
+          [
+            "devnet",
+            "--nodes",
+            "2",
+            "--rounds",
+            "0",
+            "--data-dir",
+            dir,
+            ...extra,
+          ],
+          signal,
+          (out) => when.test(out),
+        );
+        assert.ok(sent, `never saw ${when}:\n${out}`);
         assert.equal(code, 0, out);
         assert.match(out, new RegExp(`devnet: ${signal}: stopping`));
         assert.match(out, /devnet: stopped\n/);

@@ -5,9 +5,9 @@
  * (waiting for a spec no peer serves): no process it started is left.
  */
 import assert from "node:assert/strict";
-import { cleanEnv, MAIN, zooNode } from "./_cli.ts";
+import { zooNode } from "./_cli.ts";
 import { withTempDir } from "./_temp_dir.ts";
-import { processesMentioning } from "./_processes.ts";
+import { processesMentioning, signalWhen } from "./_processes.ts";
 import { CORPUS_CACHE } from "./_corpus.ts";
 import { BROWN_CACHE_FILE, loadBrownCorpus } from "../node/job/corpus.ts";
 import { DEFAULT_CORPUS_DATASET_ID } from "../node/job/dataset.ts";
@@ -38,58 +38,6 @@ async function createJob(dir: string): Promise<string> {
   return /job\s+(baf\S+)/.exec(created)![1];
 }
 
-/** Joins `job` from `dir`; signals the pid once `ready` says so. */
-async function signalJoin(
-  dir: string,
-  job: string,
-  signal: Deno.Signal,
-  ready: (out: string) => Promise<boolean>,
-): Promise<{ code: number; out: string }> {
-  const child = new Deno.Command(Deno.execPath(), {
-    args: [
-      "run",
-      "-A",
-      MAIN,
-      "--join",
-      "--job",
-      job,
-      "--data-dir",
-      dir,
-      "--listen",
-      "/ip4/127.0.0.1/tcp/0",
-      "--http",
-      "127.0.0.1:0",
-    ],
-    env: cleanEnv(),
-    clearEnv: true,
-    stdin: "null",
-    stdout: "piped",
-    stderr: "piped",
-  }).spawn();
-  const stderr = new Response(child.stderr).text();
-  let out = "";
-  const reading = (async () => {
-    for await (const s of child.stdout.pipeThrough(new TextDecoderStream())) {
-      out += s;
-    }
-  })();
-  let exited = false;
-  child.status.then(() => exited = true);
-  let sent = false;
-  for (let i = 0; i < 1200 && !sent && !exited; i++) {
-    if (await ready(out)) {
-      Deno.kill(child.pid, signal);
-      sent = true;
-    } else await new Promise((r) => setTimeout(r, 100));
-  }
-  if (!sent && !exited) child.kill("SIGKILL");
-  const { code } = await child.status;
-  await reading;
-  out += await stderr;
-  assert.ok(sent, `exited before it was signalled:\n${out}`);
-  return { code, out };
-}
-
 const anvilUp = (dir: string) =>
   Deno.stat(`${dir}/chain/anvil.json`).then(() => true, () => false);
 
@@ -117,14 +65,24 @@ for (
         if (stage === "starting") {
           await Deno.remove(`${blockstoreDir(dir)}/blocks/${job}`);
         }
-        const { code, out } = await signalJoin(
-          dir,
-          job,
+        const { code, out, sent } = await signalWhen(
+          [
+            "--join",
+            "--job",
+            job,
+            "--data-dir",
+            dir,
+            "--listen",
+            "/ip4/127.0.0.1/tcp/0",
+            "--http",
+            "127.0.0.1:0",
+          ],
           signal,
           async (out) =>
             await anvilUp(dir) &&
             (stage === "starting" || /round 0: trained/.test(out)),
         );
+        assert.ok(sent, `exited before it was signalled:\n${out}`);
         assert.equal(code, 0, out);
         assert.match(out, new RegExp(`${signal}: shutting down`));
         assert.deepEqual(await processesMentioning(dir), [], out);
