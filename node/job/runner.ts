@@ -94,54 +94,62 @@ export async function runJob(
     }
     log(`compute: ${compute.label}`);
     node.gossip.setProgress(compute.heartbeat);
-    const trainer = new RoundTrainer({
-      createTrainer: (init) => compute.createTrainer(init),
-      spec,
-      dataset,
-      peerId: identity.peerId,
-      dutyCycle: config.dutyCycle,
-    });
-    const stateDir = jobStateDir(config.dataDir, jobId);
-    const driver = new RoundDriver({
-      node,
-      identity,
-      registry,
-      jobId,
-      spec,
-      trainer,
-      log,
-      overlap: config.overlap,
-      behaviour,
-      stateDir,
-      records: await RoundRecordLog.open(stateDir, log),
-      retention: await BlockRetention.open({
-        stateDir,
-        blocks: node.store,
+    let trainer: RoundTrainer | null = null;
+    try {
+      trainer = new RoundTrainer({
+        createTrainer: (init) => compute.createTrainer(init),
+        spec,
+        dataset,
+        peerId: identity.peerId,
+        dutyCycle: config.dutyCycle,
+      });
+      const stateDir = jobStateDir(config.dataDir, jobId);
+      const driver = new RoundDriver({
+        node,
+        identity,
+        registry,
+        jobId,
+        spec,
+        trainer,
         log,
-      }),
-    });
-    node.setJob(createJobView({
-      node,
-      driver,
-      registry,
-      jobId,
-      spec,
-      account: identity.address,
-    }));
-    driver.start();
-    log(
-      `training job ${jobId}: ${spec.rounds} rounds of ${spec.innerSteps} steps, dataset ${dataset.id} (${dataset.chunks.length} chunks)`,
-    );
-    return {
-      driver,
-      spec,
-      async stop() {
-        driver.stop();
-        trainer.dispose();
-        compute.dispose();
-        await session.close();
-      },
-    };
+        overlap: config.overlap,
+        behaviour,
+        stateDir,
+        records: await RoundRecordLog.open(stateDir, log),
+        retention: await BlockRetention.open({
+          stateDir,
+          blocks: node.store,
+          log,
+        }),
+      });
+      node.setJob(createJobView({
+        node,
+        driver,
+        registry,
+        jobId,
+        spec,
+        account: identity.address,
+      }));
+      driver.start();
+      log(
+        `training job ${jobId}: ${spec.rounds} rounds of ${spec.innerSteps} steps, dataset ${dataset.id} (${dataset.chunks.length} chunks)`,
+      );
+      return {
+        driver,
+        spec,
+        async stop() {
+          driver.stop();
+          trainer?.dispose();
+          compute.dispose();
+          await session.close();
+        },
+      };
+    } catch (err) {
+      // What was opened for the job goes with it (the session below).
+      trainer?.dispose();
+      compute.dispose();
+      throw err;
+    }
   } catch (err) {
     await session.close();
     throw err;
