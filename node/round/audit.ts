@@ -99,9 +99,16 @@ export interface AuditorOptions {
    */
   state: (cid: string, peer: string) => Promise<TrainingState>;
   /**
-   * Runs each use of the replay trainer when the compute is free (e.g.
-   * `RoundTrainer.exclusive`, between two training steps); at once when
+   * Runs an audit's replay when the compute is free and the peer's own
+   * steps need not wait for it (e.g. once its round has taken them,
+   * `RoundTrainer.afterSteps`); `round` is the audited round. At once when
    * not given.
+   */
+  afterSteps?: <T>(task: () => Promise<T>, round: number) => Promise<T>;
+  /**
+   * Runs a short use of the replay trainer (two evaluations) when the
+   * compute is free, e.g. `RoundTrainer.exclusive`, between two training
+   * steps; at once when not given.
    */
   exclusive?: <T>(task: () => Promise<T>) => Promise<T>;
 }
@@ -178,18 +185,31 @@ export class Auditor {
     ) {
       return fail("start", "its step-0 parameters are not C(r)'s");
     }
-    const { end, batch } = await this.#replay(a, start, from, to, fetch);
+    const lastSegment = a.segment + 2 === bounds.length;
+    // The final state (for the delta) is fetched while the replay waits
+    // for the compute; the state a shift started from, before it, so the
+    // replay is one task.
+    const final = lastSegment ? null : fetch(bounds.length - 1);
+    final?.catch(() => {}); // awaited below, after the replay's verdict
+    const zero = record.shifted > 0 && record.shifted === to
+      ? (a.segment === 0 ? start : await fetch(0))
+      : null;
     const claimed = parseCid(record.states[a.segment + 1]).multihash.digest;
-    let exact = true, drift = 0;
+    const afterSteps = this.#o.afterSteps ?? ((task) => task());
+    const replay = await afterSteps(async () => {
+      const { end, batch } = await this.#replay(a, start, from, to, zero);
+      return { end, batch, exact: sameBytes(stateHash(end), claimed) };
+    }, msg.round);
+    const { end, batch, exact } = replay;
+    let drift = 0;
     let committedEnd: TrainingState | null = null;
-    if (!sameBytes(stateHash(end), claimed)) {
+    if (!exact) {
       if (msg.kernel === this.#kernel()) {
         return fail(
           "replay",
           `steps ${from}-${to} do not reproduce its state`,
         );
       }
-      exact = false;
       committedEnd = await fetch(a.segment + 1);
       const off = distance(end.params, committedEnd.params);
       const progress = distance(committedEnd.params, start.params);
@@ -204,16 +224,14 @@ export class Auditor {
       }
     }
     // The last segment's end is the final state: replayed bit for bit,
-    // or fetched above; no need to fetch it (again).
-    const final = a.segment + 2 === bounds.length
-      ? committedEnd ?? end
-      : await fetch(bounds.length - 1);
+    // or fetched above.
+    const finalParams = (final ? await final : committedEnd ?? end).params;
     const blob = encodeDelta(this.#o.spec, {
       job: msg.job,
       round: msg.round,
       parent: msg.parent,
       peer: msg.peer,
-    }, pseudoGradient(a.parent, final.params));
+    }, pseudoGradient(a.parent, finalParams));
     if (cidToString(await cidForBytes(blob)) !== msg.delta) {
       return fail("delta", "its delta is not C(r) minus its final state");
     }
@@ -221,7 +239,7 @@ export class Auditor {
       passed: true,
       exact,
       drift,
-      loss: await this.#lossCheck(batch, a.parent, final.params),
+      loss: await this.#lossCheck(batch, a.parent, finalParams),
     };
   }
 
@@ -267,7 +285,7 @@ export class Auditor {
     start: TrainingState,
     from: number,
     to: number,
-    fetch: (k: number) => Promise<TrainingState>,
+    zero: TrainingState | null,
   ): Promise<{ end: TrainingState; batch: TokenBatch }> {
     const { spec, dataset, jobId } = this.#o;
     const { msg, record } = a;
@@ -287,13 +305,9 @@ export class Auditor {
       assigned.map((i) => this.#trainChunks[i]),
     );
     const trainer = this.#replayTrainer();
-    const exclusive = this.#o.exclusive ?? ((task) => task());
-    await exclusive(() => {
-      trainer.setParams(start.params);
-      trainer.setMoments({ m: start.m, v: start.v });
-      trainer.optimizerStep = msg.round * H + from;
-      return Promise.resolve();
-    });
+    trainer.setParams(start.params);
+    trainer.setMoments({ m: start.m, v: start.v });
+    trainer.optimizerStep = msg.round * H + from;
     const batch: TokenBatch = {
       inputs: new Int32Array(B * T),
       targets: new Int32Array(B * T),
@@ -302,16 +316,16 @@ export class Auditor {
     };
     for (let h = from; h < to; h++) {
       sampler.writeBatch(h, batch.inputs, batch.targets);
-      await exclusive(() => trainer.step(batch));
+      await trainer.step(batch);
+      // A CPU trainer's step never yields: gossip and the fetches other
+      // peers make of this one's delta must not wait for the whole replay.
+      await new Promise((resolve) => setTimeout(resolve, 0));
     }
-    const { params, m, v } = await exclusive(async () => ({
-      params: await trainer.readParams(),
-      ...await trainer.readMoments(),
-    }));
-    if (record.shifted > 0 && record.shifted === to) {
+    const params = await trainer.readParams();
+    const { m, v } = await trainer.readMoments();
+    if (zero) {
       // Where a peer trained ahead moved onto C(r): by C(r) − θ_0, in
       // float32 as train.ts computes it.
-      const zero = await fetch(0);
       const by = new Float32Array(params.length);
       for (let i = 0; i < by.length; i++) by[i] = a.parent[i] - zero.params[i];
       for (let i = 0; i < by.length; i++) params[i] += by[i];

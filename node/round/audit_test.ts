@@ -26,7 +26,12 @@ import {
   type WorkRecord,
 } from "../../protocol/work_record.ts";
 import { createWasmBackend } from "../../wasm/modules.ts";
-import { Auditor, CROSS_KERNEL_TOLERANCE, StateUnserved } from "./audit.ts";
+import {
+  Auditor,
+  type AuditorOptions,
+  CROSS_KERNEL_TOLERANCE,
+  StateUnserved,
+} from "./audit.ts";
 import { HONEST } from "./behaviour.ts";
 import { RoundTrainer } from "./inner_loop.ts";
 import { RoundLedger } from "./ledger.ts";
@@ -106,12 +111,14 @@ async function put(blocks: Map<string, Uint8Array>, b: Uint8Array) {
 function auditor(
   blocks: Map<string, Uint8Array>,
   createTrainer = jsTrainer,
+  queues: Pick<AuditorOptions, "afterSteps" | "exclusive"> = {},
 ): Auditor {
   return new Auditor({
     jobId: JOB,
     spec,
     dataset,
     createTrainer,
+    ...queues,
     state: (cid) => {
       const b = blocks.get(cid);
       return b
@@ -135,6 +142,38 @@ Deno.test("audit: every segment of an honest round reproduces bit for bit", asyn
     // its own batches.
     assert.ok(v.loss.after < v.loss.before, JSON.stringify(v.loss));
   }
+});
+
+Deno.test("audit: the replay is one task that can wait for the peer's own steps; only the loss check goes between them", async () => {
+  const tasks: string[] = [];
+  let steps = 0;
+  const a = auditor(honest.blocks, (init) => {
+    const t = jsTrainer(init);
+    const step = t.step.bind(t);
+    t.step = (b) => (steps++, step(b));
+    return t;
+  }, {
+    afterSteps: async (task, round) => {
+      tasks.push(`after steps of a round, auditing round ${round}`);
+      const before = steps;
+      const out = await task();
+      tasks.push(`${steps - before} steps`);
+      return out;
+    },
+    exclusive: (task) => {
+      tasks.push("between steps");
+      return task();
+    },
+  });
+  const segment = 3;
+  const v = await a.audit({ ...honest, segment, parent });
+  assert.ok(v.passed);
+  const bounds = segmentBounds(H);
+  assert.deepEqual(tasks, [
+    `after steps of a round, auditing round ${honest.msg.round}`,
+    `${bounds[segment + 1] - bounds[segment]} steps`,
+    "between steps",
+  ]);
 });
 
 Deno.test("audit: an honest round checked on another kernel build passes within the tolerance", async () => {

@@ -45,3 +45,34 @@ Deno.test("ComputeQueue: counts the time tasks ran, not the time they waited", a
   await sleep(30);
   assert.equal(queue.busyMs, before);
 });
+
+Deno.test("ComputeQueue: afterSteps waits for the stretch of steps under way, and only that one", async () => {
+  const queue = new ComputeQueue();
+  const log: string[] = [];
+  const step = (name: string) =>
+    queue.run(() => sleep(5).then(() => void log.push(name)));
+  // None under way: at once, in queue order.
+  await queue.afterSteps(() => Promise.resolve(void log.push("idle")));
+  let end = queue.beginSteps();
+  const audit = queue.afterSteps(() => Promise.resolve(void log.push("audit")));
+  await step("step 1");
+  await step("step 2");
+  assert.deepEqual(log, ["idle", "step 1", "step 2"]);
+  end();
+  // Queued at once when the stretch ends, so ahead of the next round's
+  // first task even if it starts right away.
+  end = queue.beginSteps();
+  const next = step("next round");
+  await Promise.all([audit, next]);
+  assert.deepEqual(log.slice(3), ["audit", "next round"]);
+  // A task queued during the new stretch waits for its end, not longer.
+  const late = queue.afterSteps(() => Promise.resolve(void log.push("late")));
+  await step("step 3");
+  assert.equal(log.includes("late"), false);
+  end();
+  end(); // a second end does nothing
+  const again = queue.beginSteps();
+  await late;
+  again();
+  assert.equal(log.at(-1), "late");
+});

@@ -32,6 +32,11 @@ export interface DeltaGateOptions {
   ledger: Pick<RoundLedger, "refuseDelta" | "noteSlash">;
   state: () => Pick<RoundState, "round">;
   feed: (event: RoundEvent) => void;
+  /**
+   * Starts fetching a delta the machine was fed, the first time it is: a
+   * peer then has every delta but the last in hand when the last comes.
+   */
+  prefetch?: (msg: DeltaAnnounce) => void;
   log: (line: string) => void;
 }
 
@@ -66,7 +71,8 @@ export class DeltaGate {
     if (
       (barred !== undefined && msg.round >= barred) || msg.round > current + 1
     ) return;
-    if (!this.#book.isFirst(msg)) {
+    const repeat = this.#book.isFirst(msg);
+    if (!repeat) {
       const { chain, spec } = this.#o;
       if (!(await signedByAccount(chain.domain, msg, spec))) {
         this.#o.ledger.refuseDelta(msg, "bad-signature");
@@ -76,6 +82,7 @@ export class DeltaGate {
     const twin = this.#book.note(msg, current);
     if (!twin) {
       this.#o.feed({ type: "delta", msg });
+      if (!repeat) this.#o.prefetch?.(msg);
       return;
     }
     this.#o.log(

@@ -11,6 +11,7 @@ function gate(round: number) {
   const ledger = new RoundLedger(SPEC, 10);
   const fed: RoundEvent[] = [];
   const forgotten: string[] = [];
+  const prefetched: DeltaAnnounce[] = [];
   const state = { round };
   const g = new DeltaGate({
     spec: SPEC,
@@ -19,9 +20,10 @@ function gate(round: number) {
     ledger,
     state: () => state,
     feed: (e) => fed.push(e),
+    prefetch: (msg) => prefetched.push(msg),
     log: () => {},
   });
-  return { g, chain, ledger, fed, forgotten, state };
+  return { g, chain, ledger, fed, forgotten, prefetched, state };
 }
 
 const delta = (over: Partial<DeltaAnnounce> = {}) =>
@@ -52,6 +54,8 @@ Deno.test("DeltaGate feeds signed deltas and refuses forged ones", async () => {
   // Past the machine's next round: not judged, not fed.
   await t.g.check(await delta({ round: 5 }));
   assert.equal(t.fed.length, 2);
+  // Fetched once, as soon as it is fed: not on a repeat, not when refused.
+  assert.deepEqual(t.prefetched, [good]);
 });
 
 Deno.test("DeltaGate: equivocation is refused, its account ignored, and slashed once the round closes", async () => {

@@ -234,6 +234,7 @@ export class RoundTrainer {
       );
     }
     this.#busy = true;
+    let endSteps = () => {};
     try {
       const { params: start, moments } = p;
       if (start || moments) {
@@ -243,6 +244,9 @@ export class RoundTrainer {
           return Promise.resolve();
         });
       }
+      // Work that can wait (evaluations, audit replays) runs after the
+      // steps, in the wait for the other peers' deltas.
+      endSteps = this.#queue.beginSteps();
       const bounds = new Set(segmentBounds(steps));
       let lossSum = 0, trainMs = 0, shiftedAt: number | null = null;
       const atBound = async (h: number) => {
@@ -251,7 +255,9 @@ export class RoundTrainer {
       };
       for (let h = 0; h < steps; h++) {
         if (p.hold && h === p.hold.beforeStep) {
+          endSteps();
           await untilOrAborted(p.hold.until, p.signal);
+          endSteps = this.#queue.beginSteps();
         }
         if (bounds.has(h)) await atBound(h);
         // Each step holds the trainer alone, so an evaluation may run
@@ -297,6 +303,7 @@ export class RoundTrainer {
         shiftedAt,
       };
     } finally {
+      endSteps();
       this.#busy = false;
     }
   }
@@ -304,8 +311,9 @@ export class RoundTrainer {
   /**
    * Held-out loss of `params` (e.g. a committed checkpoint's) on fixed
    * validation batches, the same for every peer and round, so losses
-   * compare. Safe to call while a round trains: it runs between two steps
-   * and puts the working parameters back. More `batches` than the
+   * compare. Safe to call while a round trains: it runs once the round's
+   * steps are done ({@linkcode afterSteps}) and puts the working parameters
+   * back. More `batches` than the
    * {@linkcode VAL_BATCHES} peers report give a benchmark a finer measure;
    * the first VAL_BATCHES are the same either way.
    */
@@ -317,7 +325,7 @@ export class RoundTrainer {
         ),
       );
     }
-    return this.exclusive(async () => {
+    return this.afterSteps(async () => {
       const working = await this.#trainer.readParams();
       try {
         this.#trainer.setParams(params);
@@ -384,6 +392,16 @@ export class RoundTrainer {
    */
   exclusive<T>(task: () => Promise<T>): Promise<T> {
     return this.#queue.run(task);
+  }
+
+  /**
+   * Runs `task` like {@linkcode exclusive}, but once the round training
+   * now, if one is, has taken its steps (ComputeQueue `afterSteps`): for
+   * work that can wait, so it fills the wait for the other peers' deltas
+   * rather than delaying this peer's own.
+   */
+  afterSteps<T>(task: () => Promise<T>): Promise<T> {
+    return this.#queue.afterSteps(task);
   }
 
   /**

@@ -89,7 +89,7 @@ Deno.test("RoundTrainer: the same inputs give bit-identical params (wasm, 2 thre
   assert(a[1].loss < a[0].loss);
 });
 
-Deno.test("RoundTrainer: evalLoss between steps leaves the round unchanged", async () => {
+Deno.test("RoundTrainer: evalLoss asked mid-round runs after the round's steps and leaves it unchanged", async () => {
   const dataset = await fixture.textDataset();
   const spec = fixture.tinySpec(dataset);
   const make = () => fixture.jsRoundTrainer(spec, dataset);
@@ -101,17 +101,26 @@ Deno.test("RoundTrainer: evalLoss between steps leaves the round unchanged", asy
   });
   const trainer = make();
   const expected = await trainer.evalLoss(start);
-  const between: Promise<number>[] = [];
+  const between: Promise<{ loss: number; stepsBefore: number }>[] = [];
+  let steps = 0;
   const interrupted = await trainer.trainRound({
     round: 0,
     params: start,
     chunks: [],
-    // As when a commit for another round arrives mid-training: each runs
-    // before the next step.
-    onStep: () => between.push(trainer.evalLoss(start)),
+    // As when a commit for another round arrives mid-training: each waits
+    // for the round's last step, so it does not hold the round back.
+    onStep: () => {
+      steps++;
+      between.push(
+        trainer.evalLoss(start).then((loss) => ({ loss, stepsBefore: steps })),
+      );
+    },
   });
   assert.equal(between.length, fixture.H);
-  for (const loss of await Promise.all(between)) assert.equal(loss, expected);
+  for (const { loss, stepsBefore } of await Promise.all(between)) {
+    assert.equal(loss, expected);
+    assert.equal(stepsBefore, fixture.H);
+  }
   assert(fixture.sameBits(interrupted.params, plain.params));
   assert.equal(interrupted.loss, plain.loss);
 });

@@ -29,7 +29,11 @@ export interface PeerAuditsOptions {
   account: LocalAccount;
   trainer: Pick<
     RoundTrainer,
-    "dataset" | "createTrainer" | "exclusive" | "parameterCount"
+    | "dataset"
+    | "createTrainer"
+    | "exclusive"
+    | "afterSteps"
+    | "parameterCount"
   >;
   blobs: BlobGetter;
   blocks: Pick<RoundBlocks, "delete">;
@@ -61,6 +65,14 @@ export function peerAudits(
     createTrainer: trainer.createTrainer,
     state: (cid, peer) => work.state(cid, peer),
     exclusive: (task) => trainer.exclusive(task),
+    // The audits of round r are due while round r + 1 trains: its steps
+    // go first, and the replay fills the wait for round r + 1's deltas. A
+    // replay later than that (a retry, a peer behind) goes between steps,
+    // so every peer still convicts in time (CONVICTION_LAG).
+    afterSteps: (task, round) =>
+      o.state().round <= round + 1
+        ? trainer.afterSteps(task)
+        : trainer.exclusive(task),
   });
   const duty = new AuditDuty({
     jobId,

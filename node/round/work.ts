@@ -111,6 +111,10 @@ export class RoundWork {
       ledger: o.ledger,
       state: o.state,
       feed: o.feed,
+      // A delta that cannot be fetched or read is left out where it is
+      // used, with its reason.
+      prefetch: (msg) =>
+        void this.#deltas.read(msg, [msg.peer]).catch(() => {}),
       log: o.log,
     });
     this.#blobs = new BlobGetter(
