@@ -35,7 +35,18 @@ import type { AuditCheck } from "./messages.ts";
 
 /** What an {@linkcode AuditBook} tells its peer to do. */
 export type AuditAction =
-  | { type: "replay"; round: number; account: string; segment: number }
+  | {
+    type: "replay";
+    round: number;
+    account: string;
+    segment: number;
+    /**
+     * Another member has failed the segment already: a conviction may wait
+     * on this verdict, so the replay goes first, not after the peer's own
+     * steps.
+     */
+    urgent: boolean;
+  }
   | {
     type: "sign";
     round: number;
@@ -189,6 +200,7 @@ export class AuditBook {
       round: c.round,
       account: c.account,
       segment: c.segment,
+      urgent: c.failures.size > 0,
     }];
   }
 

@@ -6,14 +6,14 @@ const ME = "0xMe", A = "0xaaa", B = "0xbbb", C = "0xccc";
 Deno.test("AuditBook replays the drawn segment once, drawn for it or told of a failure there", () => {
   const book = new AuditBook(ME, 2);
   assert.deepEqual(book.planned(3, A, 5, true, 4), [
-    { type: "replay", round: 3, account: "0xaaa", segment: 5 },
+    { type: "replay", round: 3, account: "0xaaa", segment: 5, urgent: false },
   ]);
   assert.deepEqual(book.planned(3, A, 5, true, 4), []);
   assert.deepEqual(book.failed(3, A, 5, B, 4), [], "already replaying");
   // Not drawn for round 4: only a member's failure there starts a replay.
   assert.deepEqual(book.planned(4, A, 9, false, 4), []);
   assert.deepEqual(book.failed(4, A, 9, B, 4), [
-    { type: "replay", round: 4, account: "0xaaa", segment: 9 },
+    { type: "replay", round: 4, account: "0xaaa", segment: 9, urgent: true },
   ]);
 });
 
@@ -59,7 +59,7 @@ Deno.test("AuditBook: a colluder's notice on another segment cannot pre-empt the
   // before this peer has drawn the plan: it waits, then does not count.
   assert.deepEqual(book.failed(3, A, 0, B, 4), []);
   assert.deepEqual(book.planned(3, A, 7, true, 4), [
-    { type: "replay", round: 3, account: "0xaaa", segment: 7 },
+    { type: "replay", round: 3, account: "0xaaa", segment: 7, urgent: false },
   ]);
   // After the plan, an off-plan verdict neither counts nor replays.
   assert.deepEqual(book.failed(3, A, 2, C, 4), []);
@@ -72,7 +72,7 @@ Deno.test("AuditBook counts verdicts that came before the plan when they name it
   book.failed(3, A, 7, B, 4);
   book.failed(3, A, 7, C, 4);
   assert.deepEqual(book.planned(3, A, 7, false, 4), [
-    { type: "replay", round: 3, account: "0xaaa", segment: 7 },
+    { type: "replay", round: 3, account: "0xaaa", segment: 7, urgent: true },
     { type: "convict", round: 3, account: "0xaaa" },
   ]);
 });

@@ -121,6 +121,11 @@ export interface SegmentAudit {
   segment: number;
   /** C(round)'s parameters. */
   parent: Float32Array;
+  /**
+   * Others have failed the segment already (AuditBook's `urgent`): the
+   * replay runs between the peer's steps, not after them.
+   */
+  urgent?: boolean;
 }
 
 /** Re-executes committed segments of other peers' rounds. */
@@ -195,11 +200,14 @@ export class Auditor {
       ? (a.segment === 0 ? start : await fetch(0))
       : null;
     const claimed = parseCid(record.states[a.segment + 1]).multihash.digest;
-    const afterSteps = this.#o.afterSteps ?? ((task) => task());
-    const replay = await afterSteps(async () => {
+    const replayTask = async () => {
       const { end, batch } = await this.#replay(a, start, from, to, zero);
       return { end, batch, exact: sameBytes(stateHash(end), claimed) };
-    }, msg.round);
+    };
+    const { afterSteps, exclusive } = this.#o;
+    const replay = a.urgent
+      ? await (exclusive ? exclusive(replayTask) : replayTask())
+      : await (afterSteps ? afterSteps(replayTask, msg.round) : replayTask());
     const { end, batch, exact } = replay;
     let drift = 0;
     let committedEnd: TrainingState | null = null;

@@ -207,7 +207,7 @@ export class AuditDuty {
       if (!work) continue;
       switch (a.type) {
         case "replay":
-          await this.#replay(work, a.segment);
+          await this.#replay(work, a.segment, a.urgent);
           break;
         case "sign":
           await this.#held.sign(work, a.segment, a.check);
@@ -231,11 +231,15 @@ export class AuditDuty {
   }
 
   /** This peer's verdict on `work`'s `segment`, and what follows from it. */
-  #replay(work: DeltaAnnounce, segment: number): Promise<unknown> {
+  #replay(
+    work: DeltaAnnounce,
+    segment: number,
+    urgent: boolean,
+  ): Promise<unknown> {
     const key = verdictKey(work.round, work.account);
     let verdict = this.#verdicts.get(key);
     if (!verdict) {
-      verdict = this.#judge(work, segment);
+      verdict = this.#judge(work, segment, urgent);
       this.#verdicts.set(key, verdict);
       forgetBefore(this.#verdicts, work.round - KEEP_AUDIT_ROUNDS);
       return verdict.then((v) =>
@@ -263,6 +267,7 @@ export class AuditDuty {
   async #judge(
     work: DeltaAnnounce,
     segment: number,
+    urgent: boolean,
   ): Promise<AuditVerdict | null> {
     const { log, ledger } = this.#o;
     const { round, peer } = work;
@@ -274,7 +279,9 @@ export class AuditDuty {
     for (;;) {
       if (this.#o.stopped()) return null;
       // One attempt at a time in the queue; the waits between are not.
-      const attempt = await this.#serial(() => this.#attempt(work, segment));
+      const attempt = await this.#serial(() =>
+        this.#attempt(work, segment, urgent)
+      );
       if (this.#o.stopped()) return null;
       if (!(attempt instanceof Error)) {
         verdict = attempt;
@@ -345,6 +352,7 @@ export class AuditDuty {
   async #attempt(
     work: DeltaAnnounce,
     segment: number,
+    urgent: boolean,
   ): Promise<AuditVerdict | WorkRecordUnserved | StateUnserved> {
     try {
       return await this.#o.auditor.audit({
@@ -352,6 +360,7 @@ export class AuditDuty {
         record: await this.#o.record(work),
         segment,
         parent: await this.#o.parent(work.parent),
+        urgent,
       });
     } catch (err) {
       if (err instanceof WorkRecordUnserved || err instanceof StateUnserved) {

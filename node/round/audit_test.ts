@@ -174,6 +174,13 @@ Deno.test("audit: the replay is one task that can wait for the peer's own steps;
     `${bounds[segment + 1] - bounds[segment]} steps`,
     "between steps",
   ]);
+  // Others failed it already: a conviction may wait on it, so it goes
+  // between the peer's steps too.
+  tasks.length = 0;
+  assert.ok(
+    (await a.audit({ ...honest, segment, parent, urgent: true })).passed,
+  );
+  assert.deepEqual(tasks, ["between steps", "between steps"]);
 });
 
 Deno.test("audit: an honest round checked on another kernel build passes within the tolerance", async () => {

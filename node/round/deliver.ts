@@ -11,7 +11,7 @@ import {
   encodeWorkRecord,
   trajectoryRoot,
 } from "../../protocol/work_record.ts";
-import type { TrainRoundResult } from "./inner_loop.ts";
+import type { TrainRoundResult } from "./round_io.ts";
 import type { JobSpec } from "../../protocol/job_spec.ts";
 import type { RoundState } from "../../protocol/round_state.ts";
 import type { DeltaChoice, RoundBehaviour } from "./behaviour.ts";

@@ -34,6 +34,7 @@ import type { JobSpec } from "../../protocol/job_spec.ts";
 import { parameterCount } from "../../protocol/round_checkpoint.ts";
 import type { TrainingState } from "../../protocol/state_hash.ts";
 import { segmentBounds } from "../../protocol/work_record.ts";
+import type { TrainRoundParams, TrainRoundResult } from "./round_io.ts";
 
 /** Fixed validation batches behind every reported held-out loss. */
 export const VAL_BATCHES = 4;
@@ -58,80 +59,6 @@ export interface RoundTrainerOptions {
    * time, leaving the machine to its owner's other work.
    */
   dutyCycle?: number;
-}
-
-/** Reported after every inner step of a round. */
-export interface RoundStepInfo {
-  round: number;
-  /** 1-based inner step within the round, 1..H. */
-  step: number;
-  /** Step of the learning-rate schedule: round·H + step. */
-  scheduleStep: number;
-  /** Time the step took, ms, the rest after it (`dutyCycle`) included. */
-  ms: number;
-  loss: number;
-  lr: number;
-  gradNorm: number;
-}
-
-/** Inputs of {@linkcode RoundTrainer.trainRound}. */
-export interface TrainRoundParams {
-  round: number;
-  /**
-   * C(r)'s parameters, flat in the model's spec order (not modified), or
-   * null to go on from the trainer's own (training a round ahead).
-   */
-  params: Float32Array | null;
-  /**
-   * AdamW moments to load with `params` (the trainer's own when not
-   * given): a round restarted after dropped steps begins where they did.
-   */
-  moments?: AdamWMoments;
-  /**
-   * Dataset chunk indices assigned to this peer this round (indices into
-   * `dataset.chunks`, not into the training list: map assignment output
-   * through {@linkcode RoundTrainer.trainChunks}). Empty: all training
-   * chunks.
-   */
-  chunks: readonly number[];
-  onStep?: (info: RoundStepInfo) => void;
-  /**
-   * Inner steps to take, 1..H; H when not given. A peer slower than most
-   * takes fewer (protocol/inner_steps.ts).
-   */
-  steps?: number;
-  /** Stops training between steps, rejecting with its reason. */
-  signal?: AbortSignal;
-  /**
-   * Asked at each segment bound (`segmentBounds`), the last included: a
-   * vector to add to the parameters, or null. How a round trained ahead
-   * moves onto its checkpoint once that is known; only at bounds, so every
-   * committed segment is plain steps an auditor can re-run.
-   */
-  shift?: () => Float32Array | null;
-  /**
-   * Handed the training state at each segment bound, after any shift
-   * there: step 0 before the first step, H after the last. The arrays are
-   * copies, the callee's to keep.
-   */
-  onState?: (state: TrainingState) => Promise<void> | void;
-  /** Waits for `until` before step `beforeStep` (0-based) is taken. */
-  hold?: { beforeStep: number; until: Promise<unknown> };
-}
-
-/** What one round of local training produced. */
-export interface TrainRoundResult {
-  /** θ_local after the round's steps (a copy, safe to keep). */
-  params: Float32Array;
-  /** Tokens trained on: steps × batchSize × contextLength. */
-  tokens: number;
-  /** Mean training loss over the round's steps. */
-  loss: number;
-  /** Time spent inside training steps only, ms. */
-  trainMs: number;
-  steps: number;
-  /** The step before which a shift was applied, or null for none. */
-  shiftedAt: number | null;
 }
 
 /** Runs the inner steps of every round of one job on one peer. */

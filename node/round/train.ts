@@ -40,7 +40,8 @@ import type { Progress } from "../p2p/gossip_service.ts";
 import type { DeltaChoice, RoundBehaviour } from "./behaviour.ts";
 import { deliverDelta, type Trained, type TrainedDelta } from "./deliver.ts";
 import type { RoundLedger } from "./ledger.ts";
-import type { RoundTrainer, TrainRoundParams } from "./inner_loop.ts";
+import type { RoundTrainer } from "./inner_loop.ts";
+import type { TrainRoundParams } from "./round_io.ts";
 
 export type { TrainedDelta };
 
