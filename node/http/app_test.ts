@@ -1,6 +1,6 @@
 import { deepStrictEqual, strictEqual } from "node:assert";
 import { createApp, MAX_RPC_BODY_BYTES, type NodeInfoSource } from "./app.ts";
-import { BlobFetchError } from "../p2p/blob_service.ts";
+import { BlobFetchError } from "../p2p/blob_fetch.ts";
 import type { FetchReport } from "../p2p/blob_pull.ts";
 import { fakeSource, PEERS, STATUS } from "./_fixtures.ts";
 

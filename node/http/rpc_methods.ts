@@ -6,7 +6,7 @@
  * @module
  */
 import { SafetensorsError } from "../../kernels/safetensors.ts";
-import { BlobFetchError } from "../p2p/blob_service.ts";
+import { BlobFetchError } from "../p2p/blob_fetch.ts";
 import { InvalidParamsError, type JsonRpcMethods } from "./jsonrpc.ts";
 import {
   BlobUnavailableError,

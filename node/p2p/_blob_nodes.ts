@@ -8,12 +8,11 @@ import assert from "node:assert/strict";
 import { randomBytes } from "node:crypto";
 import { join } from "node:path";
 import { generateKeyPair } from "@libp2p/crypto/keys";
+import { peerIdFromPrivateKey } from "@libp2p/peer-id";
+import { multiaddr } from "@multiformats/multiaddr";
 import { type CID, cidForBytes } from "../../protocol/cid.ts";
-import {
-  BlobFetchError,
-  BlobService,
-  type BlobServiceOptions,
-} from "./blob_service.ts";
+import { BlobFetchError } from "./blob_fetch.ts";
+import { BlobService, type BlobServiceOptions } from "./blob_service.ts";
 import { Blockstore } from "../store/blockstore.ts";
 import { createHost, type Host } from "./host.ts";
 
@@ -110,4 +109,29 @@ export function frame(body: unknown): Uint8Array {
   new DataView(out.buffer).setUint32(0, bytes.byteLength);
   out.set(bytes, 4);
   return out;
+}
+
+/**
+ * Runs `fn` with a peer id that `node` dials at a TCP listener that
+ * accepts and never speaks: a provider gone silent.
+ */
+export async function withSilentPeer(
+  node: TestNode,
+  fn: (silent: string, accepted: () => number) => Promise<void>,
+): Promise<void> {
+  const listener = Deno.listen({ hostname: "127.0.0.1", port: 0 });
+  const held: Deno.Conn[] = [];
+  const accepting = (async () => {
+    for await (const conn of listener) held.push(conn);
+  })();
+  try {
+    const silent = peerIdFromPrivateKey(await generateKeyPair("Ed25519"));
+    const addr = multiaddr(`/ip4/127.0.0.1/tcp/${listener.addr.port}`);
+    await node.host.peerStore.merge(silent, { multiaddrs: [addr] });
+    await fn(`${silent}`, () => held.length);
+  } finally {
+    listener.close();
+    for (const conn of held) conn.close();
+    await accepting.catch(() => {});
+  }
 }

@@ -42,6 +42,11 @@ export interface FetchOptions {
    * a manifest, does not download gigabytes a liar claims it is.
    */
   maxBytes?: number;
+  /**
+   * Gives up after this long. With more than one provider, each must
+   * answer within its share of the time left while others are untried.
+   */
+  timeoutMs?: number;
   /** Called after each chunk lands on disk. */
   onProgress?: (received: number, size: number, peer: string) => void;
 }
@@ -70,10 +75,13 @@ export async function pullBlob(
   options: FetchOptions,
 ): Promise<void> {
   const signal = options.signal;
-  const stream = await ctx.host.dialProtocol(
-    peerIdFromString(peer),
-    BLOB_PROTOCOL,
-    { signal: anySignal(signal, ctx.headerTimeoutMs) },
+  const dialSignal = anySignal(signal, ctx.headerTimeoutMs);
+  const stream = await settledFirst(
+    ctx.host.dialProtocol(peerIdFromString(peer), BLOB_PROTOCOL, {
+      signal: dialSignal,
+    }),
+    dialSignal,
+    (late) => late.abort(new Error("the fetch gave up before the stream")),
   );
   try {
     const reader = new StreamReader(stream, { highWaterMark: 4 << 20 });
@@ -166,6 +174,27 @@ export class RestartDownload extends NodeError {
 
 /** A provider could not serve this fetch; the next one is tried. */
 export class PeerRefused extends NodeError {}
+
+/**
+ * `promise`'s value, or `signal`'s reason as soon as it aborts: libp2p
+ * may go on dialing a silent peer well past an aborted signal. A value
+ * that comes too late is handed to `discard`.
+ */
+function settledFirst<T>(
+  promise: Promise<T>,
+  signal: AbortSignal,
+  discard: (late: T) => void,
+): Promise<T> {
+  return new Promise<T>((resolve, reject) => {
+    const quit = () => reject(signal.reason);
+    if (signal.aborted) quit();
+    signal.addEventListener("abort", quit, { once: true });
+    promise.then(
+      (value) => signal.aborted ? discard(value) : resolve(value),
+      reject,
+    ).finally(() => signal.removeEventListener("abort", quit));
+  });
+}
 
 /** `signal` (if any) or a timeout of `ms`, whichever aborts first. */
 export function anySignal(

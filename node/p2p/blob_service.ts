@@ -1,4 +1,9 @@
-import { NodeError } from "../errors.ts";
+/**
+ * The blob protocol `/zoo/blob/1.0.0` on a node: serving its blockstore,
+ * and fetching from peers through {@linkcode BlobFetches}.
+ *
+ * @module
+ */
 import type { Libp2p, Stream } from "@libp2p/interface";
 import type { CID } from "multiformats/cid";
 import { createHash } from "node:crypto";
@@ -10,19 +15,10 @@ import {
   parseBlobRequest,
   servedRange,
 } from "../../protocol/blob_messages.ts";
-import { cidToString, parseCid } from "../../protocol/cid.ts";
-import {
-  BlockCorruptError,
-  type Blockstore,
-  type PartialBlock,
-} from "../store/blockstore.ts";
-import {
-  type FetchOptions,
-  type FetchReport,
-  PeerRefused,
-  pullBlob,
-  RestartDownload,
-} from "./blob_pull.ts";
+import { parseCid } from "../../protocol/cid.ts";
+import type { Blockstore } from "../store/blockstore.ts";
+import { BlobFetches } from "./blob_fetch.ts";
+import type { FetchOptions, FetchReport } from "./blob_pull.ts";
 import {
   readJsonFrame,
   StreamReader,
@@ -57,28 +53,6 @@ export interface BlobStats {
   fetchedBytes: number;
 }
 
-/** What happened with each provider during one fetch. */
-
-/** Options of one fetch. */
-
-/** No provider could deliver the blob. */
-export class BlobFetchError extends NodeError {
-  readonly cid: string;
-  readonly report: FetchReport;
-  constructor(cid: string, report: FetchReport) {
-    const reasons = Object.entries(report.failed)
-      .map(([p, why]) => `${p}: ${why}`).join("; ");
-    super(
-      `Cannot fetch blob ${cid} as no provider delivered it (${
-        reasons || "no providers"
-      })`,
-    );
-    this.name = "BlobFetchError";
-    this.cid = cid;
-    this.report = report;
-  }
-}
-
 type Host = Pick<Libp2p, "handle" | "unhandle" | "dialProtocol">;
 
 /**
@@ -100,8 +74,7 @@ export class BlobService {
   readonly #store: Blockstore;
   readonly #opts: Required<BlobServiceOptions>;
   #active = 0;
-  /** Fetches in progress by CID, so concurrent callers share one transfer. */
-  readonly #inflight = new Map<string, Promise<FetchReport>>();
+  readonly #fetches: BlobFetches;
 
   constructor(host: Host, store: Blockstore, options: BlobServiceOptions) {
     this.#host = host;
@@ -113,6 +86,14 @@ export class BlobService {
       idleTimeoutMs: 15_000,
       ...options,
     };
+    this.#fetches = new BlobFetches({
+      host,
+      store,
+      headerTimeoutMs: this.#opts.headerTimeoutMs,
+      idleTimeoutMs: this.#opts.idleTimeoutMs,
+      maxBlobBytes: this.#opts.maxBlobBytes,
+      stats: this.stats,
+    });
   }
 
   /** Registers the protocol handler. */
@@ -194,148 +175,16 @@ export class BlobService {
   }
 
   /**
-   * Fetches a blob into the local blockstore, trying `providers` (peer id
-   * strings) in order. A provider that fails mid-transfer is left and the
-   * next one resumes from the same byte; one whose bytes do not hash to the
-   * CID is marked bad and never asked again in this fetch.
+   * Fetches a blob into the local blockstore from `providers` (peer id
+   * strings): see {@linkcode BlobFetches.fetch}.
    */
   fetch(
     cid: CID,
     providers: string[],
     options: FetchOptions = {},
   ): Promise<FetchReport> {
-    const { maxBytes } = options;
-    if (maxBytes !== undefined && !(maxBytes >= 0)) {
-      // NaN would compare false against every size: no limit at all.
-      return Promise.reject(
-        new RangeError(
-          `Cannot fetch with maxBytes ${maxBytes}: expected a number >= 0`,
-        ),
-      );
-    }
-    const key = cidToString(cid);
-    const running = this.#inflight.get(key);
-    if (running) return running;
-    const job = this.#fetch(cid, providers, options).finally(() =>
-      this.#inflight.delete(key)
-    );
-    this.#inflight.set(key, job);
-    return job;
+    return this.#fetches.fetch(cid, providers, options);
   }
-
-  async #fetch(
-    cid: CID,
-    providers: string[],
-    options: FetchOptions,
-  ): Promise<FetchReport> {
-    const key = cidToString(cid);
-    const report: FetchReport = {
-      cid: key,
-      size: 0,
-      bytesFrom: {},
-      bad: [],
-      failed: {},
-      local: false,
-    };
-    const localSize = await this.#store.size(cid);
-    if (localSize !== null) {
-      // A block that rotted on disk is not "already stored": verify deletes
-      // it, and it is fetched again like any missing block.
-      if (await this.#store.verify(cid)) {
-        return { ...report, size: localSize, local: true };
-      }
-      this.stats.corruptLocal++;
-    }
-    const order = [...new Set(providers)];
-    const failures = new Map<string, number>();
-    // Peers whose bytes went into a transfer that later failed its hash
-    // check together with other peers' bytes: one of them lied, so each is
-    // retried alone before anyone is trusted with a shared transfer again.
-    const suspects = new Set<string>();
-    let partial: PartialBlock | undefined;
-    let contributors = new Set<string>();
-    // Fewest failures first (a stable sort keeps the caller's order among
-    // equals), so a peer that just failed is retried only after the others.
-    const eligible = () =>
-      order.filter((p) =>
-        !report.bad.includes(p) && (failures.get(p) ?? 0) < MAX_TRIES
-      ).sort((a, b) => (failures.get(a) ?? 0) - (failures.get(b) ?? 0));
-    try {
-      while (true) {
-        options.signal?.throwIfAborted();
-        const candidates = eligible();
-        if (candidates.length === 0) throw new BlobFetchError(key, report);
-        const clean = candidates.filter((p) => !suspects.has(p));
-        const peer = clean[0] ?? candidates[0];
-        if (suspects.has(peer) && partial && partial.offset > 0) {
-          await partial.truncate();
-          contributors = new Set();
-        }
-        const pull = { partial };
-        const before = partial?.offset ?? 0;
-        try {
-          await pullBlob(
-            {
-              host: this.#host,
-              store: this.#store,
-              headerTimeoutMs: this.#opts.headerTimeoutMs,
-              idleTimeoutMs: this.#opts.idleTimeoutMs,
-              maxBlobBytes: this.#opts.maxBlobBytes,
-              stats: this.stats,
-            },
-            cid,
-            peer,
-            pull,
-            report,
-            options,
-          );
-        } catch (err) {
-          options.signal?.throwIfAborted();
-          if (err instanceof RestartDownload) continue;
-          // A refusal is an answer; a reset or a stall may pass, so such a
-          // peer gets one more chance.
-          const count = err instanceof PeerRefused ? MAX_TRIES : 1;
-          failures.set(peer, (failures.get(peer) ?? 0) + count);
-          report.failed[peer] = errorText(err);
-          continue;
-        } finally {
-          partial = pull.partial;
-          if ((partial?.offset ?? 0) > before) contributors.add(peer);
-        }
-        if (!partial) {
-          throw new Error("unreachable: a pull ended without a partial");
-        }
-        try {
-          await partial.commit();
-          partial = undefined;
-          this.stats.fetched++;
-          return report;
-        } catch (err) {
-          if (!(err instanceof BlockCorruptError)) throw err;
-          if (contributors.size === 1) {
-            report.bad.push(peer);
-            report.failed[peer] = "sent bytes that do not match the CID";
-          } else {
-            for (const p of contributors) suspects.add(p);
-          }
-          contributors = new Set();
-          suspects.delete(peer);
-        }
-      }
-    } finally {
-      await partial?.close();
-      // Bytes that arrived are kept for a resume; an empty part file that
-      // no later fetch may ever claim is not.
-      if (partial?.offset === 0) await this.#store.discardPartial(cid);
-    }
-  }
-}
-
-/** Failed attempts after which a provider is not asked again in a fetch. */
-const MAX_TRIES = 2;
-
-function errorText(err: unknown): string {
-  return err instanceof Error ? err.message : String(err);
 }
 
 function equalBytes(a: Uint8Array, b: Uint8Array): boolean {

@@ -1,8 +1,5 @@
 import assert from "node:assert/strict";
 import { join } from "node:path";
-import { generateKeyPair } from "@libp2p/crypto/keys";
-import { peerIdFromPrivateKey } from "@libp2p/peer-id";
-import { multiaddr } from "@multiformats/multiaddr";
 import { BLOB_PROTOCOL } from "../../protocol/blob_messages.ts";
 import { cidForBytes, cidToString } from "../../protocol/cid.ts";
 import { readJsonFrame, StreamReader, writeAll } from "./stream_io.ts";
@@ -17,6 +14,7 @@ import {
   tmpFiles,
   until,
   withNodes,
+  withSilentPeer,
 } from "./_blob_nodes.ts";
 
 Deno.test("fetch: 5 MiB from one provider, verified", LIBP2P, async () => {
@@ -203,29 +201,16 @@ Deno.test("fetch: refusals fall over, then fail", LIBP2P, async () => {
 });
 
 Deno.test("fetch: a silent provider times out", LIBP2P, async () => {
-  // A TCP listener that accepts and never speaks, posing as a peer.
-  const listener = Deno.listen({ hostname: "127.0.0.1", port: 0 });
-  const held: Deno.Conn[] = [];
-  const accepting = (async () => {
-    for await (const conn of listener) held.push(conn);
-  })();
-  try {
-    await withNodes([{ headerTimeoutMs: 500 }, {}], async ([fetcher, ok]) => {
-      const silent = peerIdFromPrivateKey(await generateKeyPair("Ed25519"));
-      const addr = multiaddr(`/ip4/127.0.0.1/tcp/${listener.addr.port}`);
-      await fetcher.host.peerStore.merge(silent, { multiaddrs: [addr] });
+  await withNodes([{ headerTimeoutMs: 500 }, {}], async ([fetcher, ok]) => {
+    await withSilentPeer(fetcher, async (silent) => {
       const bytes = random(100_000);
       const cid = await putBlob(bytes, ok);
-      const report = await fetcher.blobs.fetch(cid, [`${silent}`, ok.id]);
+      const report = await fetcher.blobs.fetch(cid, [silent, ok.id]);
       await assertStored(fetcher, cid, bytes);
-      assert.match(report.failed[`${silent}`], /timeout/);
+      assert.match(report.failed[silent], /timeout/);
       assert.deepEqual(report.bytesFrom, { [ok.id]: bytes.byteLength });
     });
-  } finally {
-    listener.close();
-    for (const conn of held) conn.close();
-    await accepting.catch(() => {});
-  }
+  });
 });
 
 Deno.test("fetch: size limits on both sides", LIBP2P, async () => {
@@ -278,25 +263,6 @@ Deno.test(
     });
   },
 );
-
-Deno.test("fetch: concurrent calls share one transfer", LIBP2P, async () => {
-  await withNodes([{}, {}], async ([fetcher, provider]) => {
-    const bytes = random(3 * MiB);
-    const cid = await putBlob(bytes, provider);
-    const first = fetcher.blobs.fetch(cid, [provider.id]);
-    const second = fetcher.blobs.fetch(cid, [provider.id]);
-    assert.equal(first, second);
-    const [a, b] = await Promise.all([first, second]);
-    assert.equal(a, b);
-    await assertStored(fetcher, cid, bytes);
-    assert.equal(fetcher.blobs.stats.fetched, 1);
-    assert.equal(fetcher.blobs.stats.fetchedBytes, bytes.byteLength);
-    await until(() => provider.blobs.stats.served === 1, "served");
-    assert.equal(provider.blobs.stats.servedBytes, bytes.byteLength);
-    // Once done, a new call is a new (local) answer.
-    assert.equal((await fetcher.blobs.fetch(cid, [provider.id])).local, true);
-  });
-});
 
 Deno.test(
   "fetch: a local copy that rotted is not 'already stored': it is counted, deleted and fetched again",

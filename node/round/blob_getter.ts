@@ -81,11 +81,9 @@ export class BlobGetter {
       );
     }
     if (size === null) {
-      const signal = want.timeoutMs === undefined
-        ? this.signal
-        : AbortSignal.any([AbortSignal.timeout(want.timeoutMs), this.signal]);
       await this.fetcher.fetch(cid, want.providers, {
-        signal,
+        signal: this.signal,
+        timeoutMs: want.timeoutMs,
         maxBytes: want.maxBytes,
       });
     }

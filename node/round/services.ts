@@ -30,12 +30,13 @@ export interface RoundBlocks {
 export interface BlobFetcher {
   /**
    * Fetches `cid` from `providers` (every connected peer when not given),
-   * refusing more than `maxBytes`; rejects when `signal` aborts.
+   * refusing more than `maxBytes`; rejects when `signal` aborts or after
+   * `timeoutMs`.
    */
   fetch(
     cid: string,
     providers: string[] | undefined,
-    options: { signal: AbortSignal; maxBytes: number },
+    options: { signal: AbortSignal; timeoutMs?: number; maxBytes: number },
   ): Promise<unknown>;
 }
 

@@ -7,7 +7,7 @@
  *
  * @module
  */
-import { BlobFetchError } from "../p2p/blob_service.ts";
+import { BlobFetchError } from "../p2p/blob_fetch.ts";
 import {
   decodeRoundCheckpoint,
   roundCheckpointMaxBytes,

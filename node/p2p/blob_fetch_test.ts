@@ -1,0 +1,124 @@
+import assert from "node:assert/strict";
+import {
+  assertStored,
+  LIBP2P,
+  MiB,
+  putBlob,
+  random,
+  sleep,
+  until,
+  withNodes,
+  withSilentPeer,
+} from "./_blob_nodes.ts";
+
+Deno.test("fetch: concurrent calls share one transfer", LIBP2P, async () => {
+  await withNodes([{}, {}], async ([fetcher, provider]) => {
+    const bytes = random(3 * MiB);
+    const cid = await putBlob(bytes, provider);
+    const first = fetcher.blobs.fetch(cid, [provider.id]);
+    const second = fetcher.blobs.fetch(cid, [provider.id]);
+    const [a, b] = await Promise.all([first, second]);
+    assert.equal(a, b);
+    await assertStored(fetcher, cid, bytes);
+    assert.equal(fetcher.blobs.stats.fetched, 1);
+    assert.equal(fetcher.blobs.stats.fetchedBytes, bytes.byteLength);
+    await until(() => provider.blobs.stats.served === 1, "served");
+    assert.equal(provider.blobs.stats.servedBytes, bytes.byteLength);
+    // Once done, a new call is a new (local) answer.
+    assert.equal((await fetcher.blobs.fetch(cid, [provider.id])).local, true);
+  });
+});
+
+Deno.test(
+  "fetch: a silent provider has its share of the caller's time, not all of it",
+  LIBP2P,
+  async () => {
+    // Its own header timeout is longer than the caller will wait.
+    const patient = { headerTimeoutMs: 60_000 };
+    await withNodes([patient, {}], async ([fetcher, ok]) => {
+      await withSilentPeer(fetcher, async (silent) => {
+        const bytes = random(100_000);
+        const cid = await putBlob(bytes, ok);
+        const report = await fetcher.blobs.fetch(cid, [silent, ok.id], {
+          timeoutMs: 3_000,
+        });
+        await assertStored(fetcher, cid, bytes);
+        assert.match(report.failed[silent], /timeout/);
+        assert.deepEqual(report.bytesFrom, { [ok.id]: bytes.byteLength });
+      });
+    });
+  },
+);
+
+Deno.test(
+  "fetch: a call that joins a transfer stuck on a silent provider brings its own providers, and the silent one gives way",
+  LIBP2P,
+  async () => {
+    await withNodes(
+      [{ headerTimeoutMs: 60_000 }, {}],
+      async ([fetcher, ok]) => {
+        await withSilentPeer(fetcher, async (silent, accepted) => {
+          const bytes = random(100_000);
+          const cid = await putBlob(bytes, ok);
+          const first = fetcher.blobs.fetch(cid, [silent]);
+          // Its pull from the silent peer begins (libp2p may have dialed
+          // that peer already, on learning its address).
+          await until(() => accepted() > 0, "the silent peer's connection");
+          await sleep(200);
+          const second = await fetcher.blobs.fetch(cid, [silent, ok.id], {
+            timeoutMs: 5_000,
+          });
+          await assertStored(fetcher, cid, bytes);
+          assert.deepEqual(second.bytesFrom, { [ok.id]: bytes.byteLength });
+          // Made to give way, or had its share of the second caller's time
+          // if the join came first.
+          assert.match(
+            second.failed[silent],
+            /another provider was offered|timeout/,
+          );
+          // The first caller had the same transfer.
+          assert.equal(await first, second);
+          assert.equal(fetcher.blobs.stats.fetched, 1);
+        });
+      },
+    );
+  },
+);
+
+Deno.test(
+  "fetch: a caller that gives up leaves the transfer to the others; the last one to give up stops it",
+  LIBP2P,
+  async () => {
+    await withNodes(
+      [{ headerTimeoutMs: 60_000 }, {}],
+      async ([fetcher, ok]) => {
+        await withSilentPeer(fetcher, async (silent, accepted) => {
+          const bytes = random(100_000);
+          const cid = await putBlob(bytes, ok);
+          const quitting = new AbortController();
+          const first = fetcher.blobs.fetch(cid, [silent], {
+            signal: quitting.signal,
+          });
+          const second = fetcher.blobs.fetch(cid, [silent]);
+          await until(() => accepted() > 0, "the silent peer's connection");
+          quitting.abort(new Error("first caller gave up"));
+          await assert.rejects(first, /first caller gave up/);
+          // The other caller still waits, and a third brings a provider.
+          const third = await fetcher.blobs.fetch(cid, [ok.id]);
+          assert.equal(await second, third);
+          await assertStored(fetcher, cid, bytes);
+
+          // Alone, a caller's timeout ends the transfer itself.
+          const other = await putBlob(random(1000), ok);
+          await assert.rejects(
+            fetcher.blobs.fetch(other, [silent], { timeoutMs: 300 }),
+            { name: "TimeoutError" },
+          );
+          // Nothing is left running: the blob is fetched afresh.
+          const fresh = await fetcher.blobs.fetch(other, [ok.id]);
+          assert.deepEqual(Object.keys(fresh.bytesFrom), [ok.id]);
+        });
+      },
+    );
+  },
+);
