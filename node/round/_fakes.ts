@@ -103,18 +103,25 @@ export class MemoryFetcher implements BlobFetcher {
   fetch(
     cid: string,
     providers: string[] | undefined,
-    options: { signal: AbortSignal; maxBytes: number },
+    options: { signal: AbortSignal; timeoutMs?: number; maxBytes: number },
   ): Promise<unknown> {
     this.calls.push({ cid, providers, maxBytes: options.maxBytes });
+    // As the blob service does: the caller's time limit ends the fetch.
+    const signal = options.timeoutMs === undefined
+      ? options.signal
+      : AbortSignal.any([
+        options.signal,
+        AbortSignal.timeout(options.timeoutMs),
+      ]);
     const bytes = this.remote.blocks.get(cid);
     if (!bytes && this.failMissing) {
       return Promise.reject(new Error(`${cid}: not found`));
     }
     if (!bytes) {
       return new Promise((_, reject) => {
-        const fail = () => reject(options.signal.reason);
-        if (options.signal.aborted) fail();
-        options.signal.addEventListener("abort", fail, { once: true });
+        const fail = () => reject(signal.reason);
+        if (signal.aborted) fail();
+        signal.addEventListener("abort", fail, { once: true });
       });
     }
     if (bytes.length > options.maxBytes) {
