@@ -20,6 +20,11 @@ import {
   type NamedTensor,
   SafetensorsError,
 } from "../kernels/safetensors.ts";
+import type { Backend } from "../kernels/backend.ts";
+import {
+  CHECKPOINT_FORMAT,
+  decodeGptCheckpoint,
+} from "../kernels/gpt_checkpoint.ts";
 
 /** Marks files written by this module. */
 export const ROUND_CHECKPOINT_FORMAT = "zoo-round/1";
@@ -171,5 +176,42 @@ export function genesisCheckpoint(
     parent: null,
     params: new Float32Array(model.params),
     momentum: new Float32Array(model.params.length),
+  };
+}
+
+/**
+ * The model in any checkpoint zoo-node writes, on `be`: a job's round
+ * checkpoint ("zoo-round/1", its job, round and parent in the metadata)
+ * or a `train --local` one ("zoo-gpt/1").
+ *
+ * @example
+ * ```ts
+ * import { createJsBackend } from "../kernels/js_backend.ts";
+ * const be = createJsBackend();
+ * const c = genesisCheckpoint("job", {
+ *   vocabSize: 256, contextLength: 8, layers: 1, dModel: 8, heads: 2,
+ * }, 1);
+ * const { model, metadata } = decodeModelCheckpoint(be, encodeRoundCheckpoint(c));
+ * console.assert(metadata.round === "0" && model.params[0] === c.params[0]);
+ * ```
+ */
+export function decodeModelCheckpoint(
+  be: Backend,
+  bytes: Uint8Array,
+): { model: Gpt; metadata: Record<string, string> } {
+  const format = decodeSafetensors(bytes).metadata.format;
+  if (format !== ROUND_CHECKPOINT_FORMAT) return decodeGptCheckpoint(be, bytes);
+  const c = decodeRoundCheckpoint(bytes);
+  const model = new Gpt(be, c.config);
+  model.params.set(c.params);
+  return {
+    model,
+    metadata: {
+      format: CHECKPOINT_FORMAT,
+      config: JSON.stringify(c.config),
+      job: c.job,
+      round: String(c.round),
+      parent: c.parent ?? "",
+    },
   };
 }

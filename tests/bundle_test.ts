@@ -29,7 +29,7 @@ async function run(args: string[], cwd: string) {
 }
 
 Deno.test(
-  "the bundle runs on its own: --version, train, sample and a devnet round",
+  "the bundle runs on its own: --version, train, sample, a devnet round, and sample and export of its checkpoint",
   LIBP2P_TEST,
   async () => {
     const dir = await Deno.makeTempDir({ prefix: "zoo-bundle-" });
@@ -84,6 +84,30 @@ Deno.test(
         ], dir)
       );
       ok(devnet.includes("devnet: 1 rounds committed"), devnet);
+
+      // The job's product: its committed checkpoint, by CID, from a peer's
+      // data dir, sampled and exported for other tools.
+      const [, committed] = devnet.match(/every peer holds (\w+)/)!;
+      const peerDir = ["--data-dir", `${dir}/devnet/node-1`];
+      const fromJob = await run([
+        "sample",
+        "--checkpoint",
+        committed,
+        "--prompt",
+        "The ",
+        "--tokens",
+        "20",
+        ...peerDir,
+      ], dir);
+      ok(fromJob.startsWith("The ") && fromJob.length >= 20, fromJob);
+      const exported = await run([
+        "export",
+        committed,
+        "--safetensors",
+        `${dir}/job.safetensors`,
+        ...peerDir,
+      ], dir);
+      ok(/wrote .*job\.safetensors: \d+ tensors/.test(exported), exported);
     } finally {
       await Deno.remove(dir, { recursive: true });
     }

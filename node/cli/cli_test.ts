@@ -3,6 +3,13 @@ import assert from "node:assert/strict";
 import { cidForBytes, cidToString } from "../../protocol/cid.ts";
 import { VERSION } from "../version.ts";
 import { zooNode } from "../../tests/_cli.ts";
+import { decodeGptCheckpoint } from "../../kernels/gpt_checkpoint.ts";
+import { createJsBackend } from "../../kernels/js_backend.ts";
+import { decodeSafetensors } from "../../kernels/safetensors.ts";
+import {
+  encodeRoundCheckpoint,
+  genesisCheckpoint,
+} from "../../protocol/round_checkpoint.ts";
 
 /** Exit 1 with nothing on stdout and only `line` on stderr. */
 async function assertFailure(args: string[], line: RegExp): Promise<string> {
@@ -35,6 +42,95 @@ Deno.test("--help exits 0 and prints the usage", async () => {
     }
   }
 });
+
+Deno.test("every command answers --help with its own options", async () => {
+  for (
+    const argv of [
+      ["--join", "--help"],
+      ["devnet", "--help"],
+      ["sample", "--help"],
+      ["chain", "deploy", "-h"],
+      ["export", "--help"],
+    ]
+  ) {
+    const { code, stdout, stderr } = await zooNode(argv);
+    assert.equal(code, 0, stderr);
+    assert.equal(stderr, "");
+    assert.match(stdout, /^zoo-node /);
+    assert.ok(stdout.includes("Exit codes"), stdout);
+  }
+});
+
+Deno.test("sample and export read a job's round checkpoint, by file or by CID", () =>
+  withTempDir("cli", async (dir) => {
+    const config = {
+      vocabSize: 256,
+      contextLength: 16,
+      layers: 1,
+      dModel: 16,
+      heads: 2,
+    };
+    const genesis = genesisCheckpoint("job-x", config, 7);
+    const file = `${dir}/round.safetensors`;
+    await Deno.writeFile(file, encodeRoundCheckpoint(genesis));
+    const data = ["--data-dir", `${dir}/data`];
+    const put = await zooNode(["blob", "put", file, ...data]);
+    assert.equal(put.code, 0, put.stderr);
+    const cid = put.stdout.trim();
+
+    const sampled = async (checkpoint: string) => {
+      const args = ["--prompt", "The ", "--tokens", "12", "--seed", "3"];
+      const r = await zooNode([
+        "sample",
+        "--checkpoint",
+        checkpoint,
+        ...args,
+        ...data,
+      ]);
+      assert.equal(r.code, 0, r.stderr);
+      assert.ok(r.stdout.startsWith("The "), r.stdout);
+      return r.stdout;
+    };
+    const text = await sampled(file);
+    assert.equal(await sampled(cid), text);
+
+    const out = `${dir}/model.safetensors`;
+    const exported = await zooNode([
+      "export",
+      cid,
+      "--safetensors",
+      out,
+      ...data,
+    ]);
+    assert.equal(exported.code, 0, exported.stderr);
+    const { model, metadata } = decodeGptCheckpoint(
+      createJsBackend(),
+      await Deno.readFile(out),
+    );
+    assert.deepEqual(model.params, genesis.params);
+    assert.equal(metadata.job, "job-x");
+    assert.equal(metadata.round, "0");
+    // Only the model: no optimizer state rides along.
+    assert.ok(
+      !decodeSafetensors(await Deno.readFile(out)).tensors.some((t) =>
+        t.name.startsWith("zoo.")
+      ),
+    );
+    // The exported file is a checkpoint like any other.
+    assert.equal(await sampled(out), text);
+
+    // A CID this data dir does not hold, and no node to fetch it: one line.
+    const missing = cidToString(await cidForBytes(new Uint8Array([1])));
+    await assertFailure(
+      ["sample", "--checkpoint", missing, ...data],
+      /^zoo-node: checkpoint .* is not stored in .* no node with HTTP runs there/,
+    );
+    await assertUsageExit(
+      ["export", `${dir}/nothing`, "--safetensors", out],
+      "no such file, nor a CID",
+    );
+    await assertUsageExit(["export", cid], "--safetensors");
+  }));
 
 Deno.test("--version prints the version", async () => {
   const { code, stdout } = await zooNode(["--version"]);

@@ -7,6 +7,8 @@ import {
   UsageError,
 } from "./flags.ts";
 import { type ChainCommand, parseChain, parseJob } from "./parse_chain.ts";
+import { HELP_TOPICS, type HelpTopic } from "./usage.ts";
+import type { ExportCommand } from "./export.ts";
 import { type DevnetCommand, parseDevnet } from "./parse_devnet.ts";
 import {
   parseSample,
@@ -19,7 +21,7 @@ export { UsageError };
 
 /** What the command line asks for. */
 export type Command =
-  | { kind: "help" }
+  | { kind: "help"; topic?: HelpTopic }
   | { kind: "version" }
   | { kind: "keys"; action: "init" | "show"; flags: PartialConfig }
   | { kind: "join"; flags: PartialConfig }
@@ -35,6 +37,7 @@ export type Command =
   }
   | TrainCommand
   | SampleCommand
+  | ExportCommand
   | ChainCommand;
 
 const NODE_FLAGS: Spec = {
@@ -68,6 +71,10 @@ export function parseCommand(argv: string[]): Command {
     return { kind: "help" };
   }
   if (first === "--version" || first === "-V") return { kind: "version" };
+  const topic = first === "--join" ? "join" : first;
+  if (isTopic(topic) && asksForHelp(argv.slice(1))) {
+    return { kind: "help", topic };
+  }
   if (first === "--join") {
     return {
       kind: "join",
@@ -101,6 +108,8 @@ export function parseCommand(argv: string[]): Command {
       return parseTrain(rest);
     case "sample":
       return parseSample(rest);
+    case "export":
+      return parseExport(rest);
     case "chain":
       return parseChain(rest);
     case "job":
@@ -125,6 +134,26 @@ function parseStatus(argv: string[]): Command {
     );
   }
   return { kind: "status", rpc, flags: settings(p) };
+}
+
+function parseExport(argv: string[]): ExportCommand {
+  const p = parseFlags(
+    argv,
+    { ...DATA_DIR, safetensors: { type: "string" } },
+    1,
+  );
+  const out = p.values.safetensors as string | undefined;
+  if (!out) {
+    throw new UsageError(
+      "export needs --safetensors FILE, the file to write the model to",
+    );
+  }
+  return {
+    kind: "export",
+    checkpoint: p.positionals[0],
+    safetensors: out,
+    flags: settings(p),
+  };
 }
 
 function parseBlob(argv: string[]): Command {
@@ -154,4 +183,15 @@ function parseBlob(argv: string[]): Command {
       JSON.stringify(action ?? "")
     }`,
   );
+}
+
+function isTopic(name: string): name is HelpTopic {
+  return (HELP_TOPICS as readonly string[]).includes(name);
+}
+
+/** `--help` or `-h` among a command's arguments (before a `--`). */
+function asksForHelp(argv: string[]): boolean {
+  const end = argv.indexOf("--");
+  return (end === -1 ? argv : argv.slice(0, end))
+    .some((a) => a === "--help" || a === "-h");
 }

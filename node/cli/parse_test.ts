@@ -1,6 +1,7 @@
 import assert from "node:assert/strict";
 import { ConfigError } from "../config.ts";
 import { parseCommand, UsageError } from "./parse.ts";
+import { COMMAND_HELP, HELP_TOPICS, type HelpTopic } from "./usage.ts";
 
 const PEER = "12D3KooWD3eckifWpRn9wQpMG9R9hX3sD158z7EqHWmweQAJU5SA";
 const BOOT_A = `/ip4/10.0.0.1/tcp/4001/p2p/${PEER}`;
@@ -18,6 +19,83 @@ function assertUsage(argv: string[], pattern: RegExp): void {
 Deno.test("help: no arguments, --help, -h, help", () => {
   for (const argv of [[], ["--help"], ["-h"], ["help"]]) {
     assert.deepEqual(parseCommand(argv), { kind: "help" });
+  }
+});
+
+Deno.test("help: every command answers --help / -h with its own text", () => {
+  const asks: [string[], HelpTopic][] = [
+    [["--join", "--help"], "join"],
+    [["--join", "--listen", "/ip4/0.0.0.0/tcp/1", "-h"], "join"],
+    [["devnet", "--nodes", "0", "--help"], "devnet"],
+    [["status", "--help"], "status"],
+    [["keys", "--help"], "keys"],
+    [["keys", "init", "-h"], "keys"],
+    [["blob", "get", "--help"], "blob"],
+    [["chain", "rounds", "--help"], "chain"],
+    [["job", "create", "--help"], "job"],
+    [["train", "--help"], "train"],
+    [["sample", "--help"], "sample"],
+    [["export", "--help"], "export"],
+  ];
+  for (const [argv, topic] of asks) {
+    assert.deepEqual(
+      parseCommand(argv),
+      { kind: "help", topic },
+      argv.join(" "),
+    );
+  }
+  assert.deepEqual(new Set(asks.map(([, t]) => t)), new Set(HELP_TOPICS));
+  // After "--" it is an argument, not a request for help.
+  assertUsage(["blob", "put", "--", "--help", "x"], /argument/);
+});
+
+/** Argument lists that reach each command's flag parser. */
+const PARSED_AS: { [T in HelpTopic]: string[][] } = {
+  join: [["--join"]],
+  devnet: [["devnet"]],
+  status: [["status"]],
+  keys: [["keys", "init"]],
+  blob: [["blob", "put", "f"], ["blob", "get", "cid"]],
+  chain: [["chain", "deploy"], ["chain", "status"], ["chain", "register"], [
+    "chain",
+    "rounds",
+  ]],
+  job: [["job", "create", "spec.json"]],
+  train: [["train", "--local"]],
+  sample: [["sample", "--checkpoint", "f"]],
+  export: [["export", "f", "--safetensors", "out"]],
+};
+
+/** Whether some way into `topic` knows `flag`. */
+function knows(topic: HelpTopic, flag: string): boolean {
+  return PARSED_AS[topic].some((prefix) => {
+    try {
+      parseCommand([...prefix, flag, "1"]);
+    } catch (err) {
+      return !/Unknown option/.test((err as Error).message);
+    }
+    return true;
+  });
+}
+
+Deno.test("help: each command's text names exactly the flags it takes", () => {
+  const flagsOf = (topic: HelpTopic) =>
+    new Set(COMMAND_HELP[topic].match(/--[a-z][a-z-]*/g));
+  const every = new Set(HELP_TOPICS.flatMap((t) => [...flagsOf(t)]));
+  for (const topic of HELP_TOPICS) {
+    const named = flagsOf(topic);
+    for (const flag of every) {
+      if (flag === "--help" || flag === "--local" || flag === "--join") {
+        continue;
+      }
+      assert.equal(
+        knows(topic, flag),
+        named.has(flag),
+        `${topic} ${flag}: ${
+          named.has(flag) ? "named, not taken" : "taken, not named"
+        }`,
+      );
+    }
   }
 });
 

@@ -13,10 +13,11 @@ import { devnet } from "./devnet.ts";
 import { join } from "./join.ts";
 import { keysInit, keysShow } from "./keys.ts";
 import { type Command, parseCommand, UsageError } from "./parse.ts";
+import { exportCheckpoint } from "./export.ts";
 import { sample } from "./sample.ts";
 import { status } from "./status.ts";
 import { train } from "./train.ts";
-import { USAGE } from "./usage.ts";
+import { COMMAND_HELP, USAGE } from "./usage.ts";
 
 /** Exit codes: 0 success, 1 failure, 2 bad command line or settings. */
 export const EXIT = { ok: 0, failure: 1, usage: 2 } as const;
@@ -58,7 +59,7 @@ export async function runCli(argv: string[]): Promise<number> {
 async function dispatch(command: Command): Promise<number> {
   switch (command.kind) {
     case "help":
-      console.log(USAGE);
+      console.log(command.topic ? COMMAND_HELP[command.topic] : USAGE);
       return EXIT.ok;
     case "version":
       console.log(`zoo-node ${VERSION}`);
@@ -80,7 +81,9 @@ async function dispatch(command: Command): Promise<number> {
     case "train":
       return await train(await config(command.flags), command);
     case "sample":
-      return await sample(command);
+      return await sample(await config(command.flags), command);
+    case "export":
+      return await exportCheckpoint(await config(command.flags), command);
     case "chain-deploy":
     case "chain-status":
     case "chain-register":

@@ -1,3 +1,23 @@
+/**
+ * The help texts: `zoo-node --help`, and each command's own `--help`.
+ *
+ * @module
+ */
+
+const SETTINGS =
+  `Settings are read from, lowest to highest precedence: defaults, <data-dir>/zoo.json,
+ZOO_* environment variables (ZOO_DATA_DIR, ZOO_LISTEN, ZOO_ANNOUNCE, ZOO_BOOTSTRAP, ZOO_HTTP,
+ZOO_HTTP_HOSTS, ZOO_MDNS, ZOO_JOB, ZOO_MAX_BLOB_BYTES, ZOO_RPC_URL, ZOO_REGISTRY,
+ZOO_BACKEND, ZOO_THREADS, ZOO_OVERLAP, ZOO_DUTY_CYCLE; lists comma-separated), then flags.`;
+
+const EXIT_CODES =
+  "Exit codes: 0 success, 1 failure, 2 bad command line or settings.";
+
+const CHAIN_OPTIONS =
+  `  --data-dir DIR          the node's keys (default ~/.zoo)
+  --rpc-url URL           EVM JSON-RPC endpoint (default: the embedded anvil)
+  --registry 0xADDRESS    registry contract (default: the recorded deployment)`;
+
 /** The `zoo-node --help` text. */
 export const USAGE = `zoo-node: decentralized training node
 
@@ -11,10 +31,39 @@ Usage:
   zoo-node chain deploy|status|register|rounds   the on-chain registry
   zoo-node job create <spec.json>  publish a training job and create it on chain
   zoo-node train --local [options] train a GPT on this machine
-  zoo-node sample --checkpoint F   generate text from a checkpoint
+  zoo-node sample --checkpoint F   generate text from a checkpoint (file or CID)
+  zoo-node export <checkpoint> --safetensors F   a checkpoint's model, for other tools
   zoo-node --help | --version
 
-Node options (--join):
+Run "zoo-node <command> --help" for a command's options.
+
+${SETTINGS}
+
+${EXIT_CODES}`;
+
+/** The commands that answer `--help` with their own text. */
+export const HELP_TOPICS = [
+  "join",
+  "devnet",
+  "status",
+  "keys",
+  "blob",
+  "chain",
+  "job",
+  "train",
+  "sample",
+  "export",
+] as const;
+
+/** A command with its own `--help` text. */
+export type HelpTopic = typeof HELP_TOPICS[number];
+
+/** Each command's `--help` text. */
+export const COMMAND_HELP: { readonly [T in HelpTopic]: string } = {
+  join:
+    `zoo-node --join [options]: start a node; with --job <id>, train that job
+
+Options:
   --data-dir DIR          keys, blocks and state (default ~/.zoo)
   --listen MULTIADDR      listen address, repeatable (default /ip4/0.0.0.0/tcp/4001)
   --announce MULTIADDR    address to tell peers instead, repeatable (default: the listen ones)
@@ -27,8 +76,18 @@ Node options (--join):
   --max-blob-bytes N      largest blob to fetch or serve (default 2147483648)
   --rpc-url URL           EVM JSON-RPC endpoint (default: the embedded anvil)
   --registry 0xADDRESS    registry contract (default: the recorded deployment)
+  --backend B             auto|webgpu|wasm|js (default auto)
+  --threads N             CPU backend threads, 1-64 (default: every core, at most 8)
+  --overlap               train ahead while a round commits
+  --duty-cycle F          share of the time spent training, 0 < F <= 1 (default 1)
 
-devnet options:
+${SETTINGS}
+
+${EXIT_CODES}`,
+  devnet:
+    `zoo-node devnet [options]: a local chain and N peers training a job together
+
+Options:
   --nodes N               number of peers, 1-32 (default 3)
   --rounds R              rounds to train, 0-10000 (default 3; 0: mesh and blob demo only)
   --spec FILE             job spec fields (JSON) over the devnet's defaults
@@ -37,13 +96,113 @@ devnet options:
   --keep-running          stay up until Ctrl-C instead of exiting at the end
   --backend B[,B...]      each peer's compute, in turn (e.g. webgpu,wasm; default auto)
 
-blob get options:
-  --from PEER_ID          provider to fetch from, repeatable (default: connected peers)
-  --out FILE              also write the blob to FILE
+${EXIT_CODES}`,
+  status: `zoo-node status [options]: show a running node's status and peers
 
-Settings are read from, lowest to highest precedence: defaults, <data-dir>/zoo.json,
-ZOO_* environment variables (ZOO_DATA_DIR, ZOO_LISTEN, ZOO_BOOTSTRAP, ZOO_HTTP,
-ZOO_HTTP_HOSTS, ZOO_MDNS, ZOO_JOB, ZOO_MAX_BLOB_BYTES, ZOO_RPC_URL, ZOO_REGISTRY; lists
-comma-separated), then flags.
+Options:
+  --data-dir DIR          ask the node running on this data dir (default ~/.zoo)
+  --rpc URL               ask the node at this HTTP address instead
+                          (e.g. http://127.0.0.1:7070)
 
-Exit codes: 0 success, 1 failure, 2 bad command line or settings.`;
+${EXIT_CODES}`,
+  keys: `zoo-node keys init|show [options]
+
+  init                    create the libp2p and chain account keys if missing
+                          (never overwrites them); print the peer id and address
+  show                    print the peer id and chain address (never the keys)
+
+Options:
+  --data-dir DIR          where the keys are (default ~/.zoo)
+
+${EXIT_CODES}`,
+  blob: `zoo-node blob put <file> | get <cid> [options]
+
+  put <file>              store a file in the local blockstore, print its CID
+  get <cid>               have the running node fetch the blob, verified by CID
+
+Options:
+  --data-dir DIR          the blockstore / the running node (default ~/.zoo)
+  --from PEER_ID          (get) provider to fetch from, repeatable
+                          (default: connected peers)
+  --out FILE              (get) also write the blob to FILE
+
+${EXIT_CODES}`,
+  chain:
+    `zoo-node chain deploy|status|register|rounds [options]: the on-chain registry
+
+  deploy                  deploy a new registry and record it
+    --min-stake ETH         least stake to register (default 1)
+    --unbonding-delay S     seconds from exit to withdrawal (default 60)
+  status                  chain, registry, this account and every job
+  register                register this node's account bound to its peer id
+    --stake ETH             stake to put up (default: the registry's minimum)
+  rounds --job ID         a job's committed rounds
+    --from N                first round (default 0)
+    --limit N               rounds to list (default 100)
+    --json                  one JSON object per round
+
+Options of every action:
+${CHAIN_OPTIONS}
+
+${EXIT_CODES}`,
+  job: `zoo-node job create <spec.json> [options]: publish a training job
+
+Fills the spec's missing fields with their defaults, validates it, stores it
+and the genesis checkpoint in the blockstore (its CID is the job id) and
+creates the job on chain.
+
+Options:
+  --reward ETH            the job's reward pool (default 1)
+  --min-stake ETH         least stake of its peers (default 0)
+${CHAIN_OPTIONS}
+
+${EXIT_CODES}`,
+  train:
+    `zoo-node train --local [options]: train a byte-level GPT on this machine
+
+Options:
+  --steps N               optimizer steps (default 500)
+  --batch N               sequences per step (default 16)
+  --context N             tokens per sequence (default 64)
+  --layers N              transformer blocks (default 2)
+  --d-model N             model width (default 128)
+  --heads N               attention heads (default 4)
+  --lr X                  peak learning rate (default 3e-3)
+  --seed N                initialization and data order (default 1)
+  --eval-every N          steps between held-out evaluations (default 100)
+  --backend B             auto|webgpu|wasm|js (default auto)
+  --threads N             CPU backend threads, 1-64
+  --data FILE             any text file (default: the Brown corpus)
+  --out FILE              checkpoint to write
+                          (default <data-dir>/checkpoints/local.safetensors)
+  --data-dir DIR          where the corpus cache and checkpoints go (default ~/.zoo)
+
+${EXIT_CODES}`,
+  sample:
+    `zoo-node sample --checkpoint F [options]: generate text from a checkpoint
+
+Options:
+  --checkpoint F          a checkpoint: a file, or the CID of a job's round
+                          checkpoint (fetched by the running node if not held)
+  --prompt TEXT           text to continue (default "")
+  --tokens N              tokens to generate (default 200)
+  --temperature X         0 is greedy (default 0.8)
+  --top-k N               sample among the K likeliest (default 40)
+  --seed N                sampling seed (default 1)
+  --backend B             auto|wasm|js (default auto)
+  --data-dir DIR          where a CID is looked up (default ~/.zoo)
+
+${EXIT_CODES}`,
+  export: `zoo-node export <checkpoint> --safetensors FILE [options]
+
+Writes the model tensors of a checkpoint (a file, or the CID of a job's round
+checkpoint, fetched by the running node if not held) as safetensors under
+GPT-2's Hugging Face names, without the optimizer state; the job, round and
+parent stay in the metadata.
+
+Options:
+  --safetensors FILE      the file to write
+  --data-dir DIR          where a CID is looked up (default ~/.zoo)
+
+${EXIT_CODES}`,
+};
