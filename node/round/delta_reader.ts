@@ -1,8 +1,8 @@
 /**
  * Reading announced deltas: a delta blob is fetched (from given providers
- * if not held), limited to the exact size of this job's encoded deltas,
- * and decoded only if it is bound to its announcement's job, round, parent
- * and peer (protocol/delta_blob.ts).
+ * if not held, then from the round's other peers), limited to the exact
+ * size of this job's encoded deltas, and decoded only if it is bound to its
+ * announcement's job, round, parent and peer (protocol/delta_blob.ts).
  *
  * @module
  */
@@ -16,6 +16,7 @@ import {
   BITS_FOR_COMPRESSION,
   encodedByteLength,
 } from "../../protocol/quantize.ts";
+import { comparePeerIds } from "../../protocol/peer_table.ts";
 import type { RoundState } from "../../protocol/round_state.ts";
 import { collectMs } from "../../protocol/round_timing.ts";
 import type { BlobGetter } from "./blob_getter.ts";
@@ -24,7 +25,7 @@ import type { BlobGetter } from "./blob_getter.ts";
 export class DeltaReader {
   readonly #blobs: Pick<BlobGetter, "get">;
   readonly #parameterCount: number;
-  readonly #state: () => Pick<RoundState, "config" | "deltas">;
+  readonly #state: () => Pick<RoundState, "config" | "deltas" | "live">;
   /** Exact size of this job's encoded deltas. */
   readonly #maxBytes: number;
 
@@ -32,7 +33,7 @@ export class DeltaReader {
     blobs: Pick<BlobGetter, "get">,
     spec: JobSpec,
     parameterCount: number,
-    state: () => Pick<RoundState, "config" | "deltas">,
+    state: () => Pick<RoundState, "config" | "deltas" | "live">,
   ) {
     this.#blobs = blobs;
     this.#parameterCount = parameterCount;
@@ -46,13 +47,14 @@ export class DeltaReader {
 
   /**
    * The values of announced delta `d`: its blob, fetched from `providers`
-   * if need be, read only if bound to `d`'s job, round, parent and peer.
+   * if need be, then from the round's other peers, read only if bound to
+   * `d`'s job, round, parent and peer.
    */
   read(d: DeltaAnnounce, providers: string[]): Promise<Float32Array> {
     return this.#blobs.get(d.delta, {
       what: "delta",
       maxBytes: this.#maxBytes,
-      providers,
+      providers: [...providers, ...this.#holders(providers)],
       timeoutMs: collectMs(this.#state().config),
       decode: (bytes) =>
         decodeDeltaBlob(
@@ -61,6 +63,22 @@ export class DeltaReader {
           this.#parameterCount,
         ),
     });
+  }
+
+  /**
+   * Peers likely to hold a delta besides `providers`: every peer of the round
+   * fetches each delta it hears of, so when its author cannot be reached
+   * from here (a link cut mid-round) one that fetched it before serves it.
+   * Without them a leader leaves out a delta its verifiers hold, they
+   * refuse its manifest as censoring, and with a tight quorum nobody's
+   * manifest can gather one.
+   */
+  #holders(providers: string[]): string[] {
+    const { config, deltas, live } = this.#state();
+    const known = new Set([...providers, config.self]);
+    return [...new Set([...live, ...deltas.keys()])]
+      .filter((p) => !known.has(p))
+      .sort(comparePeerIds);
   }
 
   /**
