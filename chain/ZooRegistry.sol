@@ -24,6 +24,8 @@ contract ZooRegistry is ZooStaking, ZooEvidence {
         uint32 rounds;
         /// The round the next commit must carry; equals the committed count.
         uint32 nextRound;
+        /// Ended by its creator: `rounds` was cut to the rounds committed.
+        bool cancelled;
         /// The checkpoint the next commit must name as its parent.
         bytes32 head;
         bytes32 genesis;
@@ -112,6 +114,7 @@ contract ZooRegistry is ZooStaking, ZooEvidence {
         address[] signers
     );
     event RewardClaimed(bytes32 indexed job, address indexed account, uint256 amount);
+    event JobCancelled(bytes32 indexed job, uint32 rounds, uint256 refund);
 
     // --------------------------------------------------------------- errors
 
@@ -136,6 +139,7 @@ contract ZooRegistry is ZooStaking, ZooEvidence {
     error NothingToClaim(bytes32 job, address account);
     error NotMember(bytes32 job, address account);
     error AlreadyPunished(bytes32 offence);
+    error NotCreator(bytes32 job, address caller);
 
     constructor(uint256 minNodeStake_, uint64 unbondingDelay_) ZooStaking(minNodeStake_, unbondingDelay_) {}
 
@@ -240,6 +244,23 @@ contract ZooRegistry is ZooStaking, ZooEvidence {
         );
     }
 
+    /// @notice Ends `job` after the rounds committed so far (its creator
+    /// only) and refunds the unspent pool: the share of the rounds never
+    /// committed. The rest stays for the contributors, claimed as from any
+    /// finished job once the challenge window after its last commit has
+    /// passed; a job with no commit is refunded whole.
+    function cancelJob(bytes32 job) external {
+        Job storage j = knownJob(job);
+        if (msg.sender != j.creator) revert NotCreator(job, msg.sender);
+        if (j.nextRound >= j.rounds) revert JobFinished(job);
+        uint256 refund = j.rewardPool - (j.rewardPool * j.nextRound) / j.rounds;
+        j.rewardPool -= refund;
+        j.rounds = j.nextRound;
+        j.cancelled = true;
+        emit JobCancelled(job, j.rounds, refund);
+        pay(msg.sender, refund);
+    }
+
     // -------------------------------------------------------------- rewards
 
     /// @notice Pays the caller's share of a finished job's reward pool, in
@@ -275,8 +296,10 @@ contract ZooRegistry is ZooStaking, ZooEvidence {
     }
 
     /// @dev When a finished job's claims open: its last commit plus the
-    /// challenge window.
+    /// challenge window (a job cancelled before any commit has nothing to
+    /// claim).
     function claimsOpenAt(bytes32 job, Job storage j) private view returns (uint64) {
+        if (j.rounds == 0) return 0;
         return roundsOf[job][j.rounds - 1].committedAt + CHALLENGE_WINDOW;
     }
 

@@ -34,6 +34,7 @@ export type WriteName =
   | "withdrawStake"
   | "createJob"
   | "joinJob"
+  | "cancelJob"
   | "commitRound"
   | "claimReward"
   | "slash";

@@ -27,8 +27,11 @@ export interface JobRecord {
   rewardPool: bigint;
   minStake: bigint;
   quorum: number;
+  /** The rounds it runs: cut to those committed when cancelled. */
   rounds: number;
   nextRound: number;
+  /** Ended by its creator before its last round. */
+  cancelled: boolean;
   head: Bytes32;
   genesis: Bytes32;
   totalContribution: bigint;

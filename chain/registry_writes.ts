@@ -1,7 +1,7 @@
 /**
  * The registry's transactions, one function per action, `(registry,
  * params)`, in the manner of viem's actions: deploy, register and stake,
- * leave, create and join jobs, commit rounds, claim rewards, slash. Each
+ * leave, create, join and cancel jobs, commit rounds, claim rewards, slash. Each
  * is simulated first and waits for its receipt (see `registry_call.ts`).
  *
  * @module
@@ -122,21 +122,45 @@ export async function claimReward(
   params: { job: Bytes32 },
 ): Promise<TxResult & { amount: bigint }> {
   const tx = await write(reg, "claim the reward", "claimReward", [params.job]);
+  const ev = eventOf(tx, "RewardClaimed");
+  if (!ev) throw new ChainError("Cannot claim: no RewardClaimed event", null);
+  return { ...tx, amount: ev.args.amount };
+}
+
+/**
+ * Ends `job` after its committed rounds (its creator only) and refunds the
+ * pool's share of the rounds never committed; returns the refund. The
+ * contributors keep the rest, claimed as from any finished job.
+ */
+export async function cancelJob(
+  reg: Registry,
+  params: { job: Bytes32 },
+): Promise<TxResult & { refund: bigint; rounds: number }> {
+  const tx = await write(reg, "cancel the job", "cancelJob", [params.job]);
+  const ev = eventOf(tx, "JobCancelled");
+  if (!ev) throw new ChainError("Cannot cancel: no JobCancelled event", null);
+  return { ...tx, refund: ev.args.refund, rounds: ev.args.rounds };
+}
+
+/** The registry's event `name` in a transaction's receipt. */
+function eventOf<N extends "RewardClaimed" | "JobCancelled">(
+  tx: TxResult,
+  name: N,
+) {
   for (const log of tx.receipt.logs) {
     try {
       const ev = decodeEventLog({
         abi: zooRegistryAbi,
+        eventName: name,
         data: log.data,
         topics: log.topics,
       });
-      if (ev.eventName === "RewardClaimed") {
-        return { ...tx, amount: ev.args.amount };
-      }
+      if (ev.eventName === name) return ev;
     } catch {
-      // Not one of ours.
+      // Not this event.
     }
   }
-  throw new ChainError("Cannot claim: no RewardClaimed event", null);
+  return undefined;
 }
 
 /**

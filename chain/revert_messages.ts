@@ -42,7 +42,10 @@ const MESSAGES: Record<string, Describe> = {
     `round ${got} is not the next round of this job, which is ${expected}`,
   WrongParent: ([expected, got]) =>
     `parent checkpoint ${got} is not the job's last committed checkpoint ${expected}`,
-  JobFinished: ([job]) => `job ${job} has committed all its rounds`,
+  JobFinished: ([job]) =>
+    `job ${job} has ended (all its rounds committed, or cancelled)`,
+  NotCreator: ([job, a]) =>
+    `account ${a} did not create job ${job}; only its creator may cancel it`,
   JobNotFinished: ([job]) =>
     `job ${job} has rounds left; rewards are paid once it finishes`,
   ChallengeWindowOpen: ([job, from]) =>

@@ -29,7 +29,12 @@ import { UsageError } from "./flags.ts";
 /** Runs a `chain ...` command. */
 export function chainCommand(
   config: Config,
-  command: Exclude<ChainCommand, { kind: "job-create" }>,
+  command: Extract<
+    ChainCommand,
+    {
+      kind: "chain-deploy" | "chain-status" | "chain-register" | "chain-rounds";
+    }
+  >,
 ): Promise<number> {
   return withSession(config, async (session, identity) => {
     switch (command.kind) {

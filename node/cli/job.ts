@@ -10,7 +10,9 @@ import { publishJob } from "../job/publish.ts";
 import { sessionRegistry } from "../chain_session.ts";
 import type { Config } from "../config.ts";
 import { blockstoreDir } from "../node.ts";
-import { withSession } from "./chain.ts";
+import { parseJobId, withSession } from "./chain.ts";
+import { cancelJob } from "../../chain/registry.ts";
+import { bytes32ToCid } from "../../chain/attestation.ts";
 import { UsageError } from "./flags.ts";
 import type { ChainCommand } from "./parse_chain.ts";
 
@@ -51,6 +53,30 @@ export async function jobCreate(
       `chain     registry ${reg.address}, pool ${
         formatEther(command.reward)
       } ETH, quorum ${spec.quorum}, ${spec.rounds} rounds (tx ${tx.hash})`,
+    );
+    return 0;
+  });
+}
+
+/**
+ * `zoo-node job cancel <job id>`: ends a job this account created after its
+ * committed rounds and takes back the pool's share of the rounds never
+ * committed; its contributors keep the rest.
+ */
+export function jobCancel(
+  config: Config,
+  command: Extract<ChainCommand, { kind: "job-cancel" }>,
+): Promise<number> {
+  const job = parseJobId(command.job);
+  return withSession(config, async (session) => {
+    const reg = await sessionRegistry(session, config);
+    const tx = await cancelJob(reg, { job });
+    console.log(
+      `cancelled job ${
+        bytes32ToCid(job)
+      } after ${tx.rounds} committed round(s): ${
+        formatEther(tx.refund)
+      } ETH refunded; contributors claim the rest once its challenge window passes (tx ${tx.hash})`,
     );
     return 0;
   });

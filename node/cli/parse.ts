@@ -6,7 +6,13 @@ import {
   type Spec,
   UsageError,
 } from "./flags.ts";
-import { type ChainCommand, parseChain, parseJob } from "./parse_chain.ts";
+import {
+  type ChainCommand,
+  parseChain,
+  parseJob,
+  parseRewards,
+  parseStake,
+} from "./parse_chain.ts";
 import { HELP_TOPICS, type HelpTopic } from "./usage.ts";
 import type { ExportCommand } from "./export.ts";
 import { type DevnetCommand, parseDevnet } from "./parse_devnet.ts";
@@ -114,6 +120,10 @@ export function parseCommand(argv: string[]): Command {
       return parseChain(rest);
     case "job":
       return parseJob(rest);
+    case "stake":
+      return parseStake(rest);
+    case "rewards":
+      return parseRewards(rest);
     default:
       throw new UsageError(
         `unknown command ${

@@ -33,7 +33,18 @@ export type ChainCommand =
     reward: bigint;
     minStake: bigint;
     flags: PartialConfig;
-  };
+  }
+  | { kind: "job-cancel"; job: string; flags: PartialConfig }
+  | { kind: "stake-add"; amount: bigint; flags: PartialConfig }
+  | { kind: "stake-exit"; flags: PartialConfig }
+  | { kind: "stake-withdraw"; flags: PartialConfig }
+  | {
+    kind: "rewards";
+    job: string | null;
+    json: boolean;
+    flags: PartialConfig;
+  }
+  | { kind: "rewards-claim"; job: string | null; flags: PartialConfig };
 
 /** Flags of every command that talks to the chain. */
 export const CHAIN_FLAGS: Spec = {
@@ -113,9 +124,13 @@ export function parseChain(argv: string[]): ChainCommand {
 
 /** Parses `job <action> ...` (argv after "job"). */
 export function parseJob(argv: string[]): ChainCommand {
+  if (argv[0] === "cancel") {
+    const p = parseFlags(argv.slice(1), CHAIN_FLAGS, 1);
+    return { kind: "job-cancel", job: p.positionals[0], flags: settings(p) };
+  }
   if (argv[0] !== "create") {
     throw new UsageError(
-      `"job" needs "create <spec.json>": current value is ${
+      `"job" needs "create <spec.json>" or "cancel <job id>": current value is ${
         JSON.stringify(argv[0] ?? "")
       }`,
     );
@@ -134,6 +149,55 @@ export function parseJob(argv: string[]): ChainCommand {
   };
 }
 
+/** Parses `stake <action> ...` (argv after "stake"). */
+export function parseStake(argv: string[]): ChainCommand {
+  const action = argv[0];
+  switch (action) {
+    case "add": {
+      const p = parseFlags(argv.slice(1), CHAIN_FLAGS, 1);
+      return {
+        kind: "stake-add",
+        amount: ether(p.positionals[0], "the amount"),
+        flags: settings(p),
+      };
+    }
+    case "exit":
+    case "withdraw": {
+      const p = parseFlags(argv.slice(1), CHAIN_FLAGS, 0);
+      return action === "exit"
+        ? { kind: "stake-exit", flags: settings(p) }
+        : { kind: "stake-withdraw", flags: settings(p) };
+    }
+    default:
+      throw new UsageError(
+        `"stake" needs "add <ETH>", "exit" or "withdraw": current value is ${
+          JSON.stringify(action ?? "")
+        }`,
+      );
+  }
+}
+
+/** Parses `rewards [claim] ...` (argv after "rewards"). */
+export function parseRewards(argv: string[]): ChainCommand {
+  const claim = argv[0] === "claim";
+  const p = parseFlags(claim ? argv.slice(1) : argv, {
+    ...CHAIN_FLAGS,
+    job: { type: "string" },
+    ...(claim ? {} : { json: { type: "boolean" } }),
+  }, 0);
+  const job = p.values.job;
+  if (job !== undefined && (typeof job !== "string" || job === "")) {
+    throw new UsageError(`--job needs a job id (the job spec's CID)`);
+  }
+  const flags = settings(withoutJob(p));
+  return claim ? { kind: "rewards-claim", job: job ?? null, flags } : {
+    kind: "rewards",
+    job: job ?? null,
+    json: p.values.json === true,
+    flags,
+  };
+}
+
 /** `--job` here names a chain job id, not the gossip setting of the same name. */
 function withoutJob(p: Parsed): Parsed {
   const { job: _job, ...values } = p.values;
@@ -142,10 +206,13 @@ function withoutJob(p: Parsed): Parsed {
 
 function optionalEther(p: Parsed, flag: string): bigint | null {
   const text = p.values[flag];
-  if (text === undefined) return null;
+  return text === undefined ? null : ether(text, `--${flag}`);
+}
+
+function ether(text: unknown, what: string): bigint {
   if (typeof text !== "string" || !/^\d{1,12}(\.\d{1,18})?$/.test(text)) {
     throw new UsageError(
-      `--${flag} must be an amount of ETH such as 1 or 0.5: current value is ${
+      `${what} must be an amount of ETH such as 1 or 0.5: current value is ${
         JSON.stringify(text)
       }`,
     );

@@ -8,7 +8,8 @@ import { NodeError } from "../errors.ts";
 import { VERSION } from "../version.ts";
 import { blobGet, blobPut } from "./blob.ts";
 import { chainCommand } from "./chain.ts";
-import { jobCreate } from "./job.ts";
+import { jobCancel, jobCreate } from "./job.ts";
+import { rewardsClaim, rewardsCommand, stakeCommand } from "./stake.ts";
 import { devnet } from "./devnet.ts";
 import { join } from "./join.ts";
 import { keysInit, keysShow } from "./keys.ts";
@@ -91,6 +92,16 @@ async function dispatch(command: Command): Promise<number> {
       return await chainCommand(await config(command.flags), command);
     case "job-create":
       return await jobCreate(await config(command.flags), command);
+    case "job-cancel":
+      return await jobCancel(await config(command.flags), command);
+    case "stake-add":
+    case "stake-exit":
+    case "stake-withdraw":
+      return await stakeCommand(await config(command.flags), command);
+    case "rewards":
+      return await rewardsCommand(await config(command.flags), command);
+    case "rewards-claim":
+      return await rewardsClaim(await config(command.flags), command);
   }
 }
 

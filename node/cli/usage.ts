@@ -30,6 +30,9 @@ Usage:
   zoo-node blob get <cid>          fetch a blob through the running node
   zoo-node chain deploy|status|register|rounds   the on-chain registry
   zoo-node job create <spec.json>  publish a training job and create it on chain
+  zoo-node job cancel <job id>     end a job you created; refund its unspent pool
+  zoo-node stake add <ETH>|exit|withdraw   this node's stake on the registry
+  zoo-node rewards [claim]         rewards earned in jobs / claim them
   zoo-node train --local [options] train a GPT on this machine
   zoo-node sample --checkpoint F   generate text from a checkpoint (file or CID)
   zoo-node export <checkpoint> --safetensors F   a checkpoint's model, for other tools
@@ -50,6 +53,8 @@ export const HELP_TOPICS = [
   "blob",
   "chain",
   "job",
+  "stake",
+  "rewards",
   "train",
   "sample",
   "export",
@@ -145,15 +150,47 @@ Options of every action:
 ${CHAIN_OPTIONS}
 
 ${EXIT_CODES}`,
-  job: `zoo-node job create <spec.json> [options]: publish a training job
+  job: `zoo-node job create <spec.json> | cancel <job id> [options]
 
-Fills the spec's missing fields with their defaults, validates it, stores it
-and the genesis checkpoint in the blockstore (its CID is the job id) and
-creates the job on chain.
+  create <spec.json>      fill the spec's missing fields with their defaults,
+                          validate it, store it and the genesis checkpoint in
+                          the blockstore (its CID is the job id) and create
+                          the job on chain
+    --reward ETH            the job's reward pool (default 1)
+    --min-stake ETH         least stake of its peers (default 0)
+  cancel <job id>         end a job this account created after its committed
+                          rounds: the pool's share of the rounds never
+                          committed is refunded at once, its contributors
+                          claim the rest
+
+Options of every action:
+${CHAIN_OPTIONS}
+
+${EXIT_CODES}`,
+  stake: `zoo-node stake add <ETH> | exit | withdraw [options]
+
+  add <ETH>               add to this node's stake
+  exit                    start leaving: the node stops counting for every
+                          job at once; the stake stays slashable until the
+                          registry's unbonding delay has passed
+  withdraw                after the unbonding delay, pay the stake back and
+                          free the peer id
 
 Options:
-  --reward ETH            the job's reward pool (default 1)
-  --min-stake ETH         least stake of its peers (default 0)
+${CHAIN_OPTIONS}
+
+${EXIT_CODES}`,
+  rewards: `zoo-node rewards [claim] [options]
+
+  (none)                  each job this account trained in: its contribution,
+                          and whether the reward is claimable, claimed, or
+                          when claims open
+    --json                  one JSON object
+  claim                   claim the reward of --job, or of every job whose
+                          reward is claimable now
+
+Options:
+  --job ID                one job (its spec's CID or 0x digest)
 ${CHAIN_OPTIONS}
 
 ${EXIT_CODES}`,

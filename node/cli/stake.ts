@@ -1,0 +1,195 @@
+/**
+ * The life of a node's stake and rewards from the command line: `stake
+ * add|exit|withdraw`, `rewards` and `rewards claim`. Each prints what the
+ * chain recorded; the contract's refusals (withdrawing before the
+ * unbonding delay, nothing to claim, a claim in the challenge window) come
+ * back as one line from the CLI's error boundary.
+ *
+ * @module
+ */
+import { formatEther } from "viem";
+import { type Bytes32, bytes32ToCid } from "../../chain/attestation.ts";
+import { ChainError } from "../../chain/errors.ts";
+import {
+  addStake,
+  beginExit,
+  claimReward,
+  listJobs,
+  readNode,
+  readRewardStatus,
+  type RewardStatus,
+  withdrawStake,
+} from "../../chain/registry.ts";
+import { sessionRegistry } from "../chain_session.ts";
+import type { Config } from "../config.ts";
+import { parseJobId, withSession } from "./chain.ts";
+import type { ChainCommand } from "./parse_chain.ts";
+
+type StakeCommand = Extract<
+  ChainCommand,
+  { kind: "stake-add" | "stake-exit" | "stake-withdraw" }
+>;
+
+/** `zoo-node stake add <ETH> | exit | withdraw`. */
+export function stakeCommand(
+  config: Config,
+  command: StakeCommand,
+): Promise<number> {
+  return withSession(config, async (session, identity) => {
+    const reg = await sessionRegistry(session, config);
+    const account = identity.address;
+    switch (command.kind) {
+      case "stake-add": {
+        const tx = await addStake(reg, { amount: command.amount });
+        const node = await readNode(reg, account);
+        console.log(
+          `added ${formatEther(command.amount)} ETH: stake ${
+            formatEther(node.stake)
+          } ETH (tx ${tx.hash})`,
+        );
+        return 0;
+      }
+      case "stake-exit": {
+        const tx = await beginExit(reg);
+        const node = await readNode(reg, account);
+        console.log(
+          `leaving: ${account} no longer counts for any job; its stake of ${
+            formatEther(node.stake)
+          } ETH can be withdrawn from ${
+            isoTime(node.unbondingEnds)
+          } with "zoo-node stake withdraw" (tx ${tx.hash})`,
+        );
+        return 0;
+      }
+      case "stake-withdraw": {
+        const { stake } = await readNode(reg, account);
+        const tx = await withdrawStake(reg);
+        console.log(
+          `withdrew ${
+            formatEther(stake)
+          } ETH; ${account} is no longer registered (tx ${tx.hash})`,
+        );
+        return 0;
+      }
+    }
+  });
+}
+
+/** `zoo-node rewards [--job J] [--json]`: the account's rewards by job. */
+export function rewardsCommand(
+  config: Config,
+  command: Extract<ChainCommand, { kind: "rewards" }>,
+): Promise<number> {
+  return withSession(config, async (session, identity) => {
+    const reg = await sessionRegistry(session, config);
+    const jobs = command.job === null
+      ? await listJobs(reg)
+      : [parseJobId(command.job)];
+    const all = await Promise.all(
+      jobs.map((job) => readRewardStatus(reg, job, identity.address)),
+    );
+    // Every job when asked for one; else those the account trained in.
+    const shown = command.job === null
+      ? all.filter((s) => s.stage !== "none")
+      : all;
+    if (command.json) {
+      console.log(JSON.stringify({
+        account: identity.address,
+        jobs: shown.map(rewardJson),
+      }));
+      return 0;
+    }
+    if (shown.length === 0) {
+      console.log(`${identity.address} has contributed to no job`);
+      return 0;
+    }
+    for (const s of shown) {
+      console.log(`${bytes32ToCid(s.job)}  ${describe(s)}`);
+    }
+    return 0;
+  });
+}
+
+/**
+ * `zoo-node rewards claim [--job J]`: claims one job's reward, or every
+ * reward claimable now; fails when there is none.
+ */
+export function rewardsClaim(
+  config: Config,
+  command: Extract<ChainCommand, { kind: "rewards-claim" }>,
+): Promise<number> {
+  return withSession(config, async (session, identity) => {
+    const reg = await sessionRegistry(session, config);
+    let jobs: Bytes32[];
+    if (command.job !== null) {
+      // The contract says why not: unknown job, still running, challenge
+      // window, nothing to claim, already claimed.
+      jobs = [parseJobId(command.job)];
+    } else {
+      const all = await Promise.all(
+        (await listJobs(reg)).map((job) =>
+          readRewardStatus(reg, job, identity.address)
+        ),
+      );
+      jobs = all.filter((s) => s.stage === "claimable").map((s) => s.job);
+      if (jobs.length === 0) {
+        throw new ChainError(
+          `Cannot claim: ${identity.address} has no reward to claim now (see "zoo-node rewards")`,
+          "NothingToClaim",
+        );
+      }
+    }
+    for (const job of jobs) {
+      const tx = await claimReward(reg, { job });
+      console.log(
+        `claimed ${formatEther(tx.amount)} ETH from job ${
+          bytes32ToCid(job)
+        } (tx ${tx.hash})`,
+      );
+    }
+    return 0;
+  });
+}
+
+function describe(s: RewardStatus): string {
+  const { record: j } = s;
+  const share = `, ${s.contribution} of ${j.totalContribution} tokens`;
+  const progress = `round ${j.nextRound}/${j.rounds}${
+    j.cancelled ? " (cancelled)" : ""
+  }, pool ${formatEther(j.rewardPool)} ETH`;
+  switch (s.stage) {
+    case "none":
+      return `${progress}: no contribution from this account`;
+    case "running":
+      return `${progress}${share}: claims open once the job ends`;
+    case "window":
+      return `${progress}${share}: in its challenge window, claims open at ${
+        isoTime(s.claimsOpenAt ?? 0n)
+      }`;
+    case "claimable":
+      return `${progress}${share}: ${
+        formatEther(s.claimable)
+      } ETH claimable ("zoo-node rewards claim")`;
+    case "claimed":
+      return `${progress}: claimed`;
+  }
+}
+
+function rewardJson(s: RewardStatus) {
+  return {
+    job: bytes32ToCid(s.job),
+    stage: s.stage,
+    contribution: String(s.contribution),
+    totalContribution: String(s.record.totalContribution),
+    rewardPool: String(s.record.rewardPool),
+    claimable: String(s.claimable),
+    claimsOpenAt: s.claimsOpenAt === null ? null : isoTime(s.claimsOpenAt),
+    roundsCommitted: s.record.nextRound,
+    rounds: s.record.rounds,
+    cancelled: s.record.cancelled,
+  };
+}
+
+function isoTime(seconds: bigint): string {
+  return new Date(Number(seconds) * 1000).toISOString();
+}
