@@ -97,7 +97,7 @@ export function step(
         actions: [log(`round ${state.round}: commit failed: ${event.reason}`)],
       };
     case "chainHead":
-      return onChainHead(state, event.nextRound, event.head);
+      return onChainHead(state, event, ctx.now);
   }
 }
 
@@ -299,11 +299,30 @@ function onAggregated(
 }
 
 function onChainHead(
-  state: RoundState,
-  nextRound: number,
-  head: string,
+  current: RoundState,
+  { nextRound, head, rounds }: Extract<RoundEvent, { type: "chainHead" }>,
+  now: number,
 ): Step {
-  if (state.phase === "finished") return { state, actions: [] };
+  if (current.phase === "finished") return { state: current, actions: [] };
+  let state = current;
+  if (rounds !== undefined && rounds < state.config.rounds) {
+    // Cancelled by its creator: the job ends after the rounds committed,
+    // and a round under way now is past its end (a sync to the last
+    // checkpoint goes on, and its entry finishes).
+    state = { ...state, config: { ...state.config, rounds } };
+    if (state.round >= rounds && state.phase !== "syncing") {
+      const end = enter(state, state.round, state.parent, now);
+      return {
+        state: end.state,
+        actions: [
+          log(
+            `job cancelled by its creator after ${rounds} round(s): round ${state.round} is not trained`,
+          ),
+          ...end.actions,
+        ],
+      };
+    }
+  }
   // Syncing to this very round already: the fetch is under way.
   if (state.phase === "syncing" && nextRound === state.round) {
     return { state, actions: [] };

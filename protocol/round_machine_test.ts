@@ -458,3 +458,57 @@ Deno.test("round machine: the stage names the part of the round under way", () =
   ]).state;
   assert.equal(roundStage(verifier), "verifying");
 });
+
+Deno.test("round machine: a job its creator cancels ends after the rounds committed", () => {
+  const start = run(initialState(config("a"), 0), [
+    [0, { type: "chainHead", nextRound: 0, head: GENESIS }],
+    [0, { type: "enter", round: 0, parent: GENESIS }],
+    [0, { type: "tick", live: ["a", "b"] }],
+    [10, { type: "chainHead", nextRound: 1, head: "bafkreic1" }],
+    [20, { type: "enter", round: 1, parent: "bafkreic1" }],
+    [20, { type: "tick", live: ["a", "b"] }],
+  ]);
+  assert.equal(start.state.phase, "training");
+  // Cancelled after round 0: round 1, under way, is past the job's end.
+  const cut = run(start.state, [[30, {
+    type: "chainHead",
+    nextRound: 1,
+    head: "bafkreic1",
+    rounds: 1,
+  }]]);
+  assert.equal(cut.state.phase, "finished");
+  assert.equal(cut.state.config.rounds, 1);
+  assert.deepEqual(types(cut.actions), ["finish"]);
+  assert.ok(
+    cut.actions.some((a) =>
+      a.type === "log" &&
+      /cancelled by its creator after 1 round/.test(a.message)
+    ),
+  );
+  // The spec's own count changes nothing.
+  const same = run(start.state, [[30, {
+    type: "chainHead",
+    nextRound: 1,
+    head: "bafkreic1",
+    rounds: start.state.config.rounds,
+  }]]);
+  assert.equal(same.state.phase, "training");
+});
+
+Deno.test("round machine: a cancel met while syncing to the last checkpoint finishes on entering it", () => {
+  const syncing = run(initialState(config("a"), 0), [
+    [0, { type: "chainHead", nextRound: 0, head: GENESIS }],
+    [0, { type: "enter", round: 0, parent: GENESIS }],
+    [0, { type: "tick", live: ["a", "b"] }],
+    [10, { type: "chainHead", nextRound: 1, head: "bafkreic1", rounds: 1 }],
+  ]);
+  assert.equal(syncing.state.phase, "syncing");
+  assert.deepEqual(types(syncing.actions), ["advance", "train", "advance"]);
+  const end = run(syncing.state, [[20, {
+    type: "enter",
+    round: 1,
+    parent: "bafkreic1",
+  }]]);
+  assert.equal(end.state.phase, "finished");
+  assert.deepEqual(types(end.actions), ["finish"]);
+});

@@ -138,8 +138,12 @@ export type RoundEvent =
   | { type: "attestation"; msg: AttestationMessage }
   /** This peer's commit transaction failed. */
   | { type: "commitFailed"; reason: string }
-  /** The chain's head for the job: `nextRound` rounds are committed. */
-  | { type: "chainHead"; nextRound: number; head: string };
+  /**
+   * The chain's head for the job: `nextRound` rounds are committed, of
+   * `rounds` (fewer than the spec's once its creator cancelled it; the
+   * spec's when not given).
+   */
+  | { type: "chainHead"; nextRound: number; head: string; rounds?: number };
 
 /** What the node should do. */
 export type RoundAction =

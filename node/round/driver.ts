@@ -174,7 +174,7 @@ export class RoundDriver {
         return;
       case "finish":
         this.#log(
-          `job ${this.#o.jobId}: all ${this.#o.spec.rounds} rounds committed`,
+          `job ${this.#o.jobId}: all ${this.#state.config.rounds} rounds committed`,
         );
         this.#done.resolve();
         return;
@@ -250,6 +250,7 @@ export class RoundDriver {
         type: "chainHead",
         nextRound: job.nextRound,
         head: bytes32ToCid(job.head),
+        rounds: job.rounds,
       });
     } catch (err) {
       this.#log(`chain: ${(err as Error).message}`);
