@@ -2,6 +2,7 @@
  * Plain-data node and job sources for the HTTP tests: the app only reads
  * its source, so these stand in for a running node without a port.
  */
+import { ChainError } from "../../chain/errors.ts";
 import { Histogram } from "./histogram.ts";
 import { StepLog } from "../round/step_log.ts";
 import type {
@@ -101,6 +102,7 @@ export function fakeJob(rounds = 2): JobSource & {
   steps_: StepLog;
   records: RoundRecord[];
   leaves: number;
+  claims: number;
 } {
   const steps = new StepLog();
   const records = Array.from({ length: rounds }, (_, r) => record(r));
@@ -125,6 +127,7 @@ export function fakeJob(rounds = 2): JobSource & {
     steps_: steps,
     records,
     leaves: 0,
+    claims: 0,
     training: (): TrainingStatus => ({
       job: "bafkreijob",
       round: rounds,
@@ -191,6 +194,22 @@ export function fakeJob(rounds = 2): JobSource & {
     leave() {
       job.leaves++;
       return { job: "bafkreijob", round: rounds, left: job.leaves === 1 };
+    },
+    claimReward() {
+      // As the contract: one claim per account.
+      if (job.claims++ > 0) {
+        return Promise.reject(
+          new ChainError(
+            "Cannot claim the reward: account 0xaa has already claimed this job",
+            "AlreadyClaimed",
+          ),
+        );
+      }
+      return Promise.resolve({
+        job: "bafkreijob",
+        amount: "500000000000000000",
+        tx: `0x${"ab".repeat(32)}`,
+      });
     },
   };
   return job;

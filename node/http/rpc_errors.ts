@@ -48,3 +48,15 @@ export class NotFoundError extends JsonRpcError {
     this.name = "NotFoundError";
   }
 }
+
+/**
+ * -32005: the chain refused the transaction; `data.reason` is the
+ * contract's error name (e.g. `ChallengeWindowOpen`, `NothingToClaim`).
+ */
+export class ChainRefusedError extends JsonRpcError {
+  /** Builds a -32005 error. */
+  constructor(message: string, reason: string | null) {
+    super(-32005, message, { reason });
+    this.name = "ChainRefusedError";
+  }
+}

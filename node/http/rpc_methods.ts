@@ -6,10 +6,12 @@
  * @module
  */
 import { SafetensorsError } from "../../kernels/safetensors.ts";
+import { ChainError } from "../../chain/errors.ts";
 import { BlobFetchError } from "../p2p/blob_fetch.ts";
 import { InvalidParamsError, type JsonRpcMethods } from "./jsonrpc.ts";
 import {
   BlobUnavailableError,
+  ChainRefusedError,
   NoJobError,
   NotFoundError,
   UnauthorizedError,
@@ -113,6 +115,19 @@ export function rpcMethods(
       if (!caller.authorized) throw new UnauthorizedError("zoo_leave");
       parseParams("zoo_leave", params, {});
       return jobOf("zoo_leave").leave();
+    },
+    zoo_claimReward: async (params) => {
+      // It sends a transaction from the node's account.
+      if (!caller.authorized) throw new UnauthorizedError("zoo_claimReward");
+      parseParams("zoo_claimReward", params, {});
+      try {
+        return await jobOf("zoo_claimReward").claimReward();
+      } catch (err) {
+        if (err instanceof ChainError) {
+          throw new ChainRefusedError(err.message, err.reason);
+        }
+        throw err;
+      }
     },
     zoo_fetchBlob: async (params) => {
       // It makes the node download and store data: the token's to ask.

@@ -181,6 +181,25 @@ Deno.test("rpc: zoo_leave needs the bearer token (-32003), then leaves once", as
   strictEqual(job.leaves, 2);
 });
 
+Deno.test("rpc: zoo_claimReward needs the bearer token; a refusal is -32005 naming the contract's reason", async () => {
+  const { app, job } = jobApp();
+  strictEqual((await call(app, "zoo_claimReward")).error.code, -32003);
+  strictEqual(job.claims, 0);
+  deepStrictEqual((await call(app, "zoo_claimReward", {}, AUTH)).result, {
+    job: "bafkreijob",
+    amount: "500000000000000000",
+    tx: `0x${"ab".repeat(32)}`,
+  });
+  const again = (await call(app, "zoo_claimReward", undefined, AUTH)).error;
+  strictEqual(again.code, -32005);
+  deepStrictEqual(again.data, { reason: "AlreadyClaimed" });
+  strictEqual(again.message.includes("already claimed"), true);
+  strictEqual(
+    (await call(app, "zoo_claimReward", [1], AUTH)).error.code,
+    -32602,
+  );
+});
+
 Deno.test("rpc: without a configured token nobody may call zoo_leave", async () => {
   const job = fakeJob();
   const app = createApp(fakeSource({ job: () => job }));

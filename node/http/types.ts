@@ -216,6 +216,13 @@ export interface LeaveResult {
   left: boolean;
 }
 
+/** What `zoo_claimReward` reports: the amount paid, in wei, and its tx. */
+export interface ClaimResult {
+  job: string;
+  amount: string;
+  tx: string;
+}
+
 /** The job a node trains, as the HTTP surface reads it. */
 export interface JobSource {
   /** Where the job stands now. */
@@ -238,6 +245,12 @@ export interface JobSource {
   round(round: number): Promise<RoundDetail | null>;
   /** Stops training and contributing; the node stays up. */
   leave(): LeaveResult;
+  /**
+   * Claims this node's reward from the job; throws a `ChainError` naming
+   * the contract's refusal (still running, challenge window, nothing to
+   * claim, claimed before).
+   */
+  claimReward(): Promise<ClaimResult>;
 }
 
 /** The node state the HTTP surface reads; called on every request. */

@@ -1,12 +1,12 @@
 /**
  * A training job as the status page, JSON-RPC and metrics see it: the
- * round driver's state and ledger, chain readings, and the one action a
- * script may take on it, leaving.
+ * round driver's state and ledger, chain readings, and the actions a
+ * script may take on it: leaving, and claiming the reward.
  *
  * @module
  */
-import type { Address } from "../../chain/attestation.ts";
-import type { Registry } from "../../chain/registry.ts";
+import { type Address, cidToBytes32 } from "../../chain/attestation.ts";
+import { claimReward, type Registry } from "../../chain/registry.ts";
 import { rankLeaders } from "../../protocol/assignment.ts";
 import { roundStage } from "../../protocol/round_state.ts";
 import type { JobSpec } from "../../protocol/job_spec.ts";
@@ -48,7 +48,8 @@ export function createJobView(o: JobViewOptions): JobSource {
       phase: left ? "left" : s.phase,
       stage: left ? "left" : roundStage(s),
       parent: s.parent,
-      rounds: spec.rounds,
+      // The chain's count: fewer than the spec's once the job is cancelled.
+      rounds: s.config.rounds,
       innerSteps: spec.innerSteps,
       leader: ranked[0] ?? null,
       live: s.live.length,
@@ -93,6 +94,10 @@ export function createJobView(o: JobViewOptions): JobSource {
       driver.stop();
       o.node.gossip.stopHeartbeats();
       return { job: jobId, round, left: true };
+    },
+    async claimReward() {
+      const tx = await claimReward(o.registry, { job: cidToBytes32(jobId) });
+      return { job: jobId, amount: String(tx.amount), tx: tx.hash };
     },
   };
 }
