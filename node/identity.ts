@@ -71,13 +71,35 @@ export async function loadIdentity(dataDir: string): Promise<Identity | null> {
     );
   }
   const accountKey = new TextDecoder().decode(accountBytes).trim();
-  if (!/^0x[0-9a-fA-F]{64}$/.test(accountKey)) {
+  if (!isAccountKey(accountKey)) {
     throw new IdentityError(
       paths.account,
       `Cannot load the account key as ${paths.account} does not hold a 0x-prefixed 32-byte hex key`,
     );
   }
-  return toIdentity(peerKey, accountKey as `0x${string}`);
+  return toIdentity(peerKey, accountKey);
+}
+
+/** Whether `text` is an account key as stored: 0x and 32 bytes of hex. */
+export function isAccountKey(text: string): text is `0x${string}` {
+  return /^0x[0-9a-fA-F]{64}$/.test(text);
+}
+
+/**
+ * Whether the data dir holds a key file, either of the pair: what a command
+ * that would write keys must not silently replace.
+ */
+export async function keysExist(dataDir: string): Promise<boolean> {
+  const paths = keyPaths(dataDir);
+  for (const path of [paths.peer, paths.account]) {
+    try {
+      await Deno.lstat(path);
+      return true;
+    } catch (err) {
+      if (!(err instanceof Deno.errors.NotFound)) throw err;
+    }
+  }
+  return false;
 }
 
 /**
@@ -89,22 +111,40 @@ export async function ensureIdentity(
 ): Promise<{ identity: Identity; created: boolean }> {
   const existing = await loadIdentity(dataDir);
   if (existing) return { identity: existing, created: false };
+  const identity = toIdentity(
+    await generateKeyPair("Ed25519"),
+    generatePrivateKey(),
+  );
+  await storeIdentity(dataDir, identity);
+  return { identity, created: true };
+}
+
+/**
+ * Writes both keys into `<dataDir>/keys/` (0700), each file 0600 and
+ * written atomically, replacing any keys there: callers decide whether
+ * that is allowed (`keys init` never, `keys import` with `--force`).
+ */
+export async function storeIdentity(
+  dataDir: string,
+  identity: Identity,
+): Promise<void> {
   const paths = keyPaths(dataDir);
   await Deno.mkdir(paths.dir, { recursive: true, mode: 0o700 });
-  const peerKey = await generateKeyPair("Ed25519");
-  const accountKey = generatePrivateKey();
-  await atomicWriteFile(paths.peer, privateKeyToProtobuf(peerKey), {
+  await atomicWriteFile(paths.peer, privateKeyToProtobuf(identity.peerKey), {
     mode: 0o600,
   });
   await atomicWriteFile(
     paths.account,
-    new TextEncoder().encode(accountKey + "\n"),
+    new TextEncoder().encode(identity.accountKey + "\n"),
     { mode: 0o600 },
   );
-  return { identity: toIdentity(peerKey, accountKey), created: true };
 }
 
-function toIdentity(peerKey: PrivateKey, accountKey: `0x${string}`): Identity {
+/** The identity of two keys, its peer id and address derived from them. */
+export function toIdentity(
+  peerKey: PrivateKey,
+  accountKey: `0x${string}`,
+): Identity {
   return {
     peerKey,
     peerId: peerIdFromPrivateKey(peerKey).toString(),

@@ -7,7 +7,9 @@ import {
   ensureIdentity,
   IdentityError,
   keyPaths,
+  keysExist,
   loadIdentity,
+  storeIdentity,
 } from "./identity.ts";
 import { zooNode } from "../tests/_cli.ts";
 
@@ -87,6 +89,37 @@ Deno.test("the stored keys are what the identity reports", () =>
     const peerKey = privateKeyFromProtobuf(await Deno.readFile(paths.peer));
     assert.equal(peerKey.type, "Ed25519");
     assert.ok(peerKey.equals(identity.peerKey));
+  }));
+
+Deno.test("storeIdentity writes keys as ensureIdentity does, replacing any", () =>
+  withTempDir("identity", async (dir) => {
+    const first = (await ensureIdentity(`${dir}/a`)).identity;
+    const second = (await ensureIdentity(`${dir}/b`)).identity;
+    await storeIdentity(`${dir}/c`, first);
+    const paths = keyPaths(`${dir}/c`);
+    for (const which of ["peer", "account"] as const) {
+      assert.deepEqual(
+        await Deno.readFile(paths[which]),
+        await Deno.readFile(keyPaths(`${dir}/a`)[which]),
+      );
+      assert.equal(await modeOf(paths[which]), 0o600);
+    }
+    assert.equal(await modeOf(paths.dir), 0o700);
+    await storeIdentity(`${dir}/c`, second);
+    assert.equal((await loadIdentity(`${dir}/c`))?.peerId, second.peerId);
+    assert.equal(await modeOf(paths.peer), 0o600);
+  }));
+
+Deno.test("keysExist: either key file of the pair counts", () =>
+  withTempDir("identity", async (dir) => {
+    assert.equal(await keysExist(dir), false);
+    assert.equal(await keysExist(`${dir}/nonexistent`), false);
+    await ensureIdentity(dir);
+    assert.equal(await keysExist(dir), true);
+    await Deno.remove(keyPaths(dir).peer);
+    assert.equal(await keysExist(dir), true);
+    await Deno.remove(keyPaths(dir).account);
+    assert.equal(await keysExist(dir), false);
   }));
 
 Deno.test("loadIdentity returns null for an empty or missing data dir", () =>

@@ -1,4 +1,5 @@
 /** Runs the zoo-node CLI as a subprocess, for tests in any folder. */
+import assert from "node:assert/strict";
 
 /** The CLI entry point. */
 export const MAIN = new URL("../main.ts", import.meta.url).href;
@@ -32,4 +33,38 @@ export async function zooNode(
   }).output();
   const text = (b: Uint8Array) => new TextDecoder().decode(b);
   return { code: out.code, stdout: text(out.stdout), stderr: text(out.stderr) };
+}
+
+/**
+ * Asserts `zoo-node args...` exits 1 with nothing on stdout and stderr
+ * matching `line`; returns stderr.
+ */
+export async function assertFailure(
+  args: string[],
+  line: RegExp,
+  env: Record<string, string> = {},
+): Promise<string> {
+  const { code, stdout, stderr } = await zooNode(args, env);
+  assert.equal(code, 1, stderr);
+  assert.equal(stdout, "");
+  assert.match(stderr, line);
+  return stderr;
+}
+
+/**
+ * Asserts `zoo-node args...` exits 2 with nothing on stdout and one
+ * "zoo-node: ..." line on stderr holding each of `parts`.
+ */
+export async function assertUsageExit(
+  args: string[],
+  ...parts: string[]
+): Promise<void> {
+  const { code, stdout, stderr } = await zooNode(args);
+  const what = `${args.join(" ")}: ${stderr}`;
+  assert.equal(code, 2, what);
+  assert.equal(stdout, "", what);
+  const lines = stderr.trimEnd().split("\n");
+  assert.equal(lines.length, 1, what);
+  assert.ok(lines[0].startsWith("zoo-node: "), what);
+  for (const part of parts) assert.ok(lines[0].includes(part), what);
 }

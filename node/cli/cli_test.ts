@@ -2,7 +2,7 @@ import { withTempDir } from "../../tests/_temp_dir.ts";
 import assert from "node:assert/strict";
 import { cidForBytes, cidToString } from "../../protocol/cid.ts";
 import { VERSION } from "../version.ts";
-import { zooNode } from "../../tests/_cli.ts";
+import { assertFailure, assertUsageExit, zooNode } from "../../tests/_cli.ts";
 import { decodeGptCheckpoint } from "../../kernels/gpt_checkpoint.ts";
 import { createJsBackend } from "../../kernels/js_backend.ts";
 import { decodeSafetensors } from "../../kernels/safetensors.ts";
@@ -10,27 +10,6 @@ import {
   encodeRoundCheckpoint,
   genesisCheckpoint,
 } from "../../protocol/round_checkpoint.ts";
-
-/** Exit 1 with nothing on stdout and only `line` on stderr. */
-async function assertFailure(args: string[], line: RegExp): Promise<string> {
-  const { code, stdout, stderr } = await zooNode(args);
-  assert.equal(code, 1, stderr);
-  assert.equal(stdout, "");
-  assert.match(stderr, line);
-  return stderr;
-}
-
-/** Exit 2 with nothing on stdout and one "zoo-node: ..." line on stderr. */
-async function assertUsageExit(args: string[], ...parts: string[]) {
-  const { code, stdout, stderr } = await zooNode(args);
-  const what = `${args.join(" ")}: ${stderr}`;
-  assert.equal(code, 2, what);
-  assert.equal(stdout, "", what);
-  const lines = stderr.trimEnd().split("\n");
-  assert.equal(lines.length, 1, what);
-  assert.ok(lines[0].startsWith("zoo-node: "), what);
-  for (const part of parts) assert.ok(lines[0].includes(part), what);
-}
 
 Deno.test("--help exits 0 and prints the usage", async () => {
   for (const flag of ["--help", "-h"]) {

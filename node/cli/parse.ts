@@ -15,6 +15,7 @@ import {
 } from "./parse_chain.ts";
 import { HELP_TOPICS, type HelpTopic } from "./usage.ts";
 import type { ExportCommand } from "./export.ts";
+import type { KeysExportCommand, KeysImportCommand } from "./keys.ts";
 import { type DevnetCommand, parseDevnet } from "./parse_devnet.ts";
 import {
   parseSample,
@@ -30,6 +31,8 @@ export type Command =
   | { kind: "help"; topic?: HelpTopic }
   | { kind: "version" }
   | { kind: "keys"; action: "init" | "show"; flags: PartialConfig }
+  | KeysExportCommand
+  | KeysImportCommand
   | { kind: "join"; flags: PartialConfig }
   | DevnetCommand
   | { kind: "status"; rpc: string | null; flags: PartialConfig }
@@ -89,21 +92,8 @@ export function parseCommand(argv: string[]): Command {
   }
   const rest = argv.slice(1);
   switch (first) {
-    case "keys": {
-      const action = rest[0];
-      if (action !== "init" && action !== "show") {
-        throw new UsageError(
-          `"keys" needs "init" or "show": current value is ${
-            JSON.stringify(action ?? "")
-          }`,
-        );
-      }
-      return {
-        kind: "keys",
-        action,
-        flags: settings(parseFlags(rest.slice(1), DATA_DIR, 0)),
-      };
-    }
+    case "keys":
+      return parseKeys(rest);
     case "devnet":
       return parseDevnet(rest);
     case "status":
@@ -131,6 +121,52 @@ export function parseCommand(argv: string[]): Command {
         }: run "zoo-node --help" for the list`,
       );
   }
+}
+
+function parseKeys(argv: string[]): Command {
+  const action = argv[0];
+  const rest = argv.slice(1);
+  if (action === "init" || action === "show") {
+    return {
+      kind: "keys",
+      action,
+      flags: settings(parseFlags(rest, DATA_DIR, 0)),
+    };
+  }
+  const force = { force: { type: "boolean" } } as const;
+  if (action === "export") {
+    const p = parseFlags(rest, {
+      ...DATA_DIR,
+      ...force,
+      out: { type: "string" },
+    }, 0);
+    const out = p.values.out as string | undefined;
+    if (!out) {
+      throw new UsageError(
+        "keys export needs --out FILE, the backup file to write",
+      );
+    }
+    return {
+      kind: "keys-export",
+      out,
+      force: p.values.force === true,
+      flags: settings(p),
+    };
+  }
+  if (action === "import") {
+    const p = parseFlags(rest, { ...DATA_DIR, ...force }, 1);
+    return {
+      kind: "keys-import",
+      file: p.positionals[0],
+      force: p.values.force === true,
+      flags: settings(p),
+    };
+  }
+  throw new UsageError(
+    `"keys" needs "init", "show", "export --out FILE" or "import FILE": current value is ${
+      JSON.stringify(action ?? "")
+    }`,
+  );
 }
 
 function parseStatus(argv: string[]): Command {

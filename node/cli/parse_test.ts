@@ -30,6 +30,8 @@ Deno.test("help: every command answers --help / -h with its own text", () => {
     [["status", "--help"], "status"],
     [["keys", "--help"], "keys"],
     [["keys", "init", "-h"], "keys"],
+    [["keys", "export", "--help"], "keys"],
+    [["keys", "import", "-h"], "keys"],
     [["blob", "get", "--help"], "blob"],
     [["chain", "rounds", "--help"], "chain"],
     [["job", "create", "--help"], "job"],
@@ -56,7 +58,11 @@ const PARSED_AS: { [T in HelpTopic]: string[][] } = {
   join: [["--join"]],
   devnet: [["devnet"]],
   status: [["status"]],
-  keys: [["keys", "init"]],
+  keys: [["keys", "init"], ["keys", "export", "--out", "f"], [
+    "keys",
+    "import",
+    "f",
+  ]],
   blob: [["blob", "put", "f"], ["blob", "get", "cid"]],
   chain: [["chain", "deploy"], ["chain", "status"], ["chain", "register"], [
     "chain",
@@ -309,9 +315,63 @@ Deno.test("unknown flags are UsageErrors naming them", () => {
   assertUsage(["--join", "--mdns=yes"], /--mdns/);
 });
 
-Deno.test("keys needs init or show", () => {
-  assertUsage(["keys"], /"keys" needs "init" or "show".*""/);
+Deno.test("keys needs init, show, export or import", () => {
+  assertUsage(
+    ["keys"],
+    /"keys" needs "init", "show", "export .*" or "import .*".*""/,
+  );
   assertUsage(["keys", "rotate"], /"rotate"/);
+});
+
+Deno.test("keys export --out FILE [--force], keys import FILE [--force]", () => {
+  assert.deepEqual(parseCommand(["keys", "export", "--out", "k.json"]), {
+    kind: "keys-export",
+    out: "k.json",
+    force: false,
+    flags: {},
+  });
+  assert.deepEqual(
+    parseCommand([
+      "keys",
+      "export",
+      "--out=k.json",
+      "--force",
+      "--data-dir",
+      "/d",
+    ]),
+    {
+      kind: "keys-export",
+      out: "k.json",
+      force: true,
+      flags: { dataDir: "/d" },
+    },
+  );
+  assert.deepEqual(parseCommand(["keys", "import", "k.json"]), {
+    kind: "keys-import",
+    file: "k.json",
+    force: false,
+    flags: {},
+  });
+  assert.deepEqual(
+    parseCommand(["keys", "import", "--force", "k.json", "--data-dir", "/d"]),
+    {
+      kind: "keys-import",
+      file: "k.json",
+      force: true,
+      flags: { dataDir: "/d" },
+    },
+  );
+  assertUsage(["keys", "export"], /keys export needs --out FILE/);
+  assertUsage(["keys", "export", "--out", ""], /keys export needs --out FILE/);
+  assertUsage(
+    ["keys", "export", "--out", "k", "extra"],
+    /unexpected argument "extra"/,
+  );
+  assertUsage(["keys", "import"], /expected 1 argument\(s\): got 0/);
+  assertUsage(["keys", "import", "a", "b"], /expected 1 argument\(s\): got 2/);
+  assertUsage(["keys", "import", "k", "--out", "x"], /--out/);
+  assertUsage(["keys", "init", "--force"], /--force/);
+  assertUsage(["keys", "export", "--out", "k", "--force=yes"], /--force/);
 });
 
 Deno.test("devnet --backend: one choice for every peer, or one per peer in turn", () => {

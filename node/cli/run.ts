@@ -12,7 +12,7 @@ import { jobCancel, jobCreate } from "./job.ts";
 import { rewardsClaim, rewardsCommand, stakeCommand } from "./stake.ts";
 import { devnet } from "./devnet.ts";
 import { join } from "./join.ts";
-import { keysInit, keysShow } from "./keys.ts";
+import { keysExport, keysImport, keysInit, keysShow } from "./keys.ts";
 import { type Command, parseCommand, UsageError } from "./parse.ts";
 import { exportCheckpoint } from "./export.ts";
 import { sample } from "./sample.ts";
@@ -69,6 +69,10 @@ async function dispatch(command: Command): Promise<number> {
       return command.action === "init"
         ? await keysInit(await config(command.flags))
         : await keysShow(await config(command.flags));
+    case "keys-export":
+      return await keysExport(await config(command.flags), command);
+    case "keys-import":
+      return await keysImport(await config(command.flags), command);
     case "join":
       return await join(await config(command.flags));
     case "devnet":

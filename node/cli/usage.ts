@@ -26,6 +26,7 @@ Usage:
   zoo-node devnet [options]        local chain + N peers training a job together
   zoo-node status [--rpc URL]      show a running node's status (default: the one on --data-dir)
   zoo-node keys init|show          create the node's keys / show its ids
+  zoo-node keys export|import      save the keys to an encrypted file / restore them
   zoo-node blob put <file>         store a file in the local blockstore, print its CID
   zoo-node blob get <cid>          fetch a blob through the running node
   zoo-node chain deploy|status|register|rounds   the on-chain registry
@@ -110,11 +111,20 @@ Options:
                           (e.g. http://127.0.0.1:7070)
 
 ${EXIT_CODES}`,
-  keys: `zoo-node keys init|show [options]
+  keys: `zoo-node keys init|show|export|import [options]
 
   init                    create the libp2p and chain account keys if missing
                           (never overwrites them); print the peer id and address
   show                    print the peer id and chain address (never the keys)
+  export --out FILE       write both keys to FILE (mode 0600), encrypted with a
+                          passphrase; the peer id and address stay readable
+    --force                 replace FILE if it exists
+  import FILE             store the keys of a backup made by "keys export", as
+                          "keys init" would; print the peer id and address
+    --force                 replace keys the data dir already holds
+
+The passphrase (8 characters or more) is read from ZOO_KEYS_PASSPHRASE if set,
+else asked for on the terminal without echo (twice for export).
 
 Options:
   --data-dir DIR          where the keys are (default ~/.zoo)
