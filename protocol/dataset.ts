@@ -38,6 +38,30 @@ import { ProtocolError } from "./errors.ts";
 export const DEFAULT_CHUNK_BYTES = 65536;
 /** Version of the manifest format. */
 export const MANIFEST_VERSION = 1;
+/** Chunks a small dataset is cut into at least, for peers to share. */
+export const MIN_CHUNKS = 32;
+
+/**
+ * Chunk size for a dataset of `size` bytes trained with `contextLength`:
+ * {@linkcode DEFAULT_CHUNK_BYTES}, smaller for a small text so that it
+ * still splits into about {@linkcode MIN_CHUNKS} chunks (peers train on
+ * disjoint chunks, and some are held out), but never below four training
+ * windows.
+ *
+ * @example
+ * ```ts
+ * import { chunkBytesFor } from "./dataset.ts";
+ * chunkBytesFor(10_000_000, 64); // 65536
+ * chunkBytesFor(64_000, 64); // 2000
+ * ```
+ */
+export function chunkBytesFor(size: number, contextLength: number): number {
+  const least = 4 * (contextLength + 1);
+  return Math.min(
+    DEFAULT_CHUNK_BYTES,
+    Math.max(least, Math.ceil(size / MIN_CHUNKS)),
+  );
+}
 
 /** One chunk of a dataset: bytes [offset, offset + length) of the text. */
 export interface DatasetChunk {

@@ -2,6 +2,7 @@ import { ProtocolError } from "./errors.ts";
 import assert from "node:assert/strict";
 import { createHash } from "node:crypto";
 import {
+  chunkBytesFor,
   chunkDataset,
   chunkView,
   decodeManifest,
@@ -164,4 +165,15 @@ Deno.test("shardChunks: contiguous balanced ranges that cover every chunk once",
   assert.throws(() => shardChunks(10, -1, 3), /shardIndex/);
   assert.throws(() => shardChunks(10, 0, 0), /shardCount/);
   assert.throws(() => shardChunks(-1, 0, 1), /chunk count/);
+});
+
+Deno.test("chunkBytesFor: 64 KiB for large texts, about 32 chunks for small ones, never under four windows", () => {
+  assert.equal(chunkBytesFor(6_000_000, 64), DEFAULT_CHUNK_BYTES);
+  assert.equal(
+    chunkBytesFor(32 * DEFAULT_CHUNK_BYTES, 64),
+    DEFAULT_CHUNK_BYTES,
+  );
+  assert.equal(chunkBytesFor(64_000, 64), 2000);
+  assert.equal(chunkBytesFor(1000, 64), 260);
+  assert.equal(chunkBytesFor(100_000, 1024), 4100);
 });

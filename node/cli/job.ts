@@ -1,10 +1,13 @@
 import { formatEther } from "viem";
 import {
   defaultJobSpec,
+  type JobSpec,
   JobSpecError,
   type JobSpecOverrides,
 } from "../../protocol/job_spec.ts";
-import { DEFAULT_CORPUS_DATASET_ID } from "../job/dataset.ts";
+import { chunkBytesFor, chunkDataset } from "../../protocol/dataset.ts";
+import { DEFAULT_CORPUS_DATASET_ID, storeDataset } from "../job/dataset.ts";
+import { loadLocalText } from "../job/local_text.ts";
 import { Blockstore } from "../store/blockstore.ts";
 import { publishJob } from "../job/publish.ts";
 import { sessionRegistry } from "../chain_session.ts";
@@ -20,27 +23,47 @@ import type { ChainCommand } from "./parse_chain.ts";
  * `zoo-node job create <spec.json>`: validates the spec, stores it (its CID
  * is the job id) and its genesis checkpoint in the blockstore, so peers can
  * fetch both by CID, and creates the job on chain funded with `--reward`.
+ * With `--data PATH` the job trains on that text file or directory: it is
+ * chunked and stored as a dataset the creator's node serves.
  */
 export async function jobCreate(
   config: Config,
   command: Extract<ChainCommand, { kind: "job-create" }>,
 ): Promise<number> {
   const fields = await readSpecFields(command.spec);
-  let spec;
-  try {
-    // Fields left out take their defaults (the default corpus among them);
-    // every field is then validated.
-    spec = defaultJobSpec({
-      ...fields,
-      dataset: { cid: DEFAULT_CORPUS_DATASET_ID, ...fields.dataset },
-    });
-  } catch (err) {
-    if (err instanceof JobSpecError) {
-      throw new UsageError(`${command.spec}: ${err.message}`);
-    }
-    throw err;
+  if (command.data !== null && fields.dataset?.cid !== undefined) {
+    throw new UsageError(
+      `${command.spec} names dataset.cid and --data gives a dataset too: keep one`,
+    );
   }
+  // Fields left out take their defaults (the default corpus among them).
+  let spec = validSpec(command.spec, {
+    ...fields,
+    dataset: { cid: DEFAULT_CORPUS_DATASET_ID, ...fields.dataset },
+  });
   const store = await Blockstore.open(blockstoreDir(config.dataDir));
+  if (command.data !== null) {
+    const { bytes, files } = await loadLocalText(command.data);
+    if (bytes.length < 2 * (spec.contextLength + 1)) {
+      throw new UsageError(
+        `${command.data} holds ${bytes.length} bytes: contextLength ${spec.contextLength} needs at least ${
+          2 * (spec.contextLength + 1)
+        }`,
+      );
+    }
+    const dataset = await chunkDataset(
+      bytes,
+      chunkBytesFor(bytes.length, spec.contextLength),
+    );
+    await storeDataset(store, dataset);
+    spec = validSpec(command.spec, {
+      ...fields,
+      dataset: { ...spec.dataset, cid: dataset.id },
+    });
+    console.log(
+      `dataset   ${dataset.id}: ${bytes.length} bytes from ${files.length} file(s) in ${dataset.chunks.length} chunks; peers fetch it from this data dir's node ("zoo-node --join --data-dir ${config.dataDir}")`,
+    );
+  }
   return await withSession(config, async (session) => {
     const reg = await sessionRegistry(session, config);
     const { id: job, genesis, tx } = await publishJob([store], reg, spec, {
@@ -56,6 +79,18 @@ export async function jobCreate(
     );
     return 0;
   });
+}
+
+/** The spec of `fields`, every field validated. */
+function validSpec(path: string, fields: JobSpecOverrides): JobSpec {
+  try {
+    return defaultJobSpec(fields);
+  } catch (err) {
+    if (err instanceof JobSpecError) {
+      throw new UsageError(`${path}: ${err.message}`);
+    }
+    throw err;
+  }
 }
 
 /**

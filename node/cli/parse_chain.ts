@@ -32,6 +32,8 @@ export type ChainCommand =
     spec: string;
     reward: bigint;
     minStake: bigint;
+    /** A text file or directory to train on, instead of the spec's dataset. */
+    data: string | null;
     flags: PartialConfig;
   }
   | { kind: "job-cancel"; job: string; flags: PartialConfig }
@@ -139,12 +141,18 @@ export function parseJob(argv: string[]): ChainCommand {
     ...CHAIN_FLAGS,
     reward: { type: "string" },
     "min-stake": { type: "string" },
+    data: { type: "string" },
   }, 1);
+  const data = p.values.data;
+  if (data !== undefined && (typeof data !== "string" || data === "")) {
+    throw new UsageError("--data needs a text file or a directory of them");
+  }
   return {
     kind: "job-create",
     spec: p.positionals[0],
     reward: optionalEther(p, "reward") ?? parseEther("1"),
     minStake: optionalEther(p, "min-stake") ?? 0n,
+    data: data ?? null,
     flags: settings(p),
   };
 }
