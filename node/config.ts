@@ -32,6 +32,11 @@ export interface Config {
   httpHosts: string[];
   /** Discover peers on the local network with mDNS. */
   mdns: boolean;
+  /**
+   * Relay traffic for peers that cannot accept connections (behind NAT,
+   * listening on `/p2p-circuit`) through this node.
+   */
+  relay: boolean;
   /** The gossip job name: peers on the same job see each other. */
   job: string;
   /** Largest blob this node will fetch or serve, in bytes. */
@@ -77,6 +82,7 @@ export const KEYS = [
   "http",
   "httpHosts",
   "mdns",
+  "relay",
   "job",
   "maxBlobBytes",
   "rpcUrl",
@@ -96,6 +102,7 @@ export const ENV_NAMES: Record<keyof Config, string> = {
   http: "ZOO_HTTP",
   httpHosts: "ZOO_HTTP_HOSTS",
   mdns: "ZOO_MDNS",
+  relay: "ZOO_RELAY",
   job: "ZOO_JOB",
   maxBlobBytes: "ZOO_MAX_BLOB_BYTES",
   rpcUrl: "ZOO_RPC_URL",
@@ -116,6 +123,7 @@ export function defaultConfig(home: string | undefined): Config {
     http: { hostname: "127.0.0.1", port: 7070 },
     httpHosts: [],
     mdns: false,
+    relay: false,
     job: "default",
     maxBlobBytes: 2 ** 31,
     rpcUrl: null,
@@ -165,6 +173,7 @@ export function parseSetting<K extends keyof Config>(
       return validateSetting(source, key, list) as Config[K];
     }
     case "mdns":
+    case "relay":
     case "overlap":
       if (/^(true|1|yes|on)$/i.test(text)) return true as Config[K];
       if (/^(false|0|no|off)$/i.test(text)) return false as Config[K];
@@ -271,6 +280,7 @@ export function validateSetting<K extends keyof Config>(
       }
       break;
     case "mdns":
+    case "relay":
     case "overlap":
       if (typeof value !== "boolean") fail("expected true or false");
       break;

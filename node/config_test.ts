@@ -57,6 +57,7 @@ Deno.test("defaults: every setting when no source gives one", async () => {
     http: { hostname: "127.0.0.1", port: 7070 },
     httpHosts: [],
     mdns: false,
+    relay: false,
     job: "default",
     maxBlobBytes: 2 ** 31,
     rpcUrl: null,
@@ -77,6 +78,7 @@ const FILE = {
   http: "127.0.0.1:1001",
   httpHosts: ["file.lan"],
   mdns: true,
+  relay: false,
   job: "from-file",
   maxBlobBytes: 1001,
   rpcUrl: "http://127.0.0.1:1001",
@@ -93,6 +95,7 @@ const ENV: Record<string, string> = {
   ZOO_HTTP: "0.0.0.0:2002",
   ZOO_HTTP_HOSTS: "env.lan, node.example",
   ZOO_MDNS: "false",
+  ZOO_RELAY: "true",
   ZOO_JOB: "from-env",
   ZOO_MAX_BLOB_BYTES: "2002",
   ZOO_RPC_URL: "https://rpc.example/2002",
@@ -108,6 +111,7 @@ const FLAGS: Omit<Config, "dataDir" | "mdns"> = {
   bootstrap: [`/ip4/10.0.0.3/tcp/3003/p2p/${PEER}`],
   http: null,
   httpHosts: ["flags.lan"],
+  relay: true,
   job: "from-flags",
   maxBlobBytes: 3003,
   rpcUrl: "http://127.0.0.1:3003",
@@ -139,6 +143,7 @@ Deno.test("ZOO_* env overrides zoo.json, lists comma-separated", () =>
       http: { hostname: "0.0.0.0", port: 2002 },
       httpHosts: ["env.lan", "node.example"],
       mdns: false,
+      relay: true,
       job: "from-env",
       maxBlobBytes: 2002,
       rpcUrl: ENV.ZOO_RPC_URL,
@@ -227,6 +232,7 @@ const BAD: [keyof Config, string, unknown, string][] = [
   ["http", "99999", "99999", "99999"],
   ["http", "abc", "abc", "abc"],
   ["mdns", "maybe", "maybe", "maybe"],
+  ["relay", "maybe", "maybe", "maybe"],
   ["job", "my job", "my job", "my job"],
   ["maxBlobBytes", "0", 0, "0"],
   ["maxBlobBytes", "-1", -1, "-1"],
@@ -277,7 +283,8 @@ Deno.test("bad values in flags name the flag and the value", () => {
     dutyCycle: "--duty-cycle",
   };
   for (const [key, text, , shown] of BAD) {
-    if (key === "mdns" || key === "overlap") continue; // boolean flags
+    // boolean flags
+    if (key === "mdns" || key === "relay" || key === "overlap") continue;
     assert.throws(
       () => parseCommand(["--join", `${FLAG[key]}=${text}`]),
       (err) => {

@@ -122,6 +122,7 @@ export async function startNode(
     announce: config.announce,
     bootstrap: config.bootstrap,
     mdns: config.mdns,
+    relay: config.relay,
   });
   const known = await KnownPeers.load(
     `${config.dataDir}/${KNOWN_PEERS_FILE}`,

@@ -4,7 +4,7 @@
  *
  * @module
  */
-import { type CID, parseCid } from "../../protocol/cid.ts";
+import { type CID, cidForBytes, parseCid } from "../../protocol/cid.ts";
 import type { Config } from "../config.ts";
 import type { FetchReport } from "../p2p/blob_pull.ts";
 import { callRpc } from "../http/rpc_client.ts";
@@ -23,8 +23,22 @@ export async function readCheckpointRef(
   config: Config,
   ref: string,
 ): Promise<Uint8Array> {
+  return (await readCheckpointBlock(config, ref)).bytes;
+}
+
+/**
+ * Checkpoint `ref` as a block, found as {@linkcode readCheckpointRef} finds
+ * it: a file gets the raw CID of its bytes, a CID is kept as given.
+ */
+export async function readCheckpointBlock(
+  config: Config,
+  ref: string,
+): Promise<{ cid: CID; bytes: Uint8Array }> {
   const file = await Deno.stat(ref).catch(() => null);
-  if (file?.isFile) return await Deno.readFile(ref);
+  if (file?.isFile) {
+    const bytes = await Deno.readFile(ref);
+    return { cid: await cidForBytes(bytes), bytes };
+  }
   let cid: CID;
   try {
     cid = parseCid(ref);
@@ -34,7 +48,7 @@ export async function readCheckpointRef(
     );
   }
   const store = await Blockstore.open(blockstoreDir(config.dataDir));
-  if (await store.has(cid)) return await store.get(cid);
+  if (await store.has(cid)) return { cid, bytes: await store.get(cid) };
   const info = await readRuntimeInfo(config.dataDir);
   if (!info?.http) {
     throw new NodeError(
@@ -45,5 +59,5 @@ export async function readCheckpointRef(
   await callRpc<FetchReport>(info.http, "zoo_fetchBlob", { cid: ref }, {
     token,
   });
-  return await store.get(cid);
+  return { cid, bytes: await store.get(cid) };
 }

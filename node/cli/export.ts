@@ -1,36 +1,62 @@
 import { decodeModelCheckpoint } from "../../protocol/round_checkpoint.ts";
+import { cidToString } from "../../protocol/cid.ts";
 import { encodeGptCheckpoint } from "../../kernels/gpt_checkpoint.ts";
 import { createJsBackend } from "../../kernels/js_backend.ts";
 import type { Config, PartialConfig } from "../config.ts";
 import { atomicWriteFile } from "../store/atomic_write.ts";
-import { readCheckpointRef } from "./checkpoint_ref.ts";
+import { writeCar } from "../store/car.ts";
+import { readCheckpointBlock, readCheckpointRef } from "./checkpoint_ref.ts";
 
 /** `zoo-node export ...` as parsed. */
 export interface ExportCommand {
   kind: "export";
   /** A checkpoint file or CID. */
   checkpoint: string;
-  /** The safetensors file to write. */
-  safetensors: string;
+  /**
+   * What to write: `safetensors`, the model for other ML tools; `car`, the
+   * checkpoint block itself under its CID, for IPFS tools.
+   */
+  format: "safetensors" | "car";
+  /** The file to write. */
+  out: string;
   flags: PartialConfig;
 }
 
 /**
- * `zoo-node export`: the model tensors of a checkpoint (a job round's
- * included, without its optimizer state) as safetensors under GPT-2's
- * Hugging Face names, its job, round and parent kept in the metadata.
+ * `zoo-node export`: with `--safetensors`, the model tensors of a
+ * checkpoint (a job round's included, without its optimizer state) under
+ * GPT-2's Hugging Face names, its job, round and parent kept in the
+ * metadata; with `--car`, the checkpoint's bytes unchanged as a CARv1
+ * whose root is its CID.
  */
 export async function exportCheckpoint(
   config: Config,
   cmd: ExportCommand,
 ): Promise<number> {
+  if (cmd.format === "car") return await exportCar(config, cmd);
   const bytes = await readCheckpointRef(config, cmd.checkpoint);
   const { model, metadata } = decodeModelCheckpoint(createJsBackend(), bytes);
   const { format: _, config: __, ...kept } = metadata;
-  await atomicWriteFile(cmd.safetensors, encodeGptCheckpoint(model, kept));
+  await atomicWriteFile(cmd.out, encodeGptCheckpoint(model, kept));
   const tensors = model.specs.length;
   console.log(
-    `wrote ${cmd.safetensors}: ${tensors} tensors, ${model.params.length} parameters`,
+    `wrote ${cmd.out}: ${tensors} tensors, ${model.params.length} parameters`,
+  );
+  return 0;
+}
+
+/**
+ * The checkpoint as one raw block in a CAR: `ipfs dag import` then holds
+ * it under the very CID zoo-node names it by. The bytes are not decoded,
+ * so the CAR is the checkpoint byte for byte.
+ */
+async function exportCar(config: Config, cmd: ExportCommand): Promise<number> {
+  const block = await readCheckpointBlock(config, cmd.checkpoint);
+  await atomicWriteFile(cmd.out, await writeCar([block.cid], [block]));
+  console.log(
+    `wrote ${cmd.out}: root ${
+      cidToString(block.cid)
+    }, one block of ${block.bytes.length} bytes`,
   );
   return 0;
 }

@@ -80,7 +80,7 @@ export function parseFlags(
 export function settings(parsed: Parsed): PartialConfig {
   const out: PartialConfig = {};
   for (const [flag, value] of Object.entries(parsed.values)) {
-    if (flag === "mdns" || flag === "overlap") {
+    if (flag === "mdns" || flag === "relay" || flag === "overlap") {
       out[flag] = value === true;
       continue;
     }

@@ -15,6 +15,7 @@ import {
 } from "./parse_chain.ts";
 import { HELP_TOPICS, type HelpTopic } from "./usage.ts";
 import type { ExportCommand } from "./export.ts";
+import type { ImportCommand } from "./import_car.ts";
 import type { KeysExportCommand, KeysImportCommand } from "./keys.ts";
 import { type DevnetCommand, parseDevnet } from "./parse_devnet.ts";
 import {
@@ -47,6 +48,7 @@ export type Command =
   | TrainCommand
   | SampleCommand
   | ExportCommand
+  | ImportCommand
   | ChainCommand;
 
 const NODE_FLAGS: Spec = {
@@ -57,6 +59,7 @@ const NODE_FLAGS: Spec = {
   http: { type: "string" },
   "http-host": { type: "string", multiple: true },
   mdns: { type: "boolean" },
+  relay: { type: "boolean" },
   job: { type: "string" },
   "max-blob-bytes": { type: "string" },
   "rpc-url": { type: "string" },
@@ -106,6 +109,8 @@ export function parseCommand(argv: string[]): Command {
       return parseSample(rest);
     case "export":
       return parseExport(rest);
+    case "import":
+      return parseImport(rest);
     case "chain":
       return parseChain(rest);
     case "job":
@@ -183,23 +188,39 @@ function parseStatus(argv: string[]): Command {
 }
 
 function parseExport(argv: string[]): ExportCommand {
-  const p = parseFlags(
-    argv,
-    { ...DATA_DIR, safetensors: { type: "string" } },
-    1,
-  );
-  const out = p.values.safetensors as string | undefined;
-  if (!out) {
+  const p = parseFlags(argv, {
+    ...DATA_DIR,
+    safetensors: { type: "string" },
+    car: { type: "string" },
+  }, 1);
+  const safetensors = p.values.safetensors as string | undefined;
+  const car = p.values.car as string | undefined;
+  if (safetensors !== undefined && car !== undefined) {
     throw new UsageError(
-      "export needs --safetensors FILE, the file to write the model to",
+      "export takes --safetensors FILE or --car FILE, not both: run it once for each",
+    );
+  }
+  if (!safetensors && !car) {
+    throw new UsageError(
+      "export needs --safetensors FILE (the model, for ML tools) or --car FILE (the checkpoint under its CID, for IPFS tools)",
     );
   }
   return {
     kind: "export",
     checkpoint: p.positionals[0],
-    safetensors: out,
+    format: car ? "car" : "safetensors",
+    out: (car ?? safetensors) as string,
     flags: settings(p),
   };
+}
+
+function parseImport(argv: string[]): ImportCommand {
+  const p = parseFlags(argv, { ...DATA_DIR, car: { type: "string" } }, 0);
+  const car = p.values.car as string | undefined;
+  if (!car) {
+    throw new UsageError("import needs --car FILE, the CAR file to import");
+  }
+  return { kind: "import", car, flags: settings(p) };
 }
 
 function parseBlob(argv: string[]): Command {

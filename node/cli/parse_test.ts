@@ -40,6 +40,7 @@ Deno.test("help: every command answers --help / -h with its own text", () => {
     [["train", "--help"], "train"],
     [["sample", "--help"], "sample"],
     [["export", "--help"], "export"],
+    [["import", "--car", "x.car", "-h"], "import"],
   ];
   for (const [argv, topic] of asks) {
     assert.deepEqual(
@@ -73,7 +74,13 @@ const PARSED_AS: { [T in HelpTopic]: string[][] } = {
   rewards: [["rewards"], ["rewards", "claim"]],
   train: [["train", "--local"]],
   sample: [["sample", "--checkpoint", "f"]],
-  export: [["export", "f", "--safetensors", "out"]],
+  export: [["export", "f", "--safetensors", "out"], [
+    "export",
+    "f",
+    "--car",
+    "o",
+  ]],
+  import: [["import", "--car", "f"]],
 };
 
 /** Whether some way into `topic` knows `flag`. */
@@ -451,4 +458,46 @@ Deno.test("train --backend and --threads are node settings; sample takes the CPU
     ["sample", "--checkpoint", "x", "--backend", "webgpu"],
     /--backend must be auto, wasm or js: current value is "webgpu"/,
   );
+});
+
+Deno.test("export <checkpoint> takes --safetensors FILE or --car FILE, exactly one", () => {
+  assert.deepEqual(parseCommand(["export", "c", "--safetensors", "m.st"]), {
+    kind: "export",
+    checkpoint: "c",
+    format: "safetensors",
+    out: "m.st",
+    flags: {},
+  });
+  assert.deepEqual(
+    parseCommand(["export", "c", "--car", "c.car", "--data-dir", "/d"]),
+    {
+      kind: "export",
+      checkpoint: "c",
+      format: "car",
+      out: "c.car",
+      flags: { dataDir: "/d" },
+    },
+  );
+  assertUsage(["export", "c"], /needs --safetensors FILE .* or --car FILE/);
+  assertUsage(["export", "c", "--car", ""], /needs --safetensors FILE/);
+  assertUsage(
+    ["export", "c", "--car", "a", "--safetensors", "b"],
+    /--safetensors FILE or --car FILE, not both/,
+  );
+  assertUsage(["export", "--car", "a"], /expected 1 argument\(s\): got 0/);
+});
+
+Deno.test("import --car FILE", () => {
+  assert.deepEqual(parseCommand(["import", "--car", "c.car"]), {
+    kind: "import",
+    car: "c.car",
+    flags: {},
+  });
+  assert.deepEqual(
+    parseCommand(["import", "--data-dir", "/d", "--car=c.car"]),
+    { kind: "import", car: "c.car", flags: { dataDir: "/d" } },
+  );
+  assertUsage(["import"], /import needs --car FILE/);
+  assertUsage(["import", "c.car"], /unexpected argument "c.car"/);
+  assertUsage(["import", "--car", "c.car", "--out", "x"], /--out/);
 });

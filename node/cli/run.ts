@@ -15,6 +15,7 @@ import { join } from "./join.ts";
 import { keysExport, keysImport, keysInit, keysShow } from "./keys.ts";
 import { type Command, parseCommand, UsageError } from "./parse.ts";
 import { exportCheckpoint } from "./export.ts";
+import { importCar } from "./import_car.ts";
 import { sample } from "./sample.ts";
 import { status } from "./status.ts";
 import { train } from "./train.ts";
@@ -89,6 +90,8 @@ async function dispatch(command: Command): Promise<number> {
       return await sample(await config(command.flags), command);
     case "export":
       return await exportCheckpoint(await config(command.flags), command);
+    case "import":
+      return await importCar(await config(command.flags), command);
     case "chain-deploy":
     case "chain-status":
     case "chain-register":

@@ -7,7 +7,7 @@
 const SETTINGS =
   `Settings are read from, lowest to highest precedence: defaults, <data-dir>/zoo.json,
 ZOO_* environment variables (ZOO_DATA_DIR, ZOO_LISTEN, ZOO_ANNOUNCE, ZOO_BOOTSTRAP, ZOO_HTTP,
-ZOO_HTTP_HOSTS, ZOO_MDNS, ZOO_JOB, ZOO_MAX_BLOB_BYTES, ZOO_RPC_URL, ZOO_REGISTRY,
+ZOO_HTTP_HOSTS, ZOO_MDNS, ZOO_RELAY, ZOO_JOB, ZOO_MAX_BLOB_BYTES, ZOO_RPC_URL, ZOO_REGISTRY,
 ZOO_BACKEND, ZOO_THREADS, ZOO_OVERLAP, ZOO_DUTY_CYCLE; lists comma-separated), then flags.`;
 
 const EXIT_CODES =
@@ -37,6 +37,8 @@ Usage:
   zoo-node train --local [options] train a GPT on this machine
   zoo-node sample --checkpoint F   generate text from a checkpoint (file or CID)
   zoo-node export <checkpoint> --safetensors F   a checkpoint's model, for other tools
+  zoo-node export <checkpoint> --car F   a checkpoint under its CID, for IPFS tools
+  zoo-node import --car F          store the blocks of a CAR file, verified
   zoo-node --help | --version
 
 Run "zoo-node <command> --help" for a command's options.
@@ -59,6 +61,7 @@ export const HELP_TOPICS = [
   "train",
   "sample",
   "export",
+  "import",
 ] as const;
 
 /** A command with its own `--help` text. */
@@ -78,6 +81,8 @@ Options:
   --http-host NAME        a DNS name the HTTP server answers to, repeatable
                           (default: IP addresses and localhost only)
   --mdns                  discover peers on the local network
+  --relay                 relay for peers that cannot accept connections
+                          (they listen on /p2p-circuit through this node)
   --job ID|NAME           a job id (CID) to train, or a topic name (default "default")
   --max-blob-bytes N      largest blob to fetch or serve (default 2147483648)
   --rpc-url URL           EVM JSON-RPC endpoint (default: the embedded anvil)
@@ -168,6 +173,10 @@ ${EXIT_CODES}`,
                           the job on chain
     --reward ETH            the job's reward pool (default 1)
     --min-stake ETH         least stake of its peers (default 0)
+    --data PATH             train on this text file, or every text file
+                            under this directory, instead of the spec's
+                            dataset: it is chunked and stored here, and this
+                            data dir's node serves it to the job's peers
   cancel <job id>         end a job this account created after its committed
                           rounds: the pool's share of the rounds never
                           committed is refunded at once, its contributors
@@ -240,16 +249,35 @@ Options:
   --data-dir DIR          where a CID is looked up (default ~/.zoo)
 
 ${EXIT_CODES}`,
-  export: `zoo-node export <checkpoint> --safetensors FILE [options]
+  export:
+    `zoo-node export <checkpoint> --safetensors FILE | --car FILE [options]
 
-Writes the model tensors of a checkpoint (a file, or the CID of a job's round
-checkpoint, fetched by the running node if not held) as safetensors under
-GPT-2's Hugging Face names, without the optimizer state; the job, round and
-parent stay in the metadata.
+The checkpoint is a file, or the CID of a job's round checkpoint (fetched by
+the running node if not held).
+
+  --safetensors FILE      write its model tensors as safetensors under GPT-2's
+                          Hugging Face names, without the optimizer state; the
+                          job, round and parent stay in the metadata
+  --car FILE              write it unchanged as a CARv1 file whose root is its
+                          CID (a file's: the CID of its bytes), so that
+                          "ipfs dag import" keeps that CID (a block over
+                          1 MiB needs Kubo's big-block option: see README)
 
 Options:
-  --safetensors FILE      the file to write
   --data-dir DIR          where a CID is looked up (default ~/.zoo)
+
+${EXIT_CODES}`,
+  import: `zoo-node import --car FILE [options]
+
+Stores the blocks of a CAR file (from "zoo-node export --car", or
+"ipfs dag export" of raw blocks) in the local blockstore, each checked against
+its CID first; prints the roots and the count of blocks. Only CIDv1 raw
+(0x55) sha2-256 blocks of at most maxBlobBytes are taken; a damaged, cut or
+other CAR stops the import at the first bad block, which is not stored.
+
+Options:
+  --car FILE              the CAR file (CARv1 or CARv2) to read
+  --data-dir DIR          the blockstore (default ~/.zoo)
 
 ${EXIT_CODES}`,
 };

@@ -1,6 +1,10 @@
 import { noise } from "@chainsafe/libp2p-noise";
 import { yamux } from "@chainsafe/libp2p-yamux";
 import { bootstrap } from "@libp2p/bootstrap";
+import {
+  circuitRelayServer,
+  circuitRelayTransport,
+} from "@libp2p/circuit-relay-v2";
 import { gossipsub } from "@libp2p/gossipsub";
 import { identify } from "@libp2p/identify";
 import type { Libp2p, PrivateKey } from "@libp2p/interface";
@@ -28,11 +32,24 @@ export interface HostOptions {
   announce?: string[];
   bootstrap: string[];
   mdns: boolean;
+  /** Relay for peers that cannot accept connections (see below). */
+  relay?: boolean;
 }
+
+/** Peers a relaying node holds a slot for at once. */
+export const MAX_RELAY_RESERVATIONS = 64;
 
 /**
  * Creates and starts the libp2p host: TCP, noise, yamux, identify, ping and
  * gossipsub with signed messages, plus the bootstrap list and opt-in mDNS.
+ *
+ * Every node can dial through a circuit relay (v2), and one that cannot
+ * accept connections (a laptop behind NAT) listens on `/p2p-circuit`: it
+ * reserves a slot on a relaying peer it is connected to and announces the
+ * relayed address, so peers reach it for its deltas and states. A node with
+ * `relay` serves such slots. Its relayed connections carry no data or time
+ * limit: rounds move deltas and training states of megabytes over them,
+ * far past the protocol's default 128 KiB, so relaying is opt-in.
  */
 export async function createHost(options: HostOptions): Promise<Host> {
   const discovery = [];
@@ -46,13 +63,23 @@ export async function createHost(options: HostOptions): Promise<Host> {
       listen: options.listen,
       ...(options.announce?.length ? { announce: options.announce } : {}),
     },
-    transports: [tcp()],
+    transports: [tcp(), circuitRelayTransport()],
     connectionEncrypters: [noise()],
     streamMuxers: [yamux()],
     peerDiscovery: discovery,
     services: {
       identify: identify(),
       ping: ping(),
+      ...(options.relay
+        ? {
+          relay: circuitRelayServer({
+            reservations: {
+              maxReservations: MAX_RELAY_RESERVATIONS,
+              applyDefaultLimit: false,
+            },
+          }),
+        }
+        : {}),
       pubsub: gossipsub({
         allowPublishToZeroTopicPeers: true,
         emitSelf: false,

@@ -155,6 +155,30 @@ export async function heal(side: readonly number[]): Promise<void> {
   await run(["ip", "-n", "zoo-sw", "link", "del", "br1"], true);
 }
 
+/**
+ * Puts lab host `i` behind a firewall that, like a home router's NAT,
+ * lets it open connections but drops every new one coming in (nftables in
+ * its namespace, which the lab removes with the host).
+ */
+export async function blockInbound(i: number): Promise<void> {
+  const nft = inHost(i, ["nft"]);
+  await run([...nft, "add", "table", "inet", "zoo_nat"], true);
+  await run([
+    ...nft,
+    "add chain inet zoo_nat in { type filter hook input priority 0; policy accept; }",
+  ], true);
+  await run([
+    ...nft,
+    "add rule inet zoo_nat in ct state new tcp flags syn drop",
+  ], true);
+}
+
+/** Why {@linkcode blockInbound} cannot run here, or null when it can. */
+export async function nftMissing(): Promise<string | null> {
+  const out = await run(["nft", "--version"]).catch((e) => String(e));
+  return out === "" ? null : `no nft (apt-get install nftables): ${out}`;
+}
+
 /** Runs a command; "" on success, else its stderr (thrown if `strict`). */
 async function run(cmd: string[], strict = false): Promise<string> {
   const out = await new Deno.Command(cmd[0], {
