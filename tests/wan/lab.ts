@@ -157,8 +157,10 @@ export async function heal(side: readonly number[]): Promise<void> {
 
 /**
  * Puts lab host `i` behind a firewall that, like a home router's NAT,
- * lets it open connections but drops every new one coming in (nftables in
- * its namespace, which the lab removes with the host).
+ * lets it open connections but drops every new one coming in from the
+ * other hosts (nftables in its namespace, which the lab removes with the
+ * host). This process, at {@linkcode ROOT_ADDRESS}, still gets in: it
+ * plays the laptop's own user reading its status page.
  */
 export async function blockInbound(i: number): Promise<void> {
   const nft = inHost(i, ["nft"]);
@@ -169,7 +171,7 @@ export async function blockInbound(i: number): Promise<void> {
   ], true);
   await run([
     ...nft,
-    "add rule inet zoo_nat in ct state new tcp flags syn drop",
+    `add rule inet zoo_nat in ip saddr != ${ROOT_ADDRESS} ct state new tcp flags syn drop`,
   ], true);
 }
 
