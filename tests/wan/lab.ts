@@ -12,6 +12,7 @@
  *
  * @module
  */
+import { startDelayRelay } from "./delay_relay.ts";
 
 /** The wan-lab script. */
 export const WAN_LAB = Deno.env.get("ZOO_WAN_LAB") ??
@@ -153,6 +154,30 @@ export async function heal(side: readonly number[]): Promise<void> {
   // Deleting one end of the pair deletes the other.
   await run(["ip", "-n", "zoo-sw", "link", "del", "zs-root2"], true);
   await run(["ip", "-n", "zoo-sw", "link", "del", "br1"], true);
+}
+
+/**
+ * Runs `fn` with the URL at which lab hosts reach the EVM JSON-RPC at
+ * `rpcUrl` (on this machine's loopback): a relay on
+ * {@linkcode ROOT_ADDRESS}, closed afterwards.
+ */
+export async function withLabChain<T>(
+  rpcUrl: string,
+  fn: (labRpcUrl: string) => Promise<T>,
+): Promise<T> {
+  const target = new URL(rpcUrl);
+  const relay = startDelayRelay({
+    listen: { hostname: ROOT_ADDRESS, port: 0 },
+    target: { hostname: target.hostname, port: Number(target.port) },
+    delayMs: 0,
+  });
+  try {
+    return await fn(
+      `http://${ROOT_ADDRESS}:${(relay.addr as Deno.NetAddr).port}`,
+    );
+  } finally {
+    relay.close();
+  }
 }
 
 /**

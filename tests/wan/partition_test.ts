@@ -27,14 +27,13 @@ import {
 import { jobPeerArgs } from "../../node/devnet/job.ts";
 import { roundCommits } from "../../chain/registry_reads.ts";
 import { cidToBytes32 } from "../../chain/attestation.ts";
-import { startDelayRelay } from "./delay_relay.ts";
 import {
   heal,
   hostAddress,
   inHost,
   partition,
-  ROOT_ADDRESS,
   wanLabMissing,
+  withLabChain,
   withWanLab,
 } from "./lab.ts";
 
@@ -86,16 +85,7 @@ Deno.test({
         }),
       }, async (c) => {
         // The chain listens on loopback here: hosts reach it through a relay.
-        const anvil = new URL(c.chain.rpcUrl);
-        const relay = startDelayRelay({
-          listen: { hostname: ROOT_ADDRESS, port: 0 },
-          target: { hostname: anvil.hostname, port: Number(anvil.port) },
-          delayMs: 0,
-        });
-        try {
-          const rpcUrl = `http://${ROOT_ADDRESS}:${
-            (relay.addr as Deno.NetAddr).port
-          }`;
+        await withLabChain(c.chain.rpcUrl, async (rpcUrl) => {
           const peers = await startPeers(c, rpcUrl);
           await c.waitForRounds(2, 120_000);
 
@@ -176,8 +166,6 @@ Deno.test({
             const log = await Deno.readTextFile(p.log);
             assert.doesNotMatch(log, /a quorum of auditors failed/, p.name);
           }
-        } finally {
-          relay.close();
-        }
+        });
       })),
 });

@@ -21,14 +21,13 @@ import type { PeerSummary } from "../../node/http/types.ts";
 import { jobPeerArgs } from "../../node/devnet/job.ts";
 import { roundCommits } from "../../chain/registry_reads.ts";
 import { cidToBytes32 } from "../../chain/attestation.ts";
-import { startDelayRelay } from "./delay_relay.ts";
 import {
   blockInbound,
   hostAddress,
   inHost,
   nftMissing,
-  ROOT_ADDRESS,
   wanLabMissing,
+  withLabChain,
   withWanLab,
 } from "./lab.ts";
 
@@ -101,16 +100,7 @@ Deno.test({
       }, async (c) => {
         for (const h of NATTED) await blockInbound(h);
         // The chain listens on loopback here: hosts reach it through a relay.
-        const anvil = new URL(c.chain.rpcUrl);
-        const tcpRelay = startDelayRelay({
-          listen: { hostname: ROOT_ADDRESS, port: 0 },
-          target: { hostname: anvil.hostname, port: Number(anvil.port) },
-          delayMs: 0,
-        });
-        try {
-          const rpcUrl = `http://${ROOT_ADDRESS}:${
-            (tcpRelay.addr as Deno.NetAddr).port
-          }`;
+        await withLabChain(c.chain.rpcUrl, async (rpcUrl) => {
           const peers = await startPeers(c, rpcUrl);
           // Behind their firewalls: no direct connection either way.
           assert.equal(await reaches(2, 3), false);
@@ -146,8 +136,6 @@ Deno.test({
               `NAT'd peer ${h} was credited in no round of ${commits.size}`,
             );
           }
-        } finally {
-          tcpRelay.close();
-        }
+        });
       })),
 });
