@@ -11,6 +11,7 @@ import type { Libp2p, PrivateKey } from "@libp2p/interface";
 import { mdns } from "@libp2p/mdns";
 import { ping } from "@libp2p/ping";
 import { tcp } from "@libp2p/tcp";
+import { webSockets } from "@libp2p/websockets";
 import { createLibp2p } from "libp2p";
 import { MAX_MESSAGE_BYTES } from "../../protocol/messages.ts";
 
@@ -40,8 +41,10 @@ export interface HostOptions {
 export const MAX_RELAY_RESERVATIONS = 64;
 
 /**
- * Creates and starts the libp2p host: TCP, noise, yamux, identify, ping and
- * gossipsub with signed messages, plus the bootstrap list and opt-in mDNS.
+ * Creates and starts the libp2p host: TCP and WebSockets (listen on
+ * `/ip4/…/tcp/N/ws`: what browsers and HTTP-only networks can reach),
+ * noise, yamux, identify, ping and gossipsub with signed messages, plus the
+ * bootstrap list and opt-in mDNS.
  *
  * Every node can dial through a circuit relay (v2), and one that cannot
  * accept connections (a laptop behind NAT) listens on `/p2p-circuit`: it
@@ -63,7 +66,7 @@ export async function createHost(options: HostOptions): Promise<Host> {
       listen: options.listen,
       ...(options.announce?.length ? { announce: options.announce } : {}),
     },
-    transports: [tcp(), circuitRelayTransport()],
+    transports: [tcp(), webSockets(), circuitRelayTransport()],
     connectionEncrypters: [noise()],
     streamMuxers: [yamux()],
     peerDiscovery: discovery,
