@@ -228,11 +228,16 @@ contract ZooRegistry is ZooStaking, ZooEvidence {
         if (c.checkpoint == bytes32(0) || c.manifest == bytes32(0)) {
             revert BadArgument("checkpoint and manifest must be set");
         }
-        uint256 added = checkContributions(c.job, j.minStake, c.contributors, c.weights);
-        address[] memory signers = checkSignatures(c.job, j.minStake, j.quorum, attestationDigest(c), signatures);
+        checkContributions(c.job, c.contributors, c.weights);
+        address[] memory signers = checkSignatures(c.job, j.quorum, attestationDigest(c), signatures);
 
+        // A member that left (or fell below the stake) since it trained is
+        // listed but earns nothing: the round still commits.
+        uint256 added = 0;
         for (uint256 i = 0; i < c.contributors.length; i++) {
+            if (!isAuditor(c.job, c.contributors[i])) continue;
             contributionOf[c.job][c.contributors[i]] += c.weights[i];
+            added += c.weights[i];
         }
         j.totalContribution += added;
         j.head = c.checkpoint;
@@ -355,30 +360,20 @@ contract ZooRegistry is ZooStaking, ZooEvidence {
         if (j.creator == address(0)) revert UnknownJob(job);
     }
 
-    /// A member counts only while registered, not exiting and staked enough.
-    function checkMember(bytes32 job, uint256 minStake, address account) private view returns (bool) {
-        if (!isMember[job][account]) return false;
-        Node storage node = nodes[account];
-        if (!node.registered) return false;
-        if (node.unbondingEnds != 0) revert NodeExiting(account);
-        if (node.stake < minStake) revert InsufficientStake(account, node.stake, minStake);
-        return true;
-    }
-
-    /// Like checkMember for an attester, but answers instead of reverting,
-    /// so a bad verdict reads as BadEvidence.
+    /// A member in good standing: registered, not exiting, staked enough.
+    /// Only such members' signatures and contributions count; one that
+    /// started leaving mid-round is skipped, not a reason to refuse the
+    /// round (its peers learned of the exit too late to leave it out).
     function isAuditor(bytes32 job, address account) internal view override returns (bool) {
         Node storage node = nodes[account];
         return isMember[job][account] && node.registered && node.unbondingEnds == 0
             && node.stake >= jobs[job].minStake;
     }
 
-    function checkContributions(
-        bytes32 job,
-        uint256 minStake,
-        address[] calldata contributors,
-        uint256[] calldata weights
-    ) private view returns (uint256 total) {
+    function checkContributions(bytes32 job, address[] calldata contributors, uint256[] calldata weights)
+        private
+        view
+    {
         if (contributors.length == 0) revert BadContributions("no contributors");
         if (contributors.length > MAX_CONTRIBUTORS) revert BadContributions("too many contributors");
         if (contributors.length != weights.length) revert BadContributions("contributors and weights differ in length");
@@ -387,30 +382,36 @@ contract ZooRegistry is ZooStaking, ZooEvidence {
             if (contributors[i] <= previous) revert BadContributions("contributors not sorted ascending and distinct");
             previous = contributors[i];
             if (weights[i] == 0) revert BadContributions("zero weight");
-            if (!checkMember(job, minStake, contributors[i])) revert UnknownContributor(contributors[i]);
-            total += weights[i];
+            if (!isMember[job][contributors[i]]) revert UnknownContributor(contributors[i]);
         }
     }
 
-    function checkSignatures(bytes32 job, uint256 minStake, uint32 quorum, bytes32 digest, bytes[] calldata signatures)
+    /// The signers that count: members in good standing. A member that
+    /// started leaving is skipped; a stranger, or a node no longer
+    /// registered, reverts.
+    function checkSignatures(bytes32 job, uint32 quorum, bytes32 digest, bytes[] calldata signatures)
         private
         view
         returns (address[] memory signers)
     {
         if (signatures.length > MAX_SIGNATURES) revert TooManySignatures(signatures.length, MAX_SIGNATURES);
         signers = new address[](signatures.length);
+        uint256 counted = 0;
         address previous = address(0);
         for (uint256 i = 0; i < signatures.length; i++) {
             address signer = recover(digest, signatures[i], i);
             // Membership first: a signature over other data recovers to a
             // random address, which must read as unknown wherever it sorts.
-            if (!checkMember(job, minStake, signer)) revert UnknownSigner(signer);
+            if (!isMember[job][signer] || !nodes[signer].registered) revert UnknownSigner(signer);
             if (signer == previous) revert DuplicateSigner(signer);
             if (signer < previous) revert SignersNotSorted(i);
-            signers[i] = signer;
             previous = signer;
+            if (isAuditor(job, signer)) signers[counted++] = signer;
         }
-        if (signatures.length < quorum) revert BelowQuorum(signatures.length, quorum);
+        if (counted < quorum) revert BelowQuorum(counted, quorum);
+        assembly {
+            mstore(signers, counted)
+        }
     }
 
     function recover(bytes32 digest, bytes calldata signature, uint256 index) private pure returns (address) {

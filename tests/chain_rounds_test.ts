@@ -169,7 +169,7 @@ Deno.test({
 
 Deno.test({
   name:
-    "chain: an under-staked node cannot join a job, and a leaving node cannot attest",
+    "chain: an under-staked node cannot join a job; a leaving node's signature does not count and its delta earns nothing, but the round commits",
   ...CHAIN_TEST,
   fn: () =>
     withChain(async (chain) => {
@@ -188,12 +188,43 @@ Deno.test({
 
       await beginExit(c.reg);
       const att = attestation(0, GENESIS, [{ node: a, tokens: 1n }]);
+      // A leaving node's signature does not count toward the quorum.
       await rejects(
         commitRound(a.reg, {
           attestation: att,
           signatures: await signAll([a, c], att),
         }),
-        "NodeExiting",
+        "BelowQuorum",
+      );
+      // Nor is it credited for a delta it trained before leaving, yet the
+      // round that lists it commits (a refusal would stall the job).
+      const listed = attestation(0, GENESIS, [
+        { node: a, tokens: 1n },
+        { node: c, tokens: 5n },
+      ]);
+      const signers = await signAll([a, b, c], listed);
+      const committed = await commitRound(a.reg, {
+        attestation: listed,
+        signatures: signers,
+      });
+      assert.equal(
+        await contributionOf(a.reg, JOB, c.client.account.address),
+        0n,
+      );
+      assert.equal(
+        await contributionOf(a.reg, JOB, a.client.account.address),
+        1n,
+      );
+      assert.equal((await readJob(a.reg, JOB)).totalContribution, 1n);
+      const [event] = await a.client.public.getContractEvents({
+        address: chain.registry,
+        abi: zooRegistryAbi,
+        eventName: "RoundCommitted",
+        blockHash: committed.receipt.blockHash,
+      });
+      assert.deepEqual(
+        [...event.args.signers!].sort(),
+        [a, b].map((n) => n.client.account.address).sort(),
       );
       await rejects(withdrawStake(c.reg), "StillUnbonding");
       await passTime(c.client, Number(TEST_REGISTRY.unbondingDelay));
@@ -206,17 +237,18 @@ Deno.test({
         parseEther("2") - tx.gasUsed * tx.receipt.effectiveGasPrice,
       );
       assert.equal((await readNode(c.reg, address)).registered, false);
-      // A withdrawn node's old signature no longer counts.
+      // A withdrawn node's signature is a stranger's.
+      const next = attestation(1, listed.checkpoint, [{ node: a, tokens: 1n }]);
       await rejects(
         commitRound(a.reg, {
-          attestation: att,
-          signatures: await signAll([a, c], att),
+          attestation: next,
+          signatures: await signAll([a, c], next),
         }),
         "UnknownSigner",
       );
       await commitRound(a.reg, {
-        attestation: att,
-        signatures: await signAll([a, b], att),
+        attestation: next,
+        signatures: await signAll([a, b], next),
       });
     }),
 });

@@ -6,6 +6,7 @@
  * --rpc` prints the summary.
  */
 import assert from "node:assert/strict";
+import { readNode } from "../chain/registry.ts";
 import { callRpc, RpcCallError } from "../node/http/rpc_client.ts";
 import { readRpcToken } from "../node/http/rpc_token.ts";
 import type {
@@ -197,11 +198,26 @@ Deno.test({
       const res = await fetch(`${leaver.info.http}/rpc`, {
         method: "POST",
         headers: { ...json, authorization: `Bearer ${token}` },
-        body: JSON.stringify({ jsonrpc: "2.0", id: 1, method: "zoo_leave" }),
+        body: JSON.stringify({
+          jsonrpc: "2.0",
+          id: 1,
+          method: "zoo_leave",
+          params: { exit: true },
+        }),
       });
       const left = (await res.json()).result;
       assert.equal(left.left, true);
       assert.equal((await trainingOf(leaver)).phase, "left");
+      // Leaving with exit: the stake's unbonding began on chain.
+      const exiting = await readNode(
+        c.chain.owner,
+        c.slots[2].registration.address,
+      );
+      assert.ok(exiting.unbondingEnds > 0n, JSON.stringify(left));
+      assert.equal(
+        left.exit.unbondingEnds,
+        new Date(Number(exiting.unbondingEnds) * 1000).toISOString(),
+      );
 
       const token0 = await readRpcToken(peers[0].dataDir);
       assert.ok(token0);

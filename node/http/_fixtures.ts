@@ -102,6 +102,7 @@ export function fakeJob(rounds = 2): JobSource & {
   steps_: StepLog;
   records: RoundRecord[];
   leaves: number;
+  exits: number;
   claims: number;
 } {
   const steps = new StepLog();
@@ -127,6 +128,7 @@ export function fakeJob(rounds = 2): JobSource & {
     steps_: steps,
     records,
     leaves: 0,
+    exits: 0,
     claims: 0,
     training: (): TrainingStatus => ({
       job: "bafkreijob",
@@ -194,6 +196,21 @@ export function fakeJob(rounds = 2): JobSource & {
     leave() {
       job.leaves++;
       return { job: "bafkreijob", round: rounds, left: job.leaves === 1 };
+    },
+    exitStake() {
+      job.exits++;
+      // As the contract: a node leaves once.
+      return job.exits > 1
+        ? Promise.reject(
+          new ChainError(
+            "Cannot start leaving: node 0xaa is leaving (unbonding) and cannot act",
+            "NodeExiting",
+          ),
+        )
+        : Promise.resolve({
+          unbondingEnds: "2026-11-26T13:00:00.000Z",
+          tx: `0x${"ef".repeat(32)}`,
+        });
     },
     claimReward() {
       // As the contract: one claim per account.

@@ -25,6 +25,18 @@ export const ROUNDS_PAGE = { default: 100, max: 1000 } as const;
 const ROUND = { type: "integer", min: 0, max: 2 ** 32 - 1 } as const;
 const CID = { type: "string", maxLength: 128 } as const;
 
+/** Runs a chain transaction; the contract's refusal becomes a -32005. */
+async function chainAction<T>(send: () => Promise<T>): Promise<T> {
+  try {
+    return await send();
+  } catch (err) {
+    if (err instanceof ChainError) {
+      throw new ChainRefusedError(err.message, err.reason);
+    }
+    throw err;
+  }
+}
+
 /** Who is calling: whether the request carried the node's bearer token. */
 export interface RpcCaller {
   authorized: boolean;
@@ -110,24 +122,23 @@ export function rpcMethods(
       parseParams("zoo_contributions", params, {});
       return jobOf("zoo_contributions").contributions();
     },
-    zoo_leave: (params) => {
+    zoo_leave: async (params) => {
       // Authorization first: a caller without the token learns nothing else.
       if (!caller.authorized) throw new UnauthorizedError("zoo_leave");
-      parseParams("zoo_leave", params, {});
-      return jobOf("zoo_leave").leave();
+      const { exit } = parseParams("zoo_leave", params, {
+        exit: { type: "boolean", optional: true },
+      }) as { exit?: boolean };
+      const job = jobOf("zoo_leave");
+      const left = job.leave();
+      if (!exit) return left;
+      return { ...left, exit: await chainAction(() => job.exitStake()) };
     },
     zoo_claimReward: async (params) => {
       // It sends a transaction from the node's account.
       if (!caller.authorized) throw new UnauthorizedError("zoo_claimReward");
       parseParams("zoo_claimReward", params, {});
-      try {
-        return await jobOf("zoo_claimReward").claimReward();
-      } catch (err) {
-        if (err instanceof ChainError) {
-          throw new ChainRefusedError(err.message, err.reason);
-        }
-        throw err;
-      }
+      const job = jobOf("zoo_claimReward");
+      return await chainAction(() => job.claimReward());
     },
     zoo_fetchBlob: async (params) => {
       // It makes the node download and store data: the token's to ask.

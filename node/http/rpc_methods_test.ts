@@ -181,6 +181,27 @@ Deno.test("rpc: zoo_leave needs the bearer token (-32003), then leaves once", as
   strictEqual(job.leaves, 2);
 });
 
+Deno.test("rpc: zoo_leave with exit also begins the stake's exit, once", async () => {
+  const { app, job } = jobApp();
+  deepStrictEqual((await call(app, "zoo_leave", { exit: true }, AUTH)).result, {
+    job: "bafkreijob",
+    round: 3,
+    left: true,
+    exit: {
+      unbondingEnds: "2026-11-26T13:00:00.000Z",
+      tx: `0x${"ef".repeat(32)}`,
+    },
+  });
+  const again = (await call(app, "zoo_leave", [true], AUTH)).error;
+  strictEqual(again.code, -32005);
+  deepStrictEqual(again.data, { reason: "NodeExiting" });
+  strictEqual(
+    (await call(app, "zoo_leave", { exit: "yes" }, AUTH)).error.code,
+    -32602,
+  );
+  strictEqual(job.exits, 2);
+});
+
 Deno.test("rpc: zoo_claimReward needs the bearer token; a refusal is -32005 naming the contract's reason", async () => {
   const { app, job } = jobApp();
   strictEqual((await call(app, "zoo_claimReward")).error.code, -32003);

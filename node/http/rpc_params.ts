@@ -11,6 +11,7 @@ import { InvalidParamsError } from "./jsonrpc.ts";
 export type Field =
   | { type: "integer"; min: number; max: number; optional?: boolean }
   | { type: "string"; maxLength: number; optional?: boolean }
+  | { type: "boolean"; optional?: boolean }
   | {
     type: "strings";
     maxItems: number;
@@ -84,6 +85,8 @@ function fits(field: Field, value: unknown): boolean {
         (value as number) <= field.max;
     case "string":
       return typeof value === "string" && value.length <= field.maxLength;
+    case "boolean":
+      return typeof value === "boolean";
     case "strings":
       return Array.isArray(value) && value.length <= field.maxItems &&
         value.every((s) =>
@@ -98,6 +101,8 @@ function describe(field: Field): string {
       return `an integer in [${field.min}, ${field.max}]`;
     case "string":
       return `a string of at most ${field.maxLength} characters`;
+    case "boolean":
+      return "true or false";
     case "strings":
       return `an array of at most ${field.maxItems} strings`;
   }

@@ -214,6 +214,15 @@ export interface LeaveResult {
   round: number;
   /** False when the node had already left. */
   left: boolean;
+  /** The stake's exit, begun when asked for (`exit: true`). */
+  exit?: ExitResult;
+}
+
+/** A stake's exit begun on chain: when it can be withdrawn, and the tx. */
+export interface ExitResult {
+  /** ISO time from which `zoo-node stake withdraw` pays the stake back. */
+  unbondingEnds: string;
+  tx: string;
 }
 
 /** What `zoo_claimReward` reports: the amount paid, in wei, and its tx. */
@@ -245,6 +254,11 @@ export interface JobSource {
   round(round: number): Promise<RoundDetail | null>;
   /** Stops training and contributing; the node stays up. */
   leave(): LeaveResult;
+  /**
+   * Begins the exit of this node's stake: it stops counting for every job
+   * at once; throws a `ChainError` naming the contract's refusal.
+   */
+  exitStake(): Promise<ExitResult>;
   /**
    * Claims this node's reward from the job; throws a `ChainError` naming
    * the contract's refusal (still running, challenge window, nothing to

@@ -1,12 +1,18 @@
 /**
  * A training job as the status page, JSON-RPC and metrics see it: the
  * round driver's state and ledger, chain readings, and the actions a
- * script may take on it: leaving, and claiming the reward.
+ * script may take on it: leaving (and beginning the stake's exit), and
+ * claiming the reward.
  *
  * @module
  */
 import { type Address, cidToBytes32 } from "../../chain/attestation.ts";
-import { claimReward, type Registry } from "../../chain/registry.ts";
+import {
+  beginExit,
+  claimReward,
+  readNode,
+  type Registry,
+} from "../../chain/registry.ts";
 import { rankLeaders } from "../../protocol/assignment.ts";
 import { roundStage } from "../../protocol/round_state.ts";
 import type { JobSpec } from "../../protocol/job_spec.ts";
@@ -94,6 +100,15 @@ export function createJobView(o: JobViewOptions): JobSource {
       driver.stop();
       o.node.gossip.stopHeartbeats();
       return { job: jobId, round, left: true };
+    },
+    async exitStake() {
+      const tx = await beginExit(o.registry);
+      const node = await readNode(o.registry, o.account);
+      return {
+        unbondingEnds: new Date(Number(node.unbondingEnds) * 1000)
+          .toISOString(),
+        tx: tx.hash,
+      };
     },
     async claimReward() {
       const tx = await claimReward(o.registry, { job: cidToBytes32(jobId) });
