@@ -28,7 +28,10 @@ export async function hasCode(
   return code !== undefined && code !== "0x";
 }
 
-/** Tops each address up to `amount` on an anvil chain. */
+/**
+ * Tops each address up to `amount` on a dev chain: anvil's
+ * `anvil_setBalance`, else Hardhat's `hardhat_setBalance`.
+ */
 export async function fundOnDevnet(
   client: ChainClient,
   addresses: readonly Address[],
@@ -36,9 +39,12 @@ export async function fundOnDevnet(
 ): Promise<void> {
   for (const address of addresses) {
     if (await client.public.getBalance({ address }) >= amount) continue;
+    const params = [address, `0x${amount.toString(16)}`] as never;
     await client.public.request({
       method: "anvil_setBalance" as never,
-      params: [address, `0x${amount.toString(16)}`] as never,
-    });
+      params,
+    }).catch(() =>
+      client.public.request({ method: "hardhat_setBalance" as never, params })
+    );
   }
 }

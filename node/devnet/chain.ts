@@ -114,7 +114,7 @@ async function fundOrExplain(
     await fundOnDevnet(client, addresses);
   } catch (err) {
     throw new ChainError(
-      `Cannot fund devnet accounts on ${client.rpcUrl}: the devnet needs a dev chain with anvil_setBalance (anvil) (${
+      `Cannot fund devnet accounts on ${client.rpcUrl}: the devnet needs a dev chain with anvil_setBalance (anvil) or hardhat_setBalance (Hardhat) (${
         (err as Error).message.split("\n")[0]
       })`,
       null,
