@@ -409,7 +409,8 @@ contract ZooRegistry is ZooStaking, ZooEvidence {
             if (isAuditor(job, signer)) signers[counted++] = signer;
         }
         if (counted < quorum) revert BelowQuorum(counted, quorum);
-        assembly {
+        // Shortening the array to the signers that counted: memory-safe.
+        assembly ("memory-safe") {
             mstore(signers, counted)
         }
     }

@@ -34,10 +34,11 @@ export async function importCar(
   let file: Deno.FsFile;
   try {
     file = await Deno.open(cmd.car, { read: true });
-  } catch {
-    throw new UsageError(
-      `cannot read ${JSON.stringify(cmd.car)}: no such file`,
-    );
+  } catch (err) {
+    const why = err instanceof Deno.errors.NotFound
+      ? "no such file"
+      : (err as Error).message;
+    throw new UsageError(`cannot read ${JSON.stringify(cmd.car)}: ${why}`);
   }
   using _ = file;
   const car = await readCar(readChunks(file), {

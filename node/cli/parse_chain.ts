@@ -163,11 +163,15 @@ export function parseStake(argv: string[]): ChainCommand {
   switch (action) {
     case "add": {
       const p = parseFlags(argv.slice(1), CHAIN_FLAGS, 1);
-      return {
-        kind: "stake-add",
-        amount: ether(p.positionals[0], "the amount"),
-        flags: settings(p),
-      };
+      const amount = ether(p.positionals[0], "the amount");
+      if (amount === 0n) {
+        throw new UsageError(
+          `"stake add" needs an amount above 0 ETH: current value is "${
+            p.positionals[0]
+          }"`,
+        );
+      }
+      return { kind: "stake-add", amount, flags: settings(p) };
     }
     case "exit":
     case "withdraw": {

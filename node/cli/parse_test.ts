@@ -501,3 +501,15 @@ Deno.test("import --car FILE", () => {
   assertUsage(["import", "c.car"], /unexpected argument "c.car"/);
   assertUsage(["import", "--car", "c.car", "--out", "x"], /--out/);
 });
+
+Deno.test("stake, rewards and job cancel: bad amounts, ids and actions are usage errors", () => {
+  assertUsage(["stake", "add", "0"], /above 0 ETH/);
+  assertUsage(["stake", "add", "0.0"], /above 0 ETH/);
+  assertUsage(["stake", "add", "1e3"], /amount of ETH/);
+  assertUsage(["stake", "add"], /expected 1 argument/);
+  assertUsage(["stake", "leave"], /"stake" needs/);
+  assertUsage(["rewards", "--job", ""], /--job needs a job id/);
+  assertUsage(["rewards", "claim", "--json"], /Unknown option/);
+  assertUsage(["job", "cancel"], /expected 1 argument/);
+  assertUsage(["job", "create", "s.json", "--data", ""], /--data needs/);
+});

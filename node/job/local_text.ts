@@ -36,9 +36,8 @@ export async function loadLocalText(path: string): Promise<LocalText> {
     );
   }
   if (!info.isDirectory) {
-    const bytes = await loadTextFile(path);
-    checkSize(path, bytes.length);
-    return { bytes, files: [path] };
+    checkSize(path, info.size);
+    return { bytes: await loadTextFile(path), files: [path] };
   }
   const files = (await walk(path)).map((f) => relative(path, f))
     // One order on every platform: "/" between parts, code-unit sort.
@@ -49,11 +48,16 @@ export async function loadLocalText(path: string): Promise<LocalText> {
       path,
     );
   }
+  // Sized before anything is read: a tree too large is refused at once.
+  let total = 0;
+  for (const f of files) total += (await Deno.stat(join(path, f))).size + 1;
+  checkSize(path, total);
   const parts: Uint8Array[] = [];
   let size = 0;
   for (const f of files) {
     const text = await loadTextFile(join(path, f));
     size += text.length + 1;
+    // A file that grew since it was sized is caught here.
     checkSize(path, size);
     parts.push(text, NEWLINE);
   }
@@ -83,7 +87,7 @@ async function walk(dir: string): Promise<string[]> {
 function checkSize(path: string, size: number): void {
   if (size > MAX_DATASET_BYTES) {
     throw new CorpusError(
-      `Cannot use ${path} as a dataset as it must be at most ${MAX_DATASET_BYTES} bytes: current size is at least ${size}`,
+      `Cannot use ${path} as a dataset as it must be at most ${MAX_DATASET_BYTES} bytes: current size is ${size}`,
       path,
     );
   }
