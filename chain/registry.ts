@@ -9,7 +9,7 @@
  *
  * @module
  */
-export type { Registry, TxResult } from "./registry_call.ts";
+export type { ReadAt, Registry, TxResult } from "./registry_call.ts";
 export * from "./registry_writes.ts";
 export * from "./registry_reads.ts";
 export * from "./reward_status.ts";

@@ -80,16 +80,26 @@ export async function write(
   }
 }
 
+/**
+ * Where a view call reads the registry's state: as of `blockNumber`, or at
+ * the chain's head when absent.
+ */
+export interface ReadAt {
+  blockNumber?: bigint;
+}
+
 /** Calls one view function of the registry. */
 export function read<T>(
   reg: Registry,
   functionName: string,
   args: readonly unknown[],
+  at: ReadAt = {},
 ): Promise<T> {
   return reg.client.public.readContract({
     address: reg.address,
     abi: zooRegistryAbi,
     functionName,
     args,
+    blockNumber: at.blockNumber,
   } as never) as Promise<T>;
 }

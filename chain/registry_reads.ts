@@ -10,7 +10,7 @@ import type { Hash } from "viem";
 import { zooRegistryAbi } from "./artifact.ts";
 import type { Address, Bytes32 } from "./attestation.ts";
 import { ChainError } from "./errors.ts";
-import { read, type Registry } from "./registry_call.ts";
+import { read, type ReadAt, type Registry } from "./registry_call.ts";
 
 /** A node's registration. */
 export interface NodeRecord {
@@ -66,9 +66,16 @@ export function readNode(reg: Registry, account: Address): Promise<NodeRecord> {
   return read(reg, "getNode", [account]);
 }
 
-/** A job; throws {@linkcode ChainError} `UnknownJob` when it does not exist. */
-export async function readJob(reg: Registry, job: Bytes32): Promise<JobRecord> {
-  const j = await read<JobRecord>(reg, "getJob", [job]);
+/**
+ * A job (as of `at.blockNumber` when given); throws {@linkcode ChainError}
+ * `UnknownJob` when it does not exist.
+ */
+export async function readJob(
+  reg: Registry,
+  job: Bytes32,
+  at: ReadAt = {},
+): Promise<JobRecord> {
+  const j = await read<JobRecord>(reg, "getJob", [job], at);
   if (/^0x0{40}$/.test(j.creator)) {
     throw new ChainError(
       `job ${job} does not exist on registry ${reg.address}`,
@@ -79,15 +86,19 @@ export async function readJob(reg: Registry, job: Bytes32): Promise<JobRecord> {
   return j;
 }
 
-/** Committed round `round` of `job`, or null when not committed. */
+/**
+ * Committed round `round` of `job` (as of `at.blockNumber` when given), or
+ * null when not committed.
+ */
 export async function readRound(
   reg: Registry,
   job: Bytes32,
   round: number,
+  at: ReadAt = {},
 ): Promise<RoundRecord | null> {
   const [r, parent] = await read<
     [Omit<RoundRecord, "round" | "parent">, Bytes32]
-  >(reg, "getRound", [job, round]);
+  >(reg, "getRound", [job, round], at);
   return /^0x0{64}$/.test(r.checkpoint) ? null : { round, parent, ...r };
 }
 

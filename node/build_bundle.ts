@@ -54,15 +54,17 @@ if (import.meta.main) Deno.exit(await runCli(Deno.args));
   }
 }
 
-async function denoBundle(args: string[]): Promise<void> {
+/**
+ * Runs `deno bundle` for `platform` with `args` (output and entry last),
+ * resolving imports through `config` (default: the repository's).
+ */
+export async function denoBundle(
+  args: string[],
+  platform: "deno" | "browser" = "deno",
+  config: string = new URL("deno.json", ROOT).pathname,
+): Promise<void> {
   const result = await new Deno.Command(Deno.execPath(), {
-    args: [
-      "bundle",
-      "--platform=deno",
-      "--config",
-      new URL("deno.json", ROOT).pathname,
-      ...args,
-    ],
+    args: ["bundle", `--platform=${platform}`, "--config", config, ...args],
     stdout: "piped",
     stderr: "piped",
   }).output();

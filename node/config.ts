@@ -5,6 +5,7 @@ import {
   BACKEND_CHOICES,
   type BackendChoice,
 } from "../kernels/backend_select.ts";
+import { MAX_CONFIRMATIONS } from "../chain/confirmations.ts";
 
 /**
  * The node's settings. Each comes from, in rising precedence: built-in
@@ -37,6 +38,11 @@ export interface Config {
    * listening on `/p2p-circuit`) through this node.
    */
   relay: boolean;
+  /**
+   * A browser peer build (`deno task bundle:browser`) to serve at
+   * `/peer/`, or null for none.
+   */
+  browserPeer: string | null;
   /** The gossip job name: peers on the same job see each other. */
   job: string;
   /** Largest blob this node will fetch or serve, in bytes. */
@@ -45,6 +51,13 @@ export interface Config {
   rpcUrl: string | null;
   /** The registry contract's address, or null for the one recorded at deploy. */
   registry: `0x${string}` | null;
+  /**
+   * Blocks a round's commit must be under before the node counts it, 0 to
+   * {@linkcode MAX_CONFIRMATIONS}; null ("auto"): 0 on local dev chains
+   * (anvil, hardhat: they mine only on transactions and never reorg), 3
+   * elsewhere (see chain/confirmations.ts).
+   */
+  confirmations: number | null;
   /** Where a training job runs: a WebGPU device or a CPU backend. */
   backend: BackendChoice;
   /** Threads of a CPU backend, or null for every core (at most 8). */
@@ -83,10 +96,12 @@ export const KEYS = [
   "httpHosts",
   "mdns",
   "relay",
+  "browserPeer",
   "job",
   "maxBlobBytes",
   "rpcUrl",
   "registry",
+  "confirmations",
   "backend",
   "threads",
   "overlap",
@@ -103,15 +118,20 @@ export const ENV_NAMES: Record<keyof Config, string> = {
   httpHosts: "ZOO_HTTP_HOSTS",
   mdns: "ZOO_MDNS",
   relay: "ZOO_RELAY",
+  browserPeer: "ZOO_BROWSER_PEER",
   job: "ZOO_JOB",
   maxBlobBytes: "ZOO_MAX_BLOB_BYTES",
   rpcUrl: "ZOO_RPC_URL",
   registry: "ZOO_REGISTRY",
+  confirmations: "ZOO_CONFIRMATIONS",
   backend: "ZOO_BACKEND",
   threads: "ZOO_THREADS",
   overlap: "ZOO_OVERLAP",
   dutyCycle: "ZOO_DUTY_CYCLE",
 };
+
+const CONFIRMATIONS_EXPECTED =
+  `expected a whole number of blocks from 0 to ${MAX_CONFIRMATIONS}, or auto`;
 
 /** Built-in defaults; `home` is the user's home directory. */
 export function defaultConfig(home: string | undefined): Config {
@@ -124,10 +144,12 @@ export function defaultConfig(home: string | undefined): Config {
     httpHosts: [],
     mdns: false,
     relay: false,
+    browserPeer: null,
     job: "default",
     maxBlobBytes: 2 ** 31,
     rpcUrl: null,
     registry: null,
+    confirmations: null,
     backend: "auto",
     threads: null,
     overlap: false,
@@ -154,7 +176,7 @@ export function mergeConfig(
 /**
  * Parses the string form of a setting, as given in env vars and flags:
  * lists are comma-separated, booleans are true/false/1/0, `http` is
- * `[host:]port` or `off`.
+ * `[host:]port` or `off`, `confirmations` a number or `auto`.
  */
 export function parseSetting<K extends keyof Config>(
   source: string,
@@ -188,6 +210,13 @@ export function parseSetting<K extends keyof Config>(
     case "threads":
       if (!/^\d+$/.test(text)) return fail("expected an integer from 1 to 64");
       return validateSetting(source, key, Number(text)) as Config[K];
+    case "confirmations":
+      if (text === "auto") return null as Config[K];
+      // The range is checked here too, so the message quotes the text.
+      if (!/^\d+$/.test(text) || Number(text) > MAX_CONFIRMATIONS) {
+        return fail(CONFIRMATIONS_EXPECTED);
+      }
+      return Number(text) as Config[K];
     case "dutyCycle":
       if (!/^\d*\.?\d+$/.test(text)) {
         return fail("expected a number above 0, at most 1");
@@ -291,6 +320,12 @@ export function validateSetting<K extends keyof Config>(
         fail("expected a positive integer number of bytes");
       }
       break;
+    case "browserPeer":
+      if (value === null) break;
+      if (typeof value !== "string" || value.length === 0) {
+        fail("expected the directory of a browser peer build");
+      }
+      break;
     case "rpcUrl":
       if (value === null) break;
       if (typeof value !== "string" || !URL.canParse(value)) {
@@ -309,6 +344,15 @@ export function validateSetting<K extends keyof Config>(
     case "backend":
       if (!(BACKEND_CHOICES as readonly unknown[]).includes(value)) {
         fail(`expected one of ${BACKEND_CHOICES.join(", ")}`);
+      }
+      break;
+    case "confirmations":
+      if (value === null) break;
+      if (
+        typeof value !== "number" || !Number.isInteger(value) || value < 0 ||
+        value > MAX_CONFIRMATIONS
+      ) {
+        fail(CONFIRMATIONS_EXPECTED);
       }
       break;
     case "threads":

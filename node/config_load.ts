@@ -62,6 +62,8 @@ export function configFromFile(source: string, json: unknown): PartialConfig {
     (out as Record<string, unknown>)[k] =
       k === "http" && typeof value === "string"
         ? parseHttp(source, value)
+        : k === "confirmations" && value === "auto"
+        ? null
         : validateSetting(source, k, value);
   }
   return out;

@@ -58,10 +58,12 @@ Deno.test("defaults: every setting when no source gives one", async () => {
     httpHosts: [],
     mdns: false,
     relay: false,
+    browserPeer: null,
     job: "default",
     maxBlobBytes: 2 ** 31,
     rpcUrl: null,
     registry: null,
+    confirmations: null,
     backend: "auto",
     threads: null,
     overlap: false,
@@ -79,10 +81,12 @@ const FILE = {
   httpHosts: ["file.lan"],
   mdns: true,
   relay: false,
+  browserPeer: "/srv/file-peer",
   job: "from-file",
   maxBlobBytes: 1001,
   rpcUrl: "http://127.0.0.1:1001",
   registry: "0x0000000000000000000000000000000000001001",
+  confirmations: 1,
   backend: "wasm",
   threads: 1,
   overlap: false,
@@ -96,10 +100,12 @@ const ENV: Record<string, string> = {
   ZOO_HTTP_HOSTS: "env.lan, node.example",
   ZOO_MDNS: "false",
   ZOO_RELAY: "true",
+  ZOO_BROWSER_PEER: "/srv/env-peer",
   ZOO_JOB: "from-env",
   ZOO_MAX_BLOB_BYTES: "2002",
   ZOO_RPC_URL: "https://rpc.example/2002",
   ZOO_REGISTRY: "0x0000000000000000000000000000000000002002",
+  ZOO_CONFIRMATIONS: "2",
   ZOO_BACKEND: "js",
   ZOO_THREADS: "2",
   ZOO_OVERLAP: "true",
@@ -112,10 +118,12 @@ const FLAGS: Omit<Config, "dataDir" | "mdns"> = {
   http: null,
   httpHosts: ["flags.lan"],
   relay: true,
+  browserPeer: "/srv/flags-peer",
   job: "from-flags",
   maxBlobBytes: 3003,
   rpcUrl: "http://127.0.0.1:3003",
   registry: "0x0000000000000000000000000000000000003003",
+  confirmations: 3,
   backend: "webgpu",
   threads: 3,
   overlap: false,
@@ -144,10 +152,12 @@ Deno.test("ZOO_* env overrides zoo.json, lists comma-separated", () =>
       httpHosts: ["env.lan", "node.example"],
       mdns: false,
       relay: true,
+      browserPeer: "/srv/env-peer",
       job: "from-env",
       maxBlobBytes: 2002,
       rpcUrl: ENV.ZOO_RPC_URL,
       registry: ENV.ZOO_REGISTRY,
+      confirmations: 2,
       backend: "js",
       threads: 2,
       overlap: true,
@@ -196,6 +206,21 @@ Deno.test('zoo.json: http "off" is null, env "off" too', () =>
     );
   }));
 
+Deno.test('confirmations: "auto" (null in zoo.json) overrides a lower source; 0 is kept', () =>
+  withDataDir({ confirmations: 5 }, async (dir) => {
+    const load = (env: Record<string, string>) =>
+      loadConfig({ dataDir: dir }, env).then((c) => c.confirmations);
+    assert.equal(await load({}), 5);
+    assert.equal(await load({ ZOO_CONFIRMATIONS: "auto" }), null);
+    assert.equal(await load({ ZOO_CONFIRMATIONS: "0" }), 0);
+    for (const json of ["auto", null]) {
+      await withDataDir({ confirmations: json }, async (inner) => {
+        const c = await loadConfig({ dataDir: inner }, {});
+        assert.equal(c.confirmations, null);
+      });
+    }
+  }));
+
 Deno.test("zoo.json may not set dataDir", () =>
   withDataDir(
     { dataDir: "/elsewhere" },
@@ -241,6 +266,10 @@ const BAD: [keyof Config, string, unknown, string][] = [
   ["rpcUrl", "localhost:8545", "localhost:8545", "localhost:8545"],
   ["rpcUrl", "ws://127.0.0.1:1", "ws://127.0.0.1:1", "http://"],
   ["registry", "0x1234", "0x1234", "0x1234"],
+  ["confirmations", "-1", -1, "-1"],
+  ["confirmations", "1.5", 1.5, "1.5"],
+  ["confirmations", "65", 65, "65"],
+  ["confirmations", "two", "two", "two"],
   ["backend", "cuda", "cuda", "cuda"],
   ["threads", "0", 0, "0"],
   ["threads", "65", 65, "65"],
@@ -278,6 +307,7 @@ Deno.test("bad values in flags name the flag and the value", () => {
     maxBlobBytes: "--max-blob-bytes",
     rpcUrl: "--rpc-url",
     registry: "--registry",
+    confirmations: "--confirmations",
     backend: "--backend",
     threads: "--threads",
     dutyCycle: "--duty-cycle",

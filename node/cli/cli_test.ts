@@ -124,6 +124,8 @@ Deno.test("a bad command line exits 2 with one line on stderr", async () => {
   await assertUsageExit(["--join", "--listen", "foo"], "--listen", "foo");
   await assertUsageExit(["--join", "--http", "nope"], "--http", "nope");
   await assertUsageExit(["devnet", "--nodes", "0"], "--nodes");
+  await assertUsageExit(["--join", "--confirmations=-1"], "--confirmations");
+  await assertUsageExit(["--join", "--confirmations", "1.5"], '"1.5"');
 });
 
 Deno.test("devnet refuses a bad --spec before starting anything", () =>

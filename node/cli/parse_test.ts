@@ -182,6 +182,35 @@ Deno.test("--join: --http PORT, --http off, --flag=value form", () => {
   );
 });
 
+Deno.test("--join --confirmations: blocks 0 to 64, or auto", () => {
+  const depth = (value: string) => {
+    const c = parseCommand(["--join", "--confirmations", value]);
+    return c.kind === "join" ? c.flags.confirmations : undefined;
+  };
+  assert.equal(depth("0"), 0);
+  assert.equal(depth("2"), 2);
+  assert.equal(depth("64"), 64);
+  assert.equal(depth("auto"), null);
+  for (const bad of ["-1", "65", "1.5", "two", "", "0x2", "1e1"]) {
+    assert.throws(
+      () => parseCommand(["--join", `--confirmations=${bad}`]),
+      (err: unknown) => {
+        assert.ok(err instanceof ConfigError, `${bad}: ${err}`);
+        assert.equal(
+          err.message,
+          `flag --confirmations: confirmations: expected a whole number of blocks from 0 to 64, or auto: current value is "${bad}"`,
+        );
+        return true;
+      },
+    );
+  }
+  // "-1" as a separate word reads as a flag, not a value: a usage error.
+  assertUsage(["--join", "--confirmations", "-1"], /--confirmations/);
+  assertUsage(["--join", "--confirmations"], /--confirmations/);
+  // A node setting of --join only: the chain commands read no commits.
+  assertUsage(["chain", "status", "--confirmations", "2"], /confirmations/);
+});
+
 Deno.test("keys init / keys show, with and without --data-dir", () => {
   assert.deepEqual(parseCommand(["keys", "init"]), {
     kind: "keys",

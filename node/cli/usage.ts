@@ -8,7 +8,8 @@ const SETTINGS =
   `Settings are read from, lowest to highest precedence: defaults, <data-dir>/zoo.json,
 ZOO_* environment variables (ZOO_DATA_DIR, ZOO_LISTEN, ZOO_ANNOUNCE, ZOO_BOOTSTRAP, ZOO_HTTP,
 ZOO_HTTP_HOSTS, ZOO_MDNS, ZOO_RELAY, ZOO_JOB, ZOO_MAX_BLOB_BYTES, ZOO_RPC_URL, ZOO_REGISTRY,
-ZOO_BACKEND, ZOO_THREADS, ZOO_OVERLAP, ZOO_DUTY_CYCLE; lists comma-separated), then flags.`;
+ZOO_CONFIRMATIONS, ZOO_BACKEND, ZOO_THREADS, ZOO_OVERLAP, ZOO_DUTY_CYCLE; lists comma-separated),
+then flags.`;
 
 const EXIT_CODES =
   "Exit codes: 0 success, 1 failure, 2 bad command line or settings.";
@@ -83,10 +84,13 @@ Options:
   --mdns                  discover peers on the local network
   --relay                 relay for peers that cannot accept connections
                           (they listen on /p2p-circuit through this node)
+  --browser-peer DIR      serve a browser peer build at /peer/ (deno task bundle:browser)
   --job ID|NAME           a job id (CID) to train, or a topic name (default "default")
   --max-blob-bytes N      largest blob to fetch or serve (default 2147483648)
   --rpc-url URL           EVM JSON-RPC endpoint (default: the embedded anvil)
   --registry 0xADDRESS    registry contract (default: the recorded deployment)
+  --confirmations N|auto  blocks a round's commit must be under before it counts, 0-64
+                          (default auto: 0 on anvil/hardhat, 3 on other chains)
   --backend B             auto|webgpu|wasm|js (default auto)
   --threads N             CPU backend threads, 1-64 (default: every core, at most 8)
   --overlap               train ahead while a round commits

@@ -212,6 +212,10 @@ export function fakeJob(rounds = 2): JobSource & {
           tx: `0x${"ef".repeat(32)}`,
         });
     },
+    chainEndpoint: () => ({
+      rpcUrl: "http://127.0.0.1:8545",
+      registry: "0x5fbdb2315678afecb367f032d93f642f64180aa3" as const,
+    }),
     claimReward() {
       // As the contract: one claim per account.
       if (job.claims++ > 0) {

@@ -12,6 +12,7 @@ import type { Context } from "hono";
 import { bodyLimit } from "hono/body-limit";
 import { HTTPException } from "hono/http-exception";
 import type { ContentfulStatusCode } from "hono/utils/http-status";
+import { type BrowserPeerSite, mountBrowserPeer } from "./browser_peer.ts";
 import { hostAllowed, sameOrigin } from "./host_check.ts";
 import { isBearer } from "./rpc_token.ts";
 import { StatusEvents } from "./events.ts";
@@ -47,6 +48,8 @@ export interface CreateAppOptions {
    * the names the operator reaches the node by. Default: none.
    */
   hosts?: readonly string[];
+  /** The browser peer served at `/peer/` (see browser_peer.ts); none: 404. */
+  browserPeer?: BrowserPeerSite;
 }
 /**
  * Builds the HTTP app over a node's info source.
@@ -143,6 +146,8 @@ export function createApp(
   for (const path of ["/", "/app.css", "/app.js", "/favicon.svg"]) {
     app.all(path, (c) => methodNotAllowed(c, "GET, HEAD"));
   }
+
+  if (options.browserPeer) mountBrowserPeer(app, options.browserPeer);
 
   app.get("/events", (c) => events.handle(c, source, onInternalError));
   app.all("/events", (c) => methodNotAllowed(c, "GET, HEAD"));

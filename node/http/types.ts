@@ -265,6 +265,11 @@ export interface JobSource {
    * claim, claimed before).
    */
   claimReward(): Promise<ClaimResult>;
+  /**
+   * The chain the job is on: its JSON-RPC URL and the registry, which a
+   * browser peer joining through this node is given.
+   */
+  chainEndpoint(): { rpcUrl: string; registry: `0x${string}` };
 }
 
 /** The node state the HTTP surface reads; called on every request. */

@@ -30,7 +30,7 @@ import {
 } from "../../protocol/dataset.ts";
 import { cidForBytes, cidToString, parseCid } from "../../protocol/cid.ts";
 import type { JobSpec } from "../../protocol/job_spec.ts";
-import { type Blockstore, BlockstoreError } from "../store/blockstore.ts";
+import { type BlockStorage, BlockstoreError } from "../store/block_storage.ts";
 import { CorpusError, loadBrownCorpus } from "./corpus.ts";
 
 /**
@@ -61,14 +61,18 @@ export class JobDatasetError extends NodeError {
 /** What {@linkcode loadJobDataset} reads from and writes to. */
 export interface LoadJobDatasetDeps {
   /** Local blocks; fetched or built blocks are stored here. */
-  store: Blockstore;
+  store: BlockStorage;
   /**
    * Fetches a blob by CID from peers, refusing one announced larger than
    * `maxBytes`; null when no one has it.
    */
   fetchBlob?: (cid: string, maxBytes: number) => Promise<Uint8Array | null>;
-  /** The node's data dir: the corpus cache is `<dataDir>/cache`. */
-  dataDir: string;
+  /**
+   * The node's data dir: the corpus cache is `<dataDir>/cache`. Without
+   * one (a browser tab) the default corpus comes from peers as any
+   * dataset does.
+   */
+  dataDir?: string;
   signal?: AbortSignal;
 }
 
@@ -85,7 +89,7 @@ export async function loadJobDataset(
   const id = spec.dataset.cid;
   const local = await fromStore(id, deps.store);
   if (local) return local;
-  if (id === DEFAULT_CORPUS_DATASET_ID) {
+  if (id === DEFAULT_CORPUS_DATASET_ID && deps.dataDir !== undefined) {
     try {
       const dataset = await defaultCorpusDataset(deps.dataDir, deps.signal);
       if (dataset.id !== id) {
@@ -124,7 +128,7 @@ export async function defaultCorpusDataset(
  * manifest does not hash to `dataset.id` (the chunks were changed).
  */
 export async function storeDataset(
-  store: Blockstore,
+  store: BlockStorage,
   dataset: Dataset,
 ): Promise<void> {
   const manifest = encodeManifest(manifestOf(dataset));
@@ -145,7 +149,7 @@ export async function storeDataset(
 /** The dataset if the store holds its manifest and every chunk, else null. */
 async function fromStore(
   id: string,
-  store: Blockstore,
+  store: BlockStorage,
 ): Promise<Dataset | null> {
   const manifest = await readBlock(store, id);
   if (manifest === null) return null;
@@ -196,7 +200,7 @@ async function fromPeers(
 
 /** A local block's bytes (verified), or null when absent or corrupt. */
 async function readBlock(
-  store: Blockstore,
+  store: BlockStorage,
   cid: string,
 ): Promise<Uint8Array | null> {
   try {

@@ -18,7 +18,7 @@ import {
   encodeRoundCheckpoint,
   genesisCheckpoint,
 } from "../../protocol/round_checkpoint.ts";
-import type { Blockstore } from "../store/blockstore.ts";
+import type { BlockStorage } from "../store/block_storage.ts";
 
 /** A job as published. */
 export interface PublishedJob {
@@ -35,7 +35,7 @@ export interface PublishedJob {
  * and creates the job on `registry`, funded with `reward` wei.
  */
 export async function publishJob(
-  stores: readonly Blockstore[],
+  stores: readonly BlockStorage[],
   registry: Registry,
   spec: JobSpec,
   options: { reward: bigint; minStake: bigint },

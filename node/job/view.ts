@@ -18,12 +18,12 @@ import { roundStage } from "../../protocol/round_state.ts";
 import type { JobSpec } from "../../protocol/job_spec.ts";
 import { JobChainView } from "./chain_view.ts";
 import type { JobSource, TrainingStatus } from "../http/types.ts";
-import type { ZooNode } from "../node.ts";
+import type { PeerNode } from "../peer_node.ts";
 import type { RoundDriver } from "../round/driver.ts";
 
 /** What a job view is built from. */
 export interface JobViewOptions {
-  node: ZooNode;
+  node: PeerNode;
   driver: RoundDriver;
   registry: Registry;
   jobId: string;
@@ -83,6 +83,10 @@ export function createJobView(o: JobViewOptions): JobSource {
     peerContribution: (peer) => chain.peerContribution(peer),
     contributions: () => chain.contributions(),
     info: () => chain.info(),
+    chainEndpoint: () => ({
+      rpcUrl: o.registry.client.rpcUrl,
+      registry: o.registry.address,
+    }),
     async round(round) {
       const onChain = await chain.round(round);
       if (onChain === null) return null;

@@ -10,9 +10,9 @@ import { cidToString } from "../../protocol/cid.ts";
 import { NodeError } from "../errors.ts";
 import {
   BlockCorruptError,
-  type Blockstore,
+  type BlockStorage,
   type PartialBlock,
-} from "../store/blockstore.ts";
+} from "../store/block_storage.ts";
 import {
   anySignal,
   type FetchOptions,
@@ -43,7 +43,7 @@ export class BlobFetchError extends NodeError {
 
 /** What fetching uses of the node. */
 export interface FetchContext extends PullContext {
-  store: Blockstore;
+  store: BlockStorage;
   /** Counts fetches, and local copies found rotten. */
   stats: { fetched: number; fetchedBytes: number; corruptLocal: number };
 }

@@ -16,7 +16,7 @@ import {
 } from "../../protocol/blob_messages.ts";
 import { cidToString } from "../../protocol/cid.ts";
 import { NodeError } from "../errors.ts";
-import type { Blockstore, PartialBlock } from "../store/blockstore.ts";
+import type { BlockStorage, PartialBlock } from "../store/block_storage.ts";
 import { readJsonFrame, StreamReader, writeJsonFrame } from "./stream_io.ts";
 
 /** What one fetch did, provider by provider. */
@@ -54,7 +54,7 @@ export interface FetchOptions {
 /** What pulling from one peer uses of the blob service. */
 export interface PullContext {
   host: Pick<Libp2p, "dialProtocol">;
-  store: Pick<Blockstore, "partialSize" | "discardPartial" | "partial">;
+  store: Pick<BlockStorage, "partialSize" | "discardPartial" | "partial">;
   headerTimeoutMs: number;
   idleTimeoutMs: number;
   maxBlobBytes: number;

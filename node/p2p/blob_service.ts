@@ -16,7 +16,7 @@ import {
   servedRange,
 } from "../../protocol/blob_messages.ts";
 import { parseCid } from "../../protocol/cid.ts";
-import type { Blockstore } from "../store/blockstore.ts";
+import type { BlockStorage } from "../store/block_storage.ts";
 import { BlobFetches } from "./blob_fetch.ts";
 import type { FetchOptions, FetchReport } from "./blob_pull.ts";
 import {
@@ -71,12 +71,12 @@ export class BlobService {
     fetchedBytes: 0,
   };
   readonly #host: Host;
-  readonly #store: Blockstore;
+  readonly #store: BlockStorage;
   readonly #opts: Required<BlobServiceOptions>;
   #active = 0;
   readonly #fetches: BlobFetches;
 
-  constructor(host: Host, store: Blockstore, options: BlobServiceOptions) {
+  constructor(host: Host, store: BlockStorage, options: BlobServiceOptions) {
     this.#host = host;
     this.#store = store;
     this.#opts = {

@@ -5,25 +5,14 @@ import {
   circuitRelayServer,
   circuitRelayTransport,
 } from "@libp2p/circuit-relay-v2";
-import { gossipsub } from "@libp2p/gossipsub";
-import { identify } from "@libp2p/identify";
-import type { Libp2p, PrivateKey } from "@libp2p/interface";
+import type { PrivateKey } from "@libp2p/interface";
 import { mdns } from "@libp2p/mdns";
-import { ping } from "@libp2p/ping";
 import { tcp } from "@libp2p/tcp";
 import { webSockets } from "@libp2p/websockets";
 import { createLibp2p } from "libp2p";
-import { MAX_MESSAGE_BYTES } from "../../protocol/messages.ts";
+import { dialDiscovered, type Host, hostServices } from "./services.ts";
 
-/** The gossipsub service as this node uses it. */
-export type PubSub = ReturnType<ReturnType<typeof gossipsub>>;
-
-/** A libp2p node with the services zoo-node relies on. */
-export type Host = Libp2p<{
-  identify: ReturnType<ReturnType<typeof identify>>;
-  ping: ReturnType<ReturnType<typeof ping>>;
-  pubsub: PubSub;
-}>;
+export type { Host, PubSub } from "./services.ts";
 
 /** What the libp2p host is built from. */
 export interface HostOptions {
@@ -71,8 +60,7 @@ export async function createHost(options: HostOptions): Promise<Host> {
     streamMuxers: [yamux()],
     peerDiscovery: discovery,
     services: {
-      identify: identify(),
-      ping: ping(),
+      ...hostServices(),
       ...(options.relay
         ? {
           relay: circuitRelayServer({
@@ -83,20 +71,8 @@ export async function createHost(options: HostOptions): Promise<Host> {
           }),
         }
         : {}),
-      pubsub: gossipsub({
-        allowPublishToZeroTopicPeers: true,
-        emitSelf: false,
-        // Our messages are at most 64 KiB; an RPC may batch a few of them
-        // with control data, so a few times that bounds what a peer can push.
-        maxInboundDataLength: 4 * MAX_MESSAGE_BYTES,
-      }),
     },
   });
-  // libp2p 3 reports discovered peers but does not dial them by itself.
-  host.addEventListener("peer:discovery", (evt) => {
-    const { id, multiaddrs } = evt.detail;
-    if (id.equals(host.peerId) || host.getConnections(id).length > 0) return;
-    host.dial(multiaddrs.length > 0 ? multiaddrs : id).catch(() => {});
-  });
+  dialDiscovered(host as unknown as Host);
   return host as unknown as Host;
 }

@@ -6,14 +6,12 @@
  *
  * @module
  */
-import { bytes32ToCid, cidToBytes32 } from "../../chain/attestation.ts";
+import { cidToBytes32 } from "../../chain/attestation.ts";
+import { commitRound, type Registry, slash } from "../../chain/registry.ts";
 import {
-  commitRound,
-  readJob,
-  readRound,
-  type Registry,
-  slash,
-} from "../../chain/registry.ts";
+  confirmationsNote,
+  resolveConfirmations,
+} from "../../chain/confirmations.ts";
 import type { GossipMessage } from "../../protocol/messages.ts";
 import {
   initialState,
@@ -26,7 +24,7 @@ import { LoopWatch } from "./loop_watch.ts";
 import { MemberCache } from "./member_cache.ts";
 import type { JobSpec } from "../../protocol/job_spec.ts";
 import type { Identity } from "../identity.ts";
-import type { ZooNode } from "../node.ts";
+import type { PeerNode } from "../peer_node.ts";
 import type { RoundBehaviour } from "./behaviour.ts";
 import type { RoundTrainer } from "./inner_loop.ts";
 import type { RoundServices } from "./services.ts";
@@ -36,10 +34,11 @@ import type { CID } from "../../protocol/cid.ts";
 import type { KeptRecords } from "./record_log.ts";
 import type { BlockRetention } from "./block_retention.ts";
 import { REANNOUNCE_MS } from "../../protocol/round_timing.ts";
+import { ConfirmedChain } from "./chain_head.ts";
 
 /** The job a peer's rounds belong to, and what it trains and talks with. */
 export interface RoundContext {
-  node: ZooNode;
+  node: PeerNode;
   identity: Identity;
   registry: Registry;
   jobId: string;
@@ -69,6 +68,12 @@ export interface RoundDriverOptions extends RoundContext {
    * collects old ones as rounds close; default: blocks are kept.
    */
   retention?: BlockRetention;
+  /**
+   * Blocks a round's commit must be under before the peer counts it (the
+   * `confirmations` setting); null or absent: 0 on local dev chains, else
+   * chain/confirmations.ts's REMOTE_CONFIRMATIONS.
+   */
+  confirmations?: number | null;
 }
 
 /** Runs the round machine of one peer until the job finishes or `stop`. */
@@ -79,6 +84,7 @@ export class RoundDriver {
   readonly #o: RoundDriverOptions;
   readonly #work: RoundWork;
   readonly #loop: LoopWatch;
+  readonly #chain: ConfirmedChain;
   readonly #log: (line: string) => void;
   readonly #done = Promise.withResolvers<void>();
   #timer: ReturnType<typeof setInterval> | undefined;
@@ -86,12 +92,22 @@ export class RoundDriver {
   #polling = false;
   #stopped = false;
   #reannouncedAt = 0;
+  /** The last chain problem logged, so a poll every 200 ms logs it once. */
+  #chainNote = "";
 
   constructor(o: RoundDriverOptions) {
     this.#o = o;
     this.#log = o.log ?? console.log;
     const job = cidToBytes32(o.jobId);
     this.members = new MemberCache(o.registry, job);
+    this.#chain = new ConfirmedChain({
+      registry: o.registry,
+      jobId: o.jobId,
+      confirmations: resolveConfirmations(
+        o.confirmations ?? null,
+        o.registry.client.chainId,
+      ),
+    });
     this.ledger = new RoundLedger(o.spec, o.trainer.parameterCount, {
       records: o.records?.records,
       busyMs: () => o.trainer.busyMs,
@@ -121,6 +137,7 @@ export class RoundDriver {
       services: roundServices(
         o.node,
         o.registry,
+        this.#chain,
         job,
         (cid) => o.retention?.note(cid, this.#state.round),
       ),
@@ -139,6 +156,11 @@ export class RoundDriver {
     return this.#state;
   }
 
+  /** Blocks a commit must be under before this peer counts it. */
+  get confirmations(): number {
+    return this.#chain.confirmations;
+  }
+
   /** Resolves when the job has committed all its rounds. */
   get done(): Promise<void> {
     return this.#done.promise;
@@ -147,6 +169,11 @@ export class RoundDriver {
   /** Starts listening, ticking and polling the chain. */
   start(): void {
     this.#unsubscribe = this.#o.node.gossip.onMessage((m) => this.#onGossip(m));
+    const note = confirmationsNote(
+      this.confirmations,
+      this.#o.registry.client.chainId,
+    );
+    if (note !== null) this.#log(note);
     const pollMs = this.#o.pollMs ?? 200;
     this.#timer = setInterval(() => this.#poll(), pollMs);
     this.#poll();
@@ -222,6 +249,12 @@ export class RoundDriver {
     }
   }
 
+  #noteChain(line: string): void {
+    if (line === this.#chainNote) return;
+    this.#chainNote = line;
+    this.#log(line);
+  }
+
   #ifMember(peer: string, then: () => void): void {
     this.members.lookup(peer).then((m) => {
       if (m.member) then();
@@ -245,15 +278,17 @@ export class RoundDriver {
     if (this.#polling) return;
     this.#polling = true;
     try {
-      const job = await readJob(this.#o.registry, cidToBytes32(this.#o.jobId));
-      this.#feed({
-        type: "chainHead",
-        nextRound: job.nextRound,
-        head: bytes32ToCid(job.head),
-        rounds: job.rounds,
-      });
+      const head = await this.#chain.head();
+      if (head === null) {
+        this.#noteChain(
+          `chain: job ${this.#o.jobId} is not ${this.#chain.confirmations} blocks deep yet; waiting for blocks`,
+        );
+      } else {
+        this.#chainNote = "";
+        this.#feed(head);
+      }
     } catch (err) {
-      this.#log(`chain: ${(err as Error).message}`);
+      this.#noteChain(`chain: ${(err as Error).message}`);
     } finally {
       this.#polling = false;
     }
@@ -262,8 +297,9 @@ export class RoundDriver {
 
 /** The node's and the chain's parts a peer's round work uses. */
 function roundServices(
-  node: ZooNode,
+  node: PeerNode,
   registry: Registry,
+  confirmed: ConfirmedChain,
   job: `0x${string}`,
   arrived: (cid: CID | string) => void,
 ): RoundServices {
@@ -296,8 +332,8 @@ function roundServices(
       domain: { chainId: registry.client.chainId, registry: registry.address },
       commit: (attestation, signatures) =>
         commitRound(registry, { attestation, signatures }),
-      committedManifest: async (round) =>
-        (await readRound(registry, job, round))?.manifest ?? null,
+      // As deep as the head the peer moved on by.
+      committedManifest: (round) => confirmed.committedManifest(round),
       slash: (account, kind, evidence) =>
         slash(registry, { account, job, kind, evidence }),
     },

@@ -12,7 +12,6 @@
  *
  * @module
  */
-import { NodeError } from "../errors.ts";
 import { createHash } from "node:crypto";
 import { join } from "node:path";
 import { atomicWriteFile, syncDir, writeFully } from "./atomic_write.ts";
@@ -23,76 +22,28 @@ import {
   cidToString,
   parseCid,
 } from "../../protocol/cid.ts";
+import {
+  BlockCorruptError,
+  BlockNotFoundError,
+  type BlockRange,
+  type BlockStorage,
+  BlockstoreError,
+  CHUNK_SIZE,
+  type PartialBlock,
+} from "./block_storage.ts";
+
+export {
+  BlockCorruptError,
+  BlockNotFoundError,
+  type BlockRange,
+  type BlockStorage,
+  BlockstoreError,
+  CHUNK_SIZE,
+  type PartialBlock,
+};
 
 /** How long an interrupted download is kept for a resume: one day. */
 export const PART_RETENTION_MS = 24 * 60 * 60 * 1000;
-
-/** Bytes per chunk when streaming a block from disk. */
-export const CHUNK_SIZE = 256 * 1024;
-
-/** Base class of every error this module throws for a block's state. */
-export class BlockstoreError extends NodeError {
-  constructor(message: string, readonly cid: CID, options?: ErrorOptions) {
-    super(message, options);
-    this.name = new.target.name;
-  }
-}
-
-/** The block is not in the store. */
-export class BlockNotFoundError extends BlockstoreError {
-  constructor(cid: CID, options?: ErrorOptions) {
-    super(
-      `Cannot find block ${cidToString(cid)} in the blockstore`,
-      cid,
-      options,
-    );
-  }
-}
-
-/** The bytes on disk do not hash to the CID; `expected`/`actual` are hex. */
-export class BlockCorruptError extends BlockstoreError {
-  constructor(
-    cid: CID,
-    readonly expected: string,
-    readonly actual: string,
-    detail = "the block was deleted",
-  ) {
-    super(
-      `Cannot accept block ${
-        cidToString(cid)
-      } as its sha2-256 digest does not match: expected ${expected}, actual ${actual}; ${detail}`,
-      cid,
-    );
-  }
-}
-
-/** Byte range of a block, streamed from disk. */
-export interface BlockRange {
-  /** Total size of the block in bytes. */
-  readonly size: number;
-  /** Start of the range. */
-  readonly offset: number;
-  /** Length of the range; the chunks add up to exactly this many bytes. */
-  readonly length: number;
-  /** The range in chunks of at most {@link CHUNK_SIZE} bytes. */
-  readonly chunks: AsyncIterable<Uint8Array>;
-}
-
-/** A resumable download of one block into `tmp/<cid>.part`. */
-export interface PartialBlock extends AsyncDisposable {
-  readonly cid: CID;
-  readonly expectedSize: number;
-  /** Bytes already on disk: where the next `write` continues. */
-  readonly offset: number;
-  /** Appends `chunk`; RangeError if it would exceed `expectedSize`. */
-  write(chunk: Uint8Array): Promise<void>;
-  /** Verifies and moves the part file into the store; closes on success. */
-  commit(): Promise<CID>;
-  /** Drops the bytes written so far, restarting at offset 0. */
-  truncate(): Promise<void>;
-  /** Releases the file, keeping the part file for a later resume. */
-  close(): Promise<void>;
-}
 
 const toHex = (bytes: Uint8Array) =>
   Array.from(bytes, (b) => b.toString(16).padStart(2, "0")).join("");
@@ -129,7 +80,7 @@ async function orNotFound<T>(cid: CID, promise: Promise<T>): Promise<T> {
 }
 
 /** Content-addressed blocks in `dir/blocks`, written atomically via `dir/tmp`. */
-export class Blockstore {
+export class Blockstore implements BlockStorage {
   readonly #blocks: string;
   readonly #tmp: string;
   readonly #openParts = new Set<string>();

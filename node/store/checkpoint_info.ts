@@ -8,7 +8,7 @@
 import { SafetensorsError } from "../../kernels/safetensors.ts";
 import { parseCid } from "../../protocol/cid.ts";
 import { ROUND_CHECKPOINT_FORMAT } from "../../protocol/round_checkpoint.ts";
-import type { Blockstore } from "./blockstore.ts";
+import type { BlockStorage } from "./block_storage.ts";
 import type { CheckpointInfo } from "../http/types.ts";
 import type { RoundRecord } from "../round/ledger.ts";
 
@@ -22,7 +22,7 @@ export const MAX_CHECKPOINT_HEADER_BYTES = 1024 * 1024;
  * a round checkpoint.
  */
 export async function checkpointInfo(
-  store: Blockstore,
+  store: BlockStorage,
   cid: string,
   records: readonly RoundRecord[],
 ): Promise<CheckpointInfo | null> {
@@ -71,7 +71,7 @@ export async function checkpointInfo(
 }
 
 async function read(
-  store: Blockstore,
+  store: BlockStorage,
   cid: string,
   offset: number,
   length: number,

@@ -1,0 +1,142 @@
+/**
+ * The peer of a browser tab, run in a dedicated worker (the page's
+ * `peer_worker.ts`): the same blob protocol, gossip, round driver and
+ * kernels as a Deno node, on a WebSockets-only libp2p host and an
+ * in-memory block store. The account registers itself once funded, joins
+ * the job and trains its share of each round; its deltas and training
+ * states are served over the connections it opened.
+ *
+ * @module
+ */
+import { privateKeyFromProtobuf } from "@libp2p/crypto/keys";
+import { peerIdToHex } from "../../chain/attestation.ts";
+import { connectChain } from "../../chain/client.ts";
+import {
+  readNode,
+  readRegistryParams,
+  registerNode,
+  type Registry,
+} from "../../chain/registry.ts";
+import { toIdentity } from "../identity.ts";
+import { enterJob, type JobRun } from "../job/enter.ts";
+import { assemblePeer, type PeerNode } from "../peer_node.ts";
+import { BlockRetention } from "../round/block_retention.ts";
+import { MemoryBlockstore } from "../store/memory_blockstore.ts";
+import { createBrowserHost } from "./host.ts";
+import type { BrowserPeerConfig, PeerReport, StoredKeys } from "./messages.ts";
+
+/** Gas set aside beside the stake for registering and the rounds' txs. */
+const GAS_RESERVE_WEI = 10n ** 16n;
+/** How often the balance is looked at while waiting for funds, ms. */
+const FUND_POLL_MS = 1_000;
+
+/** A running tab peer. */
+export interface BrowserPeer {
+  node: PeerNode;
+  run: JobRun;
+  stop(): Promise<void>;
+}
+
+/**
+ * Starts the tab's peer: host, store, chain account (registered with the
+ * registry's minimum stake once the balance covers it), then the job.
+ */
+export async function startBrowserPeer(
+  config: BrowserPeerConfig,
+  keys: StoredKeys,
+  report: (r: PeerReport) => void,
+): Promise<BrowserPeer> {
+  const identity = toIdentity(
+    privateKeyFromProtobuf(base64Bytes(keys.peerKey)),
+    keys.accountKey,
+  );
+  report({
+    type: "identity",
+    peerId: identity.peerId,
+    address: identity.address,
+  });
+  const log = (line: string) => report({ type: "log", line });
+  const host = await createBrowserHost(identity.peerKey, config.bootstrap);
+  const store = new MemoryBlockstore();
+  const node = await assemblePeer({
+    host,
+    store,
+    peerId: identity.peerId,
+    job: config.job,
+    bootstrap: config.bootstrap,
+    maxBlobBytes: config.maxBlobBytes,
+  });
+  try {
+    const client = await connectChain({
+      rpcUrl: config.rpcUrl,
+      accountKey: identity.accountKey,
+    });
+    const registry: Registry = { client, address: config.registry };
+    await ensureRegistered(registry, identity.peerId, report);
+    const run = await enterJob({
+      node,
+      identity,
+      registry,
+      jobId: config.job,
+      backend: "auto",
+      threads: config.threads ?? 1,
+      dutyCycle: 1,
+      overlap: false,
+      confirmations: null,
+      retention: await BlockRetention.open({
+        stateDir: null,
+        blocks: store,
+        log,
+      }),
+      log,
+    });
+    const tick = setInterval(
+      () => report({ type: "status", status: node.status() }),
+      1_000,
+    );
+    return {
+      node,
+      run,
+      async stop() {
+        clearInterval(tick);
+        await run.stop();
+        await node.stop();
+      },
+    };
+  } catch (err) {
+    await node.stop();
+    throw err;
+  }
+}
+
+/** Registers the account with the minimum stake, waiting for the funds. */
+async function ensureRegistered(
+  registry: Registry,
+  peerId: string,
+  report: (r: PeerReport) => void,
+): Promise<void> {
+  const address = registry.client.account.address;
+  if ((await readNode(registry, address)).registered) return;
+  const { minNodeStake } = await readRegistryParams(registry);
+  const need = minNodeStake + GAS_RESERVE_WEI;
+  for (;;) {
+    const have = await registry.client.public.getBalance({ address });
+    if (have >= need) break;
+    report({
+      type: "fund",
+      address,
+      needWei: need.toString(),
+      haveWei: have.toString(),
+    });
+    await new Promise((r) => setTimeout(r, FUND_POLL_MS));
+  }
+  await registerNode(registry, {
+    peerIdHex: peerIdToHex(peerId),
+    stake: minNodeStake,
+  });
+  report({ type: "log", line: `registered ${address} as ${peerId}` });
+}
+
+function base64Bytes(text: string): Uint8Array {
+  return Uint8Array.from(atob(text), (c) => c.charCodeAt(0));
+}

@@ -1,0 +1,172 @@
+/**
+ * What a registered peer does to take part in a job, wherever it runs (a
+ * Deno process or a browser tab): join it on chain, fetch the spec and
+ * dataset by CID, open the compute and a trainer, then start the round
+ * driver and report it through the peer's status. The caller opens the
+ * chain and says where state is kept (`runner.ts` for a node with a data
+ * dir, `node/browser/peer.ts` for a tab).
+ *
+ * @module
+ */
+import { cidToBytes32 } from "../../chain/attestation.ts";
+import { ChainError } from "../../chain/errors.ts";
+import { isMember, joinJob, type Registry } from "../../chain/registry.ts";
+import type { BackendChoice } from "../../kernels/backend_select.ts";
+import { parseCid } from "../../protocol/cid.ts";
+import {
+  decodeJobSpec,
+  type JobSpec,
+  MAX_JOB_SPEC_BYTES,
+} from "../../protocol/job_spec.ts";
+import type { Identity } from "../identity.ts";
+import type { PeerNode } from "../peer_node.ts";
+import type { BlockRetention } from "../round/block_retention.ts";
+import type { RoundBehaviour } from "../round/behaviour.ts";
+import { RoundDriver } from "../round/driver.ts";
+import { RoundTrainer } from "../round/inner_loop.ts";
+import type { KeptRecords } from "../round/record_log.ts";
+import { openCompute } from "../train/compute.ts";
+import { loadJobDataset } from "./dataset.ts";
+import { createJobView } from "./view.ts";
+
+/** How long to look for the job spec among peers before giving up, ms. */
+const SPEC_WAIT_MS = 60_000;
+
+/** A job being trained: its driver and how to stop it all. */
+export interface JobRun {
+  driver: RoundDriver;
+  spec: JobSpec;
+  stop(): Promise<void>;
+}
+
+/** What {@linkcode enterJob} works with. */
+export interface EnterJobOptions {
+  node: PeerNode;
+  identity: Identity;
+  registry: Registry;
+  jobId: string;
+  backend: BackendChoice;
+  threads: number | null;
+  dutyCycle: number;
+  overlap: boolean;
+  confirmations: number | null;
+  /** The node's data dir, for the corpus cache; none in a browser tab. */
+  dataDir?: string;
+  /** See `RoundDriverOptions`: state kept across restarts, if any. */
+  stateDir?: string;
+  records?: KeptRecords;
+  retention: BlockRetention;
+  /** Progress lines. */
+  log: (line: string) => void;
+  behaviour?: RoundBehaviour;
+  /** Aborts the start: what was opened is closed, the promise rejects. */
+  signal?: AbortSignal;
+}
+
+/** Joins job `o.jobId` (the account is registered) and starts its rounds. */
+export async function enterJob(o: EnterJobOptions): Promise<JobRun> {
+  const { node, identity, registry, jobId, log, signal } = o;
+  const job = cidToBytes32(jobId);
+  if (!await isMember(registry, job, identity.address)) {
+    await joinJob(registry, { job });
+    log(`joined job ${jobId} on chain`);
+  }
+  const spec = await fetchSpec(node, jobId, signal);
+  const dataset = await loadJobDataset(spec, {
+    store: node.store,
+    dataDir: o.dataDir,
+    signal,
+    // A failed fetch throws, so the dataset error says why (no
+    // provider, over the size limit, a lying peer).
+    fetchBlob: async (cid, maxBytes) => {
+      await node.fetchBlob(cid, undefined, { maxBytes });
+      return await node.store.get(parseCid(cid));
+    },
+  });
+  signal?.throwIfAborted();
+  const compute = await openCompute(o.backend, o.threads);
+  if (signal?.aborted) {
+    compute.dispose();
+    signal.throwIfAborted();
+  }
+  log(`compute: ${compute.label}`);
+  node.gossip.setProgress(compute.heartbeat);
+  let trainer: RoundTrainer | null = null;
+  try {
+    trainer = new RoundTrainer({
+      createTrainer: (init) => compute.createTrainer(init),
+      spec,
+      dataset,
+      peerId: identity.peerId,
+      dutyCycle: o.dutyCycle,
+    });
+    const driver = new RoundDriver({
+      node,
+      identity,
+      registry,
+      jobId,
+      spec,
+      trainer,
+      log,
+      overlap: o.overlap,
+      behaviour: o.behaviour,
+      stateDir: o.stateDir,
+      records: o.records,
+      retention: o.retention,
+      confirmations: o.confirmations,
+    });
+    node.setJob(createJobView({
+      node,
+      driver,
+      registry,
+      jobId,
+      spec,
+      account: identity.address,
+    }));
+    driver.start();
+    log(
+      `training job ${jobId}: ${spec.rounds} rounds of ${spec.innerSteps} steps, dataset ${dataset.id} (${dataset.chunks.length} chunks)`,
+    );
+    return {
+      driver,
+      spec,
+      stop() {
+        driver.stop();
+        trainer?.dispose();
+        compute.dispose();
+        return Promise.resolve();
+      },
+    };
+  } catch (err) {
+    trainer?.dispose();
+    compute.dispose();
+    throw err;
+  }
+}
+
+/** The job spec: from the store, else from connected peers by its CID. */
+async function fetchSpec(
+  node: PeerNode,
+  jobId: string,
+  signal?: AbortSignal,
+): Promise<JobSpec> {
+  const cid = parseCid(jobId);
+  const deadline = Date.now() + SPEC_WAIT_MS;
+  while (!await node.store.has(cid)) {
+    signal?.throwIfAborted();
+    try {
+      await node.fetchBlob(jobId, undefined, { maxBytes: MAX_JOB_SPEC_BYTES });
+    } catch {
+      if (Date.now() > deadline) {
+        throw new ChainError(
+          `no peer served the spec of job ${jobId} within ${
+            SPEC_WAIT_MS / 1000
+          } s: bootstrap from the peer that created it`,
+          null,
+        );
+      }
+      await new Promise((r) => setTimeout(r, 500));
+    }
+  }
+  return decodeJobSpec(await node.store.get(cid));
+}

@@ -1,0 +1,47 @@
+/**
+ * What every zoo-node libp2p host runs, whatever its transports: the
+ * services (identify, ping, gossipsub with this protocol's limits) and the
+ * dialling of discovered peers. `host.ts` builds the Deno node's host on
+ * them, `node/browser/host.ts` a browser tab's.
+ *
+ * @module
+ */
+import { gossipsub } from "@libp2p/gossipsub";
+import { identify } from "@libp2p/identify";
+import type { Libp2p } from "@libp2p/interface";
+import { ping } from "@libp2p/ping";
+import { MAX_MESSAGE_BYTES } from "../../protocol/messages.ts";
+
+/** The gossipsub service as this node uses it. */
+export type PubSub = ReturnType<ReturnType<typeof gossipsub>>;
+
+/** A libp2p node with the services zoo-node relies on. */
+export type Host = Libp2p<{
+  identify: ReturnType<ReturnType<typeof identify>>;
+  ping: ReturnType<ReturnType<typeof ping>>;
+  pubsub: PubSub;
+}>;
+
+/** The services of {@linkcode Host}, configured as the protocol needs. */
+export function hostServices() {
+  return {
+    identify: identify(),
+    ping: ping(),
+    pubsub: gossipsub({
+      allowPublishToZeroTopicPeers: true,
+      emitSelf: false,
+      // Our messages are at most 64 KiB; an RPC may batch a few of them
+      // with control data, so a few times that bounds what a peer can push.
+      maxInboundDataLength: 4 * MAX_MESSAGE_BYTES,
+    }),
+  };
+}
+
+/** libp2p 3 reports discovered peers but does not dial them by itself. */
+export function dialDiscovered(host: Host): void {
+  host.addEventListener("peer:discovery", (evt) => {
+    const { id, multiaddrs } = evt.detail;
+    if (id.equals(host.peerId) || host.getConnections(id).length > 0) return;
+    host.dial(multiaddrs.length > 0 ? multiaddrs : id).catch(() => {});
+  });
+}

@@ -1,0 +1,231 @@
+/**
+ * Blocks held in memory: the store of a browser tab, which has no file
+ * system to keep them in and is not expected to outlive the tab. Digests
+ * are checked as on disk (Web Crypto's SHA-256), so a peer's lie is caught
+ * the same way.
+ *
+ * @module
+ */
+import {
+  assertSha256Cid,
+  type CID,
+  cidForBytes,
+  cidToString,
+} from "../../protocol/cid.ts";
+import {
+  BlockCorruptError,
+  BlockNotFoundError,
+  type BlockRange,
+  type BlockStorage,
+  CHUNK_SIZE,
+  type PartialBlock,
+} from "./block_storage.ts";
+
+const toHex = (bytes: Uint8Array) =>
+  Array.from(bytes, (b) => b.toString(16).padStart(2, "0")).join("");
+
+async function sha256Hex(bytes: Uint8Array): Promise<string> {
+  return toHex(
+    new Uint8Array(
+      await crypto.subtle.digest("SHA-256", bytes as Uint8Array<ArrayBuffer>),
+    ),
+  );
+}
+
+/**
+ * A {@linkcode BlockStorage} in memory.
+ *
+ * @example
+ * ```ts
+ * import { MemoryBlockstore } from "./memory_blockstore.ts";
+ * const store = new MemoryBlockstore();
+ * const cid = await store.put(new TextEncoder().encode("hello"));
+ * if (new TextDecoder().decode(await store.get(cid)) !== "hello") {
+ *   throw new Error("round trip");
+ * }
+ * ```
+ */
+export class MemoryBlockstore implements BlockStorage {
+  readonly #blocks = new Map<string, { cid: CID; bytes: Uint8Array }>();
+  /** Downloads in progress or interrupted: the bytes so far. */
+  readonly #parts = new Map<string, Uint8Array>();
+  readonly #openParts = new Set<string>();
+
+  #key(cid: CID, what: string): string {
+    assertSha256Cid(cid, what);
+    return cidToString(cid);
+  }
+
+  async put(bytes: Uint8Array, codec?: number): Promise<CID> {
+    const cid = await cidForBytes(bytes, codec);
+    // A copy: the caller may reuse its buffer.
+    this.#blocks.set(cidToString(cid), { cid, bytes: bytes.slice() });
+    return cid;
+  }
+
+  // deno-lint-ignore require-await -- a bad CID rejects, as on disk
+  async has(cid: CID): Promise<boolean> {
+    return this.#blocks.has(this.#key(cid, "Cannot look up block"));
+  }
+
+  // deno-lint-ignore require-await -- a bad CID rejects, as on disk
+  async size(cid: CID): Promise<number | null> {
+    const block = this.#blocks.get(this.#key(cid, "Cannot size block"));
+    return block?.bytes.length ?? null;
+  }
+
+  // deno-lint-ignore require-await -- a bad CID rejects, as on disk
+  async delete(cid: CID): Promise<void> {
+    this.#blocks.delete(this.#key(cid, "Cannot delete block"));
+  }
+
+  async *list(): AsyncIterable<CID> {
+    for (const { cid } of [...this.#blocks.values()]) yield cid;
+  }
+
+  async get(cid: CID): Promise<Uint8Array> {
+    const block = this.#blocks.get(this.#key(cid, "Cannot get block"));
+    if (!block) throw new BlockNotFoundError(cid);
+    const actual = await sha256Hex(block.bytes);
+    const expected = toHex(cid.multihash.digest);
+    if (actual === expected) return block.bytes.slice();
+    await this.delete(cid);
+    throw new BlockCorruptError(cid, expected, actual);
+  }
+
+  // deno-lint-ignore require-await -- bad input rejects, as on disk
+  async readRange(
+    cid: CID,
+    offset: number,
+    length?: number,
+  ): Promise<BlockRange> {
+    const block = this.#blocks.get(this.#key(cid, "Cannot read block range"));
+    if (!block) throw new BlockNotFoundError(cid);
+    const size = block.bytes.length;
+    const count = length ?? size - offset;
+    for (
+      const [name, value, max] of [["offset", offset, size], [
+        "length",
+        count,
+        size - offset,
+      ]] as const
+    ) {
+      if (!Number.isSafeInteger(value) || value < 0 || value > max) {
+        throw new RangeError(
+          `Cannot read range as ${name} must be an integer in [0, ${max}]: current value is ${value}`,
+        );
+      }
+    }
+    const bytes = block.bytes;
+    async function* chunks(): AsyncGenerator<Uint8Array> {
+      for (let at = offset; at < offset + count; at += CHUNK_SIZE) {
+        yield bytes.slice(at, Math.min(at + CHUNK_SIZE, offset + count));
+      }
+    }
+    return { size, offset, length: count, chunks: chunks() };
+  }
+
+  async verify(cid: CID): Promise<boolean> {
+    const block = this.#blocks.get(this.#key(cid, "Cannot verify block"));
+    if (!block) throw new BlockNotFoundError(cid);
+    if (await sha256Hex(block.bytes) === toHex(cid.multihash.digest)) {
+      return true;
+    }
+    await this.delete(cid);
+    return false;
+  }
+
+  // deno-lint-ignore require-await -- a bad CID rejects, as on disk
+  async partialSize(cid: CID): Promise<number> {
+    const part = this.#parts.get(this.#key(cid, "Cannot inspect download"));
+    return part?.length ?? 0;
+  }
+
+  // deno-lint-ignore require-await -- a bad CID rejects, as on disk
+  async discardPartial(cid: CID): Promise<void> {
+    this.#parts.delete(this.#key(cid, "Cannot discard download"));
+  }
+
+  // deno-lint-ignore require-await -- bad input rejects, as on disk
+  async partial(cid: CID, expectedSize: number): Promise<PartialBlock> {
+    const name = this.#key(cid, "Cannot download block");
+    if (!Number.isSafeInteger(expectedSize) || expectedSize < 0) {
+      throw new RangeError(
+        `Cannot download block as expectedSize must be a non-negative integer: current value is ${expectedSize}`,
+      );
+    }
+    if (this.#openParts.has(name)) {
+      throw new TypeError(
+        `Cannot download block ${name} as a download of it is already open`,
+      );
+    }
+    const kept = this.#parts.get(name);
+    // One buffer of the final size: a download never reallocates.
+    const buffer = new Uint8Array(expectedSize);
+    let offset = 0;
+    if (kept && kept.length <= expectedSize) {
+      buffer.set(kept);
+      offset = kept.length;
+    }
+    this.#openParts.add(name);
+    const assertOpen = () => {
+      if (!this.#openParts.has(name)) {
+        throw new TypeError(`Cannot use download of ${name} as it is closed`);
+      }
+    };
+    const close = () => {
+      if (this.#openParts.delete(name)) {
+        this.#parts.set(name, buffer.slice(0, offset));
+      }
+      return Promise.resolve();
+    };
+    return {
+      cid,
+      expectedSize,
+      get offset() {
+        return offset;
+      },
+      // deno-lint-ignore require-await -- misuse rejects, as on disk
+      write: async (chunk: Uint8Array) => {
+        assertOpen();
+        if (offset + chunk.length > expectedSize) {
+          throw new RangeError(
+            `Cannot write ${chunk.length} bytes to download of ${name} at offset ${offset} as it would exceed expectedSize ${expectedSize}`,
+          );
+        }
+        buffer.set(chunk, offset);
+        offset += chunk.length;
+      },
+      commit: async () => {
+        assertOpen();
+        if (offset !== expectedSize) {
+          throw new RangeError(
+            `Cannot commit download of ${name} as it has ${offset} of ${expectedSize} bytes`,
+          );
+        }
+        const actual = await sha256Hex(buffer);
+        const expected = toHex(cid.multihash.digest);
+        if (actual !== expected) {
+          offset = 0;
+          throw new BlockCorruptError(
+            cid,
+            expected,
+            actual,
+            "the download restarts at offset 0",
+          );
+        }
+        this.#openParts.delete(name);
+        this.#parts.delete(name);
+        this.#blocks.set(name, { cid, bytes: buffer });
+        return cid;
+      },
+      // deno-lint-ignore require-await -- misuse rejects, as on disk
+      truncate: async () => {
+        assertOpen();
+        offset = 0;
+      },
+      close,
+      [Symbol.asyncDispose]: close,
+    };
+  }
+}

@@ -1,0 +1,153 @@
+/// <reference lib="dom" />
+/**
+ * A browser tab as a peer: Debian's headless chromium, driven by
+ * playwright-core, opens `/peer/` on one of 2 Deno peers of a devnet job.
+ * The tab makes its keys (kept in its storage), waits for funds, registers
+ * with a stake, joins over WebSockets, trains with the WASM kernels in its
+ * worker, and is credited on chain for its deltas round after round. A
+ * Deno peer's audit re-runs a segment of its training bit for bit; no peer
+ * slashes it and it raises no error. Reloaded, it is the same peer.
+ */
+import assert from "node:assert/strict";
+import { chromium } from "playwright-core";
+import { cidToBytes32 } from "../chain/attestation.ts";
+import { fundOnDevnet } from "../chain/deployment.ts";
+import { contributionOf, slashedAccounts } from "../chain/registry.ts";
+import { buildBrowserPeer } from "../node/browser/build.ts";
+import { waitFor } from "../node/devnet/local_peer.ts";
+import {
+  JOB_TEST,
+  tinySpec,
+  trainingOf,
+  withJobCluster,
+} from "./_job_cluster.ts";
+import { CHROMIUM, skipWithout } from "./_tools.ts";
+
+Deno.test({
+  name:
+    "browser peer in chromium: a tab joins 2 Deno peers over WebSockets, trains in its worker and is credited on chain",
+  ignore: skipWithout(CHROMIUM, `chromium (${CHROMIUM}, Debian package)`),
+  ...JOB_TEST,
+  fn: async () => {
+    const web = await Deno.makeTempDir({ prefix: "zoo-browser-peer-" });
+    try {
+      await buildBrowserPeer(web);
+      await withJobCluster(
+        { nodes: 2, spec: tinySpec({ rounds: 200 }) },
+        async (c) => {
+          const args = [
+            "--listen",
+            "/ip4/127.0.0.1/tcp/0/ws",
+            "--browser-peer",
+            web,
+          ];
+          const [a] = await c.spawn([0], { args });
+          await c.spawn([1], { from: a, args });
+          const browser = await chromium.launch({
+            executablePath: CHROMIUM,
+            args: ["--no-sandbox"],
+          });
+          try {
+            const page = await browser.newPage();
+            const problems: string[] = [];
+            page.on("pageerror", (e) => problems.push(`page: ${e.message}`));
+            page.on("console", (m) => {
+              if (m.type() === "error") problems.push(`console: ${m.text()}`);
+            });
+            await page.goto(`${a.info.http}/peer/`);
+            assert.ok(
+              await page.evaluate(() => crossOriginIsolated),
+              "the page is cross-origin isolated",
+            );
+            // The tab's account, shown for funding, is its own.
+            const address = await waitFor(
+              async () => {
+                const text = await page.textContent("#address");
+                return text?.startsWith("0x") ? text as `0x${string}` : null;
+              },
+              30_000,
+              "the tab's account on the page",
+            );
+            const peerId = (await page.textContent("#peer-id"))!;
+            await page.waitForFunction(
+              () => document.body.dataset.state === "waiting for funds",
+              undefined,
+              { timeout: 30_000 },
+            );
+            await fundOnDevnet(c.chain.owner.client, [address]);
+
+            const job = cidToBytes32(c.job.id);
+            const credited = await waitFor(
+              async () => {
+                const tokens = await contributionOf(
+                  c.chain.owner,
+                  job,
+                  address,
+                );
+                return tokens > 0n ? tokens : null;
+              },
+              240_000,
+              "the tab's contribution credited on chain",
+            );
+            // Credited again in a later round: it keeps training.
+            await waitFor(
+              async () => {
+                const tokens = await contributionOf(
+                  c.chain.owner,
+                  job,
+                  address,
+                );
+                return tokens > credited ? tokens : null;
+              },
+              120_000,
+              "the tab credited for a second round",
+            );
+            assert.equal(
+              await page.evaluate(() => document.body.dataset.state),
+              "training",
+            );
+            // A Deno peer re-ran a segment of the tab's training and got
+            // its commitments bit for bit (Chromium's WASM against Deno's).
+            const audit = await waitFor(
+              async () => {
+                for (const p of c.peers) {
+                  const found = (await trainingOf(p)).audits.find((r) =>
+                    r.peer === peerId
+                  );
+                  if (found) return found;
+                }
+                return null;
+              },
+              120_000,
+              "an audit of the tab's work",
+            );
+            assert.equal(audit.passed, true, JSON.stringify(audit));
+            assert.equal(audit.exact, true, JSON.stringify(audit));
+            // Audits of its rounds passed: nobody slashed it.
+            const slashed = await slashedAccounts(c.chain.owner, job);
+            assert.ok(
+              ![...slashed.keys()].some((a) =>
+                a.toLowerCase() === address.toLowerCase()
+              ),
+              `slashed: ${[...slashed.keys()]}`,
+            );
+            assert.deepEqual(problems, []);
+
+            // Its keys stay in the tab: reloaded, it is the same peer.
+            await page.reload();
+            await page.waitForFunction(
+              (id) => document.getElementById("peer-id")?.textContent === id,
+              peerId,
+              { timeout: 30_000 },
+            );
+            assert.equal(await page.textContent("#address"), address);
+          } finally {
+            await browser.close();
+          }
+        },
+      );
+    } finally {
+      await Deno.remove(web, { recursive: true });
+    }
+  },
+});
