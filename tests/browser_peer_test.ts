@@ -41,7 +41,7 @@ Deno.test({
             "--browser-peer",
             web,
           ];
-          const [a] = await c.spawn([0], { args });
+          const [a] = await c.spawn([0], { args: [...args, "--relay"] });
           await c.spawn([1], { from: a, args });
           const browser = await chromium.launch({
             executablePath: CHROMIUM,
@@ -130,6 +130,16 @@ Deno.test({
                 a.toLowerCase() === address.toLowerCase()
               ),
               `slashed: ${[...slashed.keys()]}`,
+            );
+            // Reachable beyond its own connections: it holds a slot on the
+            // relaying peer and announces the relayed address.
+            await page.waitForFunction(
+              () =>
+                document.getElementById("addresses")?.textContent?.includes(
+                  "/p2p-circuit",
+                ),
+              undefined,
+              { timeout: 30_000 },
             );
             assert.deepEqual(problems, []);
 

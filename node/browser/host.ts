@@ -1,8 +1,11 @@
 /**
  * The libp2p host of a browser tab: it dials out over WebSockets (and
- * through circuit relays) and listens on nothing, as a page cannot accept
- * connections. Peers reach it for its deltas and training states over the
- * connections it opened: libp2p opens their streams on those.
+ * through circuit relays), as a page cannot accept connections. Peers it is
+ * connected to reach it for its deltas and training states over the
+ * connections it opened: libp2p opens their streams on those. Others (a
+ * second tab) reach it through a relay: it listens on `/p2p-circuit`, so
+ * it reserves a slot on a connected peer that runs `--relay`, and its
+ * heartbeats announce the relayed address.
  *
  * @module
  */
@@ -22,6 +25,7 @@ export async function createBrowserHost(
 ): Promise<Host> {
   const host = await createLibp2p({
     privateKey,
+    addresses: { listen: ["/p2p-circuit"] },
     transports: [webSockets(), circuitRelayTransport()],
     connectionEncrypters: [noise()],
     streamMuxers: [yamux()],

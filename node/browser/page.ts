@@ -107,6 +107,7 @@ function onReport(r: PeerReport): void {
       setState(t ? "training" : "starting");
       show("fund", "");
       show("connections", String(r.status.connections));
+      show("addresses", r.status.addresses.join(" ") || "none");
       show("live", String(r.status.livePeers));
       if (t) {
         show("round", `${t.round} of ${t.rounds}`);

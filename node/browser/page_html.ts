@@ -36,6 +36,7 @@ export const PEER_PAGE_HTML = `<!doctype html>
 <dt>job</dt><dd id="job">-</dd>
 <dt>peer id</dt><dd id="peer-id">-</dd>
 <dt>account</dt><dd id="address">-</dd>
+<dt>addresses</dt><dd id="addresses">none</dd>
 <dt>connections</dt><dd id="connections">0</dd>
 <dt>live peers</dt><dd id="live">0</dd>
 <dt>round</dt><dd id="round">-</dd>
