@@ -3,11 +3,13 @@
  * `dist/zoo-node.js`) that needs nothing beside it, the WASM kernels and
  * their worker included, so it trains as a checkout does.
  *
- * Two `deno bundle` runs: first the kernel worker alone (it starts from a
- * blob URL, see `kernels/wasm/embedded.ts`), then a generated entry that
- * imports it as text and both `.wasm` builds as bytes, packs them with
- * `embedKernels` and runs the CLI. Those raw imports are resolved while
- * bundling; the output is plain JavaScript that runs without flags.
+ * Three `deno bundle` runs: first the kernel worker and the compute thread's
+ * worker alone (each starts from a blob URL, see `kernels/wasm/embedded.ts`
+ * and `node/train/compute_thread.ts`), then a generated entry that imports
+ * them as text and both `.wasm` builds as bytes, packs them with
+ * `embedKernels` and `embedComputeThread` and runs the CLI. Those raw
+ * imports are resolved while bundling; the output is plain JavaScript that
+ * runs without flags.
  *
  * Usage: `deno run -A node/build_bundle.ts [--out FILE]`.
  *
@@ -27,12 +29,19 @@ export async function buildBundle(out: string): Promise<void> {
       worker,
       new URL("kernels/wasm/worker.ts", ROOT).pathname,
     ]);
+    const computeThread = `${tmp}/compute_thread_worker.js`;
+    await denoBundle([
+      "-o",
+      computeThread,
+      new URL("node/train/compute_thread_worker.ts", ROOT).pathname,
+    ]);
     const entry = `${tmp}/entry.ts`;
     const at = (path: string) => JSON.stringify(new URL(path, ROOT).href);
     await Deno.writeTextFile(
       entry,
       `import { embedKernels } from ${at("kernels/wasm/embedded.ts")};
 import { runCli } from ${at("node/cli/run.ts")};
+import { embedComputeThread } from ${at("node/train/compute_thread.ts")};
 import relaxed from ${
         at("wasm/zoo_kernels_relaxed.wasm")
       } with { type: "bytes" };
@@ -42,8 +51,12 @@ import simd128 from ${
 import workerSource from ${
         JSON.stringify(`file://${worker}`)
       } with { type: "text" };
+import computeThreadSource from ${
+        JSON.stringify(`file://${computeThread}`)
+      } with { type: "text" };
 
 embedKernels({ modules: { relaxed, simd128 }, workerSource });
+embedComputeThread(computeThreadSource);
 // As main.ts: libp2p leaves a BroadcastChannel open, so exit explicitly.
 if (import.meta.main) Deno.exit(await runCli(Deno.args));
 `,

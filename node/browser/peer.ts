@@ -80,6 +80,7 @@ export async function startBrowserPeer(
       jobId: config.job,
       backend: "auto",
       threads: config.threads ?? 1,
+      computeThread: false,
       dutyCycle: 1,
       overlap: false,
       confirmations: null,

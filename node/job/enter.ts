@@ -50,6 +50,11 @@ export interface EnterJobOptions {
   dutyCycle: number;
   overlap: boolean;
   confirmations: number | null;
+  /**
+   * Train on a compute thread of its own, leaving this thread to the
+   * protocol (default true; a browser tab's peer is already a worker).
+   */
+  computeThread?: boolean;
   /** The node's data dir, for the corpus cache; none in a browser tab. */
   dataDir?: string;
   /** See `RoundDriverOptions`: state kept across restarts, if any. */
@@ -84,7 +89,9 @@ export async function enterJob(o: EnterJobOptions): Promise<JobRun> {
     },
   });
   signal?.throwIfAborted();
-  const compute = await openCompute(o.backend, o.threads);
+  const compute = await openCompute(o.backend, o.threads, {
+    thread: o.computeThread ?? true,
+  });
   if (signal?.aborted) {
     compute.dispose();
     signal.throwIfAborted();

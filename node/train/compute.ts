@@ -18,6 +18,7 @@ import {
   MAX_DEVICE_LENGTH,
 } from "../../protocol/messages.ts";
 import { createGpuTrainer } from "../../kernels/webgpu/gpu_trainer.ts";
+import { openComputeThread } from "./compute_thread.ts";
 
 /** The CPU backend choices: what runs without a GPU (`sample`, fallbacks). */
 export const CPU_BACKEND_CHOICES = ["auto", "wasm", "js"] as const;
@@ -59,6 +60,16 @@ export interface Compute {
   dispose(): void;
 }
 
+/** How {@linkcode openCompute} runs a CPU backend. */
+export interface OpenComputeOptions {
+  /**
+   * Run the WASM backend and its trainers on a compute thread of their own
+   * (`compute_thread.ts`), so steps never hold this thread's event loop
+   * (default false: on this thread).
+   */
+  thread?: boolean;
+}
+
 /**
  * Opens the backend for a training choice (see `selectBackend` in
  * `kernels/backend_select.ts`): a WebGPU device, or a CPU backend with
@@ -67,6 +78,7 @@ export interface Compute {
 export async function openCompute(
   choice: BackendChoice,
   threads: number | null,
+  options: OpenComputeOptions = {},
 ): Promise<Compute> {
   const selection = await selectBackend(choice);
   const gpu = selection.gpu;
@@ -83,11 +95,26 @@ export async function openCompute(
       dispose: () => gpu.device.destroy(),
     };
   }
+  const why = choice === "auto" ? `; auto: ${selection.reason}` : "";
+  if (options.thread && selection.kind !== "js") {
+    const thread = await openComputeThread(threads ?? defaultThreads());
+    return {
+      selection,
+      label: `${thread.name} (${thread.threads} thread${
+        thread.threads > 1 ? "s" : ""
+      } on a compute thread${why})`,
+      heartbeat: {
+        backend: "wasm",
+        device: `${thread.name} x${thread.threads}`,
+      },
+      createTrainer: (init) => thread.createTrainer(init),
+      dispose: () => thread.dispose(),
+    };
+  }
   const be = await createCpuBackend(
     selection.kind as CpuBackendChoice,
     threads,
   );
-  const why = choice === "auto" ? `; auto: ${selection.reason}` : "";
   return {
     selection,
     label: `${be.name} (${be.threads} thread${
