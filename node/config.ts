@@ -43,6 +43,11 @@ export interface Config {
    * `/peer/`, or null for none.
    */
   browserPeer: string | null;
+  /**
+   * The chain URL handed to browser tabs, or null: the node's own when it
+   * is on this machine, else none (see node.ts).
+   */
+  browserRpcUrl: string | null;
   /** The gossip job name: peers on the same job see each other. */
   job: string;
   /** Largest blob this node will fetch or serve, in bytes. */
@@ -97,6 +102,7 @@ export const KEYS = [
   "mdns",
   "relay",
   "browserPeer",
+  "browserRpcUrl",
   "job",
   "maxBlobBytes",
   "rpcUrl",
@@ -119,6 +125,7 @@ export const ENV_NAMES: Record<keyof Config, string> = {
   mdns: "ZOO_MDNS",
   relay: "ZOO_RELAY",
   browserPeer: "ZOO_BROWSER_PEER",
+  browserRpcUrl: "ZOO_BROWSER_RPC_URL",
   job: "ZOO_JOB",
   maxBlobBytes: "ZOO_MAX_BLOB_BYTES",
   rpcUrl: "ZOO_RPC_URL",
@@ -145,6 +152,7 @@ export function defaultConfig(home: string | undefined): Config {
     mdns: false,
     relay: false,
     browserPeer: null,
+    browserRpcUrl: null,
     job: "default",
     maxBlobBytes: 2 ** 31,
     rpcUrl: null,
@@ -327,6 +335,7 @@ export function validateSetting<K extends keyof Config>(
       }
       break;
     case "rpcUrl":
+    case "browserRpcUrl":
       if (value === null) break;
       if (typeof value !== "string" || !URL.canParse(value)) {
         fail("expected an http(s) URL of an EVM JSON-RPC endpoint");

@@ -4,6 +4,7 @@ import { checkpointInfo } from "./store/checkpoint_info.ts";
 import type { Config } from "./config.ts";
 import { createHost, type Host } from "./p2p/host.ts";
 import type { BrowserPeerConfig } from "./browser/messages.ts";
+import { isDialable } from "./browser/peer_config.ts";
 import {
   dialKnownPeers,
   KNOWN_PEERS_FILE,
@@ -20,12 +21,6 @@ import type { JobSource, NodeInfoSource } from "./http/types.ts";
 import type { Identity } from "./identity.ts";
 import { ensureRpcToken } from "./http/rpc_token.ts";
 import { assemblePeer, type NodeOptions, type PeerNode } from "./peer_node.ts";
-
-export {
-  connectedPeers,
-  type NodeOptions,
-  type PeerNode,
-} from "./peer_node.ts";
 
 /** Where a running node can be reached, written to `<dataDir>/node.json`. */
 export interface RuntimeInfo {
@@ -85,6 +80,10 @@ export async function startNode(
   options: NodeOptions = {},
 ): Promise<ZooNode> {
   const startedAt = Date.now();
+  // Read before anything starts: a missing build stops nothing half-open.
+  const browserFiles = config.browserPeer === null
+    ? null
+    : await readBrowserPeerFiles(config.browserPeer);
   const store = await Blockstore.open(blockstoreDir(config.dataDir));
   const host = await createHost({
     privateKey: identity.peerKey,
@@ -130,13 +129,12 @@ export async function startNode(
   }, options);
 
   let job: JobSource | null = null;
-  let browserPeer: BrowserPeerSite | undefined;
-  if (config.browserPeer !== null) {
-    browserPeer = {
-      files: await readBrowserPeerFiles(config.browserPeer),
+  const browserPeer: BrowserPeerSite | undefined = browserFiles
+    ? {
+      files: browserFiles,
       config: () => Promise.resolve(browserPeerConfig(host, config, job)),
-    };
-  }
+    }
+    : undefined;
   const source: NodeInfoSource = {
     status: peer.status,
     peers: peer.peers,
@@ -193,30 +191,42 @@ export async function startNode(
       // Event streams never end by themselves; the server waits for them.
       events.close();
       await http?.shutdown();
-      await saveKnown(true);
+      // After the ticks stop, so the last save is the last write.
       await peer.stop();
+      await saveKnown(true);
     },
   };
 }
 
 /**
- * Where a browser tab joins this node's job: its WebSockets addresses
- * first, the job's chain; null while it trains no job.
+ * Where a browser tab joins this node's job: its WebSocket addresses to
+ * dial first, the job's chain; null while it trains no job. The chain URL
+ * is `--browser-rpc-url`, else the node's own only when it is on this
+ * machine (a devnet's): a provider's URL may carry an API key, and tabs
+ * elsewhere could not reach a loopback one anyway.
  */
 function browserPeerConfig(
   host: Host,
   config: Config,
   job: JobSource | null,
-): BrowserPeerConfig | null {
+): Partial<BrowserPeerConfig> | null {
   if (job === null) return null;
   const { rpcUrl, registry } = job.chainEndpoint();
   return {
     job: config.job,
     bootstrap: host.getMultiaddrs().map(String).filter((a) =>
-      a.includes("/ws/") && !a.includes("/p2p-circuit")
+      isDialable(a) && !a.includes("/p2p-circuit")
     ),
-    rpcUrl,
+    rpcUrl: config.browserRpcUrl ??
+      (isLoopbackUrl(rpcUrl) ? rpcUrl : undefined),
     registry,
     maxBlobBytes: config.maxBlobBytes,
+    confirmations: config.confirmations,
   };
+}
+
+function isLoopbackUrl(url: string): boolean {
+  const { hostname } = new URL(url);
+  return hostname === "localhost" || hostname === "[::1]" ||
+    hostname.startsWith("127.");
 }

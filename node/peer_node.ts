@@ -171,7 +171,7 @@ function trainingSummary(
 }
 
 /** Peer ids of the host's open connections, each once, sorted. */
-export function connectedPeers(host: Host): string[] {
+function connectedPeers(host: Host): string[] {
   return [...new Set(host.getConnections().map((c) => c.remotePeer.toString()))]
     .sort();
 }

@@ -6,7 +6,8 @@
  * with a stake, joins over WebSockets, trains with the WASM kernels in its
  * worker, and is credited on chain for its deltas round after round. A
  * Deno peer's audit re-runs a segment of its training bit for bit; no peer
- * slashes it and it raises no error. Reloaded, it is the same peer.
+ * slashes it and it raises no error. A second tab of the same browser
+ * refuses to run the same peer; reloaded, the tab is the same peer.
  */
 import assert from "node:assert/strict";
 import { chromium } from "playwright-core";
@@ -48,7 +49,8 @@ Deno.test({
             args: ["--no-sandbox"],
           });
           try {
-            const page = await browser.newPage();
+            const context = await browser.newContext();
+            const page = await context.newPage();
             const problems: string[] = [];
             page.on("pageerror", (e) => problems.push(`page: ${e.message}`));
             page.on("console", (m) => {
@@ -142,6 +144,20 @@ Deno.test({
               { timeout: 30_000 },
             );
             assert.deepEqual(problems, []);
+
+            // A second tab of the same browser would be the same peer and
+            // account twice: it refuses to start.
+            const second = await context.newPage();
+            await second.goto(`${a.info.http}/peer/`);
+            await second.waitForFunction(
+              () =>
+                document.getElementById("error")?.textContent?.includes(
+                  "Another tab of this browser runs this peer",
+                ),
+              undefined,
+              { timeout: 30_000 },
+            );
+            await second.close();
 
             // Its keys stay in the tab: reloaded, it is the same peer.
             await page.reload();

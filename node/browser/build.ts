@@ -23,8 +23,12 @@ const ROOT = new URL("../../", import.meta.url);
 export async function buildBrowserPeer(out: string): Promise<void> {
   await Deno.mkdir(out, { recursive: true });
   const tmp = await Deno.makeTempDir({ prefix: "zoo-browser-build-" });
-  // Beside deno.json, so npm packages resolve from the same node_modules.
-  const config = new URL(".deno.browser.json", ROOT).pathname;
+  // Beside deno.json, so npm packages resolve from the same node_modules;
+  // one per build, so builds at once do not share it (gitignored).
+  const config = new URL(
+    `.deno.browser.${crypto.randomUUID()}.json`,
+    ROOT,
+  ).pathname;
   try {
     const base = JSON.parse(
       await Deno.readTextFile(new URL("deno.json", ROOT)),

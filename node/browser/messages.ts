@@ -24,6 +24,11 @@ export interface BrowserPeerConfig {
   threads?: number;
   /** Largest blob the peer fetches or serves, bytes. */
   maxBlobBytes: number;
+  /**
+   * Blocks a round's commit must be under before it counts (the node's
+   * `confirmations`); null: auto, as the node resolves it.
+   */
+  confirmations: number | null;
 }
 
 /** The tab's two keys as its storage keeps them. */

@@ -8,6 +8,7 @@
  * @module
  */
 import { sha256 } from "@noble/hashes/sha2";
+import { bytesToHex } from "@noble/hashes/utils";
 
 const utf8 = new TextEncoder();
 
@@ -33,9 +34,7 @@ export function createHash(algorithm: string): Hash {
     },
     digest(encoding?: "hex") {
       const out = h.digest();
-      return encoding === "hex"
-        ? Array.from(out, (b) => b.toString(16).padStart(2, "0")).join("")
-        : out;
+      return encoding === "hex" ? bytesToHex(out) : out;
     },
   };
   return hash as Hash;

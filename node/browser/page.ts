@@ -1,17 +1,21 @@
 /// <reference lib="dom" />
 /**
  * The browser peer's page (`/peer/`): keeps the tab's keys in its storage,
- * reads where to join from `config.json` (each field can be overridden in
- * the query: `job`, `bootstrap` (repeatable), `rpc`, `registry`,
- * `threads`), starts the peer worker and shows what it does.
+ * reads where to join from `config.json` (the address may change `job`,
+ * `bootstrap` (repeatable) and `threads`: see `peer_config.ts`), starts
+ * the peer worker and shows what it does.
  *
  * @module
  */
 import { generateKeyPair, privateKeyToProtobuf } from "@libp2p/crypto/keys";
 import { generatePrivateKey } from "viem/accounts";
 import type { BrowserPeerConfig, PeerReport, StoredKeys } from "./messages.ts";
+import { resolvePeerConfig } from "./peer_config.ts";
 
-/** Where the tab keeps its keys (never shown, never sent anywhere). */
+/**
+ * Where the tab keeps its keys (never shown, never sent anywhere), and the
+ * name of the lock a running tab holds on them.
+ */
 const KEYS_ITEM = "zoo-peer-keys";
 /** Log lines the page keeps. */
 const MAX_LOG_LINES = 200;
@@ -19,13 +23,23 @@ const MAX_LOG_LINES = 200;
 /** The tab's keys: from its storage, else new ones stored there. */
 async function loadKeys(storage: Storage): Promise<StoredKeys> {
   const kept = storage.getItem(KEYS_ITEM);
-  if (kept) {
-    const keys = JSON.parse(kept) as StoredKeys;
+  if (kept !== null) {
+    let keys: Partial<StoredKeys> = {};
+    try {
+      keys = JSON.parse(kept);
+    } catch {
+      // reported below
+    }
     if (
-      typeof keys.peerKey === "string" && /^0x[0-9a-f]{64}$/i.test(
-        keys.accountKey,
-      )
-    ) return keys;
+      typeof keys.peerKey !== "string" ||
+      !/^0x[0-9a-f]{64}$/i.test(keys.accountKey ?? "")
+    ) {
+      // Never replaced: the account may hold a stake.
+      throw new Error(
+        `Cannot read this browser's keys (${KEYS_ITEM} in the site's storage is malformed); they are left as they are`,
+      );
+    }
+    return keys as StoredKeys;
   }
   const peerKey = privateKeyToProtobuf(await generateKeyPair("Ed25519"));
   const keys: StoredKeys = {
@@ -36,32 +50,34 @@ async function loadKeys(storage: Storage): Promise<StoredKeys> {
   return keys;
 }
 
-/** The node's `config.json` with the query's overrides. */
+/** How long to wait before asking the node again for its job, ms. */
+const CONFIG_RETRY_MS = 2_000;
+
+/**
+ * The node's `config.json` with the address's overrides, checked; a node
+ * that has no job yet (503) is asked again until it has.
+ */
 async function loadConfig(query: URLSearchParams): Promise<BrowserPeerConfig> {
-  const res = await fetch("config.json", { cache: "no-store" });
-  const served = res.ok ? await res.json() : {};
-  const config = {
-    threads: Math.max(1, Math.min(4, navigator.hardwareConcurrency ?? 1)),
-    maxBlobBytes: 256 * 1024 * 1024,
-    ...served,
-  } as Partial<BrowserPeerConfig>;
-  if (query.get("job")) config.job = query.get("job")!;
-  if (query.getAll("bootstrap").length) {
-    config.bootstrap = query.getAll("bootstrap");
-  }
-  if (query.get("rpc")) config.rpcUrl = query.get("rpc")!;
-  if (query.get("registry")) {
-    config.registry = query.get("registry") as `0x${string}`;
-  }
-  if (query.get("threads")) config.threads = Number(query.get("threads"));
-  for (const field of ["job", "bootstrap", "rpcUrl", "registry"] as const) {
-    if (!config[field]) {
-      throw new Error(
-        `Cannot join as ${field} is not known: the node did not serve it, so give it in the page's address`,
-      );
+  for (;;) {
+    const res = await fetch("config.json", { cache: "no-store" });
+    if (res.status === 503) {
+      setState("waiting for the node's job");
+      await new Promise((r) => setTimeout(r, CONFIG_RETRY_MS));
+      continue;
     }
+    const served = res.ok ? await res.json() : {};
+    return resolvePeerConfig(
+      served,
+      query,
+      navigator.hardwareConcurrency ?? 1,
+    );
   }
-  return config as BrowserPeerConfig;
+}
+
+/** ETH for wei, rounded up to a millionth: enough, never short. */
+function ethCeil(wei: bigint): string {
+  const micro = (wei + 10n ** 12n - 1n) / 10n ** 12n;
+  return (Number(micro) / 1e6).toString();
 }
 
 function show(id: string, text: string): void {
@@ -93,10 +109,10 @@ function onReport(r: PeerReport): void {
       show(
         "fund",
         `send at least ${
-          Number(BigInt(r.needWei) / 10n ** 12n) / 1e6
-        } ETH to ${r.address} (it holds ${
-          Number(BigInt(r.haveWei) / 10n ** 12n) / 1e6
-        }) to stake and register`,
+          ethCeil(BigInt(r.needWei) - BigInt(r.haveWei))
+        } ETH more to ${r.address} (it holds ${
+          ethCeil(BigInt(r.haveWei))
+        }, it needs ${ethCeil(BigInt(r.needWei))}) to stake and register`,
       );
       break;
     case "log":
@@ -104,12 +120,12 @@ function onReport(r: PeerReport): void {
       break;
     case "status": {
       const t = r.status.training;
-      setState(t ? "training" : "starting");
-      show("fund", "");
       show("connections", String(r.status.connections));
       show("addresses", r.status.addresses.join(" ") || "none");
       show("live", String(r.status.livePeers));
       if (t) {
+        setState("training");
+        show("fund", "");
         show("round", `${t.round} of ${t.rounds}`);
         show("stage", t.stage);
         show("step", String(r.status.progress.step ?? "-"));
@@ -124,10 +140,31 @@ function onReport(r: PeerReport): void {
   }
 }
 
-/** Starts the page: keys, config, then the peer worker. */
+/**
+ * Starts the page: keys, config, then the peer worker. The tab holds a
+ * lock on its keys while it runs: a second tab of the same browser would
+ * be the same peer and account twice.
+ */
 export async function startPage(): Promise<void> {
   setState("starting");
   try {
+    if (!isSecureContext || !crossOriginIsolated) {
+      throw new Error(
+        "Cannot run the peer as this page is not cross-origin isolated: open it on localhost or over HTTPS, from a server that sends COOP and COEP (the node's /peer/ does)",
+      );
+    }
+    const held = await new Promise<boolean>((resolve) => {
+      navigator.locks.request(KEYS_ITEM, { ifAvailable: true }, (lock) => {
+        resolve(lock !== null);
+        // Held until the tab goes.
+        return lock ? new Promise(() => {}) : undefined;
+      });
+    });
+    if (!held) {
+      throw new Error(
+        "Another tab of this browser runs this peer already: close it, or use another browser profile for a second peer",
+      );
+    }
     const keys = await loadKeys(localStorage);
     const config = await loadConfig(new URLSearchParams(location.search));
     show("job", config.job);

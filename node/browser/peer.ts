@@ -9,9 +9,10 @@
  * @module
  */
 import { privateKeyFromProtobuf } from "@libp2p/crypto/keys";
-import { peerIdToHex } from "../../chain/attestation.ts";
+import { cidToBytes32, peerIdToHex } from "../../chain/attestation.ts";
 import { connectChain } from "../../chain/client.ts";
 import {
+  readJob,
   readNode,
   readRegistryParams,
   registerNode,
@@ -56,25 +57,39 @@ export async function startBrowserPeer(
     address: identity.address,
   });
   const log = (line: string) => report({ type: "log", line });
-  const host = await createBrowserHost(identity.peerKey, config.bootstrap);
   const store = new MemoryBlockstore();
-  const node = await assemblePeer({
-    host,
-    store,
-    peerId: identity.peerId,
-    job: config.job,
-    bootstrap: config.bootstrap,
-    maxBlobBytes: config.maxBlobBytes,
-  });
+  let node: PeerNode | null = null;
+  let tick: ReturnType<typeof setInterval> | undefined;
   try {
+    const host = await createBrowserHost(identity.peerKey, config.bootstrap);
+    try {
+      node = await assemblePeer({
+        host,
+        store,
+        peerId: identity.peerId,
+        job: config.job,
+        bootstrap: config.bootstrap,
+        maxBlobBytes: config.maxBlobBytes,
+      });
+    } catch (err) {
+      await host.stop();
+      throw err;
+    }
+    const peer = node;
+    tick = setInterval(
+      () => report({ type: "status", status: peer.status() }),
+      1_000,
+    );
     const client = await connectChain({
       rpcUrl: config.rpcUrl,
       accountKey: identity.accountKey,
     });
     const registry: Registry = { client, address: config.registry };
+    // Before any stake: a job that is not there is an error, not a wait.
+    await readJob(registry, cidToBytes32(config.job));
     await ensureRegistered(registry, identity.peerId, report);
     const run = await enterJob({
-      node,
+      node: peer,
       identity,
       registry,
       jobId: config.job,
@@ -83,7 +98,7 @@ export async function startBrowserPeer(
       computeThread: false,
       dutyCycle: 1,
       overlap: false,
-      confirmations: null,
+      confirmations: config.confirmations,
       retention: await BlockRetention.open({
         stateDir: null,
         blocks: store,
@@ -91,21 +106,18 @@ export async function startBrowserPeer(
       }),
       log,
     });
-    const tick = setInterval(
-      () => report({ type: "status", status: node.status() }),
-      1_000,
-    );
     return {
-      node,
+      node: peer,
       run,
       async stop() {
         clearInterval(tick);
         await run.stop();
-        await node.stop();
+        await peer.stop();
       },
     };
   } catch (err) {
-    await node.stop();
+    clearInterval(tick);
+    await node?.stop();
     throw err;
   }
 }
@@ -121,14 +133,26 @@ async function ensureRegistered(
   const { minNodeStake } = await readRegistryParams(registry);
   const need = minNodeStake + GAS_RESERVE_WEI;
   for (;;) {
-    const have = await registry.client.public.getBalance({ address });
-    if (have >= need) break;
-    report({
-      type: "fund",
-      address,
-      needWei: need.toString(),
-      haveWei: have.toString(),
-    });
+    // The wait may last hours: a failed look at the balance is reported
+    // and tried again, not the end of the peer.
+    const have = await registry.client.public.getBalance({ address }).catch(
+      (err) => {
+        report({
+          type: "log",
+          line: `cannot read the balance: ${(err as Error).message}`,
+        });
+        return null;
+      },
+    );
+    if (have !== null && have >= need) break;
+    if (have !== null) {
+      report({
+        type: "fund",
+        address,
+        needWei: need.toString(),
+        haveWei: have.toString(),
+      });
+    }
     await new Promise((r) => setTimeout(r, FUND_POLL_MS));
   }
   await registerNode(registry, {

@@ -32,6 +32,7 @@ const SETTING_FLAGS: Record<string, keyof Config> = {
   http: "http",
   "http-host": "httpHosts",
   "browser-peer": "browserPeer",
+  "browser-rpc-url": "browserRpcUrl",
   job: "job",
   "max-blob-bytes": "maxBlobBytes",
   "rpc-url": "rpcUrl",

@@ -61,6 +61,7 @@ const NODE_FLAGS: Spec = {
   mdns: { type: "boolean" },
   relay: { type: "boolean" },
   "browser-peer": { type: "string" },
+  "browser-rpc-url": { type: "string" },
   job: { type: "string" },
   "max-blob-bytes": { type: "string" },
   "rpc-url": { type: "string" },

@@ -85,6 +85,8 @@ Options:
   --relay                 relay for peers that cannot accept connections
                           (they listen on /p2p-circuit through this node)
   --browser-peer DIR      serve a browser peer build at /peer/ (deno task bundle:browser)
+  --browser-rpc-url URL   the chain URL given to browser tabs (default: --rpc-url
+                          if it is on this machine, else none)
   --job ID|NAME           a job id (CID) to train, or a topic name (default "default")
   --max-blob-bytes N      largest blob to fetch or serve (default 2147483648)
   --rpc-url URL           EVM JSON-RPC endpoint (default: the embedded anvil)

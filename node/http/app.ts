@@ -147,7 +147,13 @@ export function createApp(
     app.all(path, (c) => methodNotAllowed(c, "GET, HEAD"));
   }
 
-  if (options.browserPeer) mountBrowserPeer(app, options.browserPeer);
+  if (options.browserPeer) {
+    mountBrowserPeer(
+      app,
+      options.browserPeer,
+      (c) => methodNotAllowed(c, "GET, HEAD"),
+    );
+  }
 
   app.get("/events", (c) => events.handle(c, source, onInternalError));
   app.all("/events", (c) => methodNotAllowed(c, "GET, HEAD"));

@@ -24,8 +24,11 @@ export const BROWSER_PEER_FILES: Readonly<Record<string, string>> = {
 export interface BrowserPeerSite {
   /** The contents of each of {@linkcode BROWSER_PEER_FILES}. */
   files: ReadonlyMap<string, Uint8Array>;
-  /** Where a tab joins; null while the node trains no job. */
-  config(): Promise<BrowserPeerConfig | null>;
+  /**
+   * Where a tab joins (what the node knows of it); null while the node
+   * trains no job.
+   */
+  config(): Promise<Partial<BrowserPeerConfig> | null>;
 }
 
 /** Lets the page load its own files, compile WASM, start workers, dial out. */
@@ -69,8 +72,15 @@ export async function readBrowserPeerFiles(
   return files;
 }
 
-/** Adds the `/peer/` routes for `site` to `app`. */
-export function mountBrowserPeer(app: Hono, site: BrowserPeerSite): void {
+/**
+ * Adds the `/peer/` routes for `site` to `app`; `notAllowed` answers other
+ * methods on them (405).
+ */
+export function mountBrowserPeer(
+  app: Hono,
+  site: BrowserPeerSite,
+  notAllowed: (c: Context) => Response,
+): void {
   const file = (name: string) => (c: Context) =>
     c.body(site.files.get(name)! as Uint8Array<ArrayBuffer>, 200, {
       ...ISOLATION,
@@ -88,4 +98,7 @@ export function mountBrowserPeer(app: Hono, site: BrowserPeerSite): void {
     }
     return c.json(config, 200, ISOLATION);
   });
+  for (const name of ["", ...Object.keys(BROWSER_PEER_FILES), "config.json"]) {
+    app.all(`/peer/${name}`, notAllowed);
+  }
 }

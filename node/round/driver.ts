@@ -34,7 +34,7 @@ import type { CID } from "../../protocol/cid.ts";
 import type { KeptRecords } from "./record_log.ts";
 import type { BlockRetention } from "./block_retention.ts";
 import { REANNOUNCE_MS } from "../../protocol/round_timing.ts";
-import { ConfirmedChain } from "./chain_head.ts";
+import { ConfirmedChain } from "./confirmed_chain.ts";
 
 /** The job a peer's rounds belong to, and what it trains and talks with. */
 export interface RoundContext {

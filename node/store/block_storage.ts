@@ -10,6 +10,10 @@
 import { NodeError } from "../errors.ts";
 import { type CID, cidToString } from "../../protocol/cid.ts";
 
+/** Lower-case hex of `bytes`: how digests appear in errors. */
+export const toHex = (bytes: Uint8Array): string =>
+  Array.from(bytes, (b) => b.toString(16).padStart(2, "0")).join("");
+
 /** Bytes per chunk when streaming a block. */
 export const CHUNK_SIZE = 256 * 1024;
 

@@ -21,6 +21,7 @@ import {
   type BlockStorage,
   BlockstoreError,
   CHUNK_SIZE,
+  toHex,
 } from "./block_storage.ts";
 import { Blockstore } from "./blockstore.ts";
 import { MemoryBlockstore } from "./memory_blockstore.ts";
@@ -57,9 +58,6 @@ function random(n: number): Uint8Array {
   }
   return bytes;
 }
-
-const toHex = (bytes: Uint8Array) =>
-  Array.from(bytes, (b) => b.toString(16).padStart(2, "0")).join("");
 
 async function sha256Hex(bytes: Uint8Array): Promise<string> {
   return toHex((await sha256.digest(bytes)).digest);

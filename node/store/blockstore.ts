@@ -30,6 +30,7 @@ import {
   BlockstoreError,
   CHUNK_SIZE,
   type PartialBlock,
+  toHex,
 } from "./block_storage.ts";
 
 export {
@@ -44,9 +45,6 @@ export {
 
 /** How long an interrupted download is kept for a resume: one day. */
 export const PART_RETENTION_MS = 24 * 60 * 60 * 1000;
-
-const toHex = (bytes: Uint8Array) =>
-  Array.from(bytes, (b) => b.toString(16).padStart(2, "0")).join("");
 
 function assertSafeInteger(name: string, value: number, max: number) {
   if (!Number.isSafeInteger(value) || value < 0 || value > max) {

@@ -19,10 +19,8 @@ import {
   type BlockStorage,
   CHUNK_SIZE,
   type PartialBlock,
+  toHex,
 } from "./block_storage.ts";
-
-const toHex = (bytes: Uint8Array) =>
-  Array.from(bytes, (b) => b.toString(16).padStart(2, "0")).join("");
 
 async function sha256Hex(bytes: Uint8Array): Promise<string> {
   return toHex(
