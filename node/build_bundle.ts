@@ -90,24 +90,43 @@ export async function denoBundle(
   }
 }
 
-if (import.meta.main) {
+/**
+ * The command line of a build script: `[--out PATH]` (default
+ * `defaultOut`, relative to the checkout), then `build`; bad flags exit 2,
+ * a failed build 1, each with one line starting with `name`. Returns the
+ * output path once built.
+ */
+export async function runBuildCli(
+  name: string,
+  defaultOut: string,
+  build: (out: string) => Promise<void>,
+): Promise<string> {
   let out: string;
   try {
     const { values } = parseArgs({
       args: Deno.args,
       options: { out: { type: "string" } },
     });
-    out = values.out ?? new URL("dist/zoo-node.js", ROOT).pathname;
+    out = values.out ?? new URL(defaultOut, ROOT).pathname;
   } catch (error) {
-    console.error(`build_bundle: ${(error as Error).message}`);
+    console.error(`${name}: ${(error as Error).message}`);
     Deno.exit(2);
   }
   try {
-    await buildBundle(out);
+    await build(out);
   } catch (error) {
-    console.error(`build_bundle: ${(error as Error).message}`);
+    console.error(`${name}: ${(error as Error).message}`);
     Deno.exit(1);
   }
+  return out;
+}
+
+if (import.meta.main) {
+  const out = await runBuildCli(
+    "build_bundle",
+    "dist/zoo-node.js",
+    buildBundle,
+  );
   const size = (await Deno.stat(out)).size;
   console.log(`bundle: ${out} (${(size / 1e6).toFixed(2)} MB)`);
 }

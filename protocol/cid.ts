@@ -72,6 +72,16 @@ export function parseCid(text: string): CID {
   return cid;
 }
 
+/** Whether `text` is a CID {@linkcode parseCid} accepts. */
+export function isCid(text: string): boolean {
+  try {
+    parseCid(text);
+    return true;
+  } catch {
+    return false;
+  }
+}
+
 /**
  * Throws a `TypeError` unless `cid` is a CIDv1 with a 32-byte sha2-256
  * multihash. `what` starts the message ("Cannot read block", ...).

@@ -13,8 +13,7 @@
  *
  * @module
  */
-import { parseArgs } from "node:util";
-import { denoBundle } from "../build_bundle.ts";
+import { denoBundle, runBuildCli } from "../build_bundle.ts";
 import { PEER_PAGE_CSS, PEER_PAGE_HTML } from "./page_html.ts";
 
 const ROOT = new URL("../../", import.meta.url);
@@ -96,23 +95,11 @@ startPage();
 }
 
 if (import.meta.main) {
-  let out: string;
-  try {
-    const { values } = parseArgs({
-      args: Deno.args,
-      options: { out: { type: "string" } },
-    });
-    out = values.out ?? new URL("dist/browser", ROOT).pathname;
-  } catch (error) {
-    console.error(`browser build: ${(error as Error).message}`);
-    Deno.exit(2);
-  }
-  try {
-    await buildBrowserPeer(out);
-  } catch (error) {
-    console.error(`browser build: ${(error as Error).message}`);
-    Deno.exit(1);
-  }
+  const out = await runBuildCli(
+    "browser build",
+    "dist/browser",
+    buildBrowserPeer,
+  );
   console.log(
     `browser peer: ${out}/ (index.html, peer.css, page.js, peer_worker.js)`,
   );

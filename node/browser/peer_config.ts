@@ -9,7 +9,7 @@
  */
 import { multiaddr } from "@multiformats/multiaddr";
 import { MAX_THREADS } from "../../kernels/wasm/control_block.ts";
-import { parseCid } from "../../protocol/cid.ts";
+import { isCid } from "../../protocol/cid.ts";
 import type { BrowserPeerConfig } from "./messages.ts";
 
 /** Kernel threads a tab takes unless told: its cores, at most 4. */
@@ -104,15 +104,6 @@ export function resolvePeerConfig(
     maxBlobBytes,
     confirmations: confirmations as number | null,
   };
-}
-
-function isCid(text: string): boolean {
-  try {
-    parseCid(text);
-    return true;
-  } catch {
-    return false;
-  }
 }
 
 /** A WebSocket address (ws or wss, direct or relayed) with a peer id. */

@@ -8,7 +8,8 @@
 import { cidToString } from "../../protocol/cid.ts";
 import type { Config, PartialConfig } from "../config.ts";
 import { blockstoreDir } from "../node.ts";
-import { Blockstore, CHUNK_SIZE } from "../store/blockstore.ts";
+import { Blockstore } from "../store/blockstore.ts";
+import { CHUNK_SIZE } from "../store/block_storage.ts";
 import { readCar } from "../store/car.ts";
 import { UsageError } from "./flags.ts";
 

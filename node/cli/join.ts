@@ -3,17 +3,7 @@ import { ensureIdentity } from "../identity.ts";
 import { type JobRun, runJob } from "../job/runner.ts";
 import type { RoundBehaviour } from "../round/behaviour.ts";
 import { startNode } from "../node.ts";
-import { parseCid } from "../../protocol/cid.ts";
-
-/** A job given as a CID is a training job; any other name is only a topic. */
-function isJobId(job: string): boolean {
-  try {
-    parseCid(job);
-    return true;
-  } catch {
-    return false;
-  }
-}
+import { isCid } from "../../protocol/cid.ts";
 
 /**
  * `zoo-node --join`: runs a node until SIGINT or SIGTERM, then shuts it
@@ -62,7 +52,8 @@ export async function join(
   console.log(`  http      ${node.info.http ?? "off"}`);
 
   let run: JobRun | null = null;
-  if (isJobId(config.job) && !stop.signal.aborted) {
+  // A job given as a CID is a training job; any other name is only a topic.
+  if (isCid(config.job) && !stop.signal.aborted) {
     try {
       run = await runJob(config, node, identity, config.job, {
         behaviour,

@@ -33,16 +33,6 @@ import {
   toHex,
 } from "./block_storage.ts";
 
-export {
-  BlockCorruptError,
-  BlockNotFoundError,
-  type BlockRange,
-  type BlockStorage,
-  BlockstoreError,
-  CHUNK_SIZE,
-  type PartialBlock,
-};
-
 /** How long an interrupted download is kept for a resume: one day. */
 export const PART_RETENTION_MS = 24 * 60 * 60 * 1000;
 

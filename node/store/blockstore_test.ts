@@ -5,11 +5,10 @@ import { join } from "node:path";
 import {
   BlockCorruptError,
   BlockNotFoundError,
-  Blockstore,
   BlockstoreError,
   CHUNK_SIZE,
-  PART_RETENTION_MS,
-} from "./blockstore.ts";
+} from "./block_storage.ts";
+import { Blockstore, PART_RETENTION_MS } from "./blockstore.ts";
 import { cidForBytes, cidToString } from "../../protocol/cid.ts";
 
 async function withStore(

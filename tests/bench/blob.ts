@@ -17,11 +17,8 @@ import { generateKeyPair } from "@libp2p/crypto/keys";
 import { createHash } from "node:crypto";
 import { join } from "node:path";
 import { BlobService } from "../../node/p2p/blob_service.ts";
-import {
-  Blockstore,
-  CHUNK_SIZE,
-  hashFile,
-} from "../../node/store/blockstore.ts";
+import { Blockstore, hashFile } from "../../node/store/blockstore.ts";
+import { CHUNK_SIZE } from "../../node/store/block_storage.ts";
 import { writeFully } from "../../node/store/atomic_write.ts";
 import { createHost, type Host } from "../../node/p2p/host.ts";
 import type { CID } from "../../protocol/cid.ts";
