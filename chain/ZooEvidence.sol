@@ -15,7 +15,9 @@ pragma solidity 0.8.37;
 /// verdicts on it (chain/audit_verdict.ts), signed by a quorum of the job's
 /// other members who re-ran the work and got something else. The verdicts
 /// are the vote; the contract checks who cast them, not the work.
-abstract contract ZooEvidence {
+import "./ZooAttestations.sol";
+
+abstract contract ZooEvidence is ZooAttestations {
     /// What a contributor signs with its delta.
     struct WorkCommitment {
         bytes32 job;
@@ -50,16 +52,8 @@ abstract contract ZooEvidence {
     bytes32 public constant AUDIT_FAILURE_TYPEHASH =
         keccak256("AuditFailure(bytes32 job,uint32 round,address peer,bytes32 commitment)");
 
-    // Signatures with s in the upper half of the curve order are the
-    // malleable twins of valid ones (EIP-2).
-    uint256 private constant HALF_CURVE_ORDER =
-        0x7fffffffffffffffffffffffffffffff5d576e7357a4501ddfe92f46681b20a0;
-
     error BadEvidence(string reason);
     error EvidenceNotSupported(uint8 kind);
-
-    /// @notice The EIP-712 domain separator commitments are signed in.
-    function domainSeparator() public view virtual returns (bytes32);
 
     /// @dev Whether `account` may sign audit verdicts in `job` now: a
     /// member in good standing, as for attesting a round.
@@ -82,14 +76,14 @@ abstract contract ZooEvidence {
                 w.kernel
             )
         );
-        return keccak256(abi.encodePacked("\x19\x01", domainSeparator(), structHash));
+        return typedDigest(structHash);
     }
 
     /// @notice The digest an auditor signs to declare that `f.peer`'s work
     /// failed its audit.
     function auditFailureDigest(AuditFailure memory f) public view returns (bytes32) {
         bytes32 structHash = keccak256(abi.encode(AUDIT_FAILURE_TYPEHASH, f.job, f.round, f.peer, f.commitment));
-        return keccak256(abi.encodePacked("\x19\x01", domainSeparator(), structHash));
+        return typedDigest(structHash);
     }
 
     /// @dev The round of the offence of `kind` that `evidence` proves
@@ -164,21 +158,5 @@ abstract contract ZooEvidence {
             if (signer < previous) revert BadEvidence("verdicts not sorted by signer");
             previous = signer;
         }
-    }
-
-    /// @dev The signer of `digest`, or the zero address for a malformed or
-    /// malleable signature.
-    function signerOf(bytes32 digest, bytes memory signature) internal pure returns (address) {
-        if (signature.length != 65) return address(0);
-        bytes32 r;
-        bytes32 s;
-        uint8 v;
-        assembly {
-            r := mload(add(signature, 32))
-            s := mload(add(signature, 64))
-            v := byte(0, mload(add(signature, 96)))
-        }
-        if (uint256(s) > HALF_CURVE_ORDER || (v != 27 && v != 28)) return address(0);
-        return ecrecover(digest, v, r, s);
     }
 }

@@ -3,17 +3,18 @@ pragma solidity 0.8.37;
 
 /// @title ZooRegistry
 /// @notice The on-chain side of zoo-node: staked nodes (ZooStaking),
-/// training jobs with a reward pool, round commits carrying
-/// a quorum of EIP-712 attestations, contribution accounting and pro-rata
-/// reward claims.
+/// training jobs with a reward pool, round commits carrying a quorum of
+/// EIP-712 attestations (ZooAttestations), slashing on evidence
+/// (ZooEvidence), contribution accounting and pro-rata reward claims.
 /// @dev Every digest here is the sha2-256 digest inside a CIDv1 (raw codec),
 /// so off-chain content ids map to bytes32 and back without loss. Rounds are
 /// numbered from 0: the commit for round r records checkpoint C(r+1), whose
 /// parent is the job's head, starting from the genesis checkpoint C(0).
+import "./ZooAttestations.sol";
 import "./ZooEvidence.sol";
 import "./ZooStaking.sol";
 
-contract ZooRegistry is ZooStaking, ZooEvidence {
+contract ZooRegistry is ZooStaking, ZooAttestations, ZooEvidence {
     // ---------------------------------------------------------------- types
 
     struct Job {
@@ -35,19 +36,6 @@ contract ZooRegistry is ZooStaking, ZooEvidence {
         uint256 paid;
     }
 
-    /// What members attest and the leader commits: one round's outcome.
-    struct Attestation {
-        bytes32 job;
-        uint32 round;
-        bytes32 parent;
-        bytes32 checkpoint;
-        bytes32 manifest;
-        /// Contributing members' accounts, ascending.
-        address[] contributors;
-        /// Tokens each contributor trained on this round.
-        uint256[] weights;
-    }
-
     /// The parent is not stored: it is the previous round's checkpoint (or
     /// the genesis), which saves a fresh slot per commit.
     struct Round {
@@ -60,15 +48,6 @@ contract ZooRegistry is ZooStaking, ZooEvidence {
 
     // ----------------------------------------------------------- constants
 
-    bytes32 private constant DOMAIN_TYPEHASH = keccak256(
-        "EIP712Domain(string name,string version,uint256 chainId,address verifyingContract)"
-    );
-    bytes32 private constant NAME_HASH = keccak256("ZooRegistry");
-    bytes32 private constant VERSION_HASH = keccak256("1");
-    /// @notice The EIP-712 type every peer signs to vouch for a round.
-    bytes32 public constant ATTESTATION_TYPEHASH = keccak256(
-        "Attestation(bytes32 job,uint32 round,bytes32 parent,bytes32 checkpoint,bytes32 manifest,address[] contributors,uint256[] weights)"
-    );
     uint256 public constant MAX_CONTRIBUTORS = 256;
     uint256 public constant MAX_SIGNATURES = 256;
     /// A slashing reporter gets 1/REPORTER_SHARE of the stake taken.
@@ -328,29 +307,6 @@ contract ZooRegistry is ZooStaking, ZooEvidence {
 
     function jobAt(uint256 index) external view returns (bytes32) {
         return jobIds[index];
-    }
-
-    /// @notice The EIP-712 domain separator, recomputed per call so a fork to
-    /// another chain id cannot replay attestations.
-    function domainSeparator() public view override returns (bytes32) {
-        return keccak256(abi.encode(DOMAIN_TYPEHASH, NAME_HASH, VERSION_HASH, block.chainid, address(this)));
-    }
-
-    /// @notice The digest a member signs to attest round `c`.
-    function attestationDigest(Attestation calldata c) public view returns (bytes32) {
-        bytes32 structHash = keccak256(
-            abi.encode(
-                ATTESTATION_TYPEHASH,
-                c.job,
-                c.round,
-                c.parent,
-                c.checkpoint,
-                c.manifest,
-                keccak256(abi.encodePacked(c.contributors)),
-                keccak256(abi.encodePacked(c.weights))
-            )
-        );
-        return keccak256(abi.encodePacked("\x19\x01", domainSeparator(), structHash));
     }
 
     // ------------------------------------------------------------- internal

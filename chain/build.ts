@@ -14,7 +14,11 @@ import { ChainError } from "./errors.ts";
 /** The contract source file. */
 export const SOURCE_URL = new URL("./ZooRegistry.sol", import.meta.url);
 /** The contracts it inherits from, by the name it imports them under. */
-const BASE_SOURCES = ["ZooEvidence.sol", "ZooStaking.sol"];
+const BASE_SOURCES = [
+  "ZooAttestations.sol",
+  "ZooEvidence.sol",
+  "ZooStaking.sol",
+];
 /** The generated module. */
 export const ARTIFACT_URL = new URL("./artifact.ts", import.meta.url);
 
