@@ -1,3 +1,4 @@
+import { NodeError } from "./errors.ts";
 import { atomicWriteFile } from "./store/atomic_write.ts";
 import { Blockstore } from "./store/blockstore.ts";
 import { checkpointInfo } from "./store/checkpoint_info.ts";
@@ -80,6 +81,11 @@ export async function startNode(
   options: NodeOptions = {},
 ): Promise<ZooNode> {
   const startedAt = Date.now();
+  if (config.browserPeer !== null && config.http === null) {
+    throw new NodeError(
+      "Cannot serve the browser peer as the HTTP server is off: give --http [HOST:]PORT with --browser-peer",
+    );
+  }
   // Read before anything starts: a missing build stops nothing half-open.
   const browserFiles = config.browserPeer === null
     ? null

@@ -238,6 +238,28 @@ Deno.test("an unknown key in zoo.json makes --join exit 2 naming it", () =>
     await assertUsageExit(args, "lisen", path);
   }));
 
+Deno.test("--join --browser-peer without a build or without HTTP exits 1 in one line, starting nothing", () =>
+  withTempDir("cli", async (dir) => {
+    assert.equal((await zooNode(["keys", "init", "--data-dir", dir])).code, 0);
+    const join = [
+      "--join",
+      "--data-dir",
+      dir,
+      "--listen",
+      "/ip4/127.0.0.1/tcp/0",
+    ];
+    await assertFailure(
+      [...join, "--http", "127.0.0.1:0", "--browser-peer", `${dir}/none`],
+      /^zoo-node: Cannot serve the browser peer from .*none as index\.html cannot be read .*deno task bundle:browser"\n$/,
+    );
+    await assertFailure(
+      [...join, "--http", "off", "--browser-peer", dir],
+      /^zoo-node: Cannot serve the browser peer as the HTTP server is off: give --http \[HOST:\]PORT with --browser-peer\n$/,
+    );
+    // Nothing was left running or recorded as running.
+    await assert.rejects(Deno.stat(`${dir}/node.json`), Deno.errors.NotFound);
+  }));
+
 Deno.test("a bad ZOO_* value makes keys show exit 2 naming the variable", () =>
   withTempDir("cli", async (dir) => {
     const out = await zooNode(["keys", "show", "--data-dir", dir], {
