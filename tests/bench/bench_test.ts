@@ -501,3 +501,35 @@ Deno.test({
     }
   },
 });
+
+Deno.test("bench quality --backend webgpu --diloco false trains the baselines alone on the GPU (tiny model)", async () => {
+  const { code, stdout, stderr } = await bench(
+    "quality",
+    "--json",
+    "--backend",
+    "webgpu",
+    "--diloco",
+    "false",
+    "--alone",
+    "false",
+    "--model",
+    "tiny",
+    "--peers",
+    "2",
+    "--rounds",
+    "1",
+    "--inner-steps",
+    "5",
+    "--eval-batches",
+    "2",
+  );
+  assert.equal(code, 0, stderr);
+  const { quality } = JSON.parse(stdout);
+  assert.match(quality.compute, /^webgpu /);
+  assert.equal(quality.diloco, null);
+  assert.equal(quality.alone, null);
+  assert.equal(quality.lossRatioVsDdp, null);
+  assert.ok(quality.ddp.valLoss[0] < 5, `${quality.ddp.valLoss}`);
+  // Still the bytes of one delta, though none was trained.
+  assert.equal(quality.deltaBytes, 16 + 4 * 86 + 21_984);
+});

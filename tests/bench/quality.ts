@@ -9,12 +9,20 @@
  *
  * @module
  */
-import { createWasmBackend } from "../../wasm/modules.ts";
+import { openCompute } from "../../node/train/compute.ts";
+import {
+  BACKEND_CHOICES,
+  type BackendChoice,
+} from "../../kernels/backend_select.ts";
 import { defaultCorpusDataset } from "../../node/job/dataset.ts";
 import type { JobSpec } from "../../protocol/job_spec.ts";
 import { parameterCount } from "../../protocol/round_checkpoint.ts";
 import { DEFAULT_OUTER } from "../../protocol/outer_step.ts";
-import { COMPRESSIONS } from "../../protocol/quantize.ts";
+import {
+  BITS_FOR_COMPRESSION,
+  COMPRESSIONS,
+  encodedByteLength,
+} from "../../protocol/quantize.ts";
 import { formatBytes } from "../../node/format_bytes.ts";
 import { BENCH_MODELS, type BenchModel, benchSpec } from "../_job_cluster.ts";
 import { CORPUS_CACHE } from "../_corpus.ts";
@@ -45,7 +53,9 @@ interface Options {
   trim: number;
   alone: boolean;
   ddp: boolean;
+  diloco: boolean;
   evalBatches: number;
+  backend: BackendChoice;
   threads: number;
 }
 
@@ -56,6 +66,8 @@ export interface QualityResult {
   innerSteps: number;
   model: BenchModel;
   parameters: number;
+  /** What trained: the backend and its threads or adapter. */
+  compute: string;
   /** The settings that differ between runs of a sweep. */
   settings: {
     outer: JobSpec["outer"];
@@ -66,12 +78,14 @@ export interface QualityResult {
   };
   /** Tokens each run trained on in all. */
   tokens: number;
-  diloco: DilocoRun;
+  diloco: DilocoRun | null;
   ddp: Curve | null;
   alone: Curve | null;
   /** DiLoCo's final held-out loss over DDP's (lower is better). */
   lossRatioVsDdp: number | null;
   lossRatioVsAlone: number | null;
+  /** Bytes of one peer's encoded delta (the quantized container). */
+  deltaBytes: number;
   /** Bytes a peer sends per round in DDP: a ring all-reduce of fp32 gradients each step. */
   ddpBytesPerRound: number;
   /** That over one encoded delta, the least a DiLoCo peer sends per round. */
@@ -126,12 +140,17 @@ const bench: Bench<Options, QualityResult> = {
       default: "0.2",
       help: "trimmed-mean fraction per end, [0, 0.5); 0 is the mean",
     },
+    diloco: {
+      default: "true",
+      help: "train the DiLoCo peers (true|false; false: baselines alone)",
+    },
     ddp: {
       default: "true",
       help: "train the data-parallel baseline (true|false)",
     },
     alone: { default: "true", help: "also train one peer alone (true|false)" },
     "eval-batches": { default: "32", help: "held-out batches, 1-1000" },
+    backend: { default: "wasm", help: BACKEND_CHOICES.join(" | ") },
     threads: {
       default: String(navigator.hardwareConcurrency),
       help: "WASM threads",
@@ -163,41 +182,52 @@ const bench: Bench<Options, QualityResult> = {
       trim: numberFlag(flags, "trim", { min: 0, max: 0.49 }),
       alone: booleanFlag(flags, "alone"),
       ddp: booleanFlag(flags, "ddp"),
+      diloco: booleanFlag(flags, "diloco"),
       evalBatches: numberFlag(flags, "eval-batches", {
         min: 1,
         max: 1000,
         integer: true,
       }),
+      backend: choiceFlag(flags, "backend", BACKEND_CHOICES),
       threads: numberFlag(flags, "threads", { min: 1, max: 64, integer: true }),
     };
   },
   async run(o, log) {
     const spec = specFor(o);
     const dataset = await defaultCorpusDataset(CORPUS_CACHE);
-    const backend = await createWasmBackend({ threads: o.threads });
-    const meter = new HeldOutMeter(spec, dataset, backend, o.evalBatches);
+    const compute = await openCompute(o.backend, o.threads);
+    log(`compute: ${compute.label}`);
+    const createTrainer = compute.createTrainer;
+    const meter = new HeldOutMeter(spec, dataset, createTrainer, o.evalBatches);
     try {
       const c: RunContext = {
         spec,
         peers: o.peers,
         dataset,
-        backend,
+        createTrainer,
         meter,
         log,
       };
-      const diloco = await simulateDiloco(c);
+      const diloco = o.diloco ? await simulateDiloco(c) : null;
       const ddp = o.ddp ? await trainDataParallel(c) : null;
       const alone = o.alone ? await trainAlone(c) : null;
       const P = parameterCount(spec.model);
       const ddpBytesPerRound = spec.innerSteps * 4 * P * 2 * (o.peers - 1) /
         o.peers;
+      const deltaBytes = encodedByteLength(P, {
+        bits: BITS_FOR_COMPRESSION[spec.compression.format],
+        blockSize: spec.compression.blockSize,
+      });
       const last = (xs: number[]) => xs[xs.length - 1];
+      const ratio = (a: Curve | null, b: Curve | null) =>
+        a && b ? last(a.valLoss) / last(b.valLoss) : null;
       return {
         peers: o.peers,
         rounds: o.rounds,
         innerSteps: o.innerSteps,
         model: o.model,
         parameters: P,
+        compute: compute.label,
         settings: {
           outer: spec.outer,
           warmupSteps: spec.inner.warmupSteps,
@@ -205,39 +235,39 @@ const bench: Bench<Options, QualityResult> = {
           compression: spec.compression.format,
           trimFraction: spec.aggregation.trimFraction,
         },
-        tokens: last(diloco.tokens),
+        tokens: o.rounds * o.innerSteps * o.peers * spec.batchSize *
+          spec.contextLength,
         diloco,
         ddp,
         alone,
-        lossRatioVsDdp: ddp ? last(diloco.valLoss) / last(ddp.valLoss) : null,
-        lossRatioVsAlone: alone
-          ? last(diloco.valLoss) / last(alone.valLoss)
-          : null,
+        lossRatioVsDdp: ratio(diloco, ddp),
+        lossRatioVsAlone: ratio(diloco, alone),
+        deltaBytes,
         ddpBytesPerRound,
-        reductionVsDdp: ddpBytesPerRound / diloco.deltaBytes,
+        reductionVsDdp: ddpBytesPerRound / deltaBytes,
       };
     } finally {
       meter.dispose();
-      backend.dispose();
+      compute.dispose();
     }
   },
   table(r) {
     const s = r.settings;
     const curve = (c: Curve) => c.valLoss.map((l) => l.toFixed(3)).join(" ");
     return [
-      `${r.peers} DiLoCo peers (in process) x ${r.rounds} rounds x ${r.innerSteps} steps, ${r.model} model (${r.parameters} params), ${r.tokens} tokens each`,
+      `${r.peers} DiLoCo peers (in process) x ${r.rounds} rounds x ${r.innerSteps} steps, ${r.model} model (${r.parameters} params), ${r.tokens} tokens each, on ${r.compute}`,
       `outer lr ${s.outer.lr} momentum ${s.outer.momentum}${
         s.outer.nesterov ? " nesterov" : ""
       }; inner peak lr ${s.maxLr}, warmup ${s.warmupSteps}; ${s.compression}; trim ${s.trimFraction}`,
       `held-out loss per round:`,
-      `  diloco ${curve(r.diloco)}`,
+      ...(r.diloco ? [`  diloco ${curve(r.diloco)}`] : []),
       ...(r.ddp ? [`  ddp    ${curve(r.ddp)}`] : []),
       ...(r.alone ? [`  alone  ${curve(r.alone)}`] : []),
       `DiLoCo/DDP ${r.lossRatioVsDdp?.toFixed(4) ?? "-"}${
         r.lossRatioVsAlone === null
           ? ""
           : `, DiLoCo/alone ${r.lossRatioVsAlone.toFixed(4)}`
-      }; one delta ${formatBytes(r.diloco.deltaBytes)} against ${
+      }; one delta ${formatBytes(r.deltaBytes)} against ${
         formatBytes(Math.round(r.ddpBytesPerRound))
       } of DDP per round: ${Math.round(r.reductionVsDdp)}x less`,
     ].join("\n");

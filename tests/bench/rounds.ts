@@ -21,6 +21,7 @@ import { defaultCorpusDataset } from "../../node/job/dataset.ts";
 import { decodeRoundCheckpoint } from "../../protocol/round_checkpoint.ts";
 import { parseCid } from "../../protocol/cid.ts";
 import { createWasmBackend } from "../../wasm/modules.ts";
+import { createCpuTrainer, type TrainerInit } from "../../kernels/trainer.ts";
 import type { JobSpec } from "../../protocol/job_spec.ts";
 import { COMPRESSIONS } from "../../protocol/quantize.ts";
 import { formatBytes } from "../../node/format_bytes.ts";
@@ -321,9 +322,11 @@ export async function measureRounds(
     );
     const dataset = await defaultCorpusDataset(c.root);
     const backend = await createWasmBackend();
-    const meter = new HeldOutMeter(spec, dataset, backend, o.evalBatches);
+    const createTrainer = (init: TrainerInit) =>
+      createCpuTrainer(backend, init);
+    const meter = new HeldOutMeter(spec, dataset, createTrainer, o.evalBatches);
     try {
-      const run = { spec, peers: o.peers, dataset, backend, meter, log };
+      const run = { spec, peers: o.peers, dataset, createTrainer, meter, log };
       const diloco: Curve = { valLoss: [], tokens: [], seconds };
       let tokens = 0;
       for (const [r, params] of checkpoints.entries()) {

@@ -23,7 +23,7 @@
  */
 import { RoundTrainer } from "../../node/round/inner_loop.ts";
 import type { Dataset } from "../../protocol/dataset.ts";
-import { createCpuTrainer } from "../../kernels/trainer.ts";
+import type { Trainer, TrainerInit } from "../../kernels/trainer.ts";
 import type { JobSpec } from "../../protocol/job_spec.ts";
 import { assignChunks } from "../../protocol/assignment.ts";
 import { pseudoGradient } from "../../protocol/pseudo_gradient.ts";
@@ -40,7 +40,6 @@ import {
   type RoundCheckpoint,
 } from "../../protocol/round_checkpoint.ts";
 import { cidForBytes, cidToString } from "../../protocol/cid.ts";
-import type { WasmBackend } from "../../kernels/wasm/wasm_backend.ts";
 
 /** Held-out loss after each round, with the tokens trained by then. */
 export interface Curve {
@@ -58,7 +57,8 @@ export interface RunContext {
   /** N: the DiLoCo peers the run stands beside. */
   peers: number;
   dataset: Dataset;
-  backend: WasmBackend;
+  /** Makes every trainer of the run (WASM, or WebGPU: see `openCompute`). */
+  createTrainer: (init: TrainerInit) => Trainer;
   meter: HeldOutMeter;
   log: (line: string) => void;
 }
@@ -74,10 +74,10 @@ export class HeldOutMeter {
   constructor(
     spec: JobSpec,
     dataset: Dataset,
-    backend: WasmBackend,
+    createTrainer: (init: TrainerInit) => Trainer,
     batches: number,
   ) {
-    this.#trainer = roundTrainer(spec, dataset, backend, "meter");
+    this.#trainer = roundTrainer(spec, dataset, createTrainer, "meter");
     this.#batches = batches;
   }
   /** Mean held-out loss of `params`. */
@@ -127,9 +127,11 @@ export interface DilocoRun extends Curve {
  * steps each, combined by the job's rule and outer step.
  */
 export async function simulateDiloco(c: RunContext): Promise<DilocoRun> {
-  const { spec, peers, dataset, backend, meter, log } = c;
+  const { spec, peers, dataset, createTrainer, meter, log } = c;
   const ids = Array.from({ length: peers }, (_, k) => `sim-peer-${k}`);
-  const trainers = ids.map((id) => roundTrainer(spec, dataset, backend, id));
+  const trainers = ids.map((id) =>
+    roundTrainer(spec, dataset, createTrainer, id)
+  );
   const bits = BITS_FOR_COMPRESSION[spec.compression.format];
   const { blockSize } = spec.compression;
   const run: DilocoRun = {
@@ -204,7 +206,7 @@ async function trainOne(
   name: string,
   spec: JobSpec,
 ): Promise<Curve> {
-  const trainer = roundTrainer(spec, c.dataset, c.backend, name);
+  const trainer = roundTrainer(spec, c.dataset, c.createTrainer, name);
   const curve: Curve = { valLoss: [], tokens: [], seconds: 0 };
   try {
     let params: Float32Array = genesisOf(spec).params;
@@ -232,11 +234,11 @@ async function trainOne(
 function roundTrainer(
   spec: JobSpec,
   dataset: Dataset,
-  backend: WasmBackend,
+  createTrainer: (init: TrainerInit) => Trainer,
   peerId: string,
 ): RoundTrainer {
   return new RoundTrainer({
-    createTrainer: (init) => createCpuTrainer(backend, init),
+    createTrainer,
     spec,
     dataset,
     peerId,
