@@ -18,6 +18,7 @@ import {
   type TrainerInit,
 } from "../../kernels/trainer.ts";
 import type { StepResult } from "../../kernels/train_step.ts";
+import { parameterLayout, validateGptConfig } from "../../kernels/gpt.ts";
 import { embeddedKernels } from "../../kernels/wasm/embedded.ts";
 import { resolveSimdLevel } from "../../kernels/wasm/simd_level.ts";
 import { loadKernelModule } from "../../wasm/modules.ts";
@@ -120,6 +121,10 @@ export async function openComputeThread(
     name: opened.name,
     threads: opened.threads,
     createTrainer(init) {
+      // Checked here, as an in-thread trainer checks them when made: the
+      // worker would only report them at the first call.
+      validateGptConfig(init.model);
+      checkParamsLength(init.params, parameterLayout(init.model).total);
       const trainer = nextTrainer++;
       const ask = <T>(
         req: DistributiveOmit<TrainerRequest, "id" | "trainer">,

@@ -70,6 +70,7 @@ Deno.test("compute thread: its trainers compute the same bits as one on this thr
 Deno.test("compute thread: bad input fails as on this thread; a closed thread refuses", async () => {
   const params = initialParameters(MODEL, 4);
   const thread = await openComputeThread(1);
+  const be = await createWasmBackend({ threads: 1 });
   const t = thread.createTrainer({ model: MODEL, adamw: ADAMW, params });
   try {
     assert.throws(() => t.setParams(new Float32Array(3)), RangeError);
@@ -82,14 +83,28 @@ Deno.test("compute thread: bad input fails as on this thread; a closed thread re
     assert.equal(t.optimizerStep, 0);
     await t.step(randomBatch());
     assert.equal(t.optimizerStep, 1);
-    const other = thread.createTrainer({
-      model: MODEL,
-      adamw: ADAMW,
-      params: new Float32Array(5),
-    });
-    await assert.rejects(other.readParams(), /disposed|Cannot load parameters/);
+    // Refused when made, as an in-thread trainer is.
+    for (
+      const make of [
+        (init: Parameters<typeof thread.createTrainer>[0]) =>
+          thread.createTrainer(init),
+        (init: Parameters<typeof thread.createTrainer>[0]) =>
+          createCpuTrainer(be, init),
+      ]
+    ) {
+      assert.throws(
+        () => make({ model: MODEL, adamw: ADAMW, params: new Float32Array(5) }),
+        (err: Error) =>
+          err instanceof RangeError && /parameters/.test(err.message),
+      );
+      assert.throws(
+        () => make({ model: { ...MODEL, heads: 3 }, adamw: ADAMW, params }),
+        RangeError,
+      );
+    }
   } finally {
     thread.dispose();
+    be.dispose();
   }
   await assert.rejects(t.readParams(), /closed/);
 });
