@@ -191,7 +191,9 @@ export function defaultJobSpec(overrides: JobSpecOverrides): JobSpec {
     },
     outer: { ...DEFAULT_OUTER, ...overrides.outer },
     compression: {
-      format: "int8",
+      // int4 halves int8's bytes at no measured cost in held-out loss
+      // (BENCHMARKS: quality, tiny and large models; live rounds).
+      format: "int4",
       blockSize: DEFAULT_BLOCK_SIZE,
       ...overrides.compression,
     },

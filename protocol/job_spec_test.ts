@@ -45,7 +45,7 @@ function rejects(value: unknown, field: string, message: RegExp): void {
 Deno.test("defaultJobSpec fills in DiLoCo's settings and derived fields", () => {
   strictEqual(SPEC.v, 1);
   deepStrictEqual(SPEC.outer, { lr: 1, momentum: 0.3, nesterov: true });
-  deepStrictEqual(SPEC.compression, { format: "int8", blockSize: 256 });
+  deepStrictEqual(SPEC.compression, { format: "int4", blockSize: 256 });
   deepStrictEqual(SPEC.aggregation, {
     rule: "trimmed-mean",
     trimFraction: 0.2,
@@ -108,7 +108,7 @@ Deno.test("every field changes the job id", async () => {
     ["model.layers", 3],
     ["inner.maxLr", 0.001],
     ["outer.nesterov", false],
-    ["compression.format", "int4"],
+    ["compression.format", "int8"],
     ["aggregation.rule", "median"],
     ["seed", 1],
   ];

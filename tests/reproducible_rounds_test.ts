@@ -79,6 +79,7 @@ Deno.test({
           // The outer optimizer the CIDs were committed with, pinned so a
           // new default leaves this anchor where it was.
           outer: { lr: 0.7, momentum: 0.9, nesterov: true },
+          compression: { format: "int8" },
         }),
       }, async (c) => {
         const [first] = await c.spawn([0, 1]);
