@@ -15,12 +15,6 @@
  *    ({@linkcode expectedDeltas}); leaving out one it can fetch and read is
  *    censorship.
  *
- * Both rules guard deltas a manifest might leave out. A manifest that
- * lists every live member and every announced delta, as a peer sees them,
- * leaves none out ({@linkcode listsEveryone}): its leader need not wait and
- * no verifier judges it hasty. In a round every member trained, that takes
- * the leader's wait off the path to the commit.
- *
  * A delta that reaches a verifier before the round began there (a peer
  * that entered the round sooner announced it meanwhile) counts for rule 1
  * from when it arrived, as the leader may have had it that long, and for
@@ -69,24 +63,4 @@ export function isHasty(
 ): boolean {
   const latest = Math.max(...listed.map((p) => seenAt.get(p) ?? -Infinity));
   return at - latest < censorGraceMs(config);
-}
-
-/**
- * Whether a manifest listing the deltas of `listed` leaves no one out as
- * this peer sees the round: it lists every `live` member and every peer
- * that `announced` a delta. Rule 1's wait then guards nothing.
- *
- * @example
- * ```ts
- * listsEveryone(["a", "b"], ["a", "b"], ["a", "b"]); // true
- * listsEveryone(["a"], ["a", "b"], ["a"]); // false: b is live
- * ```
- */
-export function listsEveryone(
-  listed: readonly string[],
-  live: readonly string[],
-  announced: readonly string[],
-): boolean {
-  const set = new Set(listed);
-  return live.every((p) => set.has(p)) && announced.every((p) => set.has(p));
 }

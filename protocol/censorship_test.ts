@@ -1,5 +1,5 @@
 import assert from "node:assert/strict";
-import { expectedDeltas, isHasty, listsEveryone } from "./censorship.ts";
+import { expectedDeltas, isHasty } from "./censorship.ts";
 import { censorGraceMs, REANNOUNCE_MS, settleMs } from "./round_timing.ts";
 import type { DeltaAnnounce } from "./messages.ts";
 import type { RoundConfig } from "./round_state.ts";
@@ -45,13 +45,4 @@ Deno.test("a manifest sooner than a margin after its latest delta is hasty", () 
     isHasty(["c"], new Map([["c", repeat]]), manifestAt, CONFIG),
     false,
   );
-});
-
-Deno.test("listsEveryone: every live member and every announced delta, or not", () => {
-  assert.equal(listsEveryone(["a", "b"], ["a", "b"], ["b"]), true);
-  assert.equal(listsEveryone(["a", "b", "c"], ["a"], ["a", "b"]), true);
-  // A live member yet to announce.
-  assert.equal(listsEveryone(["a"], ["a", "b"], ["a"]), false);
-  // A delta from a peer not (yet) seen live.
-  assert.equal(listsEveryone(["a", "b"], ["a", "b"], ["a", "c"]), false);
 });

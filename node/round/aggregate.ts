@@ -5,15 +5,13 @@
  * waits until its latest delta is `settleMs` old and takes in deltas that
  * arrive meanwhile, up to the moment it is handed back for publishing, so
  * verifiers find it neither hasty nor short of a delta they saw well
- * before it (protocol/censorship.ts). With every live member's delta in
- * hand it publishes at once: there is no one left to wait for.
+ * before it (protocol/censorship.ts).
  *
  * @module
  */
 import { NothingToAggregateError } from "./failures.ts";
 import { type CID, cidToString } from "../../protocol/cid.ts";
 import { censorGraceMs, settleMs } from "../../protocol/round_timing.ts";
-import { listsEveryone } from "../../protocol/censorship.ts";
 import { partitionDeltas } from "../../protocol/delta_screen.ts";
 import { claimedShare } from "../../protocol/inner_steps.ts";
 import { manifestContribution } from "../../protocol/contribution.ts";
@@ -142,22 +140,16 @@ export async function aggregateRound(
   let announced = a.contributions;
   for (let pass = 1;; pass++) {
     const round = await screen(o, announced, fetched);
-    const { deltaSeenAt, config, live, deltas } = o.state();
-    // Every live member's delta in hand: no one is left to wait for.
-    const everyone = listsEveryone(
-      announced.map((d) => d.peer),
-      live,
-      [...deltas.keys()],
-    );
+    const { deltaSeenAt, config } = o.state();
     const latest = Math.max(
       ...announced.map((d) => deltaSeenAt.get(d.peer) ?? 0),
     );
     const wait = latest + settleMs(config) - Date.now();
-    if (wait > 0 && !everyone) await o.sleep(wait);
+    if (wait > 0) await o.sleep(wait);
     const built = await build(o, a, held, round);
     // Building holds the event loop; gossip that came meanwhile is
     // handled now, before the last look for late deltas.
-    await o.sleep(everyone ? 0 : censorGraceMs(o.state().config));
+    await o.sleep(censorGraceMs(o.state().config));
     const state = o.state();
     const late = [...state.deltas.values()]
       .filter((d) => !announced.some((x) => x.peer === d.peer));

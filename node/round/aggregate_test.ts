@@ -8,8 +8,7 @@ import {
   encodeRoundCheckpoint,
   genesisCheckpoint,
 } from "../../protocol/round_checkpoint.ts";
-import type { RoundEvent, RoundState } from "../../protocol/round_state.ts";
-import { censorGraceMs, settleMs } from "../../protocol/round_timing.ts";
+import type { RoundEvent } from "../../protocol/round_state.ts";
 import { decodeManifest } from "../../protocol/manifest_codec.ts";
 import { type RoundManifest } from "../../protocol/round_manifest.ts";
 import { nextCheckpoint } from "../../protocol/round_update.ts";
@@ -62,25 +61,18 @@ const ANNOUNCED: DeltaAnnounce[] = await Promise.all(
   })),
 );
 
-/** What one run of `lead` did. */
-interface Led {
-  blocks: MemoryBlocks;
-  gossip: MemoryGossip;
-  events: RoundEvent[];
-  refused: [string, string][];
-  remembered: Map<string, RoundManifest>;
-  /** Every wait it asked for, ms. */
-  slept: number[];
-}
-
-/** Leads round 0 from `state` over the ANNOUNCED deltas, as PEERS[0]. */
-async function leadRound(state: RoundState): Promise<Led> {
+Deno.test("lead aggregates the round, lists what it left out, caps tokens, announces and vouches", async () => {
   const blocks = new MemoryBlocks();
   const gossip = new MemoryGossip();
   const events: RoundEvent[] = [];
   const refused: [string, string][] = [];
   const remembered = new Map<string, RoundManifest>();
-  const slept: number[] = [];
+  const state = {
+    ...stateIn(0, PARENT),
+    deltas: new Map(ANNOUNCED.map((d) => [d.peer, d])),
+    // Seen long ago: no settling wait.
+    deltaSeenAt: new Map(ANNOUNCED.map((d) => [d.peer, Date.now() - 60_000])),
+  };
   await lead({
     jobId: JOB,
     spec: SPEC,
@@ -92,10 +84,7 @@ async function leadRound(state: RoundState): Promise<Led> {
     store: (bytes) => blocks.put(bytes),
     refuse: (d, reason) => refused.push([d.peer, reason]),
     reasonOf: () => "unavailable",
-    sleep: (ms) => {
-      slept.push(ms);
-      return Promise.resolve();
-    },
+    sleep: (ms) => new Promise((r) => setTimeout(r, ms)),
     publisher: new RoundPublisher({
       gossip,
       peerId: PEERS[0],
@@ -126,16 +115,6 @@ async function leadRound(state: RoundState): Promise<Led> {
     rank: 0,
     contributions: ANNOUNCED,
   }, { cid: PARENT, ckpt: GENESIS });
-  return { blocks, gossip, events, refused, remembered, slept };
-}
-
-Deno.test("lead aggregates the round, lists what it left out, caps tokens, announces and vouches", async () => {
-  const { blocks, gossip, events, refused, remembered } = await leadRound({
-    ...stateIn(0, PARENT),
-    deltas: new Map(ANNOUNCED.map((d) => [d.peer, d])),
-    // Seen long ago: no settling wait.
-    deltaSeenAt: new Map(ANNOUNCED.map((d) => [d.peer, Date.now() - 60_000])),
-  });
 
   const [cid, manifest] = [...remembered][0];
   // Stored, so verifiers can fetch it from the leader.
@@ -170,27 +149,4 @@ Deno.test("lead aggregates the round, lists what it left out, caps tokens, annou
   assert.deepEqual(events.map((e) => e.type), ["aggregated", "attestation"]);
   assert.equal(gossip.sent.length, 1);
   assert.equal(gossip.sent[0].type, "manifest");
-});
-
-Deno.test("lead waits for its latest delta to settle unless every live member's delta is in", async () => {
-  const fresh = {
-    ...stateIn(0, PARENT),
-    deltas: new Map(ANNOUNCED.map((d) => [d.peer, d])),
-    deltaSeenAt: new Map(ANNOUNCED.map((d) => [d.peer, Date.now()])),
-  };
-  // Every live member announced: nothing to wait for.
-  const everyone = await leadRound({
-    ...fresh,
-    live: ANNOUNCED.map((d) => d.peer),
-  });
-  assert.ok(everyone.slept.every((ms) => ms === 0), `${everyone.slept}`);
-  assert.equal(everyone.gossip.sent[0].type, "manifest");
-  // One more live member, yet to announce: the settling wait and g.
-  const short = await leadRound({
-    ...fresh,
-    live: [...ANNOUNCED.map((d) => d.peer), "12D3KooWEEEE"],
-  });
-  assert.equal(short.slept.length, 2);
-  assert.ok(short.slept[0] > settleMs(fresh.config) - 1_000, `${short.slept}`);
-  assert.equal(short.slept[1], censorGraceMs(fresh.config));
 });

@@ -5,11 +5,7 @@
  *
  * @module
  */
-import {
-  expectedDeltas,
-  isHasty,
-  listsEveryone,
-} from "../../protocol/censorship.ts";
+import { expectedDeltas, isHasty } from "../../protocol/censorship.ts";
 import { censorGraceMs, REANNOUNCE_MS } from "../../protocol/round_timing.ts";
 import type {
   RoundAction,
@@ -60,10 +56,6 @@ export async function verifyManifest(
       // From when each delta first reached this peer: one that came before
       // the round began here may have reached the leader as early.
       hasty: (listed) => {
-        const { live } = o.state();
-        if (listsEveryone(listed, live, a.announced.map((d) => d.peer))) {
-          return false;
-        }
         const latest = Math.max(
           ...listed.map((p) => a.arrivedAt.get(p) ?? a.at),
         );
