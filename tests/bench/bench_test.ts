@@ -497,7 +497,11 @@ Deno.test({
         "audit_failures",
       ]
     ) {
-      assert.equal(chaos[k], 0, `${k}: ${JSON.stringify(chaos)}`);
+      assert.equal(
+        chaos[k],
+        0,
+        `${k}: ${JSON.stringify(chaos)}\n${stderr.slice(-6000)}`,
+      );
     }
   },
 });

@@ -378,7 +378,12 @@ async function chaos(
       ).catch(() => []);
       if (!records.some((r) => r.contributed && r.round >= last - o.settle)) {
         manual++;
-        log(`${s.name} did not rejoin: see ${s.peer.log}`);
+        // The data dir goes with the run: its log's end is kept here.
+        const tail = await Deno.readTextFile(s.peer.log).then(
+          (t) => t.slice(-4000),
+          (e) => String(e),
+        );
+        log(`${s.name} did not rejoin; the end of its log:\n${tail}`);
       }
     }
   } finally {
