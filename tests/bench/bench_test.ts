@@ -55,11 +55,13 @@ Deno.test("bench blob --json prints one JSON object with positive rates", async 
 
 Deno.test("bench exits 2 with one stderr line on a bad command line", async () => {
   for (
-    const args of [["nosuch"], ["blob", "--nosuch", "1"], [
-      "blob",
-      "--size",
-      "x",
-    ]]
+    const args of [
+      ["nosuch"],
+      ["blob", "--nosuch", "1"],
+      ["blob", "--size", "x"],
+      ["quality", "--backend", "cuda"],
+      ["quality", "--diloco", "false", "--ddp", "false", "--alone", "false"],
+    ]
   ) {
     const { code, stdout, stderr } = await bench(...args);
     assert.equal(code, 2, `${args.join(" ")}: ${stderr}`);
@@ -366,10 +368,10 @@ Deno.test("bench quality --json trains DiLoCo, data-parallel and alone on equal 
   assert.equal(quality.settings.compression, "int4");
   // 21,984 params at 4 bits and one fp32 scale per 256 of them: 0.5156
   // bytes a parameter, against 10 steps of a ring all-reduce of 3 peers.
-  assert.equal(quality.diloco.deltaBytes, 16 + 4 * 86 + 21_984 / 2);
+  assert.equal(quality.deltaBytes, 16 + 4 * 86 + 21_984 / 2);
   assert.equal(
     quality.reductionVsDdp,
-    (10 * 4 * 21_984 * 4 / 3) / quality.diloco.deltaBytes,
+    (10 * 4 * 21_984 * 4 / 3) / quality.deltaBytes,
   );
 });
 

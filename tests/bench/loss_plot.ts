@@ -125,45 +125,83 @@ export function lossPlotSvg(title: string, series: readonly Series[]): string {
   return out.join("\n") + "\n";
 }
 
-/** The curves of one `bench quality` result, named `label: curve`. */
+/**
+ * The curves of one `bench quality` result, named `label: curve`. Throws a
+ * RangeError when `result` holds no well-formed curve.
+ */
 export function qualitySeries(label: string, result: unknown): Series[] {
-  const r = (result as { quality?: unknown }).quality ?? result;
-  const curves = r as Record<string, Curve | null | undefined>;
+  const whole = result as { quality?: unknown } | null;
+  const r = (typeof whole === "object" && whole?.quality) || result;
+  if (typeof r !== "object" || r === null) {
+    throw new RangeError(`${label}: not a bench quality result`);
+  }
+  const curves = r as Record<string, unknown>;
   const out: Series[] = [];
   for (const name of ["diloco", "ddp", "alone"]) {
-    const c = curves[name];
-    if (!c) continue;
+    const c = curves[name] as Partial<Curve> | null | undefined;
+    if (c === null || c === undefined) continue;
+    const numbers = (xs: unknown) =>
+      Array.isArray(xs) && xs.every((x) => Number.isFinite(x));
+    if (
+      !numbers(c.tokens) || !numbers(c.valLoss) ||
+      c.tokens!.length !== c.valLoss!.length
+    ) {
+      throw new RangeError(
+        `${label}: its ${name} curve needs tokens and valLoss, numbers of equal length`,
+      );
+    }
     out.push({
       label: `${label}: ${name}`,
-      points: c.tokens.map((t, i) => [t, c.valLoss[i]] as const),
+      points: c.tokens!.map((t, i) => [t, c.valLoss![i]] as const),
     });
   }
+  if (out.length === 0) throw new RangeError(`${label}: it has no curve`);
   return out;
 }
 
-if (import.meta.main) {
-  const { values, positionals } = parseArgs({
-    options: { out: { type: "string" }, title: { type: "string" } },
-    allowPositionals: true,
-  });
+/** The command line (see the module doc); returns the exit code. */
+async function main(args: string[]): Promise<number> {
+  const usage =
+    "usage: loss_plot.ts --out FILE [--title T] LABEL=RESULT.json...";
+  let values: { out?: string; title?: string }, positionals: string[];
+  try {
+    ({ values, positionals } = parseArgs({
+      args,
+      options: { out: { type: "string" }, title: { type: "string" } },
+      allowPositionals: true,
+    }));
+  } catch (err) {
+    console.error(`loss_plot: ${(err as Error).message}\n${usage}`);
+    return 2;
+  }
   if (!values.out || positionals.length === 0) {
-    console.error(
-      "usage: loss_plot.ts --out FILE [--title T] LABEL=RESULT.json...",
-    );
-    Deno.exit(2);
+    console.error(usage);
+    return 2;
   }
   const series: Series[] = [];
   for (const arg of positionals) {
     const at = arg.lastIndexOf("=");
     if (at < 1) {
       console.error(`loss_plot: expected LABEL=FILE, got ${arg}`);
-      Deno.exit(2);
+      return 2;
     }
-    const json = JSON.parse(await Deno.readTextFile(arg.slice(at + 1)));
-    series.push(...qualitySeries(arg.slice(0, at), json));
+    const [label, file] = [arg.slice(0, at), arg.slice(at + 1)];
+    try {
+      series.push(
+        ...qualitySeries(label, JSON.parse(await Deno.readTextFile(file))),
+      );
+    } catch (err) {
+      console.error(
+        `loss_plot: cannot read ${file}: ${(err as Error).message}`,
+      );
+      return 1;
+    }
   }
   await Deno.writeTextFile(
     values.out,
     lossPlotSvg(values.title ?? "held-out loss against tokens", series),
   );
+  return 0;
 }
+
+if (import.meta.main) Deno.exit(await main(Deno.args));

@@ -24,3 +24,41 @@ Deno.test("qualitySeries takes the curves a quality result has, from --json's wh
   assert.deepEqual(series.map((s) => s.label), ["run: diloco", "run: alone"]);
   assert.deepEqual(series[0].points, [[10, 2.5], [20, 2.0]]);
 });
+
+Deno.test("qualitySeries refuses what is not a quality result, naming it", () => {
+  for (const bad of [null, 3, {}, { quality: { ddp: { tokens: [1] } } }]) {
+    assert.throws(() => qualitySeries("x", bad), RangeError);
+  }
+  assert.throws(
+    () =>
+      qualitySeries("x", { ddp: { tokens: [1, 2], valLoss: [2], seconds: 1 } }),
+    /x: its ddp curve/,
+  );
+});
+
+Deno.test("loss_plot.ts: a bad file is one line on stderr and exit 1; no arguments, exit 2", async () => {
+  const dir = await Deno.makeTempDir();
+  try {
+    await Deno.writeTextFile(`${dir}/bad.json`, "{not json");
+    const run = (...args: string[]) =>
+      new Deno.Command(Deno.execPath(), {
+        args: [
+          "run",
+          "-A",
+          new URL("./loss_plot.ts", import.meta.url).pathname,
+          ...args,
+        ],
+        stdout: "piped",
+        stderr: "piped",
+      }).output();
+    const bad = await run("--out", `${dir}/p.svg`, `a=${dir}/bad.json`);
+    assert.equal(bad.code, 1);
+    const err = new TextDecoder().decode(bad.stderr).trim();
+    assert.match(err, /^loss_plot: cannot read .*bad\.json/);
+    assert.equal(err.split("\n").length, 1);
+    assert.equal((await run()).code, 2);
+    assert.equal((await run("--nope")).code, 2);
+  } finally {
+    await Deno.remove(dir, { recursive: true });
+  }
+});

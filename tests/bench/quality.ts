@@ -35,7 +35,13 @@ import {
   trainAlone,
   trainDataParallel,
 } from "./training_runs.ts";
-import { type Bench, booleanFlag, choiceFlag, numberFlag } from "./_bench.ts";
+import {
+  type Bench,
+  booleanFlag,
+  choiceFlag,
+  numberFlag,
+  UsageError,
+} from "./_bench.ts";
 
 interface Options {
   peers: number;
@@ -157,7 +163,7 @@ const bench: Bench<Options, QualityResult> = {
     },
   },
   parse(flags) {
-    return {
+    const o: Options = {
       peers: numberFlag(flags, "peers", { min: 1, max: 16, integer: true }),
       rounds: numberFlag(flags, "rounds", { min: 1, max: 1000, integer: true }),
       innerSteps: numberFlag(flags, "inner-steps", {
@@ -191,6 +197,12 @@ const bench: Bench<Options, QualityResult> = {
       backend: choiceFlag(flags, "backend", BACKEND_CHOICES),
       threads: numberFlag(flags, "threads", { min: 1, max: 64, integer: true }),
     };
+    if (!o.diloco && !o.ddp && !o.alone) {
+      throw new UsageError(
+        "Nothing to train: --diloco, --ddp and --alone are all false",
+      );
+    }
+    return o;
   },
   async run(o, log) {
     const spec = specFor(o);

@@ -30,7 +30,6 @@ import { pseudoGradient } from "../../protocol/pseudo_gradient.ts";
 import {
   BITS_FOR_COMPRESSION,
   dequantize,
-  encodedByteLength,
   quantize,
 } from "../../protocol/quantize.ts";
 import { nextCheckpoint } from "../../protocol/round_update.ts";
@@ -116,8 +115,6 @@ export function trainAlone(c: RunContext): Promise<Curve> {
 
 /** What {@linkcode simulateDiloco} reports beside its curve. */
 export interface DilocoRun extends Curve {
-  /** Bytes of one peer's encoded delta (the quantized container). */
-  deltaBytes: number;
   /** Mean training loss of each round, over peers. */
   trainLoss: number[];
 }
@@ -138,10 +135,6 @@ export async function simulateDiloco(c: RunContext): Promise<DilocoRun> {
     valLoss: [],
     tokens: [],
     seconds: 0,
-    deltaBytes: encodedByteLength(trainers[0].parameterCount, {
-      bits,
-      blockSize,
-    }),
     trainLoss: [],
   };
   try {
