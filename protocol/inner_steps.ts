@@ -150,7 +150,8 @@ export function claimedShare(shape: StepShape, tokens: number): number {
  * import { claimedSegment } from "./inner_steps.ts";
  * const shape = { innerSteps: 100, batchSize: 4, contextLength: 64 };
  * assert(claimedSegment(shape, 100 * 256, 15) === 15);
- * assert(claimedSegment(shape, 5 * 256, 15) === 4);
+ * assert(claimedSegment(shape, 50 * 256, 15) === 7);
+ * assert(claimedSegment(shape, 5 * 256, 15) === 0);
  * ```
  */
 export function claimedSegment(
@@ -158,6 +159,6 @@ export function claimedSegment(
   tokens: number,
   drawn: number,
 ): number {
-  const own = segmentCount(claimedSteps(shape, tokens));
+  const own = segmentCount(claimedSteps(shape, tokens), shape.innerSteps);
   return Math.floor((drawn * own) / segmentCount(shape.innerSteps));
 }

@@ -6,6 +6,7 @@ import {
   FULL_SHARE_FROM,
   throughputSteps,
 } from "./inner_steps.ts";
+import { segmentCount } from "./work_record.ts";
 
 const SHAPE = { innerSteps: 100, batchSize: 8, contextLength: 32 };
 const PER_STEP = 8 * 32;
@@ -52,14 +53,16 @@ Deno.test("claimedSegment maps a full round's draws onto a share's segments, eac
   for (let d = 0; d < 16; d++) {
     assert.equal(claimedSegment(SHAPE, 100 * PER_STEP, d), d);
   }
-  for (const steps of [1, 5, 15, 16, 40]) {
+  for (const steps of [1, 5, 15, 16, 40, 99]) {
     const drawn = new Set(
       Array.from(
         { length: 16 },
         (_, d) => claimedSegment(SHAPE, steps * PER_STEP, d),
       ),
     );
-    const own = Math.min(16, steps);
+    // A share keeps the full round's bounds below its end (6, 12, 18, …).
+    const own = segmentCount(steps, SHAPE.innerSteps);
+    assert.equal(own, Math.ceil(steps / 6.25));
     assert.deepEqual([...drawn].sort((a, b) => a - b), [...Array(own).keys()]);
   }
 });

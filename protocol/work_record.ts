@@ -9,7 +9,9 @@
  * `data`.
  *
  * Segments: a round of H inner steps is cut into S = min(16, H) segments,
- * segment k being steps [⌊k·H/S⌋, ⌊(k+1)·H/S⌋); an audit re-runs one.
+ * segment k being steps [⌊k·H/S⌋, ⌊(k+1)·H/S⌋); an audit re-runs one. A
+ * peer that took fewer steps (k < H) keeps the bounds below k and ends its
+ * last segment at k ({@linkcode segmentBounds}).
  *
  * A peer that trained ahead of its checkpoint (`--overlap`) moved its
  * parameters onto it at one bound, `shifted` (0 when it did not: its
@@ -64,20 +66,22 @@ export interface WorkRecord {
 /** A 32-byte value as 0x and 64 hex digits. */
 export type Hash32 = `0x${string}`;
 
-/** Segments a round of `innerSteps` steps is cut into. */
-export function segmentCount(innerSteps: number): number {
-  if (!Number.isSafeInteger(innerSteps) || innerSteps < 1) {
-    throw new ProtocolError(
-      `Cannot cut a round into segments as its steps must be an integer >= 1: current value is ${innerSteps}`,
-      "innerSteps",
-    );
-  }
-  return Math.min(MAX_SEGMENTS, innerSteps);
+/**
+ * Segments a round of `steps` inner steps is cut into, in a job of
+ * `innerSteps` (H) steps a round (see {@linkcode segmentBounds}).
+ */
+export function segmentCount(steps: number, innerSteps = steps): number {
+  return segmentBounds(steps, innerSteps).length - 1;
 }
 
 /**
- * The steps at which states are committed: 0, then each segment's end, H
- * last (S + 1 values).
+ * The steps at which states are committed in a round of `steps` inner
+ * steps, in a job of `innerSteps` (H) steps a round: the bounds of H's
+ * S = min(16, H) segments, ⌊k·H/S⌋, below `steps`, then `steps` itself.
+ * A round cut short is thus cut where the full round would be, so a peer
+ * that stops before H (when the others are done, or with a smaller
+ * share) has already committed every state it keeps; its last segment
+ * ends where it stopped.
  *
  * @example
  * ```ts
@@ -85,14 +89,35 @@ export function segmentCount(innerSteps: number): number {
  * import { segmentBounds } from "./work_record.ts";
  * assert(segmentBounds(4).join() === "0,1,2,3,4");
  * assert(segmentBounds(40).length === 17);
+ * assert(segmentBounds(9, 40).join() === "0,2,5,7,9");
  * ```
  */
-export function segmentBounds(innerSteps: number): number[] {
-  const S = segmentCount(innerSteps);
-  return Array.from(
-    { length: S + 1 },
-    (_, k) => Math.floor((k * innerSteps) / S),
-  );
+export function segmentBounds(steps: number, innerSteps = steps): number[] {
+  checkSteps("steps", steps);
+  checkSteps("innerSteps", innerSteps);
+  if (steps > innerSteps) {
+    throw new ProtocolError(
+      `Cannot cut a round into segments as its steps must be at most ${innerSteps}: current value is ${steps}`,
+      "steps",
+    );
+  }
+  const S = Math.min(MAX_SEGMENTS, innerSteps);
+  const bounds: number[] = [];
+  for (let k = 0; k < S; k++) {
+    const b = Math.floor((k * innerSteps) / S);
+    if (b < steps) bounds.push(b);
+  }
+  bounds.push(steps);
+  return bounds;
+}
+
+function checkSteps(field: string, n: number): void {
+  if (!Number.isSafeInteger(n) || n < 1) {
+    throw new ProtocolError(
+      `Cannot cut a round into segments as its ${field} must be an integer >= 1: current value is ${n}`,
+      field,
+    );
+  }
 }
 
 /**
@@ -141,13 +166,15 @@ export function encodeWorkRecord(record: WorkRecord): Uint8Array {
 }
 
 /**
- * The record in untrusted `bytes`, which must name `innerSteps`' segment
- * count of states; anything else is a {@linkcode ProtocolError} naming the
- * field.
+ * The record in untrusted `bytes` of a round of `steps` inner steps in a
+ * job of `innerSteps` (H), which must name a state at each of its
+ * segment bounds ({@linkcode segmentBounds}); anything else is a
+ * {@linkcode ProtocolError} naming the field.
  */
 export function decodeWorkRecord(
   bytes: Uint8Array,
-  innerSteps: number,
+  steps: number,
+  innerSteps = steps,
 ): WorkRecord {
   const bad = (field: string, problem: string): never => {
     throw new ProtocolError(
@@ -181,14 +208,14 @@ export function decodeWorkRecord(
   ) {
     bad("peers", `must be 1-${MAX_ASSIGNED_PEERS} peer ids`);
   }
-  const expected = segmentCount(innerSteps) + 1;
+  const bounds = segmentBounds(steps, innerSteps);
+  const expected = bounds.length;
   if (
     !Array.isArray(states) || states.length !== expected ||
     !states.every(isCanonicalCid)
   ) {
     bad("states", `must be ${expected} CIDs`);
   }
-  const bounds = segmentBounds(innerSteps);
   if (typeof top.shifted !== "number" || !bounds.includes(top.shifted)) {
     bad("shifted", "must be a segment bound of the round");
   }

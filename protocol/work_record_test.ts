@@ -31,6 +31,22 @@ Deno.test("segment bounds cover the round in at most 16 near-equal parts", () =>
   assert.throws(() => segmentCount(0), ProtocolError);
 });
 
+Deno.test("a round cut short keeps the full round's bounds below where it stopped", () => {
+  for (const H of [1, 7, 16, 50, 100, 333]) {
+    const full = segmentBounds(H);
+    for (let steps = 1; steps <= H; steps++) {
+      const b = segmentBounds(steps, H);
+      // A peer commits its states as it trains, not knowing where it
+      // stops: every bound but the last must be one of the full round's.
+      assert.deepEqual(b.slice(0, -1), full.filter((x) => x < steps));
+      assert.equal(b.at(-1), steps);
+      assert.equal(segmentCount(steps, H), b.length - 1);
+    }
+  }
+  assert.throws(() => segmentBounds(101, 100), ProtocolError);
+  assert.throws(() => segmentBounds(5, 0), ProtocolError);
+});
+
 Deno.test("a record round-trips, canonically, and its root is over the CIDs' digests", async () => {
   const record = {
     peers: ["12D3KooWb", "12D3KooWa"],
@@ -104,6 +120,20 @@ Deno.test("decodeWorkRecord refuses what is not a canonical record of the round"
     assert.throws(() => decodeWorkRecord(bytes, 40), why);
   }
   assert.throws(() => decodeWorkRecord(encodeWorkRecord(good), 8), /9 CIDs/);
+  // 17 states are a full round of 40 steps, not one cut short at 20 (the
+  // bounds 0, 2, 5, …, 17 and 20: 9 states).
+  assert.throws(
+    () => decodeWorkRecord(encodeWorkRecord(good), 20, 40),
+    /9 CIDs/,
+  );
+  assert.equal(
+    decodeWorkRecord(
+      encodeWorkRecord({ ...good, states: good.states.slice(0, 9) }),
+      20,
+      40,
+    ).states.length,
+    9,
+  );
 });
 
 Deno.test("the data hash names job, round, peer, the peer set in any order and the weights", () => {

@@ -147,7 +147,7 @@ export class Auditor {
   async audit(a: SegmentAudit): Promise<AuditVerdict> {
     const { msg, record } = a;
     const steps = claimedSteps(this.#o.spec, msg.tokens);
-    const bounds = segmentBounds(steps);
+    const bounds = segmentBounds(steps, this.#o.spec.innerSteps);
     const fail = (
       check: AuditCheck,
       reason: string,
@@ -168,6 +168,12 @@ export class Auditor {
     }
     if (trajectoryRoot(record.states) !== msg.trajectory) {
       return fail("record", "its states do not hash to its trajectory");
+    }
+    if (record.states.length !== bounds.length) {
+      return fail(
+        "record",
+        `it names ${record.states.length} states, not one at each of the ${bounds.length} bounds of ${steps} steps`,
+      );
     }
     const from = bounds[a.segment], to = bounds[a.segment + 1];
     const fetch = async (k: number) => {

@@ -317,7 +317,10 @@ export class AuditDuty {
       await sleep(Math.min(left, UNSERVED_RETRY_MS, window / 4));
     }
     const ms = Math.round(performance.now() - start);
-    const bounds = segmentBounds(claimedSteps(this.#o.spec, work.tokens));
+    const bounds = segmentBounds(
+      claimedSteps(this.#o.spec, work.tokens),
+      this.#o.spec.innerSteps,
+    );
     const replayed = verdict.passed || verdict.check === "replay" ||
       verdict.check === "delta";
     ledger.noteAudit({

@@ -65,7 +65,7 @@ async function trainedRound(live: string[], slower = 1) {
     spec,
     trainer,
     ledger: new RoundLedger(spec, trainer.parameterCount),
-    state: () => ({ round, live }),
+    state: () => ({ round, live, deltas: new Map() }),
     throughput: () => round === 0 ? 0 : own * slower,
     progress: (p) => own = p.throughput ?? own,
     store: (b) => put(blocks, b),
@@ -98,7 +98,7 @@ async function trainedRound(live: string[], slower = 1) {
     trajectory: d.trajectory,
     kernel: d.kernel,
   };
-  const record = decodeWorkRecord(blocks.get(d.work)!, d.steps);
+  const record = decodeWorkRecord(blocks.get(d.work)!, d.steps, H);
   return { blocks, msg, record };
 }
 
@@ -321,18 +321,19 @@ Deno.test("audit: a slow peer's shorter round is cut by its tokens and every seg
   const steps = slow.msg.tokens / (spec.batchSize * spec.contextLength);
   assert.equal(steps, H / 4);
   const a = auditor(slow.blocks);
-  for (let segment = 0; segment < segmentBounds(steps).length - 1; segment++) {
+  const bounds = segmentBounds(steps, H);
+  for (let segment = 0; segment < bounds.length - 1; segment++) {
     const v = await a.audit({ ...slow, segment, parent });
     assert.ok(v.passed && v.exact, `segment ${segment}: ${JSON.stringify(v)}`);
   }
-  // Claiming a full round's tokens for the same trajectory: its states sit
-  // at the bounds of 5 steps (its 5th at step 4), not of H (5th at 5).
+  // Claiming a full round's tokens for the same trajectory: it has a state
+  // at each bound of its steps, far fewer than a full round's.
   const claimed = {
     ...slow.msg,
     tokens: H * spec.batchSize * spec.contextLength,
   };
   const v = await a.audit({ ...slow, msg: claimed, segment: 4, parent });
-  assert.equal(!v.passed && v.check, "start");
+  assert.equal(!v.passed && v.check, "record");
 });
 
 Deno.test("audit: a slow peer's chunk weight is recorded and replayed; a record claiming the full weight fails the replay", async () => {

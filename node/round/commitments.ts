@@ -43,7 +43,7 @@ export function deltaCommitment(
     delta: cidToBytes32(msg.delta),
     steps,
     tokens: BigInt(msg.tokens),
-    segments: segmentCount(steps),
+    segments: segmentCount(steps, shape.innerSteps),
     trajectory: msg.trajectory,
     kernel: kernelId(msg.kernel),
   };

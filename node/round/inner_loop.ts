@@ -174,12 +174,13 @@ export class RoundTrainer {
       // Work that can wait (evaluations, audit replays) runs after the
       // steps, in the wait for the other peers' deltas.
       endSteps = this.#queue.beginSteps();
-      const bounds = new Set(segmentBounds(steps));
+      const bounds = new Set(segmentBounds(steps, H));
       let lossSum = 0, trainMs = 0, shiftedAt: number | null = null;
       const atBound = async (h: number) => {
         if (await this.#applyShift(p.shift)) shiftedAt = h;
         if (p.onState) await p.onState(await this.#readState(h));
       };
+      let taken = steps;
       for (let h = 0; h < steps; h++) {
         if (p.hold && h === p.hold.beforeStep) {
           endSteps();
@@ -217,16 +218,20 @@ export class RoundTrainer {
           await this.#yieldNow();
         }
         p.signal?.throwIfAborted();
+        if (h + 1 < steps && p.enough?.(h + 1)) {
+          taken = h + 1;
+          break;
+        }
       }
-      await atBound(steps);
+      await atBound(taken);
       const B = this.spec.batchSize, T = this.spec.contextLength;
       const params = await this.exclusive(() => this.#trainer.readParams());
       return {
         params,
-        tokens: steps * B * T,
-        loss: lossSum / steps,
+        tokens: taken * B * T,
+        loss: lossSum / taken,
         trainMs,
-        steps,
+        steps: taken,
         shiftedAt,
       };
     } finally {

@@ -274,7 +274,7 @@ Deno.test("RoundTrainer: a share of the steps is the prefix of a full round, sta
   });
   assert.equal(r.steps, 5);
   assert.equal(r.tokens, 5 * spec.batchSize * spec.contextLength);
-  assert.deepEqual(bounds, segmentBounds(5));
+  assert.deepEqual(bounds, segmentBounds(5, H));
   // The same batches and schedule steps as the first 5 of a full round.
   assert.deepEqual(losses, fullSteps.slice(0, 5));
   for (const steps of [0, H + 1, 2.5]) {

@@ -63,6 +63,13 @@ export interface TrainRoundParams {
    * copies, the callee's to keep.
    */
   onState?: (state: TrainingState) => Promise<void> | void;
+  /**
+   * Asked after each step but the last with the steps taken so far: true
+   * ends the round there, short of `steps` (the others are done and no
+   * one should wait for this peer). Its segments stay those of the full
+   * round, the last one ending where it stopped (`segmentBounds`).
+   */
+  enough?: (taken: number) => boolean;
   /** Waits for `until` before step `beforeStep` (0-based) is taken. */
   hold?: { beforeStep: number; until: Promise<unknown> };
 }
@@ -77,6 +84,7 @@ export interface TrainRoundResult {
   loss: number;
   /** Time spent inside training steps only, ms. */
   trainMs: number;
+  /** Steps taken: `steps` asked for, or fewer when `enough` said so. */
   steps: number;
   /** The step before which a shift was applied, or null for none. */
   shiftedAt: number | null;

@@ -45,6 +45,36 @@ import type { TrainRoundParams } from "./round_io.ts";
 
 export type { TrainedDelta };
 
+/**
+ * Least fraction of its share a peer trains before it may stop because
+ * the others are done (see `othersDone`): a minority announcing deltas
+ * early cannot stop honest peers anyway, and this bounds what a majority
+ * that lies can take from a round, and keeps a peer's share from falling
+ * to a speck when it merely started late.
+ */
+export const EARLY_STOP_FROM = 0.25;
+
+/**
+ * Whether a peer that has taken `taken` of its `share` steps of `round`
+ * should stop there: more than half of the other live members have
+ * announced their deltas for the round, so the round waits for this peer
+ * alone, and it has trained {@linkcode EARLY_STOP_FROM} of its share.
+ * Its delta then goes in with the steps it took, weighted and credited by
+ * them like any smaller share.
+ */
+export function othersDone(
+  state: Pick<RoundState, "round" | "live" | "deltas">,
+  self: string,
+  round: number,
+  taken: number,
+  share: number,
+): boolean {
+  if (state.round !== round || taken < share * EARLY_STOP_FROM) return false;
+  const others = state.live.filter((p) => p !== self);
+  const done = others.filter((p) => state.deltas.has(p)).length;
+  return others.length > 0 && done > others.length / 2;
+}
+
 /** Most of a round's inner steps taken before its checkpoint is known. */
 const AHEAD_FRACTION = 0.1;
 
@@ -53,9 +83,9 @@ const AHEAD_FRACTION = 0.1;
  * segment bound within {@linkcode AHEAD_FRACTION} of the round, as the
  * checkpoint is moved onto only at bounds.
  */
-function aheadSteps(steps: number): number {
+function aheadSteps(steps: number, innerSteps: number): number {
   const most = Math.floor(steps * AHEAD_FRACTION);
-  return segmentBounds(steps).filter((b) => b <= most).at(-1)!;
+  return segmentBounds(steps, innerSteps).filter((b) => b <= most).at(-1)!;
 }
 
 /** What {@linkcode RoundTraining} works with. */
@@ -67,8 +97,11 @@ export interface RoundTrainingOptions {
   trainer: RoundTrainer;
   /** Where step losses and training time are counted. */
   ledger: Pick<RoundLedger, "steps" | "noteTraining" | "noteEarlyStart">;
-  /** The machine's current state (its round and live peers). */
-  state: () => Pick<RoundState, "round" | "live">;
+  /**
+   * The machine's current state: its round, live peers and the deltas
+   * announced in it.
+   */
+  state: () => Pick<RoundState, "round" | "live" | "deltas">;
   /**
    * The training throughput (tokens per second) `peer` last reported in a
    * heartbeat; 0 when unknown. Sizes this peer's share of a round.
@@ -364,7 +397,13 @@ export class RoundTraining {
       moments: ahead.moments,
       shift: ahead.shift,
       hold: ahead.until &&
-        { beforeStep: aheadSteps(steps), until: ahead.until },
+        { beforeStep: aheadSteps(steps, spec.innerSteps), until: ahead.until },
+      // Shares sized by measured speed, and not trained ahead of the
+      // checkpoint, also end when the others are done: the rest of a
+      // share would only make them wait.
+      enough: full || ahead.until
+        ? undefined
+        : (taken) => othersDone(this.#o.state(), peerId, round, taken, steps),
       onState: (state) => {
         const committed = this.#o.behaviour.state(state, steps);
         const write = this.#o.store(encodeState(committed));

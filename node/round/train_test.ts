@@ -9,7 +9,13 @@ import { decodeDeltaBlob } from "../../protocol/delta_blob.ts";
 import { HONEST } from "./behaviour.ts";
 import { RoundLedger } from "./ledger.ts";
 import { RoundTrainer } from "./inner_loop.ts";
-import { RoundTraining, type TrainedDelta } from "./train.ts";
+import {
+  EARLY_STOP_FROM,
+  othersDone,
+  RoundTraining,
+  type TrainedDelta,
+} from "./train.ts";
+import type { DeltaAnnounce } from "../../protocol/messages.ts";
 import { KEEP_STATE_ROUNDS } from "./state_window.ts";
 import { decodeWorkRecord, segmentBounds } from "../../protocol/work_record.ts";
 import { claimedSteps } from "../../protocol/inner_steps.ts";
@@ -48,7 +54,11 @@ function setup(jobSpec = spec, dutyCycle = 1) {
     dutyCycle,
   });
   const ledger = new RoundLedger(jobSpec, trainer.parameterCount);
-  const state = { round: 0, live: ["peerA"] as readonly string[] };
+  const state = {
+    round: 0,
+    live: ["peerA"] as readonly string[],
+    deltas: new Map<string, DeltaAnnounce>(),
+  };
   const blocks = new Map<string, Uint8Array>();
   const delivered: TrainedDelta[] = [];
   /** Throughputs the other peers' heartbeats reported. */
@@ -273,8 +283,8 @@ Deno.test("RoundTraining: a peer far slower than most takes a share of the steps
   assert.equal(slow.steps, 1);
   assert.equal(slow.tokens, spec.batchSize * spec.contextLength);
   assert.equal(claimedSteps(spec, slow.tokens), 1);
-  const record = decodeWorkRecord(blocks.get(slow.work)!, 1);
-  assert.equal(record.states.length, segmentBounds(1).length);
+  const record = decodeWorkRecord(blocks.get(slow.work)!, 1, H);
+  assert.equal(record.states.length, segmentBounds(1, H).length);
   // One peer as slow as it and one as fast: the upper median is its own
   // speed, so it takes a full share again.
   speeds.set("peerB", 1);
@@ -376,4 +386,60 @@ Deno.test("RoundTraining: a preview that comes once its round has begun starts n
   await new Promise((r) => setTimeout(r, 20));
   assert.equal(stepsIn(1), 0);
   assert.deepEqual(delivered, []);
+});
+
+/** A stand-in for another peer's announcement: only its presence counts. */
+const ANNOUNCED = {} as DeltaAnnounce;
+
+Deno.test("othersDone: a round ends early once more than half the other live members are done, and not before a quarter of the share", () => {
+  const state = (done: string[], round = 3) => ({
+    round,
+    live: ["A", "B", "C", "D"],
+    deltas: new Map(done.map((p) => [p, ANNOUNCED])),
+  });
+  assert.equal(othersDone(state(["B", "C"]), "A", 3, 50, 100), true);
+  // One of three others is a minority: it could be lying.
+  assert.equal(othersDone(state(["B"]), "A", 3, 99, 100), false);
+  // Its own delta does not count.
+  assert.equal(othersDone(state(["A", "B"]), "A", 3, 99, 100), false);
+  assert.equal(othersDone(state(["B", "C", "D"]), "A", 3, 24, 100), false);
+  assert.equal(othersDone(state(["B", "C", "D"]), "A", 3, 25, 100), true);
+  // Deltas of another round say nothing of this one.
+  assert.equal(othersDone(state(["B", "C", "D"], 2), "A", 3, 99, 100), false);
+  // Alone, no one waits for it.
+  assert.equal(
+    othersDone({ round: 3, live: ["A"], deltas: new Map() }, "A", 3, 99, 100),
+    false,
+  );
+});
+
+Deno.test("RoundTraining: a peer stops when the others are done, and its record and tokens say how far it got", async () => {
+  const { training, delivered, blocks, state } = setup();
+  state.live = ["peerA", "peerB"];
+  state.deltas.set("peerB", ANNOUNCED);
+  await training.train(0, "bafkreic0", genesis);
+  const stopped = Math.ceil(H * EARLY_STOP_FROM);
+  assert.equal(delivered[0].steps, stopped);
+  assert.equal(
+    delivered[0].tokens,
+    stopped * spec.batchSize * spec.contextLength,
+  );
+  assert.equal(claimedSteps(spec, delivered[0].tokens), stopped);
+  // Its states are the full round's bounds below where it stopped, then
+  // that step: what an auditor expects of its claim.
+  const record = decodeWorkRecord(blocks.get(delivered[0].work)!, stopped, H);
+  assert.equal(record.states.length, segmentBounds(stopped, H).length);
+  // No one done: the full share.
+  state.deltas.clear();
+  state.round = 1;
+  await training.train(1, "bafkreic1", genesis);
+  assert.equal(delivered[1].steps, H);
+});
+
+Deno.test("RoundTraining: a job of full shares takes H steps even when the others are done", async () => {
+  const { training, delivered, state } = setup({ ...spec, shares: "full" });
+  state.live = ["peerA", "peerB"];
+  state.deltas.set("peerB", ANNOUNCED);
+  await training.train(0, "bafkreic0", genesis);
+  assert.equal(delivered[0].steps, H);
 });

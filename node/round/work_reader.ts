@@ -69,7 +69,11 @@ export class WorkReader {
         decode: (bytes) => {
           if (!held) this.#fetched(bytes.length);
           return committed(() =>
-            decodeWorkRecord(bytes, claimedSteps(this.#shape, msg.tokens))
+            decodeWorkRecord(
+              bytes,
+              claimedSteps(this.#shape, msg.tokens),
+              this.#shape.innerSteps,
+            )
           );
         },
       });
