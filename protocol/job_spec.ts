@@ -118,6 +118,16 @@ export const SHARES = ["throughput", "full"] as const;
 /** A value of {@linkcode JobSpec.shares}. */
 export type Shares = typeof SHARES[number];
 
+/** What an absent {@linkcode JobSpec.shares} means. */
+export const DEFAULT_SHARES: Shares = "throughput";
+
+/**
+ * The delta format of {@linkcode defaultJobSpec}: int4 halves int8's bytes
+ * at no measured cost in held-out loss (BENCHMARKS: quality, tiny and
+ * large models; live rounds).
+ */
+export const DEFAULT_COMPRESSION: Compression = "int4";
+
 /** What {@linkcode defaultJobSpec} lets a caller change; dataset is required. */
 export interface JobSpecOverrides {
   readonly dataset: { readonly cid: string; readonly valFraction?: number };
@@ -191,9 +201,7 @@ export function defaultJobSpec(overrides: JobSpecOverrides): JobSpec {
     },
     outer: { ...DEFAULT_OUTER, ...overrides.outer },
     compression: {
-      // int4 halves int8's bytes at no measured cost in held-out loss
-      // (BENCHMARKS: quality, tiny and large models; live rounds).
-      format: "int4",
+      format: DEFAULT_COMPRESSION,
       blockSize: DEFAULT_BLOCK_SIZE,
       ...overrides.compression,
     },

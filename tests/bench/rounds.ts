@@ -4,8 +4,12 @@
  * anvil, the default corpus) train R rounds of H inner steps; then, in this
  * process and from the same genesis, data-parallel training takes R·H
  * steps on the global batch of all N peers and one peer alone R·N·H steps
- * of one peer's batch (training_runs.ts), so all three train on the same
- * number of tokens.
+ * of one peer's batch (training_runs.ts). The baselines train every step
+ * of every round; DiLoCo peers as many as the job's settings have them
+ * take (`--shares`: with throughput shares, the job spec's default, a slow
+ * peer takes a smaller share and a round ends when most peers are done),
+ * so DiLoCo trains on at most the baselines' tokens, and the tokens each
+ * curve trained on are reported beside it.
  *
  * Reported: the held-out loss of every round's committed checkpoint (read
  * from a peer's store) and of the baselines, measured on the same held-out
@@ -22,7 +26,13 @@ import { decodeRoundCheckpoint } from "../../protocol/round_checkpoint.ts";
 import { parseCid } from "../../protocol/cid.ts";
 import { createWasmBackend } from "../../wasm/modules.ts";
 import { createCpuTrainer, type TrainerInit } from "../../kernels/trainer.ts";
-import type { JobSpec } from "../../protocol/job_spec.ts";
+import {
+  DEFAULT_COMPRESSION,
+  DEFAULT_SHARES,
+  type JobSpec,
+  SHARES,
+  type Shares,
+} from "../../protocol/job_spec.ts";
 import { COMPRESSIONS } from "../../protocol/quantize.ts";
 import { formatBytes } from "../../node/format_bytes.ts";
 import { watchRounds } from "../../node/devnet/rounds.ts";
@@ -93,8 +103,10 @@ export interface RoundsResult {
   overlap: boolean;
   /** How deltas travelled (the spec's compression format). */
   compression: JobSpec["compression"]["format"];
+  /** How peers sized their shares (the spec's `shares`). */
+  shares: Shares;
   parameters: number;
-  /** Tokens trained in all, by the DiLoCo peers and by each baseline. */
+  /** Tokens the DiLoCo peers trained in all; the baselines' are in their curves. */
   tokens: number;
   /** Held-out batches behind every loss below. */
   evalBatches: number;
@@ -136,6 +148,7 @@ export interface RoundsOptions {
   model: BenchModel;
   overlap: boolean;
   compression: JobSpec["compression"]["format"];
+  shares: Shares;
   evalBatches: number;
   /** Duty cycle of the last peer, below 1 to slow it (1: none slowed). */
   slowDuty: number;
@@ -151,15 +164,12 @@ export function peerArgs(o: RoundsOptions, k: number): string[] {
   ];
 }
 
-/**
- * The job: full shares unless a peer is slowed, so that DiLoCo and the
- * baselines train on the same tokens.
- */
+/** The job: throughput shares whenever a peer is slowed. */
 function specFor(o: RoundsOptions): JobSpec {
   return benchSpec({ name: "bench-rounds", ...o }, {
     roundDeadlineMs: 60_000,
     compression: { format: o.compression },
-    shares: o.slowDuty < 1 ? "throughput" : "full",
+    shares: o.slowDuty < 1 ? "throughput" : o.shares,
   });
 }
 
@@ -192,7 +202,15 @@ const bench: Bench<RoundsOptions, RoundsResult> = {
       help:
         "default (2 layers, d_model 128, batch 16x64), tiny (1 layer, d_model 32, batch 8x32) or large (4 layers, d_model 256, batch 16x64)",
     },
-    compression: { default: "int8", help: "int8 | int4 | none" },
+    compression: {
+      default: DEFAULT_COMPRESSION,
+      help: "int8 | int4 | none (default: the job spec's)",
+    },
+    shares: {
+      default: DEFAULT_SHARES,
+      help:
+        "throughput | full (default: the job spec's); full has every peer train every step, the baselines' tokens",
+    },
     "eval-batches": { default: "32", help: "held-out batches, 1-1000" },
     "slow-duty": {
       default: "1",
@@ -212,6 +230,7 @@ const bench: Bench<RoundsOptions, RoundsResult> = {
       model: choiceFlag(flags, "model", BENCH_MODELS),
       overlap: booleanFlag(flags, "overlap"),
       compression: choiceFlag(flags, "compression", COMPRESSIONS),
+      shares: choiceFlag(flags, "shares", SHARES),
       evalBatches: numberFlag(flags, "eval-batches", {
         min: 1,
         max: 1000,
@@ -233,9 +252,11 @@ const bench: Bench<RoundsOptions, RoundsResult> = {
   table(r) {
     const curve = (c: Curve) => c.valLoss.map((l) => l.toFixed(3)).join(" ");
     return [
-      `${r.peers} DiLoCo peers x ${r.rounds} rounds x ${r.innerSteps} steps (${r.model} model, ${r.parameters} params, ${r.tokens} tokens, ${r.compression}, overlap ${
+      `${r.peers} DiLoCo peers x ${r.rounds} rounds x ${r.innerSteps} steps (${r.model} model, ${r.parameters} params, ${r.tokens} tokens, ${r.compression}, ${r.shares} shares, overlap ${
         r.overlap ? "on" : "off"
-      }) against data-parallel training and one peer alone on the same tokens`,
+      }) against data-parallel training and one peer alone on ${
+        r.ddp.tokens.at(-1)
+      } tokens`,
       `held-out loss per round (${r.evalBatches} batches):`,
       `  diloco ${curve(r.diloco)} (${r.diloco.seconds.toFixed(1)} s)`,
       `  ddp    ${curve(r.ddp)} (${r.ddp.seconds.toFixed(1)} s)`,
@@ -354,6 +375,7 @@ export async function measureRounds(
         model: o.model,
         overlap: o.overlap,
         compression: spec.compression.format,
+        shares: spec.shares ?? DEFAULT_SHARES,
         parameters: checkpoints[0].length,
         tokens: diloco.tokens[diloco.tokens.length - 1],
         evalBatches: o.evalBatches,
