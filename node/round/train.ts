@@ -28,7 +28,12 @@
  */
 import { assignChunks } from "../../protocol/assignment.ts";
 import type { JobSpec } from "../../protocol/job_spec.ts";
-import { chunkWeights, throughputSteps } from "../../protocol/inner_steps.ts";
+import {
+  chunkWeights,
+  claimedSteps,
+  type StepShape,
+  throughputSteps,
+} from "../../protocol/inner_steps.ts";
 import type { AdamWMoments } from "../../kernels/trainer.ts";
 import { untilOrAborted } from "./abortable.ts";
 import { StateWindow } from "./state_window.ts";
@@ -56,22 +61,30 @@ export const EARLY_STOP_FROM = 0.25;
 
 /**
  * Whether a peer that has taken `taken` of its `share` steps of `round`
- * should stop there: more than half of the other live members have
- * announced their deltas for the round, so the round waits for this peer
- * alone, and it has trained {@linkcode EARLY_STOP_FROM} of its share.
- * Its delta then goes in with the steps it took, weighted and credited by
- * them like any smaller share.
+ * (in a job of `shape`) should stop there: more than half of the other
+ * live members have announced deltas of at least `share` steps for the
+ * round, so the round waits for this peer alone, and it has trained
+ * {@linkcode EARLY_STOP_FROM} of its share. Its delta then goes in with
+ * the steps it took, weighted and credited by them like any smaller share.
+ *
+ * At least `share` steps: a peer whose own share was sized smaller (its
+ * measured speed said it was slower) finishing first says this peer's
+ * share was right and its own too small, not that this one is late.
  */
 export function othersDone(
   state: Pick<RoundState, "round" | "live" | "deltas">,
   self: string,
+  shape: StepShape,
   round: number,
   taken: number,
   share: number,
 ): boolean {
   if (state.round !== round || taken < share * EARLY_STOP_FROM) return false;
   const others = state.live.filter((p) => p !== self);
-  const done = others.filter((p) => state.deltas.has(p)).length;
+  const done = others.filter((p) => {
+    const d = state.deltas.get(p);
+    return d !== undefined && claimedSteps(shape, d.tokens) >= share;
+  }).length;
   return others.length > 0 && done > others.length / 2;
 }
 
@@ -403,7 +416,8 @@ export class RoundTraining {
       // share would only make them wait.
       enough: full || ahead.until
         ? undefined
-        : (taken) => othersDone(this.#o.state(), peerId, round, taken, steps),
+        : (taken) =>
+          othersDone(this.#o.state(), peerId, spec, round, taken, steps),
       onState: (state) => {
         const committed = this.#o.behaviour.state(state, steps);
         const write = this.#o.store(encodeState(committed));

@@ -388,27 +388,45 @@ Deno.test("RoundTraining: a preview that comes once its round has begun starts n
   assert.deepEqual(delivered, []);
 });
 
-/** A stand-in for another peer's announcement: only its presence counts. */
-const ANNOUNCED = {} as DeltaAnnounce;
+/** Another peer's announcement of `steps` steps: only its tokens count. */
+const announced = (
+  steps: number,
+  shape: Pick<JobSpec, "batchSize" | "contextLength"> = spec,
+) =>
+  ({ tokens: steps * shape.batchSize * shape.contextLength }) as DeltaAnnounce;
 
-Deno.test("othersDone: a round ends early once more than half the other live members are done, and not before a quarter of the share", () => {
-  const state = (done: string[], round = 3) => ({
+Deno.test("othersDone: a round ends early once more than half the other live members did this peer's share, and not before a quarter of it", () => {
+  const shape = { innerSteps: 100, batchSize: 1, contextLength: 1 };
+  const state = (done: [string, number][], round = 3) => ({
     round,
     live: ["A", "B", "C", "D"],
-    deltas: new Map(done.map((p) => [p, ANNOUNCED])),
+    deltas: new Map(done.map(([p, steps]) => [p, announced(steps, shape)])),
   });
-  assert.equal(othersDone(state(["B", "C"]), "A", 3, 50, 100), true);
+  const stop = (s: ReturnType<typeof state>, taken: number, share = 100) =>
+    othersDone(s, "A", shape, 3, taken, share);
+  assert.equal(stop(state([["B", 100], ["C", 100]]), 50), true);
   // One of three others is a minority: it could be lying.
-  assert.equal(othersDone(state(["B"]), "A", 3, 99, 100), false);
+  assert.equal(stop(state([["B", 100]]), 99), false);
   // Its own delta does not count.
-  assert.equal(othersDone(state(["A", "B"]), "A", 3, 99, 100), false);
-  assert.equal(othersDone(state(["B", "C", "D"]), "A", 3, 24, 100), false);
-  assert.equal(othersDone(state(["B", "C", "D"]), "A", 3, 25, 100), true);
+  assert.equal(stop(state([["A", 100], ["B", 100]]), 99), false);
+  assert.equal(stop(state([["B", 100], ["C", 100], ["D", 100]]), 24), false);
+  assert.equal(stop(state([["B", 100], ["C", 100], ["D", 100]]), 25), true);
+  // Peers given smaller shares finishing first do not make it late...
+  assert.equal(stop(state([["B", 60], ["C", 80]]), 90), false);
+  // ...unless they did as much as it was given.
+  assert.equal(stop(state([["B", 60], ["C", 80]]), 50, 60), true);
   // Deltas of another round say nothing of this one.
-  assert.equal(othersDone(state(["B", "C", "D"], 2), "A", 3, 99, 100), false);
+  assert.equal(stop(state([["B", 100], ["C", 100]], 2), 99), false);
   // Alone, no one waits for it.
   assert.equal(
-    othersDone({ round: 3, live: ["A"], deltas: new Map() }, "A", 3, 99, 100),
+    othersDone(
+      { round: 3, live: ["A"], deltas: new Map() },
+      "A",
+      shape,
+      3,
+      99,
+      100,
+    ),
     false,
   );
 });
@@ -416,7 +434,7 @@ Deno.test("othersDone: a round ends early once more than half the other live mem
 Deno.test("RoundTraining: a peer stops when the others are done, and its record and tokens say how far it got", async () => {
   const { training, delivered, blocks, state } = setup();
   state.live = ["peerA", "peerB"];
-  state.deltas.set("peerB", ANNOUNCED);
+  state.deltas.set("peerB", announced(H));
   await training.train(0, "bafkreic0", genesis);
   const stopped = Math.ceil(H * EARLY_STOP_FROM);
   assert.equal(delivered[0].steps, stopped);
@@ -439,7 +457,7 @@ Deno.test("RoundTraining: a peer stops when the others are done, and its record 
 Deno.test("RoundTraining: a job of full shares takes H steps even when the others are done", async () => {
   const { training, delivered, state } = setup({ ...spec, shares: "full" });
   state.live = ["peerA", "peerB"];
-  state.deltas.set("peerB", ANNOUNCED);
+  state.deltas.set("peerB", announced(H));
   await training.train(0, "bafkreic0", genesis);
   assert.equal(delivered[0].steps, H);
 });
