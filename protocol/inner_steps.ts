@@ -16,6 +16,7 @@
  */
 import { CHUNK_WEIGHT_LEVELS } from "./assignment.ts";
 import type { JobSpec } from "./job_spec.ts";
+import type { RoundState } from "./round_state.ts";
 import { segmentCount } from "./work_record.ts";
 
 /** The spec fields that fix what one inner step trains on. */
@@ -129,6 +130,54 @@ export function chunkWeights(
   return weights;
 }
 
+/** A peer's share of a round, as {@linkcode roundShare} sizes it. */
+export interface RoundShare {
+  /** The live peers the round's chunks are assigned among, itself too. */
+  peers: string[];
+  /** The inner steps it takes. */
+  steps: number;
+  /** The chunk weights of the peers below a full share (assignment.ts). */
+  weights: Record<string, number>;
+}
+
+/**
+ * The share of a round that peer `self` takes beside the `live` members,
+ * `speedOf` giving each one's measured throughput (its own included; 0
+ * when unknown): H and no weights in a job of full shares, else
+ * {@linkcode throughputSteps} and {@linkcode chunkWeights}.
+ *
+ * @example
+ * ```ts
+ * import assert from "node:assert/strict";
+ * import { roundShare } from "./inner_steps.ts";
+ * const speed: Record<string, number> = { a: 250, b: 1000, c: 1000 };
+ * const share = roundShare({ innerSteps: 100 }, "a", ["b", "c"], (p) => speed[p]);
+ * assert(share.steps === 25 && share.weights.a === 1);
+ * ```
+ */
+export function roundShare(
+  spec: Pick<JobSpec, "innerSteps" | "shares">,
+  self: string,
+  live: readonly string[],
+  speedOf: (peer: string) => number,
+): RoundShare {
+  const peers = [...new Set([...live, self])];
+  if (spec.shares === "full") {
+    return { peers, steps: spec.innerSteps, weights: {} };
+  }
+  const speeds = Object.fromEntries(peers.map((p) => [p, speedOf(p)]));
+  return {
+    peers,
+    steps: throughputSteps(
+      spec.innerSteps,
+      speeds[self],
+      peers.filter((p) => p !== self).map((p) => speeds[p]),
+    ),
+    // Each peer's part of the data follows its part of the work.
+    weights: chunkWeights(spec.innerSteps, speeds),
+  };
+}
+
 /**
  * The fraction of a full round an announcement claiming `tokens` stands
  * for: {@linkcode claimedSteps} over H, in (0, 1].
@@ -161,4 +210,43 @@ export function claimedSegment(
 ): number {
   const own = segmentCount(claimedSteps(shape, tokens), shape.innerSteps);
   return Math.floor((drawn * own) / segmentCount(shape.innerSteps));
+}
+
+/**
+ * Least fraction of its share a peer trains before it may stop because
+ * the others are done (see {@linkcode othersDone}): a minority announcing
+ * deltas early cannot stop honest peers on its own; this bounds what it
+ * can take together with honest peers already done, or what a lying
+ * majority can, and keeps a peer's share from falling to a speck when it
+ * merely started late.
+ */
+export const EARLY_STOP_FROM = 0.25;
+
+/**
+ * Whether a peer that has taken `taken` of its `share` steps of `round`
+ * (in a job of `shape`) should stop there: more than half of the other
+ * live members have announced deltas of at least `share` steps for the
+ * round, so the round waits for this peer alone, and it has trained
+ * {@linkcode EARLY_STOP_FROM} of its share. Its delta then goes in with
+ * the steps it took, weighted and credited by them like any smaller share.
+ *
+ * At least `share` steps: a peer whose own share was sized smaller (its
+ * measured speed said it was slower) finishing first says this peer's
+ * share was right and its own too small, not that this one is late.
+ */
+export function othersDone(
+  state: Pick<RoundState, "round" | "live" | "deltas">,
+  self: string,
+  shape: StepShape,
+  round: number,
+  taken: number,
+  share: number,
+): boolean {
+  if (state.round !== round || taken < share * EARLY_STOP_FROM) return false;
+  const others = state.live.filter((p) => p !== self);
+  const done = others.filter((p) => {
+    const d = state.deltas.get(p);
+    return d !== undefined && claimedSteps(shape, d.tokens) >= share;
+  }).length;
+  return others.length > 0 && done > others.length / 2;
 }

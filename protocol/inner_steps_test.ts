@@ -4,8 +4,11 @@ import {
   claimedSegment,
   claimedSteps,
   FULL_SHARE_FROM,
+  othersDone,
+  roundShare,
   throughputSteps,
 } from "./inner_steps.ts";
+import type { DeltaAnnounce } from "./messages.ts";
 import { segmentCount } from "./work_record.ts";
 
 const SHAPE = { innerSteps: 100, batchSize: 8, contextLength: 32 };
@@ -80,4 +83,55 @@ Deno.test("chunkWeights lists the peers below a full share by their quarter step
   assert.deepEqual(chunkWeights(100, { a: 0, b: 1000, c: 1000 }), {});
   assert.deepEqual(chunkWeights(100, { a: 300, b: 300 }), {});
   assert.deepEqual(chunkWeights(100, {}), {});
+});
+
+Deno.test("othersDone: a round ends early once more than half the other live members did this peer's share, and not before a quarter of it", () => {
+  const shape = { innerSteps: 100, batchSize: 1, contextLength: 1 };
+  const state = (done: [string, number][], round = 3) => ({
+    round,
+    live: ["A", "B", "C", "D"],
+    deltas: new Map(
+      done.map(([p, steps]) => [p, ({ tokens: steps }) as DeltaAnnounce]),
+    ),
+  });
+  const stop = (s: ReturnType<typeof state>, taken: number, share = 100) =>
+    othersDone(s, "A", shape, 3, taken, share);
+  assert.equal(stop(state([["B", 100], ["C", 100]]), 50), true);
+  // One of three others is a minority: it could be lying.
+  assert.equal(stop(state([["B", 100]]), 99), false);
+  // Its own delta does not count.
+  assert.equal(stop(state([["A", 100], ["B", 100]]), 99), false);
+  assert.equal(stop(state([["B", 100], ["C", 100], ["D", 100]]), 24), false);
+  assert.equal(stop(state([["B", 100], ["C", 100], ["D", 100]]), 25), true);
+  // Peers given smaller shares finishing first do not make it late...
+  assert.equal(stop(state([["B", 60], ["C", 80]]), 90), false);
+  // ...unless they did as much as it was given.
+  assert.equal(stop(state([["B", 60], ["C", 80]]), 50, 60), true);
+  // Deltas of another round say nothing of this one.
+  assert.equal(stop(state([["B", 100], ["C", 100]], 2), 99), false);
+  // Alone, no one waits for it.
+  assert.equal(
+    othersDone(
+      { round: 3, live: ["A"], deltas: new Map() },
+      "A",
+      shape,
+      3,
+      99,
+      100,
+    ),
+    false,
+  );
+});
+
+Deno.test("roundShare: H and no weights for full shares, else the throughput share and weights", () => {
+  const speed: Record<string, number> = { a: 250, b: 1000, c: 1000 };
+  const of = (p: string) => speed[p] ?? 0;
+  const full = roundShare({ innerSteps: 100, shares: "full" }, "a", ["b"], of);
+  assert.deepEqual(full, { peers: ["b", "a"], steps: 100, weights: {} });
+  const slow = roundShare({ innerSteps: 100 }, "a", ["a", "b", "c"], of);
+  assert.deepEqual(slow.peers, ["a", "b", "c"]);
+  assert.equal(slow.steps, 25);
+  assert.deepEqual(slow.weights, { a: 1 });
+  // Nothing known of its own speed: a full share.
+  assert.equal(roundShare({ innerSteps: 100 }, "z", ["b"], of).steps, 100);
 });

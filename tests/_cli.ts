@@ -13,26 +13,51 @@ export function cleanEnv(): Record<string, string> {
   return { ...env, NO_COLOR: "1" };
 }
 
+/** How a script run by {@linkcode runScript} ended. */
+export interface ScriptRun {
+  code: number;
+  stdout: string;
+  stderr: string;
+}
+
+/**
+ * Runs `deno run -A script args...` to completion, stdin closed; returns
+ * its exit code and outputs. `env` replaces the environment when given;
+ * `timeoutMs` kills it.
+ */
+export async function runScript(
+  script: string | URL,
+  args: string[],
+  o: { cwd?: string; env?: Record<string, string>; timeoutMs?: number } = {},
+): Promise<ScriptRun> {
+  const out = await new Deno.Command(Deno.execPath(), {
+    args: ["run", "-A", String(script), ...args],
+    cwd: o.cwd,
+    ...(o.env ? { env: o.env, clearEnv: true } : {}),
+    stdin: "null",
+    stdout: "piped",
+    stderr: "piped",
+    signal: o.timeoutMs === undefined
+      ? undefined
+      : AbortSignal.timeout(o.timeoutMs),
+  }).output();
+  const text = (b: Uint8Array) => new TextDecoder().decode(b);
+  return { code: out.code, stdout: text(out.stdout), stderr: text(out.stderr) };
+}
+
 /**
  * Runs `zoo-node args...` to completion (killed after 60 s, so a `--join`
  * that got past its checks cannot hang a test); returns its exit code and
  * outputs.
  */
-export async function zooNode(
+export function zooNode(
   args: string[],
   env: Record<string, string> = {},
-): Promise<{ code: number; stdout: string; stderr: string }> {
-  const out = await new Deno.Command(Deno.execPath(), {
-    args: ["run", "-A", MAIN, ...args],
+): Promise<ScriptRun> {
+  return runScript(MAIN, args, {
     env: { ...cleanEnv(), ...env },
-    clearEnv: true,
-    stdin: "null",
-    stdout: "piped",
-    stderr: "piped",
-    signal: AbortSignal.timeout(60_000),
-  }).output();
-  const text = (b: Uint8Array) => new TextDecoder().decode(b);
-  return { code: out.code, stdout: text(out.stdout), stderr: text(out.stderr) };
+    timeoutMs: 60_000,
+  });
 }
 
 /**

@@ -17,7 +17,7 @@ import {
   trainingOf,
   withJobCluster,
 } from "./_job_cluster.ts";
-import { EARLY_STOP_FROM } from "../node/round/train.ts";
+import { EARLY_STOP_FROM } from "../protocol/inner_steps.ts";
 
 Deno.test({
   name:

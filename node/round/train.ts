@@ -28,12 +28,7 @@
  */
 import { assignChunks } from "../../protocol/assignment.ts";
 import type { JobSpec } from "../../protocol/job_spec.ts";
-import {
-  chunkWeights,
-  claimedSteps,
-  type StepShape,
-  throughputSteps,
-} from "../../protocol/inner_steps.ts";
+import { othersDone, roundShare } from "../../protocol/inner_steps.ts";
 import type { AdamWMoments } from "../../kernels/trainer.ts";
 import { untilOrAborted } from "./abortable.ts";
 import { StateWindow } from "./state_window.ts";
@@ -49,44 +44,6 @@ import type { RoundTrainer } from "./inner_loop.ts";
 import type { TrainRoundParams } from "./round_io.ts";
 
 export type { TrainedDelta };
-
-/**
- * Least fraction of its share a peer trains before it may stop because
- * the others are done (see `othersDone`): a minority announcing deltas
- * early cannot stop honest peers anyway, and this bounds what a majority
- * that lies can take from a round, and keeps a peer's share from falling
- * to a speck when it merely started late.
- */
-export const EARLY_STOP_FROM = 0.25;
-
-/**
- * Whether a peer that has taken `taken` of its `share` steps of `round`
- * (in a job of `shape`) should stop there: more than half of the other
- * live members have announced deltas of at least `share` steps for the
- * round, so the round waits for this peer alone, and it has trained
- * {@linkcode EARLY_STOP_FROM} of its share. Its delta then goes in with
- * the steps it took, weighted and credited by them like any smaller share.
- *
- * At least `share` steps: a peer whose own share was sized smaller (its
- * measured speed said it was slower) finishing first says this peer's
- * share was right and its own too small, not that this one is late.
- */
-export function othersDone(
-  state: Pick<RoundState, "round" | "live" | "deltas">,
-  self: string,
-  shape: StepShape,
-  round: number,
-  taken: number,
-  share: number,
-): boolean {
-  if (state.round !== round || taken < share * EARLY_STOP_FROM) return false;
-  const others = state.live.filter((p) => p !== self);
-  const done = others.filter((p) => {
-    const d = state.deltas.get(p);
-    return d !== undefined && claimedSteps(shape, d.tokens) >= share;
-  }).length;
-  return others.length > 0 && done > others.length / 2;
-}
 
 /** Most of a round's inner steps taken before its checkpoint is known. */
 const AHEAD_FRACTION = 0.1;
@@ -373,19 +330,12 @@ export class RoundTraining {
     } = {},
   ): Promise<Trained> {
     const { trainer, spec, ledger, progress, peerId } = this.#o;
-    const peers = [...new Set([...this.#o.state().live, peerId])];
-    const speeds = Object.fromEntries(peers.map((p) => [
-      p,
-      p === peerId ? this.#speed.tokensPerSecond : this.#o.throughput(p),
-    ]));
-    const full = spec.shares === "full";
-    const steps = full ? spec.innerSteps : throughputSteps(
-      spec.innerSteps,
-      speeds[peerId],
-      peers.filter((p) => p !== peerId).map((p) => speeds[p]),
+    const { peers, steps, weights } = roundShare(
+      spec,
+      peerId,
+      this.#o.state().live,
+      (p) => p === peerId ? this.#speed.tokensPerSecond : this.#o.throughput(p),
     );
-    // Each peer's part of the data follows its part of the work.
-    const weights = full ? {} : chunkWeights(spec.innerSteps, speeds);
     const assigned = this.#o.behaviour.chunks(
       assignChunks({
         job: this.#o.jobId,
@@ -414,7 +364,7 @@ export class RoundTraining {
       // Shares sized by measured speed, and not trained ahead of the
       // checkpoint, also end when the others are done: the rest of a
       // share would only make them wait.
-      enough: full || ahead.until
+      enough: spec.shares === "full" || ahead.until
         ? undefined
         : (taken) =>
           othersDone(this.#o.state(), peerId, spec, round, taken, steps),

@@ -9,16 +9,11 @@ import { decodeDeltaBlob } from "../../protocol/delta_blob.ts";
 import { HONEST } from "./behaviour.ts";
 import { RoundLedger } from "./ledger.ts";
 import { RoundTrainer } from "./inner_loop.ts";
-import {
-  EARLY_STOP_FROM,
-  othersDone,
-  RoundTraining,
-  type TrainedDelta,
-} from "./train.ts";
+import { RoundTraining, type TrainedDelta } from "./train.ts";
 import type { DeltaAnnounce } from "../../protocol/messages.ts";
 import { KEEP_STATE_ROUNDS } from "./state_window.ts";
 import { decodeWorkRecord, segmentBounds } from "../../protocol/work_record.ts";
-import { claimedSteps } from "../../protocol/inner_steps.ts";
+import { claimedSteps, EARLY_STOP_FROM } from "../../protocol/inner_steps.ts";
 
 const H = 20;
 const bytes = new TextEncoder().encode(
@@ -394,42 +389,6 @@ const announced = (
   shape: Pick<JobSpec, "batchSize" | "contextLength"> = spec,
 ) =>
   ({ tokens: steps * shape.batchSize * shape.contextLength }) as DeltaAnnounce;
-
-Deno.test("othersDone: a round ends early once more than half the other live members did this peer's share, and not before a quarter of it", () => {
-  const shape = { innerSteps: 100, batchSize: 1, contextLength: 1 };
-  const state = (done: [string, number][], round = 3) => ({
-    round,
-    live: ["A", "B", "C", "D"],
-    deltas: new Map(done.map(([p, steps]) => [p, announced(steps, shape)])),
-  });
-  const stop = (s: ReturnType<typeof state>, taken: number, share = 100) =>
-    othersDone(s, "A", shape, 3, taken, share);
-  assert.equal(stop(state([["B", 100], ["C", 100]]), 50), true);
-  // One of three others is a minority: it could be lying.
-  assert.equal(stop(state([["B", 100]]), 99), false);
-  // Its own delta does not count.
-  assert.equal(stop(state([["A", 100], ["B", 100]]), 99), false);
-  assert.equal(stop(state([["B", 100], ["C", 100], ["D", 100]]), 24), false);
-  assert.equal(stop(state([["B", 100], ["C", 100], ["D", 100]]), 25), true);
-  // Peers given smaller shares finishing first do not make it late...
-  assert.equal(stop(state([["B", 60], ["C", 80]]), 90), false);
-  // ...unless they did as much as it was given.
-  assert.equal(stop(state([["B", 60], ["C", 80]]), 50, 60), true);
-  // Deltas of another round say nothing of this one.
-  assert.equal(stop(state([["B", 100], ["C", 100]], 2), 99), false);
-  // Alone, no one waits for it.
-  assert.equal(
-    othersDone(
-      { round: 3, live: ["A"], deltas: new Map() },
-      "A",
-      shape,
-      3,
-      99,
-      100,
-    ),
-    false,
-  );
-});
 
 Deno.test("RoundTraining: a peer stops when the others are done, and its record and tokens say how far it got", async () => {
   const { training, delivered, blocks, state } = setup();

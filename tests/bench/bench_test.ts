@@ -3,6 +3,7 @@ import { fileURLToPath } from "node:url";
 import { gpuTest } from "../../kernels/webgpu/_test_gpu.ts";
 import { wanLabMissing } from "../wan/lab.ts";
 import { KILL_STAGES } from "./chaos.ts";
+import { runScript } from "../_cli.ts";
 
 const MAIN = fileURLToPath(new URL("./main.ts", import.meta.url));
 const ROOT = fileURLToPath(new URL("../../", import.meta.url));
@@ -12,20 +13,11 @@ async function bench(...args: string[]) {
 }
 
 /** Runs the bench CLI, killed after `ms` milliseconds. */
-async function benchWithin(ms: number, ...args: string[]) {
-  const out = await new Deno.Command(Deno.execPath(), {
-    args: ["run", "-A", MAIN, ...args],
+function benchWithin(ms: number, ...args: string[]) {
+  return runScript(MAIN, args, {
     cwd: ROOT,
-    stdout: "piped",
-    stderr: "piped",
-    signal: Number.isFinite(ms) ? AbortSignal.timeout(ms) : undefined,
-  }).output();
-  const decode = (b: Uint8Array) => new TextDecoder().decode(b);
-  return {
-    code: out.code,
-    stdout: decode(out.stdout),
-    stderr: decode(out.stderr),
-  };
+    timeoutMs: Number.isFinite(ms) ? ms : undefined,
+  });
 }
 
 function assertPositive(value: unknown, what: string) {
@@ -61,6 +53,8 @@ Deno.test("bench exits 2 with one stderr line on a bad command line", async () =
       ["blob", "--size", "x"],
       ["quality", "--backend", "cuda"],
       ["quality", "--diloco", "false", "--ddp", "false", "--alone", "false"],
+      ["rounds", "--shares", "some"],
+      ["rounds", "--compression", "int3"],
     ]
   ) {
     const { code, stdout, stderr } = await bench(...args);

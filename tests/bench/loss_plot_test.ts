@@ -1,5 +1,6 @@
 import assert from "node:assert/strict";
 import { lossPlotSvg, qualitySeries } from "./loss_plot.ts";
+import { runScript } from "../_cli.ts";
 
 Deno.test("lossPlotSvg draws one line and one legend entry per series, escaped", () => {
   const svg = lossPlotSvg("a <b>", [
@@ -41,19 +42,10 @@ Deno.test("loss_plot.ts: a bad file is one line on stderr and exit 1; no argumen
   try {
     await Deno.writeTextFile(`${dir}/bad.json`, "{not json");
     const run = (...args: string[]) =>
-      new Deno.Command(Deno.execPath(), {
-        args: [
-          "run",
-          "-A",
-          new URL("./loss_plot.ts", import.meta.url).pathname,
-          ...args,
-        ],
-        stdout: "piped",
-        stderr: "piped",
-      }).output();
+      runScript(new URL("./loss_plot.ts", import.meta.url), args);
     const bad = await run("--out", `${dir}/p.svg`, `a=${dir}/bad.json`);
     assert.equal(bad.code, 1);
-    const err = new TextDecoder().decode(bad.stderr).trim();
+    const err = bad.stderr.trim();
     assert.match(err, /^loss_plot: cannot read .*bad\.json/);
     assert.equal(err.split("\n").length, 1);
     assert.equal((await run()).code, 2);

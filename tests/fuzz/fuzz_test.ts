@@ -9,6 +9,7 @@ import { feed, fuzzInput, fuzzTarget } from "./run.ts";
 import type { FuzzTarget } from "./target.ts";
 import { TARGETS } from "./targets.ts";
 import { Rng } from "../../kernels/data/rng.ts";
+import { runScript } from "../_cli.ts";
 
 const RUNS = 5_000;
 
@@ -70,16 +71,7 @@ Deno.test("fuzz harness: a planted out-of-bounds read is found and replays from 
 
 Deno.test("deno task fuzz: a short run reports JSON and exits 0; an unknown target exits 2", async () => {
   const run = (...args: string[]) =>
-    new Deno.Command(Deno.execPath(), {
-      args: [
-        "run",
-        "-A",
-        new URL("./main.ts", import.meta.url).pathname,
-        ...args,
-      ],
-      stdout: "piped",
-      stderr: "piped",
-    }).output();
+    runScript(new URL("./main.ts", import.meta.url), args);
   const ok = await run(
     "--runs",
     "300",
@@ -87,8 +79,8 @@ Deno.test("deno task fuzz: a short run reports JSON and exits 0; an unknown targ
     "quantized,gossip",
     "--json",
   );
-  assert.equal(ok.code, 0, new TextDecoder().decode(ok.stderr));
-  const out = JSON.parse(new TextDecoder().decode(ok.stdout));
+  assert.equal(ok.code, 0, ok.stderr);
+  const out = JSON.parse(ok.stdout);
   assert.deepEqual(
     out.targets.map((
       t: { target: string; inputs: number; hangs: number },
@@ -97,5 +89,5 @@ Deno.test("deno task fuzz: a short run reports JSON and exits 0; an unknown targ
   );
   const bad = await run("--target", "nope");
   assert.equal(bad.code, 2);
-  assert.match(new TextDecoder().decode(bad.stderr), /no target named nope/);
+  assert.match(bad.stderr, /no target named nope/);
 });
