@@ -52,6 +52,7 @@ Deno.test("bench exits 2 with one stderr line on a bad command line", async () =
       ["blob", "--nosuch", "1"],
       ["blob", "--size", "x"],
       ["quality", "--backend", "cuda"],
+      ["quality", "--grad-clip", "0"],
       ["quality", "--diloco", "false", "--ddp", "false", "--alone", "false"],
       ["rounds", "--shares", "some"],
       ["rounds", "--compression", "int3"],
@@ -353,9 +354,17 @@ Deno.test("bench quality --json trains DiLoCo, data-parallel and alone on equal 
     "int4",
     "--eval-batches",
     "4",
+    "--max-lr",
+    "5e-3",
+    "--grad-clip",
+    "0.5",
   );
   assert.equal(code, 0, stderr);
   const { quality } = JSON.parse(stdout);
+  // The floor keeps the tiny spec's ratio to the peak (1e-3 to 1e-2).
+  assert.equal(quality.settings.maxLr, 5e-3);
+  assert.ok(Math.abs(quality.settings.minLr - 5e-4) < 1e-12);
+  assert.equal(quality.settings.gradClip, 0.5);
   const perRound = 3 * 10 * 8 * 32;
   for (const run of ["diloco", "ddp", "alone"]) {
     assert.deepEqual(quality[run].tokens, [perRound, 2 * perRound], run);

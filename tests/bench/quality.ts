@@ -53,6 +53,7 @@ interface Options {
   nesterov: boolean;
   /** null: the spec's default. */
   warmup: number | null;
+  gradClip: number | null;
   maxLr: number | null;
   compression: JobSpec["compression"]["format"];
   /** Trim fraction of the trimmed mean; 0 is the plain mean. */
@@ -78,7 +79,9 @@ export interface QualityResult {
   settings: {
     outer: JobSpec["outer"];
     warmupSteps: number;
+    gradClip: number;
     maxLr: number;
+    minLr: number;
     compression: JobSpec["compression"]["format"];
     trimFraction: number;
   };
@@ -109,7 +112,13 @@ function specFor(o: Options): JobSpec {
     inner: {
       ...base.inner,
       ...(o.warmup === null ? {} : { warmupSteps: o.warmup }),
-      ...(o.maxLr === null ? {} : { maxLr: o.maxLr }),
+      ...(o.gradClip === null ? {} : { gradClip: o.gradClip }),
+      // The cosine's floor keeps its ratio to the peak (a tenth in every
+      // bench spec): a fixed floor would anneal low peaks less, or not at all.
+      ...(o.maxLr === null ? {} : {
+        maxLr: o.maxLr,
+        minLr: o.maxLr * base.inner.minLr / base.inner.maxLr,
+      }),
       totalSteps: o.rounds * o.innerSteps,
     },
     compression: { format: o.compression },
@@ -140,7 +149,14 @@ const bench: Bench<Options, QualityResult> = {
     },
     nesterov: { default: String(DEFAULT_OUTER.nesterov), help: "true|false" },
     warmup: { default: "spec", help: "inner warmup steps (spec: default)" },
-    "max-lr": { default: "spec", help: "inner peak lr (spec: default)" },
+    "grad-clip": {
+      default: "spec",
+      help: "inner gradient-norm clip (spec: default; 1e9: none)",
+    },
+    "max-lr": {
+      default: "spec",
+      help: "inner peak lr (spec: default); the floor keeps its ratio to it",
+    },
     compression: { default: "int8", help: COMPRESSIONS.join(" | ") },
     trim: {
       default: "0.2",
@@ -183,6 +199,7 @@ const bench: Bench<Options, QualityResult> = {
         max: 1e6,
         integer: true,
       }),
+      gradClip: optionalNumber(flags, "grad-clip", { min: 1e-6, max: 1e9 }),
       maxLr: optionalNumber(flags, "max-lr", { min: 1e-6, max: 1 }),
       compression: choiceFlag(flags, "compression", COMPRESSIONS),
       trim: numberFlag(flags, "trim", { min: 0, max: 0.49 }),
@@ -243,7 +260,9 @@ const bench: Bench<Options, QualityResult> = {
         settings: {
           outer: spec.outer,
           warmupSteps: spec.inner.warmupSteps,
+          gradClip: spec.inner.gradClip,
           maxLr: spec.inner.maxLr,
+          minLr: spec.inner.minLr,
           compression: spec.compression.format,
           trimFraction: spec.aggregation.trimFraction,
         },
@@ -270,7 +289,7 @@ const bench: Bench<Options, QualityResult> = {
       `${r.peers} DiLoCo peers (in process) x ${r.rounds} rounds x ${r.innerSteps} steps, ${r.model} model (${r.parameters} params), ${r.tokens} tokens each, on ${r.compute}`,
       `outer lr ${s.outer.lr} momentum ${s.outer.momentum}${
         s.outer.nesterov ? " nesterov" : ""
-      }; inner peak lr ${s.maxLr}, warmup ${s.warmupSteps}; ${s.compression}; trim ${s.trimFraction}`,
+      }; inner lr ${s.maxLr} to ${s.minLr}, warmup ${s.warmupSteps}, clip ${s.gradClip}; ${s.compression}; trim ${s.trimFraction}`,
       `held-out loss per round:`,
       ...(r.diloco ? [`  diloco ${curve(r.diloco)}`] : []),
       ...(r.ddp ? [`  ddp    ${curve(r.ddp)}`] : []),
