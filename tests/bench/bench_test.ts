@@ -350,8 +350,6 @@ Deno.test("bench quality --json trains DiLoCo, data-parallel and alone on equal 
     "2",
     "--inner-steps",
     "10",
-    "--compression",
-    "int4",
     "--eval-batches",
     "4",
     "--max-lr",
@@ -377,6 +375,7 @@ Deno.test("bench quality --json trains DiLoCo, data-parallel and alone on equal 
     quality.lossRatioVsDdp,
     quality.diloco.valLoss[1] / quality.ddp.valLoss[1],
   );
+  // The job spec's compression when none is given.
   assert.equal(quality.settings.compression, "int4");
   // 21,984 params at 4 bits and one fp32 scale per 256 of them: 0.5156
   // bytes a parameter, against 10 steps of a ring all-reduce of 3 peers.

@@ -15,7 +15,7 @@ import {
   type BackendChoice,
 } from "../../kernels/backend_select.ts";
 import { defaultCorpusDataset } from "../../node/job/dataset.ts";
-import type { JobSpec } from "../../protocol/job_spec.ts";
+import { DEFAULT_COMPRESSION, type JobSpec } from "../../protocol/job_spec.ts";
 import { parameterCount } from "../../protocol/round_checkpoint.ts";
 import { DEFAULT_OUTER } from "../../protocol/outer_step.ts";
 import {
@@ -157,7 +157,12 @@ const bench: Bench<Options, QualityResult> = {
       default: "spec",
       help: "inner peak lr (spec: default); the floor keeps its ratio to it",
     },
-    compression: { default: "int8", help: COMPRESSIONS.join(" | ") },
+    compression: {
+      default: DEFAULT_COMPRESSION,
+      help: `${
+        COMPRESSIONS.join(" | ")
+      } (the job spec's: ${DEFAULT_COMPRESSION})`,
+    },
     trim: {
       default: "0.2",
       help: "trimmed-mean fraction per end, [0, 0.5); 0 is the mean",
