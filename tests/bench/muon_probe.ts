@@ -1,0 +1,249 @@
+/**
+ * A probe, not a benchmark: Muon (momentum 0.95, Nesterov, five quintic
+ * Newton-Schulz steps in float64 JS) as the inner optimizer of the 2-D
+ * hidden weights, AdamW for the rest (MuLoCo, Thérien et al. 2025), in the
+ * in-process DiLoCo simulation of `training_runs.ts`, against data-parallel
+ * training with the same optimizer. Too slow beyond the tiny model: it is
+ * the measurement that motivates Muon kernels, and their float64 reference.
+ *
+ *   deno run -A tests/bench/muon_probe.ts MODEL ROUNDS H muon|adamw [MUON_LR] [OUTER_LR/MOMENTUM] [MAX_LR]
+ *
+ * @module
+ */
+import { createWasmBackend } from "../../wasm/modules.ts";
+import {
+  createCpuTrainer,
+  type Trainer,
+  type TrainerInit,
+} from "../../kernels/trainer.ts";
+import { Gpt, parameterLayout } from "../../kernels/gpt.ts";
+import { AdamW } from "../../kernels/adamw.ts";
+import { Graph } from "../../kernels/tensor.ts";
+import { evalLoss } from "../../kernels/train_step.ts";
+import { defaultCorpusDataset } from "../../node/job/dataset.ts";
+import { benchSpec } from "../_job_cluster.ts";
+import { CORPUS_CACHE } from "../_corpus.ts";
+import {
+  HeldOutMeter,
+  simulateDiloco,
+  trainDataParallel,
+} from "./training_runs.ts";
+import type { JobSpec } from "../../protocol/job_spec.ts";
+
+const [model, R, H, opt, muonLrArg, outerArg, maxLrArg] = [
+  Deno.args[0],
+  +Deno.args[1],
+  +Deno.args[2],
+  Deno.args[3],
+  +(Deno.args[4] ?? 0.02),
+  Deno.args[5] ?? "1/0.3",
+  Deno.args[6],
+];
+const [olr, om] = outerArg.split("/").map(Number);
+const peers = 4;
+const o = {
+  name: "bench-quality",
+  model: model as "tiny",
+  peers,
+  rounds: R,
+  innerSteps: H,
+};
+const base0 = benchSpec(o);
+const spec: JobSpec = benchSpec(o, {
+  minPeers: peers,
+  quorum: 1,
+  outer: { lr: olr, momentum: om, nesterov: true },
+  inner: {
+    ...base0.inner,
+    totalSteps: R * H,
+    ...(maxLrArg ? { maxLr: +maxLrArg, minLr: +maxLrArg / 10 } : {}),
+  },
+  compression: { format: "int4" },
+  aggregation: { rule: "trimmed-mean", trimFraction: 0.2 },
+});
+const be = await createWasmBackend();
+
+function newtonSchulz(
+  g: Float64Array,
+  rows: number,
+  cols: number,
+): Float64Array {
+  // Orthogonalise G (rows x cols) by 5 quintic Newton-Schulz steps (Muon).
+  const [a, b, c] = [3.4445, -4.7750, 2.0315];
+  const tr = rows > cols;
+  let r = rows, k = cols;
+  let X = new Float64Array(g);
+  if (tr) {
+    X = transpose(X, rows, cols);
+    r = cols;
+    k = rows;
+  }
+  let norm = 0;
+  for (const x of X) norm += x * x;
+  norm = Math.sqrt(norm) + 1e-7;
+  for (let i = 0; i < X.length; i++) X[i] /= norm;
+  for (let it = 0; it < 5; it++) {
+    const A = matmul(X, transpose(X, r, k), r, k, r); // r x r
+    const AA = matmul(A, A, r, r, r);
+    const B = new Float64Array(r * r);
+    for (let i = 0; i < B.length; i++) B[i] = b * A[i] + c * AA[i];
+    const BX = matmul(B, X, r, r, k);
+    for (let i = 0; i < X.length; i++) X[i] = a * X[i] + BX[i];
+  }
+  return tr ? transpose(X, r, k) : X;
+}
+function transpose(x: Float64Array, r: number, c: number) {
+  const t = new Float64Array(r * c);
+  for (let i = 0; i < r; i++) {
+    for (let j = 0; j < c; j++) t[j * r + i] = x[i * c + j];
+  }
+  return t;
+}
+function matmul(
+  x: Float64Array,
+  y: Float64Array,
+  n: number,
+  k: number,
+  m: number,
+) {
+  const o = new Float64Array(n * m);
+  for (let i = 0; i < n; i++) {
+    for (let p = 0; p < k; p++) {
+      const v = x[i * k + p];
+      if (v === 0) continue;
+      for (let j = 0; j < m; j++) o[i * m + j] += v * y[p * m + j];
+    }
+  }
+  return o;
+}
+
+function createMuonTrainer(init: TrainerInit): Trainer {
+  const base = createCpuTrainer(be, init);
+  const gpt = new Gpt(be, init.model);
+  gpt.params.set(init.params);
+  const adam = new AdamW(be, gpt.params.length, init.adamw);
+  const mats = parameterLayout(init.model).entries.filter((e) =>
+    e.spec.shape.length === 2 && /\.(attn|mlp)\./.test(e.spec.name)
+  );
+  const mom = new Map(mats.map((e) => [e.spec.name, new Float64Array(e.size)]));
+  const positions = new Map<string, Int32Array>();
+  return {
+    ...base,
+    get optimizerStep() {
+      return adam.step;
+    },
+    set optimizerStep(s: number) {
+      adam.step = s;
+    },
+    step(b) {
+      const n = b.B * b.T;
+      const key = `${b.B}x${b.T}`;
+      if (!positions.has(key)) {
+        const p = be.allocInt32(n);
+        for (let i = 0; i < n; i++) p[i] = i % b.T;
+        positions.set(key, p);
+      }
+      const mark = be.mark();
+      const g = new Graph(be);
+      const inputs = be.allocInt32(n), targets = be.allocInt32(n);
+      inputs.set(b.inputs);
+      targets.set(b.targets);
+      try {
+        gpt.grads.fill(0);
+        const loss = gpt.loss(
+          g,
+          inputs,
+          targets,
+          positions.get(key)!,
+          b.B,
+          b.T,
+        );
+        const value = loss.data[0];
+        g.backward(loss);
+        const saved = mats.map((e) =>
+          gpt.params.slice(e.offset, e.offset + e.size)
+        );
+        const r = adam.update(gpt);
+        const scale = r.lr / init.adamw.maxLr;
+        for (const [i, e] of mats.entries()) {
+          gpt.params.set(saved[i], e.offset);
+          const [rows, cols] = e.spec.shape;
+          const M = mom.get(e.spec.name)!;
+          const G = new Float64Array(e.size);
+          for (let j = 0; j < e.size; j++) {
+            M[j] = 0.95 * M[j] + gpt.grads[e.offset + j];
+            G[j] = gpt.grads[e.offset + j] + 0.95 * M[j];
+          }
+          const O = newtonSchulz(G, rows, cols);
+          const lr = muonLrArg * scale * Math.sqrt(Math.max(1, rows / cols));
+          const wd = init.adamw.weightDecay;
+          for (let j = 0; j < e.size; j++) {
+            const p = e.offset + j;
+            gpt.params[p] = gpt.params[p] * (1 - lr * wd) - lr * O[j];
+          }
+        }
+        return Promise.resolve({ loss: value, ...r });
+      } finally {
+        g.clear();
+        be.release(mark);
+      }
+    },
+    evalLoss(b) {
+      const n = b.B * b.T;
+      const key = `${b.B}x${b.T}`;
+      if (!positions.has(key)) {
+        const p = be.allocInt32(n);
+        for (let i = 0; i < n; i++) p[i] = i % b.T;
+        positions.set(key, p);
+      }
+      const mark = be.mark();
+      try {
+        const inputs = be.allocInt32(n), targets = be.allocInt32(n);
+        inputs.set(b.inputs);
+        targets.set(b.targets);
+        return Promise.resolve(
+          evalLoss(gpt, {
+            inputs,
+            targets,
+            positions: positions.get(key)!,
+            B: b.B,
+            T: b.T,
+          }),
+        );
+      } finally {
+        be.release(mark);
+      }
+    },
+    readParams: () => Promise.resolve(gpt.params.slice()),
+    setParams(p) {
+      gpt.params.set(p);
+    },
+    readMoments: () =>
+      Promise.resolve({ m: adam.m.slice(), v: adam.v.slice() }),
+    setMoments({ m, v }) {
+      adam.m.set(m);
+      adam.v.set(v);
+    },
+  };
+}
+const createTrainer = opt === "muon"
+  ? createMuonTrainer
+  : (init: TrainerInit) => createCpuTrainer(be, init);
+const dataset = await defaultCorpusDataset(CORPUS_CACHE);
+const meter = new HeldOutMeter(
+  spec,
+  dataset,
+  (init) => createCpuTrainer(be, init),
+  32,
+);
+const c = { spec, peers, dataset, createTrainer, meter, log: () => {} };
+const dl = await simulateDiloco(c);
+const dd = await trainDataParallel(c);
+const f = (xs: number[]) => xs.map((x) => x.toFixed(3)).join(" ");
+console.log(
+  `${model} ${opt} muonLr ${muonLrArg} outer ${outerArg}: diloco ${
+    dl.valLoss.at(-1)!.toFixed(4)
+  } ddp ${dd.valLoss.at(-1)!.toFixed(4)} ratio ${
+    (dl.valLoss.at(-1)! / dd.valLoss.at(-1)!).toFixed(4)
+  }\n  dl ${f(dl.valLoss)}\n  dd ${f(dd.valLoss)}`,
+);
