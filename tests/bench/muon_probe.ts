@@ -13,13 +13,14 @@
 import { createWasmBackend } from "../../wasm/modules.ts";
 import {
   createCpuTrainer,
+  type TokenBatch,
   type Trainer,
   type TrainerInit,
 } from "../../kernels/trainer.ts";
 import { Gpt, parameterLayout } from "../../kernels/gpt.ts";
 import { AdamW } from "../../kernels/adamw.ts";
 import { Graph } from "../../kernels/tensor.ts";
-import { evalLoss } from "../../kernels/train_step.ts";
+import { type Batch, evalLoss } from "../../kernels/train_step.ts";
 import { defaultCorpusDataset } from "../../node/job/dataset.ts";
 import { benchSpec } from "../_job_cluster.ts";
 import { CORPUS_CACHE } from "../_corpus.ts";
@@ -127,6 +128,25 @@ function createMuonTrainer(init: TrainerInit): Trainer {
   );
   const mom = new Map(mats.map((e) => [e.spec.name, new Float64Array(e.size)]));
   const positions = new Map<string, Int32Array>();
+  // Positions outlive a step (allocated before its arena mark); the
+  // tokens are released with it.
+  const positionsFor = (b: TokenBatch): Int32Array => {
+    const key = `${b.B}x${b.T}`;
+    let p = positions.get(key);
+    if (!p) {
+      p = be.allocInt32(b.B * b.T);
+      for (let i = 0; i < p.length; i++) p[i] = i % b.T;
+      positions.set(key, p);
+    }
+    return p;
+  };
+  const batchOf = (b: TokenBatch, pos: Int32Array): Batch => {
+    const inputs = be.allocInt32(pos.length);
+    const targets = be.allocInt32(pos.length);
+    inputs.set(b.inputs);
+    targets.set(b.targets);
+    return { inputs, targets, positions: pos, B: b.B, T: b.T };
+  };
   return {
     ...base,
     get optimizerStep() {
@@ -136,28 +156,13 @@ function createMuonTrainer(init: TrainerInit): Trainer {
       adam.step = s;
     },
     step(b) {
-      const n = b.B * b.T;
-      const key = `${b.B}x${b.T}`;
-      if (!positions.has(key)) {
-        const p = be.allocInt32(n);
-        for (let i = 0; i < n; i++) p[i] = i % b.T;
-        positions.set(key, p);
-      }
+      const pos = positionsFor(b);
       const mark = be.mark();
       const g = new Graph(be);
-      const inputs = be.allocInt32(n), targets = be.allocInt32(n);
-      inputs.set(b.inputs);
-      targets.set(b.targets);
       try {
+        const x = batchOf(b, pos);
         gpt.grads.fill(0);
-        const loss = gpt.loss(
-          g,
-          inputs,
-          targets,
-          positions.get(key)!,
-          b.B,
-          b.T,
-        );
+        const loss = gpt.loss(g, x.inputs, x.targets, x.positions, b.B, b.T);
         const value = loss.data[0];
         g.backward(loss);
         const saved = mats.map((e) =>
@@ -189,27 +194,10 @@ function createMuonTrainer(init: TrainerInit): Trainer {
       }
     },
     evalLoss(b) {
-      const n = b.B * b.T;
-      const key = `${b.B}x${b.T}`;
-      if (!positions.has(key)) {
-        const p = be.allocInt32(n);
-        for (let i = 0; i < n; i++) p[i] = i % b.T;
-        positions.set(key, p);
-      }
+      const pos = positionsFor(b);
       const mark = be.mark();
       try {
-        const inputs = be.allocInt32(n), targets = be.allocInt32(n);
-        inputs.set(b.inputs);
-        targets.set(b.targets);
-        return Promise.resolve(
-          evalLoss(gpt, {
-            inputs,
-            targets,
-            positions: positions.get(key)!,
-            B: b.B,
-            T: b.T,
-          }),
-        );
+        return Promise.resolve(evalLoss(gpt, batchOf(b, pos)));
       } finally {
         be.release(mark);
       }
