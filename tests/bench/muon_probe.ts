@@ -22,7 +22,9 @@ import { AdamW } from "../../kernels/adamw.ts";
 import { Graph } from "../../kernels/tensor.ts";
 import { type Batch, evalLoss } from "../../kernels/train_step.ts";
 import { defaultCorpusDataset } from "../../node/job/dataset.ts";
-import { benchSpec } from "../_job_cluster.ts";
+import { BENCH_MODELS, type BenchModel, benchSpec } from "../_job_cluster.ts";
+import type { Backend } from "../../kernels/backend.ts";
+import { UsageError } from "./_bench.ts";
 import { CORPUS_CACHE } from "../_corpus.ts";
 import {
   HeldOutMeter,
@@ -31,45 +33,93 @@ import {
 } from "./training_runs.ts";
 import type { JobSpec } from "../../protocol/job_spec.ts";
 
-const [model, R, H, opt, muonLrArg, outerArg, maxLrArg] = [
-  Deno.args[0],
-  +Deno.args[1],
-  +Deno.args[2],
-  Deno.args[3],
-  +(Deno.args[4] ?? 0.02),
-  Deno.args[5] ?? "1/0.3",
-  Deno.args[6],
-];
-const [olr, om] = outerArg.split("/").map(Number);
-const peers = 4;
-const o = {
-  name: "bench-quality",
-  model: model as "tiny",
-  peers,
-  rounds: R,
-  innerSteps: H,
-};
-const base0 = benchSpec(o);
-const spec: JobSpec = benchSpec(o, {
-  minPeers: peers,
-  quorum: 1,
-  outer: { lr: olr, momentum: om, nesterov: true },
-  inner: {
-    ...base0.inner,
-    totalSteps: R * H,
-    ...(maxLrArg ? { maxLr: +maxLrArg, minLr: +maxLrArg / 10 } : {}),
-  },
-  compression: { format: "int4" },
-  aggregation: { rule: "trimmed-mean", trimFraction: 0.2 },
-});
-const be = await createWasmBackend();
+const USAGE =
+  "usage: muon_probe.ts tiny|default|large ROUNDS H muon|adamw [MUON_LR] [OUTER_LR/MOMENTUM] [MAX_LR]";
 
-function newtonSchulz(
+/** What the command line asks for. */
+interface Probe {
+  model: BenchModel;
+  rounds: number;
+  innerSteps: number;
+  optimizer: "muon" | "adamw";
+  muonLr: number;
+  outerLr: number;
+  outerMomentum: number;
+  maxLr: number | null;
+}
+
+/** The probe's arguments, or a one-line `UsageError`. */
+export function parseProbe(args: string[]): Probe {
+  const [model, rounds, h, optimizer, muonLr, outer, maxLr] = args;
+  const fail = (what: string) => {
+    throw new UsageError(`${what}; ${USAGE}`);
+  };
+  if (!BENCH_MODELS.includes(model as BenchModel)) fail("unknown model");
+  const count = (x: string | undefined, name: string) => {
+    const n = Number(x);
+    if (!Number.isSafeInteger(n) || n < 1 || n > 10_000) {
+      fail(`${name} must be an integer in [1, 10000]`);
+    }
+    return n;
+  };
+  const positive = (x: string, name: string) => {
+    const n = Number(x);
+    if (!(n > 0 && n <= 10)) fail(`${name} must be a number in (0, 10]`);
+    return n;
+  };
+  if (optimizer !== "muon" && optimizer !== "adamw") {
+    fail("the optimizer must be muon or adamw");
+  }
+  const [outerLr, outerMomentum] = (outer ?? "1/0.3").split("/").map(Number);
+  if (!(outerLr > 0 && outerMomentum >= 0 && outerMomentum < 1)) {
+    fail("the outer optimizer must be LR/MOMENTUM, momentum in [0, 1)");
+  }
+  return {
+    model: model as BenchModel,
+    rounds: count(rounds, "ROUNDS"),
+    innerSteps: count(h, "H"),
+    optimizer: optimizer as Probe["optimizer"],
+    muonLr: positive(muonLr ?? "0.02", "MUON_LR"),
+    outerLr,
+    outerMomentum,
+    maxLr: maxLr === undefined ? null : positive(maxLr, "MAX_LR"),
+  };
+}
+
+function probeSpec(p: Probe): JobSpec {
+  const peers = 4;
+  const o = {
+    name: "bench-quality",
+    model: p.model,
+    peers,
+    rounds: p.rounds,
+    innerSteps: p.innerSteps,
+  };
+  const base = benchSpec(o);
+  return benchSpec(o, {
+    minPeers: peers,
+    quorum: 1,
+    outer: { lr: p.outerLr, momentum: p.outerMomentum, nesterov: true },
+    inner: {
+      ...base.inner,
+      totalSteps: p.rounds * p.innerSteps,
+      ...(p.maxLr === null ? {} : { maxLr: p.maxLr, minLr: p.maxLr / 10 }),
+    },
+    compression: { format: "int4" },
+    aggregation: { rule: "trimmed-mean", trimFraction: 0.2 },
+  });
+}
+
+/**
+ * G (rows x cols, row-major) made nearly orthogonal by five quintic
+ * Newton-Schulz steps, Muon's coefficients: its singular vectors kept, its
+ * singular values pushed into roughly [0.7, 1.2]. Float64, plain loops.
+ */
+export function newtonSchulz(
   g: Float64Array,
   rows: number,
   cols: number,
 ): Float64Array {
-  // Orthogonalise G (rows x cols) by 5 quintic Newton-Schulz steps (Muon).
   const [a, b, c] = [3.4445, -4.7750, 2.0315];
   const tr = rows > cols;
   let r = rows, k = cols;
@@ -118,8 +168,11 @@ function matmul(
   return o;
 }
 
-function createMuonTrainer(init: TrainerInit): Trainer {
-  const base = createCpuTrainer(be, init);
+function createMuonTrainer(
+  be: Backend,
+  muonLr: number,
+  init: TrainerInit,
+): Trainer {
   const gpt = new Gpt(be, init.model);
   gpt.params.set(init.params);
   const adam = new AdamW(be, gpt.params.length, init.adamw);
@@ -148,7 +201,8 @@ function createMuonTrainer(init: TrainerInit): Trainer {
     return { inputs, targets, positions: pos, B: b.B, T: b.T };
   };
   return {
-    ...base,
+    name: `${be.name} + muon (float64 JS)`,
+    parameterCount: gpt.params.length,
     get optimizerStep() {
       return adam.step;
     },
@@ -180,7 +234,7 @@ function createMuonTrainer(init: TrainerInit): Trainer {
             G[j] = gpt.grads[e.offset + j] + 0.95 * M[j];
           }
           const O = newtonSchulz(G, rows, cols);
-          const lr = muonLrArg * scale * Math.sqrt(Math.max(1, rows / cols));
+          const lr = muonLr * scale * Math.sqrt(Math.max(1, rows / cols));
           const wd = init.adamw.weightDecay;
           for (let j = 0; j < e.size; j++) {
             const p = e.offset + j;
@@ -212,26 +266,40 @@ function createMuonTrainer(init: TrainerInit): Trainer {
       adam.m.set(m);
       adam.v.set(v);
     },
+    dispose() {},
   };
 }
-const createTrainer = opt === "muon"
-  ? createMuonTrainer
-  : (init: TrainerInit) => createCpuTrainer(be, init);
-const dataset = await defaultCorpusDataset(CORPUS_CACHE);
-const meter = new HeldOutMeter(
-  spec,
-  dataset,
-  (init) => createCpuTrainer(be, init),
-  32,
-);
-const c = { spec, peers, dataset, createTrainer, meter, log: () => {} };
-const dl = await simulateDiloco(c);
-const dd = await trainDataParallel(c);
-const f = (xs: number[]) => xs.map((x) => x.toFixed(3)).join(" ");
-console.log(
-  `${model} ${opt} muonLr ${muonLrArg} outer ${outerArg}: diloco ${
-    dl.valLoss.at(-1)!.toFixed(4)
-  } ddp ${dd.valLoss.at(-1)!.toFixed(4)} ratio ${
-    (dl.valLoss.at(-1)! / dd.valLoss.at(-1)!).toFixed(4)
-  }\n  dl ${f(dl.valLoss)}\n  dd ${f(dd.valLoss)}`,
-);
+async function main(args: string[]): Promise<number> {
+  let p: Probe;
+  try {
+    p = parseProbe(args);
+  } catch (err) {
+    if (!(err instanceof UsageError)) throw err;
+    console.error(err.message);
+    return 2;
+  }
+  const spec = probeSpec(p);
+  const be = await createWasmBackend();
+  const cpu = (init: TrainerInit) => createCpuTrainer(be, init);
+  const createTrainer = p.optimizer === "muon"
+    ? (init: TrainerInit) => createMuonTrainer(be, p.muonLr, init)
+    : cpu;
+  const dataset = await defaultCorpusDataset(CORPUS_CACHE);
+  const meter = new HeldOutMeter(spec, dataset, cpu, 32);
+  const c = { spec, peers: 4, dataset, createTrainer, meter, log: () => {} };
+  const dl = await simulateDiloco(c);
+  const dd = await trainDataParallel(c);
+  meter.dispose();
+  const last = (xs: number[]) => xs[xs.length - 1];
+  const f = (xs: number[]) => xs.map((x) => x.toFixed(3)).join(" ");
+  console.log(
+    `${p.model} ${p.optimizer} muonLr ${p.muonLr} outer ${p.outerLr}/${p.outerMomentum}: diloco ${
+      last(dl.valLoss).toFixed(4)
+    } ddp ${last(dd.valLoss).toFixed(4)} ratio ${
+      (last(dl.valLoss) / last(dd.valLoss)).toFixed(4)
+    }\n  dl ${f(dl.valLoss)}\n  dd ${f(dd.valLoss)}`,
+  );
+  return 0;
+}
+
+if (import.meta.main) Deno.exit(await main(Deno.args));
