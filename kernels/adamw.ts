@@ -6,6 +6,7 @@
  */
 import type { Backend } from "./backend.ts";
 import type { Gpt } from "./gpt.ts";
+import { type MuonConfig, type MuonPlan, muonUpdate } from "./muon.ts";
 import { clipGradNorm } from "./ops.ts";
 
 /** Inner-optimizer settings, as a job spec names them. */
@@ -50,7 +51,17 @@ export function learningRate(step: number, c: AdamWConfig): number {
     0.5 * (c.maxLr - c.minLr) * (1 + Math.cos(Math.PI * progress));
 }
 
-/** First and second moments for every parameter, laid out like them. */
+/** Muon for a model's hidden matrices, beside AdamW for the rest. */
+export interface MuonPart {
+  readonly config: MuonConfig;
+  readonly plan: MuonPlan;
+}
+
+/**
+ * First and second moments for every parameter, laid out like them. With
+ * a {@linkcode MuonPart}, the matrices of its plan take Muon steps instead,
+ * their momentum in `m` and their `v` left at zero.
+ */
 export class AdamW {
   readonly config: AdamWConfig;
   readonly m: Float32Array;
@@ -58,10 +69,17 @@ export class AdamW {
   /** Updates applied so far. */
   step = 0;
   readonly #be: Backend;
+  readonly #muon: MuonPart | undefined;
 
-  constructor(be: Backend, size: number, config: AdamWConfig) {
+  constructor(
+    be: Backend,
+    size: number,
+    config: AdamWConfig,
+    muon?: MuonPart,
+  ) {
     this.#be = be;
     this.config = config;
+    this.#muon = muon;
     this.m = be.alloc(size);
     this.v = be.alloc(size);
   }
@@ -84,18 +102,30 @@ export class AdamW {
       step: this.step,
     };
     const d = model.decayedSize, n = model.params.length;
-    be.adamw(model.params, model.grads, this.m, this.v, d, {
-      ...hp,
-      weightDecay: c.weightDecay,
-    });
-    be.adamw(
-      model.params.subarray(d),
-      model.grads.subarray(d),
-      this.m.subarray(d),
-      this.v.subarray(d),
-      n - d,
-      { ...hp, weightDecay: 0 },
-    );
+    const adamw = (from: number, to: number, weightDecay: number) => {
+      if (to <= from) return;
+      be.adamw(
+        model.params.subarray(from, to),
+        model.grads.subarray(from, to),
+        this.m.subarray(from, to),
+        this.v.subarray(from, to),
+        to - from,
+        { ...hp, weightDecay },
+      );
+    };
+    const muon = this.#muon;
+    if (muon) {
+      adamw(0, muon.plan.start, c.weightDecay);
+      adamw(muon.plan.end, d, c.weightDecay);
+      muonUpdate(be, muon.plan, model.params, model.grads, this.m, {
+        lr: muon.config.lr * lr / c.maxLr,
+        momentum: muon.config.momentum,
+        weightDecay: c.weightDecay,
+      });
+    } else {
+      adamw(0, d, c.weightDecay);
+    }
+    adamw(d, n, 0);
     return { lr, gradNorm };
   }
 }

@@ -12,8 +12,15 @@
  */
 import { AdamW, type AdamWConfig } from "./adamw.ts";
 import type { Backend } from "./backend.ts";
-import { fillPositions, Gpt, type GptConfig, initGpt } from "./gpt.ts";
+import {
+  fillPositions,
+  Gpt,
+  type GptConfig,
+  initGpt,
+  parameterLayout,
+} from "./gpt.ts";
 import { createJsBackend } from "./js_backend.ts";
+import { type MuonConfig, muonPlan } from "./muon.ts";
 import {
   type Batch,
   evalLoss,
@@ -39,6 +46,11 @@ export interface AdamWMoments {
 export interface TrainerInit {
   model: GptConfig;
   adamw: AdamWConfig;
+  /**
+   * Muon for the hidden matrices (`muon.ts`), AdamW for the rest; absent,
+   * AdamW for every parameter.
+   */
+  muon?: MuonConfig;
   /** Initial parameters, flat in `parameterLayout` order (copied). */
   params: Float32Array;
 }
@@ -129,7 +141,13 @@ export function createCpuTrainer(be: Backend, init: TrainerInit): Trainer {
   const model = new Gpt(be, init.model);
   checkParamsLength(init.params, model.params.length);
   model.params.set(init.params);
-  const opt = new AdamW(be, model.params.length, init.adamw);
+  const opt = new AdamW(
+    be,
+    model.params.length,
+    init.adamw,
+    init.muon &&
+      { config: init.muon, plan: muonPlan(parameterLayout(init.model)) },
+  );
   const batches = new Map<string, Batch>();
   const load = (b: TokenBatch): Batch => {
     checkBatch(b, init.model);

@@ -20,7 +20,7 @@
  */
 
 export { JobSpecError };
-import type { AdamWConfig } from "../kernels/adamw.ts";
+export type { InnerConfig } from "./job_spec_parts.ts";
 import { DEFAULT_ADAMW } from "../kernels/adamw.ts";
 import { GPT_CONFIG_KEYS, type GptConfig } from "../kernels/gpt.ts";
 import { VOCAB_SIZE } from "../kernels/data/tokenizer.ts";
@@ -41,6 +41,7 @@ import { describe, Fields, JobSpecError } from "./_spec_fields.ts";
 import {
   AGGREGATION_KEYS,
   INNER_KEYS,
+  type InnerConfig,
   parseAggregation,
   parseDatasetCid,
   parseInner,
@@ -65,8 +66,12 @@ export interface JobSpec {
     /** Fraction of chunks held out for validation, in [0, 1). */
     readonly valFraction: number;
   };
-  /** Inner optimizer (AdamW), the same fields as kernels/adamw.ts. */
-  readonly inner: AdamWConfig;
+  /**
+   * Inner optimizer: AdamW, the same fields as kernels/adamw.ts, and with
+   * `muon` ({ lr, momentum }) Muon for the attention and MLP weights
+   * (kernels/muon.ts).
+   */
+  readonly inner: InnerConfig;
   /** Inner steps per round, H. */
   readonly innerSteps: number;
   /** Sequences per inner step, per peer. */
@@ -133,7 +138,7 @@ export interface JobSpecOverrides {
   readonly dataset: { readonly cid: string; readonly valFraction?: number };
   readonly name?: string;
   readonly model?: Partial<GptConfig>;
-  readonly inner?: Partial<AdamWConfig>;
+  readonly inner?: Partial<InnerConfig>;
   readonly innerSteps?: number;
   readonly batchSize?: number;
   readonly contextLength?: number;

@@ -6,6 +6,7 @@
  */
 import type { AdamWConfig } from "../kernels/adamw.ts";
 import { DEFAULT_ADAMW } from "../kernels/adamw.ts";
+import type { MuonConfig } from "../kernels/muon.ts";
 import { type GptConfig, validateGptConfig } from "../kernels/gpt.ts";
 import { VOCAB_SIZE } from "../kernels/data/tokenizer.ts";
 import {
@@ -17,7 +18,14 @@ import {
 import { cidToString, parseCid, RAW_CODEC } from "./cid.ts";
 import { describe, Fields, JobSpecError } from "./_spec_fields.ts";
 
-export const INNER_KEYS = Object.keys(DEFAULT_ADAMW);
+/**
+ * The inner optimizer: AdamW's fields, and with `muon` Muon for the hidden
+ * matrices (`kernels/muon.ts`) on AdamW's schedule. Absent `muon` leaves
+ * the job id of a spec written before it unchanged.
+ */
+export type InnerConfig = AdamWConfig & { readonly muon?: MuonConfig };
+
+export const INNER_KEYS = [...Object.keys(DEFAULT_ADAMW), "muon"];
 
 export const AGGREGATION_KEYS = [
   "rule",
@@ -58,8 +66,11 @@ export function parseModel(model: Fields): GptConfig {
   }
 }
 
-export function parseInner(inner: Fields): AdamWConfig {
+export function parseInner(inner: Fields): InnerConfig {
   const maxLr = inner.number("maxLr", 0, 10, "(]");
+  const muon = inner.get("muon") === undefined ? {} : {
+    muon: parseMuon(inner.object("muon", ["lr", "momentum"])),
+  };
   return {
     maxLr,
     minLr: inner.number("minLr", 0, maxLr, "[]", "at most inner.maxLr"),
@@ -71,6 +82,14 @@ export function parseInner(inner: Fields): AdamWConfig {
     weightDecay: inner.number("weightDecay", 0, 10),
     // JSON has no Infinity, so "no clipping" is a huge finite value.
     gradClip: inner.number("gradClip", 0, 1e9, "(]", "1e9 means no clipping"),
+    ...muon,
+  };
+}
+
+function parseMuon(muon: Fields): MuonConfig {
+  return {
+    lr: muon.number("lr", 0, 10, "(]"),
+    momentum: muon.number("momentum", 0, 1, "[)"),
   };
 }
 

@@ -298,3 +298,37 @@ Deno.test("shares is optional: absent it leaves the spec and its id as before, s
     rejects({ ...base, shares }, "shares", /shares must be/);
   }
 });
+
+Deno.test("inner.muon is optional: absent it leaves the spec and its id as before, set it is checked", async () => {
+  strictEqual("muon" in SPEC.inner, false);
+  const encoded = new TextDecoder().decode(encodeJobSpec(SPEC));
+  strictEqual(encoded.includes("muon"), false);
+  const muon = defaultJobSpec({
+    dataset: { cid: DATASET },
+    inner: { muon: { lr: 0.02, momentum: 0.95 } },
+  });
+  deepStrictEqual(muon.inner.muon, { lr: 0.02, momentum: 0.95 });
+  strictEqual(muon.inner.maxLr, DEFAULT_ADAMW.maxLr);
+  notStrictEqual(await jobIdOf(muon), await jobIdOf(SPEC));
+  deepStrictEqual(decodeJobSpec(encodeJobSpec(muon)), muon);
+  for (const lr of [0, -1, 11, "0.02", null]) {
+    rejects(
+      withField("inner.muon", { lr, momentum: 0.95 }),
+      "inner.muon.lr",
+      /inner.muon.lr must be/,
+    );
+  }
+  for (const momentum of [-0.1, 1, "0.9"]) {
+    rejects(
+      withField("inner.muon", { lr: 0.02, momentum }),
+      "inner.muon.momentum",
+      /inner.muon.momentum must be/,
+    );
+  }
+  rejects(
+    withField("inner.muon", { lr: 0.02, momentum: 0.9, steps: 5 }),
+    "inner.muon.steps",
+    /not a field/,
+  );
+  rejects(withField("inner.muon", "on"), "inner.muon", /must be/);
+});

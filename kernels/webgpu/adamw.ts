@@ -3,7 +3,8 @@
  * gradient-norm clip folded in: the clip factor comes from the squared
  * norm that `reduce.ts` sumSquares left on the device, so clipping needs
  * no read back. Decoupled weight decay applies to elements [0, decayed)
- * only, the matrices and embeddings that `../gpt.ts` lays out first.
+ * only, the matrices and embeddings that `../gpt.ts` lays out first; a
+ * skipped range (the matrices Muon updates, `muon.ts`) is left alone.
  *
  * Same math as `../adamw.ts` + `../ops.ts` clipGradNorm + the reference
  * adamw kernel: g' = g * (norm > clip ? clip / (norm + 1e-6) : 1);
@@ -26,6 +27,7 @@ import {
 const ADAMW = /* wgsl */ `
 struct Params {
   n: u32, decayed: u32, pOff: u32, gOff: u32, mOff: u32, vOff: u32, normOff: u32, clipOn: u32,
+  skipFrom: u32, skipTo: u32,
   lr: f32, beta1: f32, beta2: f32, eps: f32, wd: f32, c1: f32, c2: f32, clip: f32,
 }
 @group(0) @binding(0) var<storage, read_write> param: array<f32>;
@@ -36,6 +38,7 @@ struct Params {
 @group(0) @binding(5) var<uniform> p: Params;
 ${GROUP_INDEX}
 ${flatMain("p.n")}
+  if (i >= p.skipFrom && i < p.skipTo) { return; }
   let norm = sqrt(normSq[p.normOff]);
   let scale = select(1.0, p.clip / (norm + 1e-6), p.clipOn != 0u && norm > p.clip);
   let g = grad[p.gOff + i] * scale;
@@ -64,6 +67,8 @@ export interface AdamwStep extends AdamWParams {
   decayed: number;
   /** Global norm clip; Infinity disables it. */
   gradClip: number;
+  /** Elements [from, to) are left alone (Muon's range); default none. */
+  skip?: { from: number; to: number };
 }
 
 /** The uniform of one AdamW step, for a shared buffer rewritten each step. */
@@ -81,6 +86,8 @@ export function adamwUniform(
     t.v.offset,
     t.normSq.offset,
     Number.isFinite(hp.gradClip) ? 1 : 0,
+    hp.skip?.from ?? 0,
+    hp.skip?.to ?? 0,
   ], [
     hp.lr,
     hp.beta1,

@@ -1,6 +1,7 @@
 /**
  * Device-resident training on WebGPU: parameters, gradients, AdamW moments
- * and activations stay on the GPU for the whole inner loop. A step uploads
+ * (Muon's momentum, with `muon`: `muon.ts`) and activations stay on the
+ * GPU for the whole inner loop. A step uploads
  * the batch's token ids (and their buckets, see `embedding.ts`), encodes
  * the recorded forward, backward, norm and AdamW dispatches into one
  * command buffer, and copies 16 bytes holding the mean loss and the
@@ -32,12 +33,19 @@ import {
   freeActivations,
 } from "./activations.ts";
 import { adamw, type AdamwTensors, adamwUniform } from "./adamw.ts";
+import { type MuonConfig, type MuonPlan, muonPlan } from "../muon.ts";
+import {
+  allocMuonScratch,
+  muonDispatches,
+  type MuonScratch,
+  muonUniform,
+} from "./muon.ts";
 import { type Dispatch, GpuContext, type GpuTensor, slice } from "./context.ts";
 import { GpuLimitError, GpuUnavailableError } from "./device.ts";
 import { bucketTokens } from "./embedding.ts";
 import { backwardPass } from "./gpt_backward.ts";
 import { forwardPass, namedViews } from "./gpt_forward.ts";
-import { sumSquares } from "./reduce.ts";
+import { sumSquares, sumSquaresGroups } from "./reduce.ts";
 
 /** Options of {@linkcode createGpuTrainer}. */
 export interface GpuTrainerOptions extends TrainerInit {
@@ -89,6 +97,13 @@ class GpuTrainer implements BatchedTrainer {
   /** Parameters, gradients and AdamW moments, flat [n] each. */
   readonly #state: Omit<AdamwTensors, "normSq">;
   readonly #hyper: GPUBuffer;
+  readonly #muon: {
+    config: MuonConfig;
+    plan: MuonPlan;
+    scratch: MuonScratch;
+    /** The step's rate, rewritten per step like `#hyper`. */
+    step: GPUBuffer;
+  } | null;
   #plan: Plan | null = null;
   /** A validation scope is open around a new plan, until its first submit. */
   #checking = false;
@@ -123,9 +138,22 @@ class GpuTrainer implements BatchedTrainer {
     o.device.queue.submit([encoder.finish()]);
     this.#hyper = o.device.createBuffer({
       label: "adamw step",
-      size: 64,
+      size: 80,
       usage: GPUBufferUsage.UNIFORM | GPUBufferUsage.COPY_DST,
     });
+    const plan = o.muon && muonPlan(layout);
+    this.#muon = o.muon && plan
+      ? {
+        config: o.muon,
+        plan,
+        scratch: allocMuonScratch(ctx, plan, sumSquaresGroups(n)),
+        step: o.device.createBuffer({
+          label: "muon step",
+          size: 32,
+          usage: GPUBufferUsage.UNIFORM | GPUBufferUsage.COPY_DST,
+        }),
+      }
+      : null;
   }
 
   async step(batch: TokenBatch, lr?: number): Promise<StepResult> {
@@ -149,7 +177,7 @@ class GpuTrainer implements BatchedTrainer {
       );
     }
     for (const b of batches) checkBatch(b, this.#model);
-    const a = this.#adamw, rates: number[] = [];
+    const a = this.#adamw, muon = this.#muon, rates: number[] = [];
     const scalars = await this.#submit(batches.length, (i, encoder) => {
       const plan = this.#prepare(batches[i], true);
       const step = ++this.optimizerStep;
@@ -169,8 +197,19 @@ class GpuTrainer implements BatchedTrainer {
           step,
           decayed: this.#decayed,
           gradClip: a.gradClip,
+          skip: muon ? { from: muon.plan.start, to: muon.plan.end } : undefined,
         }),
       );
+      if (muon) {
+        this.#ctx.device.queue.writeBuffer(
+          muon.step,
+          0,
+          muonUniform(this.#state, muon.scratch, muon.plan, {
+            lr: muon.config.lr * rate / a.maxLr,
+            weightDecay: a.weightDecay,
+          }),
+        );
+      }
       encoder.clearBuffer(this.#state.grad.buffer);
       return plan.train;
     });
@@ -210,6 +249,7 @@ class GpuTrainer implements BatchedTrainer {
   dispose(): void {
     this.#dropPlan();
     this.#hyper.destroy();
+    this.#muon?.step.destroy();
     this.#ctx.destroy();
   }
 
@@ -269,7 +309,7 @@ class GpuTrainer implements BatchedTrainer {
       g: namedViews(this.#state.grad, layout),
     };
     const state = this.#adamwTensors(acts);
-    const n = this.parameterCount;
+    const n = this.parameterCount, muon = this.#muon;
     return {
       acts,
       train: [
@@ -280,6 +320,14 @@ class GpuTrainer implements BatchedTrainer {
           x: state.grad,
           scratch: acts.tensors.scratch,
         }, n),
+        ...(muon
+          ? muonDispatches(ctx, state, muon.scratch, {
+            plan: muon.plan,
+            momentum: muon.config.momentum,
+            gradClip: this.#adamw.gradClip,
+            step: muon.step,
+          })
+          : []),
         adamw(ctx, state, n, this.#hyper),
       ],
       eval: forwardPass(ctx, inputs, false),

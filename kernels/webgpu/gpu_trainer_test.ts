@@ -12,6 +12,7 @@
  */
 import { deepEqual, equal, ok, rejects, throws } from "node:assert";
 import { DEFAULT_ADAMW } from "../adamw.ts";
+import { DEFAULT_MUON, type MuonConfig } from "../muon.ts";
 import { Rng } from "../data/rng.ts";
 import { BatchSampler } from "../data/sampler.ts";
 import type { GptConfig } from "../gpt.ts";
@@ -59,9 +60,10 @@ function batch(s: BatchSampler, step: number): TokenBatch {
 
 async function withTrainers(
   body: (gpu: Trainer, wasm: Trainer) => Promise<void>,
+  muon?: MuonConfig,
 ): Promise<void> {
   const params = initialParameters(MODEL, 7);
-  const init = { model: MODEL, adamw: ADAMW, params };
+  const init = { model: MODEL, adamw: ADAMW, params, muon };
   const be = await createWasmBackend({ threads: 1 });
   const gpu = createGpuTrainer({ device: testGpu!.device, ...init });
   try {
@@ -98,6 +100,32 @@ gpuTest(
       const [ge, we] = [await gpu.evalLoss(held), await wasm.evalLoss(held)];
       ok(Math.abs(ge - we) < LOSS_TOLERANCE, `eval ${ge} vs ${we}`);
     });
+  },
+);
+
+gpuTest(
+  "with Muon, 20 steps track the WASM loss curve, parameters and momentum",
+  async () => {
+    await withTrainers(async (gpu, wasm) => {
+      const s = sampler("muon");
+      for (let step = 1; step <= 20; step++) {
+        const b = batch(s, step);
+        const [g, w] = [await gpu.step(b), await wasm.step(b)];
+        ok(
+          Math.abs(g.loss - w.loss) < LOSS_TOLERANCE,
+          `step ${step}: loss ${g.loss} on webgpu, ${w.loss} on wasm`,
+        );
+      }
+      assertClose(
+        await gpu.readParams(),
+        await wasm.readParams(),
+        "parameters after 20 Muon steps",
+        PARAM_TOLERANCE,
+      );
+      const [gm, wm] = [await gpu.readMoments(), await wasm.readMoments()];
+      assertClose(gm.m, wm.m, "momentum and first moments", PARAM_TOLERANCE);
+      assertClose(gm.v, wm.v, "second moments", PARAM_TOLERANCE);
+    }, DEFAULT_MUON);
   },
 );
 

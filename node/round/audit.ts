@@ -288,6 +288,7 @@ export class Auditor {
     this.#trainer ??= this.#o.createTrainer({
       model: this.#o.spec.model,
       adamw: this.#o.spec.inner,
+      muon: this.#o.spec.inner.muon,
       params: new Float32Array(parameterCount(this.#o.spec.model)),
     });
     return this.#trainer;

@@ -7,6 +7,7 @@
  */
 import assert from "node:assert/strict";
 import { createCpuTrainer } from "../../kernels/trainer.ts";
+import { DEFAULT_MUON } from "../../kernels/muon.ts";
 import { H, jsTrainer, textDataset, tinySpec } from "./_inner_loop_fixtures.ts";
 import { cidForBytes, cidToString } from "../../protocol/cid.ts";
 import { DELTA } from "../../protocol/_message_fixtures.ts";
@@ -49,11 +50,11 @@ const PARENT_CID = DELTA.parent;
  * announcement. Round 0, or with `slower` > 1 round 1 after its peers
  * reported `slower` times its own throughput: a share of H steps.
  */
-async function trainedRound(live: string[], slower = 1) {
+async function trainedRound(live: string[], slower = 1, job = spec) {
   let round = 0, own = 0;
   const trainer = new RoundTrainer({
     createTrainer: jsTrainer,
-    spec,
+    spec: job,
     dataset,
     peerId: "peerA",
   });
@@ -62,9 +63,9 @@ async function trainedRound(live: string[], slower = 1) {
   const training = new RoundTraining({
     jobId: JOB,
     peerId: "peerA",
-    spec,
+    spec: job,
     trainer,
-    ledger: new RoundLedger(spec, trainer.parameterCount),
+    ledger: new RoundLedger(job, trainer.parameterCount),
     state: () => ({ round, live, deltas: new Map() }),
     throughput: () => round === 0 ? 0 : own * slower,
     progress: (p) => own = p.throughput ?? own,
@@ -112,10 +113,11 @@ function auditor(
   blocks: Map<string, Uint8Array>,
   createTrainer = jsTrainer,
   queues: Pick<AuditorOptions, "afterSteps" | "exclusive"> = {},
+  job = spec,
 ): Auditor {
   return new Auditor({
     jobId: JOB,
-    spec,
+    spec: job,
     dataset,
     createTrainer,
     ...queues,
@@ -349,4 +351,22 @@ Deno.test("audit: a slow peer's chunk weight is recorded and replayed; a record 
   };
   const v = await a.audit({ msg, record, segment: 2, parent });
   assert.equal(!v.passed && v.check, "replay", JSON.stringify(v));
+});
+
+Deno.test("audit: a Muon job's honest round reproduces bit for bit; replayed with AdamW alone it fails", async () => {
+  const muon = { ...spec, inner: { ...spec.inner, muon: DEFAULT_MUON } };
+  const round = await trainedRound(["peerA", "peerB"], 1, muon);
+  const a = auditor(round.blocks, jsTrainer, {}, muon);
+  const adamOnly = auditor(
+    round.blocks,
+    (init) => jsTrainer({ ...init, muon: undefined }),
+    {},
+    muon,
+  );
+  for (let segment = 0; segment < S; segment++) {
+    const v = await a.audit({ ...round, segment, parent });
+    assert.ok(v.passed && v.exact, `segment ${segment}: ${JSON.stringify(v)}`);
+    const w = await adamOnly.audit({ ...round, segment, parent });
+    assert.equal(w.passed, false, `segment ${segment}: ${JSON.stringify(w)}`);
+  }
 });

@@ -116,6 +116,7 @@ export class RoundTrainer {
     this.#trainer = options.createTrainer({
       model: spec.model,
       adamw: spec.inner,
+      muon: spec.inner.muon,
       params: new Float32Array(this.parameterCount),
     });
     this.kernel = this.#trainer.name;

@@ -18,6 +18,7 @@ import { defaultCorpusDataset } from "../../node/job/dataset.ts";
 import { DEFAULT_COMPRESSION, type JobSpec } from "../../protocol/job_spec.ts";
 import { parameterCount } from "../../protocol/round_checkpoint.ts";
 import { DEFAULT_OUTER } from "../../protocol/outer_step.ts";
+import { DEFAULT_MUON, type MuonConfig } from "../../kernels/muon.ts";
 import {
   BITS_FOR_COMPRESSION,
   COMPRESSIONS,
@@ -55,6 +56,8 @@ interface Options {
   warmup: number | null;
   gradClip: number | null;
   maxLr: number | null;
+  /** Muon for the hidden matrices; null: AdamW for every parameter. */
+  muon: MuonConfig | null;
   compression: JobSpec["compression"]["format"];
   /** Trim fraction of the trimmed mean; 0 is the plain mean. */
   trim: number;
@@ -82,6 +85,10 @@ export interface QualityResult {
     gradClip: number;
     maxLr: number;
     minLr: number;
+    /** The inner optimizer of the hidden matrices. */
+    optimizer: "adamw" | "muon";
+    /** Muon's peak lr and momentum, or null under AdamW. */
+    muon: MuonConfig | null;
     compression: JobSpec["compression"]["format"];
     trimFraction: number;
   };
@@ -120,11 +127,14 @@ function specFor(o: Options): JobSpec {
         minLr: o.maxLr * base.inner.minLr / base.inner.maxLr,
       }),
       totalSteps: o.rounds * o.innerSteps,
+      ...(o.muon === null ? {} : { muon: o.muon }),
     },
     compression: { format: o.compression },
     aggregation: { rule: "trimmed-mean", trimFraction: o.trim },
   });
 }
+
+const OPTIMIZERS = ["adamw", "muon"] as const;
 
 function optionalNumber(
   flags: Record<string, string>,
@@ -156,6 +166,18 @@ const bench: Bench<Options, QualityResult> = {
     "max-lr": {
       default: "spec",
       help: "inner peak lr (spec: default); the floor keeps its ratio to it",
+    },
+    optimizer: {
+      default: "adamw",
+      help: "inner optimizer of the attention and MLP weights: adamw | muon",
+    },
+    "muon-lr": {
+      default: String(DEFAULT_MUON.lr),
+      help: "Muon's peak lr (scheduled as the inner lr)",
+    },
+    "muon-momentum": {
+      default: String(DEFAULT_MUON.momentum),
+      help: "Muon's Nesterov momentum in [0, 1)",
     },
     compression: {
       default: DEFAULT_COMPRESSION,
@@ -206,6 +228,10 @@ const bench: Bench<Options, QualityResult> = {
       }),
       gradClip: optionalNumber(flags, "grad-clip", { min: 1e-6, max: 1e9 }),
       maxLr: optionalNumber(flags, "max-lr", { min: 1e-6, max: 1 }),
+      muon: choiceFlag(flags, "optimizer", OPTIMIZERS) === "adamw" ? null : {
+        lr: numberFlag(flags, "muon-lr", { min: 1e-6, max: 10 }),
+        momentum: numberFlag(flags, "muon-momentum", { min: 0, max: 0.999 }),
+      },
       compression: choiceFlag(flags, "compression", COMPRESSIONS),
       trim: numberFlag(flags, "trim", { min: 0, max: 0.49 }),
       alone: booleanFlag(flags, "alone"),
@@ -268,6 +294,8 @@ const bench: Bench<Options, QualityResult> = {
           gradClip: spec.inner.gradClip,
           maxLr: spec.inner.maxLr,
           minLr: spec.inner.minLr,
+          optimizer: spec.inner.muon ? "muon" : "adamw",
+          muon: spec.inner.muon ?? null,
           compression: spec.compression.format,
           trimFraction: spec.aggregation.trimFraction,
         },
@@ -294,7 +322,11 @@ const bench: Bench<Options, QualityResult> = {
       `${r.peers} DiLoCo peers (in process) x ${r.rounds} rounds x ${r.innerSteps} steps, ${r.model} model (${r.parameters} params), ${r.tokens} tokens each, on ${r.compute}`,
       `outer lr ${s.outer.lr} momentum ${s.outer.momentum}${
         s.outer.nesterov ? " nesterov" : ""
-      }; inner lr ${s.maxLr} to ${s.minLr}, warmup ${s.warmupSteps}, clip ${s.gradClip}; ${s.compression}; trim ${s.trimFraction}`,
+      }; inner ${
+        s.muon
+          ? `Muon lr ${s.muon.lr} momentum ${s.muon.momentum} + AdamW`
+          : "AdamW"
+      } lr ${s.maxLr} to ${s.minLr}, warmup ${s.warmupSteps}, clip ${s.gradClip}; ${s.compression}; trim ${s.trimFraction}`,
       `held-out loss per round:`,
       ...(r.diloco ? [`  diloco ${curve(r.diloco)}`] : []),
       ...(r.ddp ? [`  ddp    ${curve(r.ddp)}`] : []),
