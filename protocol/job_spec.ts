@@ -22,6 +22,7 @@
 export { JobSpecError };
 export type { InnerConfig } from "./job_spec_parts.ts";
 import { DEFAULT_ADAMW } from "../kernels/adamw.ts";
+import { DEFAULT_MUON, type MuonConfig } from "../kernels/muon.ts";
 import { GPT_CONFIG_KEYS, type GptConfig } from "../kernels/gpt.ts";
 import { VOCAB_SIZE } from "../kernels/data/tokenizer.ts";
 import {
@@ -138,7 +139,10 @@ export interface JobSpecOverrides {
   readonly dataset: { readonly cid: string; readonly valFraction?: number };
   readonly name?: string;
   readonly model?: Partial<GptConfig>;
-  readonly inner?: Partial<InnerConfig>;
+  /** `muon: null` trains every parameter with AdamW alone. */
+  readonly inner?:
+    & Partial<Omit<InnerConfig, "muon">>
+    & { readonly muon?: MuonConfig | null };
   readonly innerSteps?: number;
   readonly batchSize?: number;
   readonly contextLength?: number;
@@ -167,7 +171,9 @@ export const DEFAULT_MODEL: GptConfig = {
  * A complete spec from the defaults and `overrides` (nested objects merge
  * field by field), checked by {@linkcode parseJobSpec}. Derived defaults
  * follow the overrides: `contextLength` is the model's, `inner.totalSteps`
- * is rounds × innerSteps, and `quorum` is a majority of `minPeers`.
+ * is rounds × innerSteps, and `quorum` is a majority of `minPeers`. The
+ * inner optimizer is Muon for the hidden matrices ({@linkcode DEFAULT_MUON})
+ * beside AdamW, unless `inner.muon` is null.
  *
  * @example
  * ```ts
@@ -185,6 +191,7 @@ export function defaultJobSpec(overrides: JobSpecOverrides): JobSpec {
   const innerSteps = overrides.innerSteps ?? 50;
   const rounds = overrides.rounds ?? 20;
   const minPeers = overrides.minPeers ?? 2;
+  const { muon = DEFAULT_MUON, ...adamw } = overrides.inner ?? {};
   return parseJobSpec({
     v: JOB_SPEC_VERSION,
     name: "zoo-job",
@@ -202,7 +209,8 @@ export function defaultJobSpec(overrides: JobSpecOverrides): JobSpec {
     inner: {
       ...DEFAULT_ADAMW,
       totalSteps: rounds * innerSteps,
-      ...overrides.inner,
+      ...adamw,
+      ...(muon === null ? {} : { muon }),
     },
     outer: { ...DEFAULT_OUTER, ...overrides.outer },
     compression: {

@@ -7,6 +7,7 @@ import {
 } from "node:assert";
 import { createHash } from "node:crypto";
 import { DEFAULT_ADAMW } from "../kernels/adamw.ts";
+import { DEFAULT_MUON } from "../kernels/muon.ts";
 import { cidFromDigest, cidToString } from "./cid.ts";
 import {
   decodeJobSpec,
@@ -44,7 +45,7 @@ function rejects(value: unknown, field: string, message: RegExp): void {
 
 Deno.test("defaultJobSpec fills in DiLoCo's settings and derived fields", () => {
   strictEqual(SPEC.v, 1);
-  deepStrictEqual(SPEC.outer, { lr: 1, momentum: 0.3, nesterov: true });
+  deepStrictEqual(SPEC.outer, { lr: 1, momentum: 0.6, nesterov: true });
   deepStrictEqual(SPEC.compression, { format: "int4", blockSize: 256 });
   deepStrictEqual(SPEC.aggregation, {
     rule: "trimmed-mean",
@@ -58,7 +59,7 @@ Deno.test("defaultJobSpec fills in DiLoCo's settings and derived fields", () => 
   strictEqual(SPEC.inner.totalSteps, SPEC.rounds * SPEC.innerSteps);
   deepStrictEqual(
     { ...SPEC.inner, totalSteps: 0 },
-    { ...DEFAULT_ADAMW, totalSteps: 0 },
+    { ...DEFAULT_ADAMW, totalSteps: 0, muon: DEFAULT_MUON },
   );
   strictEqual(SPEC.quorum, 2); // majority of minPeers 2
 });
@@ -74,7 +75,7 @@ Deno.test("defaultJobSpec merges nested overrides field by field", () => {
   });
   deepStrictEqual(spec.model, { ...SPEC.model, contextLength: 128, layers: 4 });
   strictEqual(spec.contextLength, 128);
-  deepStrictEqual(spec.outer, { lr: 1, momentum: 0.3, nesterov: false });
+  deepStrictEqual(spec.outer, { lr: 1, momentum: 0.6, nesterov: false });
   strictEqual(spec.dataset.valFraction, 0.25);
   strictEqual(spec.inner.totalSteps, 30);
   strictEqual(spec.quorum, 3);
@@ -89,7 +90,7 @@ Deno.test("encodeJobSpec is canonical: sorted keys, no whitespace", async () => 
   const bytes = encodeJobSpec(SPEC);
   const text = new TextDecoder().decode(bytes);
   ok(text.startsWith('{"aggregation":{"clipIterations":3,"clipTau":1,'), text);
-  ok(text.includes('"outer":{"lr":1,"momentum":0.3,"nesterov":true}'));
+  ok(text.includes('"outer":{"lr":1,"momentum":0.6,"nesterov":true}'));
   ok(!/\s/.test(text), "whitespace in canonical form");
   // The same spec written with keys in another order encodes the same.
   const reversed = Object.fromEntries(Object.entries(SPEC).reverse());
@@ -299,18 +300,27 @@ Deno.test("shares is optional: absent it leaves the spec and its id as before, s
   }
 });
 
-Deno.test("inner.muon is optional: absent it leaves the spec and its id as before, set it is checked", async () => {
-  strictEqual("muon" in SPEC.inner, false);
-  const encoded = new TextDecoder().decode(encodeJobSpec(SPEC));
-  strictEqual(encoded.includes("muon"), false);
-  const muon = defaultJobSpec({
+Deno.test("inner.muon: Muon by default, null for AdamW alone; a spec without it keeps its id; set it is checked", async () => {
+  deepStrictEqual(SPEC.inner.muon, DEFAULT_MUON);
+  const adamw = defaultJobSpec({
     dataset: { cid: DATASET },
-    inner: { muon: { lr: 0.02, momentum: 0.95 } },
+    inner: { muon: null },
   });
-  deepStrictEqual(muon.inner.muon, { lr: 0.02, momentum: 0.95 });
-  strictEqual(muon.inner.maxLr, DEFAULT_ADAMW.maxLr);
-  notStrictEqual(await jobIdOf(muon), await jobIdOf(SPEC));
-  deepStrictEqual(decodeJobSpec(encodeJobSpec(muon)), muon);
+  strictEqual("muon" in adamw.inner, false);
+  const encoded = new TextDecoder().decode(encodeJobSpec(adamw));
+  strictEqual(encoded.includes("muon"), false);
+  // A spec written before the field parses as it was, with its old id.
+  const before = parseJobSpec(withField("inner.muon", undefined));
+  deepStrictEqual(before, adamw);
+  strictEqual(await jobIdOf(before), await jobIdOf(adamw));
+  notStrictEqual(await jobIdOf(adamw), await jobIdOf(SPEC));
+  deepStrictEqual(decodeJobSpec(encodeJobSpec(SPEC)), SPEC);
+  const tuned = defaultJobSpec({
+    dataset: { cid: DATASET },
+    inner: { muon: { lr: 0.01, momentum: 0.9 }, maxLr: 1e-3 },
+  });
+  deepStrictEqual(tuned.inner.muon, { lr: 0.01, momentum: 0.9 });
+  strictEqual(tuned.inner.maxLr, 1e-3);
   for (const lr of [0, -1, 11, "0.02", null]) {
     rejects(
       withField("inner.muon", { lr, momentum: 0.95 }),
@@ -331,4 +341,5 @@ Deno.test("inner.muon is optional: absent it leaves the spec and its id as befor
     /not a field/,
   );
   rejects(withField("inner.muon", "on"), "inner.muon", /must be/);
+  rejects(withField("inner.muon", null), "inner.muon", /must be/);
 });

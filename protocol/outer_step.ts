@@ -27,22 +27,23 @@
 export interface OuterConfig {
   /** Outer learning rate; DiLoCo uses 0.7, zoo-node 1 by default. */
   readonly lr: number;
-  /** Momentum μ in [0, 1); DiLoCo uses 0.9, zoo-node 0.3 by default. */
+  /** Momentum μ in [0, 1); DiLoCo uses 0.9, zoo-node 0.6 by default. */
   readonly momentum: number;
   /** Nesterov momentum (true in DiLoCo). */
   readonly nesterov: boolean;
 }
 
 /**
- * The default outer optimizer: lr 1, Nesterov momentum 0.3. DiLoCo's lr 0.7
+ * The default outer optimizer: lr 1, Nesterov momentum 0.6. DiLoCo's lr 0.7
  * with momentum 0.9 was tuned for hundreds of rounds; over the 8 to 40
  * rounds of 100 inner steps measured with `bench quality` (4 peers, tiny
- * and default models; BENCHMARKS.md), lr 1 with momentum 0.3 ended 2-3%
- * lower in held-out loss, and lr above 1 diverged.
+ * and default models; BENCHMARKS.md), lr 1 ended 2-3% lower in held-out
+ * loss, and lr above 1 diverged. Momentum 0.6 is best with Muon, the
+ * default inner optimizer (0.3 was best with AdamW alone).
  */
 export const DEFAULT_OUTER: OuterConfig = {
   lr: 1,
-  momentum: 0.3,
+  momentum: 0.6,
   nesterov: true,
 };
 

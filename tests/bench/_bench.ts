@@ -140,3 +140,6 @@ export function choiceFlag<C extends string>(
   }
   return text as C;
 }
+
+/** The inner optimizers a bench's `--optimizer` names. */
+export const OPTIMIZERS = ["adamw", "muon"] as const;

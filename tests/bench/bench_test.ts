@@ -53,6 +53,10 @@ Deno.test("bench exits 2 with one stderr line on a bad command line", async () =
       ["blob", "--size", "x"],
       ["quality", "--backend", "cuda"],
       ["quality", "--grad-clip", "0"],
+      ["quality", "--optimizer", "sgd"],
+      ["quality", "--optimizer", "muon", "--muon-lr", "0"],
+      ["quality", "--optimizer", "muon", "--muon-momentum", "1"],
+      ["rounds", "--optimizer", "lion"],
       ["quality", "--diloco", "false", "--ddp", "false", "--alone", "false"],
       ["rounds", "--shares", "some"],
       ["rounds", "--compression", "int3"],
@@ -178,8 +182,9 @@ Deno.test({
     ) {
       assertPositive(rounds[key], key);
     }
-    // The job spec's defaults: int4 deltas, throughput shares.
+    // The job spec's defaults: int4 deltas, throughput shares, Muon.
     assert.equal(rounds.compression, "int4");
+    assert.equal(rounds.optimizer, "muon");
     assert.equal(rounds.shares, "throughput");
     // Every curve has a loss per round and the ratios are of their last
     // points. The baselines train every step; DiLoCo's peers at most that
@@ -356,6 +361,8 @@ Deno.test("bench quality --json trains DiLoCo, data-parallel and alone on equal 
     "5e-3",
     "--grad-clip",
     "0.5",
+    "--muon-lr",
+    "0.03",
   );
   assert.equal(code, 0, stderr);
   const { quality } = JSON.parse(stdout);
@@ -375,8 +382,10 @@ Deno.test("bench quality --json trains DiLoCo, data-parallel and alone on equal 
     quality.lossRatioVsDdp,
     quality.diloco.valLoss[1] / quality.ddp.valLoss[1],
   );
-  // The job spec's compression when none is given.
+  // The job spec's compression and optimizer (Muon) when none is given.
   assert.equal(quality.settings.compression, "int4");
+  assert.equal(quality.settings.optimizer, "muon");
+  assert.deepEqual(quality.settings.muon, { lr: 0.03, momentum: 0.95 });
   // 21,984 params at 4 bits and one fp32 scale per 256 of them: 0.5156
   // bytes a parameter, against 10 steps of a ring all-reduce of 3 peers.
   assert.equal(quality.deltaBytes, 16 + 4 * 86 + 21_984 / 2);
@@ -384,6 +393,36 @@ Deno.test("bench quality --json trains DiLoCo, data-parallel and alone on equal 
     quality.reductionVsDdp,
     (10 * 4 * 21_984 * 4 / 3) / quality.deltaBytes,
   );
+});
+
+Deno.test("bench quality --optimizer adamw trains every run with AdamW alone and reports it", async () => {
+  const { code, stdout, stderr } = await bench(
+    "quality",
+    "--json",
+    "--model",
+    "tiny",
+    "--peers",
+    "2",
+    "--rounds",
+    "2",
+    "--inner-steps",
+    "10",
+    "--eval-batches",
+    "4",
+    "--alone",
+    "false",
+    "--optimizer",
+    "adamw",
+  );
+  assert.equal(code, 0, stderr);
+  const { quality } = JSON.parse(stdout);
+  assert.equal(quality.settings.optimizer, "adamw");
+  assert.equal(quality.settings.muon, null);
+  for (const run of ["diloco", "ddp"]) {
+    for (const loss of quality[run].valLoss) {
+      assert.ok(loss < 5, `${run} ${loss}`);
+    }
+  }
 });
 
 Deno.test("bench quality rejects an unknown model and a trim outside [0, 0.49]", async () => {

@@ -41,6 +41,7 @@ import {
   booleanFlag,
   choiceFlag,
   numberFlag,
+  OPTIMIZERS,
   UsageError,
 } from "./_bench.ts";
 
@@ -127,14 +128,12 @@ function specFor(o: Options): JobSpec {
         minLr: o.maxLr * base.inner.minLr / base.inner.maxLr,
       }),
       totalSteps: o.rounds * o.innerSteps,
-      ...(o.muon === null ? {} : { muon: o.muon }),
+      muon: o.muon,
     },
     compression: { format: o.compression },
     aggregation: { rule: "trimmed-mean", trimFraction: o.trim },
   });
 }
-
-const OPTIMIZERS = ["adamw", "muon"] as const;
 
 function optionalNumber(
   flags: Record<string, string>,
@@ -168,8 +167,9 @@ const bench: Bench<Options, QualityResult> = {
       help: "inner peak lr (spec: default); the floor keeps its ratio to it",
     },
     optimizer: {
-      default: "adamw",
-      help: "inner optimizer of the attention and MLP weights: adamw | muon",
+      default: "muon",
+      help:
+        "inner optimizer of the attention and MLP weights: adamw | muon (the job spec's)",
     },
     "muon-lr": {
       default: String(DEFAULT_MUON.lr),

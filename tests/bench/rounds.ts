@@ -59,7 +59,9 @@ import {
   choiceFlag,
   formatTable,
   numberFlag,
+  OPTIMIZERS,
 } from "./_bench.ts";
+import { DEFAULT_MUON } from "../../kernels/muon.ts";
 
 /** One peer's figures over the whole run. */
 export interface PeerFigures {
@@ -105,6 +107,8 @@ export interface RoundsResult {
   compression: JobSpec["compression"]["format"];
   /** How peers sized their shares (the spec's `shares`). */
   shares: Shares;
+  /** The inner optimizer of the hidden matrices. */
+  optimizer: typeof OPTIMIZERS[number];
   parameters: number;
   /** Tokens the DiLoCo peers trained in all; the baselines' are in their curves. */
   tokens: number;
@@ -149,6 +153,8 @@ export interface RoundsOptions {
   overlap: boolean;
   compression: JobSpec["compression"]["format"];
   shares: Shares;
+  /** Muon (the spec's `inner.muon`, DEFAULT_MUON) or AdamW alone. */
+  optimizer: typeof OPTIMIZERS[number];
   evalBatches: number;
   /** Duty cycle of the last peer, below 1 to slow it (1: none slowed). */
   slowDuty: number;
@@ -166,8 +172,13 @@ export function peerArgs(o: RoundsOptions, k: number): string[] {
 
 /** The job: throughput shares whenever a peer is slowed. */
 function specFor(o: RoundsOptions): JobSpec {
+  const base = benchSpec({ name: "bench-rounds", ...o });
   return benchSpec({ name: "bench-rounds", ...o }, {
     roundDeadlineMs: 60_000,
+    inner: {
+      ...base.inner,
+      muon: o.optimizer === "muon" ? DEFAULT_MUON : null,
+    },
     compression: { format: o.compression },
     shares: o.slowDuty < 1 ? "throughput" : o.shares,
   });
@@ -211,6 +222,11 @@ const bench: Bench<RoundsOptions, RoundsResult> = {
       help:
         "throughput | full (default: the job spec's); full has every peer train every step, the baselines' tokens",
     },
+    optimizer: {
+      default: "muon",
+      help:
+        "inner optimizer of the attention and MLP weights: adamw | muon (the job spec's: lr 0.02, momentum 0.95)",
+    },
     "eval-batches": { default: "32", help: "held-out batches, 1-1000" },
     "slow-duty": {
       default: "1",
@@ -231,6 +247,7 @@ const bench: Bench<RoundsOptions, RoundsResult> = {
       overlap: booleanFlag(flags, "overlap"),
       compression: choiceFlag(flags, "compression", COMPRESSIONS),
       shares: choiceFlag(flags, "shares", SHARES),
+      optimizer: choiceFlag(flags, "optimizer", OPTIMIZERS),
       evalBatches: numberFlag(flags, "eval-batches", {
         min: 1,
         max: 1000,
@@ -252,7 +269,7 @@ const bench: Bench<RoundsOptions, RoundsResult> = {
   table(r) {
     const curve = (c: Curve) => c.valLoss.map((l) => l.toFixed(3)).join(" ");
     return [
-      `${r.peers} DiLoCo peers x ${r.rounds} rounds x ${r.innerSteps} steps (${r.model} model, ${r.parameters} params, ${r.tokens} tokens, ${r.compression}, ${r.shares} shares, overlap ${
+      `${r.peers} DiLoCo peers x ${r.rounds} rounds x ${r.innerSteps} steps (${r.model} model, ${r.parameters} params, ${r.tokens} tokens, ${r.compression}, ${r.shares} shares, ${r.optimizer}, overlap ${
         r.overlap ? "on" : "off"
       }) against data-parallel training and one peer alone on ${
         r.ddp.tokens.at(-1)
@@ -376,6 +393,7 @@ export async function measureRounds(
         overlap: o.overlap,
         compression: spec.compression.format,
         shares: spec.shares ?? DEFAULT_SHARES,
+        optimizer: spec.inner.muon ? "muon" : "adamw",
         parameters: checkpoints[0].length,
         tokens: diloco.tokens[diloco.tokens.length - 1],
         evalBatches: o.evalBatches,
