@@ -79,6 +79,8 @@ Deno.test({
           // The outer optimizer the CIDs were committed with, pinned so a
           // new default leaves this anchor where it was.
           outer: { lr: 0.7, momentum: 0.9, nesterov: true },
+          // And the inner optimizer: AdamW alone, as before Muon.
+          inner: { maxLr: 1e-2, minLr: 1e-3, warmupSteps: 5, muon: null },
           compression: { format: "int8" },
         }),
       }, async (c) => {
