@@ -24,6 +24,16 @@ import {
   uniform,
 } from "./context.ts";
 
+/**
+ * WGSL: `clipScale(normSq, clip, clipOn)`, the factor the global norm clip
+ * puts on every gradient element (1 when off or under the limit).
+ */
+export const CLIP_SCALE = /* wgsl */ `
+fn clipScale(normSq: f32, clip: f32, clipOn: u32) -> f32 {
+  let norm = sqrt(normSq);
+  return select(1.0, clip / (norm + 1e-6), clipOn != 0u && norm > clip);
+}`;
+
 const ADAMW = /* wgsl */ `
 struct Params {
   n: u32, decayed: u32, pOff: u32, gOff: u32, mOff: u32, vOff: u32, normOff: u32, clipOn: u32,
@@ -37,11 +47,10 @@ struct Params {
 @group(0) @binding(4) var<storage, read> normSq: array<f32>;
 @group(0) @binding(5) var<uniform> p: Params;
 ${GROUP_INDEX}
+${CLIP_SCALE}
 ${flatMain("p.n")}
   if (i >= p.skipFrom && i < p.skipTo) { return; }
-  let norm = sqrt(normSq[p.normOff]);
-  let scale = select(1.0, p.clip / (norm + 1e-6), p.clipOn != 0u && norm > p.clip);
-  let g = grad[p.gOff + i] * scale;
+  let g = grad[p.gOff + i] * clipScale(normSq[p.normOff], p.clip, p.clipOn);
   let mi = p.beta1 * m[p.mOff + i] + (1.0 - p.beta1) * g;
   let vi = p.beta2 * v[p.vOff + i] + (1.0 - p.beta2) * g * g;
   m[p.mOff + i] = mi;

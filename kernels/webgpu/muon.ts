@@ -20,6 +20,7 @@ import {
   slice,
   uniform,
 } from "./context.ts";
+import { CLIP_SCALE } from "./adamw.ts";
 import { matmul } from "./matmul.ts";
 import { sumSquares } from "./reduce.ts";
 
@@ -31,10 +32,9 @@ struct Params { n: u32, gOff: u32, mOff: u32, xOff: u32, normOff: u32, clipOn: u
 @group(0) @binding(3) var<storage, read> normSq: array<f32>;
 @group(0) @binding(4) var<uniform> p: Params;
 ${GROUP_INDEX}
+${CLIP_SCALE}
 ${flatMain("p.n")}
-  let norm = sqrt(normSq[p.normOff]);
-  let scale = select(1.0, p.clip / (norm + 1e-6), p.clipOn != 0u && norm > p.clip);
-  let g = grad[p.gOff + i] * scale;
+  let g = grad[p.gOff + i] * clipScale(normSq[p.normOff], p.clip, p.clipOn);
   let mi = p.mu * m[p.mOff + i] + g;
   m[p.mOff + i] = mi;
   x[p.xOff + i] = g + p.mu * mi;
