@@ -320,4 +320,11 @@ Deno.test("train refuses text shorter than --context + 1, and trains on a text w
     ]);
     assert.equal(code, 0, stderr);
     assert.match(stdout, /checkpoint .*m\.safetensors/);
+    // Muon as in jobs, said on the first line and in the checkpoint.
+    assert.match(stdout, /with Muon \+ AdamW on js/);
+    const { metadata } = decodeGptCheckpoint(
+      createJsBackend(),
+      await Deno.readFile(`${dir}/m.safetensors`),
+    );
+    assert.equal(metadata.optimizer, "muon");
   }));

@@ -469,6 +469,17 @@ Deno.test("a bad setting value is a ConfigError naming the flag", () => {
   }
 });
 
+Deno.test("train --optimizer is Muon unless adamw is asked for; anything else is a usage error", () => {
+  const train = parseCommand(["train", "--local"]);
+  assert.equal(train.kind === "train" && train.optimizer, "muon");
+  const adamw = parseCommand(["train", "--local", "--optimizer", "adamw"]);
+  assert.equal(adamw.kind === "train" && adamw.optimizer, "adamw");
+  assertUsage(
+    ["train", "--local", "--optimizer", "sgd"],
+    /--optimizer must be muon or adamw: current value is "sgd"/,
+  );
+});
+
 Deno.test("train --backend and --threads are node settings; sample takes the CPU backends", () => {
   for (const backend of ["auto", "webgpu", "wasm", "js"] as const) {
     const command = parseCommand(["train", "--local", "--backend", backend]);

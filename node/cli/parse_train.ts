@@ -24,6 +24,8 @@ export interface TrainCommand {
   dModel: number;
   heads: number;
   lr: number;
+  /** Muon for the attention and MLP weights (as jobs), or AdamW alone. */
+  optimizer: typeof OPTIMIZERS[number];
   seed: number;
   evalEvery: number;
   /** A text file to train on; null trains on the Brown corpus. */
@@ -48,6 +50,9 @@ export interface SampleCommand {
 
 const BACKEND = { backend: { type: "string" } } as const;
 
+/** `train --optimizer` values, the default (a job spec's) first. */
+const OPTIMIZERS = ["muon", "adamw"] as const;
+
 /** Parses the arguments after `train`. */
 export function parseTrain(argv: string[]): TrainCommand {
   const p = parseFlags(argv, {
@@ -61,6 +66,7 @@ export function parseTrain(argv: string[]): TrainCommand {
     "d-model": { type: "string" },
     heads: { type: "string" },
     lr: { type: "string" },
+    optimizer: { type: "string" },
     seed: { type: "string" },
     "eval-every": { type: "string" },
     threads: { type: "string" },
@@ -82,6 +88,7 @@ export function parseTrain(argv: string[]): TrainCommand {
     dModel: int(v, "d-model", 128, 1, 8192),
     heads: int(v, "heads", 4, 1, 256),
     lr: float(v, "lr", 3e-3),
+    optimizer: choice(v, "optimizer", OPTIMIZERS),
     seed: int(v, "seed", 1, 0, 2 ** 31 - 1),
     evalEvery: int(v, "eval-every", 100, 0, 10_000_000),
     data: v.data ?? null,
@@ -117,7 +124,7 @@ export function parseSample(argv: string[]): SampleCommand {
     topK: int(v, "top-k", 40, 0, 256),
     seed: int(v, "seed", 1, 0, 2 ** 31 - 1),
     // Sampling is a few small matmuls per token: the CPU backends only.
-    backend: backend(v.backend, CPU_BACKEND_CHOICES),
+    backend: choice(v, "backend", CPU_BACKEND_CHOICES),
     flags: settings(p),
   };
 }
@@ -138,14 +145,17 @@ function float(
   return n;
 }
 
-function backend<T extends string>(
-  text: string | undefined,
+/** The value of `--name`, one of `allowed`; absent, the first of them. */
+function choice<T extends string>(
+  values: Record<string, string | undefined>,
+  name: string,
   allowed: readonly T[],
 ): T {
+  const text = values[name];
   if (text === undefined) return allowed[0];
   if ((allowed as readonly string[]).includes(text)) return text as T;
   throw new UsageError(
-    `--backend must be ${allowed.slice(0, -1).join(", ")} or ${
+    `--${name} must be ${allowed.slice(0, -1).join(", ")} or ${
       allowed.at(-1)
     }: current value is "${text}"`,
   );

@@ -1,5 +1,6 @@
 import { DEFAULT_ADAMW } from "../../kernels/adamw.ts";
 import { Gpt } from "../../kernels/gpt.ts";
+import { DEFAULT_MUON } from "../../kernels/muon.ts";
 import { encodeGptCheckpoint } from "../../kernels/gpt_checkpoint.ts";
 import { createJsBackend } from "../../kernels/js_backend.ts";
 import { atomicWriteFile } from "../store/atomic_write.ts";
@@ -50,9 +51,11 @@ export async function train(
     heads: cmd.heads,
   };
   console.log(
-    `training ${cmd.layers} layers, d_model ${cmd.dModel}, ${cmd.heads} heads, context ${cmd.context}, batch ${cmd.batch} on ${compute.label}; ${
-      (data.length / 1e6).toFixed(1)
-    } MB of text from ${cmd.data ?? "the Brown corpus"}`,
+    `training ${cmd.layers} layers, d_model ${cmd.dModel}, ${cmd.heads} heads, context ${cmd.context}, batch ${cmd.batch} with ${
+      cmd.optimizer === "muon" ? "Muon + AdamW" : "AdamW"
+    } on ${compute.label}; ${(data.length / 1e6).toFixed(1)} MB of text from ${
+      cmd.data ?? "the Brown corpus"
+    }`,
   );
   const progress = new Progress(cmd.steps, "train");
   let lastVal = NaN;
@@ -66,6 +69,7 @@ export async function train(
         minLr: cmd.lr / 10,
         totalSteps: cmd.steps,
       },
+      muon: cmd.optimizer === "muon" ? DEFAULT_MUON : undefined,
       steps: cmd.steps,
       batch: cmd.batch,
       seed: cmd.seed,
@@ -89,6 +93,7 @@ export async function train(
       dataset: result.datasetId,
       steps: String(cmd.steps),
       seed: String(cmd.seed),
+      optimizer: cmd.optimizer,
       backend: compute.selection.kind,
     });
     await atomicWriteFile(out, bytes);

@@ -230,6 +230,9 @@ Options:
   --d-model N             model width (default 128)
   --heads N               attention heads (default 4)
   --lr X                  peak learning rate (default 3e-3)
+  --optimizer O           muon|adamw: Muon for the attention and MLP weights,
+                          AdamW for the rest, as jobs (default muon); or
+                          AdamW alone
   --seed N                initialization and data order (default 1)
   --eval-every N          steps between held-out evaluations (default 100)
   --backend B             auto|webgpu|wasm|js (default auto)

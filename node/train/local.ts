@@ -1,4 +1,5 @@
 import type { AdamWConfig } from "../../kernels/adamw.ts";
+import type { MuonConfig } from "../../kernels/muon.ts";
 import { chunkDataset, splitTrainVal } from "../../protocol/dataset.ts";
 import { BatchSampler } from "../../kernels/data/sampler.ts";
 import type { GptConfig } from "../../kernels/gpt.ts";
@@ -15,6 +16,8 @@ export interface LocalTrainOptions {
   createTrainer: (init: TrainerInit) => Trainer;
   model: GptConfig;
   adamw: AdamWConfig;
+  /** Muon for the attention and MLP weights; absent, AdamW alone. */
+  muon?: MuonConfig;
   steps: number;
   batch: number;
   seed: number;
@@ -79,6 +82,7 @@ export async function trainLocal(
   const trainer = o.createTrainer({
     model: o.model,
     adamw: o.adamw,
+    muon: o.muon,
     params: initialParameters(o.model, o.seed),
   });
   try {
