@@ -79,8 +79,11 @@ Deno.test("muonPlan picks the attention and MLP weights, one contiguous range in
       "h.0.mlp.c_proj.weight",
     ],
   );
-  // Stored [in, out]: the MLP's output projection has 4x more rows.
-  assert.deepEqual(plan.matrices.map((m) => m.scale).slice(0, 4), [1, 1, 1, 2]);
+  // Stored [in, out]: sqrt(out / in) for c_attn (3C outputs) and c_fc (4C).
+  assert.deepEqual(
+    plan.matrices.map((m) => m.scale).slice(0, 4),
+    [Math.sqrt(3), 1, 2, 1],
+  );
   const wte = layout.entries[0].size, wpe = layout.entries[1].size;
   assert.equal(plan.start, wte + wpe);
   assert.equal(plan.end, layout.decayedSize);

@@ -10,8 +10,9 @@
  *   {@linkcode SCREEN_RATIO} times the round's median, or less than that
  *   median divided by it. A delta's share is the fraction of the round's
  *   H steps it stands for (a slower peer takes fewer, inner_steps.ts), and
- *   its norm per share is its norm over that fraction: the inner AdamW
- *   moves each parameter by about the learning rate a step. Honest peers
+ *   its norm per share is its norm over that fraction: the inner optimizer
+ *   moves each parameter by about its learning rate a step (AdamW per
+ *   element, Muon per matrix). Honest peers
  *   run the same schedule on like data, so these sit within a small factor
  *   of each other; a ×100 scaled delta or a token speck of noise does not.
  *   With fewer deltas a median cannot tell the odd one out.

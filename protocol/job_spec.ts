@@ -3,7 +3,8 @@
  * JSON document whose CID is the job id.
  *
  * The encoding is canonical (keys sorted recursively, no whitespace, every
- * field present, nothing else), so one spec has one byte string and one id.
+ * field present but the optional `audit`, `shares` and `inner.muon`,
+ * nothing else), so one spec has one byte string and one id.
  * {@linkcode parseJobSpec} checks every field of untrusted input and names
  * the first bad one in a {@linkcode JobSpecError}; unknown keys are
  * rejected at every level, since they would change the id while meaning
@@ -142,7 +143,7 @@ export interface JobSpecOverrides {
   /** `muon: null` trains every parameter with AdamW alone. */
   readonly inner?:
     & Partial<Omit<InnerConfig, "muon">>
-    & { readonly muon?: MuonConfig | null };
+    & { readonly muon?: Partial<MuonConfig> | null };
   readonly innerSteps?: number;
   readonly batchSize?: number;
   readonly contextLength?: number;
@@ -191,7 +192,7 @@ export function defaultJobSpec(overrides: JobSpecOverrides): JobSpec {
   const innerSteps = overrides.innerSteps ?? 50;
   const rounds = overrides.rounds ?? 20;
   const minPeers = overrides.minPeers ?? 2;
-  const { muon = DEFAULT_MUON, ...adamw } = overrides.inner ?? {};
+  const { muon, ...adamw } = overrides.inner ?? {};
   return parseJobSpec({
     v: JOB_SPEC_VERSION,
     name: "zoo-job",
@@ -210,7 +211,7 @@ export function defaultJobSpec(overrides: JobSpecOverrides): JobSpec {
       ...DEFAULT_ADAMW,
       totalSteps: rounds * innerSteps,
       ...adamw,
-      ...(muon === null ? {} : { muon }),
+      ...(muon === null ? {} : { muon: { ...DEFAULT_MUON, ...muon } }),
     },
     outer: { ...DEFAULT_OUTER, ...overrides.outer },
     compression: {

@@ -108,6 +108,8 @@ Deno.test("every field changes the job id", async () => {
     ["name", "other"],
     ["model.layers", 3],
     ["inner.maxLr", 0.001],
+    ["inner.muon.lr", 0.01],
+    ["inner.muon.momentum", 0.9],
     ["outer.nesterov", false],
     ["compression.format", "int8"],
     ["aggregation.rule", "median"],
@@ -321,6 +323,12 @@ Deno.test("inner.muon: Muon by default, null for AdamW alone; a spec without it 
   });
   deepStrictEqual(tuned.inner.muon, { lr: 0.01, momentum: 0.9 });
   strictEqual(tuned.inner.maxLr, 1e-3);
+  // Merged field by field, as every nested override.
+  const partial = defaultJobSpec({
+    dataset: { cid: DATASET },
+    inner: { muon: { lr: 0.01 } },
+  });
+  deepStrictEqual(partial.inner.muon, { ...DEFAULT_MUON, lr: 0.01 });
   for (const lr of [0, -1, 11, "0.02", null]) {
     rejects(
       withField("inner.muon", { lr, momentum: 0.95 }),

@@ -24,9 +24,12 @@ export interface TrainingState {
   /** Inner steps taken so far in the round, 0 to H. */
   readonly step: number;
   readonly params: Float32Array;
-  /** AdamW's first moments, one per parameter. */
+  /**
+   * AdamW's first moments, one per parameter; over the matrices Muon
+   * updates (`kernels/muon.ts`), Muon's momentum.
+   */
   readonly m: Float32Array;
-  /** AdamW's second moments, one per parameter. */
+  /** AdamW's second moments, one per parameter (zero where Muon runs). */
   readonly v: Float32Array;
 }
 

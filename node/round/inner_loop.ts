@@ -1,9 +1,11 @@
 /**
- * The inner loop of DiLoCo on one peer: H AdamW steps per round, starting
- * from the round's checkpoint C(r), on the chunks assigned to this peer.
+ * The inner loop of DiLoCo on one peer: H inner steps per round (AdamW, with
+ * Muon for the hidden matrices when the spec's `inner.muon` says so),
+ * starting from the round's checkpoint C(r), on the chunks assigned to this
+ * peer.
  *
- * One {@linkcode RoundTrainer} lives for a whole job, so the inner AdamW
- * moments carry over from round to round as they do in DiLoCo; only the
+ * One {@linkcode RoundTrainer} lives for a whole job, so the inner
+ * optimizer's moments carry over from round to round as they do in DiLoCo; only the
  * parameters are replaced by C(r)'s at the start of each round (or, for a
  * round trained ahead, moved onto C(r) between two steps: `shift`).
  *
@@ -136,7 +138,7 @@ export class RoundTrainer {
 
   /**
    * Loads C(r)'s `params` (null: goes on from the parameters it has),
-   * trains `p.steps` (default `spec.innerSteps`) AdamW steps on the round's batches
+   * trains `p.steps` (default `spec.innerSteps`) inner steps on the round's batches
    * ({@linkcode roundSampler}) and returns a copy of the result with its
    * losses. Rounds must not overlap: a second call while one runs throws a
    * `TypeError`.

@@ -177,7 +177,7 @@ const bench: Bench<Options, QualityResult> = {
     },
     "muon-momentum": {
       default: String(DEFAULT_MUON.momentum),
-      help: "Muon's Nesterov momentum in [0, 1)",
+      help: "Muon's Nesterov momentum in [0, 0.999]",
     },
     compression: {
       default: DEFAULT_COMPRESSION,
