@@ -33,19 +33,13 @@ import {
   freeActivations,
 } from "./activations.ts";
 import { adamw, type AdamwTensors, adamwUniform } from "./adamw.ts";
-import { type MuonConfig, type MuonPlan, muonPlan } from "../muon.ts";
-import {
-  allocMuonScratch,
-  muonDispatches,
-  type MuonScratch,
-  muonUniform,
-} from "./muon.ts";
+import { GpuMuon } from "./muon.ts";
 import { type Dispatch, GpuContext, type GpuTensor, slice } from "./context.ts";
 import { GpuLimitError, GpuUnavailableError } from "./device.ts";
 import { bucketTokens } from "./embedding.ts";
 import { backwardPass } from "./gpt_backward.ts";
 import { forwardPass, namedViews } from "./gpt_forward.ts";
-import { sumSquares, sumSquaresGroups } from "./reduce.ts";
+import { sumSquares } from "./reduce.ts";
 
 /** Options of {@linkcode createGpuTrainer}. */
 export interface GpuTrainerOptions extends TrainerInit {
@@ -97,13 +91,7 @@ class GpuTrainer implements BatchedTrainer {
   /** Parameters, gradients and AdamW moments, flat [n] each. */
   readonly #state: Omit<AdamwTensors, "normSq">;
   readonly #hyper: GPUBuffer;
-  readonly #muon: {
-    config: MuonConfig;
-    plan: MuonPlan;
-    scratch: MuonScratch;
-    /** The step's rate, rewritten per step like `#hyper`. */
-    step: GPUBuffer;
-  } | null;
+  readonly #muon: GpuMuon | null;
   #plan: Plan | null = null;
   /** A validation scope is open around a new plan, until its first submit. */
   #checking = false;
@@ -141,19 +129,7 @@ class GpuTrainer implements BatchedTrainer {
       size: 80,
       usage: GPUBufferUsage.UNIFORM | GPUBufferUsage.COPY_DST,
     });
-    const plan = o.muon && muonPlan(layout);
-    this.#muon = o.muon && plan
-      ? {
-        config: o.muon,
-        plan,
-        scratch: allocMuonScratch(ctx, plan, sumSquaresGroups(n)),
-        step: o.device.createBuffer({
-          label: "muon step",
-          size: 32,
-          usage: GPUBufferUsage.UNIFORM | GPUBufferUsage.COPY_DST,
-        }),
-      }
-      : null;
+    this.#muon = o.muon ? new GpuMuon(ctx, layout, o.muon, o.adamw) : null;
   }
 
   async step(batch: TokenBatch, lr?: number): Promise<StepResult> {
@@ -197,19 +173,10 @@ class GpuTrainer implements BatchedTrainer {
           step,
           decayed: this.#decayed,
           gradClip: a.gradClip,
-          skip: muon ? { from: muon.plan.start, to: muon.plan.end } : undefined,
+          skip: muon?.skip,
         }),
       );
-      if (muon) {
-        this.#ctx.device.queue.writeBuffer(
-          muon.step,
-          0,
-          muonUniform(this.#state, muon.scratch, muon.plan, {
-            lr: muon.config.lr * rate / a.maxLr,
-            weightDecay: a.weightDecay,
-          }),
-        );
-      }
+      muon?.writeStep(this.#state.param, rate);
       encoder.clearBuffer(this.#state.grad.buffer);
       return plan.train;
     });
@@ -249,7 +216,7 @@ class GpuTrainer implements BatchedTrainer {
   dispose(): void {
     this.#dropPlan();
     this.#hyper.destroy();
-    this.#muon?.step.destroy();
+    this.#muon?.destroy();
     this.#ctx.destroy();
   }
 
@@ -320,14 +287,7 @@ class GpuTrainer implements BatchedTrainer {
           x: state.grad,
           scratch: acts.tensors.scratch,
         }, n),
-        ...(muon
-          ? muonDispatches(ctx, state, muon.scratch, {
-            plan: muon.plan,
-            momentum: muon.config.momentum,
-            gradClip: this.#adamw.gradClip,
-            step: muon.step,
-          })
-          : []),
+        ...(muon?.record(state) ?? []),
         adamw(ctx, state, n, this.#hyper),
       ],
       eval: forwardPass(ctx, inputs, false),

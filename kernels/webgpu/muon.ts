@@ -9,7 +9,15 @@
  *
  * @module
  */
-import { type MuonPlan, NS_COEFFICIENTS, NS_STEPS } from "../muon.ts";
+import type { AdamWConfig } from "../adamw.ts";
+import type { ParameterLayout } from "../gpt.ts";
+import {
+  type MuonConfig,
+  type MuonPlan,
+  muonPlan,
+  NS_COEFFICIENTS,
+  NS_STEPS,
+} from "../muon.ts";
 import {
   type Dispatch,
   flatMain,
@@ -22,7 +30,7 @@ import {
 } from "./context.ts";
 import { CLIP_SCALE } from "./adamw.ts";
 import { matmul } from "./matmul.ts";
-import { sumSquares } from "./reduce.ts";
+import { sumSquares, sumSquaresGroups } from "./reduce.ts";
 
 const MOMENTUM = /* wgsl */ `
 struct Params { n: u32, gOff: u32, mOff: u32, xOff: u32, normOff: u32, clipOn: u32, mu: f32, clip: f32 }
@@ -82,8 +90,8 @@ export interface MuonModel {
   normSq: GpuTensor;
 }
 
-/** Muon's own device buffers: see {@linkcode allocMuonScratch}. */
-export interface MuonScratch {
+/** Muon's own device buffers. */
+interface MuonScratch {
   /** The Newton-Schulz input per matrix, laid out like the range. */
   x: GpuTensor;
   /** The scaled update per matrix, laid out like the range. */
@@ -96,44 +104,94 @@ export interface MuonScratch {
   partials: GpuTensor;
 }
 
-/** Allocates {@linkcode MuonScratch} for `plan`; `ctx.free` each to return it. */
-export function allocMuonScratch(
-  ctx: GpuContext,
-  plan: MuonPlan,
-  partials: number,
-): MuonScratch {
-  const range = plan.end - plan.start, side = plan.maxSide;
-  return {
-    x: ctx.tensor(range),
-    update: ctx.tensor(range),
-    gram: ctx.tensor(side * side),
-    poly: ctx.tensor(side * side),
-    norms: ctx.tensor(plan.matrices.length),
-    partials: ctx.tensor(partials),
-  };
-}
-
 /** What {@linkcode muonDispatches} needs besides the tensors. */
-export interface MuonRecording {
+interface MuonRecording {
   plan: MuonPlan;
   momentum: number;
   /** Global norm clip; Infinity disables it. */
   gradClip: number;
-  /** The step's rate and decay: {@linkcode muonUniform}, rewritten per step. */
+  /** The step's rate and decay, rewritten per step. */
   step: GPUBuffer;
 }
 
-/** The uniform of one Muon step (its scheduled rate and weight decay). */
-export function muonUniform(
-  t: Pick<MuonModel, "param">,
-  s: Pick<MuonScratch, "update">,
-  plan: MuonPlan,
-  hp: { lr: number; weightDecay: number },
-): ArrayBuffer {
-  return uniform(
-    [plan.end - plan.start, t.param.offset + plan.start, s.update.offset],
-    [hp.lr, hp.weightDecay],
-  );
+/**
+ * Muon's part of a device-resident trainer (`gpu_trainer.ts`): the plan of
+ * `layout`, its scratch buffers (from `ctx`'s pool, destroyed with it) and
+ * the uniform holding each step's rate.
+ */
+export class GpuMuon {
+  readonly plan: MuonPlan;
+  readonly #ctx: GpuContext;
+  readonly #config: MuonConfig;
+  readonly #adamw: AdamWConfig;
+  readonly #scratch: MuonScratch;
+  readonly #step: GPUBuffer;
+
+  constructor(
+    ctx: GpuContext,
+    layout: ParameterLayout,
+    config: MuonConfig,
+    adamw: AdamWConfig,
+  ) {
+    const plan = muonPlan(layout);
+    const range = plan.end - plan.start, side = plan.maxSide;
+    this.plan = plan;
+    this.#ctx = ctx;
+    this.#config = config;
+    this.#adamw = adamw;
+    this.#scratch = {
+      x: ctx.tensor(range),
+      update: ctx.tensor(range),
+      gram: ctx.tensor(side * side),
+      poly: ctx.tensor(side * side),
+      norms: ctx.tensor(plan.matrices.length),
+      partials: ctx.tensor(sumSquaresGroups(layout.total)),
+    };
+    this.#step = ctx.device.createBuffer({
+      label: "muon step",
+      size: 32,
+      usage: GPUBufferUsage.UNIFORM | GPUBufferUsage.COPY_DST,
+    });
+  }
+
+  /** The range AdamW leaves alone. */
+  get skip(): { from: number; to: number } {
+    return { from: this.plan.start, to: this.plan.end };
+  }
+
+  /** Records one update; its rate is the last {@linkcode writeStep}'s. */
+  record(t: MuonModel): Dispatch[] {
+    return muonDispatches(this.#ctx, t, this.#scratch, {
+      plan: this.plan,
+      momentum: this.#config.momentum,
+      gradClip: this.#adamw.gradClip,
+      step: this.#step,
+    });
+  }
+
+  /**
+   * Queues the rate of the step whose AdamW rate is `lr` (Muon's peak
+   * scaled as AdamW's schedule): ordered before that step's submit.
+   */
+  writeStep(param: GpuTensor, lr: number): void {
+    const plan = this.plan, a = this.#adamw;
+    this.#ctx.device.queue.writeBuffer(
+      this.#step,
+      0,
+      uniform(
+        [
+          plan.end - plan.start,
+          param.offset + plan.start,
+          this.#scratch.update.offset,
+        ],
+        [this.#config.lr * lr / a.maxLr, a.weightDecay],
+      ),
+    );
+  }
+
+  destroy(): void {
+    this.#step.destroy();
+  }
 }
 
 /**
@@ -141,7 +199,7 @@ export function muonUniform(
  * matrix the norm, the normalisation and {@linkcode NS_STEPS} Newton-Schulz
  * steps, then p = p (1 - lr wd) - lr u over the range.
  */
-export function muonDispatches(
+function muonDispatches(
   ctx: GpuContext,
   t: MuonModel,
   s: MuonScratch,
