@@ -23,22 +23,24 @@
  *               `advance` fetches C(r+1), then the node enters round r+1;
  *   finished    entered past the last round (C(rounds) is in hand).
  *
- * With `overlap`, a peer does not sit idle while its round is aggregated,
- * verified and committed: once its delta is out it starts the next round's
- * inner steps from its own parameters (`trainAhead`), and when it enters
- * that round it moves them onto the committed checkpoint (`rebase`: add
- * C(r+1) − θ_local(r)) and carries on. Its delta is still C(r+1) − θ_end.
- * If the chain skips the round trained ahead, that work is dropped and
- * the round after is trained from its checkpoint as usual.
+ * A peer starts the next round before the chain commits this one. Once
+ * every live member's delta is in, it computes C(r+1) from them as the
+ * leader will (`preview`) and trains from it, so the leader's settling
+ * wait, the verification, attestations, commit and checkpoint fetch cost
+ * it no idle time. The round's delta is announced only once the chain
+ * commits that very checkpoint (`train` with the same parent); if it
+ * commits another, the early steps are dropped and the round is trained
+ * from the committed one.
  *
- * Without `overlap`, a peer still starts the next round before the chain
- * commits this one: once every live member's delta is in, it computes
- * C(r+1) from them as the leader will (`preview`) and trains from it, so
- * the leader's settling wait, the verification, attestations, commit and
- * checkpoint fetch cost it no idle time. Nothing trains on a stale base:
- * the round's delta is announced only once the chain commits that very
- * checkpoint (`train` with the same parent); if it commits another, the
- * early steps are dropped and the round is trained from the committed one.
+ * With `overlap` (eager starts), a peer does not wait for the others'
+ * deltas either: once its own is out it starts the next round's inner
+ * steps from the eager estimate of C(r+1), the outer step with its own
+ * delta alone (`trainAhead`). The preview moves them onto C(r+1) between
+ * two steps (add C(r+1) − the estimate); entering the round (`rebase`)
+ * confirms that move, or makes it when no preview came. Its delta is
+ * still C(r+1) − θ_end. If the chain skips the round trained ahead, that
+ * work is dropped and the round after is trained from its checkpoint as
+ * usual.
  *
  * @module
  */
@@ -192,13 +194,14 @@ function onTick(state: RoundState, now: number): Step {
 }
 
 /**
- * Whether to start the next round from its previewed checkpoint: once,
- * when every live member's delta is in (the leader's set, unless one comes
- * late), the round is not the last, and nothing is trained ahead.
+ * Whether to start the next round from its previewed checkpoint (or move
+ * the steps trained ahead onto it): once, when every live member's delta
+ * is in (the leader's set, unless one comes late) and the round is not the
+ * last.
  */
 function shouldPreview(state: RoundState): boolean {
-  return !state.previewed && state.ahead === null &&
-    state.trainedAt !== null && state.round + 1 < state.config.rounds &&
+  return !state.previewed && state.trainedAt !== null &&
+    state.round + 1 < state.config.rounds &&
     state.live.length >= state.config.minPeers &&
     state.live.every((p) => state.deltas.has(p));
 }
@@ -246,7 +249,12 @@ function onTrained(state: RoundState, delta: DeltaAnnounce, now: number): Step {
   if (!ahead) return collecting;
   return {
     state: collecting.state,
-    actions: [...collecting.actions, { type: "trainAhead", round: next }],
+    actions: [...collecting.actions, {
+      type: "trainAhead",
+      round: next,
+      parent: state.parent,
+      delta,
+    }],
   };
 }
 

@@ -153,13 +153,21 @@ export type RoundAction =
    */
   | { type: "train"; round: number; parent: string }
   /**
-   * Start round `round`'s inner steps from this peer's own parameters,
-   * before C(round) is known; the delta waits for `rebase`.
+   * Start round `round`'s inner steps before C(round) is known, from its
+   * eager estimate: the outer step from C(round − 1) = `parent` with this
+   * peer's own `delta` as the round's only one. They move onto C(round)
+   * when a `preview` or `rebase` brings it; the delta waits for `rebase`.
    */
-  | { type: "trainAhead"; round: number }
+  | {
+    type: "trainAhead";
+    round: number;
+    parent: string;
+    delta: DeltaAnnounce;
+  }
   /**
-   * C(round) = `parent` is in hand: move the steps trained ahead onto it,
-   * finish them and announce the delta.
+   * The chain committed C(round) = `parent`: move the steps trained ahead
+   * onto it (or keep them, moved onto that very checkpoint at its
+   * preview), finish them and announce the delta.
    */
   | { type: "rebase"; round: number; parent: string }
   /**

@@ -247,6 +247,26 @@ export async function previewRound(
 }
 
 /**
+ * The eager estimate of C(r+1) from C(r) = `held`: the outer step with
+ * this peer's own announced delta `own` as the round's only one (the same
+ * rule and outer optimizer as the leader's, so the outer momentum, the
+ * bulk of the step, is exact). A peer trains ahead from it until C(r+1)
+ * is known (the round machine's `trainAhead`).
+ */
+export async function eagerCheckpoint(
+  o: Pick<LeaderAggregationOptions, "spec" | "delta">,
+  own: DeltaAnnounce,
+  held: Held,
+): Promise<Float32Array> {
+  return nextCheckpoint({
+    spec: o.spec,
+    parent: held.ckpt,
+    parentCid: held.cid,
+    deltas: [{ peer: own.peer, tokens: own.tokens, delta: await o.delta(own) }],
+  }).params;
+}
+
+/**
  * Fetches and reads the `all` deltas (through `fetched`, so a pass reuses
  * the last one's work) and screens them. A delta that cannot be fetched or
  * read is refused here and not listed.

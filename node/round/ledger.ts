@@ -49,9 +49,10 @@ export interface RoundRecord {
    */
   tokens: number;
   /**
-   * Whether this peer's steps for the round started from its own preview
-   * of C(round), before the chain committed it (see the round machine's
-   * `preview`): the commit cost it no idle time.
+   * Whether this peer's steps for the round started before the chain
+   * committed C(round), from its own preview of it or trained ahead (see
+   * the round machine's `preview` and `trainAhead`): the commit cost it no
+   * idle time.
    */
   early: boolean;
   /** Bytes this peer sent during the round (gossip and blobs). */
@@ -241,7 +242,7 @@ export class RoundLedger {
     this.auditCounts[a.passed ? "passed" : "failed"]++;
   }
 
-  /** Notes that `round`'s steps started from a previewed checkpoint. */
+  /** Notes that `round`'s steps started before its commit. */
   noteEarlyStart(round: number): void {
     this.#early.add(round);
   }

@@ -27,7 +27,7 @@ export interface TrainRoundParams {
   round: number;
   /**
    * C(r)'s parameters, flat in the model's spec order (not modified), or
-   * null to go on from the trainer's own (training a round ahead).
+   * null to go on from the trainer's own.
    */
   params: Float32Array | null;
   /**

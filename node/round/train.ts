@@ -13,16 +13,19 @@
  * the round trained from the committed one, from the AdamW moments the
  * early start began with, as if it had never started.
  *
- * Training ahead (`overlap`): once its delta for round r is out, the peer
- * goes on with round r+1's steps from θ_local(r) while r is aggregated and
- * committed. When C(r+1) arrives the parameters move onto it between two
- * steps, θ += C(r+1) − θ_local(r), so the rest of the round runs from the
- * committed checkpoint: θ_end = C(r+1) + (the round's own progress) and
- * the delta is C(r+1) − θ_end as without overlap. Steps taken before the
- * move see a stale base, and a whole stale round measurably hurts the
- * model, so at most a tenth of a round's steps (rounded down: none when H
- * < 10) run ahead; then the peer waits for the checkpoint, so every round
- * ends moved onto its own checkpoint.
+ * Training ahead (`overlap`, eager starts): once its delta for round r is
+ * out, the peer goes on with round r+1's steps from the eager estimate
+ * Ĉ(r+1), the outer step with its own delta alone, while the others'
+ * deltas come in. When C(r+1) is known, from its preview or the commit,
+ * the parameters move onto it between two steps, θ += C(r+1) − Ĉ(r+1),
+ * so the rest of the round runs from it: θ_end = C(r+1) + (the round's own
+ * progress) and the delta is C(r+1) − θ_end as without overlap. Steps
+ * taken before the move see an estimated base, so at most a tenth of a
+ * round's steps (rounded down: none when H < 10) run before C(r+1) is
+ * known; then the peer waits for it. Moved onto a preview, the round is
+ * one started early: its delta waits for the chain to commit that very
+ * checkpoint, and is trained again from the committed one if the chain
+ * commits another.
  *
  * @module
  */
@@ -102,11 +105,15 @@ export interface RoundTrainingOptions {
 /** A round being trained ahead of its checkpoint. */
 interface Ahead {
   round: number;
-  /** θ_local of the previous round: where these steps started. */
+  /** Ĉ(round), the eager estimate: where these steps started. */
   start: Float32Array;
+  /** The AdamW moments they started with, for a restart. */
+  moments: AdamWMoments | null;
   abort: AbortController;
-  /** C(round)'s CID and parameters, once `rebase` brings them. */
+  /** C(round)'s CID and parameters, once a preview or `rebase` brings them. */
   base: PromiseWithResolvers<{ parent: string; params: Float32Array }>;
+  /** Resolved when the chain committed the checkpoint moved onto. */
+  committed: PromiseWithResolvers<void>;
   /** C(round) − start, handed to the trainer once. */
   shift: Float32Array | null;
   shifted: boolean;
@@ -135,8 +142,6 @@ export class RoundTraining {
   #ahead: Ahead | null = null;
   /** The round being trained from its checkpoint, if one is. */
   #current: Running | null = null;
-  /** θ_local of the last round trained, where training ahead starts. */
-  #last: Float32Array | null = null;
   /** This peer's throughput, as its heartbeats report it. */
   readonly #speed: ThroughputMeter;
   /** Training states kept for audits of recent rounds. */
@@ -178,11 +183,17 @@ export class RoundTraining {
 
   /**
    * Starts `round` from its previewed checkpoint C(round) = `base` (CID
-   * `parent`) before the chain commits it; the delta waits for `train`
-   * with the same parent. Does nothing while another round trains, or once
-   * the machine has left the round before it (a preview finished late).
+   * `parent`) before the chain commits it, or moves the steps trained
+   * ahead onto it; the delta waits for the chain to commit the same
+   * parent. Does nothing while another round trains, or once the machine
+   * has left the round before it (a preview finished late).
    */
   early(round: number, parent: string, base: Float32Array): Promise<void> {
+    const ahead = this.#ahead;
+    if (ahead?.round === round && !ahead.shift) {
+      this.#moveAhead(ahead, parent, base);
+      return Promise.resolve();
+    }
     if (
       this.#current || this.#ahead || this.#o.state().round !== round - 1
     ) {
@@ -228,7 +239,6 @@ export class RoundTraining {
       } finally {
         if (this.#current === running) this.#current = null;
       }
-      this.#last = result.params;
       if (this.#o.state().round !== round) return; // the chain moved on
       if (running.early) this.#o.ledger.noteEarlyStart(round);
       await deliverDelta(this.#o, round, parent, base, result);
@@ -246,15 +256,16 @@ export class RoundTraining {
     await current.done;
   }
 
-  /** Starts `round`'s steps from the last round's own parameters. */
-  trainAhead(round: number): Promise<void> {
-    if (!this.#last || this.#ahead) return Promise.resolve();
-    const abort = new AbortController();
+  /** Starts `round`'s steps from `start`, its eager estimate Ĉ(round). */
+  trainAhead(round: number, start: Float32Array): Promise<void> {
+    if (this.#ahead || this.#current) return Promise.resolve();
     const ahead: Ahead = {
       round,
-      start: this.#last,
-      abort,
+      start,
+      moments: null,
+      abort: new AbortController(),
       base: Promise.withResolvers(),
+      committed: Promise.withResolvers(),
       shift: null,
       shifted: false,
       done: Promise.resolve(),
@@ -267,23 +278,43 @@ export class RoundTraining {
   }
 
   /**
-   * C(round) = `base` is known: moves the steps trained ahead onto it, or
+   * The chain committed C(round) = `base`: moves the steps trained ahead
+   * onto it (or keeps them, moved onto that very checkpoint at its
+   * preview), trains them again from it when they moved onto another, or
    * trains the round from it when nothing was trained ahead.
    */
-  rebase(round: number, parent: string, base: Float32Array): Promise<void> {
+  async rebase(
+    round: number,
+    parent: string,
+    base: Float32Array,
+  ): Promise<void> {
     const ahead = this.#ahead;
     if (ahead?.round !== round) return this.train(round, parent, base);
+    if (!ahead.shift) this.#moveAhead(ahead, parent, base);
+    const moved = await ahead.base.promise;
+    if (moved.parent === parent) return ahead.committed.resolve();
+    ahead.abort.abort(
+      new Error(
+        `round ${round} starts from ${parent}, not the previewed ${moved.parent}`,
+      ),
+    );
+    await ahead.done;
+    return this.#run(round, parent, base, ahead.moments);
+  }
+
+  /** Hands the steps ahead C(round): they move onto it at the next bound. */
+  #moveAhead(ahead: Ahead, parent: string, base: Float32Array): void {
     const shift = new Float32Array(base.length);
     for (let i = 0; i < base.length; i++) shift[i] = base[i] - ahead.start[i];
     ahead.shift = shift;
     ahead.base.resolve({ parent, params: base });
-    return Promise.resolve();
   }
 
   async #runAhead(ahead: Ahead): Promise<void> {
     const signal = AbortSignal.any([ahead.abort.signal, this.#o.signal]);
     try {
-      const result = await this.#steps(ahead.round, null, signal, {
+      ahead.moments = await this.#o.trainer.moments();
+      const result = await this.#steps(ahead.round, ahead.start, signal, {
         shift: () => {
           if (!ahead.shift || ahead.shifted) return null;
           ahead.shifted = true;
@@ -293,11 +324,12 @@ export class RoundTraining {
       });
       // Resolved: the hold waited for it.
       const { parent, params: base } = await ahead.base.promise;
-      this.#last = result.params;
+      await untilOrAborted(ahead.committed.promise, signal);
       // No longer ahead: delivering starts the next round's steps, which
       // must find the way clear.
       if (this.#ahead === ahead) this.#ahead = null;
       if (this.#o.state().round !== ahead.round) return;
+      this.#o.ledger.noteEarlyStart(ahead.round);
       await deliverDelta(this.#o, ahead.round, parent, base, result);
     } catch (err) {
       // Dropped because the chain went elsewhere: nothing to report.
@@ -316,14 +348,14 @@ export class RoundTraining {
   }
 
   /**
-   * This peer's share of `round`'s steps on its chunks, from `params` or
-   * onwards. Training ahead, it waits for `until` before the last segment
-   * bound within a tenth of the round: below its end, so the trainer's own
-   * parameters are always moved and the next round ahead starts from them.
+   * This peer's share of `round`'s steps on its chunks, from `params`.
+   * Training ahead, it waits for `until` before the last segment bound
+   * within a tenth of the round: below its end, so every round trained
+   * ahead ends moved onto its checkpoint.
    */
   async #steps(
     round: number,
-    params: Float32Array | null,
+    params: Float32Array,
     signal: AbortSignal,
     ahead: Pick<TrainRoundParams, "shift" | "moments"> & {
       until?: Promise<unknown>;

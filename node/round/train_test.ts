@@ -163,12 +163,12 @@ Deno.test("RoundTraining: each round's states are stored by CID, in its work rec
   }
 });
 
-Deno.test("RoundTraining: trained ahead onto C(r+1) = θ_local(r) gives round r+1 trained from it", async () => {
+Deno.test("RoundTraining: trained ahead from an estimate equal to C(r+1) gives round r+1 trained from it", async () => {
   const ahead = setup();
   await ahead.training.train(0, "bafkreic0", genesis);
   const start = await local0();
-  const running = ahead.training.trainAhead(1);
-  // C(1) equal to this peer's own result: the move onto it is zero.
+  const running = ahead.training.trainAhead(1, start);
+  // C(1) equal to the estimate: the move onto it is zero.
   ahead.state.round = 1;
   await ahead.training.rebase(1, "bafkreic1", start);
   await running;
@@ -187,13 +187,13 @@ Deno.test("RoundTraining: trained ahead onto C(r+1) = θ_local(r) gives round r+
   );
 });
 
-Deno.test("RoundTraining: a checkpoint other than θ_local(r) moves the steps trained ahead", async () => {
+Deno.test("RoundTraining: a checkpoint other than the estimate moves the steps trained ahead", async () => {
   const t = setup();
   await t.training.train(0, "bafkreic0", genesis);
   const start = await local0();
-  const running = t.training.trainAhead(1);
+  const running = t.training.trainAhead(1, start);
   t.state.round = 1;
-  // A C(1) 1.0 away from this peer's parameters in every coordinate: the
+  // A C(1) 1.0 away from the estimate in every coordinate: the
   // rest of the round starts from it, so θ_end lies near it and the delta
   // is only the round's own progress. AdamW moves a parameter at most lr
   // (1e-2) a step, 0.2 in 20 steps; without the move the delta would
@@ -210,8 +210,8 @@ Deno.test("RoundTraining: ahead, a tenth of the steps run, then it waits; two su
   await t.training.train(0, "bafkreic0", genesis);
   let base = await local0();
   for (const round of [1, 2]) {
-    const running = t.training.trainAhead(round);
-    // H/10 steps on the stale base, then the hold: no more come.
+    const running = t.training.trainAhead(round, base);
+    // H/10 steps on the estimated base, then the hold: no more come.
     await until(() => t.stepsIn(round) === H / 10);
     await new Promise((r) => setTimeout(r, 50));
     assert.equal(t.stepsIn(round), H / 10, `round ${round} held`);
@@ -232,7 +232,7 @@ Deno.test("RoundTraining: with H < 10 nothing is trained ahead of the checkpoint
   const short = { ...spec, innerSteps: 5 };
   const t = setup(short);
   await t.training.train(0, "bafkreic0", genesis);
-  const running = t.training.trainAhead(1);
+  const running = t.training.trainAhead(1, genesis);
   await new Promise((r) => setTimeout(r, 50));
   assert.equal(t.stepsIn(1), 0);
   t.state.round = 1;
@@ -245,7 +245,7 @@ Deno.test("RoundTraining: with H < 10 nothing is trained ahead of the checkpoint
 Deno.test("RoundTraining: a round trained ahead that the chain skips is dropped, not delivered", async () => {
   const t = setup();
   await t.training.train(0, "bafkreic0", genesis);
-  const running = t.training.trainAhead(1);
+  const running = t.training.trainAhead(1, genesis);
   // The chain jumps to round 2: it is trained from C(2), the work ahead
   // on round 1 is abandoned.
   await until(() => t.stepsIn(1) > 0);
@@ -381,6 +381,32 @@ Deno.test("RoundTraining: a preview that comes once its round has begun starts n
   await new Promise((r) => setTimeout(r, 20));
   assert.equal(stepsIn(1), 0);
   assert.deepEqual(delivered, []);
+});
+
+Deno.test("RoundTraining: steps trained ahead and moved onto their preview are delivered once the chain commits it, the very delta of a round trained after the commit", async () => {
+  const { c1, plain, early } = await plainAndEarly();
+  // The estimate is C(1) itself, so the move is zero and the round must
+  // be the plain one bit for bit.
+  const running = early.training.trainAhead(1, c1);
+  await early.training.early(1, "bafkreic1", c1);
+  await until(() => early.stepsIn(1) === H);
+  await new Promise((r) => setTimeout(r, 20));
+  assert.deepEqual(early.delivered.map((d) => d.round), [0]);
+  early.state.round = 1;
+  await early.training.rebase(1, "bafkreic1", c1);
+  await running;
+  sameRoundOne(early.delivered, plain.delivered);
+});
+
+Deno.test("RoundTraining: steps trained ahead and moved onto a preview the chain does not commit are trained again from the committed checkpoint, from the moments they began with", async () => {
+  const { c1, plain, early } = await plainAndEarly();
+  const running = early.training.trainAhead(1, genesis);
+  await early.training.early(1, "bafkreicother", genesis);
+  await until(() => early.stepsIn(1) >= 3);
+  early.state.round = 1;
+  await early.training.rebase(1, "bafkreic1", c1);
+  await running;
+  sameRoundOne(early.delivered, plain.delivered);
 });
 
 /** Another peer's announcement of `steps` steps: only its tokens count. */

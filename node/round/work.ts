@@ -35,7 +35,7 @@ import type {
 } from "../../protocol/round_state.ts";
 import { collectMs } from "../../protocol/round_timing.ts";
 import type { Identity } from "../identity.ts";
-import { lead, previewRound } from "./aggregate.ts";
+import { eagerCheckpoint, lead, previewRound } from "./aggregate.ts";
 import { Attester } from "./attest.ts";
 import { HONEST, type RoundBehaviour } from "./behaviour.ts";
 import { BlobGetter } from "./blob_getter.ts";
@@ -235,7 +235,7 @@ export class RoundWork {
           () => this.#sync.held(action.parent).ckpt.params,
         );
       case "trainAhead":
-        return this.#training.trainAhead(action.round);
+        return this.#trainAhead(action);
       case "rebase":
         return this.#training.rebase(
           action.round,
@@ -319,6 +319,15 @@ export class RoundWork {
         this.#verifier.evidenceAgainst(round, peer),
       store: (bytes: Uint8Array) => this.#o.services.blocks.put(bytes),
     };
+  }
+
+  /** Starts the next round's steps from its eager estimate. */
+  async #trainAhead(
+    a: Extract<RoundAction, { type: "trainAhead" }>,
+  ): Promise<void> {
+    const held = this.#sync.held(a.parent);
+    const start = await eagerCheckpoint(this.#combining(), a.delta, held);
+    await this.#training.trainAhead(a.round, start);
   }
 
   /** Starts the next round from its previewed checkpoint. */
