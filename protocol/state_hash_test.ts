@@ -2,9 +2,13 @@ import assert from "node:assert/strict";
 import { createHash } from "node:crypto";
 import { ProtocolError } from "./errors.ts";
 import {
-  decodeState,
+  decodeStateHead,
+  decodeStateMoments,
+  decodeStateParams,
   encodeState,
-  stateByteLength,
+  momentsByteLength,
+  paramsByteLength,
+  STATE_HEAD_BYTES,
   stateHash,
 } from "./state_hash.ts";
 
@@ -15,17 +19,22 @@ const state = (step = 3) => ({
   v: Float32Array.from([1e-3, 2e-3, 3e-3]),
 });
 
-Deno.test("stateHash hashes the documented bytes", () => {
+const sha256 = (...parts: Uint8Array[]) => {
+  const h = createHash("sha256");
+  for (const p of parts) h.update(p);
+  return new Uint8Array(h.digest());
+};
+const bytesOf = (x: Float32Array) => new Uint8Array(x.buffer);
+
+Deno.test("stateHash hashes the documented bytes: the head over the digests of the parameters and of the moments", () => {
   const s = state();
-  const head = new Uint8Array([3, 0, 0, 0, 3, 0, 0, 0]);
-  const want = createHash("sha256")
-    .update(new TextEncoder().encode("ZST1"))
-    .update(head)
-    .update(new Uint8Array(s.params.buffer))
-    .update(new Uint8Array(s.m.buffer))
-    .update(new Uint8Array(s.v.buffer))
-    .digest();
-  assert.deepEqual(stateHash(s), new Uint8Array(want));
+  const want = sha256(
+    new TextEncoder().encode("ZST2"),
+    new Uint8Array([3, 0, 0, 0, 3, 0, 0, 0]),
+    sha256(bytesOf(s.params)),
+    sha256(bytesOf(s.m), bytesOf(s.v)),
+  );
+  assert.deepEqual(stateHash(s), want);
 });
 
 Deno.test("one bit anywhere in the state, or the step, changes the hash", () => {
@@ -51,28 +60,38 @@ Deno.test("stateHash refuses mismatched moments and bad steps", () => {
   assert.throws(() => stateHash(state(-1)), ProtocolError);
 });
 
-Deno.test("a state's encoding hashes to its stateHash and decodes back", () => {
+Deno.test("a state's blocks: the head hashes to its stateHash and names the other two by their digests; each decodes back", () => {
   const s = state(7);
-  const bytes = encodeState(s);
-  assert.equal(bytes.length, stateByteLength(3));
-  assert.deepEqual(
-    new Uint8Array(createHash("sha256").update(bytes).digest()),
-    stateHash(s),
-  );
-  // From an unaligned view, as a block read from disk may be.
-  const padded = new Uint8Array(bytes.length + 1);
-  padded.set(bytes, 1);
-  assert.deepEqual(decodeState(padded.subarray(1), 3), s);
+  const { head, params, moments } = encodeState(s);
+  assert.equal(head.length, STATE_HEAD_BYTES);
+  assert.equal(params.length, paramsByteLength(3));
+  assert.equal(moments.length, momentsByteLength(3));
+  assert.deepEqual(sha256(head), stateHash(s));
+  const decoded = decodeStateHead(head, 3);
+  assert.equal(decoded.step, 7);
+  assert.deepEqual(decoded.params, sha256(params));
+  assert.deepEqual(decoded.moments, sha256(moments));
+  // From unaligned views, as blocks read from disk may be.
+  const unaligned = (b: Uint8Array) => {
+    const padded = new Uint8Array(b.length + 1);
+    padded.set(b, 1);
+    return padded.subarray(1);
+  };
+  assert.deepEqual(decodeStateParams(unaligned(params), 3), s.params);
+  assert.deepEqual(decodeStateMoments(unaligned(moments), 3), {
+    m: s.m,
+    v: s.v,
+  });
 });
 
-Deno.test("decodeState refuses other sizes, magic and counts", () => {
-  const bytes = encodeState(state());
-  assert.throws(() => decodeState(bytes, 4), ProtocolError);
-  assert.throws(() => decodeState(bytes.subarray(1), 3), ProtocolError);
-  const magic = bytes.slice();
+Deno.test("a state's blocks refuse other sizes, magic and counts", () => {
+  const { head, params, moments } = encodeState(state());
+  assert.throws(() => decodeStateHead(head, 4), /4 parameters/);
+  assert.throws(() => decodeStateHead(head.subarray(1), 3), ProtocolError);
+  const magic = head.slice();
   magic[0] ^= 1;
-  assert.throws(() => decodeState(magic, 3), /ZST1/);
-  const count = bytes.slice();
-  count[8] = 4;
-  assert.throws(() => decodeState(count, 3), /3 parameters/);
+  assert.throws(() => decodeStateHead(magic, 3), /ZST2/);
+  assert.throws(() => decodeStateParams(params, 4), ProtocolError);
+  assert.throws(() => decodeStateParams(moments, 3), /parameters/);
+  assert.throws(() => decodeStateMoments(params, 3), /moments/);
 });

@@ -3,8 +3,9 @@
  * signed commitment (chain/work_commitment.ts): the CIDs of its training
  * states at the segment bounds of its round, and the peers its chunks were
  * assigned among, with the chunk weights of those it took to be slower
- * (protocol/inner_steps.ts, `chunkWeights`). The states are raw blocks whose CIDs carry their
- * {@linkcode stateHash}, so the Merkle root over the CIDs' digests is the
+ * (protocol/inner_steps.ts, `chunkWeights`). The states are named by
+ * their heads, raw blocks whose CIDs carry their {@linkcode stateHash}
+ * (protocol/state_hash.ts), so the Merkle root over the CIDs' digests is the
  * commitment's `trajectory`, and the peer list and weights hash to its
  * `data`.
  *

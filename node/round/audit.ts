@@ -99,6 +99,14 @@ export interface AuditorOptions {
    */
   state: (cid: string, peer: string) => Promise<TrainingState>;
   /**
+   * The step and parameters of a committed state, without its moments
+   * (what the delta check needs), as `state` fetches them.
+   */
+  params: (
+    cid: string,
+    peer: string,
+  ) => Promise<Pick<TrainingState, "step" | "params">>;
+  /**
    * Runs an audit's replay when the compute is free and the peer's own
    * steps need not wait for it (e.g. once its round has taken them,
    * `RoundTrainer.afterSteps`); `round` is the audited round. At once when
@@ -176,14 +184,18 @@ export class Auditor {
       );
     }
     const from = bounds[a.segment], to = bounds[a.segment + 1];
-    const fetch = async (k: number) => {
+    const fetch = async <T>(
+      k: number,
+      get: (cid: string, peer: string) => Promise<T>,
+    ) => {
       try {
-        return await this.#o.state(record.states[k], msg.peer);
+        return await get(record.states[k], msg.peer);
       } catch (err) {
         throw new StateUnserved(k, err, provenBy(err, msg.peer));
       }
     };
-    const start = await fetch(a.segment);
+    const { state, params } = this.#o;
+    const start = await fetch(a.segment, state);
     if (start.step !== from) {
       return fail(
         "start",
@@ -200,10 +212,10 @@ export class Auditor {
     // The final state (for the delta) is fetched while the replay waits
     // for the compute; the state a shift started from, before it, so the
     // replay is one task.
-    const final = lastSegment ? null : fetch(bounds.length - 1);
+    const final = lastSegment ? null : fetch(bounds.length - 1, params);
     final?.catch(() => {}); // awaited below, after the replay's verdict
     const zero = record.shifted > 0 && record.shifted === to
-      ? (a.segment === 0 ? start : await fetch(0))
+      ? (a.segment === 0 ? start : await fetch(0, params))
       : null;
     const claimed = parseCid(record.states[a.segment + 1]).multihash.digest;
     const replayTask = async () => {
@@ -216,7 +228,7 @@ export class Auditor {
       : await (afterSteps ? afterSteps(replayTask, msg.round) : replayTask());
     const { end, batch, exact } = replay;
     let drift = 0;
-    let committedEnd: TrainingState | null = null;
+    let committedEnd: Pick<TrainingState, "params"> | null = null;
     if (!exact) {
       if (msg.kernel === this.#kernel()) {
         return fail(
@@ -224,7 +236,7 @@ export class Auditor {
           `steps ${from}-${to} do not reproduce its state`,
         );
       }
-      committedEnd = await fetch(a.segment + 1);
+      committedEnd = await fetch(a.segment + 1, params);
       const off = distance(end.params, committedEnd.params);
       const progress = distance(committedEnd.params, start.params);
       drift = off / progress;
@@ -300,7 +312,7 @@ export class Auditor {
     start: TrainingState,
     from: number,
     to: number,
-    zero: TrainingState | null,
+    zero: Pick<TrainingState, "params"> | null,
   ): Promise<{ end: TrainingState; batch: TokenBatch }> {
     const { spec, dataset, jobId } = this.#o;
     const { msg, record } = a;

@@ -16,8 +16,8 @@ import type { DeltaAnnounce } from "../../protocol/messages.ts";
 import { genesisCheckpoint } from "../../protocol/round_checkpoint.ts";
 import { pseudoGradient } from "../../protocol/pseudo_gradient.ts";
 import {
-  decodeState,
   encodeState,
+  STATE_HEAD_BYTES,
   type TrainingState,
 } from "../../protocol/state_hash.ts";
 import {
@@ -39,6 +39,8 @@ import { RoundTrainer } from "./inner_loop.ts";
 import { RoundLedger } from "./ledger.ts";
 import { encodeDelta } from "../../protocol/delta_blob.ts";
 import { RoundTraining, type TrainedDelta } from "./train.ts";
+import { BlobGetter } from "./blob_getter.ts";
+import { WorkReader } from "./work_reader.ts";
 
 const JOB = "bafkreijob";
 const dataset = await textDataset();
@@ -122,13 +124,63 @@ function auditor(
     dataset,
     createTrainer,
     ...queues,
-    state: (cid) => {
-      const b = blocks.get(cid);
-      return b
-        ? Promise.resolve(decodeState(b, parent.length))
-        : Promise.reject(new Error(`no block ${cid}`));
-    },
+    ...servedBy(blocks),
   });
+}
+
+/**
+ * A peer's states as an auditor reads them (a WorkReader over a
+ * BlobGetter), fetched from `blocks` as that peer serves them; `read`
+ * counts the bytes fetched.
+ */
+function servedBy(
+  blocks: Map<string, Uint8Array>,
+  read = { bytes: 0 },
+): Pick<AuditorOptions, "state" | "params"> {
+  const local = new Map<string, Uint8Array>();
+  const getter = new BlobGetter(
+    {
+      size: (cid) =>
+        Promise.resolve(local.get(cidToString(cid))?.length ?? null),
+      get: (cid) => Promise.resolve(local.get(cidToString(cid))!),
+    },
+    {
+      fetch: (cid) => {
+        const b = blocks.get(cid);
+        if (!b) return Promise.reject(new Error(`no block ${cid}`));
+        local.set(cid, b);
+        return Promise.resolve();
+      },
+    },
+    new AbortController().signal,
+  );
+  const reader = new WorkReader(
+    getter,
+    {
+      delete: (cid) => {
+        local.delete(cidToString(cid));
+        return Promise.resolve();
+      },
+    },
+    spec,
+    parent.length,
+    (bytes) => read.bytes += bytes,
+  );
+  return {
+    state: (cid, peer) => reader.state(cid, peer),
+    params: (cid, peer) => reader.params(cid, peer),
+  };
+}
+
+/** Stores `state`'s blocks in `blocks`; resolves with its head's CID. */
+async function putState(
+  blocks: Map<string, Uint8Array>,
+  state: TrainingState,
+): Promise<string> {
+  const { head, params, moments } = encodeState(state);
+  await put(blocks, params);
+  await put(blocks, moments);
+  return put(blocks, head);
 }
 
 const honest = await trainedRound(["peerA", "peerB"]);
@@ -144,6 +196,29 @@ Deno.test("audit: every segment of an honest round reproduces bit for bit", asyn
     // Templar's check on an honest round: its update lowers the loss on
     // its own batches.
     assert.ok(v.loss.after < v.loss.before, JSON.stringify(v.loss));
+  }
+});
+
+Deno.test("audit: a segment's audit fetches its start state whole and of the final state only the head and parameters", async () => {
+  const n = parent.length;
+  for (
+    const [segment, want] of [
+      // Start state, then the final state's parameters for the delta check.
+      [3, 2 * STATE_HEAD_BYTES + 16 * n],
+      // The last segment's end is the final state, replayed: nothing more.
+      [S - 1, STATE_HEAD_BYTES + 12 * n],
+    ]
+  ) {
+    const read = { bytes: 0 };
+    const a = new Auditor({
+      jobId: JOB,
+      spec,
+      dataset,
+      createTrainer: jsTrainer,
+      ...servedBy(honest.blocks, read),
+    });
+    assert.ok((await a.audit({ ...honest, segment, parent })).passed);
+    assert.equal(read.bytes, want, `segment ${segment}`);
   }
 });
 
@@ -205,9 +280,9 @@ Deno.test("audit: an honest round checked on another kernel build passes within 
 async function partialWork(k: number) {
   const blocks = new Map(honest.blocks);
   const bounds = segmentBounds(H);
-  const read = (i: number) =>
-    decodeState(blocks.get(honest.record.states[i])!, parent.length);
-  const s0 = read(0), sk = read(k);
+  const { state } = servedBy(blocks);
+  const read = (i: number) => state(honest.record.states[i], "peerA");
+  const s0 = await read(0), sk = await read(k);
   const states = honest.record.states.slice(0, k + 1);
   let last: TrainingState = sk;
   for (let i = k + 1; i <= S; i++) {
@@ -217,7 +292,7 @@ async function partialWork(k: number) {
       step: bounds[i],
       params: sk.params.map((p, j) => s0.params[j] + t * (p - s0.params[j])),
     };
-    states.push(await put(blocks, encodeState(last)));
+    states.push(await putState(blocks, last));
   }
   const record: WorkRecord = { ...honest.record, states };
   const delta = await put(

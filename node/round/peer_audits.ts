@@ -64,6 +64,7 @@ export function peerAudits(
     dataset: trainer.dataset,
     createTrainer: trainer.createTrainer,
     state: (cid, peer) => work.state(cid, peer),
+    params: (cid, peer) => work.params(cid, peer),
     exclusive: (task) => trainer.exclusive(task),
     // The audits of round r are due while round r + 1 trains: its steps
     // go first, and the replay fills the wait for round r + 1's deltas. A

@@ -13,7 +13,11 @@
  */
 export const KEEP_STATE_ROUNDS = 3;
 
-/** The CIDs of the states kept, by round. */
+/**
+ * The CIDs of the states' blocks kept, by round. A block may be in two
+ * rounds (the moments a round ends with are those the next one starts
+ * with), so it is deleted only once no kept round has it.
+ */
 export class StateWindow {
   readonly #drop: (cid: string) => Promise<void>;
   readonly #states = new Map<number, string[]>();
@@ -24,15 +28,20 @@ export class StateWindow {
   }
 
   /**
-   * Keeps `states` of `round` beside any kept for it already, and deletes
-   * those of rounds {@linkcode KEEP_STATE_ROUNDS} or more before it.
+   * Keeps the blocks `states` of `round` beside any kept for it already,
+   * and deletes those of rounds {@linkcode KEEP_STATE_ROUNDS} or more
+   * before it that no later round kept has.
    */
   async keep(round: number, states: readonly string[]): Promise<void> {
     this.#states.set(round, [...(this.#states.get(round) ?? []), ...states]);
-    for (const [r, cids] of this.#states) {
-      if (r > round - KEEP_STATE_ROUNDS) continue;
-      this.#states.delete(r);
-      for (const cid of cids) await this.#drop(cid);
+    const old = [...this.#states.keys()].filter((r) =>
+      r <= round - KEEP_STATE_ROUNDS
+    );
+    const gone = new Set(old.flatMap((r) => this.#states.get(r)!));
+    for (const r of old) this.#states.delete(r);
+    for (const cids of this.#states.values()) {
+      for (const cid of cids) gone.delete(cid);
     }
+    for (const cid of gone) await this.#drop(cid);
   }
 }

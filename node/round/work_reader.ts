@@ -13,10 +13,20 @@ import {
   roundCheckpointMaxBytes,
 } from "../../protocol/round_checkpoint.ts";
 import type { DeltaAnnounce } from "../../protocol/messages.ts";
-import { parseCid } from "../../protocol/cid.ts";
 import {
-  decodeState,
-  stateByteLength,
+  type CID,
+  cidFromDigest,
+  cidToString,
+  parseCid,
+} from "../../protocol/cid.ts";
+import {
+  decodeStateHead,
+  decodeStateMoments,
+  decodeStateParams,
+  momentsByteLength,
+  paramsByteLength,
+  STATE_HEAD_BYTES,
+  type StateHead,
   type TrainingState,
 } from "../../protocol/state_hash.ts";
 import { claimedSteps, type StepShape } from "../../protocol/inner_steps.ts";
@@ -82,22 +92,83 @@ export class WorkReader {
     }
   }
 
-  /** The training state `cid`, from `peer`; not kept unless held before. */
+  /**
+   * The training state `cid` (its head's CID), from `peer`; not kept unless
+   * held before.
+   */
   async state(cid: string, peer: string): Promise<TrainingState> {
-    const held = await this.#blobs.has(cid);
+    const head = await this.#head(cid, peer);
+    const [params, { m, v }] = await Promise.all([
+      this.#params(head, peer),
+      this.#fetch(
+        cidFromDigest(head.moments),
+        peer,
+        "training state's moments",
+        momentsByteLength(this.#parameterCount),
+        decodeStateMoments,
+      ),
+    ]);
+    return { step: head.step, params, m, v };
+  }
+
+  /**
+   * The step and parameters of the training state `cid`, from `peer`,
+   * without its moments (two thirds of it): all a delta check needs.
+   */
+  async params(
+    cid: string,
+    peer: string,
+  ): Promise<Pick<TrainingState, "step" | "params">> {
+    const head = await this.#head(cid, peer);
+    return { step: head.step, params: await this.#params(head, peer) };
+  }
+
+  #head(cid: string, peer: string): Promise<StateHead> {
+    return this.#fetch(
+      parseCid(cid),
+      peer,
+      "training state",
+      STATE_HEAD_BYTES,
+      decodeStateHead,
+    );
+  }
+
+  #params(head: StateHead, peer: string): Promise<Float32Array> {
+    return this.#fetch(
+      cidFromDigest(head.params),
+      peer,
+      "training state's parameters",
+      paramsByteLength(this.#parameterCount),
+      decodeStateParams,
+    );
+  }
+
+  /**
+   * A block of a committed state, verified by `cid` and decoded; deleted
+   * after unless held before.
+   */
+  async #fetch<T>(
+    cid: CID,
+    peer: string,
+    what: string,
+    maxBytes: number,
+    decode: (bytes: Uint8Array, n: number) => T,
+  ): Promise<T> {
+    const text = cidToString(cid);
+    const held = await this.#blobs.has(text);
     try {
-      return await this.#blobs.get(cid, {
-        what: "training state",
-        maxBytes: stateByteLength(this.#parameterCount),
+      return await this.#blobs.get(text, {
+        what,
+        maxBytes,
         providers: [peer],
         timeoutMs: SERVE_DEADLINE_MS,
         decode: (bytes) => {
           if (!held) this.#fetched(bytes.length);
-          return committed(() => decodeState(bytes, this.#parameterCount));
+          return committed(() => decode(bytes, this.#parameterCount));
         },
       });
     } finally {
-      if (!held) await this.#blocks.delete(parseCid(cid));
+      if (!held) await this.#blocks.delete(cid);
     }
   }
 
