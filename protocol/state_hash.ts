@@ -11,7 +11,11 @@
  *
  * - the parameters: the n float32 values, little-endian (the byte order
  *   of every platform zoo-node runs on);
- * - the moments: the n first moments, then the n second moments, alike;
+ * - the moments: the n first moments, alike; then the second moments
+ *   sparse, as Muon leaves them zero over its matrices (most of a
+ *   model): a mask of ⌈n/8⌉ bytes, bit i (LSB first) set when the i-th
+ *   is not +0, then those values in order. The mask's spare bits are
+ *   zero and a masked value is never +0, so each state has one encoding;
  * - the head: "ZST2" ‖ step (u32 LE) ‖ n (u32 LE) ‖ SHA-256 of the
  *   parameters block ‖ SHA-256 of the moments block, 76 bytes.
  *
@@ -68,16 +72,19 @@ export function paramsByteLength(n: number): number {
   return 4 * n;
 }
 
-/** Bytes of the moments block of a state of `n` parameters. */
+/**
+ * Most bytes of the moments block of a state of `n` parameters (every
+ * second moment other than +0).
+ */
 export function momentsByteLength(n: number): number {
-  return 8 * n;
+  return 8 * n + maskBytes(n);
 }
 
 /** The three blocks `state` is stored and served as. */
 export function encodeState(state: TrainingState): StateBlocks {
   checkState(state);
   const params = floatBytes([state.params]);
-  const moments = floatBytes([state.m, state.v]);
+  const moments = floatBytes([state.m, ...sparse(state.v)]);
   return {
     head: encodeHead(
       state.step,
@@ -108,8 +115,7 @@ export function stateHash(state: TrainingState): Uint8Array {
   const params = createHash("sha256");
   update(params, state.params);
   const moments = createHash("sha256");
-  update(moments, state.m);
-  update(moments, state.v);
+  for (const x of [state.m, ...sparse(state.v)]) update(moments, x);
   return sha256(
     encodeHead(
       state.step,
@@ -156,7 +162,16 @@ export function decodeStateHead(bytes: Uint8Array, n: number): StateHead {
 
 /** The `n` parameters in a state's parameters block. */
 export function decodeStateParams(bytes: Uint8Array, n: number): Float32Array {
-  return floats(bytes, n, "parameters")[0];
+  if (bytes.length !== paramsByteLength(n)) {
+    throw new ProtocolError(
+      `Cannot decode a training state's parameters as they must be ${
+        paramsByteLength(n)
+      } bytes for ${n} parameters: current length is ${bytes.length}`,
+      "length",
+    );
+  }
+  // Copied out: the floats must be 4-byte aligned, the block need not be.
+  return new Float32Array(bytes.slice().buffer);
 }
 
 /** The `n` first and `n` second moments in a state's moments block. */
@@ -164,7 +179,40 @@ export function decodeStateMoments(
   bytes: Uint8Array,
   n: number,
 ): Pick<TrainingState, "m" | "v"> {
-  const [m, v] = floats(bytes, n, "moments", 2);
+  const bad = (why: string) =>
+    new ProtocolError(
+      `Cannot decode a training state's moments as ${why}`,
+      "moments",
+    );
+  const dense = 4 * n, valuesAt = dense + maskBytes(n);
+  if (bytes.length < valuesAt) {
+    throw bad(
+      `they must be at least ${valuesAt} bytes for ${n} parameters: current length is ${bytes.length}`,
+    );
+  }
+  const mask = bytes.subarray(dense, valuesAt);
+  let set = 0;
+  for (const b of mask) set += popcount(b);
+  if (bytes.length !== valuesAt + 4 * set) {
+    throw bad(
+      `their mask sets ${set} second moments, so they must be ${
+        valuesAt + 4 * set
+      } bytes: current length is ${bytes.length}`,
+    );
+  }
+  if (n % 8 !== 0 && mask[mask.length - 1] >> (n % 8)) {
+    throw bad("their mask sets bits past the last parameter");
+  }
+  // Copied out: the floats must be 4-byte aligned, the block need not be.
+  const m = new Float32Array(bytes.slice(0, dense).buffer);
+  const packed = new Float32Array(bytes.slice(valuesAt).buffer);
+  const packedBits = new Uint32Array(packed.buffer);
+  const v = new Float32Array(n);
+  for (let i = 0, k = 0; i < n; i++) {
+    if (!(mask[i >> 3] & (1 << (i & 7)))) continue;
+    if (packedBits[k] === 0) throw bad("a masked second moment is +0");
+    v[i] = packed[k++];
+  }
   return { m, v };
 }
 
@@ -184,30 +232,7 @@ function encodeHead(
   return out;
 }
 
-/** `arrays` of `n` floats each, read from `bytes`, which must hold exactly those. */
-function floats(
-  bytes: Uint8Array,
-  n: number,
-  what: string,
-  arrays = 1,
-): Float32Array[] {
-  if (bytes.length !== 4 * n * arrays) {
-    throw new ProtocolError(
-      `Cannot decode a training state's ${what} as they must be ${
-        4 * n * arrays
-      } bytes for ${n} parameters: current length is ${bytes.length}`,
-      "length",
-    );
-  }
-  // Copied out: the floats must be 4-byte aligned, the block need not be.
-  const all = new Float32Array(bytes.slice().buffer);
-  return Array.from(
-    { length: arrays },
-    (_, k) => all.subarray(k * n, (k + 1) * n),
-  );
-}
-
-function floatBytes(arrays: Float32Array[]): Uint8Array {
+function floatBytes(arrays: ArrayBufferView[]): Uint8Array {
   const out = new Uint8Array(arrays.reduce((s, x) => s + x.byteLength, 0));
   let at = 0;
   for (const x of arrays) {
@@ -217,7 +242,32 @@ function floatBytes(arrays: Float32Array[]): Uint8Array {
   return out;
 }
 
-function update(h: ReturnType<typeof createHash>, x: Float32Array): void {
+/** `v` as the moments block holds it: its mask, then its values not +0. */
+function sparse(v: Float32Array): [Uint8Array, Float32Array] {
+  const bits = new Uint32Array(v.buffer, v.byteOffset, v.length);
+  const mask = new Uint8Array(maskBytes(v.length));
+  let set = 0;
+  for (let i = 0; i < bits.length; i++) {
+    if (bits[i] !== 0) mask[i >> 3] |= 1 << (i & 7), set++;
+  }
+  const values = new Float32Array(set);
+  for (let i = 0, k = 0; i < bits.length; i++) {
+    if (bits[i] !== 0) values[k++] = v[i];
+  }
+  return [mask, values];
+}
+
+function maskBytes(n: number): number {
+  return Math.ceil(n / 8);
+}
+
+function popcount(b: number): number {
+  let c = 0;
+  for (; b; b &= b - 1) c++;
+  return c;
+}
+
+function update(h: ReturnType<typeof createHash>, x: ArrayBufferView): void {
   h.update(new Uint8Array(x.buffer, x.byteOffset, x.byteLength));
 }
 

@@ -32,9 +32,27 @@ Deno.test("stateHash hashes the documented bytes: the head over the digests of t
     new TextEncoder().encode("ZST2"),
     new Uint8Array([3, 0, 0, 0, 3, 0, 0, 0]),
     sha256(bytesOf(s.params)),
-    sha256(bytesOf(s.m), bytesOf(s.v)),
+    // Every second moment set: the mask is 0b111, then all three.
+    sha256(bytesOf(s.m), new Uint8Array([0b111]), bytesOf(s.v)),
   );
   assert.deepEqual(stateHash(s), want);
+  // Zeros, as Muon leaves them, are only cleared bits of the mask.
+  const muon = { ...s, v: Float32Array.from([0, 2e-3, 0]) };
+  const sparse = sha256(
+    bytesOf(s.m),
+    new Uint8Array([0b010]),
+    bytesOf(Float32Array.from([2e-3])),
+  );
+  assert.deepEqual(
+    stateHash(muon),
+    sha256(
+      new TextEncoder().encode("ZST2"),
+      new Uint8Array([3, 0, 0, 0, 3, 0, 0, 0]),
+      sha256(bytesOf(s.params)),
+      sparse,
+    ),
+  );
+  assert.equal(encodeState(muon).moments.length, 12 + 1 + 4);
 });
 
 Deno.test("one bit anywhere in the state, or the step, changes the hash", () => {
@@ -94,4 +112,21 @@ Deno.test("a state's blocks refuse other sizes, magic and counts", () => {
   assert.throws(() => decodeStateParams(params, 4), ProtocolError);
   assert.throws(() => decodeStateParams(moments, 3), /parameters/);
   assert.throws(() => decodeStateMoments(params, 3), /moments/);
+  // The mask and the values must agree, one encoding per state.
+  const muon = encodeState({ ...state(), v: Float32Array.from([0, 2e-3, 0]) })
+    .moments;
+  assert.deepEqual(
+    decodeStateMoments(muon, 3).v,
+    Float32Array.from([0, 2e-3, 0]),
+  );
+  assert.throws(
+    () => decodeStateMoments(muon.subarray(0, 16), 3),
+    /mask sets 1/,
+  );
+  const spare = muon.slice();
+  spare[12] |= 0b1000;
+  assert.throws(() => decodeStateMoments(spare, 3), ProtocolError);
+  const zero = muon.slice();
+  zero.fill(0, 13);
+  assert.throws(() => decodeStateMoments(zero, 3), /\+0/);
 });

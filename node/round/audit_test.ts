@@ -10,12 +10,13 @@ import { createCpuTrainer } from "../../kernels/trainer.ts";
 import { DEFAULT_MUON } from "../../kernels/muon.ts";
 import type { JobSpec } from "../../protocol/job_spec.ts";
 import { H, jsTrainer, textDataset, tinySpec } from "./_inner_loop_fixtures.ts";
-import { cidForBytes, cidToString } from "../../protocol/cid.ts";
+import { cidForBytes, cidFromDigest, cidToString } from "../../protocol/cid.ts";
 import { DELTA } from "../../protocol/_message_fixtures.ts";
 import type { DeltaAnnounce } from "../../protocol/messages.ts";
 import { genesisCheckpoint } from "../../protocol/round_checkpoint.ts";
 import { pseudoGradient } from "../../protocol/pseudo_gradient.ts";
 import {
+  decodeStateHead,
   encodeState,
   STATE_HEAD_BYTES,
   type TrainingState,
@@ -200,13 +201,27 @@ Deno.test("audit: every segment of an honest round reproduces bit for bit", asyn
 });
 
 Deno.test("audit: a segment's audit fetches its start state whole and of the final state only the head and parameters", async () => {
-  const n = parent.length;
+  const { blocks, record } = honest;
+  /** The sizes of state `k`'s head, parameters and moments blocks. */
+  const sizes = (k: number) => {
+    const head = decodeStateHead(blocks.get(record.states[k])!, parent.length);
+    return [
+      STATE_HEAD_BYTES,
+      ...[head.params, head.moments].map((d) =>
+        blocks.get(cidToString(cidFromDigest(d)))!.length
+      ),
+    ];
+  };
+  const [headBytes, paramBytes, momentBytes] = sizes(3);
+  assert.equal(paramBytes, 4 * parent.length);
+  // Muon's matrices leave most second moments +0: a mask, not floats.
+  assert.ok(momentBytes < 6 * parent.length, `${momentBytes} bytes`);
   for (
     const [segment, want] of [
       // Start state, then the final state's parameters for the delta check.
-      [3, 2 * STATE_HEAD_BYTES + 16 * n],
+      [3, headBytes + paramBytes + momentBytes + STATE_HEAD_BYTES + paramBytes],
       // The last segment's end is the final state, replayed: nothing more.
-      [S - 1, STATE_HEAD_BYTES + 12 * n],
+      [S - 1, sizes(S - 1).reduce((a, b) => a + b)],
     ]
   ) {
     const read = { bytes: 0 };
@@ -215,7 +230,7 @@ Deno.test("audit: a segment's audit fetches its start state whole and of the fin
       spec,
       dataset,
       createTrainer: jsTrainer,
-      ...servedBy(honest.blocks, read),
+      ...servedBy(blocks, read),
     });
     assert.ok((await a.audit({ ...honest, segment, parent })).passed);
     assert.equal(read.bytes, want, `segment ${segment}`);

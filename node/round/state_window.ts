@@ -9,7 +9,8 @@
  * Rounds whose training states a peer keeps, the latest included: a
  * round's audits run while the next one trains (protocol/audit_plan.ts),
  * and confirmations of a failed one a little later. Older states are
- * deleted: for the default model they are about 90 MB a round.
+ * deleted: for the default model they are about 63 MB a round (90 MB without
+ * Muon).
  */
 export const KEEP_STATE_ROUNDS = 3;
 
