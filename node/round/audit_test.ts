@@ -52,9 +52,16 @@ const PARENT_CID = DELTA.parent;
 /**
  * A round of peerA trained honestly among `live`; its blocks and
  * announcement. Round 0, or with `slower` > 1 round 1 after its peers
- * reported `slower` times its own throughput: a share of H steps.
+ * reported `slower` times its own throughput: a share of H steps; or with
+ * `ahead` round 1 trained ahead from an estimate of C(1), its preview
+ * coming once `steps` steps are taken (0: before the first).
  */
-async function trainedRound(live: string[], slower = 1, job = spec) {
+async function trainedRound(
+  live: string[],
+  slower = 1,
+  job = spec,
+  ahead?: { from: Float32Array; steps: number },
+) {
   let round = 0, own = 0;
   const trainer = new RoundTrainer({
     createTrainer: jsTrainer,
@@ -64,12 +71,13 @@ async function trainedRound(live: string[], slower = 1, job = spec) {
   });
   const blocks = new Map<string, Uint8Array>();
   const delivered: TrainedDelta[] = [];
+  const ledger = new RoundLedger(job, trainer.parameterCount);
   const training = new RoundTraining({
     jobId: JOB,
     peerId: "peerA",
     spec: job,
     trainer,
-    ledger: new RoundLedger(job, trainer.parameterCount),
+    ledger,
     state: () => ({ round, live, deltas: new Map() }),
     throughput: () => round === 0 ? 0 : own * slower,
     progress: (p) => own = p.throughput ?? own,
@@ -84,7 +92,18 @@ async function trainedRound(live: string[], slower = 1, job = spec) {
     announced: () => Promise.resolve([]),
   });
   await training.train(0, PARENT_CID, parent);
-  if (slower > 1) {
+  if (ahead) {
+    const running = training.trainAhead(1, ahead.from);
+    while (
+      ledger.steps.since(0).filter((s) => s.round === 1).length < ahead.steps
+    ) {
+      await new Promise((r) => setTimeout(r, 2));
+    }
+    await training.early(1, PARENT_CID, parent);
+    round = 1;
+    await training.rebase(1, PARENT_CID, parent);
+    await running;
+  } else if (slower > 1) {
     round = 1;
     await training.train(1, PARENT_CID, parent);
   }
@@ -234,6 +253,27 @@ Deno.test("audit: a segment's audit fetches its start state whole and of the fin
     });
     assert.ok((await a.audit({ ...honest, segment, parent })).passed);
     assert.equal(read.bytes, want, `segment ${segment}`);
+  }
+});
+
+Deno.test("audit: a round trained ahead passes every segment bit for bit, moved onto its checkpoint before its first step or after steps", async () => {
+  // Off C(1) in every coordinate, as an eager estimate is.
+  const from = parent.map((x, i) => x + Math.sin(i) * 1e-3);
+  // Before the first step the parameters become C(1) itself: Ĉ + (C − Ĉ)
+  // in float32 would not be C(1) everywhere, and the audit of segment 0
+  // checks for C(1) bit for bit. After steps (the hold, a tenth of H),
+  // the move is replayed.
+  for (const [steps, shifted] of [[0, 0], [2, 2]]) {
+    const t = await trainedRound(["peerA"], 1, spec, { from, steps });
+    assert.equal(t.record.shifted, shifted);
+    const a = auditor(t.blocks);
+    for (let segment = 0; segment < S; segment++) {
+      const v = await a.audit({ ...t, segment, parent });
+      assert.ok(
+        v.passed && v.exact,
+        `segment ${segment}: ${JSON.stringify(v)}`,
+      );
+    }
   }
 });
 

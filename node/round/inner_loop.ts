@@ -179,8 +179,13 @@ export class RoundTrainer {
       endSteps = this.#queue.beginSteps();
       const bounds = new Set(segmentBounds(steps, H));
       let lossSum = 0, trainMs = 0, shiftedAt: number | null = null;
+      // Where the steps started: a move onto C(r) after them is by
+      // C(r) − θ_0, as an auditor replays it.
+      const zero = p.shift
+        ? start ?? await this.exclusive(() => this.#trainer.readParams())
+        : null;
       const atBound = async (h: number) => {
-        if (await this.#applyShift(p.shift)) shiftedAt = h;
+        if (zero && await this.#moveOnto(p.shift!, zero, h)) shiftedAt = h;
         if (p.onState) await p.onState(await this.#readState(h));
       };
       let taken = steps;
@@ -287,15 +292,25 @@ export class RoundTrainer {
   }
 
   /**
-   * Adds the vector `shift` hands out, if any, to the parameters; whether
-   * it did.
+   * Moves the parameters onto the checkpoint `shift` hands out, if any, at
+   * bound `h`; whether it did. Before the first step they become it, bit
+   * for bit (θ_0 + (C(r) − θ_0) in float32 is not C(r) everywhere, and an
+   * audit takes a round moved there for one started from C(r)); after a
+   * step they move by C(r) − θ_0, rounded to float32 as an auditor does.
    */
-  async #applyShift(shift?: () => Float32Array | null): Promise<boolean> {
-    const by = shift?.();
-    if (!by) return false;
+  async #moveOnto(
+    shift: () => Float32Array | null,
+    zero: Float32Array,
+    h: number,
+  ): Promise<boolean> {
+    const to = shift();
+    if (!to) return false;
+    checkParamsLength(to, zero.length);
     await this.exclusive(async () => {
+      if (h === 0) return this.#trainer.setParams(to);
       const params = await this.#trainer.readParams();
-      checkParamsLength(by, params.length);
+      const by = new Float32Array(to.length);
+      for (let i = 0; i < by.length; i++) by[i] = to[i] - zero[i];
       for (let i = 0; i < params.length; i++) params[i] += by[i];
       this.#trainer.setParams(params);
     });

@@ -174,40 +174,45 @@ Deno.test("RoundTrainer: going on from its own params, and shifts between steps"
   const given = await b.trainRound({ round: 1, params: a0.params, chunks: [] });
   assert(sameBits(onward.params, given.params));
 
-  // A shift asked for after the last step lands on the result as is; a
-  // zero shift changes nothing.
-  const shift = Float32Array.from(start, (_, i) => Math.sin(i) * 1e-3);
-  const run = async (by: Float32Array | null) => {
+  // A move asked for after the last step lands on the result as is, by
+  // C(r) − θ_0 in float32; a move onto θ_0 itself changes nothing.
+  const to = Float32Array.from(start, (x, i) => x + Math.sin(i) * 1e-3);
+  const run = async (onto: Float32Array | null, at: number) => {
     const t = make();
     let polls = 0;
     return await t.trainRound({
       round: 0,
       params: start,
       chunks: [],
-      // Asked at each segment bound, the last after the last step.
-      shift: () => ++polls === segmentBounds(H).length ? by : null,
+      // Asked at each segment bound, step 0 first, the last after the
+      // last step.
+      shift: () => ++polls === at ? onto : null,
     });
   };
-  const plain = await run(null);
-  const zero = await run(new Float32Array(start.length));
-  const moved = await run(shift);
+  const last = segmentBounds(H).length;
+  const plain = await run(null, last);
+  const zero = await run(start, last);
+  const moved = await run(to, last);
   assert(sameBits(zero.params, plain.params));
+  const by = Float32Array.from(to, (x, i) => x - start[i]);
   assert(
     sameBits(
       moved.params,
-      Float32Array.from(plain.params, (p, i) => p + shift[i]),
+      Float32Array.from(plain.params, (p, i) => p + by[i]),
     ),
   );
-  // A shift mid-round changes the steps after it.
-  const t = make();
-  let polls = 0;
-  const mid = await t.trainRound({
-    round: 0,
-    params: start,
-    chunks: [],
-    shift: () => ++polls === 5 ? shift : null,
-  });
+  assert.equal(moved.shiftedAt, H);
+  // A move mid-round changes the steps after it.
+  const mid = await run(to, 5);
   assert(!sameBits(mid.params, moved.params));
+  assert.equal(mid.shiftedAt, segmentBounds(H)[4]);
+  // Before the first step the parameters become C(r) bit for bit (θ_0 +
+  // (C(r) − θ_0) in float32 would not be): the round is the plain one from
+  // C(r), which is what an audit of its step-0 state checks.
+  const first = await run(to, 1);
+  const fromTo = await make().trainRound({ round: 0, params: to, chunks: [] });
+  assert(sameBits(first.params, fromTo.params));
+  assert.equal(first.shiftedAt, 0);
 });
 
 Deno.test("RoundTrainer: a hold stops the steps until its promise settles", async () => {

@@ -51,10 +51,12 @@ export interface TrainRoundParams {
   /** Stops training between steps, rejecting with its reason. */
   signal?: AbortSignal;
   /**
-   * Asked at each segment bound (`segmentBounds`), the last included: a
-   * vector to add to the parameters, or null. How a round trained ahead
-   * moves onto its checkpoint once that is known; only at bounds, so every
-   * committed segment is plain steps an auditor can re-run.
+   * Asked at each segment bound (`segmentBounds`), the last included: the
+   * checkpoint C(r) to move onto, or null. How a round trained ahead moves
+   * onto its checkpoint once that is known: at step 0 the parameters
+   * become C(r); after steps they move by C(r) − θ_0, θ_0 being where
+   * they started. Only at bounds, so every committed segment is plain
+   * steps an auditor can re-run.
    */
   shift?: () => Float32Array | null;
   /**

@@ -17,8 +17,9 @@
  * out, the peer goes on with round r+1's steps from the eager estimate
  * Ĉ(r+1), the outer step with its own delta alone, while the others'
  * deltas come in. When C(r+1) is known, from its preview or the commit,
- * the parameters move onto it between two steps, θ += C(r+1) − Ĉ(r+1),
- * so the rest of the round runs from it: θ_end = C(r+1) + (the round's own
+ * the parameters move onto it between two steps, θ += C(r+1) − Ĉ(r+1)
+ * (before the first step they become C(r+1)), so the rest of the round
+ * runs from it: θ_end = C(r+1) + (the round's own
  * progress) and the delta is C(r+1) − θ_end as without overlap. Steps
  * taken before the move see an estimated base, so at most a tenth of a
  * round's steps (rounded down: none when H < 10) run before C(r+1) is
@@ -114,9 +115,9 @@ interface Ahead {
   base: PromiseWithResolvers<{ parent: string; params: Float32Array }>;
   /** Resolved when the chain committed the checkpoint moved onto. */
   committed: PromiseWithResolvers<void>;
-  /** C(round) − start, handed to the trainer once. */
-  shift: Float32Array | null;
-  shifted: boolean;
+  /** C(round), handed to the trainer once to move onto. */
+  to: Float32Array | null;
+  moved: boolean;
   done: Promise<void>;
 }
 
@@ -190,7 +191,7 @@ export class RoundTraining {
    */
   early(round: number, parent: string, base: Float32Array): Promise<void> {
     const ahead = this.#ahead;
-    if (ahead?.round === round && !ahead.shift) {
+    if (ahead?.round === round && !ahead.to) {
       this.#moveAhead(ahead, parent, base);
       return Promise.resolve();
     }
@@ -266,8 +267,8 @@ export class RoundTraining {
       abort: new AbortController(),
       base: Promise.withResolvers(),
       committed: Promise.withResolvers(),
-      shift: null,
-      shifted: false,
+      to: null,
+      moved: false,
       done: Promise.resolve(),
     };
     this.#ahead = ahead;
@@ -290,7 +291,7 @@ export class RoundTraining {
   ): Promise<void> {
     const ahead = this.#ahead;
     if (ahead?.round !== round) return this.train(round, parent, base);
-    if (!ahead.shift) this.#moveAhead(ahead, parent, base);
+    if (!ahead.to) this.#moveAhead(ahead, parent, base);
     const moved = await ahead.base.promise;
     if (moved.parent === parent) return ahead.committed.resolve();
     ahead.abort.abort(
@@ -304,9 +305,7 @@ export class RoundTraining {
 
   /** Hands the steps ahead C(round): they move onto it at the next bound. */
   #moveAhead(ahead: Ahead, parent: string, base: Float32Array): void {
-    const shift = new Float32Array(base.length);
-    for (let i = 0; i < base.length; i++) shift[i] = base[i] - ahead.start[i];
-    ahead.shift = shift;
+    ahead.to = base;
     ahead.base.resolve({ parent, params: base });
   }
 
@@ -316,9 +315,9 @@ export class RoundTraining {
       ahead.moments = await this.#o.trainer.moments();
       const result = await this.#steps(ahead.round, ahead.start, signal, {
         shift: () => {
-          if (!ahead.shift || ahead.shifted) return null;
-          ahead.shifted = true;
-          return ahead.shift;
+          if (!ahead.to || ahead.moved) return null;
+          ahead.moved = true;
+          return ahead.to;
         },
         until: ahead.base.promise,
       });
