@@ -153,11 +153,17 @@ export function decodeStateHead(bytes: Uint8Array, n: number): StateHead {
     );
   }
   const at = MAGIC.length + 8;
-  return {
-    step: head.getUint32(0, true),
-    params: bytes.slice(at, at + DIGEST_BYTES),
-    moments: bytes.slice(at + DIGEST_BYTES, at + 2 * DIGEST_BYTES),
-  };
+  const params = bytes.slice(at, at + DIGEST_BYTES);
+  const moments = bytes.slice(at + DIGEST_BYTES, at + 2 * DIGEST_BYTES);
+  // One block cannot be both (their lengths differ); fetched twice at
+  // once, a reader's own clean-up of one fetch would fail the other.
+  if (params.every((b, i) => b === moments[i])) {
+    throw new ProtocolError(
+      "Cannot decode a training state's head as it names one block for its parameters and its moments",
+      "moments",
+    );
+  }
+  return { step: head.getUint32(0, true), params, moments };
 }
 
 /** The `n` parameters in a state's parameters block. */

@@ -109,6 +109,9 @@ Deno.test("a state's blocks refuse other sizes, magic and counts", () => {
   const magic = head.slice();
   magic[0] ^= 1;
   assert.throws(() => decodeStateHead(magic, 3), /ZST2/);
+  const same = head.slice();
+  same.set(head.subarray(12, 44), 44);
+  assert.throws(() => decodeStateHead(same, 3), /one block/);
   assert.throws(() => decodeStateParams(params, 4), ProtocolError);
   assert.throws(() => decodeStateParams(moments, 3), /parameters/);
   assert.throws(() => decodeStateMoments(params, 3), /moments/);

@@ -167,25 +167,18 @@ export class RoundTrainer {
     let endSteps = () => {};
     try {
       const { params: start, moments } = p;
-      if (start || moments) {
-        await this.exclusive(() => {
-          if (start) this.#trainer.setParams(start);
-          if (moments) this.#trainer.setMoments(moments);
-          return Promise.resolve();
-        });
-      }
+      await this.exclusive(() => {
+        this.#trainer.setParams(start);
+        if (moments) this.#trainer.setMoments(moments);
+        return Promise.resolve();
+      });
       // Work that can wait (evaluations, audit replays) runs after the
       // steps, in the wait for the other peers' deltas.
       endSteps = this.#queue.beginSteps();
       const bounds = new Set(segmentBounds(steps, H));
       let lossSum = 0, trainMs = 0, shiftedAt: number | null = null;
-      // Where the steps started: a move onto C(r) after them is by
-      // C(r) − θ_0, as an auditor replays it.
-      const zero = p.shift
-        ? start ?? await this.exclusive(() => this.#trainer.readParams())
-        : null;
       const atBound = async (h: number) => {
-        if (zero && await this.#moveOnto(p.shift!, zero, h)) shiftedAt = h;
+        if (p.shift && await this.#moveOnto(p.shift, start, h)) shiftedAt = h;
         if (p.onState) await p.onState(await this.#readState(h));
       };
       let taken = steps;

@@ -26,10 +26,10 @@ export interface RoundStepInfo {
 export interface TrainRoundParams {
   round: number;
   /**
-   * C(r)'s parameters, flat in the model's spec order (not modified), or
-   * null to go on from the trainer's own.
+   * Where the steps start: C(r)'s parameters (or, trained ahead, an
+   * estimate of them), flat in the model's spec order (not modified).
    */
-  params: Float32Array | null;
+  params: Float32Array;
   /**
    * AdamW moments to load with `params` (the trainer's own when not
    * given): a round restarted after dropped steps begins where they did.

@@ -30,69 +30,19 @@
  *
  * @module
  */
-import { assignChunks } from "../../protocol/assignment.ts";
-import type { JobSpec } from "../../protocol/job_spec.ts";
-import { othersDone, roundShare } from "../../protocol/inner_steps.ts";
 import type { AdamWMoments } from "../../kernels/trainer.ts";
 import { untilOrAborted } from "./abortable.ts";
-import { StateWindow } from "./state_window.ts";
-import { ThroughputMeter } from "./throughput_meter.ts";
-import { encodeState } from "../../protocol/state_hash.ts";
-import { segmentBounds } from "../../protocol/work_record.ts";
-import type { RoundState } from "../../protocol/round_state.ts";
-import type { Progress } from "../p2p/gossip_service.ts";
 import type { DeltaChoice, RoundBehaviour } from "./behaviour.ts";
 import { deliverDelta, type Trained, type TrainedDelta } from "./deliver.ts";
 import type { RoundLedger } from "./ledger.ts";
-import type { RoundTrainer } from "./inner_loop.ts";
-import type { TrainRoundParams } from "./round_io.ts";
+import { ShareSteps, type ShareStepsOptions } from "./share_steps.ts";
 
 export type { TrainedDelta };
 
-/** Most of a round's inner steps taken before its checkpoint is known. */
-const AHEAD_FRACTION = 0.1;
-
-/**
- * Steps trained before a round's checkpoint must be known: the last
- * segment bound within {@linkcode AHEAD_FRACTION} of the round, as the
- * checkpoint is moved onto only at bounds.
- */
-function aheadSteps(steps: number, innerSteps: number): number {
-  const most = Math.floor(steps * AHEAD_FRACTION);
-  return segmentBounds(steps, innerSteps).filter((b) => b <= most).at(-1)!;
-}
-
 /** What {@linkcode RoundTraining} works with. */
-export interface RoundTrainingOptions {
-  jobId: string;
-  /** This peer's id: its chunk assignment and batch stream. */
-  peerId: string;
-  spec: JobSpec;
-  trainer: RoundTrainer;
-  /** Where step losses and training time are counted. */
+export interface RoundTrainingOptions extends ShareStepsOptions {
+  /** Where step losses, training time and early starts are counted. */
   ledger: Pick<RoundLedger, "steps" | "noteTraining" | "noteEarlyStart">;
-  /**
-   * The machine's current state: its round, live peers and the deltas
-   * announced in it.
-   */
-  state: () => Pick<RoundState, "round" | "live" | "deltas">;
-  /**
-   * The training throughput (tokens per second) `peer` last reported in a
-   * heartbeat; 0 when unknown. Sizes this peer's share of a round.
-   */
-  throughput: (peer: string) => number;
-  /** Reports progress for heartbeats; `now` sends one at once. */
-  progress: (
-    p: Partial<Pick<Progress, "round" | "step" | "throughput">>,
-    now?: boolean,
-  ) => void;
-  /**
-   * Stores a block (a quantized delta, a training state, a work record);
-   * resolves with its CID string.
-   */
-  store: (bytes: Uint8Array) => Promise<string>;
-  /** Deletes a stored block by CID string (states past their window). */
-  drop: (cid: string) => Promise<void>;
   /** Announces a trained delta (and tells the machine). */
   announce: (delta: TrainedDelta) => Promise<void>;
   /** Stops everything when the driver stops. */
@@ -143,15 +93,12 @@ export class RoundTraining {
   #ahead: Ahead | null = null;
   /** The round being trained from its checkpoint, if one is. */
   #current: Running | null = null;
-  /** This peer's throughput, as its heartbeats report it. */
-  readonly #speed: ThroughputMeter;
-  /** Training states kept for audits of recent rounds. */
-  readonly #states: StateWindow;
+  /** Takes this peer's share of each round's steps. */
+  readonly #share: ShareSteps;
 
   constructor(o: RoundTrainingOptions) {
     this.#o = o;
-    this.#speed = new ThroughputMeter(o.spec.batchSize * o.spec.contextLength);
-    this.#states = new StateWindow(o.drop);
+    this.#share = new ShareSteps(o);
   }
 
   /**
@@ -228,7 +175,7 @@ export class RoundTraining {
         if (running.early) {
           running.early.moments = await this.#o.trainer.moments();
         }
-        result = await this.#steps(round, base, signal, {
+        result = await this.#share.take(round, base, signal, {
           moments: moments ?? undefined,
         });
         if (running.early) {
@@ -313,7 +260,7 @@ export class RoundTraining {
     const signal = AbortSignal.any([ahead.abort.signal, this.#o.signal]);
     try {
       ahead.moments = await this.#o.trainer.moments();
-      const result = await this.#steps(ahead.round, ahead.start, signal, {
+      const result = await this.#share.take(ahead.round, ahead.start, signal, {
         shift: () => {
           if (!ahead.to || ahead.moved) return null;
           ahead.moved = true;
@@ -344,96 +291,5 @@ export class RoundTraining {
       new Error(`training ahead of round ${ahead.round} dropped`),
     );
     await ahead.done.catch(() => {});
-  }
-
-  /**
-   * This peer's share of `round`'s steps on its chunks, from `params`.
-   * Training ahead, it waits for `until` before the last segment bound
-   * within a tenth of the round: below its end, so every round trained
-   * ahead ends moved onto its checkpoint.
-   */
-  async #steps(
-    round: number,
-    params: Float32Array,
-    signal: AbortSignal,
-    ahead: Pick<TrainRoundParams, "shift" | "moments"> & {
-      until?: Promise<unknown>;
-    } = {},
-  ): Promise<Trained> {
-    const { trainer, spec, ledger, progress, peerId } = this.#o;
-    const { peers, steps, weights } = roundShare(
-      spec,
-      peerId,
-      this.#o.state().live,
-      (p) => p === peerId ? this.#speed.tokensPerSecond : this.#o.throughput(p),
-    );
-    const assigned = this.#o.behaviour.chunks(
-      assignChunks({
-        job: this.#o.jobId,
-        round,
-        peers,
-        chunks: trainer.trainChunks.length,
-        weights,
-      }).get(this.#o.peerId) ?? [],
-      trainer.trainChunks.length,
-    );
-    // Written while training goes on: waiting for each write (and its
-    // fsync) at every bound would stall the steps (measured: 5-10% of a
-    // default round on WASM).
-    // Each state's head (the record names it), and every block written.
-    const heads: Promise<string>[] = [];
-    const writes: Promise<string>[] = [];
-    progress({ round, step: 0 });
-    const result = await trainer.trainRound({
-      round,
-      params,
-      chunks: assigned.map((i) => trainer.trainChunks[i]),
-      steps,
-      signal,
-      moments: ahead.moments,
-      shift: ahead.shift,
-      hold: ahead.until &&
-        { beforeStep: aheadSteps(steps, spec.innerSteps), until: ahead.until },
-      // Shares sized by measured speed, and not trained ahead of the
-      // checkpoint, also end when the others are done: the rest of a
-      // share would only make them wait.
-      enough: spec.shares === "full" || ahead.until
-        ? undefined
-        : (taken) =>
-          othersDone(this.#o.state(), peerId, spec, round, taken, steps),
-      onState: (state) => {
-        const { head, params, moments } = encodeState(
-          this.#o.behaviour.state(state, steps),
-        );
-        const [written, ...parts] = [head, params, moments].map((b) => {
-          const write = this.#o.store(b);
-          // Awaited below; a failure must not go unhandled meanwhile.
-          write.catch(() => {});
-          return write;
-        });
-        heads.push(written);
-        writes.push(written, ...parts);
-      },
-      onStep: (s) => {
-        ledger.steps.note(round, s.step, s.loss);
-        this.#speed.note(s.ms);
-        progress({ step: s.step, throughput: this.#speed.tokensPerSecond });
-      },
-    }).catch(async (err) => {
-      // A round cut short still leaves its states to delete in time.
-      const written = await Promise.allSettled(writes);
-      await this.#states.keep(
-        round,
-        written.flatMap((w) => w.status === "fulfilled" ? [w.value] : []),
-      );
-      throw err;
-    });
-    ledger.noteTraining(result.trainMs);
-    // Before the delta goes out: whoever starts the next round once it is
-    // in sizes its share from this peer's speed, as measured to the end.
-    progress({ throughput: this.#speed.tokensPerSecond }, true);
-    const states = await Promise.all(heads);
-    await this.#states.keep(round, await Promise.all(writes));
-    return { ...result, chunks: assigned.length, peers, weights, states };
   }
 }

@@ -235,7 +235,11 @@ export class RoundWork {
           () => this.#sync.held(action.parent).ckpt.params,
         );
       case "trainAhead":
-        return this.#trainAhead(action);
+        return eagerCheckpoint(
+          this.#combining(),
+          action.delta,
+          this.#sync.held(action.parent),
+        ).then((start) => this.#training.trainAhead(action.round, start));
       case "rebase":
         return this.#training.rebase(
           action.round,
@@ -319,15 +323,6 @@ export class RoundWork {
         this.#verifier.evidenceAgainst(round, peer),
       store: (bytes: Uint8Array) => this.#o.services.blocks.put(bytes),
     };
-  }
-
-  /** Starts the next round's steps from its eager estimate. */
-  async #trainAhead(
-    a: Extract<RoundAction, { type: "trainAhead" }>,
-  ): Promise<void> {
-    const held = this.#sync.held(a.parent);
-    const start = await eagerCheckpoint(this.#combining(), a.delta, held);
-    await this.#training.trainAhead(a.round, start);
   }
 
   /** Starts the next round from its previewed checkpoint. */

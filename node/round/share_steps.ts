@@ -1,0 +1,158 @@
+/**
+ * One round's steps on this peer's share: its part of H sized from the
+ * throughputs in the heartbeats (protocol/inner_steps.ts), its chunks
+ * assigned among the round's peers, the steps themselves on the
+ * {@linkcode RoundTrainer}, with its states written as it trains and its
+ * speed measured for the next heartbeats.
+ *
+ * @module
+ */
+import { assignChunks } from "../../protocol/assignment.ts";
+import type { JobSpec } from "../../protocol/job_spec.ts";
+import { othersDone, roundShare } from "../../protocol/inner_steps.ts";
+import { segmentBounds } from "../../protocol/work_record.ts";
+import type { RoundState } from "../../protocol/round_state.ts";
+import type { Progress } from "../p2p/gossip_service.ts";
+import type { RoundBehaviour } from "./behaviour.ts";
+import type { Trained } from "./deliver.ts";
+import type { RoundLedger } from "./ledger.ts";
+import type { RoundTrainer } from "./inner_loop.ts";
+import type { TrainRoundParams } from "./round_io.ts";
+import { StateWindow } from "./state_window.ts";
+import { ThroughputMeter } from "./throughput_meter.ts";
+
+/** Most of a round's inner steps taken before its checkpoint is known. */
+const AHEAD_FRACTION = 0.1;
+
+/**
+ * Steps trained before a round's checkpoint must be known: the last
+ * segment bound within {@linkcode AHEAD_FRACTION} of the round, as the
+ * checkpoint is moved onto only at bounds.
+ */
+function aheadSteps(steps: number, innerSteps: number): number {
+  const most = Math.floor(steps * AHEAD_FRACTION);
+  return segmentBounds(steps, innerSteps).filter((b) => b <= most).at(-1)!;
+}
+
+/** What {@linkcode ShareSteps} works with. */
+export interface ShareStepsOptions {
+  jobId: string;
+  /** This peer's id: its chunk assignment and batch stream. */
+  peerId: string;
+  spec: JobSpec;
+  trainer: RoundTrainer;
+  /** Where step losses and training time are counted. */
+  ledger: Pick<RoundLedger, "steps" | "noteTraining">;
+  /**
+   * The machine's current state: its round, live peers and the deltas
+   * announced in it.
+   */
+  state: () => Pick<RoundState, "round" | "live" | "deltas">;
+  /**
+   * The training throughput (tokens per second) `peer` last reported in a
+   * heartbeat; 0 when unknown. Sizes this peer's share of a round.
+   */
+  throughput: (peer: string) => number;
+  /** Reports progress for heartbeats; `now` sends one at once. */
+  progress: (
+    p: Partial<Pick<Progress, "round" | "step" | "throughput">>,
+    now?: boolean,
+  ) => void;
+  /**
+   * Stores a block (a quantized delta, a training state, a work record);
+   * resolves with its CID string.
+   */
+  store: (bytes: Uint8Array) => Promise<string>;
+  /** Deletes a stored block by CID string (states past their window). */
+  drop: (cid: string) => Promise<void>;
+  /** How chunks and states are settled; HONEST in the shipped node. */
+  behaviour: Pick<RoundBehaviour, "chunks" | "state">;
+}
+
+/** Takes this peer's share of each round's steps. */
+export class ShareSteps {
+  readonly #o: ShareStepsOptions;
+  /** This peer's throughput, as its heartbeats report it. */
+  readonly #speed: ThroughputMeter;
+  /** Training states kept for audits of recent rounds. */
+  readonly #states: StateWindow;
+
+  constructor(o: ShareStepsOptions) {
+    this.#o = o;
+    this.#speed = new ThroughputMeter(o.spec.batchSize * o.spec.contextLength);
+    this.#states = new StateWindow(o.store, o.drop);
+  }
+
+  /**
+   * This peer's share of `round`'s steps on its chunks, from `params`.
+   * Training ahead, it waits for `until` before the last segment bound
+   * within a tenth of the round: below its end, so every round trained
+   * ahead ends moved onto its checkpoint.
+   */
+  async take(
+    round: number,
+    params: Float32Array,
+    signal: AbortSignal,
+    ahead: Pick<TrainRoundParams, "shift" | "moments"> & {
+      until?: Promise<unknown>;
+    } = {},
+  ): Promise<Trained> {
+    const { trainer, spec, ledger, progress, peerId } = this.#o;
+    const { peers, steps, weights } = roundShare(
+      spec,
+      peerId,
+      this.#o.state().live,
+      (p) => p === peerId ? this.#speed.tokensPerSecond : this.#o.throughput(p),
+    );
+    const assigned = this.#o.behaviour.chunks(
+      assignChunks({
+        job: this.#o.jobId,
+        round,
+        peers,
+        chunks: trainer.trainChunks.length,
+        weights,
+      }).get(peerId) ?? [],
+      trainer.trainChunks.length,
+    );
+    const states = this.#states.writer(round);
+    progress({ round, step: 0 });
+    const result = await trainer.trainRound({
+      round,
+      params,
+      chunks: assigned.map((i) => trainer.trainChunks[i]),
+      steps,
+      signal,
+      moments: ahead.moments,
+      shift: ahead.shift,
+      hold: ahead.until &&
+        { beforeStep: aheadSteps(steps, spec.innerSteps), until: ahead.until },
+      // Shares sized by measured speed, and not trained ahead of the
+      // checkpoint, also end when the others are done: the rest of a
+      // share would only make them wait.
+      enough: spec.shares === "full" || ahead.until
+        ? undefined
+        : (taken) =>
+          othersDone(this.#o.state(), peerId, spec, round, taken, steps),
+      onState: (state) => states.write(this.#o.behaviour.state(state, steps)),
+      onStep: (s) => {
+        ledger.steps.note(round, s.step, s.loss);
+        this.#speed.note(s.ms);
+        progress({ step: s.step, throughput: this.#speed.tokensPerSecond });
+      },
+    }).catch(async (err) => {
+      await states.abandon();
+      throw err;
+    });
+    ledger.noteTraining(result.trainMs);
+    // Before the delta goes out: whoever starts the next round once it is
+    // in sizes its share from this peer's speed, as measured to the end.
+    progress({ throughput: this.#speed.tokensPerSecond }, true);
+    return {
+      ...result,
+      chunks: assigned.length,
+      peers,
+      weights,
+      states: await states.done(),
+    };
+  }
+}
