@@ -82,18 +82,26 @@ export function momentsByteLength(n: number): number {
 
 /** The three blocks `state` is stored and served as. */
 export function encodeState(state: TrainingState): StateBlocks {
+  const { params, moments, head } = stateParts(state);
+  return { head: head(sha256(params), sha256(moments)), params, moments };
+}
+
+/**
+ * The parameters and moments blocks of `state`, and its head from their
+ * SHA-256 digests: for a writer whose store hashes each block anyway (its
+ * CID), so the head takes the digests from there, not from a second pass.
+ */
+export function stateParts(state: TrainingState): {
+  params: Uint8Array;
+  moments: Uint8Array;
+  head: (params: Uint8Array, moments: Uint8Array) => Uint8Array;
+} {
   checkState(state);
-  const params = floatBytes([state.params]);
-  const moments = floatBytes([state.m, ...sparse(state.v)]);
   return {
-    head: encodeHead(
-      state.step,
-      state.params.length,
-      sha256(params),
-      sha256(moments),
-    ),
-    params,
-    moments,
+    params: floatBytes([state.params]),
+    moments: floatBytes([state.m, ...sparse(state.v)]),
+    head: (params, moments) =>
+      encodeHead(state.step, state.params.length, params, moments),
   };
 }
 
@@ -228,6 +236,12 @@ function encodeHead(
   params: Uint8Array,
   moments: Uint8Array,
 ): Uint8Array {
+  if (params.length !== DIGEST_BYTES || moments.length !== DIGEST_BYTES) {
+    throw new ProtocolError(
+      `Cannot encode a training state's head as its digests must be ${DIGEST_BYTES} bytes: current lengths are ${params.length} and ${moments.length}`,
+      "digest",
+    );
+  }
   const out = new Uint8Array(STATE_HEAD_BYTES);
   out.set(MAGIC);
   const head = new DataView(out.buffer, MAGIC.length, 8);

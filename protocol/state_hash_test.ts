@@ -10,6 +10,7 @@ import {
   paramsByteLength,
   STATE_HEAD_BYTES,
   stateHash,
+  stateParts,
 } from "./state_hash.ts";
 
 const state = (step = 3) => ({
@@ -112,6 +113,13 @@ Deno.test("a state's blocks refuse other sizes, magic and counts", () => {
   const same = head.slice();
   same.set(head.subarray(12, 44), 44);
   assert.throws(() => decodeStateHead(same, 3), /one block/);
+  // A writer's head from its store's digests: the same bytes.
+  const parts = stateParts(state());
+  assert.deepEqual(
+    parts.head(sha256(parts.params), sha256(parts.moments)),
+    head,
+  );
+  assert.throws(() => parts.head(new Uint8Array(31), params), /32 bytes/);
   assert.throws(() => decodeStateParams(params, 4), ProtocolError);
   assert.throws(() => decodeStateParams(moments, 3), /parameters/);
   assert.throws(() => decodeStateMoments(params, 3), /moments/);

@@ -4,7 +4,8 @@
  *
  * @module
  */
-import { encodeState, type TrainingState } from "../../protocol/state_hash.ts";
+import { parseCid } from "../../protocol/cid.ts";
+import { stateParts, type TrainingState } from "../../protocol/state_hash.ts";
 
 /**
  * Rounds whose training states a peer keeps, the latest included: a
@@ -59,15 +60,20 @@ export class StateWindow {
     const heads: Promise<string>[] = [], blocks: Promise<string>[] = [];
     return {
       write: (state) => {
-        const { head, params, moments } = encodeState(state);
-        const [written, ...parts] = [head, params, moments].map((b) => {
-          const write = this.#store(b);
+        const { params, moments, head } = stateParts(state);
+        const store = (write: Promise<string>) => {
           // Awaited by done or abandon; must not go unhandled meanwhile.
           write.catch(() => {});
+          blocks.push(write);
           return write;
-        });
-        heads.push(written);
-        blocks.push(written, ...parts);
+        };
+        const parts = [params, moments].map((b) => store(this.#store(b)));
+        // After its parts, so a head served is a state served.
+        heads.push(store(
+          Promise.all(parts).then(([p, m]) =>
+            this.#store(head(digestOf(p), digestOf(m)))
+          ),
+        ));
       },
       done: async () => {
         const states = await Promise.all(heads);
@@ -101,4 +107,9 @@ export class StateWindow {
     }
     for (const cid of gone) await this.#drop(cid);
   }
+}
+
+/** The SHA-256 digest a stored block's CID carries. */
+function digestOf(cid: string): Uint8Array {
+  return parseCid(cid).multihash.digest;
 }
