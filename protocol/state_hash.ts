@@ -120,18 +120,42 @@ export function stateParts(state: TrainingState): {
  */
 export function stateHash(state: TrainingState): Uint8Array {
   checkState(state);
-  const params = createHash("sha256");
-  update(params, state.params);
-  const moments = createHash("sha256");
-  for (const x of [state.m, ...sparse(state.v)]) update(moments, x);
   return sha256(
     encodeHead(
       state.step,
       state.params.length,
-      new Uint8Array(params.digest()),
-      new Uint8Array(moments.digest()),
+      paramsDigest(state.params),
+      momentsDigest(state),
     ),
   );
+}
+
+/**
+ * The SHA-256 of the parameters block of a state holding `params`: what
+ * its head names, without building the block.
+ */
+export function paramsDigest(params: Float32Array): Uint8Array {
+  const h = createHash("sha256");
+  update(h, params);
+  return new Uint8Array(h.digest());
+}
+
+/**
+ * The SHA-256 of the moments block of a state holding `m` and `v` (see
+ * {@linkcode paramsDigest}).
+ */
+export function momentsDigest(
+  { m, v }: Pick<TrainingState, "m" | "v">,
+): Uint8Array {
+  if (m.length !== v.length) {
+    throw new ProtocolError(
+      `Cannot hash moments as there must be as many second moments as first (${m.length}): current count is ${v.length}`,
+      "v",
+    );
+  }
+  const h = createHash("sha256");
+  for (const x of [m, ...sparse(v)]) update(h, x);
+  return new Uint8Array(h.digest());
 }
 
 /**

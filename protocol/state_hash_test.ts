@@ -7,7 +7,9 @@ import {
   decodeStateParams,
   encodeState,
   momentsByteLength,
+  momentsDigest,
   paramsByteLength,
+  paramsDigest,
   STATE_HEAD_BYTES,
   stateHash,
   stateParts,
@@ -140,4 +142,17 @@ Deno.test("a state's blocks refuse other sizes, magic and counts", () => {
   const zero = muon.slice();
   zero.fill(0, 13);
   assert.throws(() => decodeStateMoments(zero, 3), /\+0/);
+});
+
+Deno.test("paramsDigest and momentsDigest are the digests a state's head names, without the blocks", () => {
+  const s = state();
+  const { head, params, moments } = encodeState(s);
+  assert.deepEqual(paramsDigest(s.params), sha256(params));
+  assert.deepEqual(momentsDigest(s), sha256(moments));
+  const h = decodeStateHead(head, s.params.length);
+  assert.deepEqual([h.params, h.moments], [sha256(params), sha256(moments)]);
+  assert.throws(
+    () => momentsDigest({ m: s.m, v: s.v.subarray(1) }),
+    ProtocolError,
+  );
 });

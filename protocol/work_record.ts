@@ -14,14 +14,21 @@
  * peer that took fewer steps (k < H) keeps the bounds below k and ends its
  * last segment at k ({@linkcode segmentBounds}).
  *
- * A peer that trained ahead of its checkpoint (`--overlap`) moved its
- * parameters onto it at one bound, `shifted` (0 when it did not: its
- * step-0 state is then C(r)'s parameters); the state there is recorded
- * after the move.
+ * A round starts from the optimizer moments the peer's round r − 1 ended
+ * with, when it announced that round and trained nothing since, and from
+ * zero moments otherwise; `from` names the state it continued from (the
+ * final state of its round r − 1, by its head's CID) or is empty. A peer
+ * that trained ahead of its checkpoint (`--overlap`) started from its
+ * eager estimate of C(r), the outer step with its own delta of round
+ * r − 1 (so it names `from`), and moved its parameters onto C(r) at one
+ * bound, `shifted` (0 when it did not: its step-0 parameters are then
+ * C(r)'s); the state there is recorded after the move. What a round
+ * started from is thus fixed by committed work, and an audit of segment 0
+ * checks it.
  *
  * The record is canonical JSON,
- * `{"peers":[…],"shifted":0,"states":[…],"v":2,"weights":{…}}`, at
- * most {@linkcode MAX_WORK_RECORD_BYTES}; {@linkcode decodeWorkRecord}
+ * `{"from":"","peers":[…],"shifted":0,"states":[…],"v":3,"weights":{…}}`,
+ * at most {@linkcode MAX_WORK_RECORD_BYTES}; {@linkcode decodeWorkRecord}
  * checks untrusted bytes field by field.
  *
  * Pure: no I/O.
@@ -47,7 +54,7 @@ export const MAX_ASSIGNED_PEERS = 256;
 export const MAX_WORK_RECORD_BYTES = 64 * 1024;
 
 /** Format version, carried as `v`. */
-export const WORK_RECORD_VERSION = 2;
+export const WORK_RECORD_VERSION = 3;
 
 /** A peer's published account of one round's work. */
 export interface WorkRecord {
@@ -62,6 +69,11 @@ export interface WorkRecord {
   readonly states: readonly string[];
   /** The bound where a round trained ahead moved onto C(r); 0: none. */
   readonly shifted: number;
+  /**
+   * The CID of the state (its head) whose moments the round started
+   * from, the final state of the peer's round r − 1; "" for zero moments.
+   */
+  readonly from: string;
 }
 
 /** A 32-byte value as 0x and 64 hex digits. */
@@ -122,22 +134,32 @@ function checkSteps(field: string, n: number): void {
 }
 
 /**
- * The commitment's `data`: SHA-256 over "zoo/data/2", the job, round,
- * peer and the sorted peers its chunks were assigned among, each written
- * `id` at the full weight and `id*w` at weight w, joined by 0x00 (peer ids
- * hold neither). With the job's spec and dataset these fix every batch the
- * peer trained on (node/round/round_sampler.ts).
+ * The commitment's `data`: SHA-256 over "zoo/data/3", the job, round,
+ * peer, the record's `shifted` and `from`, and the sorted peers its chunks
+ * were assigned among, each written `id` at the full weight and `id*w` at
+ * weight w, joined by 0x00 (peer ids and CIDs hold neither). With the
+ * job's spec and dataset these fix every batch the peer trained on
+ * (node/round/round_sampler.ts) and where it started; with the
+ * `trajectory` they bind the whole record to the signed commitment.
  */
 export function dataHash(
   job: string,
   round: number,
   peer: string,
-  record: Pick<WorkRecord, "peers" | "weights">,
+  record: Pick<WorkRecord, "peers" | "weights" | "shifted" | "from">,
 ): Hash32 {
   const sorted = [...new Set(record.peers)].sort(comparePeerIds).map((p) =>
     Object.hasOwn(record.weights, p) ? `${p}*${record.weights[p]}` : p
   );
-  const text = ["zoo/data/2", job, String(round), peer, ...sorted].join("\0");
+  const text = [
+    "zoo/data/3",
+    job,
+    String(round),
+    peer,
+    String(record.shifted),
+    record.from,
+    ...sorted,
+  ].join("\0");
   return `0x${createHash("sha256").update(text).digest("hex")}`;
 }
 
@@ -154,6 +176,7 @@ export function trajectoryRoot(states: readonly string[]): Hash32 {
 export function encodeWorkRecord(record: WorkRecord): Uint8Array {
   const peers = [...new Set(record.peers)].sort(comparePeerIds);
   return new TextEncoder().encode(canonicalJson({
+    from: record.from,
     peers,
     shifted: record.shifted,
     states: [...record.states],
@@ -197,7 +220,7 @@ export function decodeWorkRecord(
   }
   const top = obj as Record<string, unknown>;
   for (const key of Object.keys(top)) {
-    if (!["peers", "shifted", "states", "v", "weights"].includes(key)) {
+    if (!["from", "peers", "shifted", "states", "v", "weights"].includes(key)) {
       bad(key, "is not a field");
     }
   }
@@ -220,6 +243,14 @@ export function decodeWorkRecord(
   if (typeof top.shifted !== "number" || !bounds.includes(top.shifted)) {
     bad("shifted", "must be a segment bound of the round");
   }
+  if (top.from !== "" && !isCanonicalCid(top.from)) {
+    bad("from", "must be a CID or empty");
+  }
+  if (top.shifted !== 0 && top.from === "") {
+    // Training ahead starts from the outer step with the peer's delta of
+    // round r − 1, right after that round's final state.
+    bad("from", "must name a state in a round trained ahead");
+  }
   const { weights } = top;
   if (
     typeof weights !== "object" || weights === null || Array.isArray(weights) ||
@@ -238,6 +269,7 @@ export function decodeWorkRecord(
     weights: weights as Record<string, number>,
     states: states as string[],
     shifted: top.shifted as number,
+    from: top.from as string,
   };
   // Only the canonical form: one record, one CID.
   const canonical = encodeWorkRecord(record);

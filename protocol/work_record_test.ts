@@ -53,6 +53,7 @@ Deno.test("a record round-trips, canonically, and its root is over the CIDs' dig
     weights: { "12D3KooWb": 1 },
     states,
     shifted: 0,
+    from: "",
   };
   const bytes = encodeWorkRecord(record);
   const back = decodeWorkRecord(bytes, 40);
@@ -67,9 +68,10 @@ Deno.test("a record round-trips, canonically, and its root is over the CIDs' dig
     }),
     bytes,
   );
-  assert.equal(
-    decodeWorkRecord(encodeWorkRecord({ ...record, shifted: 5 }), 40).shifted,
-    5,
+  const ahead = { ...record, shifted: 5, from: states[3] };
+  assert.deepEqual(
+    decodeWorkRecord(encodeWorkRecord(ahead), 40),
+    { ...ahead, peers: back.peers },
   );
   const digests = await Promise.all(
     Array.from(
@@ -85,32 +87,42 @@ Deno.test("a record round-trips, canonically, and its root is over the CIDs' dig
 });
 
 Deno.test("decodeWorkRecord refuses what is not a canonical record of the round", () => {
-  const good = { peers: ["12D3KooWa"], weights: {}, states, shifted: 0 };
+  const good = {
+    peers: ["12D3KooWa"],
+    weights: {},
+    states,
+    shifted: 0,
+    from: "",
+  };
   const w = {};
   const enc = (x: unknown) => new TextEncoder().encode(JSON.stringify(x));
+  const rec = (x: Record<string, unknown>) =>
+    enc({ from: "", peers: ["12D3KooWa"], shifted: 0, states, v: 3, ...x });
   const cases: [Uint8Array, RegExp][] = [
     [encodeWorkRecord({ ...good, states: states.slice(1) }), /states/],
-    [enc({ peers: ["12D3KooWa"], shifted: 0, states, v: 1 }), /v must/],
-    [enc({ peers: [], shifted: 0, states, v: 2, weights: w }), /peers/],
-    [enc({ peers: ["a b"], shifted: 0, states, v: 2, weights: w }), /peers/],
-    [
-      enc({ peers: ["12D3KooWa"], shifted: 4, states, v: 2, weights: w }),
-      /shifted/,
-    ],
-    [enc({ peers: ["12D3KooWa"], states, v: 2, weights: w }), /shifted/],
-    [enc({ peers: ["12D3KooWa"], shifted: 0, states, v: 2 }), /weights/],
+    [rec({ v: 2, weights: w }), /v must/],
+    [rec({ peers: [], weights: w }), /peers/],
+    [rec({ peers: ["a b"], weights: w }), /peers/],
+    [rec({ shifted: 4, weights: w }), /shifted/],
+    [rec({ shifted: undefined, weights: w }), /shifted/],
+    [rec({}), /weights/],
+    [rec({ from: "bafyfoo", weights: w }), /from must be a CID/],
+    [rec({ from: undefined, weights: w }), /from must be a CID/],
+    // Training ahead starts where round r − 1 ended.
+    [rec({ shifted: 5, weights: w }), /from must name a state/],
     ...[{ "12D3KooWb": 1 }, { "12D3KooWa": 4 }, { "12D3KooWa": 1.5 }, []].map((
       weights,
-    ): [Uint8Array, RegExp] => [
-      enc({ peers: ["12D3KooWa"], shifted: 0, states, v: 2, weights }),
-      /weights/,
-    ]),
+    ): [Uint8Array, RegExp] => [rec({ weights }), /weights/]),
+    [rec({ weights: w, x: 1 }), /x is not/],
     [
-      enc({ peers: ["12D3KooWa"], shifted: 0, states, v: 2, weights: w, x: 1 }),
-      /x is not/,
-    ],
-    [
-      enc({ v: 2, shifted: 0, states, peers: ["12D3KooWa"], weights: w }),
+      enc({
+        v: 3,
+        from: "",
+        shifted: 0,
+        states,
+        peers: ["12D3KooWa"],
+        weights: w,
+      }),
       /canonical/,
     ],
     [new Uint8Array([0xff]), /JSON/],
@@ -136,11 +148,12 @@ Deno.test("decodeWorkRecord refuses what is not a canonical record of the round"
   );
 });
 
-Deno.test("the data hash names job, round, peer, the peer set in any order and the weights", () => {
-  const of = (peers: string[], weights: Record<string, number> = {}) => ({
-    peers,
-    weights,
-  });
+Deno.test("the data hash names job, round, peer, the peer set in any order, the weights and where the round started", () => {
+  const of = (
+    peers: string[],
+    weights: Record<string, number> = {},
+    start = { shifted: 0, from: "" },
+  ) => ({ peers, weights, ...start });
   const ab = of(["12D3KooWa", "12D3KooWb"]);
   const h = dataHash("job", 2, "12D3KooWa", of(["12D3KooWb", "12D3KooWa"]));
   assert.match(h, /^0x[0-9a-f]{64}$/);
@@ -153,6 +166,18 @@ Deno.test("the data hash names job, round, peer, the peer set in any order and t
       dataHash("jo", 2, "12D3KooWa", ab),
       dataHash("job", 2, "12D3KooWa", of(ab.peers, { "12D3KooWb": 1 })),
       dataHash("job", 2, "12D3KooWa", of(ab.peers, { "12D3KooWb": 2 })),
+      dataHash(
+        "job",
+        2,
+        "12D3KooWa",
+        of(ab.peers, {}, { shifted: 0, from: states[0] }),
+      ),
+      dataHash(
+        "job",
+        2,
+        "12D3KooWa",
+        of(ab.peers, {}, { shifted: 2, from: states[0] }),
+      ),
     ]
   ) assert.notEqual(other, h);
 });

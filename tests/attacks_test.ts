@@ -25,6 +25,7 @@ const FAST: AttackName[] = [
   "copied-delta",
   "free-rider",
   "partial-work",
+  "poisoned-start",
 ];
 
 const keys = await Deno.makeTempDir({ prefix: "zoo-attack-keys-" });

@@ -6,11 +6,13 @@
  * verdict's reason):
  *
  * 1. `record`: the work record hashes to the commitment's `data` (its
- *    assignment peers, the peer among them) and `trajectory` (its states);
- * 2. `start`: the state at the segment's start is served (verified by its
- *    CID, which is its committed hash) at the right step; for segment 0 of
- *    a peer that did not train ahead, its parameters are C(r)'s, bit for
- *    bit;
+ *    assignment peers, the peer among them, where its round started) and
+ *    `trajectory` (its states);
+ * 2. `start`: whatever segment is drawn, the round started where the
+ *    protocol says: from C(r) (trained ahead, from its eager estimate) and
+ *    from zero moments or those its round r − 1 ended with (audit_start.ts);
+ *    then the state at the segment's start is served (verified by its CID,
+ *    which is its committed hash) at the right step;
  * 3. `replay`: the segment's steps re-run from that state (parameters,
  *    AdamW moments, step counter) on the peer's prescribed batches
  *    (`roundSampler` over its chunks assigned among the record's peers)
@@ -21,11 +23,13 @@
  * 4. `delta`: the announced delta blob is exactly the quantized
  *    C(r) − θ_H of the committed final state, bound to the peer and round.
  *
- * A state that cannot be fetched throws {@linkcode StateUnserved}: the
+ * A state that cannot be fetched throws `StateUnserved`: the
  * peer may be restarting, so the audit duty asks again until its serve
  * window closes, and fails the `start` check only on proof (audit_duty.ts):
  * bytes committed under the state's CID that are no state, or the peer's
- * own "not found" while it must still keep the state.
+ * own "not found" while it must still keep the state. What this peer
+ * cannot check on its own account (it never saw the peer's announcement
+ * of round r − 1) throws `NotJudged` (both in audit_errors.ts).
  *
  * @module
  */
@@ -52,7 +56,9 @@ import {
   type WorkRecord,
 } from "../../protocol/work_record.ts";
 import { roundSampler } from "./round_sampler.ts";
-import { provenBy } from "./work_reader.ts";
+import type { WorkReader } from "./work_reader.ts";
+import { served } from "./audit_errors.ts";
+import { sameBytes, StartCheck } from "./audit_start.ts";
 
 /**
  * Largest distance, relative to the segment's own progress
@@ -94,18 +100,17 @@ export interface AuditorOptions {
   /** Makes the trainer replays run on (the auditor's own build). */
   createTrainer: (init: TrainerInit) => Trainer;
   /**
-   * A committed state by CID, fetched from `peer` (the one that committed
-   * it) and verified, or a rejection.
+   * Reads committed work from the peer that committed it, each block
+   * verified by its CID (work_reader.ts), and checkpoints.
    */
-  state: (cid: string, peer: string) => Promise<TrainingState>;
-  /**
-   * The step and parameters of a committed state, without its moments
-   * (what the delta check needs), as `state` fetches them.
-   */
-  params: (
-    cid: string,
-    peer: string,
-  ) => Promise<Pick<TrainingState, "step" | "params">>;
+  work: Pick<
+    WorkReader,
+    "state" | "params" | "head" | "record" | "checkpoint"
+  >;
+  /** The values of an announced delta, bound to it (delta_reader.ts). */
+  delta: (msg: DeltaAnnounce) => Promise<Float32Array>;
+  /** The signed delta `account` announced first in `round`, if seen. */
+  previous: (round: number, account: string) => DeltaAnnounce | undefined;
   /**
    * Runs an audit's replay when the compute is free and the peer's own
    * steps need not wait for it (e.g. once its round has taken them,
@@ -141,16 +146,18 @@ export class Auditor {
   readonly #o: AuditorOptions;
   readonly #trainChunks: readonly number[];
   #trainer: Trainer | null = null;
+  readonly #start: StartCheck;
 
   constructor(o: AuditorOptions) {
     this.#o = o;
     this.#trainChunks = splitTrainVal(o.dataset, o.spec.dataset.valFraction)
       .train;
+    this.#start = new StartCheck(o);
   }
 
   /**
    * The verdict on `a` (see the module doc); throws
-   * {@linkcode StateUnserved} when a state it needs is not served.
+   * `StateUnserved` when a state it needs is not served.
    */
   async audit(a: SegmentAudit): Promise<AuditVerdict> {
     const { msg, record } = a;
@@ -184,30 +191,22 @@ export class Auditor {
       );
     }
     const from = bounds[a.segment], to = bounds[a.segment + 1];
-    const fetch = async <T>(
+    const fetch = <T>(
       k: number,
       get: (cid: string, peer: string) => Promise<T>,
-    ) => {
-      try {
-        return await get(record.states[k], msg.peer);
-      } catch (err) {
-        throw new StateUnserved(k, err, provenBy(err, msg.peer));
-      }
-    };
-    const { state, params } = this.#o;
-    const start = await fetch(a.segment, state);
+    ) =>
+      served(`its state ${k}`, msg.peer, () => get(record.states[k], msg.peer));
+    const work = this.#o.work;
+    const fault = await this.#start.fault(a, fetch(0, work.head.bind(work)));
+    if (fault) return fail("start", fault);
+    const start = await fetch(a.segment, work.state.bind(work));
     if (start.step !== from) {
       return fail(
         "start",
         `its state ${a.segment} is at step ${start.step}, not ${from}`,
       );
     }
-    if (
-      a.segment === 0 && record.shifted === 0 &&
-      !sameBits(start.params, a.parent)
-    ) {
-      return fail("start", "its step-0 parameters are not C(r)'s");
-    }
+    const params = work.params.bind(work);
     const lastSegment = a.segment + 2 === bounds.length;
     // The final state (for the delta) is fetched while the replay waits
     // for the compute; the state a shift started from, before it, so the
@@ -359,36 +358,6 @@ export class Auditor {
     }
     return { end: { step: to, params, m, v }, batch };
   }
-}
-
-/**
- * A committed state its peer did not serve: not yet a failure, as an
- * honest peer may be restarting (the caller decides when it is one).
- */
-export class StateUnserved extends Error {
-  /**
-   * `proven`: its peer's answer or its committed bytes show it does not
-   * serve the state (see `provenBy` in work_reader.ts); otherwise it could
-   * not be reached.
-   */
-  constructor(k: number, cause: unknown, readonly proven: boolean) {
-    super(`its state ${k} was not served: ${(cause as Error).message}`, {
-      cause,
-    });
-    this.name = "StateUnserved";
-  }
-}
-
-function sameBits(a: Float32Array, b: Float32Array): boolean {
-  return a.length === b.length &&
-    sameBytes(
-      new Uint8Array(a.buffer, a.byteOffset, a.byteLength),
-      new Uint8Array(b.buffer, b.byteOffset, b.byteLength),
-    );
-}
-
-function sameBytes(a: Uint8Array, b: Uint8Array): boolean {
-  return a.length === b.length && a.every((x, i) => x === b[i]);
 }
 
 function distance(a: Float32Array, b: Float32Array): number {

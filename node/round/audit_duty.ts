@@ -40,7 +40,8 @@ import {
   AuditBook,
   KEEP_AUDIT_ROUNDS,
 } from "../../protocol/audit_book.ts";
-import { type Auditor, type AuditVerdict, StateUnserved } from "./audit.ts";
+import type { Auditor, AuditVerdict } from "./audit.ts";
+import { NotJudged, StateUnserved } from "./audit_errors.ts";
 import { sleep } from "./abortable.ts";
 import {
   AuditVerdicts,
@@ -287,6 +288,12 @@ export class AuditDuty {
         verdict = attempt;
         break;
       }
+      if (attempt instanceof NotJudged) {
+        log(
+          `round ${round}: audit of ${peer} segment ${segment} not judged: ${attempt.message}`,
+        );
+        return null;
+      }
       // An honest peer keeps its states only so long, and one that cannot
       // be reached may be cut off by the network: neither proves anything.
       // A "not found" while it must still hold them does, even when the
@@ -356,7 +363,9 @@ export class AuditDuty {
     work: DeltaAnnounce,
     segment: number,
     urgent: boolean,
-  ): Promise<AuditVerdict | WorkRecordUnserved | StateUnserved> {
+  ): Promise<
+    AuditVerdict | WorkRecordUnserved | StateUnserved | NotJudged
+  > {
     try {
       return await this.#o.auditor.audit({
         msg: work,
@@ -366,7 +375,10 @@ export class AuditDuty {
         urgent,
       });
     } catch (err) {
-      if (err instanceof WorkRecordUnserved || err instanceof StateUnserved) {
+      if (
+        err instanceof WorkRecordUnserved || err instanceof StateUnserved ||
+        err instanceof NotJudged
+      ) {
         return err;
       }
       throw err;

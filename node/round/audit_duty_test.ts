@@ -24,11 +24,8 @@ import {
   SPEC,
   TEST_ADDRESS,
 } from "./_fakes.ts";
-import {
-  type AuditVerdict,
-  type SegmentAudit,
-  StateUnserved,
-} from "./audit.ts";
+import type { AuditVerdict, SegmentAudit } from "./audit.ts";
+import { NotJudged, StateUnserved } from "./audit_errors.ts";
 import { AuditDuty, type AuditDutyOptions } from "./audit_duty.ts";
 import { WorkReader, WorkRecordUnserved } from "./work_reader.ts";
 import { BlobGetter } from "./blob_getter.ts";
@@ -98,7 +95,13 @@ function duty(
         ? work
         : undefined,
     record: () =>
-      Promise.resolve({ peers: PEERS, weights: {}, states: [], shifted: 0 }),
+      Promise.resolve({
+        peers: PEERS,
+        weights: {},
+        states: [],
+        shifted: 0,
+        from: "",
+      }),
     parent: () => Promise.resolve(new Float32Array(1)),
     publisher: new RoundPublisher({
       gossip,
@@ -416,6 +419,7 @@ Deno.test("a contributor that serves its work again within the window (a restart
           weights: {},
           states: [],
           shifted: 0,
+          from: "",
         }),
     serveWindowMs: 2_000,
   });
@@ -434,7 +438,7 @@ Deno.test("a state withheld for the whole serve window fails the start check", a
       audit: () => {
         tries++;
         return Promise.reject(
-          new StateUnserved(3, new Error("not found"), true),
+          new StateUnserved("its state 3", new Error("not found"), true),
         );
       },
     },
@@ -467,13 +471,38 @@ Deno.test("a peer that cannot be reached for the whole serve window (a partition
   assert.match(lines.join("\n"), /not judged: it could not be reached/);
 });
 
+Deno.test("an audit the auditor cannot judge on its own account (it never saw the round the work builds on) draws no verdict, at once", async () => {
+  const { drawn } = auditors();
+  const lines: string[] = [];
+  let tries = 0;
+  const t = duty(drawn, PASS, {
+    auditor: {
+      audit: () => {
+        tries++;
+        return Promise.reject(
+          new NotJudged("its delta of round 0 was not seen here"),
+        );
+      },
+    },
+    serveWindowMs: 10_000,
+    log: (line) => lines.push(line),
+  });
+  await t.d.roundClosed(await manifest(), NEXT);
+  assert.equal(tries, 1);
+  assert.deepEqual(t.ledger.audits, []);
+  assert.deepEqual(t.notices(), []);
+  assert.match(lines.join("\n"), /not judged: its delta of round 0/);
+});
+
 Deno.test("an audit that comes after the audited states' keep window draws no verdict, even from a refusal", async () => {
   const { drawn } = auditors();
   const lines: string[] = [];
   const t = duty(drawn, PASS, {
     auditor: {
       audit: () =>
-        Promise.reject(new StateUnserved(3, new Error("not found"), true)),
+        Promise.reject(
+          new StateUnserved("its state 3", new Error("not found"), true),
+        ),
     },
     // Round 0's work audited while round KEEP_STATE_ROUNDS - 1 runs.
     round: () => KEEP_STATE_ROUNDS - 1,
@@ -496,7 +525,7 @@ Deno.test("a refusal made while the states must be held fails the audit even whe
         // Short rounds: the job moves on while the auditor asks again.
         if (tries++ > 0) round++;
         return Promise.reject(
-          new StateUnserved(3, new Error("not found"), true),
+          new StateUnserved("its state 3", new Error("not found"), true),
         );
       },
     },

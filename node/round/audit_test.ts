@@ -9,12 +9,23 @@ import assert from "node:assert/strict";
 import { createCpuTrainer } from "../../kernels/trainer.ts";
 import { DEFAULT_MUON } from "../../kernels/muon.ts";
 import type { JobSpec } from "../../protocol/job_spec.ts";
-import { H, jsTrainer, textDataset, tinySpec } from "./_inner_loop_fixtures.ts";
+import {
+  H,
+  jsRoundTrainer,
+  jsTrainer,
+  textDataset,
+  tinySpec,
+} from "./_inner_loop_fixtures.ts";
+import { assignChunks } from "../../protocol/assignment.ts";
 import { cidForBytes, cidFromDigest, cidToString } from "../../protocol/cid.ts";
 import { DELTA } from "../../protocol/_message_fixtures.ts";
 import type { DeltaAnnounce } from "../../protocol/messages.ts";
-import { genesisCheckpoint } from "../../protocol/round_checkpoint.ts";
+import {
+  encodeRoundCheckpoint,
+  genesisCheckpoint,
+} from "../../protocol/round_checkpoint.ts";
 import { pseudoGradient } from "../../protocol/pseudo_gradient.ts";
+import { nextCheckpoint } from "../../protocol/round_update.ts";
 import {
   decodeStateHead,
   encodeState,
@@ -33,12 +44,12 @@ import {
   Auditor,
   type AuditorOptions,
   CROSS_KERNEL_TOLERANCE,
-  StateUnserved,
 } from "./audit.ts";
+import { NotJudged, StateUnserved } from "./audit_errors.ts";
 import { HONEST } from "./behaviour.ts";
 import { RoundTrainer } from "./inner_loop.ts";
 import { RoundLedger } from "./ledger.ts";
-import { encodeDelta } from "../../protocol/delta_blob.ts";
+import { decodeDeltaBlob, encodeDelta } from "../../protocol/delta_blob.ts";
 import { RoundTraining, type TrainedDelta } from "./train.ts";
 import { BlobGetter } from "./blob_getter.ts";
 import { WorkReader } from "./work_reader.ts";
@@ -46,21 +57,24 @@ import { WorkReader } from "./work_reader.ts";
 const JOB = "bafkreijob";
 const dataset = await textDataset();
 const spec = tinySpec(dataset);
-const parent = genesisCheckpoint(JOB, spec.model, spec.seed).params;
-const PARENT_CID = DELTA.parent;
+const genesisCkpt = genesisCheckpoint(JOB, spec.model, spec.seed);
+const parent = genesisCkpt.params;
+const genesisBytes = encodeRoundCheckpoint(genesisCkpt);
+const PARENT_CID = cidToString(await cidForBytes(genesisBytes));
 
 /**
  * A round of peerA trained honestly among `live`; its blocks and
  * announcement. Round 0, or with `slower` > 1 round 1 after its peers
  * reported `slower` times its own throughput: a share of H steps; or with
- * `ahead` round 1 trained ahead from an estimate of C(1), its preview
- * coming once `steps` steps are taken (0: before the first).
+ * `ahead` round 1 trained ahead from its eager estimate of C(1) (or
+ * `ahead.from`), its preview coming once `steps` steps are taken (0:
+ * before the first). `announced`: its announcements, by round.
  */
 async function trainedRound(
   live: string[],
   slower = 1,
   job = spec,
-  ahead?: { from: Float32Array; steps: number },
+  ahead?: { from?: Float32Array; steps: number },
 ) {
   let round = 0, own = 0;
   const trainer = new RoundTrainer({
@@ -69,7 +83,7 @@ async function trainedRound(
     dataset,
     peerId: "peerA",
   });
-  const blocks = new Map<string, Uint8Array>();
+  const blocks = new Map<string, Uint8Array>([[PARENT_CID, genesisBytes]]);
   const delivered: TrainedDelta[] = [];
   const ledger = new RoundLedger(job, trainer.parameterCount);
   const training = new RoundTraining({
@@ -93,7 +107,25 @@ async function trainedRound(
   });
   await training.train(0, PARENT_CID, parent);
   if (ahead) {
-    const running = training.trainAhead(1, ahead.from);
+    // As the driver does: the outer step of C(0) with its own delta alone.
+    const own = delivered[0];
+    const running = training.trainAhead(
+      1,
+      ahead.from ?? nextCheckpoint({
+        spec: job,
+        parent: genesisCkpt,
+        parentCid: PARENT_CID,
+        deltas: [{
+          peer: "peerA",
+          tokens: own.tokens,
+          delta: decodeDeltaBlob(
+            blocks.get(own.cid)!,
+            { job: JOB, round: 0, parent: PARENT_CID, peer: "peerA" },
+            parent.length,
+          ),
+        }],
+      }).params,
+    );
     while (
       ledger.steps.since(0).filter((s) => s.round === 1).length < ahead.steps
     ) {
@@ -108,12 +140,11 @@ async function trainedRound(
     await training.train(1, PARENT_CID, parent);
   }
   trainer.dispose();
-  const d = delivered[round];
-  const msg: DeltaAnnounce = {
+  const announced = delivered.map((d): DeltaAnnounce => ({
     ...DELTA,
     peer: "peerA",
     job: JOB,
-    round,
+    round: d.round,
     parent: PARENT_CID,
     delta: d.cid,
     tokens: d.tokens,
@@ -121,9 +152,10 @@ async function trainedRound(
     data: d.data,
     trajectory: d.trajectory,
     kernel: d.kernel,
-  };
+  }));
+  const d = delivered[round];
   const record = decodeWorkRecord(blocks.get(d.work)!, d.steps, H);
-  return { blocks, msg, record };
+  return { blocks, msg: announced[round], record, announced };
 }
 
 async function put(blocks: Map<string, Uint8Array>, b: Uint8Array) {
@@ -132,11 +164,17 @@ async function put(blocks: Map<string, Uint8Array>, b: Uint8Array) {
   return cid;
 }
 
+/**
+ * An auditor of peerA's work served from `blocks`, that saw its
+ * announcements `announced` (of earlier rounds).
+ */
 function auditor(
   blocks: Map<string, Uint8Array>,
   createTrainer = jsTrainer,
   queues: Pick<AuditorOptions, "afterSteps" | "exclusive"> = {},
   job = spec,
+  announced: readonly DeltaAnnounce[] = [],
+  read = { bytes: 0 },
 ): Auditor {
   return new Auditor({
     jobId: JOB,
@@ -144,19 +182,25 @@ function auditor(
     dataset,
     createTrainer,
     ...queues,
-    ...servedBy(blocks),
+    work: servedBy(blocks, read),
+    delta: (msg) =>
+      Promise.resolve(
+        decodeDeltaBlob(blocks.get(msg.delta)!, msg, parent.length),
+      ),
+    previous: (round, account) =>
+      announced.find((m) => m.round === round && m.account === account),
   });
 }
 
 /**
- * A peer's states as an auditor reads them (a WorkReader over a
- * BlobGetter), fetched from `blocks` as that peer serves them; `read`
- * counts the bytes fetched.
+ * A peer's work as an auditor reads it (a WorkReader over a BlobGetter),
+ * fetched from `blocks` as that peer serves them; `read` counts the bytes
+ * fetched.
  */
 function servedBy(
   blocks: Map<string, Uint8Array>,
   read = { bytes: 0 },
-): Pick<AuditorOptions, "state" | "params"> {
+): WorkReader {
   const local = new Map<string, Uint8Array>();
   const getter = new BlobGetter(
     {
@@ -186,10 +230,7 @@ function servedBy(
     parent.length,
     (bytes) => read.bytes += bytes,
   );
-  return {
-    state: (cid, peer) => reader.state(cid, peer),
-    params: (cid, peer) => reader.params(cid, peer),
-  };
+  return reader;
 }
 
 /** Stores `state`'s blocks in `blocks`; resolves with its head's CID. */
@@ -237,36 +278,41 @@ Deno.test("audit: a segment's audit fetches its start state whole and of the fin
   assert.ok(momentBytes < 6 * parent.length, `${momentBytes} bytes`);
   for (
     const [segment, want] of [
-      // Start state, then the final state's parameters for the delta check.
-      [3, headBytes + paramBytes + momentBytes + STATE_HEAD_BYTES + paramBytes],
+      // State 0's head for the start check, the start state, then the
+      // final state's parameters for the delta check.
+      [
+        3,
+        STATE_HEAD_BYTES + headBytes + paramBytes + momentBytes +
+        STATE_HEAD_BYTES + paramBytes,
+      ],
       // The last segment's end is the final state, replayed: nothing more.
-      [S - 1, sizes(S - 1).reduce((a, b) => a + b)],
+      [S - 1, STATE_HEAD_BYTES + sizes(S - 1).reduce((a, b) => a + b)],
     ]
   ) {
     const read = { bytes: 0 };
-    const a = new Auditor({
-      jobId: JOB,
-      spec,
-      dataset,
-      createTrainer: jsTrainer,
-      ...servedBy(blocks, read),
-    });
+    const a = auditor(blocks, jsTrainer, {}, spec, [], read);
     assert.ok((await a.audit({ ...honest, segment, parent })).passed);
     assert.equal(read.bytes, want, `segment ${segment}`);
   }
 });
 
 Deno.test("audit: a round trained ahead passes every segment bit for bit, moved onto its checkpoint before its first step or after steps", async () => {
-  // Off C(1) in every coordinate, as an eager estimate is.
-  const from = parent.map((x, i) => x + Math.sin(i) * 1e-3);
   // Before the first step the parameters become C(1) itself: Ĉ + (C − Ĉ)
-  // in float32 would not be C(1) everywhere, and the audit of segment 0
-  // checks for C(1) bit for bit. After steps (the hold, a tenth of H),
-  // the move is replayed.
+  // in float32 would not be C(1) everywhere, and the audit checks for
+  // C(1) bit for bit. After steps (the hold, a tenth of H), the move is
+  // replayed, and state 0 is checked to be the eager estimate.
   for (const [steps, shifted] of [[0, 0], [2, 2]]) {
-    const t = await trainedRound(["peerA"], 1, spec, { from, steps });
+    const t = await trainedRound(["peerA"], 1, spec, { steps });
     assert.equal(t.record.shifted, shifted);
-    const a = auditor(t.blocks);
+    // It goes on from the moments its round 0 ended with.
+    assert.equal(
+      t.record.from,
+      t.announced[0] && decodeWorkRecord(
+        t.blocks.get(t.announced[0].work)!,
+        H,
+      ).states.at(-1),
+    );
+    const a = auditor(t.blocks, jsTrainer, {}, spec, t.announced);
     for (let segment = 0; segment < S; segment++) {
       const v = await a.audit({ ...t, segment, parent });
       assert.ok(
@@ -335,8 +381,8 @@ Deno.test("audit: an honest round checked on another kernel build passes within 
 async function partialWork(k: number) {
   const blocks = new Map(honest.blocks);
   const bounds = segmentBounds(H);
-  const { state } = servedBy(blocks);
-  const read = (i: number) => state(honest.record.states[i], "peerA");
+  const reader = servedBy(blocks);
+  const read = (i: number) => reader.state(honest.record.states[i], "peerA");
   const s0 = await read(0), sk = await read(k);
   const states = honest.record.states.slice(0, k + 1);
   let last: TrainingState = sk;
@@ -453,7 +499,7 @@ Deno.test("audit: a slow peer's shorter round is cut by its tokens and every seg
   const slow = await trainedRound(["peerA", "peerB", "peerC"], 4);
   const steps = slow.msg.tokens / (spec.batchSize * spec.contextLength);
   assert.equal(steps, H / 4);
-  const a = auditor(slow.blocks);
+  const a = auditor(slow.blocks, jsTrainer, {}, spec, slow.announced);
   const bounds = segmentBounds(steps, H);
   for (let segment = 0; segment < bounds.length - 1; segment++) {
     const v = await a.audit({ ...slow, segment, parent });
@@ -473,7 +519,7 @@ Deno.test("audit: a slow peer's chunk weight is recorded and replayed; a record 
   const slow = await trainedRound(["peerA", "peerB", "peerC"], 4);
   // A quarter of the steps: weight 1 of 4, so about 1/9 of the chunks.
   assert.deepEqual(slow.record.weights, { peerA: 1 });
-  const a = auditor(slow.blocks);
+  const a = auditor(slow.blocks, jsTrainer, {}, spec, slow.announced);
   assert.equal((await a.audit({ ...slow, segment: 2, parent })).passed, true);
   const record = { ...slow.record, weights: {} };
   const msg = {
@@ -506,4 +552,142 @@ Deno.test("audit: rounds of Muon and of AdamW alone reproduce bit for bit; repla
       assert.equal(w.passed, false, `${at}: ${JSON.stringify(w)}`);
     }
   }
+});
+
+/**
+ * peerA's round 0 trained honestly on its assigned batches, but from
+ * `moments` of its choosing rather than those the protocol prescribes;
+ * its blocks and announcement, with `record` fields as given.
+ */
+async function trainedFromMoments(
+  moments: { m: Float32Array; v: Float32Array },
+  record: Partial<WorkRecord> = {},
+) {
+  const blocks = new Map(honest.blocks);
+  const trainer = jsRoundTrainer(spec, dataset);
+  const assigned = assignChunks({
+    job: JOB,
+    round: 0,
+    peers: honest.record.peers,
+    chunks: trainer.trainChunks.length,
+    weights: honest.record.weights,
+  }).get("peerA")!;
+  const written: Promise<string>[] = [];
+  const result = await trainer.trainRound({
+    round: 0,
+    params: parent,
+    chunks: assigned.map((i) => trainer.trainChunks[i]),
+    moments,
+    onState: (s) => void written.push(putState(blocks, s)),
+  });
+  trainer.dispose();
+  const states = await Promise.all(written);
+  const rec: WorkRecord = { ...honest.record, ...record, states };
+  const values = pseudoGradient(parent, result.params);
+  const delta = await put(
+    blocks,
+    encodeDelta(
+      spec,
+      { job: JOB, round: 0, parent: PARENT_CID, peer: "peerA" },
+      values,
+    ),
+  );
+  const msg = {
+    ...honest.msg,
+    delta,
+    data: dataHash(JOB, 0, "peerA", rec),
+    trajectory: trajectoryRoot(states),
+  };
+  return { blocks, msg, record: rec, values };
+}
+
+Deno.test("audit: a round started from moments of the peer's choosing fails the start check, whatever segment is drawn", async () => {
+  // The attack: AdamW's update is m / √v, so a first moment made large
+  // where the second is made tiny moves the parameters as far as the
+  // cheater likes, in the direction it likes, and every step after is
+  // trained honestly from there, so every replay reproduces.
+  const n = parent.length;
+  const poison = {
+    m: new Float32Array(n).map((_, i) => 1e-3 * Math.sin(i)),
+    v: new Float32Array(n).fill(1e-8),
+  };
+  const cheat = await trainedFromMoments(poison);
+  const honestValues = pseudoGradient(
+    parent,
+    (await servedBy(honest.blocks).params(honest.record.states[S], "peerA"))
+      .params,
+  );
+  const norm = (x: Float32Array) => Math.hypot(...x);
+  // Its delta is the honest one plus a push larger than the honest round.
+  const push = norm(cheat.values.map((x, i) => x - honestValues[i]));
+  assert.ok(push > norm(honestValues), `${push} vs ${norm(honestValues)}`);
+  const a = auditor(cheat.blocks);
+  for (const segment of [0, 5, S - 1]) {
+    const v = await a.audit({ ...cheat, segment, parent });
+    assert.equal(!v.passed && v.check, "start", JSON.stringify(v));
+    assert.match(!v.passed ? v.reason : "", /step-0 moments are not zero/);
+  }
+  // From zero moments, as its record says, it passes.
+  const zero = await trainedFromMoments({
+    m: new Float32Array(n),
+    v: new Float32Array(n),
+  });
+  assert.ok(
+    (await auditor(zero.blocks).audit({ ...zero, segment: 5, parent }))
+      .passed,
+  );
+});
+
+Deno.test("audit: a round that continues moments is checked against the end of the peer's round r - 1, and not judged by who never saw that round", async () => {
+  // Round 1, after round 0 (slower: round 1 is trained from C and the
+  // moments round 0 ended with).
+  const t = await trainedRound(["peerA", "peerB"], 2);
+  const before = decodeWorkRecord(t.blocks.get(t.announced[0].work)!, H);
+  assert.equal(t.record.from, before.states.at(-1));
+  const audit = (
+    x: {
+      blocks: Map<string, Uint8Array>;
+      msg: DeltaAnnounce;
+      record: WorkRecord;
+    },
+    announced = t.announced,
+  ) =>
+    auditor(x.blocks, jsTrainer, {}, spec, announced).audit({
+      ...x,
+      segment: 3,
+      parent,
+    });
+  assert.ok((await audit(t)).passed);
+  // An auditor that never saw its round-0 announcement cannot tell.
+  await assert.rejects(
+    audit(t, []),
+    (err) => err instanceof NotJudged && /round 0/.test(err.message),
+  );
+  // Naming another state of round 0, or claiming moments it never had.
+  const rebound = (record: WorkRecord) => ({
+    ...t,
+    record,
+    msg: { ...t.msg, data: dataHash(JOB, 1, "peerA", record) },
+  });
+  const other = await audit(
+    rebound({ ...t.record, from: before.states[3] }),
+  );
+  assert.equal(!other.passed && other.check, "start");
+  assert.match(!other.passed ? other.reason : "", /not the end of its round 0/);
+  const none = await audit(rebound({ ...t.record, from: "" }));
+  assert.equal(!none.passed && none.check, "start");
+  assert.match(!none.passed ? none.reason : "", /moments are not zero/);
+});
+
+Deno.test("audit: a round trained ahead from anything but its eager estimate fails the start check", async () => {
+  const from = parent.map((x, i) => x + Math.sin(i) * 1e-3);
+  const t = await trainedRound(["peerA"], 1, spec, { steps: 2, from });
+  assert.equal(t.record.shifted, 2);
+  const v = await auditor(t.blocks, jsTrainer, {}, spec, t.announced).audit({
+    ...t,
+    segment: 9,
+    parent,
+  });
+  assert.equal(!v.passed && v.check, "start", JSON.stringify(v));
+  assert.match(!v.passed ? v.reason : "", /outer step of C\(r - 1\)/);
 });

@@ -12,6 +12,7 @@ import type { DeltaAnnounce } from "../../protocol/messages.ts";
 import type { RoundCheckpoint } from "../../protocol/round_checkpoint.ts";
 import type { TrainingState } from "../../protocol/state_hash.ts";
 import type { WorkRecord } from "../../protocol/work_record.ts";
+import type { RoundStart } from "./share_steps.ts";
 
 /** A delta announcement before its work commitment is signed. */
 export type UnsignedDelta = Omit<DeltaAnnounce, "signature">;
@@ -47,6 +48,8 @@ export interface RoundBehaviour {
   delta(choice: DeltaChoice): Promise<Float32Array>;
   /** The context the delta blob is bound to. */
   deltaContext(context: DeltaContext): DeltaContext;
+  /** What a round's steps start from, given what the protocol prescribes. */
+  start(start: RoundStart): RoundStart;
   /**
    * The training state to commit at a segment bound, given the one the
    * trainer reached (`step` steps into a round of `innerSteps`).
@@ -72,11 +75,12 @@ export interface RoundBehaviour {
 /** The protocol as written. */
 export const HONEST: RoundBehaviour = {
   chunks: (assigned) => assigned,
+  start: (start) => start,
   state: (state) => state,
   delta: (choice) => Promise.resolve(choice.delta),
   deltaContext: (context) => context,
-  work: ({ peers, weights, states, shifted }) =>
-    Promise.resolve({ peers, weights, states, shifted }),
+  work: ({ peers, weights, states, shifted, from }) =>
+    Promise.resolve({ peers, weights, states, shifted, from }),
   announce: (msg) => msg,
   also: () => [],
   contributions: (fetched) => fetched,

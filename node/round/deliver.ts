@@ -46,6 +46,8 @@ export type Trained = TrainRoundResult & {
   weights: Record<string, number>;
   /** CIDs of its stored states at the segment bounds. */
   states: string[];
+  /** The state its moments continue, or "" (work_record.ts). */
+  from: string;
 };
 
 /** What delivering a delta uses (a subset of RoundTraining's options). */
@@ -98,6 +100,7 @@ export async function deliverDelta(
     weights: result.weights,
     states: result.states,
     shifted: result.shiftedAt ?? 0,
+    from: result.from,
   });
   await o.announce({
     round,

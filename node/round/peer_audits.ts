@@ -13,6 +13,7 @@ import { Auditor } from "./audit.ts";
 import { AuditDuty } from "./audit_duty.ts";
 import type { BlobGetter } from "./blob_getter.ts";
 import type { DeltaGate } from "./delta_gate.ts";
+import type { DeltaReader } from "./delta_reader.ts";
 import type { RoundTrainer } from "./inner_loop.ts";
 import type { RoundLedger } from "./ledger.ts";
 import type { MemberCache } from "./member_cache.ts";
@@ -36,6 +37,7 @@ export interface PeerAuditsOptions {
     | "parameterCount"
   >;
   blobs: BlobGetter;
+  deltas: Pick<DeltaReader, "read">;
   blocks: Pick<RoundBlocks, "delete">;
   chain: Pick<RoundChain, "domain" | "slash">;
   gate: Pick<DeltaGate, "commitment" | "announced" | "convict">;
@@ -63,8 +65,9 @@ export function peerAudits(
     spec,
     dataset: trainer.dataset,
     createTrainer: trainer.createTrainer,
-    state: (cid, peer) => work.state(cid, peer),
-    params: (cid, peer) => work.params(cid, peer),
+    work,
+    delta: (msg) => o.deltas.read(msg, [msg.peer]),
+    previous: (round, account) => gate.commitment(round, account),
     exclusive: (task) => trainer.exclusive(task),
     // The audits of round r are due while round r + 1 trains: its steps
     // go first, and the replay fills the wait for round r + 1's deltas. A

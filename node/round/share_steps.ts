@@ -7,6 +7,7 @@
  *
  * @module
  */
+import type { AdamWMoments } from "../../kernels/trainer.ts";
 import { assignChunks } from "../../protocol/assignment.ts";
 import type { JobSpec } from "../../protocol/job_spec.ts";
 import { othersDone, roundShare } from "../../protocol/inner_steps.ts";
@@ -65,8 +66,19 @@ export interface ShareStepsOptions {
   store: (bytes: Uint8Array) => Promise<string>;
   /** Deletes a stored block by CID string (states past their window). */
   drop: (cid: string) => Promise<void>;
-  /** How chunks and states are settled; HONEST in the shipped node. */
-  behaviour: Pick<RoundBehaviour, "chunks" | "state">;
+  /** How chunks, start and states are settled; HONEST in the shipped node. */
+  behaviour: Pick<RoundBehaviour, "chunks" | "start" | "state">;
+}
+
+/**
+ * What a round's steps start from besides its parameters: moments, and
+ * the state they continue (the work record's `from`).
+ */
+export interface RoundStart {
+  /** The AdamW moments loaded before the first step. */
+  moments: AdamWMoments;
+  /** The end of this peer's round r − 1 by its head's CID, or "" (zero). */
+  from: string;
 }
 
 /** Takes this peer's share of each round's steps. */
@@ -76,6 +88,12 @@ export class ShareSteps {
   readonly #speed: ThroughputMeter;
   /** Training states kept for audits of recent rounds. */
   readonly #states: StateWindow;
+  /** Rounds taken so far, to tell whether one was taken since another. */
+  #takes = 0;
+  /** The last round taken to its end: its final state, and which take. */
+  #ended: { round: number; state: string; take: number } | null = null;
+  /** The round announced whose final moments the trainer still holds. */
+  #continues: { round: number; state: string } | null = null;
 
   constructor(o: ShareStepsOptions) {
     this.#o = o;
@@ -84,20 +102,54 @@ export class ShareSteps {
   }
 
   /**
-   * This peer's share of `round`'s steps on its chunks, from `params`.
-   * Training ahead, it waits for `until` before the last segment bound
-   * within a tenth of the round: below its end, so every round trained
-   * ahead ends moved onto its checkpoint.
+   * Where `round`'s steps start: from the moments the trainer holds when
+   * they are those its announced round r − 1 ended with (nothing was
+   * trained since), else from zero moments, which is all an audit can
+   * tell from committed work. A round trained again starts from the same.
+   */
+  async begin(round: number): Promise<RoundStart> {
+    const { trainer, behaviour } = this.#o;
+    const last = this.#continues;
+    const n = trainer.parameterCount;
+    return behaviour.start(
+      last?.round === round - 1
+        ? { moments: await trainer.moments(), from: last.state }
+        : {
+          moments: { m: new Float32Array(n), v: new Float32Array(n) },
+          from: "",
+        },
+    );
+  }
+
+  /**
+   * `round`'s delta is being announced: if the trainer has taken no round
+   * since, the next round continues from its final moments.
+   */
+  announced(round: number): void {
+    const ended = this.#ended;
+    if (ended?.round === round && ended.take === this.#takes) {
+      this.#continues = { round, state: ended.state };
+    }
+  }
+
+  /**
+   * This peer's share of `round`'s steps on its chunks, from `params` and
+   * `start` (see `begin`). Training ahead, it waits for `until` before the
+   * last segment bound within a tenth of the round: below its end, so every
+   * round trained ahead ends moved onto its checkpoint.
    */
   async take(
     round: number,
     params: Float32Array,
+    start: RoundStart,
     signal: AbortSignal,
-    ahead: Pick<TrainRoundParams, "shift" | "moments"> & {
+    ahead: Pick<TrainRoundParams, "shift"> & {
       until?: Promise<unknown>;
     } = {},
   ): Promise<Trained> {
     const { trainer, spec, ledger, progress, peerId } = this.#o;
+    const take = ++this.#takes;
+    this.#continues = null;
     const { peers, steps, weights } = roundShare(
       spec,
       peerId,
@@ -122,7 +174,7 @@ export class ShareSteps {
       chunks: assigned.map((i) => trainer.trainChunks[i]),
       steps,
       signal,
-      moments: ahead.moments,
+      moments: start.moments,
       shift: ahead.shift,
       hold: ahead.until &&
         { beforeStep: aheadSteps(steps, spec.innerSteps), until: ahead.until },
@@ -147,12 +199,15 @@ export class ShareSteps {
     // Before the delta goes out: whoever starts the next round once it is
     // in sizes its share from this peer's speed, as measured to the end.
     progress({ throughput: this.#speed.tokensPerSecond }, true);
+    const written = await states.done();
+    this.#ended = { round, state: written.at(-1)!, take };
     return {
       ...result,
       chunks: assigned.length,
       peers,
       weights,
-      states: await states.done(),
+      states: written,
+      from: start.from,
     };
   }
 }

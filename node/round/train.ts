@@ -30,12 +30,15 @@
  *
  * @module
  */
-import type { AdamWMoments } from "../../kernels/trainer.ts";
 import { untilOrAborted } from "./abortable.ts";
 import type { DeltaChoice, RoundBehaviour } from "./behaviour.ts";
 import { deliverDelta, type Trained, type TrainedDelta } from "./deliver.ts";
 import type { RoundLedger } from "./ledger.ts";
-import { ShareSteps, type ShareStepsOptions } from "./share_steps.ts";
+import {
+  type RoundStart,
+  ShareSteps,
+  type ShareStepsOptions,
+} from "./share_steps.ts";
 
 export type { TrainedDelta };
 
@@ -58,8 +61,8 @@ interface Ahead {
   round: number;
   /** Ĉ(round), the eager estimate: where these steps started. */
   start: Float32Array;
-  /** The AdamW moments they started with, for a restart. */
-  moments: AdamWMoments | null;
+  /** What they started from besides Ĉ, for a restart. */
+  begun: RoundStart | null;
   abort: AbortController;
   /** C(round)'s CID and parameters, once a preview or `rebase` brings them. */
   base: PromiseWithResolvers<{ parent: string; params: Float32Array }>;
@@ -80,8 +83,8 @@ interface Running {
   /** Set when it started from a previewed checkpoint (see `early`). */
   early: {
     parent: string;
-    /** The AdamW moments it started with, for a restart. */
-    moments: AdamWMoments | null;
+    /** What it started from besides C(round), for a restart. */
+    start: RoundStart | null;
     /** Resolved when the chain committed `parent`. */
     committed: PromiseWithResolvers<void>;
   } | null;
@@ -122,7 +125,7 @@ export class RoundTraining {
         ),
       );
       await current.done;
-      return this.#run(round, parent, base, current.early.moments);
+      return this.#run(round, parent, base, current.early.start);
     }
     await this.#dropAhead();
     await this.#dropBehind(round);
@@ -155,7 +158,7 @@ export class RoundTraining {
     round: number,
     parent: string,
     base: Float32Array,
-    moments?: AdamWMoments | null,
+    start?: RoundStart | null,
     early = false,
   ): Promise<void> {
     const abort = new AbortController();
@@ -165,19 +168,16 @@ export class RoundTraining {
       abort,
       done: Promise.resolve(),
       early: early
-        ? { parent, moments: null, committed: Promise.withResolvers() }
+        ? { parent, start: null, committed: Promise.withResolvers() }
         : null,
     };
     this.#current = running;
     const task = (async () => {
       let result: Trained;
       try {
-        if (running.early) {
-          running.early.moments = await this.#o.trainer.moments();
-        }
-        result = await this.#share.take(round, base, signal, {
-          moments: moments ?? undefined,
-        });
+        start ??= await this.#share.begin(round);
+        if (running.early) running.early.start = start;
+        result = await this.#share.take(round, base, start, signal);
         if (running.early) {
           await untilOrAborted(running.early.committed.promise, signal);
         }
@@ -189,7 +189,7 @@ export class RoundTraining {
       }
       if (this.#o.state().round !== round) return; // the chain moved on
       if (running.early) this.#o.ledger.noteEarlyStart(round);
-      await deliverDelta(this.#o, round, parent, base, result);
+      await this.#deliver(round, parent, base, result);
     })();
     running.done = task.then(() => {}, () => {});
     return task;
@@ -210,7 +210,7 @@ export class RoundTraining {
     const ahead: Ahead = {
       round,
       start,
-      moments: null,
+      begun: null,
       abort: new AbortController(),
       base: Promise.withResolvers(),
       committed: Promise.withResolvers(),
@@ -247,7 +247,7 @@ export class RoundTraining {
       ),
     );
     await ahead.done;
-    return this.#run(round, parent, base, ahead.moments);
+    return this.#run(round, parent, base, ahead.begun);
   }
 
   /** Hands the steps ahead C(round): they move onto it at the next bound. */
@@ -259,15 +259,21 @@ export class RoundTraining {
   async #runAhead(ahead: Ahead): Promise<void> {
     const signal = AbortSignal.any([ahead.abort.signal, this.#o.signal]);
     try {
-      ahead.moments = await this.#o.trainer.moments();
-      const result = await this.#share.take(ahead.round, ahead.start, signal, {
-        shift: () => {
-          if (!ahead.to || ahead.moved) return null;
-          ahead.moved = true;
-          return ahead.to;
+      ahead.begun = await this.#share.begin(ahead.round);
+      const result = await this.#share.take(
+        ahead.round,
+        ahead.start,
+        ahead.begun,
+        signal,
+        {
+          shift: () => {
+            if (!ahead.to || ahead.moved) return null;
+            ahead.moved = true;
+            return ahead.to;
+          },
+          until: ahead.base.promise,
         },
-        until: ahead.base.promise,
-      });
+      );
       // Resolved: the hold waited for it.
       const { parent, params: base } = await ahead.base.promise;
       await untilOrAborted(ahead.committed.promise, signal);
@@ -276,12 +282,37 @@ export class RoundTraining {
       if (this.#ahead === ahead) this.#ahead = null;
       if (this.#o.state().round !== ahead.round) return;
       this.#o.ledger.noteEarlyStart(ahead.round);
-      await deliverDelta(this.#o, ahead.round, parent, base, result);
+      await this.#deliver(ahead.round, parent, base, result);
     } catch (err) {
       // Dropped because the chain went elsewhere: nothing to report.
       if (ahead.abort.signal.aborted) return;
       throw err;
     }
+  }
+
+  /**
+   * Delivers `round`'s delta; as it is announced, the next round may go
+   * on from its final moments.
+   */
+  #deliver(
+    round: number,
+    parent: string,
+    base: Float32Array,
+    result: Trained,
+  ): Promise<void> {
+    return deliverDelta(
+      {
+        ...this.#o,
+        announce: (d) => {
+          this.#share.announced(round);
+          return this.#o.announce(d);
+        },
+      },
+      round,
+      parent,
+      base,
+      result,
+    );
   }
 
   async #dropAhead(): Promise<void> {

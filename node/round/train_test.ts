@@ -1,5 +1,5 @@
 import { cidForBytes, cidFromDigest, cidToString } from "../../protocol/cid.ts";
-import { decodeStateHead } from "../../protocol/state_hash.ts";
+import { decodeStateHead, momentsDigest } from "../../protocol/state_hash.ts";
 import assert from "node:assert/strict";
 import { chunkDataset } from "../../protocol/dataset.ts";
 import { createJsBackend } from "../../kernels/js_backend.ts";
@@ -454,4 +454,49 @@ Deno.test("RoundTraining: a job of full shares takes H steps even when the other
   state.deltas.set("peerB", announced(H));
   await training.train(0, "bafkreic0", genesis);
   assert.equal(delivered[0].steps, H);
+});
+
+Deno.test("RoundTraining: a round goes on from the moments its announced round r − 1 ended with, named in its record; otherwise from zero moments", async () => {
+  const zero = momentsDigest({
+    m: new Float32Array(genesis.length),
+    v: new Float32Array(genesis.length),
+  });
+  const { training, delivered, blocks, state } = setup();
+  const record = (round: number) => {
+    const d = delivered.find((x) => x.round === round)!;
+    return decodeWorkRecord(blocks.get(d.work)!, d.steps, H);
+  };
+  const moments = (cid: string) =>
+    decodeStateHead(blocks.get(cid)!, genesis.length).moments;
+  await training.train(0, "bafkreic0", genesis);
+  state.round = 1;
+  await training.train(1, "bafkreic1", genesis);
+  const [r0, r1] = [record(0), record(1)];
+  assert.equal(r0.from, "");
+  assert.deepEqual(moments(r0.states[0]), zero);
+  assert.equal(r1.from, r0.states.at(-1));
+  assert.deepEqual(moments(r1.states[0]), moments(r0.states.at(-1)!));
+  // A round skipped: nothing announced in round 2 to go on from.
+  state.round = 3;
+  await training.train(3, "bafkreic3", genesis);
+  assert.equal(record(3).from, "");
+  assert.deepEqual(moments(record(3).states[0]), zero);
+
+  // A round cut short and never announced leaves moments no record names.
+  const slow = setup(spec, 0.05);
+  await slow.training.train(0, "bafkreic0", genesis);
+  slow.state.round = 1;
+  const late = slow.training.train(1, "bafkreic1", genesis);
+  await until(() => slow.stepsIn(1) >= 1);
+  slow.state.round = 2;
+  await slow.training.train(2, "bafkreic2", genesis);
+  await late;
+  assert.deepEqual(slow.delivered.map((d) => d.round), [0, 2]);
+  const d2 = slow.delivered[1];
+  const r2 = decodeWorkRecord(slow.blocks.get(d2.work)!, d2.steps, H);
+  assert.equal(r2.from, "");
+  assert.deepEqual(
+    decodeStateHead(slow.blocks.get(r2.states[0])!, genesis.length).moments,
+    zero,
+  );
 });

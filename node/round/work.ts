@@ -142,6 +142,7 @@ export class RoundWork {
       account,
       trainer,
       blobs: this.#blobs,
+      deltas: this.#deltas,
       blocks: services.blocks,
       chain: services.chain,
       gate: this.#gate,

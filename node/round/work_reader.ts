@@ -10,6 +10,7 @@
 import { BlobFetchError } from "../p2p/blob_fetch.ts";
 import {
   decodeRoundCheckpoint,
+  type RoundCheckpoint,
   roundCheckpointMaxBytes,
 } from "../../protocol/round_checkpoint.ts";
 import type { DeltaAnnounce } from "../../protocol/messages.ts";
@@ -97,7 +98,7 @@ export class WorkReader {
    * held before.
    */
   async state(cid: string, peer: string): Promise<TrainingState> {
-    const head = await this.#head(cid, peer);
+    const head = await this.head(cid, peer);
     const [params, { m, v }] = await Promise.all([
       this.#params(head, peer),
       this.#fetch(
@@ -119,11 +120,12 @@ export class WorkReader {
     cid: string,
     peer: string,
   ): Promise<Pick<TrainingState, "step" | "params">> {
-    const head = await this.#head(cid, peer);
+    const head = await this.head(cid, peer);
     return { step: head.step, params: await this.#params(head, peer) };
   }
 
-  #head(cid: string, peer: string): Promise<StateHead> {
+  /** The head of the training state `cid`, from `peer`. */
+  head(cid: string, peer: string): Promise<StateHead> {
     return this.#fetch(
       parseCid(cid),
       peer,
@@ -175,15 +177,22 @@ export class WorkReader {
   /** The parameters of checkpoint `cid` (held: it is a committed C(r)). */
   async parent(cid: string): Promise<Float32Array> {
     if (this.#parent?.cid !== cid) {
-      const ckpt = await this.#blobs.get(cid, {
-        what: "checkpoint",
-        maxBytes: roundCheckpointMaxBytes(this.#parameterCount),
-        timeoutMs: SERVE_DEADLINE_MS,
-        decode: decodeRoundCheckpoint,
-      });
-      this.#parent = { cid, params: ckpt.params };
+      this.#parent = { cid, params: (await this.checkpoint(cid)).params };
     }
     return this.#parent.params;
+  }
+
+  /**
+   * Checkpoint `cid` whole, outer momentum included (held: it is a
+   * committed C(r)).
+   */
+  checkpoint(cid: string): Promise<RoundCheckpoint> {
+    return this.#blobs.get(cid, {
+      what: "checkpoint",
+      maxBytes: roundCheckpointMaxBytes(this.#parameterCount),
+      timeoutMs: SERVE_DEADLINE_MS,
+      decode: decodeRoundCheckpoint,
+    });
   }
 }
 

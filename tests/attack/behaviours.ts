@@ -36,6 +36,13 @@
  *   the delta, so only a replay of a made-up segment (15 in 16) shows it.
  *   (It still computes every step, which no audit can see; what it commits
  *   to is what a peer that skipped them would.)
+ * - `poisoned-start`: trains every step honestly on its own batches, from
+ *   C(r), but from optimizer moments of its choosing: first moments of
+ *   1e-3 along a fixed pattern over second moments of 1e-8, so AdamW's
+ *   m / √v pushes the parameters along that pattern by far more than a
+ *   round of honest steps moves them. Every segment replays bit for bit
+ *   from its committed start; only the check of where the round started
+ *   shows it.
  *
  * Every delta a manifest lists, aggregated or screened out, is audited in
  * the next round, so each attack above whose delta is not its committed
@@ -66,6 +73,7 @@ export const ATTACKS = [
   "copied-delta",
   "free-rider",
   "partial-work",
+  "poisoned-start",
 ] as const;
 
 /** An attack's name. */
@@ -135,6 +143,20 @@ export function attackBehaviour(setup: AttackSetup): RoundBehaviour {
       return { ...HONEST, delta: (c) => copied(c) };
     case "partial-work":
       return partialWork();
+    case "poisoned-start":
+      return {
+        ...HONEST,
+        start: (start) => {
+          const n = start.moments.m.length;
+          return {
+            ...start,
+            moments: {
+              m: new Float32Array(n).map((_, i) => 1e-3 * Math.sin(i)),
+              v: new Float32Array(n).fill(1e-8),
+            },
+          };
+        },
+      };
     case "free-rider":
       return {
         ...HONEST,

@@ -256,12 +256,19 @@ const workRecord: FuzzTarget = {
       ),
     );
     return [
-      encodeWorkRecord({ peers: PEERS, weights: {}, states, shifted: 0 }),
+      encodeWorkRecord({
+        peers: PEERS,
+        weights: {},
+        states,
+        shifted: 0,
+        from: "",
+      }),
       encodeWorkRecord({
         peers: PEERS,
         weights: { [PEERS[1]]: 1, [PEERS[2]]: 3 },
         states,
         shifted: 16,
+        from: states[0],
       }),
     ];
   },
