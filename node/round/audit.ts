@@ -12,7 +12,9 @@
  *    protocol says: from C(r) (trained ahead, from its eager estimate) and
  *    from zero moments or those its round r − 1 ended with (audit_start.ts);
  *    then the state at the segment's start is served (verified by its CID,
- *    which is its committed hash) at the right step;
+ *    which is its committed hash) at the right step, with moments an
+ *    optimizer can reach (kernels/moment_bounds.ts: made-up ones at a bound
+ *    before the replayed segment are caught there);
  * 3. `replay`: the segment's steps re-run from that state (parameters,
  *    AdamW moments, step counter) on the peer's prescribed batches
  *    (`roundSampler` over its chunks assigned among the record's peers)
@@ -48,6 +50,7 @@ import { encodeDelta } from "../../protocol/delta_blob.ts";
 import { pseudoGradient } from "../../protocol/pseudo_gradient.ts";
 import { parameterCount } from "../../protocol/round_checkpoint.ts";
 import { stateHash, type TrainingState } from "../../protocol/state_hash.ts";
+import { momentsFault } from "../../kernels/moment_bounds.ts";
 import { claimedSteps } from "../../protocol/inner_steps.ts";
 import {
   dataHash,
@@ -204,6 +207,18 @@ export class Auditor {
       return fail(
         "start",
         `its state ${a.segment} is at step ${start.step}, not ${from}`,
+      );
+    }
+    const { spec } = this.#o;
+    const unreachable = momentsFault(
+      { model: spec.model, adamw: spec.inner, muon: spec.inner.muon },
+      start.m,
+      start.v,
+    );
+    if (unreachable) {
+      return fail(
+        "start",
+        `its state ${a.segment} holds moments no training reaches: ${unreachable}`,
       );
     }
     const params = work.params.bind(work);

@@ -28,9 +28,8 @@ import {
   paramsDigest,
   type StateHead,
 } from "../../protocol/state_hash.ts";
-import { trajectoryRoot } from "../../protocol/work_record.ts";
+import { trajectoryRoot, type WorkRecord } from "../../protocol/work_record.ts";
 import { NotJudged, served } from "./audit_errors.ts";
-import type { SegmentAudit } from "./audit.ts";
 import type { WorkReader } from "./work_reader.ts";
 
 /** What a {@linkcode StartCheck} reads with. */
@@ -55,11 +54,12 @@ export class StartCheck {
   }
 
   /**
-   * Why state 0 of `a`'s round (its head: `head`) is not where the
-   * protocol starts the peer's round (see the module doc), or null.
+   * Why state 0 (its head: `head`) of the round `a.msg` announced, with
+   * work record `a.record` and C(r)'s parameters `a.parent`, is not where
+   * the protocol starts it (see the module doc), or null.
    */
   async fault(
-    a: SegmentAudit,
+    a: { msg: DeltaAnnounce; record: WorkRecord; parent: Float32Array },
     head: Promise<StateHead>,
   ): Promise<string | null> {
     const { msg, record } = a;

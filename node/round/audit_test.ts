@@ -17,6 +17,8 @@ import {
   tinySpec,
 } from "./_inner_loop_fixtures.ts";
 import { assignChunks } from "../../protocol/assignment.ts";
+import { splitTrainVal } from "../../protocol/dataset.ts";
+import { roundSampler } from "./round_sampler.ts";
 import { cidForBytes, cidFromDigest, cidToString } from "../../protocol/cid.ts";
 import { DELTA } from "../../protocol/_message_fixtures.ts";
 import type { DeltaAnnounce } from "../../protocol/messages.ts";
@@ -690,4 +692,95 @@ Deno.test("audit: a round trained ahead from anything but its eager estimate fai
   });
   assert.equal(!v.passed && v.check, "start", JSON.stringify(v));
   assert.match(!v.passed ? v.reason : "", /outer step of C\(r - 1\)/);
+});
+
+Deno.test("audit: moments made up at one bound and trained on honestly are caught from every segment that starts where they still show", async () => {
+  // The chained form of a poisoned start: the cheater makes up the moments
+  // of one state (its round's last, say, to carry into the next round),
+  // then trains honestly from it. Only the segment ending there fails its
+  // replay; the bound check catches the segments after it.
+  const j = 6;
+  const bounds = segmentBounds(H);
+  const blocks = new Map(honest.blocks);
+  const reader = servedBy(blocks);
+  const made = await reader.state(honest.record.states[j], "peerA");
+  const poisoned: TrainingState = {
+    ...made,
+    m: made.m.map((x, i) => x + 1e-3 * Math.sin(i)),
+    v: made.v.map((x) => x === 0 ? 0 : x * 1e-6),
+  };
+  const trainer = jsTrainer({
+    model: spec.model,
+    adamw: spec.inner,
+    muon: spec.inner.muon,
+    params: poisoned.params,
+  });
+  trainer.setMoments(poisoned);
+  const train = splitTrainVal(dataset, spec.dataset.valFraction).train;
+  const assigned = assignChunks({
+    job: JOB,
+    round: 0,
+    peers: honest.record.peers,
+    chunks: train.length,
+    weights: honest.record.weights,
+  }).get("peerA")!;
+  const sampler = roundSampler(
+    spec,
+    dataset,
+    0,
+    "peerA",
+    assigned.map((i) => train[i]),
+  );
+  const batch = {
+    inputs: new Int32Array(spec.batchSize * spec.contextLength),
+    targets: new Int32Array(spec.batchSize * spec.contextLength),
+    B: spec.batchSize,
+    T: spec.contextLength,
+  };
+  const states = [
+    ...honest.record.states.slice(0, j),
+    await putState(blocks, poisoned),
+  ];
+  let last = poisoned;
+  for (let h = bounds[j]; h < H; h++) {
+    trainer.optimizerStep = h;
+    sampler.writeBatch(h, batch.inputs, batch.targets);
+    await trainer.step(batch);
+    if (bounds.includes(h + 1)) {
+      last = {
+        step: h + 1,
+        params: await trainer.readParams(),
+        ...await trainer.readMoments(),
+      };
+      states.push(await putState(blocks, last));
+    }
+  }
+  trainer.dispose();
+  assert.equal(states.length, S + 1);
+  const record: WorkRecord = { ...honest.record, states };
+  const delta = await put(
+    blocks,
+    encodeDelta(
+      spec,
+      { job: JOB, round: 0, parent: PARENT_CID, peer: "peerA" },
+      pseudoGradient(parent, last.params),
+    ),
+  );
+  const cheat = {
+    blocks,
+    record,
+    msg: { ...honest.msg, delta, trajectory: trajectoryRoot(states) },
+  };
+  const a = auditor(blocks);
+  const verdicts = [];
+  for (let segment = 0; segment < S; segment++) {
+    const v = await a.audit({ ...cheat, segment, parent });
+    verdicts.push(v.passed ? "pass" : v.check);
+  }
+  // Before it, honest segments pass; the one ending at the made-up state
+  // fails its replay; from it on, the moments are out of any run's reach
+  // for as long as the poison lasts (here, the rest of the round).
+  assert.deepEqual(verdicts.slice(0, j - 1), Array(j - 1).fill("pass"));
+  assert.equal(verdicts[j - 1], "replay");
+  assert.deepEqual(verdicts.slice(j), Array(S - j).fill("start"));
 });

@@ -8,6 +8,17 @@
 import type { AdamWMoments } from "../../kernels/trainer.ts";
 import type { TrainingState } from "../../protocol/state_hash.ts";
 
+/**
+ * What a round's steps start from besides its parameters: moments, and
+ * the state they continue (the work record's `from`).
+ */
+export interface RoundStart {
+  /** The AdamW moments loaded before the first step. */
+  moments: AdamWMoments;
+  /** The end of this peer's round r − 1 by its head's CID, or "" (zero). */
+  from: string;
+}
+
 /** Reported after every inner step of a round. */
 export interface RoundStepInfo {
   round: number;

@@ -7,7 +7,6 @@
  *
  * @module
  */
-import type { AdamWMoments } from "../../kernels/trainer.ts";
 import { assignChunks } from "../../protocol/assignment.ts";
 import type { JobSpec } from "../../protocol/job_spec.ts";
 import { othersDone, roundShare } from "../../protocol/inner_steps.ts";
@@ -18,7 +17,7 @@ import type { RoundBehaviour } from "./behaviour.ts";
 import type { Trained } from "./deliver.ts";
 import type { RoundLedger } from "./ledger.ts";
 import type { RoundTrainer } from "./inner_loop.ts";
-import type { TrainRoundParams } from "./round_io.ts";
+import type { RoundStart, TrainRoundParams } from "./round_io.ts";
 import { StateWindow } from "./state_window.ts";
 import { ThroughputMeter } from "./throughput_meter.ts";
 
@@ -68,17 +67,6 @@ export interface ShareStepsOptions {
   drop: (cid: string) => Promise<void>;
   /** How chunks, start and states are settled; HONEST in the shipped node. */
   behaviour: Pick<RoundBehaviour, "chunks" | "start" | "state">;
-}
-
-/**
- * What a round's steps start from besides its parameters: moments, and
- * the state they continue (the work record's `from`).
- */
-export interface RoundStart {
-  /** The AdamW moments loaded before the first step. */
-  moments: AdamWMoments;
-  /** The end of this peer's round r − 1 by its head's CID, or "" (zero). */
-  from: string;
 }
 
 /** Takes this peer's share of each round's steps. */

@@ -34,11 +34,8 @@ import { untilOrAborted } from "./abortable.ts";
 import type { DeltaChoice, RoundBehaviour } from "./behaviour.ts";
 import { deliverDelta, type Trained, type TrainedDelta } from "./deliver.ts";
 import type { RoundLedger } from "./ledger.ts";
-import {
-  type RoundStart,
-  ShareSteps,
-  type ShareStepsOptions,
-} from "./share_steps.ts";
+import type { RoundStart } from "./round_io.ts";
+import { ShareSteps, type ShareStepsOptions } from "./share_steps.ts";
 
 export type { TrainedDelta };
 
