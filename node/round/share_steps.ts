@@ -154,7 +154,7 @@ export class ShareSteps {
       }).get(peerId) ?? [],
       trainer.trainChunks.length,
     );
-    const states = this.#states.writer(round);
+    const states = this.#states.writer(round, start.from);
     progress({ round, step: 0 });
     const result = await trainer.trainRound({
       round,

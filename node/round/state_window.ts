@@ -54,10 +54,13 @@ export class StateWindow {
   /**
    * Writes `round`'s states while it trains: waiting for each write (and
    * its fsync) at every bound would stall the steps (measured: 5-10% of a
-   * default round on WASM).
+   * default round on WASM). `from`, the head of the state its moments
+   * continue (the end of round − 1), is kept as long as the round's own
+   * states: its audits read it.
    */
-  writer(round: number): RoundStateWriter {
-    const heads: Promise<string>[] = [], blocks: Promise<string>[] = [];
+  writer(round: number, from = ""): RoundStateWriter {
+    const heads: Promise<string>[] = [];
+    const blocks: Promise<string>[] = from ? [Promise.resolve(from)] : [];
     return {
       write: (state) => {
         const { params, moments, head } = stateParts(state);

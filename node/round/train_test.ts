@@ -155,11 +155,17 @@ Deno.test("RoundTraining: each round's states are stored by CID, in its work rec
   const statesOf = (d: TrainedDelta) =>
     decodeWorkRecord(blocks.get(d.work)!, H).states;
   assert.equal(statesOf(delivered[0]).length, segmentBounds(H).length);
+  // Round 0's states are gone but its last, which round 1, still kept,
+  // continues.
   assert.ok(
-    statesOf(delivered[0]).every((cid) => !blocks.has(cid)),
+    statesOf(delivered[0]).slice(0, -1).every((cid) => !blocks.has(cid)),
     "round 0's states are gone",
   );
   for (const d of delivered.slice(1)) {
+    // The state its moments continue, the end of the round before: its
+    // audits check its start against it.
+    const { from } = decodeWorkRecord(blocks.get(d.work)!, H);
+    assert.ok(from !== "" && blocks.has(from), `round ${d.round}: ${from}`);
     // Every block of every state kept, the moments a round starts with
     // (those the round before ended with, deleted with it) included.
     for (const cid of statesOf(d)) {
