@@ -379,6 +379,36 @@ Deno.test("audit: an honest round checked on another kernel build passes within 
   }
 });
 
+/**
+ * peerA's round 0 as committed with the states `states` (stored in
+ * `blocks`) ending at parameters `end`: the honest record with `fields`,
+ * its delta and its announcement.
+ */
+async function committedRound(
+  blocks: Map<string, Uint8Array>,
+  states: string[],
+  end: Float32Array,
+  fields: Partial<WorkRecord> = {},
+) {
+  const record: WorkRecord = { ...honest.record, ...fields, states };
+  const values = pseudoGradient(parent, end);
+  const delta = await put(
+    blocks,
+    encodeDelta(
+      spec,
+      { job: JOB, round: 0, parent: PARENT_CID, peer: "peerA" },
+      values,
+    ),
+  );
+  const msg = {
+    ...honest.msg,
+    delta,
+    data: dataHash(JOB, 0, "peerA", record),
+    trajectory: trajectoryRoot(states),
+  };
+  return { blocks, msg, record, values };
+}
+
 /** Replaces states after `k` by a straight extrapolation: work not done. */
 async function partialWork(k: number) {
   const blocks = new Map(honest.blocks);
@@ -397,17 +427,7 @@ async function partialWork(k: number) {
     };
     states.push(await putState(blocks, last));
   }
-  const record: WorkRecord = { ...honest.record, states };
-  const delta = await put(
-    blocks,
-    encodeDelta(
-      spec,
-      { job: JOB, round: 0, parent: PARENT_CID, peer: "peerA" },
-      pseudoGradient(parent, last.params),
-    ),
-  );
-  const msg = { ...honest.msg, delta, trajectory: trajectoryRoot(states) };
-  return { blocks, msg, record };
+  return await committedRound(blocks, states, last.params);
 }
 
 Deno.test("audit: made-up steps fail where audited, and pass only where really trained", async () => {
@@ -584,23 +604,7 @@ async function trainedFromMoments(
   });
   trainer.dispose();
   const states = await Promise.all(written);
-  const rec: WorkRecord = { ...honest.record, ...record, states };
-  const values = pseudoGradient(parent, result.params);
-  const delta = await put(
-    blocks,
-    encodeDelta(
-      spec,
-      { job: JOB, round: 0, parent: PARENT_CID, peer: "peerA" },
-      values,
-    ),
-  );
-  const msg = {
-    ...honest.msg,
-    delta,
-    data: dataHash(JOB, 0, "peerA", rec),
-    trajectory: trajectoryRoot(states),
-  };
-  return { blocks, msg, record: rec, values };
+  return await committedRound(blocks, states, result.params, record);
 }
 
 Deno.test("audit: a round started from moments of the peer's choosing fails the start check, whatever segment is drawn", async () => {
@@ -757,20 +761,7 @@ Deno.test("audit: moments made up at one bound and trained on honestly are caugh
   }
   trainer.dispose();
   assert.equal(states.length, S + 1);
-  const record: WorkRecord = { ...honest.record, states };
-  const delta = await put(
-    blocks,
-    encodeDelta(
-      spec,
-      { job: JOB, round: 0, parent: PARENT_CID, peer: "peerA" },
-      pseudoGradient(parent, last.params),
-    ),
-  );
-  const cheat = {
-    blocks,
-    record,
-    msg: { ...honest.msg, delta, trajectory: trajectoryRoot(states) },
-  };
+  const cheat = await committedRound(blocks, states, last.params);
   const a = auditor(blocks);
   const verdicts = [];
   for (let segment = 0; segment < S; segment++) {
