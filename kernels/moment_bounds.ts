@@ -10,13 +10,14 @@
  *   defaults, β1 0.9 and β2 0.95), where made-up moments, a large m over a
  *   tiny v, move a parameter as far as they like.
  * - Muon, over its matrices: m = μ m + g with the gradient clipped to a
- *   global norm of at most `gradClip`, so ‖m‖ ≤ gradClip / (1 − μ), and its
- *   second moments are never written.
+ *   global norm of at most `gradClip`, so ‖m‖ ≤ gradClip / (1 − μ).
  *
  * Float32 rounding moves honest moments a few ulps; the bounds allow a
- * thousandth. Honest moments are far inside them (tested on real
- * trajectories); made-up ones that stay inside can move a parameter no
- * further a step than honest ones could.
+ * thousandth. Honest AdamW moments come close to their bound (m / √v up
+ * to 1.159 against 1.165 on real runs: it is tight), so made-up ones
+ * inside it move a parameter no further a step than honest ones can.
+ * Honest Muon momentum stays far inside its bound: within it, a made-up
+ * one can still choose the direction of Muon's (normalized) updates.
  *
  * @module
  */

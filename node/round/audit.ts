@@ -13,8 +13,8 @@
  *    from zero moments or those its round r − 1 ended with (audit_start.ts);
  *    then the state at the segment's start is served (verified by its CID,
  *    which is its committed hash) at the right step, with moments an
- *    optimizer can reach (kernels/moment_bounds.ts: made-up ones at a bound
- *    before the replayed segment are caught there);
+ *    optimizer can reach (kernels/moment_bounds.ts: moments made up at an earlier
+ *    bound are caught here for as long as they stay out of reach);
  * 3. `replay`: the segment's steps re-run from that state (parameters,
  *    AdamW moments, step counter) on the peer's prescribed batches
  *    (`roundSampler` over its chunks assigned among the record's peers)
@@ -29,9 +29,10 @@
  * peer may be restarting, so the audit duty asks again until its serve
  * window closes, and fails the `start` check only on proof (audit_duty.ts):
  * bytes committed under the state's CID that are no state, or the peer's
- * own "not found" while it must still keep the state. What this peer
- * cannot check on its own account (it never saw the peer's announcement
- * of round r − 1) throws `NotJudged` (both in audit_errors.ts).
+ * own "not found" while it must still keep the state. Where the round
+ * started is not judged when this peer cannot check it on its own account
+ * (it never saw the peer's announcement of round r − 1, or lacks C(r − 1)):
+ * the rest of the audit still is, and a pass says so (`unjudged`).
  *
  * @module
  */
@@ -60,7 +61,7 @@ import {
 } from "../../protocol/work_record.ts";
 import { roundSampler } from "./round_sampler.ts";
 import type { WorkReader } from "./work_reader.ts";
-import { served } from "./audit_errors.ts";
+import { NotJudged, served } from "./audit_errors.ts";
 import { sameBytes, StartCheck } from "./audit_start.ts";
 
 /**
@@ -88,6 +89,11 @@ export type AuditVerdict =
      * data.
      */
     loss: { before: number; after: number };
+    /**
+     * Why where its round started could not be judged here (this peer
+     * never saw what it builds on); the rest of the audit was.
+     */
+    unjudged?: string;
   }
   | {
     passed: false;
@@ -200,8 +206,16 @@ export class Auditor {
     ) =>
       served(`its state ${k}`, msg.peer, () => get(record.states[k], msg.peer));
     const work = this.#o.work;
-    const fault = await this.#start.fault(a, fetch(0, work.head.bind(work)));
-    if (fault) return fail("start", fault);
+    // What this peer cannot judge of the start on its own account does not
+    // spare the rest of the audit.
+    let unjudged: string | undefined;
+    try {
+      const fault = await this.#start.fault(a, fetch(0, work.head.bind(work)));
+      if (fault) return fail("start", fault);
+    } catch (err) {
+      if (!(err instanceof NotJudged)) throw err;
+      unjudged = err.message;
+    }
     const start = await fetch(a.segment, work.state.bind(work));
     if (start.step !== from) {
       return fail(
@@ -280,6 +294,7 @@ export class Auditor {
       exact,
       drift,
       loss: await this.#lossCheck(batch, a.parent, finalParams),
+      ...(unjudged === undefined ? {} : { unjudged }),
     };
   }
 

@@ -41,7 +41,7 @@ import {
   KEEP_AUDIT_ROUNDS,
 } from "../../protocol/audit_book.ts";
 import type { Auditor, AuditVerdict } from "./audit.ts";
-import { NotJudged, StateUnserved } from "./audit_errors.ts";
+import { StateUnserved } from "./audit_errors.ts";
 import { sleep } from "./abortable.ts";
 import {
   AuditVerdicts,
@@ -288,12 +288,6 @@ export class AuditDuty {
         verdict = attempt;
         break;
       }
-      if (attempt instanceof NotJudged) {
-        log(
-          `round ${round}: audit of ${peer} segment ${segment} not judged: ${attempt.message}`,
-        );
-        return null;
-      }
       // An honest peer keeps its states only so long, and one that cannot
       // be reached may be cut off by the network: neither proves anything.
       // A "not found" while it must still hold them does, even when the
@@ -349,7 +343,9 @@ export class AuditDuty {
             : ` within tolerance (drift ${verdict.drift.toExponential(2)})`
         }; loss on its batch ${verdict.loss.before.toFixed(3)} -> ${
           verdict.loss.after.toFixed(3)
-        } (${ms} ms)`
+        } (${ms} ms)${
+          verdict.unjudged ? `; its start not judged: ${verdict.unjudged}` : ""
+        }`
         : `round ${round}: audit of ${peer} segment ${segment} FAILED its ${verdict.check} check: ${verdict.reason}`,
     );
     return verdict;
@@ -363,9 +359,7 @@ export class AuditDuty {
     work: DeltaAnnounce,
     segment: number,
     urgent: boolean,
-  ): Promise<
-    AuditVerdict | WorkRecordUnserved | StateUnserved | NotJudged
-  > {
+  ): Promise<AuditVerdict | WorkRecordUnserved | StateUnserved> {
     try {
       return await this.#o.auditor.audit({
         msg: work,
@@ -375,10 +369,7 @@ export class AuditDuty {
         urgent,
       });
     } catch (err) {
-      if (
-        err instanceof WorkRecordUnserved || err instanceof StateUnserved ||
-        err instanceof NotJudged
-      ) {
+      if (err instanceof WorkRecordUnserved || err instanceof StateUnserved) {
         return err;
       }
       throw err;

@@ -25,7 +25,7 @@ import {
   TEST_ADDRESS,
 } from "./_fakes.ts";
 import type { AuditVerdict, SegmentAudit } from "./audit.ts";
-import { NotJudged, StateUnserved } from "./audit_errors.ts";
+import { StateUnserved } from "./audit_errors.ts";
 import { AuditDuty, type AuditDutyOptions } from "./audit_duty.ts";
 import { WorkReader, WorkRecordUnserved } from "./work_reader.ts";
 import { BlobGetter } from "./blob_getter.ts";
@@ -469,29 +469,6 @@ Deno.test("a peer that cannot be reached for the whole serve window (a partition
   assert.deepEqual(t.ledger.audits, []);
   assert.deepEqual(t.notices(), []);
   assert.match(lines.join("\n"), /not judged: it could not be reached/);
-});
-
-Deno.test("an audit the auditor cannot judge on its own account (it never saw the round the work builds on) draws no verdict, at once", async () => {
-  const { drawn } = auditors();
-  const lines: string[] = [];
-  let tries = 0;
-  const t = duty(drawn, PASS, {
-    auditor: {
-      audit: () => {
-        tries++;
-        return Promise.reject(
-          new NotJudged("its delta of round 0 was not seen here"),
-        );
-      },
-    },
-    serveWindowMs: 10_000,
-    log: (line) => lines.push(line),
-  });
-  await t.d.roundClosed(await manifest(), NEXT);
-  assert.equal(tries, 1);
-  assert.deepEqual(t.ledger.audits, []);
-  assert.deepEqual(t.notices(), []);
-  assert.match(lines.join("\n"), /not judged: its delta of round 0/);
 });
 
 Deno.test("an audit that comes after the audited states' keep window draws no verdict, even from a refusal", async () => {

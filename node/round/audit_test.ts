@@ -47,7 +47,7 @@ import {
   type AuditorOptions,
   CROSS_KERNEL_TOLERANCE,
 } from "./audit.ts";
-import { NotJudged, StateUnserved } from "./audit_errors.ts";
+import { StateUnserved } from "./audit_errors.ts";
 import { HONEST } from "./behaviour.ts";
 import { RoundTrainer } from "./inner_loop.ts";
 import { RoundLedger } from "./ledger.ts";
@@ -644,7 +644,7 @@ Deno.test("audit: a round started from moments of the peer's choosing fails the 
   );
 });
 
-Deno.test("audit: a round that continues moments is checked against the end of the peer's round r - 1, and not judged by who never saw that round", async () => {
+Deno.test("audit: a round that continues moments is checked against the end of the peer's round r - 1; who never saw that round judges all but the start", async () => {
   // Round 1, after round 0 (slower: round 1 is trained from C and the
   // moments round 0 ended with).
   const t = await trainedRound(["peerA", "peerB"], 2);
@@ -663,12 +663,18 @@ Deno.test("audit: a round that continues moments is checked against the end of t
       segment: 3,
       parent,
     });
-  assert.ok((await audit(t)).passed);
-  // An auditor that never saw its round-0 announcement cannot tell.
-  await assert.rejects(
-    audit(t, []),
-    (err) => err instanceof NotJudged && /round 0/.test(err.message),
-  );
+  // An auditor that never saw its round-0 announcement cannot tell where
+  // it started, and judges the rest.
+  const unseen = await audit(t, []);
+  assert.ok(unseen.passed, JSON.stringify(unseen));
+  assert.match(unseen.unjudged ?? "", /round 0/);
+  const seen = await audit(t);
+  assert.ok(seen.passed && seen.unjudged === undefined, JSON.stringify(seen));
+  const garbage = await audit({
+    ...t,
+    msg: { ...t.msg, delta: await put(new Map(), new Uint8Array([1])) },
+  }, []);
+  assert.equal(!garbage.passed && garbage.check, "delta");
   // Naming another state of round 0, or claiming moments it never had.
   const rebound = (record: WorkRecord) => ({
     ...t,

@@ -5,9 +5,11 @@
  * peer.
  *
  * One {@linkcode RoundTrainer} lives for a whole job, so the inner
- * optimizer's moments carry over from round to round as they do in DiLoCo; only the
- * parameters are replaced by C(r)'s at the start of each round (or, for a
- * round trained ahead, moved onto C(r) between two steps: `shift`).
+ * optimizer's moments can carry over from round to round as they do in
+ * DiLoCo: a round loads the moments it is given (`moments`; the node gives
+ * those its announced round r − 1 ended with, or zeros, share_steps.ts)
+ * and C(r)'s parameters (or, for a round trained ahead, moves onto C(r)
+ * between two steps: `shift`).
  *
  * Learning-rate schedule: inner step h (0-based) of round r is step
  * `r·H + h + 1` of `spec.inner`'s warmup + cosine schedule, so the job's

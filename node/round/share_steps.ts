@@ -93,7 +93,8 @@ export class ShareSteps {
    * Where `round`'s steps start: from the moments the trainer holds when
    * they are those its announced round r − 1 ended with (nothing was
    * trained since), else from zero moments, which is all an audit can
-   * tell from committed work. A round trained again starts from the same.
+   * tell from committed work. A round trained again is handed the start
+   * it began with (after a `take`, this gives zero moments).
    */
   async begin(round: number): Promise<RoundStart> {
     const { trainer, behaviour } = this.#o;
@@ -118,6 +119,16 @@ export class ShareSteps {
     if (ended?.round === round && ended.take === this.#takes) {
       this.#continues = { round, state: ended.state };
     }
+  }
+
+  /** `round`'s announcement failed: the next round does not go on from it. */
+  retract(round: number): void {
+    if (this.#continues?.round === round) this.#continues = null;
+  }
+
+  /** Whether `round` would go on from the moments of its round r − 1. */
+  continues(round: number): boolean {
+    return this.#continues?.round === round - 1;
   }
 
   /**

@@ -201,9 +201,16 @@ export class RoundTraining {
     await current.done;
   }
 
-  /** Starts `round`'s steps from `start`, its eager estimate Ĉ(round). */
+  /**
+   * Starts `round`'s steps from `start`, its eager estimate Ĉ(round), and
+   * the moments its round r − 1 ended with. Audits check such a start
+   * against that round, so a peer that cannot go on from it (it restarted
+   * since, its moments lost) waits for the checkpoint instead.
+   */
   trainAhead(round: number, start: Float32Array): Promise<void> {
-    if (this.#ahead || this.#current) return Promise.resolve();
+    if (this.#ahead || this.#current || !this.#share.continues(round)) {
+      return Promise.resolve();
+    }
     const ahead: Ahead = {
       round,
       start,
@@ -300,9 +307,15 @@ export class RoundTraining {
     return deliverDelta(
       {
         ...this.#o,
-        announce: (d) => {
+        announce: async (d) => {
+          // Before it goes out: the next round may start as soon as it has.
           this.#share.announced(round);
-          return this.#o.announce(d);
+          try {
+            await this.#o.announce(d);
+          } catch (err) {
+            this.#share.retract(round);
+            throw err;
+          }
         },
       },
       round,

@@ -57,6 +57,8 @@ function setup(jobSpec = spec, dutyCycle = 1) {
   };
   const blocks = new Map<string, Uint8Array>();
   const delivered: TrainedDelta[] = [];
+  /** Set to make announcements fail. */
+  const faults = { announce: false };
   /** Throughputs the other peers' heartbeats reported. */
   const speeds = new Map<string, number>();
   const training = new RoundTraining({
@@ -78,6 +80,7 @@ function setup(jobSpec = spec, dutyCycle = 1) {
       return Promise.resolve();
     },
     announce: (d) => {
+      if (faults.announce) return Promise.reject(new Error("publish failed"));
       delivered.push(d);
       return Promise.resolve();
     },
@@ -103,6 +106,7 @@ function setup(jobSpec = spec, dutyCycle = 1) {
     stepsIn,
     blocks,
     speeds,
+    faults,
   };
 }
 
@@ -505,4 +509,31 @@ Deno.test("RoundTraining: a round goes on from the moments its announced round r
     decodeStateHead(slow.blocks.get(r2.states[0])!, genesis.length).moments,
     zero,
   );
+});
+
+Deno.test("RoundTraining: a peer without its round r − 1 moments (restarted, or its announcement failed) trains nothing ahead and starts from zero moments", async () => {
+  // Restarted: a new RoundTraining on a fresh trainer.
+  const fresh = setup();
+  fresh.state.round = 1;
+  await fresh.training.trainAhead(1, genesis);
+  assert.equal(fresh.stepsIn(1), 0);
+  await fresh.training.rebase(1, "bafkreic1", genesis);
+  const d = fresh.delivered[0];
+  const r = decodeWorkRecord(fresh.blocks.get(d.work)!, d.steps, H);
+  assert.deepEqual([r.shifted, r.from], [0, ""]);
+
+  // Its announcement of round 0 failed: round 1 does not go on from it.
+  const failed = setup();
+  failed.faults.announce = true;
+  await assert.rejects(
+    failed.training.train(0, "bafkreic0", genesis),
+    /publish failed/,
+  );
+  failed.faults.announce = false;
+  failed.state.round = 1;
+  await failed.training.trainAhead(1, genesis);
+  assert.equal(failed.stepsIn(1), 0);
+  await failed.training.train(1, "bafkreic1", genesis);
+  const d1 = failed.delivered[0];
+  assert.equal(decodeWorkRecord(failed.blocks.get(d1.work)!, H).from, "");
 });
