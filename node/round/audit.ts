@@ -62,7 +62,11 @@ import {
 import { roundSampler } from "./round_sampler.ts";
 import type { WorkReader } from "./work_reader.ts";
 import { NotJudged, served } from "./audit_errors.ts";
-import { sameBytes, StartCheck } from "./audit_start.ts";
+import {
+  sameBytes,
+  StartCheck,
+  type StartCheckOptions,
+} from "./audit_start.ts";
 
 /**
  * Largest distance, relative to the segment's own progress
@@ -118,8 +122,8 @@ export interface AuditorOptions {
   >;
   /** The values of an announced delta, bound to it (delta_reader.ts). */
   delta: (msg: DeltaAnnounce) => Promise<Float32Array>;
-  /** The signed delta `account` announced first in `round`, if seen. */
-  previous: (round: number, account: string) => DeltaAnnounce | undefined;
+  /** The peer's listed delta of the round before (audit_start.ts). */
+  previous: StartCheckOptions["previous"];
   /**
    * Runs an audit's replay when the compute is free and the peer's own
    * steps need not wait for it (e.g. once its round has taken them,

@@ -38,8 +38,13 @@ export interface StartCheckOptions {
   work: Pick<WorkReader, "head" | "record" | "checkpoint">;
   /** The values of an announced delta, bound to it (delta_reader.ts). */
   delta: (msg: DeltaAnnounce) => Promise<Float32Array>;
-  /** The signed delta `account` announced first in `round`, if seen. */
-  previous: (round: number, account: string) => DeltaAnnounce | undefined;
+  /**
+   * The signed delta `msg`'s peer announced in the round before, as the
+   * manifest that made `msg.parent` lists it: null when that manifest does
+   * not list the peer, undefined when this peer lacks the manifest or
+   * that announcement.
+   */
+  previous: (msg: DeltaAnnounce) => DeltaAnnounce | null | undefined;
 }
 
 /** Checks where audited rounds started (see the module doc). */
@@ -69,6 +74,11 @@ export class StartCheck {
       return "it names a state its moments continue, in its first round";
     }
     const before = record.from === "" ? null : this.#previous(msg);
+    if (record.from !== "" && before === null) {
+      return `it goes on from its round ${
+        msg.round - 1
+      }, whose delta the manifest that made C(r) does not list`;
+    }
     if (record.shifted === 0) {
       if (!sameBytes(head0.params, this.#paramsDigest(a.parent))) {
         return "its step-0 parameters are not C(r)'s";
@@ -103,14 +113,18 @@ export class StartCheck {
       : `its step-0 moments are not those its round ${before.round} ended with`;
   }
 
-  /** The peer's signed delta of the round before `msg`'s. */
-  #previous(msg: DeltaAnnounce): DeltaAnnounce {
-    const before = this.#o.previous(msg.round - 1, msg.account);
-    if (before?.peer !== msg.peer) {
+  /**
+   * The peer's signed delta of the round before `msg`'s, as listed; null
+   * when not listed: only listed deltas are audited, so an unlisted
+   * round's moments may not be gone on from.
+   */
+  #previous(msg: DeltaAnnounce): DeltaAnnounce | null {
+    const before = this.#o.previous(msg);
+    if (before === undefined) {
       throw new NotJudged(
         `its delta of round ${
           msg.round - 1
-        }, where its moments continue from, was not seen here`,
+        }, where its moments continue from, was not seen here as listed`,
       );
     }
     return before;

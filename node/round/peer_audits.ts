@@ -14,6 +14,7 @@ import { AuditDuty } from "./audit_duty.ts";
 import type { BlobGetter } from "./blob_getter.ts";
 import type { DeltaGate } from "./delta_gate.ts";
 import type { DeltaReader } from "./delta_reader.ts";
+import type { RecentManifests } from "./recent_manifests.ts";
 import type { RoundTrainer } from "./inner_loop.ts";
 import type { RoundLedger } from "./ledger.ts";
 import type { MemberCache } from "./member_cache.ts";
@@ -38,6 +39,8 @@ export interface PeerAuditsOptions {
   >;
   blobs: BlobGetter;
   deltas: Pick<DeltaReader, "read">;
+  /** Manifests this peer built or verified: what a round r − 1 listed. */
+  manifests: Pick<RecentManifests, "listed">;
   blocks: Pick<RoundBlocks, "delete">;
   chain: Pick<RoundChain, "domain" | "slash">;
   gate: Pick<DeltaGate, "commitment" | "announced" | "convict">;
@@ -67,7 +70,15 @@ export function peerAudits(
     createTrainer: trainer.createTrainer,
     work,
     delta: (msg) => o.deltas.read(msg, [msg.peer]),
-    previous: (round, account) => gate.commitment(round, account),
+    previous: (msg) => {
+      const round = msg.round - 1;
+      const listed = o.manifests.listed(round, msg.parent, msg.peer);
+      if (listed === null) return null;
+      const before = gate.commitment(round, msg.account);
+      return before && listed === before.delta && before.peer === msg.peer
+        ? before
+        : undefined;
+    },
     exclusive: (task) => trainer.exclusive(task),
     // The audits of round r are due while round r + 1 trains: its steps
     // go first, and the replay fills the wait for round r + 1's deltas. A

@@ -30,6 +30,7 @@ export interface PeerTrainingOptions extends
     | "behaviour"
     | "announced"
     | "signal"
+    | "listed"
   > {
   spec: JobSpec;
   /** This peer's chain account: credited for, and signing, its deltas. */
@@ -75,6 +76,7 @@ export function peerTraining(o: PeerTrainingOptions): PeerTraining {
     state: o.state,
     behaviour: o.behaviour,
     announced: o.announced,
+    listed: o.listed,
     throughput: (peer) => services.gossip.throughput(peer),
     progress: (p, now) => services.progress(p, now),
     store: async (bytes) => cidToString(await services.blocks.put(bytes)),

@@ -33,4 +33,20 @@ export class RecentManifests {
     }
     return undefined;
   }
+
+  /**
+   * The CID of `peer`'s delta as the manifest of `round` that made
+   * `checkpoint` lists it, aggregated or excluded: null when it does not
+   * list it, undefined when that manifest is not held.
+   */
+  listed(
+    round: number,
+    checkpoint: string,
+    peer: string,
+  ): string | null | undefined {
+    const m = this.committing(round, checkpoint);
+    if (!m) return undefined;
+    return [...m.contributions, ...m.excluded].find((e) => e.peer === peer)
+      ?.delta ?? null;
+  }
 }

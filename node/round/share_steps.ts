@@ -67,6 +67,13 @@ export interface ShareStepsOptions {
   drop: (cid: string) => Promise<void>;
   /** How chunks, start and states are settled; HONEST in the shipped node. */
   behaviour: Pick<RoundBehaviour, "chunks" | "start" | "state">;
+  /**
+   * The CID of this peer's delta of `round` as the manifest that made
+   * `checkpoint`, C(round + 1), lists it (aggregated or excluded): null
+   * when it does not, undefined when that manifest is not held. Only a
+   * listed round is audited, so only its moments may be gone on from.
+   */
+  listed: (round: number, checkpoint: string) => string | null | undefined;
 }
 
 /** Takes this peer's share of each round's steps. */
@@ -92,16 +99,23 @@ export class ShareSteps {
   /**
    * Where `round`'s steps start: from the moments the trainer holds when
    * they are those its announced round r − 1 ended with (nothing was
-   * trained since), else from zero moments, which is all an audit can
-   * tell from committed work. A round trained again is handed the start
-   * it began with (after a `take`, this gives zero moments).
+   * trained since) and, with C(round) = `parent` committed, the manifest
+   * that made it is held and lists that round's delta; else from zero
+   * moments, which
+   * is all an audit can tell from committed work. Started before the
+   * commit, a round goes on from them: the delta is in the preview or the
+   * eager estimate it starts from, and a round whose commit does not list
+   * it is trained again. A round trained again is handed its start, as
+   * after a `take` this gives zero moments.
    */
-  async begin(round: number): Promise<RoundStart> {
+  async begin(round: number, parent?: string): Promise<RoundStart> {
     const { trainer, behaviour } = this.#o;
     const last = this.#continues;
     const n = trainer.parameterCount;
     return behaviour.start(
-      last?.round === round - 1
+      last?.round === round - 1 &&
+        (parent === undefined ||
+          typeof this.#o.listed(round - 1, parent) === "string")
         ? { moments: await trainer.moments(), from: last.state }
         : {
           moments: { m: new Float32Array(n), v: new Float32Array(n) },
@@ -129,6 +143,16 @@ export class ShareSteps {
   /** Whether `round` would go on from the moments of its round r − 1. */
   continues(round: number): boolean {
     return this.#continues?.round === round - 1;
+  }
+
+  /**
+   * Whether a start `from` a state may stand once C(round) = `parent` is
+   * committed: a round that goes on from round r − 1 needs its delta
+   * listed (see `begin`).
+   */
+  stands(round: number, parent: string, start: RoundStart | null): boolean {
+    return !start?.from ||
+      typeof this.#o.listed(round - 1, parent) === "string";
   }
 
   /**

@@ -122,7 +122,12 @@ export class RoundTraining {
         ),
       );
       await current.done;
-      return this.#run(round, parent, base, current.early.start);
+      return this.#run(
+        round,
+        parent,
+        base,
+        this.#restart(round, parent, current.early.start),
+      );
     }
     await this.#dropAhead();
     await this.#dropBehind(round);
@@ -172,7 +177,7 @@ export class RoundTraining {
     const task = (async () => {
       let result: Trained;
       try {
-        start ??= await this.#share.begin(round);
+        start ??= await this.#share.begin(round, early ? undefined : parent);
         if (running.early) running.early.start = start;
         result = await this.#share.take(round, base, start, signal);
         if (running.early) {
@@ -244,14 +249,31 @@ export class RoundTraining {
     if (ahead?.round !== round) return this.train(round, parent, base);
     if (!ahead.to) this.#moveAhead(ahead, parent, base);
     const moved = await ahead.base.promise;
-    if (moved.parent === parent) return ahead.committed.resolve();
+    const stands = this.#share.stands(round, parent, ahead.begun);
+    if (moved.parent === parent && stands) return ahead.committed.resolve();
     ahead.abort.abort(
       new Error(
-        `round ${round} starts from ${parent}, not the previewed ${moved.parent}`,
+        stands
+          ? `round ${round} starts from ${parent}, not the previewed ${moved.parent}`
+          : `round ${
+            round - 1
+          }'s delta is not listed by the manifest of ${parent}`,
       ),
     );
     await ahead.done;
+    // Trained ahead from the outer step with its own delta, which the
+    // committed manifest left out: from C(round) itself.
+    if (!stands) return this.#run(round, parent, base);
     return this.#run(round, parent, base, ahead.begun);
+  }
+
+  /** The start a round trained again keeps, or none when it cannot stand. */
+  #restart(
+    round: number,
+    parent: string,
+    start: RoundStart | null,
+  ): RoundStart | null {
+    return this.#share.stands(round, parent, start) ? start : null;
   }
 
   /** Hands the steps ahead C(round): they move onto it at the next bound. */

@@ -59,6 +59,8 @@ function setup(jobSpec = spec, dutyCycle = 1) {
   const delivered: TrainedDelta[] = [];
   /** Set to make announcements fail. */
   const faults = { announce: false };
+  /** What the manifests of a round list of this peer (see `listed`). */
+  const listing = { value: "bafkreidelta" as string | null | undefined };
   /** Throughputs the other peers' heartbeats reported. */
   const speeds = new Map<string, number>();
   const training = new RoundTraining({
@@ -87,6 +89,7 @@ function setup(jobSpec = spec, dutyCycle = 1) {
     signal: new AbortController().signal,
     behaviour: HONEST,
     announced: () => Promise.resolve([]),
+    listed: () => listing.value,
   });
   const delta = (d: TrainedDelta) =>
     decodeDeltaBlob(
@@ -107,6 +110,7 @@ function setup(jobSpec = spec, dutyCycle = 1) {
     blocks,
     speeds,
     faults,
+    listing,
   };
 }
 
@@ -536,4 +540,37 @@ Deno.test("RoundTraining: a peer without its round r − 1 moments (restarted, o
   await failed.training.train(1, "bafkreic1", genesis);
   const d1 = failed.delivered[0];
   assert.equal(decodeWorkRecord(failed.blocks.get(d1.work)!, H).from, "");
+});
+
+Deno.test("RoundTraining: a round goes on from round r − 1's moments only if the manifest that made its checkpoint lists that round's delta", async () => {
+  const zero = momentsDigest({
+    m: new Float32Array(genesis.length),
+    v: new Float32Array(genesis.length),
+  });
+  const t = setup();
+  await t.training.train(0, "bafkreic0", genesis);
+  t.listing.value = null;
+  t.state.round = 1;
+  await t.training.train(1, "bafkreic1", genesis);
+  const d = t.delivered[1];
+  const r = decodeWorkRecord(t.blocks.get(d.work)!, d.steps, H);
+  assert.equal(r.from, "");
+  assert.deepEqual(
+    decodeStateHead(t.blocks.get(r.states[0])!, genesis.length).moments,
+    zero,
+  );
+  // Listed again: round 2 goes on from round 1. A manifest not held
+  // cannot show it was listed: round 3 starts from zero moments.
+  t.listing.value = "bafkreidelta";
+  t.state.round = 2;
+  await t.training.train(2, "bafkreic2", genesis);
+  const from = (i: number) => {
+    const x = t.delivered[i];
+    return decodeWorkRecord(t.blocks.get(x.work)!, x.steps, H);
+  };
+  assert.equal(from(2).from, from(1).states.at(-1));
+  t.listing.value = undefined;
+  t.state.round = 3;
+  await t.training.train(3, "bafkreic3", genesis);
+  assert.equal(from(3).from, "");
 });

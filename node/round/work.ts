@@ -143,6 +143,7 @@ export class RoundWork {
       trainer,
       blobs: this.#blobs,
       deltas: this.#deltas,
+      manifests: this.#manifests,
       blocks: services.blocks,
       chain: services.chain,
       gate: this.#gate,
@@ -197,6 +198,8 @@ export class RoundWork {
       state: o.state,
       behaviour: this.#behaviour,
       announced: () => this.#deltas.others(identity.peerId),
+      listed: (round, checkpoint) =>
+        this.#manifests.listed(round, checkpoint, identity.peerId),
       services,
       publisher: this.#publisher,
       stateDir: o.stateDir,
