@@ -51,7 +51,6 @@ import { encodeDelta } from "../../protocol/delta_blob.ts";
 import { pseudoGradient } from "../../protocol/pseudo_gradient.ts";
 import { parameterCount } from "../../protocol/round_checkpoint.ts";
 import { stateHash, type TrainingState } from "../../protocol/state_hash.ts";
-import { momentsFault } from "../../kernels/moment_bounds.ts";
 import { claimedSteps } from "../../protocol/inner_steps.ts";
 import {
   dataHash,
@@ -191,7 +190,7 @@ export class Auditor {
     ) {
       return fail(
         "record",
-        "its assignment peers and weights do not hash to its data",
+        "its assignment peers, weights and start do not hash to its data",
       );
     }
     if (trajectoryRoot(record.states) !== msg.trajectory) {
@@ -227,18 +226,8 @@ export class Auditor {
         `its state ${a.segment} is at step ${start.step}, not ${from}`,
       );
     }
-    const { spec } = this.#o;
-    const unreachable = momentsFault(
-      { model: spec.model, adamw: spec.inner, muon: spec.inner.muon },
-      start.m,
-      start.v,
-    );
-    if (unreachable) {
-      return fail(
-        "start",
-        `its state ${a.segment} holds moments no training reaches: ${unreachable}`,
-      );
-    }
+    const unreachable = this.#start.unreachable(a.segment, start);
+    if (unreachable) return fail("start", unreachable);
     const params = work.params.bind(work);
     const lastSegment = a.segment + 2 === bounds.length;
     // The final state (for the delta) is fetched while the replay waits

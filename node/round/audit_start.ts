@@ -5,7 +5,9 @@
  * of round r − 1: its eager estimate, node/round/aggregate.ts), and its
  * moments are zero or, when the work record names the state they continue
  * (`from`), those the peer's round r − 1 ended with: the last state of the
- * round r − 1 record its signed commitment names.
+ * round r − 1 record its signed commitment names, whose delta the manifest
+ * that made C(r) lists (only listed deltas are audited). And every
+ * replayed segment's start must hold moments an optimizer can reach.
  *
  * Only heads are compared (their digests name the blocks), so the check
  * fetches state 0's head and, for a round that goes on, the small record
@@ -27,7 +29,9 @@ import {
   momentsDigest,
   paramsDigest,
   type StateHead,
+  type TrainingState,
 } from "../../protocol/state_hash.ts";
+import { momentsFault } from "../../kernels/moment_bounds.ts";
 import { trajectoryRoot, type WorkRecord } from "../../protocol/work_record.ts";
 import { NotJudged, served } from "./audit_errors.ts";
 import type { WorkReader } from "./work_reader.ts";
@@ -111,6 +115,25 @@ export class StartCheck {
     return sameBytes(end.moments, head0.moments)
       ? null
       : `its step-0 moments are not those its round ${before.round} ended with`;
+  }
+
+  /**
+   * Why the moments of `state`, the start of segment `segment`, are out of
+   * any optimizer's reach (kernels/moment_bounds.ts), or null: moments made
+   * up at an earlier bound show here for as long as they stay out of it.
+   */
+  unreachable(
+    segment: number,
+    state: Pick<TrainingState, "m" | "v">,
+  ): string | null {
+    const { spec } = this.#o;
+    const fault = momentsFault(
+      { model: spec.model, adamw: spec.inner, muon: spec.inner.muon },
+      state.m,
+      state.v,
+    );
+    return fault &&
+      `its state ${segment} holds moments no training reaches: ${fault}`;
   }
 
   /**

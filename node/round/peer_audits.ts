@@ -39,8 +39,8 @@ export interface PeerAuditsOptions {
   >;
   blobs: BlobGetter;
   deltas: Pick<DeltaReader, "read">;
-  /** Manifests this peer built or verified: what a round r − 1 listed. */
-  manifests: Pick<RecentManifests, "listed">;
+  /** Manifests this peer built or verified: the rounds to audit. */
+  manifests: Pick<RecentManifests, "listed" | "committing">;
   blocks: Pick<RoundBlocks, "delete">;
   chain: Pick<RoundChain, "domain" | "slash">;
   gate: Pick<DeltaGate, "commitment" | "announced" | "convict">;
@@ -51,10 +51,23 @@ export interface PeerAuditsOptions {
   log: (line: string) => void;
 }
 
-/** The duty, and the auditor to dispose of when the peer stops. */
+/** A peer's audits, as the round work drives them. */
+export interface PeerAudits {
+  duty: AuditDuty;
+  /** The auditor to dispose of when the peer stops. */
+  auditor: Auditor;
+  /**
+   * Runs this peer's audits of `round`, which committed `checkpoint`: a
+   * round this peer did not see verified (it joined later) goes unaudited
+   * here; the peers that saw it audit it.
+   */
+  roundCommitted(round: number, checkpoint: string): Promise<void>;
+}
+
+/** The duty, the auditor, and the audits of each committed round. */
 export function peerAudits(
   o: PeerAuditsOptions,
-): { duty: AuditDuty; auditor: Auditor } {
+): PeerAudits {
   const { jobId, spec, trainer, gate } = o;
   const work = new WorkReader(
     o.blobs,
@@ -108,5 +121,14 @@ export function peerAudits(
     stopped: () => o.blobs.signal.aborted,
     log: o.log,
   });
-  return { duty, auditor };
+  return {
+    duty,
+    auditor,
+    roundCommitted: (round, checkpoint) => {
+      const manifest = o.manifests.committing(round, checkpoint);
+      return manifest
+        ? duty.roundClosed(manifest, checkpoint)
+        : Promise.resolve();
+    },
+  };
 }

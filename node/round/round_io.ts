@@ -43,7 +43,8 @@ export interface TrainRoundParams {
   params: Float32Array;
   /**
    * AdamW moments to load with `params` (the trainer's own when not
-   * given): a round restarted after dropped steps begins where they did.
+   * given: a round that goes on from the last one): zero ones, or those a
+   * round restarted after dropped steps began with.
    */
   moments?: AdamWMoments;
   /**

@@ -89,6 +89,8 @@ export class ShareSteps {
   #ended: { round: number; state: string; take: number } | null = null;
   /** The round announced whose final moments the trainer still holds. */
   #continues: { round: number; state: string } | null = null;
+  /** A start `begin` gave whose moments the trainer holds as they are. */
+  #holds: RoundStart | null = null;
 
   constructor(o: ShareStepsOptions) {
     this.#o = o;
@@ -101,27 +103,31 @@ export class ShareSteps {
    * they are those its announced round r − 1 ended with (nothing was
    * trained since) and, with C(round) = `parent` committed, the manifest
    * that made it is held and lists that round's delta; else from zero
-   * moments, which
-   * is all an audit can tell from committed work. Started before the
-   * commit, a round goes on from them: the delta is in the preview or the
-   * eager estimate it starts from, and a round whose commit does not list
-   * it is trained again. A round trained again is handed its start, as
-   * after a `take` this gives zero moments.
+   * moments, which is all an audit can tell from committed work. Started
+   * before the commit, a round goes on from them: the delta is in the
+   * preview or the eager estimate it starts from, and a round whose commit
+   * does not list it is trained again. A round trained again is handed
+   * its start, as after a `take` this gives zero moments.
    */
   async begin(round: number, parent?: string): Promise<RoundStart> {
     const { trainer, behaviour } = this.#o;
     const last = this.#continues;
-    const n = trainer.parameterCount;
-    return behaviour.start(
+    if (
       last?.round === round - 1 &&
-        (parent === undefined ||
-          typeof this.#o.listed(round - 1, parent) === "string")
-        ? { moments: await trainer.moments(), from: last.state }
-        : {
-          moments: { m: new Float32Array(n), v: new Float32Array(n) },
-          from: "",
-        },
-    );
+      (parent === undefined ||
+        typeof this.#o.listed(round - 1, parent) === "string")
+    ) {
+      const moments = await trainer.moments();
+      const start = behaviour.start({ moments, from: last.state });
+      // The trainer holds these: its round need not load them again.
+      this.#holds = start.moments === moments ? start : null;
+      return start;
+    }
+    const n = trainer.parameterCount;
+    return behaviour.start({
+      moments: { m: new Float32Array(n), v: new Float32Array(n) },
+      from: "",
+    });
   }
 
   /**
@@ -172,7 +178,8 @@ export class ShareSteps {
   ): Promise<Trained> {
     const { trainer, spec, ledger, progress, peerId } = this.#o;
     const take = ++this.#takes;
-    this.#continues = null;
+    const held = this.#holds === start;
+    this.#continues = this.#holds = null;
     const { peers, steps, weights } = roundShare(
       spec,
       peerId,
@@ -197,7 +204,7 @@ export class ShareSteps {
       chunks: assigned.map((i) => trainer.trainChunks[i]),
       steps,
       signal,
-      moments: start.moments,
+      moments: held ? undefined : start.moments,
       shift: ahead.shift,
       hold: ahead.until &&
         { beforeStep: aheadSteps(steps, spec.innerSteps), until: ahead.until },

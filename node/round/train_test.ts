@@ -30,6 +30,11 @@ const spec: JobSpec = defaultJobSpec({
   inner: { maxLr: 1e-2, minLr: 1e-3, warmupSteps: 2 },
 });
 const genesis = genesisCheckpoint("bafkreijob", spec.model, spec.seed).params;
+/** The moments digest of a round started from zero moments. */
+const ZERO = momentsDigest({
+  m: new Float32Array(genesis.length),
+  v: new Float32Array(genesis.length),
+});
 
 /** θ_local(0): round 0 trained from genesis (the trainer is deterministic). */
 async function local0(): Promise<Float32Array> {
@@ -100,7 +105,17 @@ function setup(jobSpec = spec, dutyCycle = 1) {
   /** Inner steps taken in `round` so far. */
   const stepsIn = (round: number) =>
     ledger.steps.since(0).filter((s) => s.round === round).length;
+  /** The work record of the delta delivered for `round`. */
+  const record = (round: number) => {
+    const d = delivered.find((x) => x.round === round)!;
+    return decodeWorkRecord(blocks.get(d.work)!, d.steps, H);
+  };
+  /** The moments digest of the stored state `cid`. */
+  const moments = (cid: string) =>
+    decodeStateHead(blocks.get(cid)!, genesis.length).moments;
   return {
+    record,
+    moments,
     trainer,
     state,
     training,
@@ -471,30 +486,20 @@ Deno.test("RoundTraining: a job of full shares takes H steps even when the other
 });
 
 Deno.test("RoundTraining: a round goes on from the moments its announced round r − 1 ended with, named in its record; otherwise from zero moments", async () => {
-  const zero = momentsDigest({
-    m: new Float32Array(genesis.length),
-    v: new Float32Array(genesis.length),
-  });
-  const { training, delivered, blocks, state } = setup();
-  const record = (round: number) => {
-    const d = delivered.find((x) => x.round === round)!;
-    return decodeWorkRecord(blocks.get(d.work)!, d.steps, H);
-  };
-  const moments = (cid: string) =>
-    decodeStateHead(blocks.get(cid)!, genesis.length).moments;
+  const { training, record, moments, state } = setup();
   await training.train(0, "bafkreic0", genesis);
   state.round = 1;
   await training.train(1, "bafkreic1", genesis);
   const [r0, r1] = [record(0), record(1)];
   assert.equal(r0.from, "");
-  assert.deepEqual(moments(r0.states[0]), zero);
+  assert.deepEqual(moments(r0.states[0]), ZERO);
   assert.equal(r1.from, r0.states.at(-1));
   assert.deepEqual(moments(r1.states[0]), moments(r0.states.at(-1)!));
   // A round skipped: nothing announced in round 2 to go on from.
   state.round = 3;
   await training.train(3, "bafkreic3", genesis);
   assert.equal(record(3).from, "");
-  assert.deepEqual(moments(record(3).states[0]), zero);
+  assert.deepEqual(moments(record(3).states[0]), ZERO);
 
   // A round cut short and never announced leaves moments no record names.
   const slow = setup(spec, 0.05);
@@ -506,13 +511,8 @@ Deno.test("RoundTraining: a round goes on from the moments its announced round r
   await slow.training.train(2, "bafkreic2", genesis);
   await late;
   assert.deepEqual(slow.delivered.map((d) => d.round), [0, 2]);
-  const d2 = slow.delivered[1];
-  const r2 = decodeWorkRecord(slow.blocks.get(d2.work)!, d2.steps, H);
-  assert.equal(r2.from, "");
-  assert.deepEqual(
-    decodeStateHead(slow.blocks.get(r2.states[0])!, genesis.length).moments,
-    zero,
-  );
+  assert.equal(slow.record(2).from, "");
+  assert.deepEqual(slow.moments(slow.record(2).states[0]), ZERO);
 });
 
 Deno.test("RoundTraining: a peer without its round r − 1 moments (restarted, or its announcement failed) trains nothing ahead and starts from zero moments", async () => {
@@ -522,9 +522,7 @@ Deno.test("RoundTraining: a peer without its round r − 1 moments (restarted, o
   await fresh.training.trainAhead(1, genesis);
   assert.equal(fresh.stepsIn(1), 0);
   await fresh.training.rebase(1, "bafkreic1", genesis);
-  const d = fresh.delivered[0];
-  const r = decodeWorkRecord(fresh.blocks.get(d.work)!, d.steps, H);
-  assert.deepEqual([r.shifted, r.from], [0, ""]);
+  assert.deepEqual([fresh.record(1).shifted, fresh.record(1).from], [0, ""]);
 
   // Its announcement of round 0 failed: round 1 does not go on from it.
   const failed = setup();
@@ -538,39 +536,25 @@ Deno.test("RoundTraining: a peer without its round r − 1 moments (restarted, o
   await failed.training.trainAhead(1, genesis);
   assert.equal(failed.stepsIn(1), 0);
   await failed.training.train(1, "bafkreic1", genesis);
-  const d1 = failed.delivered[0];
-  assert.equal(decodeWorkRecord(failed.blocks.get(d1.work)!, H).from, "");
+  assert.equal(failed.record(1).from, "");
 });
 
 Deno.test("RoundTraining: a round goes on from round r − 1's moments only if the manifest that made its checkpoint lists that round's delta", async () => {
-  const zero = momentsDigest({
-    m: new Float32Array(genesis.length),
-    v: new Float32Array(genesis.length),
-  });
   const t = setup();
   await t.training.train(0, "bafkreic0", genesis);
   t.listing.value = null;
   t.state.round = 1;
   await t.training.train(1, "bafkreic1", genesis);
-  const d = t.delivered[1];
-  const r = decodeWorkRecord(t.blocks.get(d.work)!, d.steps, H);
-  assert.equal(r.from, "");
-  assert.deepEqual(
-    decodeStateHead(t.blocks.get(r.states[0])!, genesis.length).moments,
-    zero,
-  );
+  assert.equal(t.record(1).from, "");
+  assert.deepEqual(t.moments(t.record(1).states[0]), ZERO);
   // Listed again: round 2 goes on from round 1. A manifest not held
   // cannot show it was listed: round 3 starts from zero moments.
   t.listing.value = "bafkreidelta";
   t.state.round = 2;
   await t.training.train(2, "bafkreic2", genesis);
-  const from = (i: number) => {
-    const x = t.delivered[i];
-    return decodeWorkRecord(t.blocks.get(x.work)!, x.steps, H);
-  };
-  assert.equal(from(2).from, from(1).states.at(-1));
+  assert.equal(t.record(2).from, t.record(1).states.at(-1));
   t.listing.value = undefined;
   t.state.round = 3;
   await t.training.train(3, "bafkreic3", genesis);
-  assert.equal(from(3).from, "");
+  assert.equal(t.record(3).from, "");
 });

@@ -17,8 +17,6 @@
  */
 import { NotHeldError } from "./failures.ts";
 import { sleep } from "./abortable.ts";
-import type { Auditor } from "./audit.ts";
-import type { AuditDuty } from "./audit_duty.ts";
 import { DeltaGate } from "./delta_gate.ts";
 import { DeltaReader } from "./delta_reader.ts";
 import { privateKeyToAccount } from "viem/accounts";
@@ -51,7 +49,7 @@ import { RoundSync } from "./sync.ts";
 import { type PeerTraining, peerTraining } from "./peer_training.ts";
 import type { RoundTraining } from "./train.ts";
 import { verifyManifest } from "./verify.ts";
-import { peerAudits } from "./peer_audits.ts";
+import { type PeerAudits, peerAudits } from "./peer_audits.ts";
 import { RecentManifests } from "./recent_manifests.ts";
 
 /** What a peer's round work is made of. */
@@ -96,8 +94,7 @@ export class RoundWork {
   /** Verifications under way, by the checkpoint CID they recompute. */
   readonly #recomputing = new Map<string, Promise<void>>();
   readonly #gate: DeltaGate;
-  readonly #auditor: Auditor;
-  readonly #audits: AuditDuty;
+  readonly #audits: PeerAudits;
   readonly #train: PeerTraining["train"];
 
   constructor(o: RoundWorkOptions) {
@@ -135,7 +132,7 @@ export class RoundWork {
       noteSent: (bytes) => o.ledger.noteSent(bytes),
     });
     const account = privateKeyToAccount(identity.accountKey);
-    ({ duty: this.#audits, auditor: this.#auditor } = peerAudits({
+    this.#audits = peerAudits({
       jobId,
       spec,
       self: identity.peerId,
@@ -152,7 +149,7 @@ export class RoundWork {
       ledger: o.ledger,
       state: o.state,
       log: o.log,
-    }));
+    });
     this.#attester = new Attester({
       account,
       domain: services.chain.domain,
@@ -212,7 +209,7 @@ export class RoundWork {
   /** Stops training, audits and fetches under way. */
   abort(): void {
     this.#abort.abort(new Error("the round driver stopped"));
-    this.#auditor.dispose();
+    this.#audits.auditor.dispose();
   }
 
   /** Starts an action; failures are logged or fed back as events. */
@@ -287,8 +284,8 @@ export class RoundWork {
         return this.#sync.advance(action.round, action.checkpoint).then(() =>
           Promise.all([
             this.#gate.roundClosed(action.round - 1),
-            this.#audits.submitDue(action.round - 1),
-            this.#audit(action.round - 1, action.checkpoint),
+            this.#audits.duty.submitDue(action.round - 1),
+            this.#audits.roundCommitted(action.round - 1, action.checkpoint),
           ])
         ).then(() => {});
       default:
@@ -364,19 +361,9 @@ export class RoundWork {
     }
   }
 
-  /** Runs this peer's audits of `round`, which committed `checkpoint`. */
-  #audit(round: number, checkpoint: string): Promise<void> {
-    const manifest = this.#manifests.committing(round, checkpoint);
-    // A round this peer did not see verified (it joined later) goes
-    // unaudited here; the peers that saw it audit it.
-    return manifest
-      ? this.#audits.roundClosed(manifest, checkpoint)
-      : Promise.resolve();
-  }
-
-  /** Takes a member's failure verdict (see {@linkcode AuditDuty}). */
+  /** Takes a member's failure verdict (see audit_duty.ts). */
   checkAuditFailure(msg: AuditFailureNotice): Promise<void> {
-    return this.#audits.noticed(msg);
+    return this.#audits.duty.noticed(msg);
   }
 
   /** Passes a member's gossiped delta through the {@linkcode DeltaGate}. */
