@@ -51,16 +51,16 @@ export const DEFAULT_BLOCK_SIZE = 256;
 export const MAX_BLOCK_SIZE = 65536;
 
 /** Compression settings a job spec can name. */
-export const COMPRESSIONS = ["int8", "int4", "none"] as const;
-/** A compression setting: int8 or int4 blockwise, or raw float32. */
+export const COMPRESSIONS = ["int8", "int4", "sign", "none"] as const;
+/** A compression setting: int8, int4 or signs blockwise, or raw float32. */
 export type Compression = typeof COMPRESSIONS[number];
 
 /** Bits per element in a container; 32 means raw float32 (no scales). */
-export type QuantBits = 8 | 4 | 32;
+export type QuantBits = 8 | 4 | 1 | 32;
 
 /** The container `bits` for each job-spec compression setting. */
 export const BITS_FOR_COMPRESSION: { readonly [C in Compression]: QuantBits } =
-  { int8: 8, int4: 4, none: 32 };
+  { int8: 8, int4: 4, sign: 1, none: 32 };
 
 /** A delta in container form; {@linkcode encodeQuantized} writes it out. */
 export interface QuantizedDelta {
@@ -97,7 +97,7 @@ export class QuantizeFormatError extends ProtocolError {
 }
 
 const MAGIC = new TextEncoder().encode(QUANTIZED_MAGIC);
-const QMAX = { 8: 127, 4: 7 } as const;
+const QMAX = { 8: 127, 4: 7, 1: 1 } as const;
 // Scratch views for stepping a float32 to its neighbours through its bits.
 const F32 = new Float32Array(1);
 const U32 = new Uint32Array(F32.buffer);
@@ -143,10 +143,14 @@ export function quantize(
       data,
     };
   }
-  const qmax = QMAX[bits];
   const blocks = Math.ceil(x.length / blockSize);
   const scales = new Float32Array(blocks);
   const data = new Uint8Array(payloadBytes(bits, x.length));
+  if (bits === 1) {
+    signs(x, blockSize, scales, data);
+    return { bits, blockSize, length: x.length, scales, data };
+  }
+  const qmax = QMAX[bits];
   for (let b = 0; b < blocks; b++) {
     const start = b * blockSize;
     const end = Math.min(start + blockSize, x.length);
@@ -179,6 +183,13 @@ export function dequantize(q: QuantizedDelta): Float32Array {
   if (q.bits === 32) {
     const view = new DataView(data.buffer, data.byteOffset, data.byteLength);
     for (let i = 0; i < q.length; i++) out[i] = view.getFloat32(i * 4, true);
+    return out;
+  }
+  if (q.bits === 1) {
+    for (let i = 0; i < q.length; i++) {
+      const scale = q.scales[Math.floor(i / q.blockSize)];
+      out[i] = (data[i >> 3] >> (i & 7)) & 1 ? -scale : scale;
+    }
     return out;
   }
   for (let i = 0; i < q.length; i++) {
@@ -252,8 +263,8 @@ export function decodeQuantized(
   }
   const view = new DataView(bytes.buffer, bytes.byteOffset, bytes.byteLength);
   const bits = bytes[4];
-  if (bits !== 8 && bits !== 4 && bits !== 32) {
-    throw fail(`bits must be 8, 4 or 32: current value is ${bits}`);
+  if (bits !== 8 && bits !== 4 && bits !== 1 && bits !== 32) {
+    throw fail(`bits must be 8, 4, 1 or 32: current value is ${bits}`);
   }
   if (bytes[5] !== 0 || bytes[6] !== 0 || bytes[7] !== 0) {
     throw fail("the reserved header bytes 5-7 must be zero");
@@ -289,7 +300,8 @@ export function decodeQuantized(
     // Object.is rejects -0, which quantize never writes.
     const nonNegative = scale > 0 || Object.is(scale, 0);
     if (
-      !nonNegative || !Number.isFinite(Math.fround(scale * QMAX[bits as 8 | 4]))
+      !nonNegative ||
+      !Number.isFinite(Math.fround(scale * QMAX[bits as 8 | 4 | 1]))
     ) {
       throw fail(
         `scale ${b} must be finite, >= 0 and small enough that code × scale stays a finite float32: current value is ${scale}`,
@@ -323,6 +335,10 @@ function checkCodes(
     if (length % 2 === 1 && data[data.length - 1] >> 4 !== 0) {
       throw fail("the padding nibble after an odd int4 length must be zero");
     }
+  } else if (bits === 1) {
+    if (length % 8 !== 0 && data[data.length - 1] >> (length % 8) !== 0) {
+      throw fail("the padding bits after the last sign must be zero");
+    }
   } else {
     for (let i = 0; i < length; i++) {
       const value = view.getFloat32(dataAt + 4 * i, true);
@@ -352,6 +368,29 @@ function scaleFor(maxabs: number, qmax: number): number {
   return scale;
 }
 
+/**
+ * One-bit codes: each block's scale is the float32 nearest the mean of its
+ * magnitudes (the scale that brings `±scale` closest to the block in L2
+ * for the signs given), and bit `i` is set when `x[i]` is negative.
+ */
+function signs(
+  x: Float32Array,
+  blockSize: number,
+  scales: Float32Array,
+  data: Uint8Array,
+): void {
+  for (let b = 0; b < scales.length; b++) {
+    const start = b * blockSize;
+    const end = Math.min(start + blockSize, x.length);
+    let sum = 0;
+    for (let i = start; i < end; i++) sum += Math.abs(x[i]);
+    scales[b] = sum / (end - start);
+    for (let i = start; i < end; i++) {
+      if (x[i] < 0) data[i >> 3] |= 1 << (i & 7);
+    }
+  }
+}
+
 /** The next float32 above (`dir` 1) or below (-1) a positive float32. */
 function stepF32(value: number, dir: 1 | -1): number {
   F32[0] = value;
@@ -360,7 +399,13 @@ function stepF32(value: number, dir: 1 | -1): number {
 }
 
 function payloadBytes(bits: QuantBits, length: number): number {
-  return bits === 32 ? length * 4 : bits === 8 ? length : Math.ceil(length / 2);
+  return bits === 32
+    ? length * 4
+    : bits === 8
+    ? length
+    : bits === 4
+    ? Math.ceil(length / 2)
+    : Math.ceil(length / 8);
 }
 
 /** Throws a `RangeError` unless `q`'s arrays fit its header fields. */
@@ -377,9 +422,9 @@ function checkShape(q: QuantizedDelta): void {
 
 /** Throws a `RangeError` naming the first out-of-range parameter. */
 function checkParams(bits: number, blockSize: number, length: number): void {
-  if (bits !== 8 && bits !== 4 && bits !== 32) {
+  if (bits !== 8 && bits !== 4 && bits !== 1 && bits !== 32) {
     throw new RangeError(
-      `Cannot quantize as bits must be 8, 4 or 32: current value is ${bits}`,
+      `Cannot quantize as bits must be 8, 4, 1 or 32: current value is ${bits}`,
     );
   }
   if (
