@@ -166,7 +166,7 @@ Deno.test("parseJobSpec names each bad field, its value and the fix", () => {
     [
       "compression.format",
       "fp16",
-      /compression\.format must be one of "int8", "int4", "none"/,
+      /compression\.format must be one of "int8", "int4", "sign", "none"/,
     ],
     [
       "compression.blockSize",

@@ -62,6 +62,36 @@ for (const bits of [8, 4] as const) {
   });
 }
 
+Deno.test("quantize sign: one bit a value and the block's mean magnitude, as a float64 reference gives", () => {
+  for (const [n, blockSize] of [[10_000, 256], [1001, 7], [5, 256], [17, 8]]) {
+    const x = randomDelta(n, 3 * n + blockSize);
+    x[1] = 0; // zero is sent as +scale
+    const q = quantize(x, { bits: 1, blockSize });
+    strictEqual(q.data.length, Math.ceil(n / 8));
+    const y = dequantize(q);
+    for (let b = 0; b * blockSize < n; b++) {
+      const block = [...x.subarray(b * blockSize, (b + 1) * blockSize)];
+      const mean = block.reduce((sum, v) => sum + Math.abs(v), 0) /
+        block.length;
+      strictEqual(q.scales[b], Math.fround(mean), `block ${b}`);
+    }
+    for (let i = 0; i < n; i++) {
+      const scale = q.scales[Math.floor(i / blockSize)];
+      strictEqual(y[i], x[i] < 0 ? -scale : scale, `element ${i}`);
+    }
+  }
+  // For the signs given, the mean magnitude is the scale nearest in L2.
+  const x = randomDelta(256, 5);
+  const q = quantize(x, { bits: 1, blockSize: 256 });
+  const err = (scale: number) =>
+    x.reduce((sum, v) => sum + (Math.abs(v) - scale) ** 2, 0);
+  ok(err(q.scales[0]) < err(q.scales[0] * 1.01));
+  ok(err(q.scales[0]) < err(q.scales[0] * 0.99));
+  const zero = quantize(new Float32Array(9), { bits: 1, blockSize: 4 });
+  deepStrictEqual([...zero.scales], [0, 0, 0]);
+  deepStrictEqual([...dequantize(zero)], new Array(9).fill(0));
+});
+
 Deno.test("quantize rounds half away from zero", () => {
   // Scale 1 (maxabs 127): x / scale is exact, so ties are real ties.
   const x = new Float32Array([127, 2.5, -2.5, 0.5, -0.5, 1.49, -1.51]);
@@ -115,7 +145,7 @@ Deno.test("quantize rejects non-finite values and bad options", () => {
   throws(
     // @ts-expect-error: 16 bits is not a format
     () => quantize(new Float32Array(1), { bits: 16 }),
-    /bits must be 8, 4 or 32/,
+    /bits must be 8, 4, 1 or 32/,
   );
 });
 
@@ -133,8 +163,8 @@ Deno.test("raw float32 ('none') round-trips exactly in the same container", () =
 });
 
 Deno.test("containers round-trip through bytes", () => {
-  for (const bits of [8, 4, 32] as const) {
-    for (const n of [0, 1, 2, 255, 256, 257, 1000]) {
+  for (const bits of [8, 4, 1, 32] as const) {
+    for (const n of [0, 1, 2, 9, 255, 256, 257, 1000]) {
       const q = quantize(randomDelta(n, n), { bits, blockSize: 256 });
       const bytes = encodeQuantized(q);
       strictEqual(bytes.length, encodedByteLength(n, { bits }));
@@ -161,7 +191,7 @@ Deno.test("the header is laid out as documented", () => {
   deepStrictEqual([...bytes.subarray(24)], [64, 127, 127]);
 });
 
-Deno.test("compression ratio is about 4x for int8 and 8x for int4", () => {
+Deno.test("compression ratio is about 4x for int8, 8x for int4 and 28x for signs", () => {
   const n = 1 << 20;
   const raw = encodedByteLength(n, { bits: 32 });
   const int8 = encodedByteLength(n, { bits: 8, blockSize: 256 });
@@ -169,11 +199,13 @@ Deno.test("compression ratio is about 4x for int8 and 8x for int4", () => {
   const r8 = raw / int8, r4 = raw / int4;
   ok(r8 > 3.9 && r8 < 4, `int8 ratio ${r8}`);
   ok(r4 > 7.7 && r4 < 8, `int4 ratio ${r4}`);
+  const sign = raw / encodedByteLength(n, { bits: 1, blockSize: 256 });
+  ok(sign > 28.4 && sign < 28.5, `sign ratio ${sign}`);
   const q = quantize(randomDelta(n, 1), { bits: 4, blockSize: 256 });
   strictEqual(encodeQuantized(q).length, int4);
 });
 
-function validBytes(bits: 8 | 4 | 32 = 8, n = 10): Uint8Array {
+function validBytes(bits: 8 | 4 | 1 | 32 = 8, n = 10): Uint8Array {
   return encodeQuantized(
     quantize(randomDelta(n, 7), { bits, blockSize: 4 }),
   );
@@ -210,7 +242,7 @@ Deno.test("decodeQuantized rejects truncated and oversized input", () => {
 Deno.test("decodeQuantized rejects garbled headers", () => {
   const bytes = validBytes();
   rejects(patched(bytes, (b) => (b[0] = 0x58)), /magic "ZQD1"/);
-  rejects(patched(bytes, (b) => (b[4] = 16)), /bits must be 8, 4 or 32/);
+  rejects(patched(bytes, (b) => (b[4] = 16)), /bits must be 8, 4, 1 or 32/);
   rejects(patched(bytes, (b) => (b[6] = 1)), /reserved/);
   rejects(
     patched(bytes, (_, v) => v.setUint32(8, 0, true)),
@@ -248,6 +280,11 @@ Deno.test("decodeQuantized rejects bad scales and codes", () => {
     patched(int4, (b) => (b[int4.length - 1] |= 0x10)),
     /padding nibble/,
   );
+  const signs = validBytes(1, 11); // five padding bits
+  rejects(
+    patched(signs, (b) => (b[signs.length - 1] |= 0x20)),
+    /padding bits after the last sign/,
+  );
   const raw = validBytes(32, 4);
   rejects(
     patched(raw, (_, v) => v.setFloat32(QUANTIZED_HEADER_BYTES + 8, NaN, true)),
@@ -257,8 +294,8 @@ Deno.test("decodeQuantized rejects bad scales and codes", () => {
 
 Deno.test("decodeQuantized never throws anything but QuantizeFormatError on noise", () => {
   const rng = new Rng("quantize-fuzz");
-  const base = validBytes(4, 33);
   for (let trial = 0; trial < 2000; trial++) {
+    const base = validBytes(trial % 2 ? 4 : 1, 33);
     const bytes = base.slice(0, rng.int(base.length + 1));
     for (let k = rng.int(4); k > 0; k--) {
       if (bytes.length > 0) bytes[rng.int(bytes.length)] = rng.int(256);

@@ -523,6 +523,35 @@ Deno.test("audit: an unserved state throws; a start off C(r) and a delta off the
   assert.equal(!v3.passed && v3.check, "delta");
 });
 
+Deno.test("audit: a round's one-bit sign delta is rebuilt bit for bit; the same round's int4 delta fails the delta check", async () => {
+  const signs: JobSpec = {
+    ...spec,
+    compression: { format: "sign", blockSize: 128 },
+  };
+  const t = await trainedRound(["peerA", "peerB"], 1, signs);
+  const bytes = t.blocks.get(t.msg.delta)!;
+  const signed = decodeDeltaBlob(bytes, t.msg, parent.length);
+  // One magnitude a block of 128: the delta is signs times a scale.
+  assert.equal(new Set(signed.subarray(0, 128).map(Math.abs)).size, 1);
+  const v = await auditor(t.blocks, jsTrainer, {}, signs).audit({
+    ...t,
+    segment: 1,
+    parent,
+  });
+  assert.ok(v.passed, JSON.stringify(v));
+
+  const int4 = encodeDelta(spec, t.msg, signed);
+  const blocks = new Map(t.blocks);
+  const other = await put(blocks, int4);
+  const v2 = await auditor(blocks, jsTrainer, {}, signs).audit({
+    ...t,
+    msg: { ...t.msg, delta: other },
+    segment: 1,
+    parent,
+  });
+  assert.equal(!v2.passed && v2.check, "delta");
+});
+
 Deno.test("audit: a slow peer's shorter round is cut by its tokens and every segment reproduces; a claim of more steps fails", async () => {
   const slow = await trainedRound(["peerA", "peerB", "peerC"], 4);
   const steps = slow.msg.tokens / (spec.batchSize * spec.contextLength);

@@ -25,10 +25,6 @@ import {
   DEFAULT_BLOCK_SIZE,
   encodedByteLength,
 } from "../../protocol/quantize.ts";
-import {
-  sparseByteLength,
-  type SparseOptions,
-} from "../../protocol/sparse_delta.ts";
 import { formatBytes } from "../../node/format_bytes.ts";
 import { BENCH_MODELS, type BenchModel, benchSpec } from "../_job_cluster.ts";
 import { CORPUS_CACHE } from "../_corpus.ts";
@@ -67,10 +63,6 @@ interface Options {
   compression: JobSpec["compression"]["format"];
   /** Elements per block of a dense delta's scales. */
   blockSize: number;
-  /** Elements kept per chunk of sparse deltas; 0: dense. */
-  keep: number;
-  chunk: number;
-  feedback: number;
   /** Trim fraction of the trimmed mean; 0 is the plain mean. */
   trim: number;
   alone: boolean;
@@ -102,8 +94,8 @@ export interface QualityResult {
     /** Muon's peak lr and momentum, or null under AdamW. */
     muon: MuonConfig | null;
     compression: JobSpec["compression"]["format"];
-    /** Sparse deltas: kept per chunk, chunk, feedback decay; null: dense. */
-    sparse: { keep: number; chunk: number; feedback: number } | null;
+    /** Elements per block of the delta's scales. */
+    blockSize: number;
     trimFraction: number;
   };
   /** Tokens each run trained on in all. */
@@ -146,14 +138,6 @@ function specFor(o: Options): JobSpec {
     compression: { format: o.compression, blockSize: o.blockSize },
     aggregation: { rule: "trimmed-mean", trimFraction: o.trim },
   });
-}
-
-function sparseOptions(o: Options, spec: JobSpec): SparseOptions {
-  return {
-    chunkSize: o.chunk,
-    keep: o.keep,
-    bits: BITS_FOR_COMPRESSION[spec.compression.format],
-  };
 }
 
 function optionalNumber(
@@ -210,16 +194,6 @@ const bench: Bench<Options, QualityResult> = {
       default: String(DEFAULT_BLOCK_SIZE),
       help: "elements per quantization block (one scale each)",
     },
-    keep: {
-      default: "0",
-      help:
-        "sparse deltas: elements kept per chunk, values in --compression (0: dense)",
-    },
-    chunk: { default: "4096", help: "sparse deltas: elements per chunk" },
-    feedback: {
-      default: "0.95",
-      help: "sparse deltas: decay of the error-feedback residual, [0, 1]",
-    },
     trim: {
       default: "0.2",
       help: "trimmed-mean fraction per end, [0, 0.5); 0 is the mean",
@@ -273,9 +247,6 @@ const bench: Bench<Options, QualityResult> = {
         max: 65536,
         integer: true,
       }),
-      keep: numberFlag(flags, "keep", { min: 0, max: 65536, integer: true }),
-      chunk: numberFlag(flags, "chunk", { min: 1, max: 65536, integer: true }),
-      feedback: numberFlag(flags, "feedback", { min: 0, max: 1 }),
       trim: numberFlag(flags, "trim", { min: 0, max: 0.49 }),
       alone: booleanFlag(flags, "alone"),
       ddp: booleanFlag(flags, "ddp"),
@@ -288,11 +259,6 @@ const bench: Bench<Options, QualityResult> = {
       backend: choiceFlag(flags, "backend", BACKEND_CHOICES),
       threads: numberFlag(flags, "threads", { min: 1, max: 64, integer: true }),
     };
-    if (o.keep > o.chunk) {
-      throw new UsageError(
-        `--keep must be at most --chunk (${o.chunk}): current value is ${o.keep}`,
-      );
-    }
     if (!o.diloco && !o.ddp && !o.alone) {
       throw new UsageError(
         "Nothing to train: --diloco, --ddp and --alone are all false",
@@ -315,9 +281,6 @@ const bench: Bench<Options, QualityResult> = {
         createTrainer,
         meter,
         log,
-        ...(o.keep === 0 ? {} : {
-          sparse: { options: sparseOptions(o, spec), beta: o.feedback },
-        }),
       };
       const diloco = o.diloco ? await simulateDiloco(c) : null;
       const ddp = o.ddp ? await trainDataParallel(c) : null;
@@ -325,12 +288,10 @@ const bench: Bench<Options, QualityResult> = {
       const P = parameterCount(spec.model);
       const ddpBytesPerRound = spec.innerSteps * 4 * P * 2 * (o.peers - 1) /
         o.peers;
-      const deltaBytes = o.keep === 0
-        ? encodedByteLength(P, {
-          bits: BITS_FOR_COMPRESSION[spec.compression.format],
-          blockSize: spec.compression.blockSize,
-        })
-        : sparseByteLength(P, sparseOptions(o, spec));
+      const deltaBytes = encodedByteLength(P, {
+        bits: BITS_FOR_COMPRESSION[spec.compression.format],
+        blockSize: spec.compression.blockSize,
+      });
       const last = (xs: number[]) => xs[xs.length - 1];
       const ratio = (a: Curve | null, b: Curve | null) =>
         a && b ? last(a.valLoss) / last(b.valLoss) : null;
@@ -350,9 +311,7 @@ const bench: Bench<Options, QualityResult> = {
           optimizer: spec.inner.muon ? "muon" : "adamw",
           muon: spec.inner.muon ?? null,
           compression: spec.compression.format,
-          sparse: o.keep === 0
-            ? null
-            : { keep: o.keep, chunk: o.chunk, feedback: o.feedback },
+          blockSize: spec.compression.blockSize,
           trimFraction: spec.aggregation.trimFraction,
         },
         tokens: o.rounds * o.innerSteps * o.peers * spec.batchSize *
@@ -382,11 +341,7 @@ const bench: Bench<Options, QualityResult> = {
         s.muon
           ? `Muon lr ${s.muon.lr} momentum ${s.muon.momentum} + AdamW`
           : "AdamW"
-      } lr ${s.maxLr} to ${s.minLr}, warmup ${s.warmupSteps}, clip ${s.gradClip}; ${s.compression}${
-        s.sparse
-          ? ` sparse ${s.sparse.keep}/${s.sparse.chunk} feedback ${s.sparse.feedback}`
-          : ""
-      }; trim ${s.trimFraction}`,
+      } lr ${s.maxLr} to ${s.minLr}, warmup ${s.warmupSteps}, clip ${s.gradClip}; ${s.compression} (blocks of ${s.blockSize}); trim ${s.trimFraction}`,
       `held-out loss per round:`,
       ...(r.diloco ? [`  diloco ${curve(r.diloco)}`] : []),
       ...(r.ddp ? [`  ddp    ${curve(r.ddp)}`] : []),

@@ -39,8 +39,6 @@ import {
   type RoundCheckpoint,
 } from "../../protocol/round_checkpoint.ts";
 import { cidForBytes, cidToString } from "../../protocol/cid.ts";
-import { densify, type SparseOptions } from "../../protocol/sparse_delta.ts";
-import { feedbackStep } from "../../protocol/error_feedback.ts";
 
 /** Held-out loss after each round, with the tokens trained by then. */
 export interface Curve {
@@ -62,8 +60,6 @@ export interface RunContext {
   createTrainer: (init: TrainerInit) => Trainer;
   meter: HeldOutMeter;
   log: (line: string) => void;
-  /** Sparse deltas with error feedback of decay `beta`; absent: dense. */
-  sparse?: { options: SparseOptions; beta: number };
 }
 
 /**
@@ -135,9 +131,6 @@ export async function simulateDiloco(c: RunContext): Promise<DilocoRun> {
   );
   const bits = BITS_FOR_COMPRESSION[spec.compression.format];
   const { blockSize } = spec.compression;
-  const residuals: Float32Array[] = ids.map(() =>
-    new Float32Array(c.sparse ? checkpointLength(spec) : 0)
-  );
   const run: DilocoRun = {
     valLoss: [],
     tokens: [],
@@ -166,21 +159,15 @@ export async function simulateDiloco(c: RunContext): Promise<DilocoRun> {
         });
         lossSum += result.loss;
         tokens += result.tokens;
-        const delta = pseudoGradient(checkpoint.params, result.params);
-        let sent: Float32Array;
-        if (c.sparse) {
-          const step = feedbackStep(
-            residuals[k],
-            delta,
-            c.sparse.beta,
-            c.sparse.options,
-          );
-          residuals[k] = step.residual;
-          sent = densify(step.sent);
-        } else {
-          sent = dequantize(quantize(delta, { bits, blockSize }));
-        }
-        deltas.push({ peer: ids[k], tokens: result.tokens, delta: sent });
+        const quantized = quantize(
+          pseudoGradient(checkpoint.params, result.params),
+          { bits, blockSize },
+        );
+        deltas.push({
+          peer: ids[k],
+          tokens: result.tokens,
+          delta: dequantize(quantized),
+        });
       }
       const parentCid = cidToString(
         await cidForBytes(encodeRoundCheckpoint(checkpoint)),
@@ -205,10 +192,6 @@ export async function simulateDiloco(c: RunContext): Promise<DilocoRun> {
   } finally {
     for (const t of trainers) t.dispose();
   }
-}
-
-function checkpointLength(spec: JobSpec): number {
-  return genesisOf(spec).params.length;
 }
 
 async function trainOne(

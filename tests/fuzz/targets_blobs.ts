@@ -163,7 +163,7 @@ const deltaBlob: FuzzTarget = {
   about: "delta blobs: context and quantized delta (protocol/delta_blob.ts)",
   seeds: () =>
     Promise.resolve(
-      (["int8", "int4", "none"] as const).map((format) =>
+      (["int8", "int4", "sign", "none"] as const).map((format) =>
         encodeDelta(
           { ...SPEC, compression: { format, blockSize: 64 } },
           CONTEXT,
@@ -177,12 +177,12 @@ const deltaBlob: FuzzTarget = {
 
 const quantized: FuzzTarget = {
   name: "quantized",
-  about: "ZQD1 quantized containers, int8/int4/raw (protocol/quantize.ts)",
+  about: "ZQD1 quantized containers, int8/int4/sign/raw (protocol/quantize.ts)",
   seeds: () =>
     Promise.resolve(
-      ([[8, 64], [4, 256], [4, 7], [32, 0]] as const).map(([bits, blockSize]) =>
-        encodeQuantized(quantize(noise(N, bits), { bits, blockSize }))
-      ),
+      ([[8, 64], [4, 256], [4, 7], [1, 128], [1, 5], [32, 0]] as const).map((
+        [bits, blockSize],
+      ) => encodeQuantized(quantize(noise(N, bits), { bits, blockSize }))),
     ),
   run(input) {
     const q = decodeQuantized(input, { maxElements: 4 * N });
