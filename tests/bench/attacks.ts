@@ -15,7 +15,8 @@ import {
   type AggregationRuleName,
   DEFAULT_AGGREGATION,
 } from "../../protocol/aggregation_rule.ts";
-import type { JobSpec } from "../../protocol/job_spec.ts";
+import { DEFAULT_COMPRESSION, type JobSpec } from "../../protocol/job_spec.ts";
+import { type Compression, COMPRESSIONS } from "../../protocol/quantize.ts";
 import { benchSpec } from "../_job_cluster.ts";
 import { type AttackRunResult, runAttack } from "../attack/attack_run.ts";
 import {
@@ -23,7 +24,13 @@ import {
   ATTACKS,
   SLASHED_ATTACKS,
 } from "../attack/behaviours.ts";
-import { type Bench, formatTable, numberFlag, UsageError } from "./_bench.ts";
+import {
+  type Bench,
+  choiceFlag,
+  formatTable,
+  numberFlag,
+  UsageError,
+} from "./_bench.ts";
 
 interface Options {
   peers: number;
@@ -31,6 +38,7 @@ interface Options {
   innerSteps: number;
   model: "default" | "tiny";
   rule: AggregationRuleName;
+  compression: Compression;
   only: AttackName[];
   /** Where the peers' keys live; null for a fresh temp dir. */
   keys: string | null;
@@ -62,6 +70,8 @@ export interface AttacksResult {
   innerSteps: number;
   model: string;
   rule: string;
+  /** The delta format (the job spec's compression). */
+  compression: Compression;
   clean: {
     heldoutLoss: number;
     falsePositives: number;
@@ -91,6 +101,7 @@ function specFor(o: Options, attack: AttackName | null = null): JobSpec {
     // The devnet's deadline: backups take over a refused leader in 15 s.
     roundDeadlineMs: 20_000,
     aggregation: { rule: o.rule },
+    compression: { format: o.compression },
     ...(slashed ? { minPeers: o.peers - 1 } : {}),
   });
 }
@@ -129,6 +140,10 @@ const bench: Bench<Options, AttacksResult> = {
     rule: {
       default: DEFAULT_AGGREGATION.rule,
       help: `aggregation rule: ${AGGREGATION_RULES.join(", ")}`,
+    },
+    compression: {
+      default: DEFAULT_COMPRESSION,
+      help: `delta format: ${COMPRESSIONS.join(", ")}`,
     },
     keys: {
       default: "",
@@ -174,6 +189,7 @@ const bench: Bench<Options, AttacksResult> = {
       }),
       model: flags.model,
       rule: flags.rule as AggregationRuleName,
+      compression: choiceFlag(flags, "compression", COMPRESSIONS),
       only: only as AttackName[],
       keys: flags.keys === "" ? null : flags.keys,
     };
@@ -209,6 +225,7 @@ const bench: Bench<Options, AttacksResult> = {
         innerSteps: o.innerSteps,
         model: o.model,
         rule: JSON.stringify(spec.aggregation),
+        compression: spec.compression.format,
         clean: {
           heldoutLoss: clean.heldoutLoss,
           falsePositives: clean.falsePositives.length,
@@ -228,7 +245,7 @@ const bench: Bench<Options, AttacksResult> = {
   },
   table(r) {
     return [
-      `${r.peers} peers x ${r.rounds} rounds x ${r.innerSteps} steps (${r.model} model), rule ${r.rule}`,
+      `${r.peers} peers x ${r.rounds} rounds x ${r.innerSteps} steps (${r.model} model, ${r.compression} deltas), rule ${r.rule}`,
       `clean run: held-out loss ${
         r.clean.heldoutLoss.toFixed(4)
       }, audits ${r.clean.audits.passed} passed / ${r.clean.audits.failed} failed, audit overhead ${
