@@ -27,7 +27,16 @@
  *   for all of them. A delta of fewer steps averages out less of its
  *   batches' noise, so its cosine falls about as √share does; a speck of
  *   noise claiming a small share earns that share of the weight and the
- *   credit, and an audit still replays it.
+ *   credit, and an audit still replays it. The median and the bar are
+ *   taken over distinct deltas: of deltas that are copies of one another
+ *   (cosine at least {@linkcode COPY_COSINE}, which no two peers' training
+ *   comes near) only the first by peer id counts, and with fewer than
+ *   SCREEN_MIN_PEERS distinct deltas nothing is misaligned. Otherwise one
+ *   peer announcing another's delta, exactly or with a little noise, makes
+ *   that delta the median and its cosine of 1 the bar's reference, and an
+ *   honest third peer whose delta agrees less (a sign delta's cosines are
+ *   about half an int4 delta's) is screened out; the copy itself fails its
+ *   audit.
  *
  * The leader and every verifier screen the same set of deltas, so they
  * reach the same verdicts bit for bit: norms, medians and cosines are
@@ -58,6 +67,13 @@ export const SCREEN_MIN_PEERS = 3;
 
 /** How far from the median norm a delta may be, as a factor either way. */
 export const SCREEN_RATIO = 10;
+
+/**
+ * Two deltas whose cosine is at least this are taken for copies of one
+ * another: honest peers' deltas, trained on different batches, measured
+ * 0.85-0.94 at most.
+ */
+export const COPY_COSINE = 0.999;
 
 /** A delta to screen, named by its peer. */
 export interface ScreenInput {
@@ -125,27 +141,61 @@ export function screenDeltas(inputs: readonly ScreenInput[]): Exclusion[] {
       return false;
     });
   }
-  if (kept.length >= SCREEN_MIN_PEERS) {
+  const distinct = distinctDeltas(kept);
+  if (distinct.length >= SCREEN_MIN_PEERS) {
     const center = coordinateMedian(
-      kept.map(({ delta, share }) =>
+      distinct.map(({ delta, share }) =>
         share === 1 ? delta : Float32Array.from(delta, (v) => v / share)
       ),
     );
     let centerNorm = 0;
     for (let j = 0; j < center.length; j++) centerNorm += center[j] ** 2;
-    const cosines = kept.map(({ delta, norm }) => {
-      let dot = 0;
-      for (let j = 0; j < delta.length; j++) dot += delta[j] * center[j];
-      return centerNorm === 0 ? 0 : dot / (norm * Math.sqrt(centerNorm));
-    });
-    const bar = Math.max(0, medianOf(cosines)) / 2;
-    kept.forEach(({ peer, share }, i) => {
-      if (cosines[i] < bar * Math.sqrt(share) || cosines[i] < 0) {
+    const cosineOf = new Map(kept.map(({ peer, delta, norm }) => {
+      const dot = dotProduct(delta, center);
+      return [
+        peer,
+        centerNorm === 0 ? 0 : dot / (norm * Math.sqrt(centerNorm)),
+      ];
+    }));
+    const bar = Math.max(
+      0,
+      medianOf(distinct.map((d) => cosineOf.get(d.peer)!)),
+    ) / 2;
+    for (const { peer, share } of kept) {
+      const cosine = cosineOf.get(peer)!;
+      if (cosine < bar * Math.sqrt(share) || cosine < 0) {
         excluded.push({ peer, reason: "misaligned" });
       }
-    });
+    }
   }
   return excluded.sort((a, b) => comparePeerIds(a.peer, b.peer));
+}
+
+/**
+ * `deltas` less copies (see {@linkcode COPY_COSINE}): in peer-id order,
+ * each delta unless it is a copy of one already taken, so every host keeps
+ * the same ones whatever the order the deltas came in.
+ */
+function distinctDeltas<
+  T extends { peer: string; delta: Float32Array; norm: number },
+>(
+  deltas: readonly T[],
+): T[] {
+  const taken: T[] = [];
+  for (const d of deltas.toSorted((a, b) => comparePeerIds(a.peer, b.peer))) {
+    const copy = taken.some((t) =>
+      dotProduct(d.delta, t.delta) >= COPY_COSINE * d.norm * t.norm
+    );
+    if (!copy) taken.push(d);
+  }
+  return taken;
+}
+
+/** Σ a[j]·b[j] in float64, in index order. */
+function dotProduct(a: ArrayLike<number>, b: ArrayLike<number>): number {
+  let dot = 0;
+  for (let j = 0; j < a.length; j++) dot += a[j] * b[j];
+  return dot;
 }
 
 /** The median of a non-empty list (midpoint of the middle two if even). */

@@ -1,6 +1,7 @@
 import { deepStrictEqual } from "node:assert";
 import { Rng } from "../kernels/data/rng.ts";
 import { partitionDeltas, SCREEN_RATIO, screenDeltas } from "./delta_screen.ts";
+import { dequantize, quantize } from "./quantize.ts";
 
 function honest(rng: Rng, n: number, length = 64): Float32Array[] {
   const common = Array.from({ length }, () => rng.normal());
@@ -155,4 +156,33 @@ Deno.test("a slow peer's delta of a small share passes when its share is given, 
     }
     deepStrictEqual(threw, true);
   }
+});
+
+Deno.test("a peer's delta copied by another, exactly or with noise, is counted once: an honest third peer that agrees less is not screened out", () => {
+  const rng = new Rng("screen-copy");
+  const common = Array.from({ length: 4096 }, () => rng.normal());
+  // Sign deltas of honest peers whose cosine is about 0.5.
+  const signs = (x: Float32Array) =>
+    dequantize(quantize(x, { bits: 1, blockSize: 256 }));
+  const [a, b] = Array.from(
+    { length: 2 },
+    () => signs(Float32Array.from(common, (v) => v + rng.normal())),
+  );
+  const noisy = Float32Array.from(a, (v) => v * (1 + 1e-3 * rng.normal()));
+  for (const copy of [a, noisy]) {
+    const inputs = [
+      { peer: "p0", delta: a },
+      { peer: "p1", delta: copy },
+      { peer: "p2", delta: b },
+    ];
+    deepStrictEqual(screenDeltas(inputs), []);
+    deepStrictEqual(screenDeltas(inputs.toReversed()), []);
+  }
+  // Copies do not hide what is misaligned among the distinct deltas.
+  const c = signs(Float32Array.from(common, (v) => v + rng.normal()));
+  const flipped = Float32Array.from(b, (v) => -v);
+  deepStrictEqual(
+    screenDeltas(peers([a, a, c, b, flipped])),
+    [{ peer: "p4", reason: "misaligned" }],
+  );
 });
