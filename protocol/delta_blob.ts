@@ -25,7 +25,8 @@ import { ProtocolError } from "./errors.ts";
 import { canonicalJson } from "./canonical_json.ts";
 import { decodeDelta } from "./round_update.ts";
 import type { JobSpec } from "./job_spec.ts";
-import { BITS_FOR_COMPRESSION, encodeQuantized, quantize } from "./quantize.ts";
+import { BITS_FOR_COMPRESSION, quantize } from "./quantize.ts";
+import { encodeQuantized } from "./quantized_container.ts";
 
 /** The four ASCII bytes every delta blob starts with. */
 export const DELTA_BLOB_MAGIC = "ZDB1";

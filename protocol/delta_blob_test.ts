@@ -4,7 +4,8 @@ import {
   DeltaContextError,
   encodeDeltaBlob,
 } from "./delta_blob.ts";
-import { encodeQuantized, quantize, QuantizeFormatError } from "./quantize.ts";
+import { quantize } from "./quantize.ts";
+import { encodeQuantized, QuantizeFormatError } from "./quantized_container.ts";
 
 const CONTEXT = {
   job: "bafkreigh2akiscaildcqabsyg3dfr6chu3fgpregiymsck7e7aqa4s52zy",

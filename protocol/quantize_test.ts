@@ -2,15 +2,17 @@ import { deepStrictEqual, ok, strictEqual, throws } from "node:assert";
 import { Rng } from "../kernels/data/rng.ts";
 import {
   BITS_FOR_COMPRESSION,
-  decodeQuantized,
   dequantize,
+  quantize,
+  type QuantizedDelta,
+} from "./quantize.ts";
+import {
+  decodeQuantized,
   encodedByteLength,
   encodeQuantized,
-  quantize,
   QUANTIZED_HEADER_BYTES,
-  type QuantizedDelta,
   QuantizeFormatError,
-} from "./quantize.ts";
+} from "./quantized_container.ts";
 
 /** Normal samples with a different magnitude per block-ish region. */
 function randomDelta(n: number, seed: number): Float32Array {

@@ -21,7 +21,8 @@ import { cidToString, parseCid } from "./cid.ts";
 import { creditedTokens } from "./contribution.ts";
 import type { JobSpec } from "./job_spec.ts";
 import { outerStep } from "./outer_step.ts";
-import { decodeQuantized, dequantize } from "./quantize.ts";
+import { dequantize } from "./quantize.ts";
+import { decodeQuantized } from "./quantized_container.ts";
 import type { RoundCheckpoint } from "./round_checkpoint.ts";
 
 /** One peer's dequantized pseudo-gradient and the tokens it announced. */

@@ -10,7 +10,8 @@ import {
   type JobSpecOverrides,
   maxTokensPerRound,
 } from "./job_spec.ts";
-import { encodeQuantized, quantize, QuantizeFormatError } from "./quantize.ts";
+import { quantize } from "./quantize.ts";
+import { encodeQuantized, QuantizeFormatError } from "./quantized_container.ts";
 import {
   encodeRoundCheckpoint,
   genesisCheckpoint,

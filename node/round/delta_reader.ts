@@ -12,10 +12,8 @@ import {
 } from "../../protocol/delta_blob.ts";
 import type { JobSpec } from "../../protocol/job_spec.ts";
 import type { DeltaAnnounce } from "../../protocol/messages.ts";
-import {
-  BITS_FOR_COMPRESSION,
-  encodedByteLength,
-} from "../../protocol/quantize.ts";
+import { BITS_FOR_COMPRESSION } from "../../protocol/quantize.ts";
+import { encodedByteLength } from "../../protocol/quantized_container.ts";
 import { comparePeerIds } from "../../protocol/peer_table.ts";
 import type { RoundState } from "../../protocol/round_state.ts";
 import { collectMs } from "../../protocol/round_timing.ts";

@@ -23,8 +23,8 @@ import {
   BITS_FOR_COMPRESSION,
   COMPRESSIONS,
   DEFAULT_BLOCK_SIZE,
-  encodedByteLength,
 } from "../../protocol/quantize.ts";
+import { encodedByteLength } from "../../protocol/quantized_container.ts";
 import { formatBytes } from "../../node/format_bytes.ts";
 import { BENCH_MODELS, type BenchModel, benchSpec } from "../_job_cluster.ts";
 import { CORPUS_CACHE } from "../_corpus.ts";

@@ -40,11 +40,11 @@ import {
   decodeManifest as decodeRoundManifest,
   encodeManifest as encodeRoundManifest,
 } from "../../protocol/manifest_codec.ts";
+import { quantize } from "../../protocol/quantize.ts";
 import {
   decodeQuantized,
   encodeQuantized,
-  quantize,
-} from "../../protocol/quantize.ts";
+} from "../../protocol/quantized_container.ts";
 import {
   decodeRoundCheckpoint,
   encodeRoundCheckpoint,
