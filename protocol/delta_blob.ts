@@ -71,7 +71,8 @@ const FIELDS = ["job", "parent", "peer", "round"] as const;
  * ```ts
  * import assert from "node:assert/strict";
  * import { decodeDeltaBlob, encodeDeltaBlob } from "./delta_blob.ts";
- * import { encodeQuantized, quantize } from "./quantize.ts";
+ * import { quantize } from "./quantize.ts";
+ * import { encodeQuantized } from "./quantized_container.ts";
  *
  * const context = { job: "job", round: 3, parent: "bafyparent", peer: "12D3KooWabc" };
  * const zqd = encodeQuantized(quantize(new Float32Array([1, -1]), { bits: 8 }));

@@ -131,7 +131,8 @@ export function nextCheckpoint(args: NextCheckpointArgs): RoundCheckpoint {
  * ```ts
  * import assert from "node:assert/strict";
  * import { decodeDelta } from "./round_update.ts";
- * import { encodeQuantized, quantize } from "./quantize.ts";
+ * import { quantize } from "./quantize.ts";
+ * import { encodeQuantized } from "./quantized_container.ts";
  *
  * const bytes = encodeQuantized(quantize(new Float32Array([1, -1]), { bits: 8 }));
  * assert(decodeDelta(bytes, 2)[1] === -1);
