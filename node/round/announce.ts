@@ -5,6 +5,7 @@
  *
  * @module
  */
+import { CHUNK_WEIGHT_LEVELS } from "../../protocol/assignment.ts";
 import type { DeltaAnnounce } from "../../protocol/messages.ts";
 import type { RoundEvent } from "../../protocol/round_state.ts";
 import type { RoundBehaviour, UnsignedDelta } from "./behaviour.ts";
@@ -59,8 +60,11 @@ export async function announceDelta(
       { repeat: true },
     );
   }
+  const weight = d.weight < CHUNK_WEIGHT_LEVELS
+    ? ` (data weight ${d.weight}/${CHUNK_WEIGHT_LEVELS})`
+    : "";
   o.log(
-    `round ${d.round}: trained ${d.steps} steps on ${d.chunks} chunk(s), loss ${
+    `round ${d.round}: trained ${d.steps} steps on ${d.chunks} chunk(s)${weight}, loss ${
       d.loss.toFixed(3)
     }, delta ${msg.delta} (${d.bytes} bytes)`,
   );

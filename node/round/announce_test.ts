@@ -17,6 +17,7 @@ const TRAINED: TrainedDelta = {
   loss: 2.5,
   steps: 20,
   chunks: 2,
+  weight: 4,
   work: "bafkreiwork",
   data: `0x${"ab".repeat(32)}`,
   trajectory: `0x${"cd".repeat(32)}`,
@@ -66,7 +67,7 @@ Deno.test("announceDelta publishes the delta for repeats, then tells the machine
   assert.deepEqual(gossip.sent, [msg]);
   assert.deepEqual(recorded, [msg]);
   assert.deepEqual(events, [{ type: "trained", delta: msg }]);
-  assert.match(lines[0], /^round 3: trained 20 steps on 2 chunk\(s\)/);
+  assert.match(lines[0], /^round 3: trained 20 steps on 2 chunk\(s\), loss/);
   gossip.sent.length = 0;
   await publisher.reannounce(3);
   assert.deepEqual(gossip.sent, [msg]);
@@ -99,4 +100,21 @@ Deno.test("announceDelta signs and publishes the behaviour's further announcemen
   gossip.sent.length = 0;
   await publisher.reannounce(3);
   assert.equal(gossip.sent.length, 2);
+});
+
+Deno.test("announceDelta logs a data weight cut to the peer's speed", async () => {
+  const lines: string[] = [];
+  await announceDelta({
+    publisher: publisherOn(new MemoryGossip()),
+    behaviour: HONEST,
+    account: TEST_ADDRESS,
+    record: () => Promise.resolve(),
+    sign: () => Promise.resolve("0x0c"),
+    feed: () => {},
+    log: (l) => lines.push(l),
+  }, { ...TRAINED, steps: 5, weight: 1 });
+  assert.match(
+    lines[0],
+    /^round 3: trained 5 steps on 2 chunk\(s\) \(data weight 1\/4\), loss/,
+  );
 });

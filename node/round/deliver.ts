@@ -4,6 +4,7 @@
  *
  * @module
  */
+import { CHUNK_WEIGHT_LEVELS } from "../../protocol/assignment.ts";
 import { encodeDelta } from "../../protocol/delta_blob.ts";
 import { pseudoGradient } from "../../protocol/pseudo_gradient.ts";
 import {
@@ -28,6 +29,11 @@ export interface TrainedDelta {
   loss: number;
   steps: number;
   chunks: number;
+  /**
+   * Its own chunk weight (protocol/assignment.ts): below
+   * `CHUNK_WEIGHT_LEVELS` when its share of the data was cut to its speed.
+   */
+  weight: number;
   /** CID of the work record: state CIDs and assignment peers. */
   work: string;
   /** The work commitment's `data` and `trajectory`. */
@@ -111,6 +117,7 @@ export async function deliverDelta(
     loss: result.loss,
     steps: result.steps,
     chunks: result.chunks,
+    weight: result.weights[o.peerId] ?? CHUNK_WEIGHT_LEVELS,
     work: await o.store(encodeWorkRecord(work)),
     data: dataHash(o.jobId, round, o.peerId, work),
     trajectory: trajectoryRoot(work.states),
