@@ -1,7 +1,8 @@
 /**
  * `deno task bundle`: one runnable JavaScript file (default
  * `dist/zoo-node.js`) that needs nothing beside it, the WASM kernels and
- * their worker included, so it trains as a checkout does.
+ * their worker included, so it trains as a checkout does. The benches
+ * bundle the same way (tests/bench/build_bundle.ts).
  *
  * Three `deno bundle` runs: first the kernel worker and the compute thread's
  * worker alone (each starts from a blob URL, see `kernels/wasm/embedded.ts`
@@ -19,8 +20,24 @@ import { parseArgs } from "node:util";
 
 const ROOT = new URL("../", import.meta.url);
 
-/** Bundles the CLI with its kernels into `out`. */
-export async function buildBundle(out: string): Promise<void> {
+/**
+ * What a bundle's entry runs: `fn` exported by `module` (a path from the
+ * checkout's root), called with the command line's arguments and resolving
+ * with the exit status.
+ */
+export interface BundleMain {
+  module: string;
+  fn: string;
+}
+
+/** The CLI, the default of {@linkcode buildBundle}. */
+const CLI_MAIN: BundleMain = { module: "node/cli/run.ts", fn: "runCli" };
+
+/** Bundles `main` (default: the CLI) with its kernels into `out`. */
+export async function buildBundle(
+  out: string,
+  main: BundleMain = CLI_MAIN,
+): Promise<void> {
   const tmp = await Deno.makeTempDir({ prefix: "zoo-bundle-build-" });
   try {
     const worker = `${tmp}/kernel_worker.js`;
@@ -40,7 +57,7 @@ export async function buildBundle(out: string): Promise<void> {
     await Deno.writeTextFile(
       entry,
       `import { embedKernels } from ${at("kernels/wasm/embedded.ts")};
-import { runCli } from ${at("node/cli/run.ts")};
+import { ${main.fn} as main } from ${at(main.module)};
 import { embedComputeThread } from ${at("node/train/compute_thread.ts")};
 import relaxed from ${
         at("wasm/zoo_kernels_relaxed.wasm")
@@ -58,7 +75,7 @@ import computeThreadSource from ${
 embedKernels({ modules: { relaxed, simd128 }, workerSource });
 embedComputeThread(computeThreadSource);
 // As main.ts: libp2p leaves a BroadcastChannel open, so exit explicitly.
-if (import.meta.main) Deno.exit(await runCli(Deno.args));
+if (import.meta.main) Deno.exit(await main(Deno.args));
 `,
     );
     await denoBundle(["--unstable-raw-imports", "-o", out, entry]);

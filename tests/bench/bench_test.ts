@@ -4,6 +4,7 @@ import { gpuTest } from "../../kernels/webgpu/_test_gpu.ts";
 import { wanLabMissing } from "../wan/lab.ts";
 import { KILL_STAGES } from "./chaos.ts";
 import { runScript } from "../_cli.ts";
+import { buildBenchBundle } from "./build_bundle.ts";
 
 const MAIN = fileURLToPath(new URL("./main.ts", import.meta.url));
 const ROOT = fileURLToPath(new URL("../../", import.meta.url));
@@ -393,6 +394,40 @@ Deno.test("bench quality --json trains DiLoCo, data-parallel and alone on equal 
     quality.reductionVsDdp,
     (10 * 4 * 21_984 * 4 / 3) / quality.deltaBytes,
   );
+});
+
+Deno.test("the bench bundle, alone in an empty dir, runs bench quality on two threads of the packed WASM kernels", async () => {
+  const dir = await Deno.makeTempDir({ prefix: "zoo-bench-bundle-" });
+  try {
+    await buildBenchBundle(`${dir}/bench.js`);
+    const { code, stdout, stderr } = await runScript(`${dir}/bench.js`, [
+      "quality",
+      "--json",
+      "--model",
+      "tiny",
+      "--peers",
+      "2",
+      "--rounds",
+      "1",
+      "--inner-steps",
+      "4",
+      "--eval-batches",
+      "2",
+      "--alone",
+      "false",
+      "--threads",
+      "2",
+    ], { cwd: dir });
+    assert.equal(code, 0, stderr);
+    const { quality } = JSON.parse(stdout);
+    assert.match(quality.compute, /^wasm-\w+ \(2 threads\)$/);
+    for (const run of ["diloco", "ddp"]) {
+      assert.equal(quality[run].valLoss.length, 1, run);
+      assert.ok(quality[run].valLoss[0] < 5.6, run);
+    }
+  } finally {
+    await Deno.remove(dir, { recursive: true });
+  }
 });
 
 Deno.test("bench quality --optimizer adamw trains every run with AdamW alone and reports it", async () => {
