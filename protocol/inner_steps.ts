@@ -232,7 +232,8 @@ export const EARLY_STOP_FROM = 0.25;
  *
  * At least `share` steps: a peer whose own share was sized smaller (its
  * measured speed said it was slower) finishing first says this peer's
- * share was right and its own too small, not that this one is late.
+ * share was right and its own too small, not that this one is late. Only
+ * deltas of `round` count.
  */
 export function othersDone(
   state: Pick<RoundState, "round" | "live" | "deltas">,
@@ -244,9 +245,12 @@ export function othersDone(
 ): boolean {
   if (state.round !== round || taken < share * EARLY_STOP_FROM) return false;
   const others = state.live.filter((p) => p !== self);
+  // A machine syncing to a round just committed is already at that round
+  // but still holds the deltas of the one before it.
   const done = others.filter((p) => {
     const d = state.deltas.get(p);
-    return d !== undefined && claimedSteps(shape, d.tokens) >= share;
+    return d !== undefined && d.round === round &&
+      claimedSteps(shape, d.tokens) >= share;
   }).length;
   return others.length > 0 && done > others.length / 2;
 }

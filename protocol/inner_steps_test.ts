@@ -87,11 +87,13 @@ Deno.test("chunkWeights lists the peers below a full share by their quarter step
 
 Deno.test("othersDone: a round ends early once more than half the other live members did this peer's share, and not before a quarter of it", () => {
   const shape = { innerSteps: 100, batchSize: 1, contextLength: 1 };
-  const state = (done: [string, number][], round = 3) => ({
+  const state = (done: [string, number][], round = 3, of = round) => ({
     round,
     live: ["A", "B", "C", "D"],
     deltas: new Map(
-      done.map(([p, steps]) => [p, ({ tokens: steps }) as DeltaAnnounce]),
+      done.map((
+        [p, steps],
+      ) => [p, ({ round: of, tokens: steps }) as DeltaAnnounce]),
     ),
   });
   const stop = (s: ReturnType<typeof state>, taken: number, share = 100) =>
@@ -109,6 +111,11 @@ Deno.test("othersDone: a round ends early once more than half the other live mem
   assert.equal(stop(state([["B", 60], ["C", 80]]), 50, 60), true);
   // Deltas of another round say nothing of this one.
   assert.equal(stop(state([["B", 100], ["C", 100]], 2), 99), false);
+  // Nor do those of the round before, still held by a machine syncing to
+  // this one (at its round already, as when round 2's commit reaches a peer
+  // training round 3 early): in a wan bench run that cut a peer's round to
+  // 29 of 100 steps while the other still trained it.
+  assert.equal(stop(state([["B", 100], ["C", 100]], 3, 2), 99), false);
   // Alone, no one waits for it.
   assert.equal(
     othersDone(
