@@ -59,6 +59,7 @@ function setup(jobSpec = spec, dutyCycle = 1) {
     round: 0,
     live: ["peerA"] as readonly string[],
     deltas: new Map<string, DeltaAnnounce>(),
+    early: [] as { msg: DeltaAnnounce; at: number }[],
   };
   const blocks = new Map<string, Uint8Array>();
   const delivered: TrainedDelta[] = [];
@@ -389,6 +390,35 @@ Deno.test("RoundTraining: a round started early from its previewed checkpoint is
   sameRoundOne(early.delivered, plain.delivered);
 });
 
+Deno.test("RoundTraining: a round started early stops when the others' deltas of that round are in, heard while the machine is still in the round before", async () => {
+  const { c1, early } = await plainAndEarly();
+  early.state.live = ["peerA", "peerB"];
+  early.state.early.push({ msg: announced("peerB", 1, H), at: 0 });
+  const started = early.training.early(1, "bafkreic1", c1);
+  const stop = Math.ceil(H * EARLY_STOP_FROM);
+  await until(() => early.stepsIn(1) >= stop);
+  // Before, it went on to H until the machine entered round 1.
+  await new Promise((r) => setTimeout(r, 200));
+  assert.equal(early.stepsIn(1), stop);
+  early.state.round = 1;
+  await early.training.train(1, "bafkreic1", c1);
+  await started;
+  assert.deepEqual(early.delivered.map((d) => [d.round, d.steps]), [
+    [0, H],
+    [1, stop],
+  ]);
+});
+
+Deno.test("RoundTraining: the deltas of the round before, still held by a machine syncing to this round, do not stop it", async () => {
+  const { training, delivered, state } = setup();
+  await training.train(0, "bafkreic0", genesis);
+  state.live = ["peerA", "peerB"];
+  state.deltas.set("peerB", announced("peerB", 0, H));
+  state.round = 1;
+  await training.train(1, "bafkreic1", genesis);
+  assert.deepEqual(delivered.map((d) => d.steps), [H, H]);
+});
+
 Deno.test("RoundTraining: a round started early from a checkpoint the chain does not commit is trained again from the committed one, as if never started", async () => {
   const { c1, plain, early } = await plainAndEarly();
   const started = early.training.early(1, "bafkreicother", genesis);
@@ -447,17 +477,18 @@ Deno.test("RoundTraining: steps trained ahead and moved onto a preview the chain
   sameRoundOne(early.delivered, plain.delivered);
 });
 
-/** Another peer's announcement of `steps` steps: only its tokens count. */
-const announced = (
-  steps: number,
-  shape: Pick<JobSpec, "batchSize" | "contextLength"> = spec,
-) =>
-  ({ tokens: steps * shape.batchSize * shape.contextLength }) as DeltaAnnounce;
+/** `peer`'s announcement of `steps` steps in `round`: all that counts. */
+const announced = (peer: string, round: number, steps: number) =>
+  ({
+    peer,
+    round,
+    tokens: steps * spec.batchSize * spec.contextLength,
+  }) as DeltaAnnounce;
 
 Deno.test("RoundTraining: a peer stops when the others are done, and its record and tokens say how far it got", async () => {
   const { training, delivered, blocks, state } = setup();
   state.live = ["peerA", "peerB"];
-  state.deltas.set("peerB", announced(H));
+  state.deltas.set("peerB", announced("peerB", 0, H));
   await training.train(0, "bafkreic0", genesis);
   const stopped = Math.ceil(H * EARLY_STOP_FROM);
   assert.equal(delivered[0].steps, stopped);
@@ -480,7 +511,7 @@ Deno.test("RoundTraining: a peer stops when the others are done, and its record 
 Deno.test("RoundTraining: a job of full shares takes H steps even when the others are done", async () => {
   const { training, delivered, state } = setup({ ...spec, shares: "full" });
   state.live = ["peerA", "peerB"];
-  state.deltas.set("peerB", announced(H));
+  state.deltas.set("peerB", announced("peerB", 0, H));
   await training.train(0, "bafkreic0", genesis);
   assert.equal(delivered[0].steps, H);
 });
