@@ -106,19 +106,28 @@ export class RoundTraining {
    * earlier round still training: the chain committed that one without
    * this peer (it was too slow, or late to start), and finishing it would
    * only make the peer late for this one too. A round started early from
-   * the same checkpoint goes on; one started from another is dropped and
-   * the round trained again from the moments it started with.
+   * the same checkpoint goes on if its start stands (see `ShareSteps`);
+   * one started from another, or whose start does not stand, is dropped
+   * and the round trained again from the moments that may stand.
    */
   async train(round: number, parent: string, base: Float32Array) {
     const current = this.#current;
     if (current?.round === round && current.early) {
-      if (current.early.parent === parent) {
+      const same = current.early.parent === parent;
+      // The preview can match the commit with this peer's own delta of
+      // round r − 1 left out of both (screened out): its steps went on
+      // from that round's moments, which no audit accepts unlisted.
+      if (same && this.#share.stands(round, parent, current.early.start)) {
         current.early.committed.resolve();
         return current.done;
       }
       current.abort.abort(
         new Error(
-          `round ${round} starts from ${parent}, not the previewed ${current.early.parent}`,
+          same
+            ? `round ${
+              round - 1
+            }'s delta is not listed by the manifest of ${parent}`
+            : `round ${round} starts from ${parent}, not the previewed ${current.early.parent}`,
         ),
       );
       await current.done;

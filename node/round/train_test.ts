@@ -399,6 +399,21 @@ Deno.test("RoundTraining: the deltas of the round before, still held by a machin
   assert.deepEqual(delivered.map((d) => d.steps), [H, H]);
 });
 
+Deno.test("RoundTraining: a round started early from the checkpoint the chain commits, whose manifest leaves out its round r − 1 delta, is trained again from zero moments", async () => {
+  const { c1, early } = await plainAndEarly();
+  const started = early.training.early(1, "bafkreic1", c1);
+  await until(() => early.stepsIn(1) >= 3);
+  // Its own delta of round 0 was screened out by the preview and the
+  // leader alike: the same C(1), but nothing to go on from.
+  early.listing.value = null;
+  early.state.round = 1;
+  await early.training.train(1, "bafkreic1", c1);
+  await started;
+  assert.deepEqual(early.delivered.map((d) => d.round), [0, 1]);
+  assert.equal(early.record(1).from, "");
+  assert.deepEqual(early.moments(early.record(1).states[0]), ZERO);
+});
+
 Deno.test("RoundTraining: a round started early from a checkpoint the chain does not commit is trained again from the committed one, as if never started", async () => {
   const { c1, plain, early } = await plainAndEarly();
   const started = early.training.early(1, "bafkreicother", genesis);
