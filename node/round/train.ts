@@ -113,20 +113,25 @@ export class RoundTraining {
   async train(round: number, parent: string, base: Float32Array) {
     const current = this.#current;
     if (current?.round === round && current.early) {
+      const { start } = current.early;
       const same = current.early.parent === parent;
       // The preview can match the commit with this peer's own delta of
       // round r − 1 left out of both (screened out): its steps went on
-      // from that round's moments, which no audit accepts unlisted.
-      if (same && this.#share.stands(round, parent, current.early.start)) {
+      // from that round's moments, which no audit accepts unlisted. A
+      // start not yet chosen cannot be judged: it is chosen again below,
+      // no step lost.
+      if (same && start && this.#share.stands(round, parent, start)) {
         current.early.committed.resolve();
         return current.done;
       }
       current.abort.abort(
         new Error(
           same
-            ? `round ${
-              round - 1
-            }'s delta is not listed by the manifest of ${parent}`
+            ? start === null
+              ? `round ${round} was committed before its early start was chosen`
+              : `round ${
+                round - 1
+              }'s delta is not listed by the manifest of ${parent}`
             : `round ${round} starts from ${parent}, not the previewed ${current.early.parent}`,
         ),
       );

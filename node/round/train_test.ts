@@ -414,6 +414,19 @@ Deno.test("RoundTraining: a round started early from the checkpoint the chain co
   assert.deepEqual(early.moments(early.record(1).states[0]), ZERO);
 });
 
+Deno.test("RoundTraining: a round committed before its early start was chosen chooses it again, against the committed manifest", async () => {
+  const { c1, early } = await plainAndEarly();
+  early.listing.value = null;
+  const started = early.training.early(1, "bafkreic1", c1);
+  // The commit comes while the early start still waits for its moments.
+  early.state.round = 1;
+  await early.training.train(1, "bafkreic1", c1);
+  await started;
+  assert.deepEqual(early.delivered.map((d) => d.round), [0, 1]);
+  assert.equal(early.record(1).from, "");
+  assert.deepEqual(early.moments(early.record(1).states[0]), ZERO);
+});
+
 Deno.test("RoundTraining: a round started early from a checkpoint the chain does not commit is trained again from the committed one, as if never started", async () => {
   const { c1, plain, early } = await plainAndEarly();
   const started = early.training.early(1, "bafkreicother", genesis);

@@ -31,6 +31,10 @@ prepare)
   ;;
 run)
   shift
+  if [ ! -f "$DEV/bench.js" ] || [ ! -f "$DEV/deno.xz" ]; then
+    echo "$0 run: no $DEV/bench.js or $DEV/deno.xz: run '$0 prepare' where the network is, and carry $DEV" >&2
+    exit 1
+  fi
   if ! ldconfig -p | grep -q 'libvulkan\.so\.1 '; then
     for deb in "$DEV"/gl/*.deb; do dpkg -x "$deb" /; done
     ldconfig
