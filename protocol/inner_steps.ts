@@ -232,25 +232,31 @@ export const EARLY_STOP_FROM = 0.25;
  *
  * At least `share` steps: a peer whose own share was sized smaller (its
  * measured speed said it was slower) finishing first says this peer's
- * share was right and its own too small, not that this one is late. Only
- * deltas of `round` count.
+ * share was right and its own too small, not that this one is late.
+ *
+ * Only deltas of `round` count, wherever the machine holds them: a peer
+ * trains round r + 1 from its preview while its machine is still in round
+ * r, and then syncs to r + 1 once r is committed, still holding r's
+ * deltas; meanwhile the others' deltas of r + 1 wait among its `early`
+ * ones.
  */
 export function othersDone(
-  state: Pick<RoundState, "round" | "live" | "deltas">,
+  state: Pick<RoundState, "live" | "deltas" | "early">,
   self: string,
   shape: StepShape,
   round: number,
   taken: number,
   share: number,
 ): boolean {
-  if (state.round !== round || taken < share * EARLY_STOP_FROM) return false;
+  if (taken < share * EARLY_STOP_FROM) return false;
   const others = state.live.filter((p) => p !== self);
-  // A machine syncing to a round just committed is already at that round
-  // but still holds the deltas of the one before it.
-  const done = others.filter((p) => {
-    const d = state.deltas.get(p);
-    return d !== undefined && d.round === round &&
-      claimedSteps(shape, d.tokens) >= share;
-  }).length;
+  const done = new Set(
+    [...state.deltas.values(), ...state.early.map((e) => e.msg)]
+      .filter((d) =>
+        d.round === round && others.includes(d.peer) &&
+        claimedSteps(shape, d.tokens) >= share
+      )
+      .map((d) => d.peer),
+  ).size;
   return others.length > 0 && done > others.length / 2;
 }

@@ -87,14 +87,20 @@ Deno.test("chunkWeights lists the peers below a full share by their quarter step
 
 Deno.test("othersDone: a round ends early once more than half the other live members did this peer's share, and not before a quarter of it", () => {
   const shape = { innerSteps: 100, batchSize: 1, contextLength: 1 };
-  const state = (done: [string, number][], round = 3, of = round) => ({
-    round,
+  const announce = (peer: string, steps: number, round: number) =>
+    ({ peer, round, tokens: steps }) as DeltaAnnounce;
+  // The machine's deltas (of round `of`) and the next round's held early.
+  const state = (
+    done: [string, number][],
+    of = 3,
+    early: [string, number][] = [],
+  ) => ({
     live: ["A", "B", "C", "D"],
-    deltas: new Map(
-      done.map((
-        [p, steps],
-      ) => [p, ({ round: of, tokens: steps }) as DeltaAnnounce]),
-    ),
+    deltas: new Map(done.map(([p, steps]) => [p, announce(p, steps, of)])),
+    early: early.map(([p, steps]) => ({
+      msg: announce(p, steps, of + 1),
+      at: 0,
+    })),
   });
   const stop = (s: ReturnType<typeof state>, taken: number, share = 100) =>
     othersDone(s, "A", shape, 3, taken, share);
@@ -109,17 +115,27 @@ Deno.test("othersDone: a round ends early once more than half the other live mem
   assert.equal(stop(state([["B", 60], ["C", 80]]), 90), false);
   // ...unless they did as much as it was given.
   assert.equal(stop(state([["B", 60], ["C", 80]]), 50, 60), true);
-  // Deltas of another round say nothing of this one.
+  // Deltas of another round say nothing of this one: those of the round
+  // before, still held by a machine syncing to this one once that round is
+  // committed, cut a peer's round to 29 of 100 steps in a wan bench run
+  // while the other still trained it.
   assert.equal(stop(state([["B", 100], ["C", 100]], 2), 99), false);
-  // Nor do those of the round before, still held by a machine syncing to
-  // this one (at its round already, as when round 2's commit reaches a peer
-  // training round 3 early): in a wan bench run that cut a peer's round to
-  // 29 of 100 steps while the other still trained it.
-  assert.equal(stop(state([["B", 100], ["C", 100]], 3, 2), 99), false);
+  // This round's deltas heard while the machine is still in the round
+  // before (this peer trains ahead from its preview) or syncing count.
+  assert.equal(stop(state([], 2, [["B", 100], ["C", 100]]), 30), true);
+  assert.equal(
+    stop(state([["B", 100], ["C", 100]], 2, [["B", 100]]), 30),
+    false,
+  );
+  assert.equal(stop(state([["C", 100]], 3, [["B", 100]]), 30), false);
+  assert.equal(
+    stop(state([["C", 100]], 2, [["B", 100], ["D", 100]]), 30),
+    true,
+  );
   // Alone, no one waits for it.
   assert.equal(
     othersDone(
-      { round: 3, live: ["A"], deltas: new Map() },
+      { live: ["A"], deltas: new Map(), early: [] },
       "A",
       shape,
       3,

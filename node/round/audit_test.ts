@@ -94,7 +94,7 @@ async function trainedRound(
     spec: job,
     trainer,
     ledger,
-    state: () => ({ round, live, deltas: new Map() }),
+    state: () => ({ round, live, deltas: new Map(), early: [] }),
     throughput: () => round === 0 ? 0 : own * slower,
     progress: (p) => own = p.throughput ?? own,
     store: (b) => put(blocks, b),

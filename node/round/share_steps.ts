@@ -44,10 +44,10 @@ export interface ShareStepsOptions {
   /** Where step losses and training time are counted. */
   ledger: Pick<RoundLedger, "steps" | "noteTraining">;
   /**
-   * The machine's current state: its round, live peers and the deltas
-   * announced in it.
+   * The machine's current state: its round, live peers, the deltas
+   * announced in it and those of the next round heard meanwhile.
    */
-  state: () => Pick<RoundState, "round" | "live" | "deltas">;
+  state: () => Pick<RoundState, "round" | "live" | "deltas" | "early">;
   /**
    * The training throughput (tokens per second) `peer` last reported in a
    * heartbeat; 0 when unknown. Sizes this peer's share of a round.

@@ -59,6 +59,7 @@ function setup(jobSpec = spec, dutyCycle = 1) {
     round: 0,
     live: ["peerA"] as readonly string[],
     deltas: new Map<string, DeltaAnnounce>(),
+    early: [] as { msg: DeltaAnnounce; at: number }[],
   };
   const blocks = new Map<string, Uint8Array>();
   const delivered: TrainedDelta[] = [];
@@ -387,6 +388,25 @@ Deno.test("RoundTraining: a round started early from its previewed checkpoint is
   await early.training.train(1, "bafkreic1", c1);
   await started;
   sameRoundOne(early.delivered, plain.delivered);
+});
+
+Deno.test("RoundTraining: a round started early stops when the others' deltas of that round are in, heard while the machine is still in the round before", async () => {
+  const { c1, early } = await plainAndEarly();
+  early.state.live = ["peerA", "peerB"];
+  early.state.early.push({ msg: announced("peerB", 1, H), at: 0 });
+  const started = early.training.early(1, "bafkreic1", c1);
+  const stop = Math.ceil(H * EARLY_STOP_FROM);
+  await until(() => early.stepsIn(1) >= stop);
+  // Before, it went on to H until the machine entered round 1.
+  await new Promise((r) => setTimeout(r, 200));
+  assert.equal(early.stepsIn(1), stop);
+  early.state.round = 1;
+  await early.training.train(1, "bafkreic1", c1);
+  await started;
+  assert.deepEqual(early.delivered.map((d) => [d.round, d.steps]), [
+    [0, H],
+    [1, stop],
+  ]);
 });
 
 Deno.test("RoundTraining: the deltas of the round before, still held by a machine syncing to this round, do not stop it", async () => {
