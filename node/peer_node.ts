@@ -14,6 +14,7 @@ import { parseCid } from "../protocol/cid.ts";
 import type { Heartbeat } from "../protocol/messages.ts";
 import type { FetchOptions, FetchReport } from "./p2p/blob_pull.ts";
 import { BlobService } from "./p2p/blob_service.ts";
+import { DeltaWaits } from "./p2p/delta_wait.ts";
 import { GossipService } from "./p2p/gossip_service.ts";
 import type { Host } from "./p2p/services.ts";
 import type { BlockStorage } from "./store/block_storage.ts";
@@ -53,6 +54,8 @@ export interface PeerNode {
   readonly host: Host;
   readonly store: BlockStorage;
   readonly blobs: BlobService;
+  /** Deltas asked for before they are announced (see `fetchBlob`). */
+  readonly deltaWaits: DeltaWaits;
   readonly gossip: GossipService;
   /** Node status as the HTTP API reports it. */
   status(): NodeStatus;
@@ -62,7 +65,9 @@ export interface PeerNode {
   setJob(job: JobSource | null): void;
   /**
    * Fetches a blob by CID string from `providers`, or from every connected
-   * peer; throws a TypeError for a provider that is not a peer id.
+   * peer; throws a TypeError for a provider that is not a peer id. A
+   * delta that a followed peer sent before announcing it
+   * ({@linkcode DeltaWaits}) is stored from memory instead.
    */
   fetchBlob(
     cid: string,
@@ -87,6 +92,10 @@ export async function assemblePeer(
     maxBlobBytes: parts.maxBlobBytes,
   });
   await blobs.start();
+  const deltaWaits = new DeltaWaits(host, store, {
+    maxBytes: parts.maxBlobBytes,
+  });
+  await deltaWaits.start();
   const gossip = new GossipService(host, {
     job: parts.job,
     heartbeatIntervalMs: options.heartbeatIntervalMs,
@@ -115,14 +124,15 @@ export async function assemblePeer(
     connections: host.getConnections().length,
     drops: { ...gossip.drops },
     blobs: structuredClone(blobs.stats),
+    deltaWaits: structuredClone(deltaWaits.stats),
     bytes: {
       gossip: {
         sent: gossip.traffic.sentBytes,
         received: gossip.traffic.receivedBytes,
       },
       blob: {
-        sent: blobs.stats.servedBytes,
-        received: blobs.stats.fetchedBytes,
+        sent: blobs.stats.servedBytes + deltaWaits.stats.servedBytes,
+        received: blobs.stats.fetchedBytes + deltaWaits.stats.receivedBytes,
       },
     },
     progress: { ...gossip.progress },
@@ -132,10 +142,11 @@ export async function assemblePeer(
     host,
     store,
     blobs,
+    deltaWaits,
     gossip,
     status,
     peers: () => peerSummaries(host, gossip, job, Date.now()),
-    fetchBlob(cid, providers, options) {
+    async fetchBlob(cid, providers, options = {}) {
       const parsed = parseCid(cid);
       const from = providers ?? connectedPeers(host);
       for (const p of from) {
@@ -147,7 +158,21 @@ export async function assemblePeer(
           );
         }
       }
-      return blobs.fetch(parsed, from, options);
+      const early = await deltaWaits.take(cid, options.signal);
+      const size = early?.bytes.byteLength ?? Infinity;
+      if (early && size <= (options.maxBytes ?? Infinity)) {
+        // Checked against the CID on arrival; stored under the same one.
+        await store.put(early.bytes);
+        return {
+          cid,
+          size,
+          bytesFrom: { [early.from]: size },
+          bad: [],
+          failed: {},
+          local: false,
+        };
+      }
+      return await blobs.fetch(parsed, from, options);
     },
     setJob(source) {
       job = source;
@@ -156,6 +181,7 @@ export async function assemblePeer(
       clearInterval(maintain);
       stopMeeting();
       gossip.stop();
+      await deltaWaits.stop();
       await blobs.stop();
       await host.stop();
     },

@@ -8,6 +8,7 @@ import { cidToBytes32 } from "../chain/attestation.ts";
 import type { PeerSummary } from "../node/http/types.ts";
 import { waitFor } from "../node/devnet/local_peer.ts";
 import { callRpc } from "../node/http/rpc_client.ts";
+import { statusOf } from "./_cluster.ts";
 import {
   closedRounds,
   JOB_TEST,
@@ -52,6 +53,13 @@ function threePeersThreeRounds(args: string[]) {
     assert.ok(audits.length >= 2 * 3, JSON.stringify(audits));
     assert.ok(audits.every((a) => a.passed), JSON.stringify(audits));
     assert.ok(audits.every((a) => a.exact), JSON.stringify(audits));
+    // Once its delta of round 0 is out, each peer asks the others for
+    // their next ones ahead: those arrive with their announcements, and
+    // the round's fetch takes them instead of fetching again.
+    const waits = (await Promise.all(peers.map(statusOf)))
+      .map((s) => s.deltaWaits);
+    assert.ok(waits.every((w) => w.taken >= 1), JSON.stringify(waits));
+    assert.ok(waits.every((w) => w.failed === 0), JSON.stringify(waits));
   });
 }
 

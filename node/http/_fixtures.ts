@@ -34,6 +34,15 @@ export const STATUS: NodeStatus = {
     fetched: 1,
     fetchedBytes: 512,
   },
+  deltaWaits: {
+    served: 1,
+    servedBytes: 256,
+    refused: { "bad-request": 0, busy: 0, none: 0 },
+    received: 1,
+    receivedBytes: 256,
+    taken: 1,
+    failed: 0,
+  },
   bytes: {
     gossip: { sent: 300, received: 200 },
     blob: { sent: 1024, received: 512 },

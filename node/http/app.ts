@@ -73,6 +73,10 @@ export interface CreateAppOptions {
  *       fetched: 0, fetchedBytes: 0,
  *       refused: { "bad-request": 0, "not-found": 0, busy: 0, "too-large": 0 },
  *     },
+ *     deltaWaits: {
+ *       served: 0, servedBytes: 0, received: 0, receivedBytes: 0, taken: 0,
+ *       failed: 0, refused: { "bad-request": 0, busy: 0, none: 0 },
+ *     },
  *     bytes: { gossip: { sent: 0, received: 0 }, blob: { sent: 0, received: 0 } },
  *     progress: { round: 0, step: 0, backend: "none", device: "", throughput: 0 },
  *     training: null,

@@ -12,6 +12,7 @@
 import type { JobSpec } from "../../protocol/job_spec.ts";
 import type { FetchReport } from "../p2p/blob_pull.ts";
 import type { BlobStats } from "../p2p/blob_service.ts";
+import type { DeltaWaitStats } from "../p2p/delta_wait.ts";
 import type { Progress } from "../p2p/gossip_service.ts";
 import type { HistogramSnapshot } from "./histogram.ts";
 import type {
@@ -117,6 +118,12 @@ export interface NodeStatus {
   drops: Record<string, number>;
   /** Blob protocol counters: transfers served and fetched, refusals. */
   blobs: BlobStats;
+  /**
+   * Deltas asked for before they were announced
+   * (`/zoo/delta-wait/1.0.0`): served, received and taken by a fetch,
+   * refusals, failures. Their bytes count in `bytes.blob`.
+   */
+  deltaWaits: DeltaWaitStats;
   /** Bytes sent and received, by protocol. */
   bytes: { gossip: ByteCounts; blob: ByteCounts };
   /** What this node's heartbeats report: round, step, backend, tokens/s. */

@@ -20,6 +20,11 @@ export interface AnnounceOptions {
   account: `0x${string}`;
   /** Keeps the signed announcement across restarts, before it is sent. */
   record(msg: DeltaAnnounce): Promise<void>;
+  /**
+   * Serves the delta to the peers that asked for it ahead, just before
+   * the announcement leaves, so its bytes go out first.
+   */
+  offer(msg: DeltaAnnounce): void;
   /** Signs the work commitment of an announcement (see commitments.ts). */
   sign(msg: UnsignedDelta): Promise<`0x${string}`>;
   /** Hands an event back to the machine. */
@@ -53,6 +58,7 @@ export async function announceDelta(
     signature: await o.sign(unsigned),
   };
   await o.record(msg);
+  o.offer(msg);
   await o.publisher.publish(msg, { repeat: true });
   for (const extra of o.behaviour.also(unsigned)) {
     await o.publisher.publish(

@@ -38,6 +38,7 @@ Deno.test("announceDelta publishes the delta for repeats, then tells the machine
   const events: RoundEvent[] = [];
   const lines: string[] = [];
   const recorded: DeltaAnnounce[] = [];
+  const offered: [number, string][] = [];
   await announceDelta({
     publisher,
     behaviour: HONEST,
@@ -47,6 +48,11 @@ Deno.test("announceDelta publishes the delta for repeats, then tells the machine
       assert.equal(gossip.sent.length, 0);
       recorded.push(m);
       return Promise.resolve();
+    },
+    offer: (m) => {
+      // Served to those who asked before the announcement leaves.
+      assert.equal(gossip.sent.length, 0);
+      offered.push([m.round, m.delta]);
     },
     sign: (m) => Promise.resolve(`0x${m.delta.length.toString(16)}` as const),
     feed: (e) => events.push(e),
@@ -66,6 +72,7 @@ Deno.test("announceDelta publishes the delta for repeats, then tells the machine
   };
   assert.deepEqual(gossip.sent, [msg]);
   assert.deepEqual(recorded, [msg]);
+  assert.deepEqual(offered, [[3, "bafkreidelta"]]);
   assert.deepEqual(events, [{ type: "trained", delta: msg }]);
   assert.match(lines[0], /^round 3: trained 20 steps on 2 chunk\(s\), loss/);
   gossip.sent.length = 0;
@@ -86,6 +93,7 @@ Deno.test("announceDelta signs and publishes the behaviour's further announcemen
     },
     account: TEST_ADDRESS,
     record: () => Promise.resolve(),
+    offer: () => {},
     sign: (m) => Promise.resolve(`0x${m.trajectory.slice(2, 4)}` as const),
     feed: (e) => events.push(e),
     log: () => {},
@@ -109,6 +117,7 @@ Deno.test("announceDelta logs a data weight cut to the peer's speed", async () =
     behaviour: HONEST,
     account: TEST_ADDRESS,
     record: () => Promise.resolve(),
+    offer: () => {},
     sign: () => Promise.resolve("0x0c"),
     feed: () => {},
     log: (l) => lines.push(l),

@@ -19,6 +19,21 @@ import type { RoundState } from "../../protocol/round_state.ts";
 import { collectMs } from "../../protocol/round_timing.ts";
 import type { BlobGetter } from "./blob_getter.ts";
 
+/**
+ * The size of this job's encoded delta blobs over `parameterCount`
+ * parameters: what a fetch of one may take.
+ */
+export function deltaBlobMaxBytes(
+  spec: Pick<JobSpec, "compression">,
+  parameterCount: number,
+): number {
+  return MAX_DELTA_BLOB_OVERHEAD +
+    encodedByteLength(parameterCount, {
+      bits: BITS_FOR_COMPRESSION[spec.compression.format],
+      blockSize: spec.compression.blockSize,
+    });
+}
+
 /** Reads the values of announced deltas. */
 export class DeltaReader {
   readonly #blobs: Pick<BlobGetter, "get">;
@@ -36,11 +51,7 @@ export class DeltaReader {
     this.#blobs = blobs;
     this.#parameterCount = parameterCount;
     this.#state = state;
-    this.#maxBytes = MAX_DELTA_BLOB_OVERHEAD +
-      encodedByteLength(parameterCount, {
-        bits: BITS_FOR_COMPRESSION[spec.compression.format],
-        blockSize: spec.compression.blockSize,
-      });
+    this.#maxBytes = deltaBlobMaxBytes(spec, parameterCount);
   }
 
   /**

@@ -341,6 +341,12 @@ function roundServices(
       node.gossip.setProgress(p);
       if (now) node.gossip.publishHeartbeat();
     },
-    servedBytes: () => node.blobs.stats.servedBytes,
+    servedBytes: () =>
+      node.blobs.stats.servedBytes + node.deltaWaits.stats.servedBytes,
+    deltaWaits: {
+      offer: (round, cid) => node.deltaWaits.offer(round, cid),
+      follow: (peers, round, maxBytes) =>
+        node.deltaWaits.follow(peers, round, maxBytes),
+    },
   };
 }

@@ -13,6 +13,7 @@ import type { RoundEvent } from "../../protocol/round_state.ts";
 import { announceDelta } from "./announce.ts";
 import type { RoundBehaviour } from "./behaviour.ts";
 import { signDelta } from "./commitments.ts";
+import { deltaBlobMaxBytes } from "./delta_reader.ts";
 import { OwnDeltas } from "./own_deltas.ts";
 import type { RoundPublisher } from "./publisher.ts";
 import type { RoundServices } from "./services.ts";
@@ -35,7 +36,10 @@ export interface PeerTrainingOptions extends
   spec: JobSpec;
   /** This peer's chain account: credited for, and signing, its deltas. */
   account: LocalAccount;
-  services: Pick<RoundServices, "blocks" | "gossip" | "progress" | "chain">;
+  services: Pick<
+    RoundServices,
+    "blocks" | "gossip" | "progress" | "chain" | "deltaWaits"
+  >;
   publisher: RoundPublisher;
   /** Where the announcements are kept across restarts (null: memory). */
   stateDir: string | null;
@@ -82,17 +86,38 @@ export function peerTraining(o: PeerTrainingOptions): PeerTraining {
     store: async (bytes) => cidToString(await services.blocks.put(bytes)),
     drop: (cid) => services.blocks.delete(parseCid(cid)),
     signal: o.signal,
-    announce: (d) =>
-      announceDelta({
+    announce: async (d) => {
+      await announceDelta({
         publisher,
         behaviour: o.behaviour,
         account: account.address,
         record: (msg) => own.record(msg),
+        offer: (msg) => services.deltaWaits.offer(msg.round, msg.delta),
         sign: (msg) => signDelta(account, services.chain.domain, msg, spec),
         feed: o.feed,
         log: o.log,
-      }, d),
+      }, d);
+      follow(d.round);
+    },
   });
+  const maxBytes = deltaBlobMaxBytes(spec, o.trainer.parameterCount);
+  // Once its own delta is out, a peer waits on the others' of that round
+  // and trains the next: it asks for the deltas not announced yet, and
+  // for every next one, so their bytes come with their announcements.
+  const follow = (round: number) => {
+    const { live, deltas, early } = o.state();
+    const heard = new Set(
+      [...deltas.values(), ...early.map((e) => e.msg)]
+        .filter((m) => m.round === round).map((m) => m.peer),
+    );
+    const others = live.filter((p) => p !== o.peerId);
+    services.deltaWaits.follow(
+      others.filter((p) => !heard.has(p)),
+      round,
+      maxBytes,
+    );
+    services.deltaWaits.follow(others, round + 1, maxBytes);
+  };
   return {
     training,
     train: async (round, parent, base) => {

@@ -95,4 +95,13 @@ export interface RoundServices {
   ): void;
   /** Bytes this peer's blob service has served so far. */
   servedBytes(): number;
+  /**
+   * Deltas asked for before they exist (node/p2p/delta_wait.ts): `offer`
+   * serves this peer's own as it is announced, `follow` asks `peers` for
+   * theirs of `round`, of at most `maxBytes`.
+   */
+  deltaWaits: {
+    offer(round: number, cid: string): void;
+    follow(peers: readonly string[], round: number, maxBytes: number): void;
+  };
 }
