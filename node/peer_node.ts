@@ -158,15 +158,16 @@ export async function assemblePeer(
           );
         }
       }
-      const early = await deltaWaits.take(cid, options.signal);
-      const size = early?.bytes.byteLength ?? Infinity;
-      if (early && size <= (options.maxBytes ?? Infinity)) {
-        // Checked against the CID on arrival; stored under the same one.
-        await store.put(early.bytes);
+      const early = await deltaWaits.keep(
+        cid,
+        options.maxBytes ?? parts.maxBlobBytes,
+        options.signal,
+      );
+      if (early) {
         return {
           cid,
-          size,
-          bytesFrom: { [early.from]: size },
+          size: early.size,
+          bytesFrom: { [early.from]: early.size },
           bad: [],
           failed: {},
           local: false,

@@ -5,9 +5,9 @@
  * arrive with its announcement instead of two round trips after it.
  *
  * What arrives is only held in memory, checked against its CID, until a
- * fetch of that CID takes it ({@linkcode DeltaWaits.take}): nothing a peer
- * sends unasked for reaches the blockstore, and a fetch that finds nothing
- * here fetches as before.
+ * fetch of that CID stores it ({@linkcode DeltaWaits.keep}): nothing a
+ * peer sends unasked for reaches the blockstore, and a fetch that finds
+ * nothing here fetches as before.
  *
  * @module
  */
@@ -59,7 +59,7 @@ export interface DeltaWaitStats {
   refused: Record<DeltaWaitRefusal, number>;
   received: number;
   receivedBytes: number;
-  /** Received deltas a fetch took. */
+  /** Received deltas a fetch stored. */
   taken: number;
   /** Requests that failed either way, bytes not matching the CID included. */
   failed: number;
@@ -73,6 +73,8 @@ interface Arrival {
   from: string;
   /** The checked bytes, or null if the transfer failed. */
   bytes: Promise<Uint8Array | null>;
+  /** Their storing, shared by every fetch of the CID meanwhile. */
+  kept?: Promise<{ from: string; size: number } | null>;
 }
 
 /**
@@ -82,7 +84,7 @@ interface Arrival {
  * ```ts ignore
  * waits.follow(["12D3KooW..."], 4, maxDeltaBytes); // asks for their round 4
  * waits.offer(4, ownDeltaCid); // answers those who asked for ours
- * const early = await waits.take(announcedCid); // their bytes, or null
+ * const early = await waits.keep(announcedCid, maxDeltaBytes); // stored?
  * ```
  */
 export class DeltaWaits {
@@ -96,7 +98,7 @@ export class DeltaWaits {
     failed: 0,
   };
   readonly #host: Host;
-  readonly #store: Pick<BlockStorage, "size" | "readRange">;
+  readonly #store: Pick<BlockStorage, "size" | "readRange" | "put">;
   readonly #o: Required<DeltaWaitOptions>;
   readonly #stop = new AbortController();
   /** This peer's announced delta CIDs by round. */
@@ -112,7 +114,7 @@ export class DeltaWaits {
 
   constructor(
     host: Host,
-    store: Pick<BlockStorage, "size" | "readRange">,
+    store: Pick<BlockStorage, "size" | "readRange" | "put">,
     options: DeltaWaitOptions,
   ) {
     this.#host = host;
@@ -159,7 +161,7 @@ export class DeltaWaits {
 
   /**
    * Asks each of `peers` for its delta of `round`, of at most `maxBytes`,
-   * unless already asked; what arrives waits for {@linkcode take}.
+   * unless already asked; what arrives waits for {@linkcode keep}.
    * Failures are only counted: the announcement's fetch still runs.
    */
   follow(peers: readonly string[], round: number, maxBytes: number): void {
@@ -176,23 +178,32 @@ export class DeltaWaits {
   }
 
   /**
-   * The bytes of `cid` and the peer that sent them, if a followed peer
-   * did (waiting for a transfer under way, until `signal` aborts), else
-   * null. Each arrival is taken once.
+   * Stores the bytes of `cid` if a followed peer sent them, at most
+   * `maxBytes` (waiting for a transfer under way, until `signal` aborts),
+   * and says who sent them and their size; null if none did. Fetches of
+   * the CID while it is stored share the one store, and later ones find
+   * the block stored.
    */
-  async take(
+  async keep(
     cid: string,
+    maxBytes: number,
     signal?: AbortSignal,
-  ): Promise<{ bytes: Uint8Array; from: string } | null> {
+  ): Promise<{ from: string; size: number } | null> {
     const arrival = this.#arrivals.get(cid);
     if (!arrival) return null;
-    const bytes =
-      await (signal ? raceAbort(arrival.bytes, signal) : arrival.bytes)
-        .catch(() => null);
-    if (this.#arrivals.get(cid) === arrival) this.#arrivals.delete(cid);
-    if (!bytes) return null;
-    this.stats.taken++;
-    return { bytes, from: arrival.from };
+    arrival.kept ??= (async () => {
+      try {
+        const bytes = await arrival.bytes;
+        if (!bytes || bytes.byteLength > maxBytes) return null;
+        await this.#store.put(bytes);
+        this.stats.taken++;
+        return { from: arrival.from, size: bytes.byteLength };
+      } finally {
+        if (this.#arrivals.get(cid) === arrival) this.#arrivals.delete(cid);
+      }
+    })();
+    return await (signal ? raceAbort(arrival.kept, signal) : arrival.kept)
+      .catch(() => null);
   }
 
   async #ask(peer: string, round: number, maxBytes: number): Promise<void> {

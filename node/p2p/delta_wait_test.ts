@@ -1,6 +1,6 @@
 import assert from "node:assert/strict";
 import { peerIdFromString } from "@libp2p/peer-id";
-import { cidToString } from "../../protocol/cid.ts";
+import { cidToString, parseCid } from "../../protocol/cid.ts";
 import { DELTA_WAIT_PROTOCOL } from "../../protocol/delta_wait_messages.ts";
 import {
   frame,
@@ -64,11 +64,17 @@ Deno.test({
       const cid = cidToString(await putBlob(bytes, b));
       wb.offer(3, cid);
       await until(() => wa.stats.received === 1, "the delta to arrive");
-      assert.deepEqual(await wa.take(cid), { bytes, from: b.id });
-      assert.equal(await wa.take(cid), null);
+      assert.equal(await a.store.has(parseCid(cid)), false);
+      // Fetches of it at once share one store; later ones find it stored.
+      const size = bytes.byteLength;
+      assert.deepEqual(
+        await Promise.all([wa.keep(cid, 64 * KiB), wa.keep(cid, 64 * KiB)]),
+        [{ from: b.id, size }, { from: b.id, size }],
+      );
       assert.equal(wa.stats.taken, 1);
-      assert.equal(wb.stats.servedBytes, bytes.byteLength);
-      assert.equal(await a.store.has(await putBlob(bytes)), false);
+      assert.deepEqual(await a.store.get(parseCid(cid)), bytes);
+      assert.equal(await wa.keep(cid, 64 * KiB), null);
+      assert.equal(wb.stats.servedBytes, size);
     }),
 });
 
@@ -83,7 +89,9 @@ Deno.test({
       wb.offer(10, cid);
       wa.follow([b.id], 10, 64 * KiB);
       await until(() => wa.stats.received === 1, "the offered delta");
-      assert.deepEqual((await wa.take(cid))?.bytes, bytes);
+      // More than the fetch takes: not stored.
+      assert.equal(await wa.keep(cid, KiB), null);
+      assert.equal(await a.store.has(parseCid(cid)), false);
       for (const round of [7, 13]) {
         const header = await ask(a, b, { round });
         assert.deepEqual(header, { ok: false, error: "none" });
@@ -152,7 +160,7 @@ Deno.test({
       });
       wa.follow([b.id], 1, 64 * KiB);
       await until(() => wa.stats.failed === 1, "the lie to be refused");
-      assert.equal(await wa.take(cid), null);
+      assert.equal(await wa.keep(cid, 64 * KiB), null);
       // More than the delta may be: not read at all.
       wa.follow([b.id], 2, KiB);
       await until(() => wa.stats.failed === 2, "the oversize to be refused");

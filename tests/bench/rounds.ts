@@ -47,6 +47,9 @@ import {
   withJobCluster,
 } from "../_job_cluster.ts";
 import { type LocalPeer, stopPeer } from "../../node/devnet/local_peer.ts";
+import type { DeltaWaitStats } from "../../node/p2p/delta_wait.ts";
+import { callRpc } from "../../node/http/rpc_client.ts";
+import type { NodeStatus } from "../../node/http/types.ts";
 import {
   type Curve,
   HeldOutMeter,
@@ -89,6 +92,12 @@ export interface PeerFigures {
   steadyComputeUtilization: number;
   /** Rounds whose committed manifest includes this peer's delta. */
   contributed: number;
+  /**
+   * Other peers' deltas that arrived ahead of their announcements
+   * (`/zoo/delta-wait/1.0.0`), and how many a round's fetch took; the
+   * rest of the deltas it read were fetched after their announcements.
+   */
+  deltasAhead: { received: number; taken: number };
   /** Its duty cycle: below 1 for the slowed peer (`--slow-duty`). */
   dutyCycle: number;
   /** Mean tokens its delta went in with, over rounds from round 2 on. */
@@ -292,6 +301,7 @@ const bench: Bench<RoundsOptions, RoundsResult> = {
           "computing",
           "rounds in",
           "tokens/round",
+          "deltas ahead (taken)",
         ],
         r.perPeer.map((p) => [
           p.name,
@@ -305,6 +315,7 @@ const bench: Bench<RoundsOptions, RoundsResult> = {
           `${Math.round(p.steadyTokensPerRound)}${
             p.dutyCycle < 1 ? ` (duty ${p.dutyCycle})` : ""
           }`,
+          `${p.deltasAhead.received} (${p.deltasAhead.taken})`,
         ]),
       ),
       `data-parallel would send ${
@@ -351,6 +362,11 @@ export async function measureRounds(
       onRound: (r) => log(`diloco: round ${r.round + 1}/${spec.rounds}`),
     });
     const seconds = (performance.now() - t0) / 1000;
+    const waits = await Promise.all(
+      peers.map(async (p) =>
+        (await callRpc<NodeStatus>(p.info.http!, "zoo_status")).deltaWaits
+      ),
+    );
     // SIGKILL after 5 s: a peer stuck in shutdown must not hang the bench.
     await Promise.all(peers.map((p) => stopPeer(p, "SIGTERM")));
     const first = [...rounds[0].records.values()][0];
@@ -380,6 +396,7 @@ export async function measureRounds(
           p.name,
           rounds.map((r) => r.records.get(p.name)!),
           k === o.peers - 1 ? o.slowDuty : 1,
+          waits[k],
         )
       );
       const fast = perPeer.filter((p) => p.dutyCycle === 1);
@@ -429,6 +446,7 @@ function peerFigures(
   name: string,
   recs: RoundRecord[],
   dutyCycle: number,
+  waits: Pick<DeltaWaitStats, "received" | "taken">,
 ): PeerFigures {
   const sent = recs.reduce((s, r) => s + r.bytesSent, 0) / recs.length;
   const audit = recs.reduce((s, r) => s + r.auditBytes, 0) / recs.length;
@@ -450,6 +468,7 @@ function peerFigures(
       (r) => r.busyMs,
     ),
     contributed: recs.filter((r) => r.contributed).length,
+    deltasAhead: { received: waits.received, taken: waits.taken },
     dutyCycle,
     steadyTokensPerRound: steady.reduce((s, r) => s + r.tokens, 0) /
       steady.length,
