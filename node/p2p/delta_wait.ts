@@ -67,6 +67,12 @@ export interface DeltaWaitStats {
 
 type Host = Pick<Libp2p, "handle" | "unhandle" | "dialProtocol">;
 
+/**
+ * Longest an offer waits for the answers' headers to be written before
+ * the announcement goes anyway.
+ */
+export const OFFER_HEADERS_MS = 1_000;
+
 /** A delta that arrived, held until a fetch takes it. */
 interface Arrival {
   round: number;
@@ -103,8 +109,11 @@ export class DeltaWaits {
   readonly #stop = new AbortController();
   /** This peer's announced delta CIDs by round. */
   readonly #offers = new Map<number, string>();
-  /** Requests waiting for a round's offer. */
-  readonly #waiters = new Map<number, Set<(cid: string) => void>>();
+  /**
+   * Requests waiting for a round's offer: each answer resolves once its
+   * header is written.
+   */
+  readonly #waiters = new Map<number, Set<(cid: string) => Promise<void>>>();
   #waiting = 0;
   readonly #waitingFrom = new Map<string, number>();
   /** Requests sent, by `peer round`. */
@@ -147,16 +156,23 @@ export class DeltaWaits {
 
   /**
    * This peer announces `cid` as its delta of `round`: requests waiting
-   * for it are answered now, later ones at once.
+   * for it are answered now, later ones at once. Resolves once the waiting
+   * answers' headers are written (or after {@linkcode OFFER_HEADERS_MS}),
+   * so that an announcement sent next reaches each asker after the header
+   * that lets its fetch take the bytes, not before it.
    */
-  offer(round: number, cid: string): void {
+  async offer(round: number, cid: string): Promise<void> {
     this.#offers.set(round, cid);
     for (const r of this.#offers.keys()) {
       if (r < round - this.#o.keepRounds) this.#offers.delete(r);
     }
-    const waiting = this.#waiters.get(round);
+    const waiting = [...this.#waiters.get(round) ?? []];
     this.#waiters.delete(round);
-    for (const answer of waiting ?? []) answer(cid);
+    if (waiting.length === 0) return;
+    await raceAbort(
+      Promise.all(waiting.map((answer) => answer(cid))),
+      AbortSignal.timeout(OFFER_HEADERS_MS),
+    ).catch(() => {});
   }
 
   /**
@@ -274,6 +290,8 @@ export class DeltaWaits {
   }
 
   async #serve(stream: Stream, connection: Connection): Promise<void> {
+    const remote = connection.remotePeer.toString();
+    const headerSent = Promise.withResolvers<void>();
     try {
       const reader = new StreamReader(stream, { highWaterMark: 4096 });
       const request = parseDeltaWaitRequest(
@@ -296,7 +314,7 @@ export class DeltaWaits {
         return await this.#refuse(stream, "none");
       }
       const cid = this.#offers.get(round) ??
-        await this.#wait(round, stream, connection.remotePeer.toString());
+        await this.#wait(round, stream, remote, headerSent.promise);
       if (cid === "busy" || cid === null) {
         return await this.#refuse(stream, cid ?? "none");
       }
@@ -309,6 +327,7 @@ export class DeltaWaits {
         stream,
         { ok: true, cid, size } satisfies DeltaWaitResponse,
       );
+      headerSent.resolve();
       const blob = await this.#store.readRange(parsed, 0, size);
       for await (const chunk of blob.chunks) await writeAll(stream, chunk);
       await stream.close();
@@ -317,18 +336,22 @@ export class DeltaWaits {
     } catch (err) {
       this.stats.failed++;
       stream.abort(err instanceof Error ? err : new Error(String(err)));
+    } finally {
+      headerSent.resolve();
     }
   }
 
   /**
    * The CID offered for `round` once it is, "busy" when too many wait
    * already (from `peer` or from all), or null when the wait ends first
-   * (time, the asker leaving, the node stopping).
+   * (time, the asker leaving, the node stopping). The offer waits for
+   * `headerSent`.
    */
   #wait(
     round: number,
     stream: Stream,
     peer: string,
+    headerSent: Promise<void>,
   ): Promise<string | "busy" | null> {
     const fromPeer = this.#waitingFrom.get(peer) ?? 0;
     if (
@@ -340,9 +363,13 @@ export class DeltaWaits {
     this.#waiting++;
     this.#waitingFrom.set(peer, fromPeer + 1);
     const { promise, resolve } = Promise.withResolvers<string | null>();
+    const answer = (cid: string) => {
+      resolve(cid);
+      return headerSent;
+    };
     const waiters = this.#waiters.get(round) ?? new Set();
     this.#waiters.set(round, waiters);
-    waiters.add(resolve);
+    waiters.add(answer);
     const signal = AbortSignal.any([
       this.#stop.signal,
       AbortSignal.timeout(this.#o.waitMs),
@@ -355,7 +382,7 @@ export class DeltaWaits {
       const left = (this.#waitingFrom.get(peer) ?? 1) - 1;
       if (left > 0) this.#waitingFrom.set(peer, left);
       else this.#waitingFrom.delete(peer);
-      waiters.delete(resolve);
+      waiters.delete(answer);
       if (waiters.size === 0 && this.#waiters.get(round) === waiters) {
         this.#waiters.delete(round);
       }

@@ -62,7 +62,7 @@ Deno.test({
       assert.equal(wa.stats.received, 0);
       const bytes = random(40 * KiB);
       const cid = cidToString(await putBlob(bytes, b));
-      wb.offer(3, cid);
+      await wb.offer(3, cid);
       await until(() => wa.stats.received === 1, "the delta to arrive");
       assert.equal(await a.store.has(parseCid(cid)), false);
       // Fetches of it at once share one store; later ones find it stored.
@@ -86,7 +86,7 @@ Deno.test({
     withWaits({ keepRounds: 2 }, async ([a, b], [wa, wb]) => {
       const bytes = random(8 * KiB);
       const cid = cidToString(await putBlob(bytes, b));
-      wb.offer(10, cid);
+      await wb.offer(10, cid);
       wa.follow([b.id], 10, 64 * KiB);
       await until(() => wa.stats.received === 1, "the offered delta");
       // More than the fetch takes: not stored.
@@ -124,7 +124,7 @@ Deno.test({
       const cid = cidToString(await putBlob(bytes, b));
       wa.follow([b.id], 4, 64 * KiB);
       await sleep(200);
-      wb.offer(4, cid);
+      await wb.offer(4, cid);
       await until(() => wa.stats.received === 1, "the delta after");
       assert.equal(wb.stats.refused["bad-request"], 3);
     }),

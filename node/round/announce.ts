@@ -24,7 +24,7 @@ export interface AnnounceOptions {
    * Serves the delta to the peers that asked for it ahead, just before
    * the announcement leaves, so its bytes go out first.
    */
-  offer(msg: DeltaAnnounce): void;
+  offer(msg: DeltaAnnounce): Promise<void>;
   /** Signs the work commitment of an announcement (see commitments.ts). */
   sign(msg: UnsignedDelta): Promise<`0x${string}`>;
   /** Hands an event back to the machine. */
@@ -58,7 +58,7 @@ export async function announceDelta(
     signature: await o.sign(unsigned),
   };
   await o.record(msg);
-  o.offer(msg);
+  await o.offer(msg);
   await o.publisher.publish(msg, { repeat: true });
   for (const extra of o.behaviour.also(unsigned)) {
     await o.publisher.publish(

@@ -53,6 +53,7 @@ Deno.test("announceDelta publishes the delta for repeats, then tells the machine
       // Served to those who asked before the announcement leaves.
       assert.equal(gossip.sent.length, 0);
       offered.push([m.round, m.delta]);
+      return Promise.resolve();
     },
     sign: (m) => Promise.resolve(`0x${m.delta.length.toString(16)}` as const),
     feed: (e) => events.push(e),
@@ -93,7 +94,7 @@ Deno.test("announceDelta signs and publishes the behaviour's further announcemen
     },
     account: TEST_ADDRESS,
     record: () => Promise.resolve(),
-    offer: () => {},
+    offer: () => Promise.resolve(),
     sign: (m) => Promise.resolve(`0x${m.trajectory.slice(2, 4)}` as const),
     feed: (e) => events.push(e),
     log: () => {},
@@ -117,7 +118,7 @@ Deno.test("announceDelta logs a data weight cut to the peer's speed", async () =
     behaviour: HONEST,
     account: TEST_ADDRESS,
     record: () => Promise.resolve(),
-    offer: () => {},
+    offer: () => Promise.resolve(),
     sign: () => Promise.resolve("0x0c"),
     feed: () => {},
     log: (l) => lines.push(l),

@@ -101,7 +101,7 @@ export interface RoundServices {
    * theirs of `round`, of at most `maxBytes`.
    */
   deltaWaits: {
-    offer(round: number, cid: string): void;
+    offer(round: number, cid: string): Promise<void>;
     follow(peers: readonly string[], round: number, maxBytes: number): void;
   };
 }
