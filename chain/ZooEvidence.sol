@@ -14,7 +14,8 @@ pragma solidity 0.8.37;
 /// Kind 2, failed audit: one signed work commitment plus AuditFailure
 /// verdicts on it (chain/audit_verdict.ts), signed by a quorum of the job's
 /// other members who re-ran the work and got something else. The verdicts
-/// are the vote; the contract checks who cast them, not the work.
+/// are the vote; the contract checks who cast them, not the work, and
+/// counts those whose signers are in good standing when it lands.
 import "./ZooAttestations.sol";
 
 abstract contract ZooEvidence is ZooAttestations {
@@ -125,8 +126,9 @@ abstract contract ZooEvidence is ZooAttestations {
     /// @dev The round whose work by `account` in `job` failed its audit;
     /// reverts with BadEvidence unless `evidence` is
     /// abi.encode(WorkCommitment w, bytes sigW, bytes[] verdicts): `w`
-    /// signed by `account`, and at least `quorum` AuditFailure verdicts on
-    /// it by distinct auditors of the job other than `account`.
+    /// signed by `account`, and AuditFailure verdicts on it by at least
+    /// `quorum` distinct auditors of the job in good standing now, other
+    /// than `account`.
     function checkFailedAudit(address account, bytes32 job, uint32 quorum, bytes calldata evidence)
         internal
         view
@@ -138,14 +140,24 @@ abstract contract ZooEvidence is ZooAttestations {
         bytes32 commitment = workCommitmentDigest(w);
         if (signerOf(commitment, sigW) != account) revert BadEvidence("not signed by the account");
         if (verdicts.length < quorum) revert BadEvidence("fewer verdicts than the job's quorum");
-        checkVerdicts(account, auditFailureDigest(AuditFailure(job, w.round, account, commitment)), job, verdicts);
+        uint256 counted =
+            countVerdicts(account, auditFailureDigest(AuditFailure(job, w.round, account, commitment)), job, verdicts);
+        if (counted < quorum) revert BadEvidence("fewer verdicts in good standing than the job's quorum");
         return w.round;
     }
 
-    /// @dev Each verdict must recover from `digest` to an auditor of `job`
-    /// other than `accused`. Signers must ascend strictly: that proves them
-    /// distinct with one comparison each, no set in storage or memory.
-    function checkVerdicts(address accused, bytes32 digest, bytes32 job, bytes[] memory verdicts) private view {
+    /// @dev How many of `verdicts` on `digest` come from auditors of `job`
+    /// in good standing now, other than `accused`. A verdict whose signer
+    /// has since left, fell below the stake or was slashed is not counted
+    /// but voids nothing: the others still convict, so churn among the
+    /// signers (or a colluder's own conviction) cannot save the accused.
+    /// Counted signers must ascend strictly: that proves them distinct with
+    /// one comparison each, no set in storage or memory.
+    function countVerdicts(address accused, bytes32 digest, bytes32 job, bytes[] memory verdicts)
+        private
+        view
+        returns (uint256 counted)
+    {
         address previous = address(0);
         for (uint256 i = 0; i < verdicts.length; i++) {
             address signer = signerOf(digest, verdicts[i]);
@@ -153,10 +165,11 @@ abstract contract ZooEvidence is ZooAttestations {
             if (signer == accused) revert BadEvidence("a verdict by the accused");
             // Standing first: a verdict over other data recovers to a
             // random address, which must read as a stranger wherever it sorts.
-            if (!isAuditor(job, signer)) revert BadEvidence("a verdict by a non-member (or over other data)");
+            if (!isAuditor(job, signer)) continue;
             if (signer == previous) revert BadEvidence("two verdicts by one signer");
             if (signer < previous) revert BadEvidence("verdicts not sorted by signer");
             previous = signer;
+            counted++;
         }
     }
 }

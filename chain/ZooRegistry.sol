@@ -211,11 +211,14 @@ contract ZooRegistry is ZooStaking, ZooAttestations, ZooEvidence {
         address[] memory signers = checkSignatures(c.job, j.quorum, attestationDigest(c), signatures);
 
         // A member that left (or fell below the stake) since it trained is
-        // listed but earns nothing: the round still commits.
+        // listed but earns nothing: the round still commits. One credited
+        // stays slashable for the challenge window, whatever its exit.
         uint256 added = 0;
+        uint48 slashable = uint48(block.timestamp + CHALLENGE_WINDOW);
         for (uint256 i = 0; i < c.contributors.length; i++) {
             if (!isAuditor(c.job, c.contributors[i])) continue;
             contributionOf[c.job][c.contributors[i]] += c.weights[i];
+            nodes[c.contributors[i]].slashableUntil = slashable;
             added += c.weights[i];
         }
         j.totalContribution += added;
@@ -307,6 +310,13 @@ contract ZooRegistry is ZooStaking, ZooAttestations, ZooEvidence {
 
     function jobAt(uint256 index) external view returns (bytes32) {
         return jobIds[index];
+    }
+
+    /// @notice Whether `account` is a member of `job` in good standing now
+    /// (registered, not exiting, staked enough): whose attestations and
+    /// audit verdicts count.
+    function inGoodStanding(bytes32 job, address account) external view returns (bool) {
+        return isAuditor(job, account);
     }
 
     // ------------------------------------------------------------- internal

@@ -6,13 +6,18 @@ pragma solidity 0.8.37;
 /// one account per peer id), more stake, the exit with its unbonding delay
 /// during which the stake stays slashable, and the withdrawal.
 abstract contract ZooStaking {
-    /// stake, unbondingEnds and registered share one slot: a signature
-    /// check reads them all with a single cold load.
+    /// stake, unbondingEnds, registered and slashableUntil share one slot:
+    /// a signature check reads them all with a single cold load, and a
+    /// commit that credits a node writes the slot it has just read.
     struct Node {
         uint128 stake;
-        /// 0 while active; else the time from which the stake can be withdrawn.
+        /// 0 while active; else the time from which unbonding has ended.
         uint64 unbondingEnds;
         bool registered;
+        /// Until when evidence against the node's credited work may still
+        /// land: the stake cannot be withdrawn before, even once unbonding
+        /// has ended, so an accused that starts its exit cannot leave with it.
+        uint48 slashableUntil;
         bytes peerId;
     }
 
@@ -37,6 +42,7 @@ abstract contract ZooStaking {
     error NodeExiting(address account);
     error NotExiting(address account);
     error StillUnbonding(uint64 unbondingEnds);
+    error StillSlashable(uint48 slashableUntil);
     error TransferFailed();
     error BadArgument(string reason);
 
@@ -56,7 +62,7 @@ abstract contract ZooStaking {
         address owner = peerOwners[key];
         if (owner != address(0)) revert PeerIdTaken(owner);
         peerOwners[key] = msg.sender;
-        nodes[msg.sender] = Node(uint128(msg.value), 0, true, peerId);
+        nodes[msg.sender] = Node(uint128(msg.value), 0, true, 0, peerId);
         emit NodeRegistered(msg.sender, peerId, msg.value);
     }
 
@@ -75,13 +81,15 @@ abstract contract ZooStaking {
         emit ExitStarted(msg.sender, node.unbondingEnds);
     }
 
-    /// @notice Pays back the stake once unbonding has ended and frees the
-    /// peer id.
+    /// @notice Pays back the stake once unbonding has ended and the
+    /// challenge window of the node's last credited round has passed, and
+    /// frees the peer id.
     function withdrawStake() external {
         Node storage node = nodes[msg.sender];
         if (!node.registered) revert NotRegistered(msg.sender);
         if (node.unbondingEnds == 0) revert NotExiting(msg.sender);
         if (block.timestamp < node.unbondingEnds) revert StillUnbonding(node.unbondingEnds);
+        if (block.timestamp < node.slashableUntil) revert StillSlashable(node.slashableUntil);
         uint256 amount = node.stake;
         delete peerOwners[keccak256(node.peerId)];
         delete nodes[msg.sender];

@@ -16,9 +16,14 @@ import { read, type ReadAt, type Registry } from "./registry_call.ts";
 export interface NodeRecord {
   peerId: `0x${string}`;
   stake: bigint;
-  /** 0 while active; else the unix time (s) the stake can be withdrawn. */
+  /** 0 while active; else the unix time (s) unbonding ends. */
   unbondingEnds: bigint;
   registered: boolean;
+  /**
+   * The unix time (s) the challenge window of its last credited round ends:
+   * the stake stays slashable, and cannot be withdrawn, until then.
+   */
+  slashableUntil: number;
 }
 
 /** A job as recorded on chain. */
@@ -48,6 +53,15 @@ export interface RoundRecord {
   committer: Address;
   signers: number;
   committedAt: bigint;
+}
+
+/**
+ * When an exiting node's stake can be withdrawn (unix s): once unbonding
+ * has ended and the challenge window of its last credited round has passed.
+ */
+export function withdrawableFrom(node: NodeRecord): bigint {
+  const slashable = BigInt(node.slashableUntil);
+  return node.unbondingEnds > slashable ? node.unbondingEnds : slashable;
 }
 
 /** The registry's fixed parameters. */
@@ -138,6 +152,18 @@ export function isMember(
   account: Address,
 ): Promise<boolean> {
   return read(reg, "isMember", [job, account]);
+}
+
+/**
+ * Whether `account` is a member of `job` in good standing now (registered,
+ * not exiting, staked enough): whose attestations and audit verdicts count.
+ */
+export function inGoodStanding(
+  reg: Registry,
+  job: Bytes32,
+  account: Address,
+): Promise<boolean> {
+  return read(reg, "inGoodStanding", [job, account]);
 }
 
 /** Tokens recorded for `account` in `job`. */

@@ -32,6 +32,10 @@ const MESSAGES: Record<string, Describe> = {
     `the stake is still unbonding until ${
       new Date(Number(until) * 1000).toISOString()
     }`,
+  StillSlashable: ([until]) =>
+    `the stake stays slashable until ${
+      new Date(Number(until) * 1000).toISOString()
+    }, the end of the challenge window of its last credited round`,
   TransferFailed: () => "the payout transfer failed",
   JobExists: ([job]) => `job ${job} already exists`,
   UnknownJob: ([job]) => `job ${job} does not exist on this registry`,

@@ -24,7 +24,10 @@
  *   among the verdicts, once the round that was under way when that held
  *   has closed (its manifest may list the account, whose commit would
  *   fail were it slashed first); once per account, as a slashed account
- *   is no longer a member.
+ *   is no longer a member. Evidence that did not land (its signers in good
+ *   standing fell short of the quorum as some left or were slashed, or the
+ *   transaction failed) is submitted again at each later close, with the
+ *   verdicts held by then, for `KEEP_AUDIT_ROUNDS` rounds (`retry`).
  *
  * Pure: no I/O. Accounts are compared in lowercase.
  *
@@ -189,6 +192,23 @@ export class AuditBook {
       });
     }
     return due;
+  }
+
+  /**
+   * The evidence against `account` submitted last did not land and may
+   * later: it is submitted again at the next close, with the verdicts held
+   * then, unless `KEEP_AUDIT_ROUNDS` rounds have passed since it held
+   * (`current` is the machine's round). Whether it will be.
+   */
+  retry(account: string, current: number): boolean {
+    const key = account.toLowerCase();
+    const held = [...this.#cases.values()].filter((c) =>
+      c.account === key && c.heldFor !== null &&
+      c.heldFor + KEEP_AUDIT_ROUNDS >= current
+    );
+    if (held.length === 0) return false;
+    this.#submitted.delete(key);
+    return true;
   }
 
   #replay(c: Case): AuditAction[] {

@@ -1,5 +1,5 @@
 import assert from "node:assert/strict";
-import { AuditBook } from "./audit_book.ts";
+import { AuditBook, KEEP_AUDIT_ROUNDS } from "./audit_book.ts";
 
 const ME = "0xMe", A = "0xaaa", B = "0xbbb", C = "0xccc";
 
@@ -39,6 +39,34 @@ Deno.test("AuditBook signs its own failure, convicts on a quorum and submits onc
   book.failed(5, A, 1, B, 7);
   book.failed(5, A, 1, C, 7);
   assert.deepEqual(book.closed(9), []);
+});
+
+Deno.test("AuditBook submits evidence that did not land again at later closes, with the verdicts held by then, for KEEP_AUDIT_ROUNDS rounds", () => {
+  const book = new AuditBook(ME, 2);
+  book.planned(3, A, 5, true, 4);
+  book.judged(3, A, 5, { passed: false, check: "replay" }, 4);
+  book.failed(3, A, 5, B, 4);
+  assert.deepEqual(book.closed(4), [
+    { type: "submit", round: 3, account: "0xaaa", signers: ["0xbbb", "0xme"] },
+  ]);
+  // B left before the evidence landed: short of the quorum. C's verdict
+  // comes later and is carried by the next attempt.
+  assert.equal(book.retry(A, 5), true);
+  book.failed(3, A, 5, C, 5);
+  assert.deepEqual(book.closed(5), [
+    {
+      type: "submit",
+      round: 3,
+      account: "0xaaa",
+      signers: ["0xbbb", "0xccc", "0xme"],
+    },
+  ]);
+  assert.deepEqual(book.closed(6), [], "in flight: once");
+  // Evidence held at round 4 is given up after round 4 + KEEP_AUDIT_ROUNDS.
+  assert.equal(book.retry(A, 4 + KEEP_AUDIT_ROUNDS), true);
+  book.closed(7);
+  assert.equal(book.retry(A, 5 + KEEP_AUDIT_ROUNDS), false);
+  assert.deepEqual(book.closed(5 + KEEP_AUDIT_ROUNDS), []);
 });
 
 Deno.test("AuditBook convicts on others' quorum but submits only with its own failure", () => {

@@ -71,10 +71,14 @@ export async function passTime(
 /** Test options: viem keeps HTTP keep-alive timers after calls. */
 export const CHAIN_TEST = { sanitizeOps: false, sanitizeResources: false };
 
-/** Runs `fn` on a fresh chain and stops everything afterwards. */
+/**
+ * Runs `fn` on a fresh chain, its registry deployed with `params`, and
+ * stops everything afterwards.
+ */
 export async function withChain(
   fn: (chain: TestChain) => Promise<void>,
   dir?: string,
+  params: typeof TEST_REGISTRY = TEST_REGISTRY,
 ): Promise<void> {
   const root = dir ?? await Deno.makeTempDir({ prefix: "zoo-chain-test-" });
   const anvil = await startAnvil(root, { writeFile: atomicWriteFile });
@@ -96,7 +100,7 @@ export async function withChain(
     };
     let registry: `0x${string}` = "0x";
     const deployer = await account();
-    registry = (await deployRegistry(deployer.client, TEST_REGISTRY)).address;
+    registry = (await deployRegistry(deployer.client, params)).address;
     deployer.reg.address = registry;
     await fn({ anvil, dir: root, deployer, registry, account });
   } finally {

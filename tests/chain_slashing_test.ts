@@ -31,6 +31,8 @@ import {
   registerNode,
   slash,
   slashedAccounts,
+  withdrawableFrom,
+  withdrawStake,
 } from "../chain/registry.ts";
 import {
   equivocationEvidence,
@@ -427,7 +429,7 @@ slashingTest(
       [
         "a verdict by a node outside the job",
         evidence([byHonest, await verdict(stranger, failure)]),
-        "a verdict by a non-member (or over other data)",
+        "fewer verdicts in good standing than the job's quorum",
       ],
       [
         "one verdict twice",
@@ -441,12 +443,12 @@ slashingTest(
           byHonest,
           await verdict(reporter, failureOf(cheat, OTHER, account)),
         ]),
-        "a verdict by a non-member (or over other data)",
+        "fewer verdicts in good standing than the job's quorum",
       ],
       [
         "a verdict on another round",
         evidence([byHonest, await verdict(reporter, { ...failure, round: 1 })]),
-        "a verdict by a non-member (or over other data)",
+        "fewer verdicts in good standing than the job's quorum",
       ],
       [
         "a verdict on another peer",
@@ -457,7 +459,7 @@ slashingTest(
             peer: honest.client.account.address,
           }),
         ]),
-        "a verdict by a non-member (or over other data)",
+        "fewer verdicts in good standing than the job's quorum",
       ],
       [
         "a malformed verdict",
@@ -499,7 +501,7 @@ slashingTest(
           await verdict(honest, failure, otherRegistry),
           await verdict(reporter, failure, otherRegistry),
         ]),
-        "a verdict by a non-member (or over other data)",
+        "fewer verdicts in good standing than the job's quorum",
       ],
     ];
     for (const [what, bytes, reason] of cases) {
@@ -508,11 +510,11 @@ slashingTest(
       });
     }
     // Verdicts count only from members in good standing: the valid pair
-    // of the test above, once one auditor starts leaving, is refused.
+    // of the test above, once one auditor starts leaving, is short.
     await beginExit(honest.reg);
     await rejectsEvidence(
       submit(evidence([byHonest, byReporter])),
-      "a verdict by a non-member (or over other data)",
+      "fewer verdicts in good standing than the job's quorum",
     );
     // Nothing was taken.
     assert.equal(
@@ -522,3 +524,125 @@ slashingTest(
     assert.equal(await isMember(reporter.reg, fixture.JOB, account), true);
   },
 );
+
+Deno.test({
+  name:
+    "slashing: evidence survives churn among its signers: verdicts by a signer that left or was slashed since are not counted, and the rest still convict",
+  ...fixture.CHAIN_TEST,
+  fn: () =>
+    fixture.withChain(async (chain) => {
+      const [cheat, leaver, colluder, ...rest] = await fixture
+        .jobWithMembers(chain, 6, { quorum: 3, rounds: 3 });
+      const account = cheat.client.account.address;
+      const round0 = fixture.attestation(0, fixture.GENESIS, [
+        { node: cheat, tokens: 30n },
+        { node: rest[0], tokens: 10n },
+      ]);
+      await commitRound(rest[0].reg, {
+        attestation: round0,
+        signatures: await fixture.signAll(rest, round0),
+      });
+      const failure = failureOf(cheat, WORK, account);
+      const verdicts = (await Promise.all(
+        [leaver, colluder, ...rest].map((a) => verdict(a, failure)),
+      )).sort((a, b) => BigInt(a.signer) < BigInt(b.signer) ? -1 : 1);
+      const evidence = failedAuditEvidence(
+        WORK,
+        await sign(cheat, WORK),
+        verdicts,
+      );
+      // One signer leaves before the evidence lands; another is slashed for
+      // its own offence (a colluder convicted first).
+      await beginExit(leaver.reg);
+      await slash(rest[0].reg, {
+        account: colluder.client.account.address,
+        job: fixture.JOB,
+        kind: EVIDENCE_EQUIVOCATION,
+        evidence: equivocationEvidence(
+          WORK,
+          await sign(colluder, WORK),
+          OTHER,
+          await sign(colluder, OTHER),
+        ),
+      });
+      // Three of the five verdicts still stand: the quorum.
+      await slash(rest[1].reg, {
+        account,
+        job: fixture.JOB,
+        kind: EVIDENCE_FAILED_AUDIT,
+        evidence,
+      });
+      assert.equal(await isMember(rest[1].reg, fixture.JOB, account), false);
+      assert.equal(await contributionOf(rest[1].reg, fixture.JOB, account), 0n);
+      assert.equal(
+        (await readNode(rest[1].reg, account)).stake,
+        parseEther("1"),
+      );
+    }),
+});
+
+Deno.test({
+  name:
+    "slashing: an accused that starts its exit stays slashable until the challenge window of its last credited round has passed, however short the unbonding delay",
+  ...fixture.CHAIN_TEST,
+  fn: () =>
+    fixture.withChain(
+      async (chain) => {
+        const [cheat, honest, reporter] = await fixture.jobWithMembers(
+          chain,
+          3,
+          { quorum: 2, rounds: 3 },
+        );
+        const account = cheat.client.account.address;
+        const round0 = fixture.attestation(0, fixture.GENESIS, [
+          { node: cheat, tokens: 30n },
+          { node: honest, tokens: 10n },
+        ]);
+        await commitRound(reporter.reg, {
+          attestation: round0,
+          signatures: await fixture.signAll([honest, reporter], round0),
+        });
+        const credited = await readNode(reporter.reg, account);
+        const committedAt = credited.slashableUntil - fixture.CHALLENGE_WINDOW;
+        assert.ok(committedAt > 0, JSON.stringify(credited.slashableUntil));
+        // The cheat leaves at once; its unbonding ends a minute later.
+        await beginExit(cheat.reg);
+        await fixture.passTime(cheat.client, 120);
+        await fixture.rejects(withdrawStake(cheat.reg), "StillSlashable");
+        assert.equal(
+          withdrawableFrom(await readNode(cheat.reg, account)),
+          BigInt(credited.slashableUntil),
+        );
+        // The evidence lands meanwhile and takes the stake.
+        const failure = failureOf(cheat, WORK, account);
+        const verdicts = (await Promise.all(
+          [honest, reporter].map((a) => verdict(a, failure)),
+        )).sort((a, b) => BigInt(a.signer) < BigInt(b.signer) ? -1 : 1);
+        await slash(reporter.reg, {
+          account,
+          job: fixture.JOB,
+          kind: EVIDENCE_FAILED_AUDIT,
+          evidence: failedAuditEvidence(
+            WORK,
+            await sign(cheat, WORK),
+            verdicts,
+          ),
+        });
+        assert.equal(
+          (await readNode(reporter.reg, account)).stake,
+          parseEther("1"),
+        );
+        // An honest member that leaves after the window withdraws in full.
+        await beginExit(honest.reg);
+        await fixture.passTime(honest.client, fixture.CHALLENGE_WINDOW);
+        await withdrawStake(honest.reg);
+        assert.equal(
+          (await readNode(honest.reg, honest.client.account.address))
+            .registered,
+          false,
+        );
+      },
+      undefined,
+      { ...fixture.TEST_REGISTRY, unbondingDelay: 60n },
+    ),
+});

@@ -13,6 +13,7 @@ import {
   readRegistryParams,
   registerNode,
   type Registry,
+  withdrawableFrom,
 } from "../../chain/registry.ts";
 import {
   type ChainSession,
@@ -148,7 +149,7 @@ async function printStatus(
     const state = node.unbondingEnds === 0n
       ? "active"
       : `leaving, stake free at ${
-        new Date(Number(node.unbondingEnds) * 1000).toISOString()
+        new Date(Number(withdrawableFrom(node)) * 1000).toISOString()
       }`;
     console.log(
       `node      ${bound}, stake ${formatEther(node.stake)} ETH, ${state}`,

@@ -18,6 +18,7 @@ import {
   readNode,
   readRewardStatus,
   type RewardStatus,
+  withdrawableFrom,
   withdrawStake,
 } from "../../chain/registry.ts";
 import { sessionRegistry } from "../chain_session.ts";
@@ -56,7 +57,7 @@ export function stakeCommand(
           `leaving: ${account} no longer counts for any job; its stake of ${
             formatEther(node.stake)
           } ETH can be withdrawn from ${
-            isoTime(node.unbondingEnds)
+            isoTime(withdrawableFrom(node))
           } with "zoo-node stake withdraw" (tx ${tx.hash})`,
         );
         return 0;

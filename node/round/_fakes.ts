@@ -169,6 +169,13 @@ export class MemoryChain implements RoundChain {
     return Promise.resolve(this.manifests.get(round) ?? null);
   }
 
+  /** Accounts no longer in good standing (left, or slashed). */
+  readonly outOfStanding = new Set<string>();
+
+  inGoodStanding(account: `0x${string}`): Promise<boolean> {
+    return Promise.resolve(!this.outOfStanding.has(account.toLowerCase()));
+  }
+
   readonly slashes: Parameters<RoundChain["slash"]>[] = [];
 
   slash(...args: Parameters<RoundChain["slash"]>): Promise<LandedTx> {

@@ -225,7 +225,13 @@ export class AuditDuty {
           );
           break;
         case "submit":
-          await this.#held.submit(work, a.signers);
+          if (!await this.#held.submit(work, a.signers)) {
+            if (!this.#book.retry(work.account, this.#o.round())) {
+              log(
+                `round ${work.round}: evidence against ${work.account} given up: it did not land within ${KEEP_AUDIT_ROUNDS} rounds`,
+              );
+            }
+          }
           break;
       }
     }

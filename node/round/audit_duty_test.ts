@@ -274,6 +274,27 @@ Deno.test("a failure is signed and gossiped; the other member re-runs it and a q
   assert.equal(second.audited.length, 1, "re-run once");
 });
 
+Deno.test("evidence whose signers in good standing fall short of the quorum waits, and goes on chain once they stand again", async () => {
+  const { drawn, other } = auditors();
+  const first = duty(drawn, FAIL);
+  await first.d.roundClosed(await manifest(), NEXT);
+  const second = duty(other, FAIL);
+  await second.d.roundClosed(await manifest(), NEXT);
+  await second.d.noticed(first.notices()[0]);
+  // The first auditor left before the evidence landed: one verdict stands.
+  second.chain.outOfStanding.add(first.account.address.toLowerCase());
+  await second.d.submitDue(1);
+  assert.deepEqual(second.chain.slashes, [], "short of the quorum");
+  assert.deepEqual(second.forgotten, [], "not settled");
+  // It stands again (or another verdict came): the next close submits.
+  second.chain.outOfStanding.clear();
+  await second.d.submitDue(2);
+  assert.equal(second.chain.slashes.length, 1);
+  assert.deepEqual(second.forgotten, [TEST_ADDRESS]);
+  await second.d.submitDue(3);
+  assert.equal(second.chain.slashes.length, 1, "once");
+});
+
 Deno.test("one lying auditor cannot slash an honest peer: the others' replays pass", async () => {
   const { drawn, other } = auditors();
   const liar = duty(drawn, FAIL);

@@ -18,6 +18,7 @@ import {
   recoverAuditFailureSigner,
   signAuditFailure,
 } from "../../chain/audit_verdict.ts";
+import { ChainError } from "../../chain/errors.ts";
 import { workCommitmentDigest } from "../../chain/work_commitment.ts";
 import { KEEP_AUDIT_ROUNDS } from "../../protocol/audit_book.ts";
 import type { JobSpec } from "../../protocol/job_spec.ts";
@@ -38,12 +39,18 @@ export interface AuditVerdictsOptions {
   spec: JobSpec;
   /** This peer's chain account: signs its verdicts. */
   account: LocalAccount;
-  chain: Pick<RoundChain, "domain" | "slash">;
+  chain: Pick<RoundChain, "domain" | "slash" | "inGoodStanding">;
   publisher: Pick<RoundPublisher, "header" | "publish">;
   members: Pick<MemberCache, "isMemberAccount" | "forgetAccount">;
   ledger: Pick<RoundLedger, "noteSlash">;
   log(line: string): void;
 }
+
+/**
+ * Reverts that settle evidence against an account: it is slashed for that
+ * offence already, or no longer a member (slashed for another) or a node.
+ */
+const SETTLED = new Set(["AlreadyPunished", "NotMember", "NotRegistered"]);
 
 /** Failure signatures on work, by round and account, and their evidence. */
 export class AuditVerdicts {
@@ -107,14 +114,31 @@ export class AuditVerdicts {
     });
   }
 
-  /** Submits `work`'s failed-audit evidence with the verdicts of `signers`. */
-  async submit(work: DeltaAnnounce, signers: string[]): Promise<void> {
+  /**
+   * Submits `work`'s failed-audit evidence with the verdicts of those of
+   * `signers` in good standing now (read afresh: one that left or was
+   * slashed since it signed would not count). Whether it is settled: false
+   * when it may land later, as too few signers stand for the job's quorum
+   * or the transaction failed, true when it landed or the account is
+   * slashed or gone already.
+   */
+  async submit(work: DeltaAnnounce, signers: string[]): Promise<boolean> {
     const { spec, chain, ledger, members, log } = this.#o;
     const held = this.#held(work.round, work.account);
+    const standing = await Promise.all(
+      signers.map((s) => chain.inGoodStanding(s as Address).catch(() => false)),
+    );
+    const counted = signers.filter((_, i) => standing[i]);
+    if (counted.length < spec.quorum) {
+      log(
+        `round ${work.round}: evidence against ${work.account} waits: ${counted.length} of its ${signers.length} verdicts are by members in good standing, the quorum is ${spec.quorum}`,
+      );
+      return false;
+    }
     const evidence = failedAuditEvidence(
       deltaCommitment(work, spec),
       work.signature,
-      signers.map((signer) => ({
+      counted.map((signer) => ({
         signer: signer as Address,
         signature: held.get(signer)!,
       })),
@@ -126,7 +150,7 @@ export class AuditVerdicts {
         evidence,
       );
       log(
-        `round ${work.round}: slashed ${work.account} on evidence of kind ${EVIDENCE_FAILED_AUDIT}: ${signers.length} failed audits (tx ${tx.hash})`,
+        `round ${work.round}: slashed ${work.account} on evidence of kind ${EVIDENCE_FAILED_AUDIT}: ${counted.length} failed audits (tx ${tx.hash})`,
       );
       ledger.noteSlash({
         round: work.round,
@@ -135,14 +159,18 @@ export class AuditVerdicts {
         tx: tx.hash,
       });
     } catch (err) {
+      const reason = err instanceof ChainError ? err.reason : null;
       // Most often another auditor's evidence landed first.
+      const settled = reason !== null && SETTLED.has(reason);
       log(
         `round ${work.round}: slashing ${work.account}: ${
           (err as Error).message
-        }`,
+        }${settled ? "" : "; tried again at the next round's close"}`,
       );
+      if (!settled) return false;
     }
     members.forgetAccount(work.account);
+    return true;
   }
 
   /** What a verdict on `work` signs. */

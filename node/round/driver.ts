@@ -7,7 +7,12 @@
  * @module
  */
 import { cidToBytes32 } from "../../chain/attestation.ts";
-import { commitRound, type Registry, slash } from "../../chain/registry.ts";
+import {
+  commitRound,
+  inGoodStanding,
+  type Registry,
+  slash,
+} from "../../chain/registry.ts";
 import {
   confirmationsNote,
   resolveConfirmations,
@@ -334,6 +339,7 @@ function roundServices(
         commitRound(registry, { attestation, signatures }),
       // As deep as the head the peer moved on by.
       committedManifest: (round) => confirmed.committedManifest(round),
+      inGoodStanding: (account) => inGoodStanding(registry, job, account),
       slash: (account, kind, evidence) =>
         slash(registry, { account, job, kind, evidence }),
     },

@@ -42,7 +42,7 @@ export interface PeerAuditsOptions {
   /** Manifests this peer built or verified: the rounds to audit. */
   manifests: Pick<RecentManifests, "listed" | "committing">;
   blocks: Pick<RoundBlocks, "delete">;
-  chain: Pick<RoundChain, "domain" | "slash">;
+  chain: Pick<RoundChain, "domain" | "slash" | "inGoodStanding">;
   gate: Pick<DeltaGate, "commitment" | "announced" | "convict">;
   publisher: RoundPublisher;
   members: Pick<MemberCache, "isMemberAccount" | "forgetAccount">;

@@ -70,6 +70,11 @@ export interface RoundChain {
   ): Promise<LandedTx>;
   /** The manifest word the chain recorded for `round`, or null. */
   committedManifest(round: number): Promise<Bytes32 | null>;
+  /**
+   * Whether `account` is a member of this job in good standing now: whose
+   * audit verdicts the registry counts.
+   */
+  inGoodStanding(account: `0x${string}`): Promise<boolean>;
   /** Submits slashing evidence of `kind` against `account` in this job. */
   slash(
     account: `0x${string}`,
