@@ -16,6 +16,12 @@ pragma solidity 0.8.37;
 /// other members who re-ran the work and got something else. The verdicts
 /// are the vote; the contract checks who cast them, not the work, and
 /// counts those whose signers are in good standing when it lands.
+///
+/// Kind 3, false verdict: an auditor's signed AuditFailure plus
+/// AuditRefutation verdicts on that very failure, signed by a quorum of the
+/// job's other members (not the accused) who re-ran the same work and saw
+/// it pass. The same vote that would have convicted the accused clears it
+/// and turns the accusation against its signer.
 import "./ZooAttestations.sol";
 
 abstract contract ZooEvidence is ZooAttestations {
@@ -44,14 +50,28 @@ abstract contract ZooEvidence is ZooAttestations {
         bytes32 commitment;
     }
 
+    /// What a member signs when its own replay of the work an AuditFailure
+    /// `failure` (its EIP-712 digest) accuses passed: the accusation by
+    /// `accuser` is false.
+    struct AuditRefutation {
+        bytes32 job;
+        uint32 round;
+        address accuser;
+        bytes32 failure;
+    }
+
     uint8 public constant EVIDENCE_EQUIVOCATION = 1;
     uint8 public constant EVIDENCE_FAILED_AUDIT = 2;
+    uint8 public constant EVIDENCE_FALSE_VERDICT = 3;
 
     bytes32 public constant WORK_COMMITMENT_TYPEHASH = keccak256(
         "WorkCommitment(bytes32 job,uint32 round,bytes32 parent,bytes32 data,bytes32 delta,uint32 steps,uint64 tokens,uint32 segments,bytes32 trajectory,bytes32 kernel)"
     );
     bytes32 public constant AUDIT_FAILURE_TYPEHASH =
         keccak256("AuditFailure(bytes32 job,uint32 round,address peer,bytes32 commitment)");
+
+    bytes32 public constant AUDIT_REFUTATION_TYPEHASH =
+        keccak256("AuditRefutation(bytes32 job,uint32 round,address accuser,bytes32 failure)");
 
     error BadEvidence(string reason);
     error EvidenceNotSupported(uint8 kind);
@@ -87,18 +107,52 @@ abstract contract ZooEvidence is ZooAttestations {
         return typedDigest(structHash);
     }
 
+    /// @notice The digest a member signs to declare that `r.accuser`'s
+    /// failure verdict `r.failure` is refuted by its own passed replay.
+    function auditRefutationDigest(AuditRefutation memory r) public view returns (bytes32) {
+        bytes32 structHash = keccak256(abi.encode(AUDIT_REFUTATION_TYPEHASH, r.job, r.round, r.accuser, r.failure));
+        return typedDigest(structHash);
+    }
+
     /// @dev The round of the offence of `kind` that `evidence` proves
     /// against `account` in `job`, whose quorum is `quorum`; reverts with
     /// BadEvidence unless it proves one, with EvidenceNotSupported for an
     /// unknown kind.
+    /// `subject` tells offences of one kind and round apart (the accused of
+    /// a false verdict; zero for the other kinds).
     function checkEvidence(address account, bytes32 job, uint32 quorum, uint8 kind, bytes calldata evidence)
         internal
         view
-        returns (uint32 round)
+        returns (uint32 round, address subject)
     {
-        if (kind == EVIDENCE_EQUIVOCATION) return checkEquivocation(account, job, evidence);
-        if (kind == EVIDENCE_FAILED_AUDIT) return checkFailedAudit(account, job, quorum, evidence);
+        if (kind == EVIDENCE_EQUIVOCATION) return (checkEquivocation(account, job, evidence), address(0));
+        if (kind == EVIDENCE_FAILED_AUDIT) return (checkFailedAudit(account, job, quorum, evidence), address(0));
+        if (kind == EVIDENCE_FALSE_VERDICT) return checkFalseVerdict(account, job, quorum, evidence);
         revert EvidenceNotSupported(kind);
+    }
+
+    /// @dev The round and accused of a failure verdict by `account` in
+    /// `job` that a quorum refuted; reverts with BadEvidence unless
+    /// `evidence` is abi.encode(AuditFailure f, bytes sigF, bytes[]
+    /// refutations): `f` signed by `account`, and AuditRefutation verdicts
+    /// on it by at least `quorum` distinct auditors of the job in good
+    /// standing now, neither `account` nor the accused.
+    function checkFalseVerdict(address account, bytes32 job, uint32 quorum, bytes calldata evidence)
+        internal
+        view
+        returns (uint32 round, address accused)
+    {
+        (AuditFailure memory f, bytes memory sigF, bytes[] memory refutations) =
+            abi.decode(evidence, (AuditFailure, bytes, bytes[]));
+        if (f.job != job) revert BadEvidence("a verdict of another job");
+        bytes32 failure = auditFailureDigest(f);
+        if (signerOf(failure, sigF) != account) revert BadEvidence("not signed by the account");
+        if (refutations.length < quorum) revert BadEvidence("fewer verdicts than the job's quorum");
+        bytes32 digest = auditRefutationDigest(AuditRefutation(job, f.round, account, failure));
+        if (countVerdicts(account, f.peer, digest, job, refutations) < quorum) {
+            revert BadEvidence("fewer verdicts in good standing than the job's quorum");
+        }
+        return (f.round, f.peer);
     }
 
     /// @dev The round in which `account` signed two different commitments
@@ -137,23 +191,25 @@ abstract contract ZooEvidence is ZooAttestations {
         (WorkCommitment memory w, bytes memory sigW, bytes[] memory verdicts) =
             abi.decode(evidence, (WorkCommitment, bytes, bytes[]));
         if (w.job != job) revert BadEvidence("a commitment of another job");
-        bytes32 commitment = workCommitmentDigest(w);
-        if (signerOf(commitment, sigW) != account) revert BadEvidence("not signed by the account");
+        round = w.round;
+        bytes32 digest = workCommitmentDigest(w);
+        if (signerOf(digest, sigW) != account) revert BadEvidence("not signed by the account");
         if (verdicts.length < quorum) revert BadEvidence("fewer verdicts than the job's quorum");
-        uint256 counted =
-            countVerdicts(account, auditFailureDigest(AuditFailure(job, w.round, account, commitment)), job, verdicts);
-        if (counted < quorum) revert BadEvidence("fewer verdicts in good standing than the job's quorum");
-        return w.round;
+        digest = auditFailureDigest(AuditFailure(job, round, account, digest));
+        if (countVerdicts(account, address(0), digest, job, verdicts) < quorum) {
+            revert BadEvidence("fewer verdicts in good standing than the job's quorum");
+        }
     }
 
     /// @dev How many of `verdicts` on `digest` come from auditors of `job`
-    /// in good standing now, other than `accused`. A verdict whose signer
+    /// in good standing now, other than `accused` (and `party`, the
+    /// accused of a refuted verdict: its word does not clear itself). A verdict whose signer
     /// has since left, fell below the stake or was slashed is not counted
     /// but voids nothing: the others still convict, so churn among the
     /// signers (or a colluder's own conviction) cannot save the accused.
     /// Counted signers must ascend strictly: that proves them distinct with
     /// one comparison each, no set in storage or memory.
-    function countVerdicts(address accused, bytes32 digest, bytes32 job, bytes[] memory verdicts)
+    function countVerdicts(address accused, address party, bytes32 digest, bytes32 job, bytes[] memory verdicts)
         private
         view
         returns (uint256 counted)
@@ -163,6 +219,7 @@ abstract contract ZooEvidence is ZooAttestations {
             address signer = signerOf(digest, verdicts[i]);
             if (signer == address(0)) revert BadEvidence("a malformed verdict signature");
             if (signer == accused) revert BadEvidence("a verdict by the accused");
+            if (signer == party) revert BadEvidence("a verdict by the party it clears");
             // Standing first: a verdict over other data recovers to a
             // random address, which must read as a stranger wherever it sorts.
             if (!isAuditor(job, signer)) continue;

@@ -56,6 +56,8 @@ contract ZooRegistry is ZooStaking, ZooAttestations, ZooEvidence {
     /// for the last round's audits to run and their evidence to land, so a
     /// cheat in that round is slashed before it can claim.
     uint64 public constant CHALLENGE_WINDOW = 1 hours;
+    /// Refuted failure verdicts after which their signer is slashed.
+    uint32 public constant FALSE_VERDICT_STRIKES = 2;
 
     // ---------------------------------------------------------------- state
 
@@ -65,12 +67,20 @@ contract ZooRegistry is ZooStaking, ZooAttestations, ZooEvidence {
     mapping(bytes32 => mapping(address => uint256)) public contributionOf;
     mapping(bytes32 => mapping(address => bool)) public hasClaimed;
     bytes32[] private jobIds;
-    /// Offences already punished: keccak256(account, job, round, kind).
+    /// Offences already punished: keccak256(account, job, round, kind,
+    /// the accused of a false verdict or zero).
     mapping(bytes32 => bool) public punished;
+    /// Refuted failure verdicts per job and signer.
+    mapping(bytes32 => mapping(address => uint32)) public falseVerdicts;
 
     // --------------------------------------------------------------- events
 
     event NodeSlashed(address indexed account, bytes32 indexed job, uint256 amount);
+    /// A quorum refuted `account`'s failure verdict on `accused`'s `round`:
+    /// its `strikes`-th in `job`.
+    event FalseVerdict(
+        address indexed account, bytes32 indexed job, uint32 round, address accused, uint32 strikes
+    );
     event JobCreated(
         bytes32 indexed job,
         address indexed creator,
@@ -125,25 +135,36 @@ contract ZooRegistry is ZooStaking, ZooAttestations, ZooEvidence {
     // ------------------------------------------------------------- slashing
 
     /// @notice Slashes `account` on proof of misbehaviour in `job`: `kind` 1
-    /// (equivocation) or 2 (failed audit, by a quorum of the job's other
-    /// members), with `evidence` laid out as ZooEvidence says. It loses the
+    /// (equivocation), 2 (failed audit, by a quorum of the job's other
+    /// members) or 3 (a failure verdict of its own that such a quorum
+    /// refuted: the first is a strike, recorded and not slashed, the
+    /// FALSE_VERDICT_STRIKES-th slashes), with `evidence` laid out as
+    /// ZooEvidence says. It loses the
     /// job's stake (at least the registry's minimum, at most what it has),
     /// its membership of the job and the contribution it has not claimed
     /// yet, so it earns nothing from the job. A tenth of the stake taken pays the reporter (the gas, and a
     /// reason to look); the rest goes to the job's reward pool, for the
     /// honest contributors. The bounty stays small because a cheater can
     /// report itself from another account: it still loses nine tenths. One
-    /// offence (account, job, round, kind) is punished once: equivocation
-    /// and a failed audit in one round are two.
+    /// offence (account, job, round, kind, and the accused of a false
+    /// verdict) is punished once: equivocation and a failed audit in one
+    /// round are two.
     function slash(address account, bytes32 job, uint8 kind, bytes calldata evidence) external {
         Node storage node = nodes[account];
         if (!node.registered) revert NotRegistered(account);
         Job storage j = knownJob(job);
         if (!isMember[job][account]) revert NotMember(job, account);
-        uint32 round = checkEvidence(account, job, j.quorum, kind, evidence);
-        bytes32 offence = keccak256(abi.encode(account, job, round, kind));
+        (uint32 round, address subject) = checkEvidence(account, job, j.quorum, kind, evidence);
+        bytes32 offence = keccak256(abi.encode(account, job, round, kind, subject));
         if (punished[offence]) revert AlreadyPunished(offence);
         punished[offence] = true;
+        if (kind == EVIDENCE_FALSE_VERDICT) {
+            // An honest auditor whose replay went wrong once is warned; one
+            // that accuses falsely again is a liar.
+            uint32 strikes = ++falseVerdicts[job][account];
+            emit FalseVerdict(account, job, round, subject, strikes);
+            if (strikes < FALSE_VERDICT_STRIKES) return;
+        }
         uint256 amount = j.minStake > minNodeStake ? j.minStake : minNodeStake;
         if (amount > node.stake) amount = node.stake;
         node.stake -= uint128(amount);

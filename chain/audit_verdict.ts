@@ -71,17 +71,86 @@ export function failedAuditEvidence(
   workSignature: `0x${string}`,
   verdicts: readonly { signer: Address; signature: `0x${string}` }[],
 ): `0x${string}` {
-  const sorted = [...verdicts].sort((a, b) => {
-    const x = BigInt(a.signer);
-    const y = BigInt(b.signer);
-    return x < y ? -1 : x > y ? 1 : 0;
-  });
   return encodeAbiParameters(
     [
       { type: "tuple", components: WORK_COMMITMENT_TYPES.WorkCommitment },
       { type: "bytes" },
       { type: "bytes[]" },
     ],
-    [work, workSignature, sorted.map((v) => v.signature)],
+    [work, workSignature, bySigner(verdicts)],
   );
+}
+
+/**
+ * What a member signs when its own replay of the work that `accuser`'s
+ * failure verdict accuses passed: the verdict (its EIP-712 digest,
+ * `auditFailureDigest`) is false.
+ */
+export interface AuditRefutation {
+  job: Bytes32;
+  round: number;
+  accuser: Address;
+  failure: Bytes32;
+}
+
+/** The EIP-712 types; must match `AUDIT_REFUTATION_TYPEHASH` in the contract. */
+export const AUDIT_REFUTATION_TYPES = {
+  AuditRefutation: [
+    { name: "job", type: "bytes32" },
+    { name: "round", type: "uint32" },
+    { name: "accuser", type: "address" },
+    { name: "failure", type: "bytes32" },
+  ],
+} as const;
+
+/** The registry's evidence kind for a failure verdict a quorum refuted. */
+export const EVIDENCE_FALSE_VERDICT = 3;
+
+const AUDIT_REFUTATION = registryMessage<AuditRefutation>(
+  AUDIT_REFUTATION_TYPES,
+  "AuditRefutation",
+);
+
+/** The digest a refutation signs. */
+export const auditRefutationDigest: RegistryMessage<AuditRefutation>["digest"] =
+  AUDIT_REFUTATION.digest;
+
+/** Signs a refutation with `account` (a viem local account). */
+export const signAuditRefutation: RegistryMessage<AuditRefutation>["sign"] =
+  AUDIT_REFUTATION.sign;
+
+/** The account that signed a refutation. */
+export const recoverAuditRefutationSigner: RegistryMessage<
+  AuditRefutation
+>["recover"] = AUDIT_REFUTATION.recover;
+
+/**
+ * The evidence bytes for `slash(accuser, job, EVIDENCE_FALSE_VERDICT, …)`:
+ * abi.encode(AuditFailure failure, bytes failureSignature, bytes[]
+ * refutations), the refutations ordered by signer as the registry requires.
+ */
+export function falseVerdictEvidence(
+  failure: AuditFailure,
+  failureSignature: `0x${string}`,
+  refutations: readonly { signer: Address; signature: `0x${string}` }[],
+): `0x${string}` {
+  return encodeAbiParameters(
+    [
+      { type: "tuple", components: AUDIT_FAILURE_TYPES.AuditFailure },
+      { type: "bytes" },
+      { type: "bytes[]" },
+    ],
+    [failure, failureSignature, bySigner(refutations)],
+  );
+}
+
+/** The signatures of `verdicts`, ordered by signer address. */
+function bySigner(
+  verdicts: readonly { signer: Address; signature: `0x${string}` }[],
+): `0x${string}`[] {
+  return [...verdicts].sort((a, b) => {
+    const x = BigInt(a.signer);
+    const y = BigInt(b.signer);
+    return x < y ? -1 : x > y ? 1 : 0;
+  }).map((v) => v.signature);
 }

@@ -15,8 +15,11 @@ import {
   type AuditFailure,
   auditFailureDigest,
   EVIDENCE_FAILED_AUDIT,
+  EVIDENCE_FALSE_VERDICT,
   failedAuditEvidence,
+  falseVerdictEvidence,
   signAuditFailure,
+  signAuditRefutation,
 } from "../chain/audit_verdict.ts";
 import { ChainError } from "../chain/errors.ts";
 import {
@@ -645,4 +648,123 @@ Deno.test({
       undefined,
       { ...fixture.TEST_REGISTRY, unbondingDelay: 60n },
     ),
+});
+
+Deno.test({
+  name:
+    "slashing: a failure verdict a quorum refuted is a strike against its signer; the second slashes it; the refutations of the accused, the accuser or a stranger do not count",
+  ...fixture.CHAIN_TEST,
+  fn: () =>
+    fixture.withChain(async (chain) => {
+      const [liar, victim, other, a, b] = await fixture.jobWithMembers(
+        chain,
+        5,
+        { quorum: 2, rounds: 3 },
+      );
+      const liarAccount = liar.client.account.address;
+      const refute = async (
+        by: fixture.TestAccount,
+        failure: AuditFailure,
+      ) => ({
+        signer: by.client.account.address,
+        signature: await signAuditRefutation(by.client.account, domainOf(by), {
+          job: failure.job,
+          round: failure.round,
+          accuser: liarAccount,
+          failure: auditFailureDigest(domainOf(by), failure),
+        }),
+      });
+      const accuse = async (
+        accused: fixture.TestAccount,
+        work: WorkCommitment,
+      ) => {
+        const failure = failureOf(
+          accused,
+          work,
+          accused.client.account.address,
+        );
+        return { failure, signature: (await verdict(liar, failure)).signature };
+      };
+      const submit = (evidence: `0x${string}`) =>
+        slash(a.reg, {
+          account: liarAccount,
+          job: fixture.JOB,
+          kind: EVIDENCE_FALSE_VERDICT,
+          evidence,
+        });
+      const first = await accuse(victim, WORK);
+      const refutations = [
+        await refute(a, first.failure),
+        await refute(b, first.failure),
+      ];
+      // The accused's own word does not clear it, nor the accuser's.
+      for (
+        const [by, reason] of [
+          [victim, "a verdict by the party it clears"],
+          [liar, "a verdict by the accused"],
+        ] as const
+      ) {
+        await rejectsEvidence(
+          submit(falseVerdictEvidence(first.failure, first.signature, [
+            refutations[0],
+            await refute(by, first.failure),
+          ])),
+          reason,
+        );
+      }
+      await rejectsEvidence(
+        submit(falseVerdictEvidence(first.failure, first.signature, [
+          refutations[0],
+        ])),
+        "fewer verdicts than the job's quorum",
+      );
+      const stranger = await chain.account();
+      await rejectsEvidence(
+        submit(falseVerdictEvidence(first.failure, first.signature, [
+          refutations[0],
+          await refute(stranger, first.failure),
+        ])),
+        "fewer verdicts in good standing than the job's quorum",
+      );
+      // A verdict it did not sign is not its offence.
+      await rejectsEvidence(
+        submit(falseVerdictEvidence(
+          first.failure,
+          (await verdict(other, first.failure)).signature,
+          refutations,
+        )),
+        "not signed by the account",
+      );
+      const evidence = falseVerdictEvidence(
+        first.failure,
+        first.signature,
+        refutations,
+      );
+      // First strike: recorded, not slashed.
+      await submit(evidence);
+      assert.equal(
+        await readContract(a.client.public, {
+          address: a.reg.address,
+          abi: zooRegistryAbi,
+          functionName: "falseVerdicts",
+          args: [fixture.JOB, liarAccount],
+        }),
+        1,
+      );
+      assert.equal(await isMember(a.reg, fixture.JOB, liarAccount), true);
+      assert.equal((await readNode(a.reg, liarAccount)).stake, parseEther("2"));
+      await fixture.rejects(submit(evidence), "AlreadyPunished");
+      // A second false verdict (another accused) slashes.
+      const second = await accuse(other, WORK);
+      await submit(falseVerdictEvidence(second.failure, second.signature, [
+        await refute(a, second.failure),
+        await refute(b, second.failure),
+      ]));
+      assert.equal(await isMember(a.reg, fixture.JOB, liarAccount), false);
+      assert.equal((await readNode(a.reg, liarAccount)).stake, parseEther("1"));
+      assert.deepEqual(
+        await slashedAccounts(a.reg, fixture.JOB),
+        new Map([[liarAccount.toLowerCase(), parseEther("1")]]),
+      );
+    }),
 });
