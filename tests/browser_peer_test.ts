@@ -7,13 +7,20 @@
  * worker, and is credited on chain for its deltas round after round. A
  * Deno peer's audit re-runs a segment of its training bit for bit; no peer
  * slashes it and it raises no error. A second tab of the same browser
- * refuses to run the same peer; reloaded, the tab is the same peer.
+ * refuses to run the same peer; reloaded mid-job, right after a round it
+ * was credited for, the tab is the same peer, serves that round's work to
+ * its auditors from its IndexedDB and is credited in the rounds after it,
+ * never slashed.
  */
 import assert from "node:assert/strict";
 import { chromium } from "playwright-core";
 import { cidToBytes32 } from "../chain/attestation.ts";
 import { fundOnDevnet } from "../chain/deployment.ts";
-import { contributionOf, slashedAccounts } from "../chain/registry.ts";
+import {
+  contributionOf,
+  roundCredits,
+  slashedAccounts,
+} from "../chain/registry.ts";
 import { buildBrowserPeer } from "../node/browser/build.ts";
 import { waitFor } from "../node/devnet/local_peer.ts";
 import {
@@ -159,14 +166,65 @@ Deno.test({
             );
             await second.close();
 
-            // Its keys stay in the tab: reloaded, it is the same peer.
+            // Reloaded right after a round it is credited for, while the
+            // Deno peers audit that round: it must still serve its work.
+            const account = address.toLowerCase();
+            const creditedRounds = async () =>
+              [...await roundCredits(c.chain.owner, job)]
+                .filter(([, credits]) => credits.has(account))
+                .map(([round]) => round);
+            const seen = Math.max(...await creditedRounds());
+            const reloadedAfter = await waitFor(
+              async () => {
+                const later = (await creditedRounds()).filter((r) => r > seen);
+                return later.length > 0 ? Math.max(...later) : null;
+              },
+              120_000,
+              "a fresh round crediting the tab",
+            );
             await page.reload();
+            // Its keys stay in the tab: reloaded, it is the same peer.
             await page.waitForFunction(
               (id) => document.getElementById("peer-id")?.textContent === id,
               peerId,
               { timeout: 30_000 },
             );
             assert.equal(await page.textContent("#address"), address);
+
+            // The round under way at the reload may be missed; each of the
+            // 3 committed after it credits the tab again.
+            const after = await waitFor(
+              async () => {
+                const credits = await roundCredits(c.chain.owner, job);
+                const later = [...credits]
+                  .filter(([round]) => round > reloadedAfter + 1)
+                  .sort(([a], [b]) => a - b)
+                  .slice(0, 3);
+                return later.length === 3 ? later : null;
+              },
+              300_000,
+              "3 committed rounds after the reload",
+            );
+            for (const [round, credits] of after) {
+              assert.ok(credits.has(account), `round ${round} credits the tab`);
+            }
+            // No audit of its rounds failed, the one of its last round
+            // before the reload included: nobody slashed it.
+            for (const p of c.peers) {
+              const failed = (await trainingOf(p)).audits.filter((a) =>
+                a.peer === peerId && !a.passed
+              );
+              assert.deepEqual(failed, [], `${p.name}'s audits of the tab`);
+            }
+            const slashedLater = await slashedAccounts(c.chain.owner, job);
+            assert.ok(
+              !slashedLater.has(account),
+              `slashed after the reload: ${[...slashedLater.keys()]}`,
+            );
+            assert.equal(
+              await page.evaluate(() => document.body.dataset.state),
+              "training",
+            );
           } finally {
             await browser.close();
           }

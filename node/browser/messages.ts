@@ -53,4 +53,9 @@ export type PeerReport =
   /** The account needs `needWei` (stake and gas) before it can register. */
   | { type: "fund"; address: `0x${string}`; needWei: string; haveWei: string }
   | { type: "status"; status: NodeStatus }
+  /**
+   * The account is no longer a member of the job: slashed (a quorum failed
+   * its audits, or it equivocated) or out for another reason.
+   */
+  | { type: "standing"; standing: "slashed" | "not a member"; line: string }
   | { type: "error"; message: string };

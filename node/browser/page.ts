@@ -80,6 +80,12 @@ function ethCeil(wei: bigint): string {
   return (Number(micro) / 1e6).toString();
 }
 
+/**
+ * Set once the account has left the job (slashed): a status report must
+ * not put "training" back while the worker keeps running.
+ */
+let standing: string | null = null;
+
 function show(id: string, text: string): void {
   const el = document.getElementById(id);
   if (el) el.textContent = text;
@@ -124,7 +130,7 @@ function onReport(r: PeerReport): void {
       show("addresses", r.status.addresses.join(" ") || "none");
       show("live", String(r.status.livePeers));
       if (t) {
-        setState("training");
+        setState(standing ?? "training");
         show("fund", "");
         show("round", `${t.round} of ${t.rounds}`);
         show("stage", t.stage);
@@ -132,6 +138,12 @@ function onReport(r: PeerReport): void {
       }
       break;
     }
+    case "standing":
+      standing = r.standing;
+      setState(r.standing);
+      show("error", r.line);
+      addLog(r.line);
+      break;
     case "error":
       setState("stopped");
       show("error", r.message);

@@ -1,10 +1,12 @@
 /**
  * The peer of a browser tab, run in a dedicated worker (the page's
  * `peer_worker.ts`): the same blob protocol, gossip, round driver and
- * kernels as a Deno node, on a WebSockets-only libp2p host and an
- * in-memory block store. The account registers itself once funded, joins
- * the job and trains its share of each round; its deltas and training
- * states are served over the connections it opened.
+ * kernels as a Deno node, on a WebSockets-only libp2p host and a block
+ * store kept in the tab's IndexedDB (`idb_store.ts`) beside the job's
+ * state notes, so a reloaded tab still serves what its audits ask for.
+ * The account registers itself once funded, joins the job and trains its
+ * share of each round; its deltas and training states are served over the
+ * connections it opened.
  *
  * @module
  */
@@ -12,11 +14,13 @@ import { privateKeyFromProtobuf } from "@libp2p/crypto/keys";
 import { cidToBytes32, peerIdToHex } from "../../chain/attestation.ts";
 import { connectChain } from "../../chain/client.ts";
 import {
+  isMember,
   readJob,
   readNode,
   readRegistryParams,
   registerNode,
   type Registry,
+  slashedAccounts,
 } from "../../chain/registry.ts";
 import { toIdentity } from "../identity.ts";
 import { enterJob, type JobRun } from "../job/enter.ts";
@@ -24,12 +28,15 @@ import { assemblePeer, type PeerNode } from "../peer_node.ts";
 import { BlockRetention } from "../round/block_retention.ts";
 import { MemoryBlockstore } from "../store/memory_blockstore.ts";
 import { createBrowserHost } from "./host.ts";
+import { openTabStorage } from "./idb_store.ts";
 import type { BrowserPeerConfig, PeerReport, StoredKeys } from "./messages.ts";
 
 /** Gas set aside beside the stake for registering and the rounds' txs. */
 const GAS_RESERVE_WEI = 10n ** 16n;
 /** How often the balance is looked at while waiting for funds, ms. */
 const FUND_POLL_MS = 1_000;
+/** How often the job's membership is looked at while training, ms. */
+const STANDING_POLL_MS = 5_000;
 
 /** A running tab peer. */
 export interface BrowserPeer {
@@ -57,10 +64,13 @@ export async function startBrowserPeer(
     address: identity.address,
   });
   const log = (line: string) => report({ type: "log", line });
-  const store = new MemoryBlockstore();
+  const storage = await openTabStorage(`zoo-peer-${identity.peerId}`);
   let node: PeerNode | null = null;
   let tick: ReturnType<typeof setInterval> | undefined;
+  let standing: ReturnType<typeof setInterval> | undefined;
   try {
+    const store = await MemoryBlockstore.open(storage.blocks, log);
+    const notes = storage.notes(config.job);
     const host = await createBrowserHost(identity.peerKey, config.bootstrap);
     try {
       node = await assemblePeer({
@@ -99,27 +109,73 @@ export async function startBrowserPeer(
       dutyCycle: 1,
       overlap: false,
       confirmations: config.confirmations,
-      retention: await BlockRetention.open({
-        stateDir: null,
-        blocks: store,
-        log,
-      }),
+      notes,
+      retention: await BlockRetention.open({ notes, blocks: store, log }),
       log,
     });
+    standing = watchStanding(registry, config.job, report);
     return {
       node: peer,
       run,
       async stop() {
         clearInterval(tick);
+        clearInterval(standing);
         await run.stop();
         await peer.stop();
+        storage.close();
       },
     };
   } catch (err) {
     clearInterval(tick);
+    clearInterval(standing);
     await node?.stop();
+    storage.close();
     throw err;
   }
+}
+
+/**
+ * Reports, once, that the account left the job: a slash takes its
+ * membership, and the page must say so rather than "training" on.
+ */
+function watchStanding(
+  registry: Registry,
+  jobId: string,
+  report: (r: PeerReport) => void,
+): ReturnType<typeof setInterval> {
+  const job = cidToBytes32(jobId);
+  const address = registry.client.account.address;
+  let told = false;
+  let looking = false;
+  return setInterval(async () => {
+    if (told || looking) return;
+    looking = true;
+    try {
+      if (await isMember(registry, job, address)) return;
+      const lost = (await slashedAccounts(registry, job))
+        .get(address.toLowerCase());
+      told = true;
+      report(
+        lost === undefined
+          ? {
+            type: "standing",
+            standing: "not a member",
+            line: `${address} is no longer a member of job ${jobId}`,
+          }
+          : {
+            type: "standing",
+            standing: "slashed",
+            line: `${address} was slashed in job ${jobId}: ${
+              Number(lost) / 1e18
+            } ETH of its stake taken, its contribution lost`,
+          },
+      );
+    } catch {
+      // A failed look is tried again at the next tick.
+    } finally {
+      looking = false;
+    }
+  }, STANDING_POLL_MS);
 }
 
 /** Registers the account with the minimum stake, waiting for the funds. */

@@ -25,6 +25,7 @@ import type { RoundBehaviour } from "../round/behaviour.ts";
 import { RoundDriver } from "../round/driver.ts";
 import { RoundTrainer } from "../round/inner_loop.ts";
 import type { KeptRecords } from "../round/record_log.ts";
+import type { StateNotes } from "../store/state_notes.ts";
 import { openCompute } from "../train/compute.ts";
 import { loadJobDataset } from "./dataset.ts";
 import { createJobView } from "./view.ts";
@@ -57,8 +58,8 @@ export interface EnterJobOptions {
   computeThread?: boolean;
   /** The node's data dir, for the corpus cache; none in a browser tab. */
   dataDir?: string;
-  /** See `RoundDriverOptions`: state kept across restarts, if any. */
-  stateDir?: string;
+  /** See `RoundDriverOptions`: notes kept across restarts, if any. */
+  notes?: StateNotes;
   records?: KeptRecords;
   retention: BlockRetention;
   /** Progress lines. */
@@ -117,7 +118,7 @@ export async function enterJob(o: EnterJobOptions): Promise<JobRun> {
       log,
       overlap: o.overlap,
       behaviour: o.behaviour,
-      stateDir: o.stateDir,
+      notes: o.notes,
       records: o.records,
       retention: o.retention,
       confirmations: o.confirmations,

@@ -14,6 +14,7 @@ import { jobStateDir, type ZooNode } from "../node.ts";
 import type { RoundBehaviour } from "../round/behaviour.ts";
 import { RoundRecordLog } from "../round/record_log.ts";
 import { BlockRetention } from "../round/block_retention.ts";
+import { fileNotes } from "../store/state_notes.ts";
 import { enterJob, type JobRun } from "./enter.ts";
 
 export type { JobRun } from "./enter.ts";
@@ -51,6 +52,7 @@ export async function runJob(
       );
     }
     const stateDir = jobStateDir(config.dataDir, jobId);
+    const notes = fileNotes(stateDir);
     const run = await enterJob({
       node,
       identity,
@@ -62,10 +64,10 @@ export async function runJob(
       overlap: config.overlap,
       confirmations: config.confirmations,
       dataDir: config.dataDir,
-      stateDir,
+      notes,
       records: await RoundRecordLog.open(stateDir, log),
       retention: await BlockRetention.open({
-        stateDir,
+        notes,
         blocks: node.store,
         log,
       }),

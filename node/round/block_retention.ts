@@ -13,26 +13,27 @@
  * checkpoint is always recent. The job spec and dataset are fetched
  * outside round work and never collected.
  *
- * The notes are kept in `<state dir>/blocks.jsonl` (appended as blocks
- * arrive, rewritten atomically after each collection), so blocks noted
- * before a restart are collected too; a crash between a block's arrival
- * and its note leaves that one block for good.
+ * The notes are kept in `blocks.jsonl` of the peer's state notes (a Deno
+ * node's state dir, a tab's IndexedDB; appended as blocks arrive,
+ * rewritten atomically after each collection), so blocks noted before a
+ * restart or a reload are collected too; a crash between a block's
+ * arrival and its note leaves that one block for good.
  *
  * @module
  */
 import { type CID, cidToString, parseCid } from "../../protocol/cid.ts";
-import { atomicWriteFile } from "../store/atomic_write.ts";
+import type { StateNotes } from "../store/state_notes.ts";
 import type { RoundBlocks } from "./services.ts";
 
 /** Rounds of blocks kept behind the round that just closed. */
 export const KEEP_BLOCK_ROUNDS = 8;
-/** The file in the state dir. */
+/** The note in the state notes. */
 export const BLOCKS_FILE = "blocks.jsonl";
 
 /** What {@linkcode BlockRetention} works with. */
 export interface BlockRetentionOptions {
-  /** Where the notes live; null keeps them in memory only. */
-  stateDir: string | null;
+  /** Where the notes live. */
+  notes: StateNotes;
   /** The store collected blocks are deleted from. */
   blocks: Pick<RoundBlocks, "delete">;
   /** Where failures to write the notes or delete a block are told. */
@@ -50,17 +51,14 @@ export class BlockRetention {
     this.#o = o;
   }
 
-  /** The retention of `o.stateDir`, with the notes kept there. */
+  /** The retention of `o.notes`, with the notes kept there. */
   static async open(o: BlockRetentionOptions): Promise<BlockRetention> {
     const self = new BlockRetention(o);
-    if (o.stateDir === null) return self;
     let text = "";
     try {
-      text = await Deno.readTextFile(self.#path);
+      text = await o.notes.read(BLOCKS_FILE) ?? "";
     } catch (err) {
-      if (!(err instanceof Deno.errors.NotFound)) {
-        o.log(`${self.#path} is unreadable: ${(err as Error).message}`);
-      }
+      o.log(`${self.#path} is unreadable: ${(err as Error).message}`);
     }
     for (const line of text.split("\n")) {
       const note = parseNote(line);
@@ -73,7 +71,7 @@ export class BlockRetention {
   }
 
   get #path(): string {
-    return `${this.#o.stateDir}/${BLOCKS_FILE}`;
+    return `${this.#o.notes.where}/${BLOCKS_FILE}`;
   }
 
   /** Blocks noted, for reports and tests. */
@@ -91,17 +89,14 @@ export class BlockRetention {
   /** Notes that `cid` was stored or fetched in `round`. */
   note(cid: CID | string, round: number): void {
     const text = typeof cid === "string" ? cid : cidToString(cid);
-    if (!this.#set(text, round) || this.#o.stateDir === null) return;
+    if (!this.#set(text, round)) return;
     const line = JSON.stringify({ round, cid: text }) + "\n";
-    this.#queue(async () => {
-      await Deno.mkdir(this.#o.stateDir!, { recursive: true });
-      await Deno.writeTextFile(this.#path, line, { append: true, mode: 0o600 });
-    });
+    this.#queue(() => this.#o.notes.append(BLOCKS_FILE, line));
   }
 
   /**
    * Deletes the blocks last noted in `closed` − KEEP_BLOCK_ROUNDS or
-   * before; resolves with how many once the notes are on disk.
+   * before; resolves with how many once the notes are kept.
    */
   async collect(closed: number): Promise<number> {
     const cutoff = closed - KEEP_BLOCK_ROUNDS;
@@ -127,16 +122,11 @@ export class BlockRetention {
     return deleted;
   }
 
-  /** Replaces the notes on disk with the ones held. */
+  /** Replaces the kept notes with the ones held. */
   #rewrite(): void {
-    if (this.#o.stateDir === null) return;
     const kept = [...this.#rounds]
       .map(([cid, round]) => JSON.stringify({ round, cid }) + "\n").join("");
-    this.#queue(() =>
-      atomicWriteFile(this.#path, new TextEncoder().encode(kept), {
-        mode: 0o600,
-      })
-    );
+    this.#queue(() => this.#o.notes.replace(BLOCKS_FILE, kept));
   }
 
   #queue(write: () => Promise<void>): void {

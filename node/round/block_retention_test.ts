@@ -1,5 +1,6 @@
 import assert from "node:assert/strict";
 import { cidForBytes, cidToString } from "../../protocol/cid.ts";
+import { fileNotes, memoryNotes } from "../store/state_notes.ts";
 import {
   BlockRetention,
   BLOCKS_FILE,
@@ -17,9 +18,10 @@ const cids = await Promise.all(
 function retention(stateDir: string | null) {
   const deleted: string[] = [];
   const lines: string[] = [];
+  const notes = stateDir === null ? memoryNotes() : fileNotes(stateDir);
   const open = () =>
     BlockRetention.open({
-      stateDir,
+      notes,
       blocks: {
         delete: (cid) => {
           deleted.push(cidToString(cid));
@@ -75,7 +77,7 @@ Deno.test("BlockRetention: a block noted again while a collection runs is kept; 
   let r: BlockRetention | null = null;
   const deleted: string[] = [];
   r = await BlockRetention.open({
-    stateDir: null,
+    notes: memoryNotes(),
     blocks: {
       delete: (cid) => {
         const text = cidToString(cid);

@@ -1,13 +1,14 @@
 /**
  * The deltas this peer announced, kept on disk so that a restart never
  * makes it announce a second, different delta for a round: that is
- * equivocation, which the registry slashes.
+ * equivocation, which the registry slashes. A browser tab keeps them the
+ * same way, in its IndexedDB, across a reload.
  *
  * Training is reproducible only from the same AdamW moments, and a
  * restart loses them, so a peer killed after announcing and restarted in
  * the same round would train again to another delta. Instead, each signed
  * announcement is written (atomically, before it is published) to
- * `<state dir>/announced.json`, the last {@linkcode KEEP_ROUNDS} rounds of
+ * `announced.json` of the peer's state notes, the last {@linkcode KEEP_ROUNDS} rounds of
  * it; when the machine asks this peer to train a round it already
  * announced, the peer sends the same announcement again if the delta is
  * still in its blockstore, and sits the round out if not.
@@ -16,18 +17,18 @@
  */
 import type { DeltaAnnounce } from "../../protocol/messages.ts";
 import type { RoundEvent } from "../../protocol/round_state.ts";
-import { atomicWriteFile } from "../store/atomic_write.ts";
+import type { StateNotes } from "../store/state_notes.ts";
 import type { RoundPublisher } from "./publisher.ts";
 
 /** Rounds of announcements kept. */
 export const KEEP_ROUNDS = 8;
-/** The file in the state dir. */
+/** The note in the state notes. */
 export const ANNOUNCED_FILE = "announced.json";
 
 /** What {@linkcode OwnDeltas} works with. */
 export interface OwnDeltasOptions {
-  /** Where the file lives; null keeps the announcements in memory only. */
-  stateDir: string | null;
+  /** Where the announcements are kept. */
+  notes: StateNotes;
   publisher: Pick<RoundPublisher, "publish">;
   /** Whether a delta's blob is still stored here. */
   has(cid: string): Promise<boolean>;
@@ -57,13 +58,10 @@ export class OwnDeltas {
       m.round !== msg.round && m.round > msg.round - KEEP_ROUNDS
     );
     list.splice(0, list.length, ...kept, msg);
-    const dir = this.#o.stateDir;
-    if (dir === null) return;
-    const bytes = new TextEncoder().encode(JSON.stringify(list) + "\n");
-    const write = this.#writing.then(async () => {
-      await Deno.mkdir(dir, { recursive: true });
-      await atomicWriteFile(`${dir}/${ANNOUNCED_FILE}`, bytes);
-    });
+    const text = JSON.stringify(list) + "\n";
+    const write = this.#writing.then(() =>
+      this.#o.notes.replace(ANNOUNCED_FILE, text)
+    );
     this.#writing = write.catch(() => {});
     await write;
   }
@@ -94,18 +92,16 @@ export class OwnDeltas {
   }
 
   async #load(): Promise<DeltaAnnounce[]> {
-    const dir = this.#o.stateDir;
-    if (dir === null) return [];
+    const { notes } = this.#o;
     try {
-      const json = JSON.parse(
-        await Deno.readTextFile(`${dir}/${ANNOUNCED_FILE}`),
-      );
+      const text = await notes.read(ANNOUNCED_FILE);
+      if (text === null) return [];
+      const json = JSON.parse(text);
       if (!Array.isArray(json)) throw new Error("not a list");
       return json.filter(looksAnnounced);
     } catch (err) {
-      if (err instanceof Deno.errors.NotFound) return [];
       this.#o.log(
-        `${dir}/${ANNOUNCED_FILE} is unreadable (${
+        `${notes.where}/${ANNOUNCED_FILE} is unreadable (${
           (err as Error).message
         }): this peer's earlier announcements are unknown`,
       );

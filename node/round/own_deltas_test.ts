@@ -2,6 +2,7 @@ import assert from "node:assert/strict";
 import type { DeltaAnnounce } from "../../protocol/messages.ts";
 import type { RoundEvent } from "../../protocol/round_state.ts";
 import { withTempDir } from "../../tests/_temp_dir.ts";
+import { fileNotes } from "../store/state_notes.ts";
 import { DELTA } from "../../protocol/_message_fixtures.ts";
 import { MemoryGossip } from "./_fakes.ts";
 import { ANNOUNCED_FILE, KEEP_ROUNDS, OwnDeltas } from "./own_deltas.ts";
@@ -21,7 +22,7 @@ function peer(dir: string, stored: Set<string>) {
   const events: RoundEvent[] = [];
   const lines: string[] = [];
   const own = new OwnDeltas({
-    stateDir: dir,
+    notes: fileNotes(dir),
     publisher: new RoundPublisher({
       gossip,
       peerId: "12D3KooWAAAA",

@@ -15,6 +15,7 @@ import type { RoundBehaviour } from "./behaviour.ts";
 import { signDelta } from "./commitments.ts";
 import { deltaBlobMaxBytes } from "./delta_reader.ts";
 import { OwnDeltas } from "./own_deltas.ts";
+import type { StateNotes } from "../store/state_notes.ts";
 import type { RoundPublisher } from "./publisher.ts";
 import type { RoundServices } from "./services.ts";
 import { RoundTraining, type RoundTrainingOptions } from "./train.ts";
@@ -41,8 +42,8 @@ export interface PeerTrainingOptions extends
     "blocks" | "gossip" | "progress" | "chain" | "deltaWaits"
   >;
   publisher: RoundPublisher;
-  /** Where the announcements are kept across restarts (null: memory). */
-  stateDir: string | null;
+  /** Where the announcements are kept across restarts. */
+  notes: StateNotes;
   feed: (event: RoundEvent) => void;
   log: (line: string) => void;
   behaviour: RoundBehaviour;
@@ -63,7 +64,7 @@ export interface PeerTraining {
 export function peerTraining(o: PeerTrainingOptions): PeerTraining {
   const { services, publisher, account, spec } = o;
   const own = new OwnDeltas({
-    stateDir: o.stateDir,
+    notes: o.notes,
     publisher,
     // Read in full: a delta that rotted on disk cannot be served again.
     has: (cid) =>

@@ -1,7 +1,8 @@
 /**
  * The stores the {@linkcode BlockStorage} contract runs against (the disk
  * store, `blockstore.ts`, and a browser tab's in-memory one,
- * `memory_blockstore.ts`) and the contract tests' helpers. The cases are
+ * `memory_blockstore.ts`, alone and kept on a shelf as in a tab's
+ * IndexedDB) and the contract tests' helpers. The cases are
  * in `block_storage_contract_test.ts` (blocks and ranges) and
  * `block_storage_partial_test.ts` (downloads).
  *
@@ -13,7 +14,7 @@ import { withTempDir } from "../../tests/_temp_dir.ts";
 import { cidToString } from "../../protocol/cid.ts";
 import { type BlockStorage, toHex } from "./block_storage.ts";
 import { Blockstore } from "./blockstore.ts";
-import { MemoryBlockstore } from "./memory_blockstore.ts";
+import { type BlockShelf, MemoryBlockstore } from "./memory_blockstore.ts";
 
 /** A store under test: how to open it fresh and as a later fetch sees it. */
 export interface Impl {
@@ -39,7 +40,36 @@ export const impls: readonly Impl[] = [
     open: () => Promise.resolve(new MemoryBlockstore()),
     reopen: (store) => Promise.resolve(store),
   },
+  {
+    // Interrupted downloads are not kept on the shelf: the same store.
+    name: "memory kept on a shelf",
+    open: () => Promise.resolve(new MemoryBlockstore(new MapShelf())),
+    reopen: (store) => Promise.resolve(store),
+  },
 ];
+
+/**
+ * A {@linkcode BlockShelf} in a Map, standing in for a tab's IndexedDB
+ * (`node/browser/idb_store.ts`, exercised in `tests/browser_peer_test.ts`).
+ */
+export class MapShelf implements BlockShelf {
+  /** What is kept, by CID string: tests rot it to play damaged storage. */
+  readonly kept = new Map<string, Uint8Array>();
+
+  async *entries(): AsyncIterable<[string, Uint8Array]> {
+    for (const [key, bytes] of [...this.kept]) yield [key, bytes.slice()];
+  }
+
+  set(cid: string, bytes: Uint8Array): Promise<void> {
+    this.kept.set(cid, bytes.slice());
+    return Promise.resolve();
+  }
+
+  delete(cid: string): Promise<void> {
+    this.kept.delete(cid);
+    return Promise.resolve();
+  }
+}
 
 /** `n` random bytes (getRandomValues fills at most 65536 per call). */
 export function random(n: number): Uint8Array {

@@ -1,8 +1,12 @@
 /**
  * Blocks held in memory: the store of a browser tab, which has no file
- * system to keep them in and is not expected to outlive the tab. Digests
- * are checked as on disk (Web Crypto's SHA-256), so a peer's lie is caught
- * the same way.
+ * system. Digests are checked as on disk (Web Crypto's SHA-256), so a
+ * peer's lie is caught the same way. Given a {@linkcode BlockShelf} (the
+ * tab's IndexedDB), every complete block is also kept there before `put`
+ * or `commit` resolves, and {@linkcode MemoryBlockstore.open} reads them
+ * back after a reload, each checked against its CID first: a reloaded tab
+ * still serves the work its audits ask for, and never serves rotten
+ * bytes as valid. Interrupted downloads stay in memory only.
  *
  * @module
  */
@@ -11,6 +15,7 @@ import {
   type CID,
   cidForBytes,
   cidToString,
+  parseCid,
 } from "../../protocol/cid.ts";
 import {
   BlockCorruptError,
@@ -21,6 +26,16 @@ import {
   type PartialBlock,
   toHex,
 } from "./block_storage.ts";
+
+/** Where a store keeps its blocks beyond memory, keyed by CID string. */
+export interface BlockShelf {
+  /** Every block kept. */
+  entries(): AsyncIterable<[string, Uint8Array]>;
+  /** Keeps `bytes` under `cid`, durably, before it resolves. */
+  set(cid: string, bytes: Uint8Array): Promise<void>;
+  /** Forgets `cid`; an absent one is ignored. */
+  delete(cid: string): Promise<void>;
+}
 
 async function sha256Hex(bytes: Uint8Array): Promise<string> {
   return toHex(
@@ -48,6 +63,44 @@ export class MemoryBlockstore implements BlockStorage {
   /** Downloads in progress or interrupted: the bytes so far. */
   readonly #parts = new Map<string, Uint8Array>();
   readonly #openParts = new Set<string>();
+  readonly #shelf: BlockShelf | null;
+
+  /** A store in memory only, or kept on `shelf` too (see `open`). */
+  constructor(shelf: BlockShelf | null = null) {
+    this.#shelf = shelf;
+  }
+
+  /**
+   * The store kept on `shelf`, with the blocks it holds: each is hashed
+   * first, and one whose bytes or key do not match is deleted from the
+   * shelf and told to `log`, never served.
+   */
+  static async open(
+    shelf: BlockShelf,
+    log: (line: string) => void,
+  ): Promise<MemoryBlockstore> {
+    const store = new MemoryBlockstore(shelf);
+    for await (const [key, bytes] of shelf.entries()) {
+      let cid: CID | null = null;
+      try {
+        cid = parseCid(key);
+        assertSha256Cid(cid, "Cannot load block");
+      } catch {
+        cid = null;
+      }
+      const actual = await sha256Hex(bytes);
+      const expected = cid ? toHex(cid.multihash.digest) : "";
+      if (cid && actual === expected) {
+        store.#blocks.set(key, { cid, bytes });
+        continue;
+      }
+      log(
+        `stored block ${key} dropped: its sha2-256 digest ${actual} does not match its CID`,
+      );
+      await shelf.delete(key);
+    }
+    return store;
+  }
 
   #key(cid: CID, what: string): string {
     assertSha256Cid(cid, what);
@@ -57,7 +110,10 @@ export class MemoryBlockstore implements BlockStorage {
   async put(bytes: Uint8Array, codec?: number): Promise<CID> {
     const cid = await cidForBytes(bytes, codec);
     // A copy: the caller may reuse its buffer.
-    this.#blocks.set(cidToString(cid), { cid, bytes: bytes.slice() });
+    const copy = bytes.slice();
+    const name = cidToString(cid);
+    await this.#shelf?.set(name, copy);
+    this.#blocks.set(name, { cid, bytes: copy });
     return cid;
   }
 
@@ -72,9 +128,10 @@ export class MemoryBlockstore implements BlockStorage {
     return block?.bytes.length ?? null;
   }
 
-  // deno-lint-ignore require-await -- a bad CID rejects, as on disk
   async delete(cid: CID): Promise<void> {
-    this.#blocks.delete(this.#key(cid, "Cannot delete block"));
+    const name = this.#key(cid, "Cannot delete block");
+    this.#blocks.delete(name);
+    await this.#shelf?.delete(name);
   }
 
   async *list(): AsyncIterable<CID> {
@@ -212,6 +269,7 @@ export class MemoryBlockstore implements BlockStorage {
             "the download restarts at offset 0",
           );
         }
+        await this.#shelf?.set(name, buffer);
         this.#openParts.delete(name);
         this.#parts.delete(name);
         this.#blocks.set(name, { cid, bytes: buffer });
