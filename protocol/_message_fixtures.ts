@@ -15,6 +15,7 @@ import type {
   GossipMessage,
   Heartbeat,
   ManifestAnnounce,
+  RefutationNotice,
 } from "./messages.ts";
 import { validateFields } from "./message_check.ts";
 
@@ -100,12 +101,23 @@ export const AUDIT: AuditFailureNotice = {
   account: ACCOUNT,
   signature: `0x${"cd".repeat(64)}1b`,
 };
+export const REFUTE: RefutationNotice = {
+  v: 1,
+  type: "refute",
+  ...ROUND,
+  accused: AUDIT.accused,
+  accusedAccount: AUDIT.accusedAccount,
+  accuser: "0x90F79bf6EB2c4f870365E785982E1f101E93b906",
+  account: ACCOUNT,
+  signature: `0x${"ef".repeat(64)}1c`,
+};
 export const ROUND_MESSAGES: readonly GossipMessage[] = [
   DELTA,
   MANIFEST,
   ATTEST,
   COMMITTED,
   AUDIT,
+  REFUTE,
 ];
 
 /** The field of `base` (edited by `edit`) that fails, or "ok". */

@@ -17,6 +17,12 @@
  *   or when a member's verdict on that segment arrives (`failed`), once
  *   per account and round, never for an account already convicted.
  * - Its own failed replay is signed and gossiped (`sign`).
+ * - A peer whose own replay of the drawn segment passed refutes (`refute`)
+ *   each member's failure verdict on it that a replay can refute (a
+ *   computation check: replay, delta); refutations from `quorum` distinct
+ *   members, its own among them and neither the accused's nor the
+ *   accuser's, are evidence of a false verdict against the accuser
+ *   (`expose`), submitted at once.
  * - Failure verdicts from `quorum` distinct members convict the account
  *   (`convict`): the registry would slash on them, so the peer stops
  *   taking its deltas whether or not its own replay is in yet.
@@ -58,19 +64,36 @@ export type AuditAction =
     check: AuditCheck;
   }
   | { type: "convict"; round: number; account: string }
-  | { type: "submit"; round: number; account: string; signers: string[] };
+  | { type: "submit"; round: number; account: string; signers: string[] }
+  | { type: "refute"; round: number; account: string; accuser: string }
+  | {
+    type: "expose";
+    round: number;
+    account: string;
+    accuser: string;
+    signers: string[];
+  };
 
 interface Case {
   readonly round: number;
   readonly account: string;
   /** The segment the plan drew; null until this peer has drawn it. */
   segment: number | null;
-  /** Verdicts that came before the plan: signer → the segment named. */
-  readonly early: Map<string, number>;
+  /**
+   * Verdicts that came before the plan: signer → the segment named, and
+   * whether its check is one a replay can refute.
+   */
+  readonly early: Map<string, { segment: number; refutable: boolean }>;
   /** This peer's replay: not begun, under way, or its verdict. */
   replay: "none" | "running" | "passed" | "failed";
   /** Accounts that signed a failure verdict, this peer's included. */
   readonly failures: Set<string>;
+  /** Those of them whose verdict a passed replay refutes. */
+  readonly refutable: Set<string>;
+  /** Refutations of each accuser's verdict: accuser → their signers. */
+  readonly refutations: Map<string, Set<string>>;
+  /** Accusers whose refutations this peer has submitted as evidence. */
+  readonly exposed: Set<string>;
   /** The machine round when this peer's evidence held; null until then. */
   heldFor: number | null;
 }
@@ -120,7 +143,9 @@ export class AuditBook {
     if (c.segment !== null) return [];
     c.segment = segment;
     for (const [signer, named] of c.early) {
-      if (named === segment) c.failures.add(signer);
+      if (named.segment !== segment) continue;
+      c.failures.add(signer);
+      if (named.refutable) c.refutable.add(signer);
     }
     c.early.clear();
     return mine || c.failures.size > 0
@@ -130,8 +155,9 @@ export class AuditBook {
 
   /**
    * A member (`signer`) failed `account`'s `round` on `segment`, its
-   * signature checked; `current` is the machine's round. Counted only
-   * for the segment the plan drew.
+   * signature checked; `current` is the machine's round; `refutable`: the
+   * check it failed is one a passed replay refutes (REFUTABLE_CHECKS).
+   * Counted only for the segment the plan drew.
    */
   failed(
     round: number,
@@ -139,15 +165,55 @@ export class AuditBook {
     segment: number,
     signer: string,
     current: number,
+    refutable = false,
   ): AuditAction[] {
     const c = this.#case(round, account);
+    const by = signer.toLowerCase();
     if (c.segment === null) {
-      c.early.set(signer.toLowerCase(), segment);
+      c.early.set(by, { segment, refutable });
       return [];
     }
     if (segment !== c.segment) return [];
-    c.failures.add(signer.toLowerCase());
-    return [...this.#replay(c), ...this.#tally(c, current)];
+    c.failures.add(by);
+    if (refutable) c.refutable.add(by);
+    return [
+      ...this.#replay(c),
+      ...this.#tally(c, current),
+      ...(c.replay === "passed" ? this.#refute(c, [by]) : []),
+    ];
+  }
+
+  /**
+   * A member (`signer`) refuted `accuser`'s failure verdict on `account`'s
+   * `round`, its signature checked. A quorum of refutations, this peer's
+   * among them, is evidence against the accuser (`expose`), once; the
+   * accused's and the accuser's own do not count.
+   */
+  refuted(
+    round: number,
+    account: string,
+    accuser: string,
+    signer: string,
+  ): AuditAction[] {
+    const c = this.#case(round, account);
+    const by = signer.toLowerCase();
+    const against = accuser.toLowerCase();
+    if (by === c.account || by === against) return [];
+    let signers = c.refutations.get(against);
+    if (!signers) c.refutations.set(against, signers = new Set());
+    signers.add(by);
+    if (
+      signers.size < this.#quorum || !signers.has(this.#self) ||
+      c.exposed.has(against)
+    ) return [];
+    c.exposed.add(against);
+    return [{
+      type: "expose",
+      round: c.round,
+      account: c.account,
+      accuser: against,
+      signers: [...signers].sort(),
+    }];
   }
 
   /**
@@ -163,7 +229,7 @@ export class AuditBook {
   ): AuditAction[] {
     const c = this.#case(round, account);
     c.replay = verdict.passed ? "passed" : "failed";
-    if (verdict.passed) return [];
+    if (verdict.passed) return this.#refute(c, [...c.refutable]);
     c.failures.add(this.#self);
     return [
       {
@@ -211,6 +277,16 @@ export class AuditBook {
     return true;
   }
 
+  /** Refutes the verdicts of `accusers` on `c`, whose replay passed here. */
+  #refute(c: Case, accusers: string[]): AuditAction[] {
+    return accusers
+      .filter((a) => a !== this.#self && c.refutable.has(a))
+      .flatMap((accuser): AuditAction[] => [
+        { type: "refute", round: c.round, account: c.account, accuser },
+        ...this.refuted(c.round, c.account, accuser, this.#self),
+      ]);
+  }
+
   #replay(c: Case): AuditAction[] {
     if (c.replay !== "none" || this.#convicted.has(c.account)) return [];
     if (c.segment === null) return [];
@@ -247,6 +323,9 @@ export class AuditBook {
         early: new Map(),
         replay: "none",
         failures: new Set(),
+        refutable: new Set(),
+        refutations: new Map(),
+        exposed: new Set(),
         heldFor: null,
       };
       this.#cases.set(key, c);

@@ -69,6 +69,47 @@ Deno.test("AuditBook submits evidence that did not land again at later closes, w
   assert.deepEqual(book.closed(5 + KEEP_AUDIT_ROUNDS), []);
 });
 
+Deno.test("AuditBook refutes a computation failure its own replay passed, and exposes the accuser on a quorum of refutations, its own among them", () => {
+  const book = new AuditBook(ME, 3);
+  book.planned(3, A, 5, false, 4);
+  // B fails the replay check: the notice starts this peer's replay.
+  assert.deepEqual(book.failed(3, A, 5, B, 4, true).map((a) => a.type), [
+    "replay",
+  ]);
+  // C fails the record check: unserved to C, which a replay cannot refute.
+  assert.deepEqual(book.failed(3, A, 5, C, 4, false), []);
+  assert.deepEqual(book.judged(3, A, 5, { passed: true }, 4), [
+    { type: "refute", round: 3, account: "0xaaa", accuser: "0xbbb" },
+  ]);
+  // The accused's and the accuser's own refutations do not count.
+  const D = "0xddd";
+  assert.deepEqual(book.refuted(3, A, B, A), []);
+  assert.deepEqual(book.refuted(3, A, B, B), []);
+  assert.deepEqual(book.refuted(3, A, B, ME), []);
+  assert.deepEqual(book.refuted(3, A, B, C), [], "two of three");
+  assert.deepEqual(book.refuted(3, A, B, D), [
+    {
+      type: "expose",
+      round: 3,
+      account: "0xaaa",
+      accuser: "0xbbb",
+      signers: ["0xccc", "0xddd", "0xme"],
+    },
+  ]);
+  assert.deepEqual(book.refuted(3, A, B, "0xeee"), [], "once");
+  // A refutable failure after this peer's replay passed is refuted at once.
+  const later = new AuditBook(ME, 3);
+  later.planned(3, A, 5, true, 4);
+  later.judged(3, A, 5, { passed: true }, 4);
+  assert.deepEqual(later.failed(3, A, 5, D, 4, true), [
+    { type: "refute", round: 3, account: "0xaaa", accuser: "0xddd" },
+  ]);
+  // Without its own refutation a peer does not submit.
+  const other = new AuditBook(ME, 2);
+  other.refuted(3, A, B, C);
+  assert.deepEqual(other.refuted(3, A, B, D), []);
+});
+
 Deno.test("AuditBook convicts on others' quorum but submits only with its own failure", () => {
   const book = new AuditBook(ME, 2);
   book.planned(3, A, 5, false, 4);

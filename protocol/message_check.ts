@@ -17,6 +17,7 @@ import {
   validateCommitNotice,
   validateDeltaAnnounce,
   validateManifestAnnounce,
+  validateRefutation,
 } from "./round_message_check.ts";
 
 /**
@@ -34,6 +35,7 @@ export const MESSAGE_VALIDATORS: {
   attest: validateAttestation,
   committed: validateCommitNotice,
   audit: validateAuditFailure,
+  refute: validateRefutation,
 };
 
 /** Whether `type` names a message type this version of zoo-node knows. */

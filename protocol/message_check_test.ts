@@ -47,6 +47,7 @@ Deno.test("the bounds keep every message type far under MAX_MESSAGE_BYTES", () =
     attest: {},
     committed: {},
     audit: {},
+    refute: {},
   };
   const messages: GossipMessage[] = [HEARTBEAT, ...ROUND_MESSAGES];
   for (const message of messages) {

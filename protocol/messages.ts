@@ -230,6 +230,31 @@ export type AuditFailureNotice = RoundHeader<"audit"> & {
   readonly signature: `0x${string}`;
 };
 
+/** The checks whose failure a replay can refute: computation, not service. */
+export const REFUTABLE_CHECKS: readonly AuditCheck[] = ["replay", "delta"];
+
+/**
+ * "I re-ran the segment of `accused`'s round `round` that `accuser`'s
+ * failure verdict names and it passed; here is my EIP-712 signature over
+ * the refutation (chain/audit_verdict.ts)." Sent only against a failure of
+ * a {@linkcode REFUTABLE_CHECKS} check: a record or state its peer did not
+ * serve to one auditor may still be served to the others, so a failure of
+ * those checks proves nothing false. A quorum of refutations is slashing
+ * evidence against the accuser.
+ */
+export type RefutationNotice = RoundHeader<"refute"> & {
+  /** The peer id whose work the accuser failed. */
+  readonly accused: string;
+  /** The accused's account. */
+  readonly accusedAccount: Address;
+  /** The account that signed the refuted failure verdict. */
+  readonly accuser: Address;
+  /** The refuting member's account, which signed the refutation. */
+  readonly account: Address;
+  /** The member's 65-byte signature over the `AuditRefutation`. */
+  readonly signature: `0x${string}`;
+};
+
 /** Every message that travels on the job gossip topic. */
 export type GossipMessage =
   | Heartbeat
@@ -237,7 +262,8 @@ export type GossipMessage =
   | ManifestAnnounce
   | AttestationMessage
   | CommitNotice
-  | AuditFailureNotice;
+  | AuditFailureNotice
+  | RefutationNotice;
 
 /** The `type` tag of a {@linkcode GossipMessage}. */
 export type MessageType = GossipMessage["type"];

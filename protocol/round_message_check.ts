@@ -1,7 +1,7 @@
 /**
  * The validators of the messages of a round's life: delta announcement,
- * manifest announcement, attestation, commit notice and audit failure
- * notice. Each also carries
+ * manifest announcement, attestation, commit notice, audit failure
+ * notice and its refutation. Each also carries
  * `round` and `parent`.
  *
  * @module
@@ -36,6 +36,7 @@ import {
   MAX_KERNEL_LENGTH,
   MAX_LEADER_RANK,
   PROTOCOL_VERSION,
+  type RefutationNotice,
   type RoundFields,
 } from "./messages.ts";
 import { MAX_SEGMENTS } from "./work_record.ts";
@@ -81,6 +82,15 @@ const AUDIT_FIELDS = new Set([
   "accusedAccount",
   "segment",
   "check",
+  "account",
+  "signature",
+]);
+
+const REFUTE_FIELDS = new Set([
+  ...ROUND_FIELDS,
+  "accused",
+  "accusedAccount",
+  "accuser",
   "account",
   "signature",
 ]);
@@ -255,6 +265,41 @@ export function validateAuditFailure(
     accusedAccount,
     segment: segment + 0,
     check: check as AuditCheck,
+    account,
+    signature,
+  };
+  return { ok: true, message };
+}
+
+/**
+ * Checks a parsed refutation of an audit failure verdict. Only the
+ * signature's shape is checked here.
+ */
+export function validateRefutation(
+  obj: Readonly<Record<string, unknown>>,
+): FieldCheck<RefutationNotice> {
+  const common = checkRoundFields(obj, REFUTE_FIELDS, "a refutation");
+  if (!common.ok) return common;
+  const { accused, accusedAccount, accuser, account, signature } = obj;
+  if (!isPeerId(accused)) return fail("accused", PEER_ID_PROBLEM);
+  if (accused === common.message.peer) {
+    return fail("accused", "must not be the refuting peer itself");
+  }
+  if (!isAddress(accusedAccount)) {
+    return fail("accusedAccount", ADDRESS_PROBLEM);
+  }
+  if (!isAddress(accuser)) return fail("accuser", ADDRESS_PROBLEM);
+  if (!isAddress(account)) return fail("account", ADDRESS_PROBLEM);
+  if (!isHex(signature, SIGNATURE_PATTERN)) {
+    return fail("signature", "must be 0x and 130 hex digits (65 bytes)");
+  }
+  const message: RefutationNotice = {
+    v: PROTOCOL_VERSION,
+    type: "refute",
+    ...common.message,
+    accused,
+    accusedAccount,
+    accuser,
     account,
     signature,
   };

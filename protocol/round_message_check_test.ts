@@ -16,6 +16,7 @@ import {
   MANIFEST_CID,
   PARENT,
   PEER,
+  REFUTE,
   ROUND_MESSAGES,
 } from "./_message_fixtures.ts";
 
@@ -164,6 +165,26 @@ Deno.test("validateAuditFailure() bounds its fields", () => {
   for (const [field, value, expected] of cases) {
     strictEqual(
       failedRoundField(AUDIT, { [field]: value }),
+      expected,
+      `${field} = ${JSON.stringify(value)}`,
+    );
+  }
+});
+
+Deno.test("validateRefutation() bounds its fields", () => {
+  const cases: [string, unknown, string][] = [
+    ["accused", PEER, "accused"], // the refuting peer clearing itself
+    ["accused", "", "accused"],
+    ["accusedAccount", "0x12", "accusedAccount"],
+    ["accuser", "0x12", "accuser"],
+    ["accuser", REFUTE.accusedAccount, "ok"],
+    ["account", "0x", "account"],
+    ["signature", `0x${"ab".repeat(64)}`, "signature"],
+    ["segment", 3, "segment"], // not a field of a refutation
+  ];
+  for (const [field, value, expected] of cases) {
+    strictEqual(
+      failedRoundField(REFUTE, { [field]: value }),
       expected,
       `${field} = ${JSON.stringify(value)}`,
     );

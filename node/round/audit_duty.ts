@@ -24,9 +24,11 @@
  * @module
  */
 import { planAudits } from "../../protocol/audit_plan.ts";
-import type {
-  AuditFailureNotice,
-  DeltaAnnounce,
+import {
+  type AuditFailureNotice,
+  type DeltaAnnounce,
+  REFUTABLE_CHECKS,
+  type RefutationNotice,
 } from "../../protocol/messages.ts";
 import type { RoundManifest } from "../../protocol/round_manifest.ts";
 import { claimedSegment, claimedSteps } from "../../protocol/inner_steps.ts";
@@ -49,6 +51,7 @@ import {
   forgetBefore,
   verdictKey,
 } from "./audit_verdicts.ts";
+import { AuditRefutations } from "./audit_refutations.ts";
 import { malformedIn, WorkRecordUnserved } from "./work_reader.ts";
 import { KEEP_STATE_ROUNDS } from "./state_window.ts";
 import type { RoundLedger } from "./ledger.ts";
@@ -109,6 +112,8 @@ export class AuditDuty {
   readonly #book: AuditBook;
   /** Failure verdicts held, this peer's and other members'. */
   readonly #held: AuditVerdicts;
+  /** Refutations of failure verdicts held, this peer's and others'. */
+  readonly #refutations: AuditRefutations;
   /** This peer's verdicts under way or in, by `round/account`. */
   readonly #verdicts = new Map<string, Promise<AuditVerdict | null>>();
   /** Audits run one at a time: each replay shares the compute. */
@@ -118,6 +123,7 @@ export class AuditDuty {
     this.#o = o;
     this.#book = new AuditBook(o.account.address, o.spec.quorum);
     this.#held = new AuditVerdicts(o);
+    this.#refutations = new AuditRefutations({ ...o, verdicts: this.#held });
   }
 
   /**
@@ -191,7 +197,29 @@ export class AuditDuty {
         n.segment,
         signer,
         this.#o.round(),
+        REFUTABLE_CHECKS.includes(n.check),
       ),
+    );
+  }
+
+  /**
+   * Takes another member's signed refutation of a failure verdict: once
+   * its signature checks out it counts toward the quorum that exposes the
+   * accuser (see AuditBook).
+   */
+  async refuted(n: RefutationNotice): Promise<void> {
+    const work = this.#o.commitment(n.round, n.accusedAccount);
+    if (!work || work.peer !== n.accused) return;
+    if (!await this.#o.members.isMemberAccount(n.peer, n.account)) return;
+    const signer = await this.#refutations.take(
+      work,
+      n.accuser,
+      n.account,
+      n.signature,
+    );
+    if (!signer) return;
+    await this.#act(
+      this.#book.refuted(n.round, work.account, n.accuser, signer),
     );
   }
 
@@ -223,6 +251,15 @@ export class AuditDuty {
               work.round + CONVICTION_LAG
             } on`,
           );
+          break;
+        case "refute":
+          log(
+            `round ${work.round}: ${a.accuser}'s failure verdict on ${work.peer} refuted: the replay here passed`,
+          );
+          await this.#refutations.refute(work, a.accuser);
+          break;
+        case "expose":
+          await this.#refutations.expose(work, a.accuser, a.signers);
           break;
         case "submit":
           if (!await this.#held.submit(work, a.signers)) {

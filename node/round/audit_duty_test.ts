@@ -9,10 +9,17 @@
 import assert from "node:assert/strict";
 import { decodeAbiParameters } from "viem";
 import { privateKeyToAccount } from "viem/accounts";
-import { EVIDENCE_FAILED_AUDIT } from "../../chain/audit_verdict.ts";
+import {
+  AUDIT_FAILURE_TYPES,
+  EVIDENCE_FAILED_AUDIT,
+  EVIDENCE_FALSE_VERDICT,
+} from "../../chain/audit_verdict.ts";
 import { WORK_COMMITMENT_TYPES } from "../../chain/work_commitment.ts";
 import { planAudits } from "../../protocol/audit_plan.ts";
-import type { AuditFailureNotice } from "../../protocol/messages.ts";
+import type {
+  AuditFailureNotice,
+  RefutationNotice,
+} from "../../protocol/messages.ts";
 import { segmentCount } from "../../protocol/work_record.ts";
 import {
   cidOf,
@@ -295,6 +302,47 @@ Deno.test("evidence whose signers in good standing fall short of the quorum wait
   assert.equal(second.chain.slashes.length, 1, "once");
 });
 
+Deno.test("a member whose replay passed refutes a computation failure verdict, and a quorum of refutations goes on chain against the accuser", async () => {
+  const { drawn, other } = auditors();
+  const liar = duty(drawn, FAIL);
+  await liar.d.roundClosed(await manifest(), NEXT);
+  const [accusation] = liar.notices();
+  // A job of quorum 1, so that one honest refutation is a quorum here.
+  const honest = duty(other, PASS, { spec: { ...SPEC, quorum: 1 } });
+  await honest.d.roundClosed(await manifest(), NEXT);
+  await honest.d.noticed(accusation);
+  const refutation = honest.notices().find((n) =>
+    (n as unknown as RefutationNotice).type === "refute"
+  ) as unknown as RefutationNotice;
+  assert.ok(refutation, "a refutation is gossiped");
+  assert.equal(
+    refutation.accuser.toLowerCase(),
+    liar.account.address.toLowerCase(),
+  );
+  assert.equal(refutation.accused, PEERS[0]);
+  assert.equal(honest.chain.slashes.length, 1);
+  const [accuser, kind, evidence] = honest.chain.slashes[0];
+  assert.equal(accuser.toLowerCase(), liar.account.address.toLowerCase());
+  assert.equal(kind, EVIDENCE_FALSE_VERDICT);
+  const [failure, signature, refutations] = decodeAbiParameters(
+    [
+      { type: "tuple", components: AUDIT_FAILURE_TYPES.AuditFailure },
+      { type: "bytes" },
+      { type: "bytes[]" },
+    ],
+    evidence,
+  );
+  assert.equal(failure.peer, TEST_ADDRESS);
+  assert.equal(signature, accusation.signature);
+  assert.deepEqual(refutations, [refutation.signature]);
+  // A failure of the record check (unserved to its auditor) is not refuted.
+  const quiet = duty(other, PASS, { spec: { ...SPEC, quorum: 1 } });
+  await quiet.d.roundClosed(await manifest(), NEXT);
+  await quiet.d.noticed({ ...accusation, check: "record" });
+  assert.deepEqual(quiet.notices().map((n) => n.type), []);
+  assert.deepEqual(quiet.chain.slashes, []);
+});
+
 Deno.test("one lying auditor cannot slash an honest peer: the others' replays pass", async () => {
   const { drawn, other } = auditors();
   const liar = duty(drawn, FAIL);
@@ -303,7 +351,11 @@ Deno.test("one lying auditor cannot slash an honest peer: the others' replays pa
   await honest.d.roundClosed(await manifest(), NEXT);
   await honest.d.noticed(liar.notices()[0]);
   assert.equal(honest.audited.length, 1);
-  assert.deepEqual(honest.notices(), []);
+  assert.deepEqual(
+    honest.notices().map((n) => n.type),
+    ["refute"],
+    "no failure of its own; the liar's refuted",
+  );
   await honest.d.submitDue(9);
   await liar.d.submitDue(9);
   assert.deepEqual([...honest.chain.slashes, ...liar.chain.slashes], []);

@@ -50,7 +50,11 @@ export interface AuditVerdictsOptions {
  * Reverts that settle evidence against an account: it is slashed for that
  * offence already, or no longer a member (slashed for another) or a node.
  */
-const SETTLED = new Set(["AlreadyPunished", "NotMember", "NotRegistered"]);
+export const SETTLED: ReadonlySet<string> = new Set([
+  "AlreadyPunished",
+  "NotMember",
+  "NotRegistered",
+]);
 
 /** Failure signatures on work, by round and account, and their evidence. */
 export class AuditVerdicts {
@@ -76,7 +80,7 @@ export class AuditVerdicts {
     try {
       signer = await recoverAuditFailureSigner(
         this.#o.chain.domain,
-        this.#failure(work),
+        this.failure(work),
         signature,
       );
     } catch {
@@ -97,7 +101,7 @@ export class AuditVerdicts {
     const signature = await signAuditFailure(
       account,
       chain.domain,
-      this.#failure(work),
+      this.failure(work),
     );
     this.#held(work.round, work.account).set(
       account.address.toLowerCase(),
@@ -125,10 +129,7 @@ export class AuditVerdicts {
   async submit(work: DeltaAnnounce, signers: string[]): Promise<boolean> {
     const { spec, chain, ledger, members, log } = this.#o;
     const held = this.#held(work.round, work.account);
-    const standing = await Promise.all(
-      signers.map((s) => chain.inGoodStanding(s as Address).catch(() => false)),
-    );
-    const counted = signers.filter((_, i) => standing[i]);
+    const counted = await inGoodStanding(chain, signers);
     if (counted.length < spec.quorum) {
       log(
         `round ${work.round}: evidence against ${work.account} waits: ${counted.length} of its ${signers.length} verdicts are by members in good standing, the quorum is ${spec.quorum}`,
@@ -173,8 +174,13 @@ export class AuditVerdicts {
     return true;
   }
 
+  /** `signer`'s failure verdict on `work`, if held here. */
+  signatureOf(work: DeltaAnnounce, signer: string): `0x${string}` | undefined {
+    return this.#held(work.round, work.account).get(signer.toLowerCase());
+  }
+
   /** What a verdict on `work` signs. */
-  #failure(work: DeltaAnnounce): AuditFailure {
+  failure(work: DeltaAnnounce): AuditFailure {
     return {
       job: cidToBytes32(this.#o.jobId),
       round: work.round,
@@ -200,6 +206,20 @@ export class AuditVerdicts {
     }
     return m;
   }
+}
+
+/**
+ * Those of `signers` in good standing in the job now, read afresh: the
+ * registry counts no other verdict.
+ */
+export async function inGoodStanding(
+  chain: Pick<RoundChain, "inGoodStanding">,
+  signers: readonly string[],
+): Promise<string[]> {
+  const standing = await Promise.all(
+    signers.map((s) => chain.inGoodStanding(s as Address).catch(() => false)),
+  );
+  return signers.filter((_, i) => standing[i]);
 }
 
 /** The key of `account`'s work in `round`, in maps kept by both. */

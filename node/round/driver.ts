@@ -40,6 +40,7 @@ import type { KeptRecords } from "./record_log.ts";
 import type { BlockRetention } from "./block_retention.ts";
 import { REANNOUNCE_MS } from "../../protocol/round_timing.ts";
 import { ConfirmedChain } from "./confirmed_chain.ts";
+import { memoryNotes, type StateNotes } from "../store/state_notes.ts";
 
 /** The job a peer's rounds belong to, and what it trains and talks with. */
 export interface RoundContext {
@@ -62,10 +63,10 @@ export interface RoundDriverOptions extends RoundContext {
   /** Train the next round while this one is aggregated (default false). */
   overlap?: boolean;
   /**
-   * This peer's state for the job that must survive a restart (its own
+   * This peer's notes for the job that must survive a restart (its own
    * announcements); default: kept in memory only.
    */
-  stateDir?: string;
+  notes?: StateNotes;
   /** The rounds recorded before a restart, and where new ones are kept. */
   records?: KeptRecords;
   /**
@@ -152,7 +153,7 @@ export class RoundDriver {
       feed: (event) => this.#feed(event),
       state: () => this.#state,
       loop: this.#loop,
-      stateDir: o.stateDir ?? null,
+      notes: o.notes ?? memoryNotes(),
     });
   }
 
@@ -240,6 +241,11 @@ export class RoundDriver {
       case "audit":
         this.#work.checkAuditFailure(msg).catch((err) =>
           this.#log(`audit failure from ${msg.peer}: ${(err as Error).message}`)
+        );
+        return;
+      case "refute":
+        this.#work.checkRefutation(msg).catch((err) =>
+          this.#log(`refutation from ${msg.peer}: ${(err as Error).message}`)
         );
         return;
       case "committed":

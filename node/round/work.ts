@@ -25,6 +25,7 @@ import type {
   AttestationMessage,
   AuditFailureNotice,
   DeltaAnnounce,
+  RefutationNotice,
 } from "../../protocol/messages.ts";
 import type {
   RoundAction,
@@ -51,6 +52,7 @@ import type { RoundTraining } from "./train.ts";
 import { verifyManifest } from "./verify.ts";
 import { type PeerAudits, peerAudits } from "./peer_audits.ts";
 import { RecentManifests } from "./recent_manifests.ts";
+import type { StateNotes } from "../store/state_notes.ts";
 
 /** What a peer's round work is made of. */
 export interface RoundWorkOptions {
@@ -70,8 +72,8 @@ export interface RoundWorkOptions {
   state: () => RoundState;
   /** When the event loop stalled: no timing judgement across a stall. */
   loop: LoopWatch;
-  /** Where what must survive a restart is kept (null: memory only). */
-  stateDir: string | null;
+  /** Where what must survive a restart is kept. */
+  notes: StateNotes;
 }
 
 /** Manifests kept for attesting, committing and closing rounds. */
@@ -199,7 +201,7 @@ export class RoundWork {
         this.#manifests.listed(round, checkpoint, identity.peerId),
       services,
       publisher: this.#publisher,
-      stateDir: o.stateDir,
+      notes: o.notes,
       signal: this.#abort.signal,
       feed: o.feed,
       log: o.log,
@@ -364,6 +366,11 @@ export class RoundWork {
   /** Takes a member's failure verdict (see audit_duty.ts). */
   checkAuditFailure(msg: AuditFailureNotice): Promise<void> {
     return this.#audits.duty.noticed(msg);
+  }
+
+  /** Takes a member's refutation of a failure verdict (see audit_duty.ts). */
+  checkRefutation(msg: RefutationNotice): Promise<void> {
+    return this.#audits.duty.refuted(msg);
   }
 
   /** Passes a member's gossiped delta through the {@linkcode DeltaGate}. */
