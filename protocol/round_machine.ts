@@ -6,7 +6,9 @@
  * socket or file, so a round can be simulated with many in-process peers.
  *
  * A round r, from checkpoint C(r) named by its CID `parent`:
- *   waiting     until `minPeers` live members are seen;
+ *   waiting     until `minPeers` live members are seen (it logs how many
+ *               are live, and which peers seen earlier are not, each time
+ *               that changes);
  *   training    H inner steps (action `train`), then the delta is announced;
  *   collecting  announced deltas are gathered. The leader (rank 0 of
  *               `rankLeaders(parent, live members)`) aggregates once every
@@ -56,10 +58,12 @@ import {
 import {
   initialState,
   log,
+  memberShortfall,
   type RoundAction,
   type RoundEvent,
   type RoundState,
   type Step,
+  waitingLine,
 } from "./round_state.ts";
 import { collectMs, COMMIT_RETRY_MS, takeoverMs } from "./round_timing.ts";
 
@@ -73,7 +77,7 @@ export function step(
     case "enter":
       return enter(state, event.round, event.parent, ctx.now);
     case "tick":
-      return onTick({ ...state, live: withSelf(state, event.live) }, ctx.now);
+      return onTick(withLive(state, withSelf(state, event.live)), ctx.now);
     case "trained":
       return onTrained(state, event.delta, ctx.now);
     case "delta":
@@ -133,6 +137,7 @@ export function enter(
     round,
     parent,
     live: state.live,
+    seen: state.seen,
     deltas,
     deltaSeenAt,
     deltaArrivedAt,
@@ -157,8 +162,26 @@ function startIfEnoughPeers(state: RoundState): Step {
   };
 }
 
+/**
+ * Logs why the round has not started, once per set of live members: said on
+ * a tick, from live members just counted, not on entering the round with
+ * the last tick's.
+ */
+function sayWaiting(r: Step): Step {
+  const short = memberShortfall(r.state);
+  const said = r.state.live.join(" ");
+  if (short === null || r.state.waitSaid === said) return r;
+  return {
+    state: { ...r.state, waitSaid: said },
+    actions: [
+      ...r.actions,
+      log(`round ${r.state.round}: ${waitingLine(short, short.left)}`),
+    ],
+  };
+}
+
 function onTick(state: RoundState, now: number): Step {
-  if (state.phase === "waiting") return startIfEnoughPeers(state);
+  if (state.phase === "waiting") return sayWaiting(startIfEnoughPeers(state));
   if (state.phase !== "collecting") return { state, actions: [] };
   const actions: RoundAction[] = [];
   let next = state;
@@ -341,6 +364,18 @@ function onChainHead(
   return {
     state: { ...state, phase: "syncing", round: nextRound, parent: head },
     actions: [{ type: "advance", round: nextRound, checkpoint: head }],
+  };
+}
+
+/** `state` with `live` as its live members, each also counted as seen. */
+function withLive(state: RoundState, live: string[]): RoundState {
+  const seen = new Set(state.seen);
+  const fresh = live.filter((p) => !seen.has(p));
+  if (fresh.length === 0) return { ...state, live };
+  return {
+    ...state,
+    live,
+    seen: [...state.seen, ...fresh].sort(comparePeerIds),
   };
 }
 

@@ -2,6 +2,7 @@ import assert from "node:assert/strict";
 import { rankLeaders } from "./assignment.ts";
 import {
   initialState,
+  memberShortfall,
   type RoundAction,
   type RoundEvent,
   roundStage,
@@ -27,7 +28,69 @@ Deno.test("round machine: chain head → advance → enter → train once enough
   ]);
   assert.deepEqual(types(actions), ["advance", "train"]);
   assert.equal(state.phase, "training");
-  assert.deepEqual(actions[1], { type: "train", round: 0, parent: GENESIS });
+  assert.deepEqual(actions.find((a) => a.type === "train"), {
+    type: "train",
+    round: 0,
+    parent: GENESIS,
+  });
+});
+
+Deno.test("round machine: waiting with too few live members says how many and who left, once per change; a member joining starts the round", () => {
+  const logs = (actions: RoundAction[]) =>
+    actions.flatMap((a) => a.type === "log" ? [a.message] : []);
+  const head: [number, RoundEvent][] = [
+    [0, { type: "chainHead", nextRound: 0, head: GENESIS }],
+    [0, { type: "enter", round: 0, parent: GENESIS }],
+  ];
+  const start = run(initialState(config("a", { minPeers: 3 }), 0), [
+    ...head,
+    [10, { type: "tick", live: ["a"] }],
+    [20, { type: "tick", live: ["a"] }],
+  ]);
+  assert.deepEqual(logs(start.actions), [
+    "round 0: waiting for members: 1 of the 3 the job needs is live",
+  ]);
+  assert.deepEqual(memberShortfall(start.state), {
+    live: 1,
+    needed: 3,
+    left: [],
+  });
+  // Round 0 ran with b and c; c is gone (slashed, exited or silent) when
+  // round 1 is entered.
+  const full = run(start.state, [
+    [30, { type: "tick", live: ["a", "b", "c"] }],
+    [40, { type: "chainHead", nextRound: 1, head: "bafkreic1" }],
+    [45, { type: "tick", live: ["a", "b"] }],
+    [50, { type: "enter", round: 1, parent: "bafkreic1" }],
+    [60, { type: "tick", live: ["a", "b"] }],
+    [70, { type: "tick", live: ["b", "a"] }],
+  ]);
+  assert.deepEqual(types(full.actions), ["train", "advance"]);
+  assert.deepEqual(logs(full.actions), [
+    "round 1: waiting for members: 2 of the 3 the job needs are live (left: c)",
+  ]);
+  assert.equal(full.state.phase, "waiting");
+  assert.deepEqual(memberShortfall(full.state), {
+    live: 2,
+    needed: 3,
+    left: ["c"],
+  });
+  // A change is said again; a new member d makes three and the round starts.
+  const down = run(full.state, [[80, { type: "tick", live: ["a"] }]]);
+  assert.deepEqual(logs(down.actions), [
+    "round 1: waiting for members: 1 of the 3 the job needs is live (left: b; c)",
+  ]);
+  const resumed = run(down.state, [[90, {
+    type: "tick",
+    live: ["a", "b", "d"],
+  }]]);
+  assert.deepEqual(resumed.actions, [{
+    type: "train",
+    round: 1,
+    parent: "bafkreic1",
+  }]);
+  assert.equal(memberShortfall(resumed.state), null);
+  assert.deepEqual(resumed.state.seen, ["a", "b", "c", "d"]);
 });
 
 Deno.test("round machine: the leader aggregates as soon as every live member announced", () => {

@@ -68,6 +68,55 @@ export function roundStage(s: RoundState): RoundStage {
   }
 }
 
+/** Too few live members to start a round: how many, and who is missing. */
+export interface MemberShortfall {
+  /** Live members, this peer included. */
+  live: number;
+  /** The job's `minPeers`. */
+  needed: number;
+  /** Peers counted live earlier in the job and not now, sorted. */
+  left: string[];
+}
+
+/**
+ * Why `s` cannot start its round, or null when it is not stuck for members:
+ * it waits with fewer live members than the job's `minPeers`.
+ */
+export function memberShortfall(s: RoundState): MemberShortfall | null {
+  if (s.phase !== "waiting" || s.live.length >= s.config.minPeers) return null;
+  const live = new Set(s.live);
+  return {
+    live: s.live.length,
+    needed: s.config.minPeers,
+    left: s.seen.filter((p) => !live.has(p)),
+  };
+}
+
+/**
+ * A shortfall as one line, `left` written as given (peer ids, or ids with
+ * why each one left): the log, `zoo-node status` and the status page say
+ * it alike.
+ *
+ * @example
+ * ```ts
+ * import { waitingLine } from "./round_state.ts";
+ * import { strictEqual } from "node:assert";
+ *
+ * strictEqual(
+ *   waitingLine({ live: 2, needed: 3 }, ["12D3KooWB slashed"]),
+ *   "waiting for members: 2 of the 3 the job needs are live (left: 12D3KooWB slashed)",
+ * );
+ * ```
+ */
+export function waitingLine(
+  s: Pick<MemberShortfall, "live" | "needed">,
+  left: readonly string[],
+): string {
+  const verb = s.live === 1 ? "is" : "are";
+  const who = left.length > 0 ? ` (left: ${left.join("; ")})` : "";
+  return `waiting for members: ${s.live} of the ${s.needed} the job needs ${verb} live${who}`;
+}
+
 /** One peer's round state. Treat as immutable: `step` returns a new one. */
 export interface RoundState {
   readonly config: RoundConfig;
@@ -94,6 +143,16 @@ export interface RoundState {
   readonly deltaArrivedAt: ReadonlyMap<string, number>;
   /** Live members at the last tick, this peer included, sorted. */
   readonly live: readonly string[];
+  /**
+   * Every peer counted live at some tick of this job, sorted: those of them
+   * not live now are the members a stalled job is waiting for.
+   */
+  readonly seen: readonly string[];
+  /**
+   * The live members when this round last said it was waiting for more
+   * (`live` joined), or null: it says so again only when they change.
+   */
+  readonly waitSaid: string | null;
   /** Manifest CIDs already sent to verification, by announcing peer. */
   readonly verifying: ReadonlyMap<string, string>;
   /** True while this peer's own aggregation runs. */
@@ -248,6 +307,8 @@ export function initialState(config: RoundConfig, now: number): RoundState {
     deltaArrivedAt: new Map(),
     early: [],
     live: [config.self],
+    seen: [config.self],
+    waitSaid: null,
     verifying: new Map(),
     aggregating: false,
     led: null,

@@ -11,7 +11,9 @@ import type {
   NodeStatus,
   PeerSummary,
   RoundRecord,
+  WaitingStatus,
 } from "../http/types.ts";
+import { waitingLine } from "../../protocol/round_state.ts";
 
 /** What `zoo-node status` gathers over JSON-RPC. */
 export interface StatusReport {
@@ -39,6 +41,17 @@ export function formatEther(wei: string): string {
   const unit = 10n ** 18n;
   const frac = (w % unit).toString().padStart(18, "0").slice(0, 6);
   return `${w / unit}.${frac} ETH`;
+}
+
+/**
+ * A stalled job's wait as one line, each peer that left with why:
+ * `waiting for members: 2 of the 3 the job needs are live (left: 12D3… slashed)`.
+ */
+export function formatWaiting(w: WaitingStatus): string {
+  return waitingLine(
+    w,
+    w.left.map((d) => `${d.peer} ${d.why ?? "(why not read yet)"}`),
+  );
 }
 
 const fixed = (x: number | null, digits: number) =>
@@ -81,6 +94,7 @@ export function formatStatus(r: StatusReport): string[] {
       `round        ${t.round} of ${t.rounds}, ${t.phase}, leader ${
         t.leader ?? "-"
       }`,
+      ...(t.waiting ? [`waiting      ${formatWaiting(t.waiting)}`] : []),
       `refused      ${
         Object.entries(t.refused).map(([k, n]) => `${k} ${n}`).join(", ") ||
         "none"

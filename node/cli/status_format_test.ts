@@ -1,5 +1,5 @@
 import { deepStrictEqual, strictEqual } from "node:assert";
-import { fakeJob, PEERS, record, STATUS } from "../http/_fixtures.ts";
+import { fakeJob, PEERS, record, STATUS, WAITING } from "../http/_fixtures.ts";
 import { formatBytes } from "../format_bytes.ts";
 import { formatEther, formatStatus, table } from "./status_format.ts";
 
@@ -36,6 +36,26 @@ Deno.test("status format: a training node shows job, peers, rounds and rewards",
   );
   const roundRow = lines.find((l) => l.trim().startsWith("1 "));
   strictEqual(roundRow?.includes(record(1).tx!), true);
+});
+
+Deno.test("status format: a job waiting for members says how many and why each left", () => {
+  const status = { ...STATUS, training: fakeJob(2).training() };
+  const line = (waiting: typeof WAITING | null) =>
+    formatStatus({
+      status: { ...status, training: { ...status.training, waiting } },
+      peers: PEERS,
+      rounds: [],
+      contributions: null,
+    }).find((l) => l.startsWith("waiting "));
+  strictEqual(
+    line(WAITING),
+    "waiting      waiting for members: 2 of the 5 the job needs are live (left: 12D3KooWB slashed; 12D3KooWC exited; 12D3KooWD (why not read yet))",
+  );
+  strictEqual(
+    line({ live: 1, needed: 2, left: [] }),
+    "waiting      waiting for members: 1 of the 2 the job needs is live",
+  );
+  strictEqual(line(null), undefined);
 });
 
 Deno.test("status format: no job, and a chain that could not be read", () => {

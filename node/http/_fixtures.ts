@@ -13,6 +13,7 @@ import type {
   PeerSummary,
   RoundRecord,
   TrainingStatus,
+  WaitingStatus,
 } from "./types.ts";
 
 /** A node's status with some of every counter. */
@@ -84,6 +85,25 @@ export const PEERS: PeerSummary[] = [
   },
 ];
 
+/** A job stalled for members: one slashed, one exited, one not read yet. */
+export const WAITING: WaitingStatus = {
+  live: 2,
+  needed: 5,
+  left: [
+    {
+      peer: "12D3KooWB",
+      account: "0x3c44cdddb6a900fa2b585dd299e03d12fa4293bc",
+      why: "slashed",
+    },
+    {
+      peer: "12D3KooWC",
+      account: "0x90f79bf6eb2c4f870365e785982e1f101e93b906",
+      why: "exited",
+    },
+    { peer: "12D3KooWD", account: null, why: null },
+  ],
+};
+
 /** A round record with the given number. */
 export function record(round: number): RoundRecord {
   return {
@@ -149,6 +169,7 @@ export function fakeJob(rounds = 2): JobSource & {
       innerSteps: 3,
       leader: "12D3KooWA",
       live: 2,
+      waiting: null,
       deltas: 1,
       aggregating: false,
       refused: { "delta:zero": 1 },

@@ -38,6 +38,7 @@ export const PAGE_HTML = `<!doctype html>
 </header>
 <main>
   <section id="cards" class="cards" aria-label="Summary"></section>
+  <p id="waiting" class="banner" role="status" hidden></p>
   <section>
     <h2>Loss</h2>
     <svg id="loss-chart" viewBox="0 0 600 240" role="img" aria-label="Training loss per step and per round">
@@ -118,6 +119,9 @@ th { text-align: left; font-weight: 600; font-size: .75rem; color: var(--muted);
 th, td { padding: .3rem .5rem; border-bottom: 1px solid var(--line); white-space: nowrap; }
 tr.self td:first-child::after { content: " (this node)"; color: var(--muted); }
 tr.bad td { color: #c0392b; }
+.banner { margin: .75rem 0 0; padding: .5rem .7rem; border: 1px solid var(--val);
+  border-radius: .4rem; color: var(--val); overflow-wrap: anywhere; }
+.banner[hidden] { display: none; }
 `;
 
 /** A small icon, so browsers do not ask for /favicon.ico. */

@@ -88,6 +88,22 @@ export const PAGE_SCRIPT = String.raw`"use strict";
     );
   }
 
+  // A round stalled for members, worded as protocol/round_state.ts's
+  // waitingLine words it; peer ids shortened, in full in the title.
+  function renderWaiting(f) {
+    var t = f.status.training, w = t && t.waiting, banner = $("waiting");
+    banner.hidden = !w;
+    if (!w) return;
+    var left = w.left.map(function (d) {
+      return short(d.peer) + " " + (d.why || "(why not read yet)");
+    });
+    banner.textContent = "round " + t.round + ": waiting for members: " +
+      w.live + " of the " + w.needed + " the job needs " +
+      (w.live === 1 ? "is" : "are") + " live" +
+      (left.length > 0 ? " (left: " + left.join("; ") + ")" : "");
+    banner.title = w.left.map(function (d) { return d.peer; }).join("\n");
+  }
+
   function renderPeers(f) {
     var s = f.status;
     var me = row([
@@ -229,6 +245,7 @@ export const PAGE_SCRIPT = String.raw`"use strict";
     $("self").textContent = f.status.peerId + " · v" + f.status.version +
       " · up " + f.status.uptimeSeconds + " s";
     renderCards(f);
+    renderWaiting(f);
     renderChart(f);
     renderPeers(f);
     renderCommits();

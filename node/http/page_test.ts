@@ -5,7 +5,10 @@
  */
 import { strictEqual } from "node:assert";
 import { createApp } from "./app.ts";
-import { fakeSource } from "./_fixtures.ts";
+import { dashboard } from "./dashboard.ts";
+import { fakeJob, fakeSource, STATUS, WAITING } from "./_fixtures.ts";
+import { PAGE_SCRIPT } from "./page_script.ts";
+import type { WaitingStatus } from "./types.ts";
 
 const app = createApp(fakeSource());
 
@@ -52,4 +55,77 @@ Deno.test("page: the script is valid JavaScript", async () => {
   const js = await (await app.request("/app.js")).text();
   // Compiling without calling checks the syntax the browser will parse.
   strictEqual(typeof new Function(js), "function");
+});
+
+/** Just enough of a DOM element for the page script to draw into. */
+class FakeElement {
+  textContent = "";
+  className = "";
+  title = "";
+  hidden = false;
+  children: FakeElement[] = [];
+  readonly tBodies: FakeElement[] = [];
+  get firstChild(): FakeElement | undefined {
+    return this.children[0];
+  }
+  appendChild(child: FakeElement): void {
+    this.children.push(child);
+  }
+  replaceChildren(...children: FakeElement[]): void {
+    this.children = children;
+  }
+  setAttribute(): void {}
+  getAttribute(): string {
+    return "";
+  }
+}
+
+/**
+ * Runs the page script on fake elements and hands it one `/events` frame
+ * of a node whose job waits with `waiting`; returns the element by id.
+ */
+function drawPage(waiting: WaitingStatus | null): (id: string) => FakeElement {
+  const job = fakeJob(2);
+  const training = () => ({ ...job.training(), waiting });
+  const { frame } = dashboard(
+    fakeSource({
+      job: () => ({ ...job, training }),
+      status: () => ({ ...STATUS, training: training() }),
+    }),
+    null,
+  );
+  const elements = new Map<string, FakeElement>();
+  const byId = (id: string) => {
+    if (!elements.has(id)) {
+      const e = new FakeElement();
+      e.tBodies.push(new FakeElement());
+      elements.set(id, e);
+    }
+    return elements.get(id)!;
+  };
+  const document = {
+    getElementById: byId,
+    createElement: () => new FakeElement(),
+    createElementNS: () => new FakeElement(),
+  };
+  let onStatus = (_e: { data: string }) => {};
+  class EventSource {
+    addEventListener(_type: string, f: typeof onStatus) {
+      onStatus = f;
+    }
+  }
+  new Function("document", "EventSource", PAGE_SCRIPT)(document, EventSource);
+  onStatus({ data: JSON.stringify(frame) });
+  return byId;
+}
+
+Deno.test("page: a job waiting for members shows a banner with who left and why, and none once it runs", () => {
+  const banner = drawPage(WAITING)("waiting");
+  strictEqual(banner.hidden, false);
+  strictEqual(
+    banner.textContent,
+    "round 2: waiting for members: 2 of the 5 the job needs are live (left: 12D3KooWB slashed; 12D3KooWC exited; 12D3KooWD (why not read yet))",
+  );
+  strictEqual(banner.title, "12D3KooWB\n12D3KooWC\n12D3KooWD");
+  strictEqual(drawPage(null)("waiting").hidden, true);
 });

@@ -22,8 +22,17 @@ import type {
   SlashRecord,
 } from "../round/ledger.ts";
 import type { StepLoss } from "../round/step_log.ts";
+import type { Departure, WaitingStatus } from "../job/departures.ts";
 
-export type { AuditRecord, Refusal, RoundRecord, SlashRecord, StepLoss };
+export type {
+  AuditRecord,
+  Departure,
+  Refusal,
+  RoundRecord,
+  SlashRecord,
+  StepLoss,
+  WaitingStatus,
+};
 
 /** The training job this node takes part in, when it runs one. */
 export interface TrainingStatus {
@@ -49,6 +58,13 @@ export interface TrainingStatus {
   leader: string | null;
   /** Live job members this node counts, itself included. */
   live: number;
+  /**
+   * While the round waits with fewer live members than the job's
+   * `minPeers`: how many are live and needed, and which peers counted live
+   * earlier are not, each with why (slashed, exited, silent; null until
+   * the chain is read); else null.
+   */
+  waiting: WaitingStatus | null;
   /** Delta announcements this node holds for the round. */
   deltas: number;
   /** Whether this node is aggregating the round now. */

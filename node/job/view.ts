@@ -14,9 +14,10 @@ import {
   type Registry,
 } from "../../chain/registry.ts";
 import { rankLeaders } from "../../protocol/assignment.ts";
-import { roundStage } from "../../protocol/round_state.ts";
+import { memberShortfall, roundStage } from "../../protocol/round_state.ts";
 import type { JobSpec } from "../../protocol/job_spec.ts";
 import { JobChainView } from "./chain_view.ts";
+import { departureChain, Departures } from "./departures.ts";
 import type { JobSource, TrainingStatus } from "../http/types.ts";
 import type { PeerNode } from "../peer_node.ts";
 import type { RoundDriver } from "../round/driver.ts";
@@ -43,6 +44,9 @@ export function createJobView(o: JobViewOptions): JobSource {
     account: o.account,
     members: driver.members,
   });
+  const departures = new Departures(
+    departureChain(o.registry, cidToBytes32(jobId)),
+  );
   let left = false;
 
   const training = (): TrainingStatus => {
@@ -59,6 +63,7 @@ export function createJobView(o: JobViewOptions): JobSource {
       innerSteps: spec.innerSteps,
       leader: ranked[0] ?? null,
       live: s.live.length,
+      waiting: left ? null : departures.waiting(memberShortfall(s)),
       deltas: s.deltas.size,
       aggregating: s.aggregating,
       refused: Object.fromEntries(ledger.refused),

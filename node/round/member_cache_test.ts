@@ -28,13 +28,24 @@ Deno.test({
       });
       let now = 0;
       const cache = new MemberCache(chain.deployer.reg, JOB, () => now);
+      // What the round driver counts live: members among heartbeating peers.
+      let liveNow = 0;
+      const live = new MemberCache(chain.deployer.reg, JOB, () => liveNow);
       const account = peer.client.account.address;
       // Registered, not joined yet: its heartbeat is looked up now.
       assert.deepEqual(await cache.lookup(peer.peerId), {
         account,
         member: false,
       });
+      await live.lookup(peer.peerId);
+      assert.deepEqual(live.members([peer.peerId]), []);
       await joinJob(peer.reg, { job: JOB });
+      // A member joining a job that waits for members counts once its
+      // heartbeats are looked up again, within a few seconds.
+      liveNow += 3000;
+      live.refresh([peer.peerId]);
+      await live.lookup(peer.peerId);
+      assert.deepEqual(live.members([peer.peerId]), [peer.peerId]);
       // Inside the recheck window the cached answer stands...
       assert.equal(await cache.isMemberAccount(peer.peerId, account), false);
       assert.deepEqual(cache.members([peer.peerId]), []);
