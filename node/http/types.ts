@@ -22,17 +22,30 @@ import type {
   SlashRecord,
 } from "../round/ledger.ts";
 import type { StepLoss } from "../round/step_log.ts";
-import type { Departure, WaitingStatus } from "../job/departures.ts";
 
-export type {
-  AuditRecord,
-  Departure,
-  Refusal,
-  RoundRecord,
-  SlashRecord,
-  StepLoss,
-  WaitingStatus,
-};
+export type { AuditRecord, Refusal, RoundRecord, SlashRecord, StepLoss };
+
+/** Why a member stopped counting as live. */
+export type DepartureReason = "slashed" | "exited" | "silent";
+
+/** A peer counted live earlier in the job and not now. */
+export interface Departure {
+  peer: string;
+  /** The account bound to its peer id; null when unbound or not read yet. */
+  account: string | null;
+  /** Why it left; null until the chain has been read. */
+  why: DepartureReason | null;
+}
+
+/** A job waiting for members: live and needed counts, who left and why. */
+export interface WaitingStatus {
+  /** Live members, this node included. */
+  live: number;
+  /** The job's `minPeers`. */
+  needed: number;
+  /** Peers counted live earlier and not now, by peer id. */
+  left: Departure[];
+}
 
 /** The training job this node takes part in, when it runs one. */
 export interface TrainingStatus {

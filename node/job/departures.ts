@@ -28,28 +28,11 @@ import {
 import type { MemberShortfall } from "../../protocol/round_state.ts";
 import { Cached } from "./cached.ts";
 import { CHAIN_VIEW_TTL_MS } from "./chain_view.ts";
-
-/** Why a member stopped counting as live. */
-export type DepartureReason = "slashed" | "exited" | "silent";
-
-/** A peer counted live earlier in the job and not now. */
-export interface Departure {
-  peer: string;
-  /** The account bound to its peer id; null when unbound or not read yet. */
-  account: string | null;
-  /** Why it left; null until the chain has been read. */
-  why: DepartureReason | null;
-}
-
-/** A job waiting for members: live and needed counts, who left and why. */
-export interface WaitingStatus {
-  /** Live members, this node included. */
-  live: number;
-  /** The job's `minPeers`. */
-  needed: number;
-  /** Peers counted live earlier and not now, by peer id. */
-  left: Departure[];
-}
+import type {
+  Departure,
+  DepartureReason,
+  WaitingStatus,
+} from "../http/types.ts";
 
 /** The chain readings a reason is made of. */
 export interface DepartureChain {
