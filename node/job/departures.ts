@@ -118,7 +118,11 @@ export class Departures {
       this.#chain.isMember(account),
       this.#chain.exited(account),
     ]);
-    const why = !member ? "slashed" : exited ? "exited" : "silent";
+    const why: DepartureReason = !member
+      ? "slashed"
+      : exited
+      ? "exited"
+      : "silent";
     return { account, why };
   }
 }

@@ -210,6 +210,9 @@ export class AuditDuty {
   async refuted(n: RefutationNotice): Promise<void> {
     const work = this.#o.commitment(n.round, n.accusedAccount);
     if (!work || work.peer !== n.accused) return;
+    // Only a verdict held here can be refuted: refutations naming any other
+    // accuser would fill memory and prove nothing this peer can submit.
+    if (!this.#held.signatureOf(work, n.accuser)) return;
     if (!await this.#o.members.isMemberAccount(n.peer, n.account)) return;
     const signer = await this.#refutations.take(
       work,
