@@ -9,21 +9,24 @@
  *
  * The rules:
  * - Every peer draws the whole plan (`planned`): for each account audited
- *   in a round, the one segment that counts. A failure verdict on any
- *   other segment is ignored, so a colluder cannot steer the others to a
- *   segment its partner trained honestly and let the drawn one go
- *   unreplayed; verdicts that arrive before the plan wait for it.
- * - A peer replays the drawn segment when the plan names it the auditor,
+ *   in a round, the segments that count, one or, for a suspect, all. A
+ *   failure verdict on any other segment is ignored, so a colluder cannot
+ *   steer the others to a segment its partner trained honestly and let
+ *   the drawn one go unreplayed; verdicts that arrive before the plan wait
+ *   for it.
+ * - A peer replays a drawn segment when the plan names it the auditor,
  *   or when a member's verdict on that segment arrives (`failed`), once
- *   per account and round, never for an account already convicted.
+ *   per account, round and segment, never for an account already
+ *   convicted.
  * - Its own failed replay is signed and gossiped (`sign`).
- * - A peer whose own replay of the drawn segment passed refutes (`refute`)
+ * - A peer whose own replay of a drawn segment passed refutes (`refute`)
  *   each member's failure verdict on it that a replay can refute (a
  *   computation check: replay, delta); refutations from `quorum` distinct
  *   members, its own among them and neither the accused's nor the
  *   accuser's, are evidence of a false verdict against the accuser
  *   (`expose`), submitted at once.
- * - Failure verdicts from `quorum` distinct members convict the account
+ * - Failure verdicts from `quorum` distinct members, on any drawn segments
+ *   of the work, convict the account
  *   (`convict`): the registry would slash on them, so the peer stops
  *   taking its deltas whether or not its own replay is in yet.
  * - Evidence goes on chain (`submit`) only with this peer's own failure
@@ -74,20 +77,27 @@ export type AuditAction =
     signers: string[];
   };
 
+/** This peer's replay of a segment: not begun, under way, or its verdict. */
+type Replay = "none" | "running" | "passed" | "failed";
+
 interface Case {
   readonly round: number;
   readonly account: string;
-  /** The segment the plan drew; null until this peer has drawn it. */
-  segment: number | null;
+  /**
+   * The segments the plan drew, each with this peer's replay of it; null
+   * until this peer has drawn the plan.
+   */
+  segments: Map<number, Replay> | null;
   /**
    * Verdicts that came before the plan: signer → the segment named, and
    * whether its check is one a replay can refute.
    */
   readonly early: Map<string, { segment: number; refutable: boolean }>;
-  /** This peer's replay: not begun, under way, or its verdict. */
-  replay: "none" | "running" | "passed" | "failed";
-  /** Accounts that signed a failure verdict, this peer's included. */
-  readonly failures: Set<string>;
+  /**
+   * Accounts that signed a failure verdict, this peer's included, with
+   * the segment each named.
+   */
+  readonly failures: Map<string, number>;
   /** Those of them whose verdict a passed replay refutes. */
   readonly refutable: Set<string>;
   /** Refutations of each accuser's verdict: accuser → their signers. */
@@ -129,35 +139,39 @@ export class AuditBook {
   }
 
   /**
-   * The plan of `round` drew `segment` of `account`'s work; `mine`: this
-   * peer is among its auditors.
+   * The plan of `round` drew `drawn` segments of `account`'s work; `mine`:
+   * this peer is among the segment's auditors.
    */
   planned(
     round: number,
     account: string,
-    segment: number,
-    mine: boolean,
+    drawn: readonly { segment: number; mine: boolean }[],
     current: number,
   ): AuditAction[] {
     const c = this.#case(round, account);
-    if (c.segment !== null) return [];
-    c.segment = segment;
+    if (c.segments !== null) return [];
+    c.segments = new Map(drawn.map((d) => [d.segment, "none"]));
     for (const [signer, named] of c.early) {
-      if (named.segment !== segment) continue;
-      c.failures.add(signer);
+      if (!c.segments.has(named.segment)) continue;
+      c.failures.set(signer, named.segment);
       if (named.refutable) c.refutable.add(signer);
     }
     c.early.clear();
-    return mine || c.failures.size > 0
-      ? [...this.#replay(c), ...this.#tally(c, current)]
-      : [];
+    const accused = new Set(c.failures.values());
+    return [
+      ...drawn
+        .filter((d) => d.mine || accused.has(d.segment))
+        .flatMap((d) => this.#replay(c, d.segment)),
+      ...this.#tally(c, current),
+    ];
   }
 
   /**
    * A member (`signer`) failed `account`'s `round` on `segment`, its
    * signature checked; `current` is the machine's round; `refutable`: the
    * check it failed is one a passed replay refutes (REFUTABLE_CHECKS).
-   * Counted only for the segment the plan drew.
+   * Counted only for a segment the plan drew, and only the first such
+   * verdict of each signer.
    */
   failed(
     round: number,
@@ -169,17 +183,17 @@ export class AuditBook {
   ): AuditAction[] {
     const c = this.#case(round, account);
     const by = signer.toLowerCase();
-    if (c.segment === null) {
-      c.early.set(by, { segment, refutable });
+    if (c.segments === null) {
+      if (!c.early.has(by)) c.early.set(by, { segment, refutable });
       return [];
     }
-    if (segment !== c.segment) return [];
-    c.failures.add(by);
+    if (!c.segments.has(segment) || c.failures.has(by)) return [];
+    c.failures.set(by, segment);
     if (refutable) c.refutable.add(by);
     return [
-      ...this.#replay(c),
+      ...this.#replay(c, segment),
       ...this.#tally(c, current),
-      ...(c.replay === "passed" ? this.#refute(c, [by]) : []),
+      ...this.#refute(c, [by]),
     ];
   }
 
@@ -228,9 +242,9 @@ export class AuditBook {
     current: number,
   ): AuditAction[] {
     const c = this.#case(round, account);
-    c.replay = verdict.passed ? "passed" : "failed";
+    c.segments?.set(segment, verdict.passed ? "passed" : "failed");
     if (verdict.passed) return this.#refute(c, [...c.refutable]);
-    c.failures.add(this.#self);
+    if (!c.failures.has(this.#self)) c.failures.set(this.#self, segment);
     return [
       {
         type: "sign",
@@ -254,7 +268,7 @@ export class AuditBook {
         type: "submit",
         round: c.round,
         account: c.account,
-        signers: [...c.failures].sort(),
+        signers: [...c.failures.keys()].sort(),
       });
     }
     return due;
@@ -277,26 +291,32 @@ export class AuditBook {
     return true;
   }
 
-  /** Refutes the verdicts of `accusers` on `c`, whose replay passed here. */
+  /**
+   * Refutes the verdicts of `accusers` on `c` that name a segment whose
+   * replay passed here.
+   */
   #refute(c: Case, accusers: string[]): AuditAction[] {
     return accusers
-      .filter((a) => a !== this.#self && c.refutable.has(a))
+      .filter((a) =>
+        a !== this.#self && c.refutable.has(a) &&
+        c.segments?.get(c.failures.get(a)!) === "passed"
+      )
       .flatMap((accuser): AuditAction[] => [
         { type: "refute", round: c.round, account: c.account, accuser },
         ...this.refuted(c.round, c.account, accuser, this.#self),
       ]);
   }
 
-  #replay(c: Case): AuditAction[] {
-    if (c.replay !== "none" || this.#convicted.has(c.account)) return [];
-    if (c.segment === null) return [];
-    c.replay = "running";
+  #replay(c: Case, segment: number): AuditAction[] {
+    if (c.segments?.get(segment) !== "none") return [];
+    if (this.#convicted.has(c.account)) return [];
+    c.segments.set(segment, "running");
     return [{
       type: "replay",
       round: c.round,
       account: c.account,
-      segment: c.segment,
-      urgent: c.failures.size > 0,
+      segment,
+      urgent: [...c.failures.values()].includes(segment),
     }];
   }
 
@@ -319,10 +339,9 @@ export class AuditBook {
       c = {
         round,
         account: account.toLowerCase(),
-        segment: null,
+        segments: null,
         early: new Map(),
-        replay: "none",
-        failures: new Set(),
+        failures: new Map(),
         refutable: new Set(),
         refutations: new Map(),
         exposed: new Set(),

@@ -141,8 +141,7 @@ function simulate(s: Sim): Outcome {
           books.get(self)!.planned(
             round,
             audit.peer,
-            audit.segment,
-            mine,
+            [{ segment: audit.segment, mine }],
             current,
           ),
         );

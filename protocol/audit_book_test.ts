@@ -5,13 +5,13 @@ const ME = "0xMe", A = "0xaaa", B = "0xbbb", C = "0xccc";
 
 Deno.test("AuditBook replays the drawn segment once, drawn for it or told of a failure there", () => {
   const book = new AuditBook(ME, 2);
-  assert.deepEqual(book.planned(3, A, 5, true, 4), [
+  assert.deepEqual(book.planned(3, A, [{ segment: 5, mine: true }], 4), [
     { type: "replay", round: 3, account: "0xaaa", segment: 5, urgent: false },
   ]);
-  assert.deepEqual(book.planned(3, A, 5, true, 4), []);
+  assert.deepEqual(book.planned(3, A, [{ segment: 5, mine: true }], 4), []);
   assert.deepEqual(book.failed(3, A, 5, B, 4), [], "already replaying");
   // Not drawn for round 4: only a member's failure there starts a replay.
-  assert.deepEqual(book.planned(4, A, 9, false, 4), []);
+  assert.deepEqual(book.planned(4, A, [{ segment: 9, mine: false }], 4), []);
   assert.deepEqual(book.failed(4, A, 9, B, 4), [
     { type: "replay", round: 4, account: "0xaaa", segment: 9, urgent: true },
   ]);
@@ -19,7 +19,7 @@ Deno.test("AuditBook replays the drawn segment once, drawn for it or told of a f
 
 Deno.test("AuditBook signs its own failure, convicts on a quorum and submits once the round under way has closed", () => {
   const book = new AuditBook(ME, 2);
-  book.planned(3, A, 5, true, 4);
+  book.planned(3, A, [{ segment: 5, mine: true }], 4);
   assert.deepEqual(
     book.judged(3, A, 5, { passed: false, check: "delta" }, 4),
     [{ type: "sign", round: 3, account: "0xaaa", segment: 5, check: "delta" }],
@@ -35,7 +35,7 @@ Deno.test("AuditBook signs its own failure, convicts on a quorum and submits onc
   ]);
   assert.deepEqual(book.closed(5), [], "once");
   // A convicted account is not replayed again, nor submitted again.
-  assert.deepEqual(book.planned(5, A, 1, true, 6), []);
+  assert.deepEqual(book.planned(5, A, [{ segment: 1, mine: true }], 6), []);
   book.failed(5, A, 1, B, 7);
   book.failed(5, A, 1, C, 7);
   assert.deepEqual(book.closed(9), []);
@@ -43,7 +43,7 @@ Deno.test("AuditBook signs its own failure, convicts on a quorum and submits onc
 
 Deno.test("AuditBook submits evidence that did not land again at later closes, with the verdicts held by then, for KEEP_AUDIT_ROUNDS rounds", () => {
   const book = new AuditBook(ME, 2);
-  book.planned(3, A, 5, true, 4);
+  book.planned(3, A, [{ segment: 5, mine: true }], 4);
   book.judged(3, A, 5, { passed: false, check: "replay" }, 4);
   book.failed(3, A, 5, B, 4);
   assert.deepEqual(book.closed(4), [
@@ -71,7 +71,7 @@ Deno.test("AuditBook submits evidence that did not land again at later closes, w
 
 Deno.test("AuditBook refutes a computation failure its own replay passed, and exposes the accuser on a quorum of refutations, its own among them", () => {
   const book = new AuditBook(ME, 3);
-  book.planned(3, A, 5, false, 4);
+  book.planned(3, A, [{ segment: 5, mine: false }], 4);
   // B fails the replay check: the notice starts this peer's replay.
   assert.deepEqual(book.failed(3, A, 5, B, 4, true).map((a) => a.type), [
     "replay",
@@ -99,7 +99,7 @@ Deno.test("AuditBook refutes a computation failure its own replay passed, and ex
   assert.deepEqual(book.refuted(3, A, B, "0xeee"), [], "once");
   // A refutable failure after this peer's replay passed is refuted at once.
   const later = new AuditBook(ME, 3);
-  later.planned(3, A, 5, true, 4);
+  later.planned(3, A, [{ segment: 5, mine: true }], 4);
   later.judged(3, A, 5, { passed: true }, 4);
   assert.deepEqual(later.failed(3, A, 5, D, 4, true), [
     { type: "refute", round: 3, account: "0xaaa", accuser: "0xddd" },
@@ -110,9 +110,58 @@ Deno.test("AuditBook refutes a computation failure its own replay passed, and ex
   assert.deepEqual(other.refuted(3, A, B, D), []);
 });
 
+Deno.test("AuditBook audits a suspect on every drawn segment: its own, each failed one, one quorum over them all, refutations per segment", () => {
+  const book = new AuditBook(ME, 3);
+  const D = "0xddd";
+  const drawn = Array.from({ length: 16 }, (_, segment) => ({
+    segment,
+    mine: segment === 2 || segment === 9,
+  }));
+  // A verdict before the plan on segment 11 waits for it.
+  assert.deepEqual(book.failed(3, A, 11, D, 4, true), []);
+  assert.deepEqual(
+    book.planned(3, A, drawn, 4).map((a) =>
+      a.type === "replay" ? [a.segment, a.urgent] : a.type
+    ),
+    [[2, false], [9, false], [11, true]],
+  );
+  // Each segment is replayed once, however many verdicts name it.
+  assert.deepEqual(
+    book.failed(3, A, 5, B, 4, true).map((a) =>
+      a.type === "replay" ? a.segment : a.type
+    ),
+    [5],
+  );
+  assert.deepEqual(book.failed(3, A, 5, B, 4, true), [], "B counted once");
+  // B's verdict on 5 is refuted once the replay of 5 passed, not of 9.
+  assert.deepEqual(book.judged(3, A, 9, { passed: true }, 4), []);
+  assert.deepEqual(book.judged(3, A, 5, { passed: true }, 4), [
+    { type: "refute", round: 3, account: "0xaaa", accuser: "0xbbb" },
+  ]);
+  // This peer fails 11 with D: with B on 5, three signers convict (the
+  // quorum is the vote, and B's refutation is up to the others).
+  assert.deepEqual(
+    book.judged(3, A, 11, { passed: false, check: "replay" }, 4).map((a) =>
+      a.type
+    ),
+    ["sign", "convict"],
+  );
+  // Off the drawn segments nothing counts; C on 2 adds a signer.
+  assert.deepEqual(book.failed(3, A, 16, C, 4, true), []);
+  assert.deepEqual(book.failed(3, A, 2, C, 4, true), []);
+  assert.deepEqual(book.closed(4), [
+    {
+      type: "submit",
+      round: 3,
+      account: "0xaaa",
+      signers: ["0xbbb", "0xccc", "0xddd", "0xme"],
+    },
+  ]);
+});
+
 Deno.test("AuditBook convicts on others' quorum but submits only with its own failure", () => {
   const book = new AuditBook(ME, 2);
-  book.planned(3, A, 5, false, 4);
+  book.planned(3, A, [{ segment: 5, mine: false }], 4);
   assert.deepEqual(book.failed(3, A, 5, B, 4).map((a) => a.type), ["replay"]);
   assert.deepEqual(book.failed(3, A, 5, C, 4), [
     { type: "convict", round: 3, account: "0xaaa" },
@@ -127,7 +176,7 @@ Deno.test("AuditBook: a colluder's notice on another segment cannot pre-empt the
   // The colluder names segment 0, which the cheater trained honestly,
   // before this peer has drawn the plan: it waits, then does not count.
   assert.deepEqual(book.failed(3, A, 0, B, 4), []);
-  assert.deepEqual(book.planned(3, A, 7, true, 4), [
+  assert.deepEqual(book.planned(3, A, [{ segment: 7, mine: true }], 4), [
     { type: "replay", round: 3, account: "0xaaa", segment: 7, urgent: false },
   ]);
   // After the plan, an off-plan verdict neither counts nor replays.
@@ -140,7 +189,7 @@ Deno.test("AuditBook counts verdicts that came before the plan when they name it
   const book = new AuditBook(ME, 2);
   book.failed(3, A, 7, B, 4);
   book.failed(3, A, 7, C, 4);
-  assert.deepEqual(book.planned(3, A, 7, false, 4), [
+  assert.deepEqual(book.planned(3, A, [{ segment: 7, mine: false }], 4), [
     { type: "replay", round: 3, account: "0xaaa", segment: 7, urgent: true },
     { type: "convict", round: 3, account: "0xaaa" },
   ]);

@@ -12,6 +12,11 @@
  * q of its segments is caught in a round with probability rate·q, and
  * within n rounds with 1 − (1 − rate·q)^n.
  *
+ * A suspect (see {@linkcode suspectsOf}) is audited for certain, on every
+ * segment, each by its own `auditors` ranked by hash with the segment in
+ * the input, so the extra replays spread over the members: a peer that
+ * skipped any segment is caught in a round it is suspected in.
+ *
  * Hash inputs follow assignment.ts: UTF-8 fields joined by 0x00, SHA-256,
  * compared as big-endian numbers.
  *
@@ -37,9 +42,11 @@ export interface AuditPlanParams {
   readonly rate: number;
   /** Auditors per audited contributor, at least 1. */
   readonly auditors: number;
+  /** Contributors audited on every segment (none by default). */
+  readonly suspects?: readonly string[];
 }
 
-/** One contributor's audit in a round. */
+/** One audited segment of a contributor's work in a round. */
 export interface Audit {
   /** The contributor audited. */
   readonly peer: string;
@@ -56,7 +63,8 @@ const utf8 = new TextEncoder();
 const TWO_53 = 2 ** 53;
 
 /**
- * The audits of a round, one per audited contributor, in peer-id order.
+ * The audits of a round in peer-id order: one per audited contributor, and
+ * one per segment for a suspect, in segment order.
  *
  * @example
  * ```ts
@@ -78,21 +86,78 @@ const TWO_53 = 2 ** 53;
 export function planAudits(p: AuditPlanParams): Audit[] {
   checkParams(p);
   const members = [...new Set(p.members)];
+  const suspects = new Set(p.suspects ?? []);
+  const ranked = (peer: string, ...by: string[]) =>
+    members
+      .filter((m) => m !== peer)
+      .map((m) => ({ m, s: score(p.seed, "auditor", peer, ...by, m) }))
+      .sort((a, b) => compareBytes(b.s, a.s) || comparePeerIds(a.m, b.m))
+      .slice(0, p.auditors)
+      .map((x) => x.m);
   return [...new Set(p.contributors)]
     .sort(comparePeerIds)
-    .filter((peer) => uniform(score(p.seed, "audit", peer)) < p.rate)
-    .map((peer) => ({
-      peer,
-      segment: Number(
-        toBigInt(score(p.seed, "segment", peer)) % BigInt(p.segments),
-      ),
-      auditors: members
-        .filter((m) => m !== peer)
-        .map((m) => ({ m, s: score(p.seed, "auditor", peer, m) }))
-        .sort((a, b) => compareBytes(b.s, a.s) || comparePeerIds(a.m, b.m))
-        .slice(0, p.auditors)
-        .map((x) => x.m),
-    }));
+    .flatMap((peer): Audit[] => {
+      if (suspects.has(peer)) {
+        return Array.from({ length: p.segments }, (_, segment) => ({
+          peer,
+          segment,
+          auditors: ranked(peer, `segment ${segment}`),
+        }));
+      }
+      if (uniform(score(p.seed, "audit", peer)) >= p.rate) return [];
+      return [{
+        peer,
+        segment: Number(
+          toBigInt(score(p.seed, "segment", peer)) % BigInt(p.segments),
+        ),
+        auditors: ranked(peer),
+      }];
+    });
+}
+
+/**
+ * Rounds for which a peer stays a suspect after the round whose manifest
+ * left its delta out, that round included.
+ */
+export const SUSPICION_ROUNDS = 4;
+
+/**
+ * The suspects of `round`'s plan: the peers whose delta a committed
+ * manifest of the last {@linkcode SUSPICION_ROUNDS} rounds, `round`'s own
+ * included, left out (screened out as no work, or refused for a manifest
+ * that failed verification). Every peer reads the same committed
+ * manifests, so every peer draws the same plan. A peer left out once is
+ * then audited on every segment: a partial cheater or a lying start that
+ * the screen noticed is convicted on its next listed delta, not at the
+ * sampling rate.
+ *
+ * @param manifests committed manifests held, any rounds, any order
+ *
+ * @example
+ * ```ts
+ * import assert from "node:assert/strict";
+ * import { suspectsOf } from "./audit_plan.ts";
+ *
+ * const left = (round: number, peer: string) => ({
+ *   round,
+ *   excluded: [{ peer }],
+ * });
+ * assert.deepEqual(suspectsOf([left(3, "12D3KooWA")], 5), ["12D3KooWA"]);
+ * assert.deepEqual(suspectsOf([left(3, "12D3KooWA")], 7), []);
+ * ```
+ */
+export function suspectsOf(
+  manifests: Iterable<
+    { readonly round: number; readonly excluded: readonly { peer: string }[] }
+  >,
+  round: number,
+): string[] {
+  const suspects = new Set<string>();
+  for (const m of manifests) {
+    if (m.round > round || m.round + SUSPICION_ROUNDS <= round) continue;
+    for (const e of m.excluded) suspects.add(e.peer);
+  }
+  return [...suspects].sort(comparePeerIds);
 }
 
 function score(...fields: string[]): Uint8Array {
@@ -136,7 +201,9 @@ function checkParams(p: AuditPlanParams): void {
   if (!Number.isSafeInteger(p.auditors) || p.auditors < 1) {
     throw bad("auditors", "must be an integer >= 1", p.auditors);
   }
-  for (const id of [p.seed, ...p.contributors, ...p.members]) {
+  for (
+    const id of [p.seed, ...p.contributors, ...p.members, ...p.suspects ?? []]
+  ) {
     if (id.length === 0 || id.includes("\0")) {
       throw bad("ids", "must be non-empty without 0x00", JSON.stringify(id));
     }

@@ -1,6 +1,6 @@
 import assert from "node:assert/strict";
 import { createHash } from "node:crypto";
-import { planAudits } from "./audit_plan.ts";
+import { planAudits, suspectsOf, SUSPICION_ROUNDS } from "./audit_plan.ts";
 import { ProtocolError } from "./errors.ts";
 
 const PEERS = Array.from({ length: 8 }, (_, i) => `12D3KooWPeer${i}`);
@@ -76,6 +76,50 @@ Deno.test("a peer that faked a quarter of its segments is caught at rate·q per 
   const within = firstCatch.filter((k) => k <= n).length / firstCatch.length;
   const formula = 1 - (1 - p) ** n;
   assert.ok(Math.abs(within - formula) < 0.03, `${within} vs ${formula}`);
+});
+
+Deno.test("a suspect is audited on every segment, even at rate 0, its auditors spread over the members", () => {
+  const suspect = PEERS[3];
+  for (let i = 0; i < 50; i++) {
+    const plan = planAudits({
+      ...base,
+      seed: seedOf(i),
+      rate: 0,
+      auditors: 1,
+      suspects: [suspect, "12D3KooWNotContributing"],
+    });
+    assert.deepEqual(
+      plan.map((a) => [a.peer, a.segment]),
+      Array.from({ length: 16 }, (_, k) => [suspect, k]),
+    );
+    assert.ok(plan.every((a) => a.auditors.length === 1));
+    assert.ok(plan.every((a) => !a.auditors.includes(suspect)));
+    // 16 draws over 7 members: more than one auditor shares the work.
+    assert.ok(new Set(plan.map((a) => a.auditors[0])).size > 1);
+  }
+  // The others are drawn as before.
+  const before = planAudits({ ...base, seed: seedOf(9) });
+  const after = planAudits({ ...base, seed: seedOf(9), suspects: [PEERS[3]] });
+  assert.deepEqual(
+    after.filter((a) => a.peer !== PEERS[3]),
+    before.filter((a) => a.peer !== PEERS[3]),
+  );
+});
+
+Deno.test("a peer left out of a manifest is a suspect for SUSPICION_ROUNDS rounds from that round on", () => {
+  const manifests = [
+    { round: 10, excluded: [{ peer: PEERS[1] }, { peer: PEERS[2] }] },
+    { round: 12, excluded: [{ peer: PEERS[2] }] },
+    { round: 11, excluded: [] },
+  ];
+  assert.deepEqual(suspectsOf(manifests, 9), []);
+  assert.deepEqual(suspectsOf(manifests, 10), [PEERS[1], PEERS[2]]);
+  assert.deepEqual(
+    suspectsOf(manifests, 10 + SUSPICION_ROUNDS - 1),
+    [PEERS[1], PEERS[2]],
+  );
+  assert.deepEqual(suspectsOf(manifests, 10 + SUSPICION_ROUNDS), [PEERS[2]]);
+  assert.deepEqual(suspectsOf(manifests, 12 + SUSPICION_ROUNDS), []);
 });
 
 Deno.test("planAudits refuses bad settings", () => {

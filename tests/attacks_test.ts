@@ -9,7 +9,11 @@
 import assert from "node:assert/strict";
 import { JOB_TEST, tinySpec } from "./_job_cluster.ts";
 import { runAttack } from "./attack/attack_run.ts";
-import { type AttackName, SLASHED_ATTACKS } from "./attack/behaviours.ts";
+import {
+  type AttackName,
+  FROM_ROUND_1,
+  SLASHED_ATTACKS,
+} from "./attack/behaviours.ts";
 import type { JobSpec } from "../protocol/job_spec.ts";
 
 const FAST: AttackName[] = [
@@ -26,6 +30,7 @@ const FAST: AttackName[] = [
   "copied-delta",
   "free-rider",
   "partial-work",
+  "lying-start",
   "poisoned-start",
 ];
 
@@ -94,7 +99,10 @@ const slashSpec = tinySpec({
 /**
  * Attacks an audit catches only when it draws a made-up segment: 15 in 16
  * for `partial-work`, so its first three rounds all escape in 1 run of
- * 4096; a fourth round lets the third round's audits finish.
+ * 4096; a fourth round lets the third round's audits finish. An attack
+ * from round 1 (`lying-start`) needs the fourth round as well: it must be
+ * caught in round 1, where its delta is screened out and it is audited on
+ * every segment as a suspect, and slashed once round 2 has closed.
  */
 const SAMPLED: AttackName[] = ["partial-work"];
 const sampledSpec = tinySpec({
@@ -106,7 +114,8 @@ const sampledSpec = tinySpec({
 
 for (const attack of FAST.filter((a) => SLASHED_ATTACKS.includes(a))) {
   const sampled = SAMPLED.includes(attack);
-  slashedTest(attack, sampled ? sampledSpec : slashSpec, sampled);
+  const late = sampled || FROM_ROUND_1.includes(attack);
+  slashedTest(attack, late ? sampledSpec : slashSpec, sampled);
 }
 
 // Sign deltas end to end. Honest sign deltas agree about half as much as

@@ -23,7 +23,12 @@
  *
  * @module
  */
-import { planAudits } from "../../protocol/audit_plan.ts";
+import {
+  type Audit,
+  planAudits,
+  suspectsOf,
+  SUSPICION_ROUNDS,
+} from "../../protocol/audit_plan.ts";
 import {
   type AuditFailureNotice,
   type DeltaAnnounce,
@@ -114,8 +119,13 @@ export class AuditDuty {
   readonly #held: AuditVerdicts;
   /** Refutations of failure verdicts held, this peer's and others'. */
   readonly #refutations: AuditRefutations;
-  /** This peer's verdicts under way or in, by `round/account`. */
+  /** This peer's verdicts under way or in, by `round/account/segment`. */
   readonly #verdicts = new Map<string, Promise<AuditVerdict | null>>();
+  /** The closed rounds' manifests, for their suspects (SUSPICION_ROUNDS). */
+  readonly #closed = new Map<
+    number,
+    Pick<RoundManifest, "round" | "excluded">
+  >();
   /** Audits run one at a time: each replay shares the compute. */
   #queue: Promise<unknown> = Promise.resolve();
 
@@ -131,12 +141,20 @@ export class AuditDuty {
    * of the checkpoint it committed), asks of this peer. Every delta the
    * manifest lists is drawn from, the excluded ones too: a delta screened
    * out as no work earns nothing, and an audit turns the lie into a slash.
+   * A peer left out by this manifest or one of the closed rounds' before
+   * it is audited on every segment (a suspect, protocol/audit_plan.ts).
    */
   roundClosed(manifest: RoundManifest, next: string): Promise<void> {
     const { self, spec, log } = this.#o;
     const listed = new Map<string, string>();
     for (const e of [...manifest.contributions, ...manifest.excluded]) {
       listed.set(e.peer, e.delta);
+    }
+    this.#closed.set(manifest.round, manifest);
+    for (const round of this.#closed.keys()) {
+      if (round + SUSPICION_ROUNDS <= manifest.round) {
+        this.#closed.delete(round);
+      }
     }
     const peers = [...listed.keys()];
     const plan = planAudits({
@@ -146,30 +164,35 @@ export class AuditDuty {
       segments: segmentCount(spec.innerSteps),
       rate: spec.audit?.rate ?? DEFAULT_AUDIT_RATE,
       auditors: AUDITORS_PER_AUDIT,
+      suspects: suspectsOf(this.#closed.values(), manifest.round),
     });
+    const byPeer = Map.groupBy(plan, (a: Audit) => a.peer);
     // The whole plan, not only this peer's part: a failure verdict on any
-    // segment but the drawn one does not count (see AuditBook).
-    return Promise.all(plan.map((a) => {
-      const msg = this.#o.announced(
-        manifest.round,
-        a.peer,
-        listed.get(a.peer)!,
-      );
-      const mine = a.auditors.includes(self);
+    // segment but a drawn one does not count (see AuditBook).
+    return Promise.all([...byPeer].map(([peer, audits]) => {
+      const msg = this.#o.announced(manifest.round, peer, listed.get(peer)!);
       if (!msg) {
-        if (mine) {
+        if (audits.some((a) => a.auditors.includes(self))) {
           log(
-            `round ${manifest.round}: cannot audit ${a.peer}: its signed delta was not seen here`,
+            `round ${manifest.round}: cannot audit ${peer}: its signed delta was not seen here`,
           );
         }
         return;
+      }
+      // A delta of fewer steps has fewer segments: draws may coincide.
+      const drawn = new Map<number, boolean>();
+      for (const a of audits) {
+        const segment = claimedSegment(spec, msg.tokens, a.segment);
+        drawn.set(
+          segment,
+          drawn.get(segment) === true || a.auditors.includes(self),
+        );
       }
       return this.#act(
         this.#book.planned(
           manifest.round,
           msg.account,
-          claimedSegment(spec, msg.tokens, a.segment),
-          mine,
+          [...drawn].map(([segment, mine]) => ({ segment, mine })),
           this.#o.round(),
         ),
       );
@@ -283,7 +306,7 @@ export class AuditDuty {
     segment: number,
     urgent: boolean,
   ): Promise<unknown> {
-    const key = verdictKey(work.round, work.account);
+    const key = `${verdictKey(work.round, work.account)}/${segment}`;
     let verdict = this.#verdicts.get(key);
     if (!verdict) {
       verdict = this.#judge(work, segment, urgent);

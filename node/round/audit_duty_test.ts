@@ -194,7 +194,7 @@ Deno.test("the job spec's audit rate is the plan's: at a tiny rate no one is dra
   }
 });
 
-Deno.test("a delta the leader screened out is audited like an aggregated one", async () => {
+Deno.test("a delta the leader screened out is audited like an aggregated one, on every segment: its author is a suspect", async () => {
   const m = await manifest();
   const screened = {
     ...m,
@@ -206,14 +206,22 @@ Deno.test("a delta the leader screened out is audited like an aggregated one", a
       evidence: "",
     }],
   };
-  const { drawn, segment } = auditors();
-  const t = duty(drawn, FAIL);
-  await t.d.roundClosed(screened, NEXT);
+  const one = duty(1, PASS), two = duty(2, PASS);
+  await one.d.roundClosed(screened, NEXT);
+  await two.d.roundClosed(screened, NEXT);
+  const segments = (t: typeof one) => t.audited.map((a) => a.segment);
   assert.deepEqual(
-    t.audited.map((a) => [a.msg.peer, a.segment]),
-    [[PEERS[0], segment]],
+    [...segments(one), ...segments(two)].sort((a, b) => a - b),
+    Array.from({ length: segmentCount(H) }, (_, k) => k),
   );
-  assert.equal(t.notices()[0].accused, PEERS[0]);
+  assert.ok(
+    [...one.audited, ...two.audited].every((a) => a.msg.peer === PEERS[0]),
+  );
+  // Failed on each, the replays are signed and gossiped.
+  const failing = duty(1, FAIL);
+  await failing.d.roundClosed(screened, NEXT);
+  assert.equal(failing.notices().length, segments(one).length);
+  assert.ok(failing.notices().every((n) => n.accused === PEERS[0]));
 });
 
 /** The peer among PEERS[1], PEERS[2] drawn to audit PEERS[0], and the other. */

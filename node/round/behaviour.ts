@@ -51,6 +51,11 @@ export interface RoundBehaviour {
   /** What a round's steps start from, given what the protocol prescribes. */
   start(start: RoundStart): RoundStart;
   /**
+   * The parameters a round's steps start from, given C(round)'s (or,
+   * trained ahead, their estimate; not to be modified).
+   */
+  params(round: number, params: Float32Array): Float32Array;
+  /**
    * The training state to commit at a segment bound, given the one the
    * trainer reached (`step` steps into a round of `innerSteps`).
    */
@@ -76,6 +81,7 @@ export interface RoundBehaviour {
 export const HONEST: RoundBehaviour = {
   chunks: (assigned) => assigned,
   start: (start) => start,
+  params: (_round, params) => params,
   state: (state) => state,
   delta: (choice) => Promise.resolve(choice.delta),
   deltaContext: (context) => context,

@@ -66,7 +66,7 @@ export interface ShareStepsOptions {
   /** Deletes a stored block by CID string (states past their window). */
   drop: (cid: string) => Promise<void>;
   /** How chunks, start and states are settled; HONEST in the shipped node. */
-  behaviour: Pick<RoundBehaviour, "chunks" | "start" | "state">;
+  behaviour: Pick<RoundBehaviour, "chunks" | "start" | "params" | "state">;
   /**
    * The CID of this peer's delta of `round` as the manifest that made
    * `checkpoint`, C(round + 1), lists it (aggregated or excluded): null
@@ -200,7 +200,7 @@ export class ShareSteps {
     progress({ round, step: 0 });
     const result = await trainer.trainRound({
       round,
-      params,
+      params: this.#o.behaviour.params(round, params),
       chunks: assigned.map((i) => trainer.trainChunks[i]),
       steps,
       signal,

@@ -36,6 +36,16 @@
  *   the delta, so only a replay of a made-up segment (15 in 16) shows it.
  *   (It still computes every step, which no audit can see; what it commits
  *   to is what a peer that skipped them would.)
+ * - `partial-1of16`: as `partial-work`, but trains every segment except
+ *   the last, which it extrapolates from the one before: only a replay of
+ *   that 1 segment in 16 shows it, caught at rate/16 a round (`bench
+ *   catch` prices it).
+ * - `lying-start`: from round 1, trains its round from C(r − 1), where
+ *   its round r − 1 started, but commits C(r) as state 0: the start check
+ *   passes, every segment but the first replays bit for bit, and its delta
+ *   carries C(r − 1) − C(r) besides its steps, which the screen calls
+ *   `misaligned`. Left out once, it is a suspect (protocol/audit_plan.ts)
+ *   and audited on every segment, the first included.
  * - `poisoned-start`: trains every step honestly on its own batches, from
  *   C(r), but from optimizer moments of its choosing: first moments of
  *   1e-3 along a fixed pattern over second moments of 1e-8, so AdamW's
@@ -48,7 +58,8 @@
  * the next round, so each attack above whose delta is not its committed
  * trajectory's (all but the leader attacks, `stale-replay` and
  * `cross-round`, whose deltas are refused before any manifest) also fails
- * its audit and is slashed.
+ * its audit and is slashed: at once, or at the sampling rate for the
+ * partial ones.
  *
  * @module
  */
@@ -73,6 +84,8 @@ export const ATTACKS = [
   "copied-delta",
   "free-rider",
   "partial-work",
+  "partial-1of16",
+  "lying-start",
   "poisoned-start",
 ] as const;
 
@@ -85,10 +98,16 @@ export const LEADER_ATTACKS: readonly AttackName[] = [
   "lying-leader",
 ];
 
-/** Attacks that need an earlier round of their own, so start in round 1. */
-export const FROM_ROUND_1: readonly AttackName[] = [
+/** Attacks whose deltas are refused before any manifest lists them. */
+export const REFUSED_ATTACKS: readonly AttackName[] = [
   "stale-replay",
   "cross-round",
+];
+
+/** Attacks that need an earlier round of their own, so start in round 1. */
+export const FROM_ROUND_1: readonly AttackName[] = [
+  ...REFUSED_ATTACKS,
+  "lying-start",
 ];
 
 /**
@@ -99,7 +118,7 @@ export const FROM_ROUND_1: readonly AttackName[] = [
 export const SLASHED_ATTACKS: readonly AttackName[] = ATTACKS.filter((a) =>
   // A leader's attack is on its manifest, not its own work; a replayed or
   // misbound delta is refused before any manifest lists it for audit.
-  !LEADER_ATTACKS.includes(a) && !FROM_ROUND_1.includes(a)
+  !LEADER_ATTACKS.includes(a) && !REFUSED_ATTACKS.includes(a)
 );
 
 /** What an attacker peer knows beyond its own node. */
@@ -143,6 +162,10 @@ export function attackBehaviour(setup: AttackSetup): RoundBehaviour {
       return { ...HONEST, delta: (c) => copied(c) };
     case "partial-work":
       return partialWork();
+    case "partial-1of16":
+      return lastSegmentMadeUp();
+    case "lying-start":
+      return lyingStart();
     case "poisoned-start":
       return {
         ...HONEST,
@@ -242,6 +265,52 @@ function partialWork(): RoundBehaviour {
     },
     delta: (c) =>
       Promise.resolve(zero && end ? pseudoGradient(zero.params, end) : c.delta),
+  };
+}
+
+/**
+ * The `partial-1of16` peer: commits its states as trained up to the last
+ * bound before the end, then θ_end = θ_b + (H − b)/(b − a)·(θ_b − θ_a)
+ * for its last two states a < b, with b's moments, and announces θ_0 −
+ * θ_end of that made-up end.
+ */
+function lastSegmentMadeUp(): RoundBehaviour {
+  let zero: TrainingState | null = null;
+  let last: TrainingState[] = [];
+  let end: Float32Array | null = null;
+  return {
+    ...HONEST,
+    state: (s, innerSteps) => {
+      if (s.step === 0) [zero, last, end] = [s, [], null];
+      if (s.step < innerSteps || last.length === 0) {
+        last = [...last.slice(-1), s];
+        return s;
+      }
+      const a = last.length > 1 ? last[0] : zero!, b = last.at(-1)!;
+      const t = (s.step - b.step) / (b.step - a.step);
+      end = b.params.map((x, i) => x + t * (x - a.params[i]));
+      return { step: s.step, params: end, m: b.m, v: b.v };
+    },
+    delta: (c) =>
+      Promise.resolve(zero && end ? pseudoGradient(zero.params, end) : c.delta),
+  };
+}
+
+/**
+ * The `lying-start` peer: its steps start from the parameters its last
+ * round started from, and it commits the ones it was given as state 0.
+ */
+function lyingStart(): RoundBehaviour {
+  let previous: Float32Array | null = null;
+  let given: Float32Array | null = null;
+  return {
+    ...HONEST,
+    params: (_round, params) => {
+      const from = previous ?? params;
+      previous = given = params.slice();
+      return from;
+    },
+    state: (s) => s.step === 0 && given ? { ...s, params: given } : s,
   };
 }
 

@@ -82,3 +82,44 @@ Deno.test("the other attacks publish nothing beside their announcement", () => {
     assert.deepEqual(b.also(msg(0)), [], name);
   }
 });
+
+/** A training state at `step` whose parameters are all `x`. */
+function stateAt(step: number, x: number) {
+  const n = 2;
+  return {
+    step,
+    params: new Float32Array(n).fill(x),
+    m: new Float32Array(n).fill(step),
+    v: new Float32Array(n),
+  };
+}
+
+Deno.test("lying-start trains from where its last round started and commits the start it was given", () => {
+  const b = attackBehaviour({ name: "lying-start", colluders: [] });
+  const c0 = new Float32Array([0, 0]), c1 = new Float32Array([1, 1]);
+  assert.equal(b.params(0, c0), c0, "round 0 has nothing before it");
+  assert.deepEqual(b.params(1, c1), c0);
+  // Trained from C(0), state 0 is committed as C(1); later states as are.
+  assert.deepEqual(b.state(stateAt(0, 0), 4).params, c1);
+  assert.deepEqual(b.state(stateAt(2, 0.5), 4), stateAt(2, 0.5));
+});
+
+Deno.test("partial-1of16 commits every state but the last as trained, the last extrapolated, and a delta to it", async () => {
+  const b = attackBehaviour({ name: "partial-1of16", colluders: [] });
+  // Parameters 0, 1, 3 at steps 0, 2, 3: the last segment (3 → 4) made up
+  // from the one before at its slope, 2 a step.
+  for (const [step, x] of [[0, 0], [2, 1], [3, 3]]) {
+    assert.deepEqual(b.state(stateAt(step, x), 4), stateAt(step, x));
+  }
+  const end = b.state(stateAt(4, 100), 4);
+  assert.deepEqual(end.params, new Float32Array([5, 5]));
+  assert.deepEqual(end.m, new Float32Array([3, 3]));
+  const delta = await b.delta({
+    round: 0,
+    parent: "p",
+    delta: new Float32Array([-100, -100]),
+    live: () => [],
+    announced: () => Promise.resolve([]),
+  });
+  assert.deepEqual(delta, new Float32Array([-5, -5]));
+});
