@@ -158,6 +158,11 @@ function slashedTest(
         r.detectedRounds.some((x) => within.includes(x)),
         JSON.stringify({ detected: r.detectedRounds, attacked: within }),
       );
+      // A lying start is screened out in the round it starts, and as a
+      // suspect audited on every segment of it, the lying first included.
+      if (attack === "lying-start") {
+        assert.equal(r.failedAuditRounds[0], r.attackedRounds[0]);
+      }
       assert.ok(r.slashed, "the attacker was not slashed");
       assert.equal(r.contributionLeft, 0);
       assert.equal(r.creditedToAttackers, 0);

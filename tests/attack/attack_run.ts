@@ -62,6 +62,8 @@ export interface AttackRunResult {
   attackedRounds: number[];
   /** Attacked rounds in which an honest peer refused an attacker. */
   detectedRounds: number[];
+  /** Attacked rounds whose work an honest peer failed in audit. */
+  failedAuditRounds: number[];
   /**
    * Tokens the chain credited to attackers in attacked rounds; for a
    * slashed attack ({@linkcode SLASHED_ATTACKS}), `contributionLeft`: its
@@ -251,6 +253,11 @@ async function attackCluster(
     heldoutLoss: [...last.records.values()][0].valLoss,
     attackedRounds,
     detectedRounds: attackedRounds.filter((r) => blames(r, attackers)),
+    failedAuditRounds: attackedRounds.filter((r) =>
+      audits.some((a) =>
+        a.round === r && !a.passed && attackers.includes(a.peer)
+      )
+    ),
     creditedToAttackers: o.attack !== null && SLASHED_ATTACKS.includes(o.attack)
       ? contributionLeft
       : credited(attackedRounds),
