@@ -170,6 +170,7 @@ export async function assemblePeer(
           bytesFrom: { [early.from]: early.size },
           bad: [],
           failed: {},
+          silent: [],
           local: false,
         };
       }

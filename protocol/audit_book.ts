@@ -29,6 +29,15 @@
  *   of the work, convict the account
  *   (`convict`): the registry would slash on them, so the peer stops
  *   taking its deltas whether or not its own replay is in yet.
+ * - A peer that took the audit's requests and answered none in the serve
+ *   window while it kept gossiping draws a silence verdict instead
+ *   (`unanswered`, signed and gossiped like a failure); one from another
+ *   member makes this peer try the segment itself. Silence verdicts from
+ *   `quorum` distinct members, this peer's among them, are evidence of
+ *   silence (`silence`), due like a failure's once the round under way has
+ *   closed and submitted again while it does not land: it costs the
+ *   account that round's credit, and its stake on a repeat. They never
+ *   count toward a conviction.
  * - Evidence goes on chain (`submit`) only with this peer's own failure
  *   among the verdicts, once the round that was under way when that held
  *   has closed (its manifest may list the account, whose commit would
@@ -68,6 +77,7 @@ export type AuditAction =
   }
   | { type: "convict"; round: number; account: string }
   | { type: "submit"; round: number; account: string; signers: string[] }
+  | { type: "silence"; round: number; account: string; signers: string[] }
   | { type: "refute"; round: number; account: string; accuser: string }
   | {
     type: "expose";
@@ -90,9 +100,18 @@ interface Case {
   segments: Map<number, Replay> | null;
   /**
    * Verdicts that came before the plan: signer → the segment named, and
-   * whether its check is one a replay can refute.
+   * whether its check is one a replay can refute, or a silence verdict.
    */
-  readonly early: Map<string, { segment: number; refutable: boolean }>;
+  readonly early: Map<
+    string,
+    { segment: number; refutable: boolean; silence: boolean }
+  >;
+  /** Accounts that signed a silence verdict, with the segment named. */
+  readonly silences: Map<string, number>;
+  /** The machine round when this peer's silence evidence held, or null. */
+  silenceHeldFor: number | null;
+  /** Whether that evidence is submitted (and not to be retried). */
+  silenceReported: boolean;
   /**
    * Accounts that signed a failure verdict, this peer's included, with
    * the segment each named.
@@ -153,11 +172,16 @@ export class AuditBook {
     c.segments = new Map(drawn.map((d) => [d.segment, "none"]));
     for (const [signer, named] of c.early) {
       if (!c.segments.has(named.segment)) continue;
+      if (named.silence) {
+        c.silences.set(signer, named.segment);
+        continue;
+      }
       c.failures.set(signer, named.segment);
       if (named.refutable) c.refutable.add(signer);
     }
     c.early.clear();
-    const accused = new Set(c.failures.values());
+    this.#tallySilence(c, current);
+    const accused = new Set([...c.failures.values(), ...c.silences.values()]);
     return [
       ...drawn
         .filter((d) => d.mine || accused.has(d.segment))
@@ -184,7 +208,9 @@ export class AuditBook {
     const c = this.#case(round, account);
     const by = signer.toLowerCase();
     if (c.segments === null) {
-      if (!c.early.has(by)) c.early.set(by, { segment, refutable });
+      if (!c.early.has(by)) {
+        c.early.set(by, { segment, refutable, silence: false });
+      }
       return [];
     }
     if (!c.segments.has(segment) || c.failures.has(by)) return [];
@@ -195,6 +221,32 @@ export class AuditBook {
       ...this.#tally(c, current),
       ...this.#refute(c, [by]),
     ];
+  }
+
+  /**
+   * A member (`signer`) signed that `account`, live, left its `round`'s
+   * work on `segment` unanswered; its signature checked. This peer tries
+   * the segment itself; counted only for a drawn segment, once a signer.
+   */
+  unanswered(
+    round: number,
+    account: string,
+    segment: number,
+    signer: string,
+    current: number,
+  ): AuditAction[] {
+    const c = this.#case(round, account);
+    const by = signer.toLowerCase();
+    if (c.segments === null) {
+      if (!c.early.has(by)) {
+        c.early.set(by, { segment, refutable: false, silence: true });
+      }
+      return [];
+    }
+    if (!c.segments.has(segment) || c.silences.has(by)) return [];
+    c.silences.set(by, segment);
+    this.#tallySilence(c, current);
+    return this.#replay(c, segment);
   }
 
   /**
@@ -244,6 +296,18 @@ export class AuditBook {
     const c = this.#case(round, account);
     c.segments?.set(segment, verdict.passed ? "passed" : "failed");
     if (verdict.passed) return this.#refute(c, [...c.refutable]);
+    if (verdict.check === "unanswered") {
+      if (c.silences.has(this.#self)) return [];
+      c.silences.set(this.#self, segment);
+      this.#tallySilence(c, current);
+      return [{
+        type: "sign",
+        round,
+        account: c.account,
+        segment,
+        check: "unanswered",
+      }];
+    }
     if (!c.failures.has(this.#self)) c.failures.set(this.#self, segment);
     return [
       {
@@ -261,6 +325,18 @@ export class AuditBook {
   closed(closed: number): AuditAction[] {
     const due: AuditAction[] = [];
     for (const c of this.#cases.values()) {
+      if (
+        c.silenceHeldFor !== null && c.silenceHeldFor <= closed &&
+        !c.silenceReported && !this.#convicted.has(c.account)
+      ) {
+        c.silenceReported = true;
+        due.push({
+          type: "silence",
+          round: c.round,
+          account: c.account,
+          signers: [...c.silences.keys()].sort(),
+        });
+      }
       if (c.heldFor === null || c.heldFor > closed) continue;
       if (this.#submitted.has(c.account)) continue;
       this.#submitted.add(c.account);
@@ -292,6 +368,20 @@ export class AuditBook {
   }
 
   /**
+   * The evidence of silence on `account`'s `round` submitted last did not
+   * land: it is submitted again at the next close, with the verdicts held
+   * then, unless `KEEP_AUDIT_ROUNDS` rounds have passed since it held.
+   * Whether it will be.
+   */
+  retrySilence(round: number, account: string, current: number): boolean {
+    const c = this.#cases.get(`${round}/${account.toLowerCase()}`);
+    if (!c || c.silenceHeldFor === null) return false;
+    if (c.silenceHeldFor + KEEP_AUDIT_ROUNDS < current) return false;
+    c.silenceReported = false;
+    return true;
+  }
+
+  /**
    * Refutes the verdicts of `accusers` on `c` that name a segment whose
    * replay passed here.
    */
@@ -316,7 +406,9 @@ export class AuditBook {
       round: c.round,
       account: c.account,
       segment,
-      urgent: [...c.failures.values()].includes(segment),
+      urgent: [...c.failures.values(), ...c.silences.values()].includes(
+        segment,
+      ),
     }];
   }
 
@@ -332,6 +424,12 @@ export class AuditBook {
     return out;
   }
 
+  /** Holds silence evidence once a quorum, this peer's verdict in it, is in. */
+  #tallySilence(c: Case, current: number): void {
+    if (c.silences.size < this.#quorum || !c.silences.has(this.#self)) return;
+    c.silenceHeldFor ??= current;
+  }
+
   #case(round: number, account: string): Case {
     const key = `${round}/${account.toLowerCase()}`;
     let c = this.#cases.get(key);
@@ -342,6 +440,9 @@ export class AuditBook {
         segments: null,
         early: new Map(),
         failures: new Map(),
+        silences: new Map(),
+        silenceHeldFor: null,
+        silenceReported: false,
         refutable: new Set(),
         refutations: new Map(),
         exposed: new Set(),
@@ -356,7 +457,8 @@ export class AuditBook {
   /** Forgets cases far behind `round`, unless evidence is still due. */
   #prune(round: number): void {
     for (const [key, c] of this.#cases) {
-      const due = c.heldFor !== null && !this.#submitted.has(c.account);
+      const due = (c.heldFor !== null && !this.#submitted.has(c.account)) ||
+        (c.silenceHeldFor !== null && !c.silenceReported);
       if (c.round + KEEP_AUDIT_ROUNDS < round && !due) this.#cases.delete(key);
     }
   }

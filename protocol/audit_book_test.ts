@@ -159,6 +159,50 @@ Deno.test("AuditBook audits a suspect on every drawn segment: its own, each fail
   ]);
 });
 
+Deno.test("AuditBook: silence verdicts make others try the segment, a quorum with its own is evidence of silence once the round closes, never a conviction", () => {
+  const book = new AuditBook(ME, 3);
+  const D = "0xddd";
+  // Before the plan it waits; after, it starts this peer's try, urgent.
+  assert.deepEqual(book.unanswered(3, A, 5, B, 4), []);
+  assert.deepEqual(book.planned(3, A, [{ segment: 5, mine: false }], 4), [
+    { type: "replay", round: 3, account: "0xaaa", segment: 5, urgent: true },
+  ]);
+  assert.deepEqual(book.unanswered(3, A, 5, C, 4), [], "already trying");
+  assert.deepEqual(book.unanswered(3, A, 6, D, 4), [], "not drawn");
+  // Unanswered here too: signed as silence, with no conviction.
+  assert.deepEqual(
+    book.judged(3, A, 5, { passed: false, check: "unanswered" }, 4),
+    [{
+      type: "sign",
+      round: 3,
+      account: "0xaaa",
+      segment: 5,
+      check: "unanswered",
+    }],
+  );
+  assert.equal(book.isConvicted(A), false);
+  assert.deepEqual(book.closed(3), [], "due once the round under way closed");
+  const due = [{
+    type: "silence",
+    round: 3,
+    account: "0xaaa",
+    signers: ["0xbbb", "0xccc", "0xme"],
+  }];
+  assert.deepEqual(book.closed(4), due);
+  assert.deepEqual(book.closed(5), [], "once");
+  // Did not land: again at the next close, for KEEP_AUDIT_ROUNDS rounds.
+  assert.equal(book.retrySilence(3, A, 6), true);
+  assert.deepEqual(book.closed(6), due);
+  assert.equal(book.retrySilence(3, A, 5 + KEEP_AUDIT_ROUNDS), false);
+  // Without its own silence verdict a peer does not report.
+  const other = new AuditBook(ME, 2);
+  other.planned(3, A, [{ segment: 5, mine: false }], 4);
+  other.unanswered(3, A, 5, B, 4);
+  other.unanswered(3, A, 5, C, 4);
+  other.judged(3, A, 5, { passed: true }, 4);
+  assert.deepEqual(other.closed(9), []);
+});
+
 Deno.test("AuditBook convicts on others' quorum but submits only with its own failure", () => {
   const book = new AuditBook(ME, 2);
   book.planned(3, A, [{ segment: 5, mine: false }], 4);

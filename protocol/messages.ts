@@ -203,8 +203,20 @@ export type CommitNotice = RoundHeader<"committed"> & {
   readonly tx: `0x${string}`;
 };
 
-/** The check of an audit that failed (node/round/audit.ts). */
-export const AUDIT_CHECKS = ["record", "start", "replay", "delta"] as const;
+/**
+ * The check of an audit that failed (node/round/audit.ts), or
+ * `unanswered`: its peer, live, answered no request for the work in the
+ * serve window (node/round/audit_duty.ts). A notice of `unanswered` is a
+ * silence verdict, not a failure: its signature is over an AuditSilence
+ * (chain/audit_verdict.ts), which costs the round's credit, not the stake.
+ */
+export const AUDIT_CHECKS = [
+  "record",
+  "start",
+  "replay",
+  "delta",
+  "unanswered",
+] as const;
 
 /** Which check of a segment audit failed. */
 export type AuditCheck = typeof AUDIT_CHECKS[number];

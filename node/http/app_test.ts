@@ -251,6 +251,7 @@ Deno.test("zoo_fetchBlob validates params and maps fetch failures", async () => 
     bytesFrom: { "12D3KooWA": 3 },
     bad: [],
     failed: {},
+    silent: [],
     local: false,
   };
   const calls: unknown[][] = [];

@@ -132,6 +132,7 @@ export class BlobFetches {
       bytesFrom: {},
       bad: [],
       failed: {},
+      silent: [],
       local: false,
     };
     const localSize = await this.#ctx.store.size(cid);

@@ -29,6 +29,12 @@ export interface FetchReport {
   bad: string[];
   /** Providers that failed (refused, died, stalled), with the reason. */
   failed: Record<string, string>;
+  /**
+   * Providers that took a request stream and sent no answer before the
+   * header timeout: reachable, yet silent (an audit tells this from a
+   * partition, which fails the dial).
+   */
+  silent: string[];
   /** True when the block was already stored locally. */
   local: boolean;
 }
@@ -89,12 +95,19 @@ export async function pullBlob(
     const offset = pull.partial?.offset ??
       await ctx.store.partialSize(cid);
     await writeJsonFrame(stream, { cid: cidToString(cid), offset });
+    const headerSignal = anySignal(signal, ctx.headerTimeoutMs);
     const header = parseBlobResponse(
-      await readJsonFrame(
-        reader,
-        MAX_BLOB_FRAME_BYTES,
-        anySignal(signal, ctx.headerTimeoutMs),
-      ),
+      await readJsonFrame(reader, MAX_BLOB_FRAME_BYTES, headerSignal)
+        .catch((err) => {
+          if (!signal?.aborted && headerSignal.aborted) {
+            if (!report.silent.includes(peer)) report.silent.push(peer);
+            throw new NodeError(
+              `took the request and answered nothing in ${ctx.headerTimeoutMs} ms`,
+              { cause: err },
+            );
+          }
+          throw err;
+        }),
     );
     if (!header) throw new PeerRefused("sent a malformed response header");
     if (!header.ok) {

@@ -31,6 +31,7 @@ Deno.test("fetch: 5 MiB from one provider, verified", LIBP2P, async () => {
       bytesFrom: { [provider.id]: bytes.byteLength },
       bad: [],
       failed: {},
+      silent: [],
       local: false,
     });
     await assertStored(fetcher, cid, bytes);
@@ -308,5 +309,38 @@ Deno.test(
       await assertFetchFails(fetcher.blobs.fetch(cid, [liar.id]), () => {});
       assert.deepEqual(await tmpFiles(fetcher), []);
     });
+  },
+);
+
+Deno.test(
+  "fetch: a provider that takes the request and answers nothing is reported silent; one that cannot be reached is not",
+  LIBP2P,
+  async () => {
+    await withNodes(
+      [{ headerTimeoutMs: 300 }, {}],
+      async ([fetcher, quiet]) => {
+        const cid = await cidForBytes(random(100));
+        await quiet.blobs.stop();
+        const held: unknown[] = [];
+        // Reads nothing, answers nothing, keeps the stream open.
+        await quiet.host.handle(BLOB_PROTOCOL, (stream) => {
+          held.push(stream);
+        });
+        await assertFetchFails(
+          fetcher.blobs.fetch(cid, [quiet.id], { timeoutMs: 5_000 }),
+          (err) => {
+            assert.deepEqual(err.report.silent, [quiet.id]);
+            assert.match(err.report.failed[quiet.id], /answered nothing/);
+          },
+        );
+        assert.ok(held.length > 0);
+        await withSilentPeer(fetcher, async (unreachable) => {
+          await assertFetchFails(
+            fetcher.blobs.fetch(cid, [unreachable], { timeoutMs: 2_000 }),
+            (err) => assert.deepEqual(err.report.silent, []),
+          );
+        });
+      },
+    );
   },
 );

@@ -252,6 +252,18 @@ export function provenBy(err: unknown, peer: string): boolean {
   return false;
 }
 
+/**
+ * Whether the fetch that `err` ended shows that `peer` took the request
+ * and answered nothing before the header timeout: reachable, yet silent.
+ * A peer cut off by a partition fails the dial instead.
+ */
+export function silentIn(err: unknown, peer: string): boolean {
+  for (let e = err; e instanceof Error; e = e.cause) {
+    if (e instanceof BlobFetchError) return e.report.silent.includes(peer);
+  }
+  return false;
+}
+
 /** Whether `err` shows committed bytes that do not decode. */
 export function malformedIn(err: unknown): boolean {
   for (let e = err; e instanceof Error; e = e.cause) {

@@ -159,6 +159,7 @@ const SOURCE = fakeSource({
       bytesFrom: {},
       bad: [],
       failed: {},
+      silent: [],
       local: true,
     }),
 });
