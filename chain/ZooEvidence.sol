@@ -5,7 +5,7 @@ pragma solidity 0.8.37;
 /// @notice A peer commits to the work behind its delta
 /// (chain/work_commitment.ts) in the registry's EIP-712 domain; the domain
 /// binds the chain id and the registry's address, so evidence from another
-/// chain or deployment recovers to other signers. Two kinds:
+/// chain or deployment recovers to other signers. Four kinds:
 ///
 /// Kind 1, equivocation: two work commitments signed by one account for the
 /// same job and round that differ. The two signed commitments alone prove
@@ -22,6 +22,18 @@ pragma solidity 0.8.37;
 /// job's other members (not the accused) who re-ran the same work and saw
 /// it pass. The same vote that would have convicted the accused clears it
 /// and turns the accusation against its signer.
+///
+/// Kind 4, silence: one signed work commitment plus AuditSilence verdicts
+/// on it, signed by a quorum of the job's other members: the accused was
+/// live but never answered its drawn audit, so its work for that round
+/// cannot be checked. Silence and a partition look alike to one auditor;
+/// the verdict tells them apart by what its signer saw. A peer signs one
+/// only when it opened a request stream to the accused (so the network
+/// between them worked), saw the accused keep gossiping all along (so it
+/// was up and reachable), and got no answer for the whole serve window
+/// (one round deadline, time for an honest peer to restart). A peer it
+/// could not reach signs nothing. A quorum of such verdicts is the vote,
+/// as for a failed audit; the registry counts signers, not what they saw.
 import "./ZooAttestations.sol";
 
 abstract contract ZooEvidence is ZooAttestations {
@@ -60,9 +72,22 @@ abstract contract ZooEvidence is ZooAttestations {
         bytes32 failure;
     }
 
+    /// What an auditor signs when `peer`, live all along, left the audit
+    /// of its work for `round` of `job`, as committed to by the
+    /// WorkCommitment digest `commitment`, unanswered for the whole serve
+    /// window. The layout of AuditFailure under another type: a verdict of
+    /// one kind never counts as the other.
+    struct AuditSilence {
+        bytes32 job;
+        uint32 round;
+        address peer;
+        bytes32 commitment;
+    }
+
     uint8 public constant EVIDENCE_EQUIVOCATION = 1;
     uint8 public constant EVIDENCE_FAILED_AUDIT = 2;
     uint8 public constant EVIDENCE_FALSE_VERDICT = 3;
+    uint8 public constant EVIDENCE_SILENCE = 4;
 
     bytes32 public constant WORK_COMMITMENT_TYPEHASH = keccak256(
         "WorkCommitment(bytes32 job,uint32 round,bytes32 parent,bytes32 data,bytes32 delta,uint32 steps,uint64 tokens,uint32 segments,bytes32 trajectory,bytes32 kernel)"
@@ -72,6 +97,9 @@ abstract contract ZooEvidence is ZooAttestations {
 
     bytes32 public constant AUDIT_REFUTATION_TYPEHASH =
         keccak256("AuditRefutation(bytes32 job,uint32 round,address accuser,bytes32 failure)");
+
+    bytes32 public constant AUDIT_SILENCE_TYPEHASH =
+        keccak256("AuditSilence(bytes32 job,uint32 round,address peer,bytes32 commitment)");
 
     error BadEvidence(string reason);
     error EvidenceNotSupported(uint8 kind);
@@ -103,8 +131,13 @@ abstract contract ZooEvidence is ZooAttestations {
     /// @notice The digest an auditor signs to declare that `f.peer`'s work
     /// failed its audit.
     function auditFailureDigest(AuditFailure memory f) public view returns (bytes32) {
-        bytes32 structHash = keccak256(abi.encode(AUDIT_FAILURE_TYPEHASH, f.job, f.round, f.peer, f.commitment));
-        return typedDigest(structHash);
+        return verdictDigest(AUDIT_FAILURE_TYPEHASH, f.job, f.round, f.peer, f.commitment);
+    }
+
+    /// @notice The digest an auditor signs to declare that `s.peer`, live,
+    /// left the audit of its work unanswered for the whole serve window.
+    function auditSilenceDigest(AuditSilence memory s) public view returns (bytes32) {
+        return verdictDigest(AUDIT_SILENCE_TYPEHASH, s.job, s.round, s.peer, s.commitment);
     }
 
     /// @notice The digest a member signs to declare that `r.accuser`'s
@@ -119,15 +152,24 @@ abstract contract ZooEvidence is ZooAttestations {
     /// BadEvidence unless it proves one, with EvidenceNotSupported for an
     /// unknown kind.
     /// `subject` tells offences of one kind and round apart (the accused of
-    /// a false verdict; zero for the other kinds).
+    /// a false verdict; zero for the other kinds). `tokens` is the credit a
+    /// silence forfeits: the tokens the accused committed to for the round
+    /// (zero for the other kinds, which take all of it).
     function checkEvidence(address account, bytes32 job, uint32 quorum, uint8 kind, bytes calldata evidence)
         internal
         view
-        returns (uint32 round, address subject)
+        returns (uint32 round, address subject, uint64 tokens)
     {
-        if (kind == EVIDENCE_EQUIVOCATION) return (checkEquivocation(account, job, evidence), address(0));
-        if (kind == EVIDENCE_FAILED_AUDIT) return (checkFailedAudit(account, job, quorum, evidence), address(0));
-        if (kind == EVIDENCE_FALSE_VERDICT) return checkFalseVerdict(account, job, quorum, evidence);
+        if (kind == EVIDENCE_EQUIVOCATION) return (checkEquivocation(account, job, evidence), address(0), 0);
+        if (kind == EVIDENCE_FAILED_AUDIT) return (checkFailedAudit(account, job, quorum, evidence), address(0), 0);
+        if (kind == EVIDENCE_FALSE_VERDICT) {
+            (round, subject) = checkFalseVerdict(account, job, quorum, evidence);
+            return (round, subject, 0);
+        }
+        if (kind == EVIDENCE_SILENCE) {
+            (round, tokens) = checkSilence(account, job, quorum, evidence);
+            return (round, address(0), tokens);
+        }
         revert EvidenceNotSupported(kind);
     }
 
@@ -188,17 +230,55 @@ abstract contract ZooEvidence is ZooAttestations {
         view
         returns (uint32 round)
     {
+        (round,) = checkVerdictsOnWork(account, job, quorum, AUDIT_FAILURE_TYPEHASH, evidence);
+    }
+
+    /// @dev The round whose audit `account`, live, left unanswered in
+    /// `job`, and the tokens it committed to for that round; reverts with
+    /// BadEvidence unless `evidence` is abi.encode(WorkCommitment w, bytes
+    /// sigW, bytes[] verdicts): `w` signed by `account`, and AuditSilence
+    /// verdicts on it by at least `quorum` distinct auditors of the job in
+    /// good standing now, other than `account`.
+    function checkSilence(address account, bytes32 job, uint32 quorum, bytes calldata evidence)
+        internal
+        view
+        returns (uint32 round, uint64 tokens)
+    {
+        return checkVerdictsOnWork(account, job, quorum, AUDIT_SILENCE_TYPEHASH, evidence);
+    }
+
+    /// @dev Kinds 2 and 4: `evidence` as checkFailedAudit says, with
+    /// verdicts of type `verdictType` (AuditFailure or AuditSilence, one
+    /// layout); the commitment's round and tokens.
+    function checkVerdictsOnWork(
+        address account,
+        bytes32 job,
+        uint32 quorum,
+        bytes32 verdictType,
+        bytes calldata evidence
+    ) private view returns (uint32 round, uint64 tokens) {
         (WorkCommitment memory w, bytes memory sigW, bytes[] memory verdicts) =
             abi.decode(evidence, (WorkCommitment, bytes, bytes[]));
         if (w.job != job) revert BadEvidence("a commitment of another job");
         round = w.round;
+        tokens = w.tokens;
         bytes32 digest = workCommitmentDigest(w);
         if (signerOf(digest, sigW) != account) revert BadEvidence("not signed by the account");
         if (verdicts.length < quorum) revert BadEvidence("fewer verdicts than the job's quorum");
-        digest = auditFailureDigest(AuditFailure(job, round, account, digest));
+        digest = verdictDigest(verdictType, job, round, account, digest);
         if (countVerdicts(account, address(0), digest, job, verdicts) < quorum) {
             revert BadEvidence("fewer verdicts in good standing than the job's quorum");
         }
+    }
+
+    /// @dev The EIP-712 digest of a verdict of type `verdictType` on
+    /// `peer`'s work for `round` of `job`, committed to as `commitment`.
+    function verdictDigest(bytes32 verdictType, bytes32 job, uint32 round, address peer, bytes32 commitment)
+        private
+        view
+        returns (bytes32)
+    {
+        return typedDigest(keccak256(abi.encode(verdictType, job, round, peer, commitment)));
     }
 
     /// @dev How many of `verdicts` on `digest` come from auditors of `job`

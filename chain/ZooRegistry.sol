@@ -58,6 +58,8 @@ contract ZooRegistry is ZooStaking, ZooAttestations, ZooEvidence {
     uint64 public constant CHALLENGE_WINDOW = 1 hours;
     /// Refuted failure verdicts after which their signer is slashed.
     uint32 public constant FALSE_VERDICT_STRIKES = 2;
+    /// Audits left unanswered while live after which a member is slashed.
+    uint32 public constant SILENCE_STRIKES = 2;
 
     // ---------------------------------------------------------------- state
 
@@ -72,6 +74,8 @@ contract ZooRegistry is ZooStaking, ZooAttestations, ZooEvidence {
     mapping(bytes32 => bool) public punished;
     /// Refuted failure verdicts per job and signer.
     mapping(bytes32 => mapping(address => uint32)) public falseVerdicts;
+    /// Audits left unanswered while live, per job and member.
+    mapping(bytes32 => mapping(address => uint32)) public silences;
 
     // --------------------------------------------------------------- events
 
@@ -81,6 +85,9 @@ contract ZooRegistry is ZooStaking, ZooAttestations, ZooEvidence {
     event FalseVerdict(
         address indexed account, bytes32 indexed job, uint32 round, address accused, uint32 strikes
     );
+    /// A quorum saw `account`, live, leave its audit of `round` unanswered:
+    /// its `strikes`-th in `job`.
+    event Silenced(address indexed account, bytes32 indexed job, uint32 round, uint32 strikes);
     event JobCreated(
         bytes32 indexed job,
         address indexed creator,
@@ -117,7 +124,6 @@ contract ZooRegistry is ZooStaking, ZooAttestations, ZooEvidence {
     error JobNotFinished(bytes32 job);
     error ChallengeWindowOpen(bytes32 job, uint64 claimsFrom);
     error BadContributions(string reason);
-    error UnknownContributor(address account);
     error InvalidSignature(uint256 index);
     error UnknownSigner(address signer);
     error DuplicateSigner(address signer);
@@ -136,10 +142,13 @@ contract ZooRegistry is ZooStaking, ZooAttestations, ZooEvidence {
 
     /// @notice Slashes `account` on proof of misbehaviour in `job`: `kind` 1
     /// (equivocation), 2 (failed audit, by a quorum of the job's other
-    /// members) or 3 (a failure verdict of its own that such a quorum
+    /// members), 3 (a failure verdict of its own that such a quorum
     /// refuted: the first is a strike, recorded and not slashed, the
-    /// FALSE_VERDICT_STRIKES-th slashes), with `evidence` laid out as
-    /// ZooEvidence says. It loses the
+    /// FALSE_VERDICT_STRIKES-th slashes) or 4 (an audit it left unanswered
+    /// while live, by such a quorum: a strike that takes back the round's
+    /// credit, the tokens its commitment names, at most what it holds
+    /// unclaimed; the SILENCE_STRIKES-th slashes), with `evidence` laid out
+    /// as ZooEvidence says. It loses the
     /// job's stake (at least the registry's minimum, at most what it has),
     /// its membership of the job and the contribution it has not claimed
     /// yet, so it earns nothing from the job. A tenth of the stake taken pays the reporter (the gas, and a
@@ -154,7 +163,7 @@ contract ZooRegistry is ZooStaking, ZooAttestations, ZooEvidence {
         if (!node.registered) revert NotRegistered(account);
         Job storage j = knownJob(job);
         if (!isMember[job][account]) revert NotMember(job, account);
-        (uint32 round, address subject) = checkEvidence(account, job, j.quorum, kind, evidence);
+        (uint32 round, address subject, uint64 tokens) = checkEvidence(account, job, j.quorum, kind, evidence);
         bytes32 offence = keccak256(abi.encode(account, job, round, kind, subject));
         if (punished[offence]) revert AlreadyPunished(offence);
         punished[offence] = true;
@@ -165,18 +174,36 @@ contract ZooRegistry is ZooStaking, ZooAttestations, ZooEvidence {
             emit FalseVerdict(account, job, round, subject, strikes);
             if (strikes < FALSE_VERDICT_STRIKES) return;
         }
+        if (kind == EVIDENCE_SILENCE) {
+            // One unanswered audit may be a fault (a stuck server behind a
+            // live gossip loop); the round's work went unchecked, so it is
+            // not paid for. Twice is a habit.
+            uint32 strikes = ++silences[job][account];
+            emit Silenced(account, job, round, strikes);
+            if (strikes < SILENCE_STRIKES) {
+                forfeit(j, job, account, tokens);
+                return;
+            }
+        }
         uint256 amount = j.minStake > minNodeStake ? j.minStake : minNodeStake;
         if (amount > node.stake) amount = node.stake;
         node.stake -= uint128(amount);
         isMember[job][account] = false;
-        if (!hasClaimed[job][account]) {
-            j.totalContribution -= contributionOf[job][account];
-            contributionOf[job][account] = 0;
-        }
+        forfeit(j, job, account, type(uint256).max); // all of it
         uint256 bounty = amount / REPORTER_SHARE;
         j.rewardPool += amount - bounty;
         emit NodeSlashed(account, job, amount);
         pay(msg.sender, bounty);
+    }
+
+    /// @dev Takes up to `tokens` of `account`'s contribution to `job` back,
+    /// unless it has claimed: what was paid stays paid.
+    function forfeit(Job storage j, bytes32 job, address account, uint256 tokens) private {
+        if (hasClaimed[job][account]) return;
+        uint256 held = contributionOf[job][account];
+        if (tokens > held) tokens = held;
+        contributionOf[job][account] = held - tokens;
+        j.totalContribution -= tokens;
     }
 
     // ----------------------------------------------------------------- jobs
@@ -228,11 +255,13 @@ contract ZooRegistry is ZooStaking, ZooAttestations, ZooEvidence {
         if (c.checkpoint == bytes32(0) || c.manifest == bytes32(0)) {
             revert BadArgument("checkpoint and manifest must be set");
         }
-        checkContributions(c.job, c.contributors, c.weights);
+        checkContributions(c.contributors, c.weights);
         address[] memory signers = checkSignatures(c.job, j.quorum, attestationDigest(c), signatures);
 
-        // A member that left (or fell below the stake) since it trained is
-        // listed but earns nothing: the round still commits. One credited
+        // A member that left, fell below the stake or was slashed since it
+        // trained is listed but earns nothing: the round still commits (a
+        // second silence, slashed while the round its manifest lists it in
+        // was under way, must not stall the job). One credited
         // stays slashable for the challenge window, whatever its exit.
         uint256 added = 0;
         uint48 slashable = uint48(block.timestamp + CHALLENGE_WINDOW);
@@ -357,10 +386,7 @@ contract ZooRegistry is ZooStaking, ZooAttestations, ZooEvidence {
             && node.stake >= jobs[job].minStake;
     }
 
-    function checkContributions(bytes32 job, address[] calldata contributors, uint256[] calldata weights)
-        private
-        view
-    {
+    function checkContributions(address[] calldata contributors, uint256[] calldata weights) private pure {
         if (contributors.length == 0) revert BadContributions("no contributors");
         if (contributors.length > MAX_CONTRIBUTORS) revert BadContributions("too many contributors");
         if (contributors.length != weights.length) revert BadContributions("contributors and weights differ in length");
@@ -369,7 +395,6 @@ contract ZooRegistry is ZooStaking, ZooAttestations, ZooEvidence {
             if (contributors[i] <= previous) revert BadContributions("contributors not sorted ascending and distinct");
             previous = contributors[i];
             if (weights[i] == 0) revert BadContributions("zero weight");
-            if (!isMember[job][contributors[i]]) revert UnknownContributor(contributors[i]);
         }
     }
 

@@ -1,8 +1,8 @@
 /**
  * What the registry records, read back: its parameters, nodes, jobs,
- * committed rounds, memberships, contributions and claims (view calls),
- * and the round commits' transactions and credits and the accounts slashed
- * (from the logs).
+ * committed rounds, memberships, contributions, silence strikes and claims
+ * (view calls), and the round commits' transactions and credits and the
+ * accounts slashed (from the logs).
  *
  * @module
  */
@@ -173,6 +173,19 @@ export function contributionOf(
   account: Address,
 ): Promise<bigint> {
   return read(reg, "contributionOf", [job, account]);
+}
+
+/**
+ * How many of its audits in `job` a quorum saw `account` leave unanswered
+ * while live (evidence of kind 4): the first costs that round's credit,
+ * the second (`SILENCE_STRIKES`) slashes.
+ */
+export function silencesOf(
+  reg: Registry,
+  job: Bytes32,
+  account: Address,
+): Promise<number> {
+  return read(reg, "silences", [job, account]);
 }
 
 /** What `account` could claim from `job` now. */

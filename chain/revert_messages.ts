@@ -57,7 +57,6 @@ const MESSAGES: Record<string, Describe> = {
       new Date(Number(from) * 1000).toISOString()
     }`,
   BadContributions: ([reason]) => `bad contributions: ${reason}`,
-  UnknownContributor: ([a]) => `contributor ${a} is not a member of this job`,
   InvalidSignature: ([i]) =>
     `signature ${i} is malformed (length, v or high s)`,
   UnknownSigner: ([a]) =>
@@ -72,7 +71,7 @@ const MESSAGES: Record<string, Describe> = {
   AlreadyClaimed: ([, a]) => `account ${a} has already claimed this job`,
   NothingToClaim: ([, a]) => `account ${a} has no contributions in this job`,
   EvidenceNotSupported: ([kind]) =>
-    `slashing evidence of kind ${kind} is not supported: 1 is equivocation, 2 a failed audit`,
+    `slashing evidence of kind ${kind} is not supported: 1 is equivocation, 2 a failed audit, 3 a false verdict, 4 an audit left unanswered while live`,
   BadEvidence: ([reason]) => `the evidence proves no offence: ${reason}`,
   NotMember: ([, a]) => `account ${a} is not a member of this job`,
   AlreadyPunished: () => "this offence has already been punished",

@@ -25,6 +25,10 @@
  *   members, its own among them and neither the accused's nor the
  *   accuser's, are evidence of a false verdict against the accuser
  *   (`expose`), submitted at once.
+ * - A member whose computation verdict this peer's own passed replay
+ *   refuted is discredited here: a later verdict of its alone draws no
+ *   replay (it still counts toward a quorum), so a lying auditor makes each
+ *   peer replay once, not every round.
  * - Failure verdicts from `quorum` distinct members, on any drawn segments
  *   of the work, convict the account
  *   (`convict`): the registry would slash on them, so the peer stops
@@ -130,6 +134,14 @@ interface Case {
 /** Rounds of cases a book keeps behind the newest it has seen. */
 export const KEEP_AUDIT_ROUNDS = 8;
 
+/**
+ * Rounds behind the newest for which a peer keeps what evidence is made
+ * of (the signed commitments, the verdicts): a case may hold evidence up
+ * to `KEEP_AUDIT_ROUNDS` rounds after its own, and submits it again for
+ * `KEEP_AUDIT_ROUNDS` more.
+ */
+export const KEEP_EVIDENCE_ROUNDS = 2 * KEEP_AUDIT_ROUNDS;
+
 /** The audits one peer takes part in (see the module doc). */
 export class AuditBook {
   readonly #self: string;
@@ -137,6 +149,8 @@ export class AuditBook {
   readonly #cases = new Map<string, Case>();
   readonly #convicted = new Set<string>();
   readonly #submitted = new Set<string>();
+  /** Accusers whose verdict this peer's own replay refuted. */
+  readonly #discredited = new Set<string>();
 
   /**
    * @param self this peer's account, which signs its verdicts
@@ -181,10 +195,9 @@ export class AuditBook {
     }
     c.early.clear();
     this.#tallySilence(c, current);
-    const accused = new Set([...c.failures.values(), ...c.silences.values()]);
     return [
       ...drawn
-        .filter((d) => d.mine || accused.has(d.segment))
+        .filter((d) => d.mine || this.#accused(c, d.segment))
         .flatMap((d) => this.#replay(c, d.segment)),
       ...this.#tally(c, current),
     ];
@@ -217,7 +230,7 @@ export class AuditBook {
     c.failures.set(by, segment);
     if (refutable) c.refutable.add(by);
     return [
-      ...this.#replay(c, segment),
+      ...(this.#accused(c, segment) ? this.#replay(c, segment) : []),
       ...this.#tally(c, current),
       ...this.#refute(c, [by]),
     ];
@@ -246,7 +259,7 @@ export class AuditBook {
     if (!c.segments.has(segment) || c.silences.has(by)) return [];
     c.silences.set(by, segment);
     this.#tallySilence(c, current);
-    return this.#replay(c, segment);
+    return this.#accused(c, segment) ? this.#replay(c, segment) : [];
   }
 
   /**
@@ -391,10 +404,26 @@ export class AuditBook {
         a !== this.#self && c.refutable.has(a) &&
         c.segments?.get(c.failures.get(a)!) === "passed"
       )
-      .flatMap((accuser): AuditAction[] => [
-        { type: "refute", round: c.round, account: c.account, accuser },
-        ...this.refuted(c.round, c.account, accuser, this.#self),
-      ]);
+      .flatMap((accuser): AuditAction[] => {
+        this.#discredited.add(accuser);
+        return [
+          { type: "refute", round: c.round, account: c.account, accuser },
+          ...this.refuted(c.round, c.account, accuser, this.#self),
+        ];
+      });
+  }
+
+  /**
+   * Whether a member not discredited here signed a failure or silence
+   * verdict on `c`'s `segment`: reason to replay it.
+   */
+  #accused(c: Case, segment: number): boolean {
+    for (const verdicts of [c.failures, c.silences]) {
+      for (const [signer, named] of verdicts) {
+        if (named === segment && !this.#discredited.has(signer)) return true;
+      }
+    }
+    return false;
   }
 
   #replay(c: Case, segment: number): AuditAction[] {
@@ -454,12 +483,19 @@ export class AuditBook {
     return c;
   }
 
-  /** Forgets cases far behind `round`, unless evidence is still due. */
+  /**
+   * Forgets cases far behind `round`, unless evidence is still due; one
+   * holding this peer's own verdict waits for the others' a while longer
+   * (KEEP_EVIDENCE_ROUNDS), as a silence takes each member a header
+   * timeout to see.
+   */
   #prune(round: number): void {
     for (const [key, c] of this.#cases) {
       const due = (c.heldFor !== null && !this.#submitted.has(c.account)) ||
         (c.silenceHeldFor !== null && !c.silenceReported);
-      if (c.round + KEEP_AUDIT_ROUNDS < round && !due) this.#cases.delete(key);
+      const mine = c.failures.has(this.#self) || c.silences.has(this.#self);
+      const keep = mine ? KEEP_EVIDENCE_ROUNDS : KEEP_AUDIT_ROUNDS;
+      if (c.round + keep < round && !due) this.#cases.delete(key);
     }
   }
 }

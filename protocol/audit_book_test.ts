@@ -203,6 +203,31 @@ Deno.test("AuditBook: silence verdicts make others try the segment, a quorum wit
   assert.deepEqual(other.closed(9), []);
 });
 
+Deno.test("AuditBook: an accuser this peer's replay refuted draws no replay on its word alone afterwards; with another accuser it does", () => {
+  const book = new AuditBook(ME, 3);
+  book.planned(3, A, [{ segment: 5, mine: false }], 4);
+  book.failed(3, A, 5, B, 4, true);
+  assert.deepEqual(
+    book.judged(3, A, 5, { passed: true }, 4).map((a) => a.type),
+    ["refute"],
+  );
+  // Round 4: B alone accuses again; it counts, but no replay here.
+  book.planned(4, A, [{ segment: 9, mine: false }], 5);
+  assert.deepEqual(book.failed(4, A, 9, B, 5, true), []);
+  assert.deepEqual(book.unanswered(4, A, 9, B, 5), []);
+  // A member not discredited names the same segment: replayed.
+  assert.deepEqual(book.failed(4, A, 9, C, 5, true), [
+    { type: "replay", round: 4, account: "0xaaa", segment: 9, urgent: true },
+  ]);
+  // A discredited accuser's verdict still counts toward a quorum.
+  assert.deepEqual(
+    book.judged(4, A, 9, { passed: false, check: "replay" }, 5).map((a) =>
+      a.type
+    ),
+    ["sign", "convict"],
+  );
+});
+
 Deno.test("AuditBook convicts on others' quorum but submits only with its own failure", () => {
   const book = new AuditBook(ME, 2);
   book.planned(3, A, [{ segment: 5, mine: false }], 4);

@@ -1,5 +1,5 @@
 import assert from "node:assert/strict";
-import { expectedDeltas, isHasty } from "./censorship.ts";
+import { expectedDeltas, isHasty, precedingDeltas } from "./censorship.ts";
 import { censorGraceMs, REANNOUNCE_MS, settleMs } from "./round_timing.ts";
 import type { DeltaAnnounce } from "./messages.ts";
 import type { RoundConfig } from "./round_state.ts";
@@ -44,5 +44,18 @@ Deno.test("a manifest sooner than a margin after its latest delta is hasty", () 
   assert.equal(
     isHasty(["c"], new Map([["c", repeat]]), manifestAt, CONFIG),
     false,
+  );
+});
+
+Deno.test("a manifest or its amendment must list every delta that came before it, however shortly", () => {
+  const seen = new Map([["b", 1_000], ["c", 9_999], ["d", 10_000], [
+    "e",
+    10_001,
+  ]]);
+  const announced = ["b", "c", "d", "e", "f"].map(delta);
+  assert.deepEqual(
+    precedingDeltas(announced, seen, 10_000).map((d) => d.peer),
+    // e came after the manifest; f was never seen arrive.
+    ["b", "c", "d"],
   );
 });

@@ -9,6 +9,7 @@
  *
  * @module
  */
+import { MAX_AMENDMENTS } from "./censorship.ts";
 import type { AttestationMessage, ManifestAnnounce } from "./messages.ts";
 import {
   log,
@@ -18,22 +19,29 @@ import {
   type Step,
 } from "./round_state.ts";
 
-/** A manifest announced for the round: verify it, once per announcer. */
+/**
+ * A manifest announced for the round: verify it, once per manifest, and
+ * at most a first and {@linkcode MAX_AMENDMENTS} amendments per announcer.
+ */
 export function onManifest(
   state: RoundState,
   msg: ManifestAnnounce,
   now: number,
 ): Step {
+  const sent = state.verifying.get(msg.peer) ?? [];
   if (
     msg.round !== state.round || msg.parent !== state.parent ||
     state.phase === "syncing" || state.phase === "finished" ||
-    state.verifying.has(msg.peer)
+    sent.includes(msg.manifest) || sent.length > MAX_AMENDMENTS
   ) {
     return { state, actions: [] };
   }
-  // One verification per announcing peer: a leader that announces two
-  // different manifests for a round gets only its first one checked.
-  const verifying = new Map(state.verifying).set(msg.peer, msg.manifest);
+  // A leader amends a manifest that left out a delta its verifiers hold
+  // (censorship.ts); one that announces more gets no more checked.
+  const verifying = new Map(state.verifying).set(msg.peer, [
+    ...sent,
+    msg.manifest,
+  ]);
   return {
     state: { ...state, verifying },
     actions: [{
@@ -70,7 +78,7 @@ export function onVerified(
 export function onAttestation(
   state: RoundState,
   msg: AttestationMessage,
-  _now: number,
+  now: number,
 ): Step {
   if (
     state.led === null || msg.round !== state.round ||
@@ -82,16 +90,21 @@ export function onAttestation(
   const key = msg.account.toLowerCase();
   if (state.attestations.has(key)) return { state, actions: [] };
   const attestations = new Map(state.attestations).set(key, msg);
-  return commitIfQuorum({ ...state, attestations }, []);
+  return commitIfQuorum({ ...state, attestations }, [], now);
 }
 
-/** Adds the `commit` action once the led manifest has a quorum. */
+/**
+ * Adds the `commit` action once the led manifest has a quorum and its
+ * hold has passed (censorship.ts), unless it is being amended.
+ */
 export function commitIfQuorum(
   state: RoundState,
   actions: RoundAction[],
+  now: number,
 ): Step {
   if (
-    state.led === null || state.committing ||
+    state.led === null || state.committing || state.aggregating ||
+    now < state.led.commitFrom ||
     state.attestations.size < state.config.quorum
   ) {
     return { state, actions };

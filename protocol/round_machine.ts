@@ -20,7 +20,11 @@
  *               excluded with a reason; a verifier refuses a manifest that
  *               silently leaves one out (see censorship.ts).
  *   aggregator  the peer that aggregated gathers attestations for its own
- *               manifest and commits (`commit`) once it has a quorum.
+ *               manifest and commits (`commit`) once it has a quorum and
+ *               its hold has passed (`holdMs`: time to take in, with an
+ *               amended manifest, a delta its verifiers may hold that it
+ *               lacked; `amending` holds the commit until the amendment
+ *               is out, and only that manifest's attestations count).
  *   syncing     the chain recorded the round (first valid commit wins):
  *               `advance` fetches C(r+1), then the node enters round r+1;
  *   finished    entered past the last round (C(rounds) is in hand).
@@ -83,7 +87,12 @@ export function step(
     case "delta":
       return onDelta(state, event.msg, ctx.now);
     case "aggregated":
-      return onAggregated(state, event);
+      return onAggregated(state, event, ctx.now);
+    case "amending":
+      // Its commit waits for the amendment: the manifest led may leave out
+      // a delta its verifiers hold.
+      if (state.led === null || state.committing) return { state, actions: [] };
+      return { state: { ...state, aggregating: true }, actions: [] };
     case "aggregateFailed":
       return {
         state: { ...state, aggregating: false },
@@ -207,11 +216,14 @@ function onTick(state: RoundState, now: number): Step {
       deltas: [...next.deltas.values()],
     });
   }
+  // A failed commit is retried a second later; a held one, once its hold
+  // has passed (censorship.ts).
   if (
-    next.led !== null && !next.committing && next.commitFailedAt !== null &&
-    now - next.commitFailedAt >= COMMIT_RETRY_MS
+    next.led !== null && !next.committing &&
+    (next.commitFailedAt === null ||
+      now - next.commitFailedAt >= COMMIT_RETRY_MS)
   ) {
-    return commitIfQuorum(next, actions);
+    return commitIfQuorum(next, actions, now);
   }
   return { state: next, actions };
 }
@@ -313,18 +325,27 @@ export const MAX_EARLY = 1024;
 function onAggregated(
   state: RoundState,
   e: Extract<RoundEvent, { type: "aggregated" }>,
+  now: number,
 ): Step {
-  if (!state.aggregating) return { state, actions: [] };
+  if (!state.aggregating || state.committing) return { state, actions: [] };
+  // An amendment replaces the manifest led, and the attestations of the
+  // one it amends no longer count.
   const next: RoundState = {
     ...state,
     aggregating: false,
-    led: { manifest: e.manifest, checkpoint: e.checkpoint, rank: e.rank },
+    led: {
+      manifest: e.manifest,
+      checkpoint: e.checkpoint,
+      rank: e.rank,
+      commitFrom: now + (e.holdMs ?? 0),
+    },
     attestations: new Map(),
   };
+  const what = state.led === null ? "aggregated" : "amended its manifest with";
   return {
     state: next,
     actions: [log(
-      `round ${state.round}: aggregated ${state.deltas.size} delta(s) as rank ${e.rank}: manifest ${e.manifest}`,
+      `round ${state.round}: ${what} ${state.deltas.size} delta(s) as rank ${e.rank}: manifest ${e.manifest}`,
     )],
   };
 }

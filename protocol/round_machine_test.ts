@@ -1,5 +1,6 @@
 import assert from "node:assert/strict";
 import { rankLeaders } from "./assignment.ts";
+import { MAX_AMENDMENTS } from "./censorship.ts";
 import {
   initialState,
   memberShortfall,
@@ -159,18 +160,36 @@ Deno.test("round machine: backup k aggregates only after k takeover windows", ()
   assert.equal((r.actions[0] as { rank: number }).rank, 2);
 });
 
-Deno.test("round machine: manifests are verified once per announcer and attested when they check out", () => {
+Deno.test("round machine: manifests are verified once each, a first and its amendments per announcer, and attested when they check out", () => {
   const m = manifestFrom("b");
+  const amended = (i: number) => ({ ...m, manifest: `bafkreiamended${i}` });
   const { state, actions } = run(initialState(config("a"), 0), [
     [0, { type: "chainHead", nextRound: 0, head: GENESIS }],
     [0, { type: "enter", round: 0, parent: GENESIS }],
     [0, { type: "tick", live: ["a", "b"] }],
     [0, { type: "delta", msg: delta("b") }],
     [1, { type: "manifest", msg: m }],
-    [2, { type: "manifest", msg: { ...m, manifest: "bafkreiother" } }],
+    // A repeat is not checked again.
+    [2, { type: "manifest", msg: m }],
     [3, { type: "manifest", msg: { ...m, round: 5 } }],
+    // Amendments (censorship.ts) are, up to MAX_AMENDMENTS of them.
+    ...Array.from(
+      { length: MAX_AMENDMENTS + 1 },
+      (_, i): [number, RoundEvent] => [4 + i, {
+        type: "manifest",
+        msg: amended(i),
+      }],
+    ),
   ]);
-  assert.deepEqual(types(actions), ["advance", "train", "verify"]);
+  assert.deepEqual(types(actions), [
+    "advance",
+    "train",
+    ...Array(1 + MAX_AMENDMENTS).fill("verify"),
+  ]);
+  assert.deepEqual(state.verifying.get("b"), [
+    m.manifest,
+    ...Array.from({ length: MAX_AMENDMENTS }, (_, i) => amended(i).manifest),
+  ]);
   const verify = actions[2] as Extract<RoundAction, { type: "verify" }>;
   assert.deepEqual(verify.announced.map((d) => d.peer), ["b"]);
   const ok = run(state, [[4, { type: "verified", msg: m, ok: true }]]);
@@ -314,6 +333,84 @@ Deno.test("round machine: the aggregator commits at quorum and retries a failed 
     live,
   }]]);
   assert.deepEqual(types(retried.actions), ["commit"]);
+});
+
+Deno.test("round machine: the aggregator holds its commit, and an amendment replaces its manifest and its attestations", () => {
+  const live = ["a", "b", "c"];
+  const leader = rankLeaders(GENESIS, live)[0];
+  const att = (account: string, manifest: string): AttestationMessage => ({
+    v: 1,
+    type: "attest",
+    peer: account,
+    job: "job",
+    round: 0,
+    parent: GENESIS,
+    manifest,
+    checkpoint: "bafkreic",
+    account: `0x${account.padStart(40, "0")}`,
+    signature: `0x${"11".repeat(65)}`,
+  });
+  const aggregated = (manifest: string, holdMs: number): RoundEvent => ({
+    type: "aggregated",
+    manifest,
+    checkpoint: "bafkreic",
+    rank: 0,
+    holdMs,
+  });
+  const { state, actions } = run(
+    initialState(config(leader, { quorum: 2 }), 0),
+    [
+      [0, { type: "chainHead", nextRound: 0, head: GENESIS }],
+      [0, { type: "enter", round: 0, parent: GENESIS }],
+      [0, { type: "tick", live }],
+      [0, { type: "trained", delta: delta(leader) }],
+      ...live.filter((p) => p !== leader).map((p): [number, RoundEvent] => [
+        0,
+        { type: "delta", msg: delta(p) },
+      ]),
+      [1, aggregated("bafkreim", 500)],
+      [2, { type: "attestation", msg: att("a", "bafkreim") }],
+      [3, { type: "attestation", msg: att("b", "bafkreim") }],
+    ],
+  );
+  // A quorum, but held: a delta a verifier holds may still reach it.
+  assert.ok(!types(actions).includes("commit"));
+  assert.deepEqual(types(run(state, [[501, { type: "tick", live }]]).actions), [
+    "commit",
+  ]);
+  // One did: the amendment holds the commit until it is out, and then
+  // only attestations of the amended manifest count.
+  const amending = run(state, [
+    [400, { type: "amending" }],
+    [600, { type: "tick", live }],
+  ]);
+  assert.deepEqual(types(amending.actions), []);
+  assert.equal(roundStage(amending.state), "aggregating");
+  const amended = run(amending.state, [
+    [700, aggregated("bafkreim2", 500)],
+    [800, { type: "attestation", msg: att("a", "bafkreim") }],
+    [900, { type: "attestation", msg: att("a", "bafkreim2") }],
+    [1_000, { type: "attestation", msg: att("b", "bafkreim2") }],
+    [1_100, { type: "tick", live }],
+  ]);
+  assert.deepEqual(types(amended.actions), []);
+  assert.match(
+    (amended.actions[0] as Extract<RoundAction, { type: "log" }>).message,
+    /amended its manifest/,
+  );
+  const committed = run(amended.state, [[1_200, { type: "tick", live }]]);
+  assert.deepEqual(types(committed.actions), ["commit"]);
+  const commit = committed.actions[0] as Extract<
+    RoundAction,
+    { type: "commit" }
+  >;
+  assert.equal(commit.manifest, "bafkreim2");
+  // An amendment that fails leaves the manifest led as it was.
+  const failed = run(amending.state, [
+    [700, { type: "aggregateFailed", reason: "x" }],
+    [800, { type: "tick", live }],
+  ]);
+  assert.deepEqual(types(failed.actions), ["commit"]);
 });
 
 Deno.test("round machine: the chain moving on advances, and the last round finishes", () => {

@@ -52,22 +52,25 @@ export interface ManifestContribution {
 
 /**
  * Why a delta was left out: screened out as plainly no work (see
- * delta_screen.ts), or `refused-manifest`: its author published a manifest
+ * delta_screen.ts); `refused-manifest`: its author published a manifest
  * for the round that failed verification (it led dishonestly), so its work
- * in that round earns nothing.
+ * in that round earns nothing; or `unserved`: the leader could not fetch
+ * it, from its author or any peer of the round, within its collect window
+ * (see censorship.ts for when verifiers accept that).
  */
-export type ExclusionReason = ScreenReason | "refused-manifest";
+export type ExclusionReason = ScreenReason | "refused-manifest" | "unserved";
 
 /** Every {@linkcode ExclusionReason}. */
 export const EXCLUSION_REASONS: readonly ExclusionReason[] = [
   ...SCREEN_REASONS,
   "refused-manifest",
+  "unserved",
 ];
 
 /**
- * A delta the leader fetched and left out: listed so verifiers can check
- * why and see that the leader left nothing out in silence. It is neither
- * aggregated nor credited.
+ * A delta the leader left out: listed so verifiers can check why and see
+ * that the leader left nothing out in silence. It is neither aggregated
+ * nor credited.
  */
 export interface ManifestExclusion {
   /** The contributor's libp2p peer id. */
@@ -98,7 +101,7 @@ export interface RoundManifest {
   /** Sorted by peer id (comparePeerIds), one per peer, 1 to 1024. */
   readonly contributions: readonly ManifestContribution[];
   /**
-   * Deltas screened out, sorted by peer id; no peer is both here and in
+   * Deltas left out, with why, sorted by peer id; no peer is both here and in
    * `contributions`.
    */
   readonly excluded: readonly ManifestExclusion[];

@@ -153,15 +153,22 @@ export interface RoundState {
    * (`live` joined), or null: it says so again only when they change.
    */
   readonly waitSaid: string | null;
-  /** Manifest CIDs already sent to verification, by announcing peer. */
-  readonly verifying: ReadonlyMap<string, string>;
-  /** True while this peer's own aggregation runs. */
+  /**
+   * Manifest CIDs already sent to verification, by announcing peer, in the
+   * order they came: a leader's first, then its amendments (censorship.ts).
+   */
+  readonly verifying: ReadonlyMap<string, readonly string[]>;
+  /** True while this peer's own aggregation (or an amendment of it) runs. */
   readonly aggregating: boolean;
-  /** This peer's own manifest for the round, once aggregated. */
+  /**
+   * This peer's own manifest for the round, once aggregated (its latest
+   * amendment, once amended); committed no sooner than `commitFrom`.
+   */
   readonly led: {
     readonly manifest: string;
     readonly checkpoint: string;
     readonly rank: number;
+    readonly commitFrom: number;
   } | null;
   /** Attestations of `led`, by lower-cased account. */
   readonly attestations: ReadonlyMap<string, AttestationMessage>;
@@ -185,8 +192,22 @@ export type RoundEvent =
   | { type: "trained"; delta: DeltaAnnounce }
   /** Another peer announced a delta (already validated). */
   | { type: "delta"; msg: DeltaAnnounce }
-  /** This peer's aggregation finished; `manifest` was announced. */
-  | { type: "aggregated"; manifest: string; checkpoint: string; rank: number }
+  /**
+   * This peer's aggregation (or its amendment) finished; `manifest` is
+   * announced. Its commit waits `holdMs` (censorship.ts; 0 if not given).
+   */
+  | {
+    type: "aggregated";
+    manifest: string;
+    checkpoint: string;
+    rank: number;
+    holdMs?: number;
+  }
+  /**
+   * This peer amends the manifest it led with: a delta came that its
+   * verifiers may hold (censorship.ts). Its commit waits for the amendment.
+   */
+  | { type: "amending" }
   /** This peer's aggregation failed (no delta could be fetched, ...). */
   | { type: "aggregateFailed"; reason: string }
   /** A peer announced a manifest for some round. */

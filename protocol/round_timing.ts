@@ -16,6 +16,9 @@
  */
 import type { RoundConfig } from "./round_state.ts";
 
+/** What the clocks are derived from: the job's round deadline. */
+export type RoundClock = Pick<RoundConfig, "roundDeadlineMs">;
+
 /** How often a peer sends this round's own announcements again, in ms. */
 export const REANNOUNCE_MS = 2_000;
 
@@ -23,7 +26,7 @@ export const REANNOUNCE_MS = 2_000;
 export const COMMIT_RETRY_MS = 1000;
 
 /** How long the leader waits for other deltas after its own, in ms. */
-export function collectMs(config: RoundConfig): number {
+export function collectMs(config: RoundClock): number {
   return config.roundDeadlineMs / 4;
 }
 
@@ -31,7 +34,7 @@ export function collectMs(config: RoundConfig): number {
  * The margin g, in ms: a twentieth of the collect window (250 ms at a
  * 20 s round deadline), between 200 ms and a second.
  */
-export function censorGraceMs(config: RoundConfig): number {
+export function censorGraceMs(config: RoundClock): number {
   return Math.max(200, Math.min(1000, collectMs(config) / 20));
 }
 
@@ -40,7 +43,7 @@ export function censorGraceMs(config: RoundConfig): number {
  * at least a repeat plus 2g, so that a verifier that missed the delta's
  * first gossip has it from the repeat g before the manifest comes.
  */
-export function settleMs(config: RoundConfig): number {
+export function settleMs(config: RoundClock): number {
   const g = censorGraceMs(config);
   return Math.max(4 * g, REANNOUNCE_MS + 2 * g);
 }
@@ -50,9 +53,34 @@ export function settleMs(config: RoundConfig): number {
  * the round deadline, and at least a leader's settling plus 4g for it to
  * build, publish and be heard.
  */
-export function takeoverMs(config: RoundConfig): number {
+export function takeoverMs(config: RoundClock): number {
   return Math.max(
     config.roundDeadlineMs / 2,
     settleMs(config) + 4 * censorGraceMs(config),
   );
+}
+
+/**
+ * How long a leader holds its commit after it publishes a manifest, in ms,
+ * watching for what its verifiers may hold that the manifest leaves out
+ * (censorship.ts, rules 3 and 4): 2g, for a delta that reached a verifier
+ * just before the manifest to reach the leader too; a settling when the
+ * manifest names deltas `unserved`, for the leader to fetch them from a
+ * verifier that held them when the manifest came (asked g after it
+ * publishes, and served within a settling less g).
+ */
+export function commitHoldMs(config: RoundClock, unserved: boolean): number {
+  return unserved ? settleMs(config) : 2 * censorGraceMs(config);
+}
+
+/**
+ * How long a verifier waits for a leader to amend a manifest that leaves
+ * out a delta it holds, in ms, from when that manifest came: g for the
+ * delta to reach the leader, the settling the leader then owes it (or,
+ * for an `unserved` one, the fetch), 4g to build, publish and be heard
+ * (as a backup's takeover allows), and g for the leader's look and this
+ * peer's fetch of the amendment.
+ */
+export function amendMs(config: RoundClock): number {
+  return settleMs(config) + 6 * censorGraceMs(config);
 }

@@ -1,8 +1,10 @@
 import assert from "node:assert/strict";
 import { config } from "./_round_machine_fixtures.ts";
 import {
+  amendMs,
   censorGraceMs,
   collectMs,
+  commitHoldMs,
   REANNOUNCE_MS,
   settleMs,
   takeoverMs,
@@ -27,5 +29,22 @@ Deno.test("a backup waits for the leader to settle, build and be heard", () => {
   for (const roundDeadlineMs of [1, 1_000, 4_000, 8_000]) {
     const c = { ...CONFIG, roundDeadlineMs };
     assert.ok(takeoverMs(c) >= settleMs(c) + 4 * censorGraceMs(c));
+  }
+});
+
+Deno.test("a leader holds its commit long enough to hear what its verifiers hold, and they wait for its amendment", () => {
+  for (const roundDeadlineMs of [4_000, 20_000, 3_600_000]) {
+    const c = { ...CONFIG, roundDeadlineMs };
+    const g = censorGraceMs(c);
+    // A delta that reached a verifier before the manifest (itself at most
+    // g after publishing) reaches the leader at most g after that.
+    assert.equal(commitHoldMs(c, false), 2 * g);
+    // An unserved one is asked of the verifiers g after publishing, and
+    // served within a settling less g.
+    assert.ok(commitHoldMs(c, true) >= 2 * g + REANNOUNCE_MS);
+    // The amendment: g to reach the leader, its settling, 4g to build,
+    // publish and be heard, g for the looks.
+    assert.equal(amendMs(c), settleMs(c) + 6 * g);
+    assert.ok(amendMs(c) > commitHoldMs(c, true) + 4 * g);
   }
 });

@@ -25,12 +25,15 @@ const FAST: AttackName[] = [
   "cross-round",
   "censoring-leader",
   "lying-leader",
+  "late-censor",
+  "withholder",
   "equivocation",
   "wrong-shard",
   "copied-delta",
   "free-rider",
   "partial-work",
   "lying-start",
+  "silent",
   "poisoned-start",
 ];
 
@@ -112,10 +115,26 @@ const sampledSpec = tinySpec({
   roundDeadlineMs: ROUND_DEADLINE_MS,
 });
 
+/**
+ * A silent peer is struck, then slashed, by silence verdicts, each a
+ * header timeout (10 s) of a request it took and left unanswered, seen by
+ * each honest peer in turn: some 20 s of these 3.5 s rounds per strike.
+ */
+const silentSpec = tinySpec({
+  minPeers: 2,
+  quorum: 2,
+  rounds: 12,
+  roundDeadlineMs: ROUND_DEADLINE_MS,
+});
+
 for (const attack of FAST.filter((a) => SLASHED_ATTACKS.includes(a))) {
   const sampled = SAMPLED.includes(attack);
   const late = sampled || FROM_ROUND_1.includes(attack);
-  slashedTest(attack, late ? sampledSpec : slashSpec, sampled);
+  slashedTest(
+    attack,
+    attack === "silent" ? silentSpec : late ? sampledSpec : slashSpec,
+    sampled,
+  );
 }
 
 // Sign deltas end to end. Honest sign deltas agree about half as much as

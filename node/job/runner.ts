@@ -75,6 +75,12 @@ export async function runJob(
       behaviour,
       signal,
     });
+    if (behaviour) {
+      const withholds = (cid: string, peer: string) =>
+        behaviour.withholds(cid, peer);
+      node.blobs.withhold(withholds);
+      node.deltaWaits.withhold(withholds);
+    }
     return {
       ...run,
       async stop() {

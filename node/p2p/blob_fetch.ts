@@ -196,9 +196,13 @@ export class BlobFetches {
         } catch (err) {
           signal.throwIfAborted();
           if (err instanceof RestartDownload) continue;
-          // A refusal is an answer; a reset, a stall or giving way may
-          // pass, so such a peer gets one more chance.
-          const count = err instanceof PeerRefused ? MAX_TRIES : 1;
+          // A refusal is an answer, and so is taking the request and
+          // saying nothing for the header timeout; a reset, a stall or
+          // giving way may pass, so such a peer gets one more chance.
+          const count =
+            err instanceof PeerRefused || report.silent.includes(peer)
+              ? MAX_TRIES
+              : 1;
           failures.set(peer, (failures.get(peer) ?? 0) + count);
           report.failed[peer] = attempt.signal.aborted
             ? "sent nothing before another provider was offered"

@@ -75,6 +75,7 @@ export class BlobService {
   readonly #opts: Required<BlobServiceOptions>;
   #active = 0;
   readonly #fetches: BlobFetches;
+  #withholds: (cid: string, peer: string) => boolean = () => false;
 
   constructor(host: Host, store: BlockStorage, options: BlobServiceOptions) {
     this.#host = host;
@@ -100,7 +101,8 @@ export class BlobService {
   async start(): Promise<void> {
     await this.#host.handle(
       BLOB_PROTOCOL,
-      (stream) => this.#serve(stream),
+      (stream, connection) =>
+        this.#serve(stream, connection.remotePeer.toString()),
       {
         maxInboundStreams: this.#opts.maxStreamsPerConnection,
         maxOutboundStreams: this.#opts.maxStreamsPerConnection,
@@ -108,12 +110,23 @@ export class BlobService {
     );
   }
 
+  /**
+   * Makes this service take requests for the blobs `withholds` picks (by
+   * CID and asking peer) and answer nothing, holding each stream open until
+   * the asker gives up: how the attack suite makes a peer that is live but
+   * silent to its audits, or that withholds its delta from a leader
+   * (RoundBehaviour.withholds). Nothing a user sets calls it.
+   */
+  withhold(withholds: (cid: string, peer: string) => boolean): void {
+    this.#withholds = withholds;
+  }
+
   /** Unregisters the protocol handler. */
   async stop(): Promise<void> {
     await this.#host.unhandle(BLOB_PROTOCOL);
   }
 
-  async #serve(stream: Stream): Promise<void> {
+  async #serve(stream: Stream, peer: string): Promise<void> {
     if (this.#active >= this.#opts.maxConcurrentServes) {
       await this.#refuse(stream, "busy");
       return;
@@ -132,6 +145,13 @@ export class BlobService {
         cid = request ? parseCid(request.cid) : undefined;
       } catch { /* refused below */ }
       if (!request || !cid) return await this.#refuse(stream, "bad-request");
+      if (this.#withholds(request.cid, peer)) {
+        // A withheld stream takes no serving slot: its other serves go on.
+        this.#active--;
+        await new Promise((r) => setTimeout(r, 2 * this.#opts.headerTimeoutMs));
+        this.#active++;
+        return stream.abort(new Error("withheld"));
+      }
       const size = await this.#store.size(cid);
       if (size === null) return await this.#refuse(stream, "not-found");
       if (size > this.#opts.maxBlobBytes) {

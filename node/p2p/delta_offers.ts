@@ -64,6 +64,8 @@ export class DeltaOffers {
   readonly #waiters = new Map<number, Set<(cid: string) => Promise<void>>>();
   #waiting = 0;
   readonly #waitingFrom = new Map<string, number>();
+  /** Deltas not served to a peer (see {@linkcode DeltaOffers.withhold}). */
+  #withholds: (cid: string, peer: string) => boolean = () => false;
 
   constructor(
     store: Pick<BlockStorage, "size" | "readRange">,
@@ -98,6 +100,16 @@ export class DeltaOffers {
     ).catch(() => {});
   }
 
+  /**
+   * Makes requests for the deltas `withholds` picks (by CID and asking
+   * peer) wait unanswered until the asker gives up, as BlobService.withhold
+   * does for fetches: the attack suite's withholding peer. Nothing a user
+   * sets calls it.
+   */
+  withhold(withholds: (cid: string, peer: string) => boolean): void {
+    this.#withholds = withholds;
+  }
+
   /** Answers one request stream. */
   async serve(stream: Stream, connection: Connection): Promise<void> {
     const remote = connection.remotePeer.toString();
@@ -127,6 +139,10 @@ export class DeltaOffers {
         await this.#wait(round, stream, remote, headerSent.promise);
       if (cid === "busy" || cid === null) {
         return await this.#refuse(stream, cid ?? "none");
+      }
+      if (this.#withholds(cid, remote)) {
+        headerSent.resolve();
+        return await this.#silence(stream);
       }
       const parsed = parseCid(cid);
       const size = await this.#store.size(parsed);
@@ -199,6 +215,20 @@ export class DeltaOffers {
       signal.removeEventListener("abort", end);
       stream.removeEventListener("close", end);
     });
+  }
+
+  /** Holds `stream` open, answering nothing, until it closes or the node stops. */
+  async #silence(stream: Stream): Promise<void> {
+    const signal = AbortSignal.any([
+      this.#stop,
+      AbortSignal.timeout(this.#o.waitMs),
+    ]);
+    await new Promise<void>((resolve) => {
+      if (signal.aborted) return resolve();
+      signal.addEventListener("abort", () => resolve(), { once: true });
+      stream.addEventListener("close", () => resolve(), { once: true });
+    });
+    stream.abort(new Error("withheld"));
   }
 
   async #refuse(stream: Stream, error: DeltaWaitRefusal): Promise<void> {

@@ -138,6 +138,11 @@ export class DeltaWaits {
     await this.#host.unhandle(DELTA_WAIT_PROTOCOL);
   }
 
+  /** See {@linkcode DeltaOffers.withhold}: the attack suite's withholder. */
+  withhold(withholds: (cid: string, peer: string) => boolean): void {
+    this.#offers.withhold(withholds);
+  }
+
   /**
    * This peer announces `cid` as its delta of `round`: see
    * {@linkcode DeltaOffers.offer}.

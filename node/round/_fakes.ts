@@ -149,6 +149,10 @@ export class MemoryGossip implements RoundGossip {
   throughput(): number {
     return 0;
   }
+
+  lastHeard(): number | null {
+    return null;
+  }
 }
 
 /** A registry that takes every commit and remembers manifests by round. */

@@ -1,17 +1,29 @@
 /**
  * The leader's phase of a round: fetch and read the announced deltas,
  * screen them, combine the rest into C(r+1) and write the manifest that
- * lists every delta, aggregated or excluded with its reason. The manifest
- * waits until its latest delta is `settleMs` old and takes in deltas that
- * arrive meanwhile, up to the moment it is handed back for publishing, so
+ * lists every delta, aggregated or excluded with its reason (`unserved`
+ * for one it could not fetch in its collect window). The manifest waits
+ * until its latest delta is `settleMs` old and takes in deltas that arrive
+ * meanwhile, up to the moment it is handed back for publishing, so
  * verifiers find it neither hasty nor short of a delta they saw well
  * before it (protocol/censorship.ts).
+ *
+ * Once published, the leader holds its commit (`commitHoldMs`) and amends
+ * the manifest with what comes in that time: a delta announced too late
+ * for it, which a verifier may have got just before the manifest, and an
+ * `unserved` delta it can now fetch from a verifier that held it. Its
+ * verifiers wait for that amendment rather than refuse.
  *
  * @module
  */
 import { NothingToAggregateError } from "./failures.ts";
 import { type CID, cidToString } from "../../protocol/cid.ts";
-import { censorGraceMs, settleMs } from "../../protocol/round_timing.ts";
+import { MAX_AMENDMENTS } from "../../protocol/censorship.ts";
+import {
+  censorGraceMs,
+  commitHoldMs,
+  settleMs,
+} from "../../protocol/round_timing.ts";
 import { partitionDeltas } from "../../protocol/delta_screen.ts";
 import { claimedShare } from "../../protocol/inner_steps.ts";
 import { manifestContribution } from "../../protocol/contribution.ts";
@@ -46,6 +58,9 @@ import type { RoundPublisher } from "./publisher.ts";
  * deltas that arrived during the one before. */
 const MAX_PASSES = 4;
 
+/** How often a leader looks for what to amend its manifest with, ms. */
+const LOOK_MS = 100;
+
 /** What a leader's aggregation uses. */
 export interface LeaderAggregationOptions {
   jobId: string;
@@ -61,7 +76,10 @@ export interface LeaderAggregationOptions {
   evidenceAgainst(round: number, peer: string): string | undefined;
   /** Stores a block. */
   store(bytes: Uint8Array): Promise<CID>;
-  /** Records a delta left out: unreadable, screened out, or its leader's. */
+  /**
+   * Records a delta left out: unreadable, unserved, screened out, or its
+   * leader's.
+   */
   refuse(d: DeltaAnnounce, reason: string, err?: unknown): void;
   /** The refusal reason for an error fetching or reading a delta. */
   reasonOf(err: unknown): string;
@@ -82,18 +100,43 @@ export interface LeadOptions extends LeaderAggregationOptions {
 /**
  * The leader's phase: aggregates round `a.round` from C(r) = `held`,
  * announces the manifest (sent again until the round ends) and vouches
- * for it like any verifier. Throws when no delta can be aggregated.
+ * for it like any verifier; then, through its commit hold, amends it with
+ * what came (see the module doc), at most {@linkcode MAX_AMENDMENTS}
+ * times. Throws when no delta can be aggregated.
  */
 export async function lead(
   o: LeadOptions,
   a: Extract<RoundAction, { type: "aggregate" }>,
   held: Held,
 ): Promise<void> {
-  const { manifest, manifestCid, checkpoint } = await aggregateRound(
-    o,
-    a,
-    held,
-  );
+  let built = await aggregateRound(o, a, held);
+  for (let amendments = 0;; amendments++) {
+    const unserved = built.manifest.excluded.some((e) =>
+      e.reason === "unserved"
+    );
+    const holdMs = commitHoldMs(o.state().config, unserved);
+    await publish(o, a, built, holdMs);
+    if (amendments === MAX_AMENDMENTS) return;
+    const late = await toAmendWith(o, a, built, holdMs);
+    if (late === null) return;
+    o.feed({ type: "amending" });
+    // Committing already: the manifest stands.
+    if (!o.state().aggregating) return;
+    built = await aggregateRound(
+      o,
+      { ...a, contributions: [...built.considered, ...late] },
+      held,
+    );
+  }
+}
+
+/** Announces `built` (its commit held `holdMs`) and vouches for it. */
+async function publish(
+  o: LeadOptions,
+  a: Extract<RoundAction, { type: "aggregate" }>,
+  { manifest, manifestCid, checkpoint }: BuiltManifest,
+  holdMs: number,
+): Promise<void> {
   o.remember(manifestCid, manifest);
   const announce: ManifestAnnounce = {
     ...o.publisher.header("manifest", a.round, a.parent),
@@ -106,6 +149,7 @@ export async function lead(
     manifest: manifestCid,
     checkpoint,
     rank: a.rank,
+    holdMs,
   });
   await o.publisher.publish(announce, { repeat: true });
   o.feed({
@@ -114,11 +158,49 @@ export async function lead(
   });
 }
 
+/**
+ * What the leader of `built` amends it with, found within `holdMs` of its
+ * publishing: the round's deltas it did not consider (none of them may be
+ * left out while a verifier may hold it), or, with none, an empty list
+ * when one of its `unserved` deltas could be fetched since (asked again
+ * of every peer of the round: one that held it when the manifest came
+ * serves it). Null when nothing came in time, or the round moved on.
+ */
+async function toAmendWith(
+  o: LeaderAggregationOptions,
+  a: Extract<RoundAction, { type: "aggregate" }>,
+  built: BuiltManifest,
+  holdMs: number,
+): Promise<DeltaAnnounce[] | null> {
+  const until = Date.now() + holdMs;
+  let served = false;
+  for (const e of built.manifest.excluded) {
+    if (e.reason !== "unserved") continue;
+    const d = built.considered.find((x) => x.peer === e.peer)!;
+    o.delta(d).then(() => served = true, () => {});
+  }
+  const considered = new Set(built.considered.map((d) => d.peer));
+  for (;;) {
+    const state = o.state();
+    if (
+      state.round !== a.round || state.parent !== a.parent || state.committing
+    ) return null;
+    const late = [...state.deltas.values()]
+      .filter((d) => !considered.has(d.peer));
+    if (late.length > 0 || served) return late;
+    const left = until - Date.now();
+    if (left <= 0) return null;
+    await o.sleep(Math.min(LOOK_MS, left));
+  }
+}
+
 /** A manifest built and stored, with C(r+1), ready to publish. */
 export interface BuiltManifest {
   manifest: RoundManifest;
   manifestCid: string;
   checkpoint: string;
+  /** The round's deltas it accounts for: listed, or left out unreadable. */
+  considered: readonly DeltaAnnounce[];
 }
 
 /** A round's deltas as the leader screened them, sorted by peer. */
@@ -145,11 +227,11 @@ export async function aggregateRound(
       ...announced.map((d) => deltaSeenAt.get(d.peer) ?? 0),
     );
     const wait = latest + settleMs(config) - Date.now();
-    if (wait > 0) await o.sleep(wait);
+    if (wait > 0) await o.sleep(o.behaviour.leaderWait(wait));
     const built = await build(o, a, held, round);
     // Building holds the event loop; gossip that came meanwhile is
     // handled now, before the last look for late deltas.
-    await o.sleep(censorGraceMs(o.state().config));
+    await o.sleep(o.behaviour.leaderWait(censorGraceMs(o.state().config)));
     const state = o.state();
     const late = [...state.deltas.values()]
       .filter((d) => !announced.some((x) => x.peer === d.peer));
@@ -157,7 +239,7 @@ export async function aggregateRound(
       late.length === 0 || state.round !== a.round || pass === MAX_PASSES
     ) {
       for (const e of round.excluded) o.refuse(e.d, e.reason);
-      return built;
+      return { ...built, considered: announced };
     }
     announced = [...announced, ...late];
   }
@@ -169,7 +251,7 @@ async function build(
   a: Extract<RoundAction, { type: "aggregate" }>,
   held: Held,
   { accepted, excluded }: Screened,
-): Promise<BuiltManifest> {
+): Promise<Omit<BuiltManifest, "considered">> {
   if (accepted.length === 0) {
     throw new NothingToAggregateError(a.round);
   }
@@ -268,8 +350,9 @@ export async function eagerCheckpoint(
 
 /**
  * Fetches and reads the `all` deltas (through `fetched`, so a pass reuses
- * the last one's work) and screens them. A delta that cannot be fetched or
- * read is refused here and not listed.
+ * the last one's work) and screens them. A delta that could not be
+ * fetched in time is excluded as `unserved`; one that cannot be read is
+ * refused here and not listed (no verifier can read it either).
  */
 async function screen(
   o: Pick<
@@ -293,6 +376,7 @@ async function screen(
     if (evidence === undefined) rest.push(d);
     else refused.push({ d, reason: "refused-manifest", evidence });
   }
+  const unserved: Screened["excluded"] = [];
   const read = await Promise.all(rest.map(async (d) => {
     if (!fetched.has(d.delta)) fetched.set(d.delta, o.delta(d));
     try {
@@ -303,7 +387,10 @@ async function screen(
         share: claimedShare(o.spec, d.tokens),
       };
     } catch (err) {
-      o.refuse(d, o.reasonOf(err), err);
+      const reason = o.reasonOf(err);
+      if (reason === "unavailable") {
+        unserved.push({ d, reason: "unserved", evidence: "" });
+      } else o.refuse(d, reason, err);
       return null;
     }
   }));
@@ -321,6 +408,7 @@ async function screen(
         evidence: "",
       })),
       ...refused,
+      ...unserved,
     ].sort((x, y) => comparePeerIds(x.d.peer, y.d.peer)),
   };
 }

@@ -54,10 +54,11 @@ import {
   AuditVerdicts,
   type AuditVerdictsOptions,
   forgetBefore,
+  SILENCES,
   verdictKey,
 } from "./audit_verdicts.ts";
 import { AuditRefutations } from "./audit_refutations.ts";
-import { malformedIn, WorkRecordUnserved } from "./work_reader.ts";
+import { malformedIn, silentIn, WorkRecordUnserved } from "./work_reader.ts";
 import { KEEP_STATE_ROUNDS } from "./state_window.ts";
 import type { RoundLedger } from "./ledger.ts";
 
@@ -90,6 +91,8 @@ export interface AuditDutyOptions extends AuditVerdictsOptions {
   ledger: Pick<RoundLedger, "noteAudit" | "noteSlash">;
   /** The machine's current round. */
   round(): number;
+  /** When `peer`'s latest heartbeat arrived here (Date.now() ms), if any. */
+  heard(peer: string): number | null;
   /** Ignores `account`'s deltas of round `from` on (DeltaGate.convict). */
   convict(account: string, from: number): void;
   /**
@@ -111,12 +114,17 @@ export interface AuditDutyOptions extends AuditVerdictsOptions {
 /** How often an unserved record or state is asked for again, at most, ms. */
 export const UNSERVED_RETRY_MS = 2_000;
 
+/** Tries left unanswered, at least, for a verdict of silence. */
+export const SILENT_TRIES = 1;
+
 /** Runs this peer's audits and turns a quorum of failures into a slash. */
 export class AuditDuty {
   readonly #o: AuditDutyOptions;
   readonly #book: AuditBook;
   /** Failure verdicts held, this peer's and other members'. */
   readonly #held: AuditVerdicts;
+  /** Silence verdicts held, this peer's and other members'. */
+  readonly #silences: AuditVerdicts;
   /** Refutations of failure verdicts held, this peer's and others'. */
   readonly #refutations: AuditRefutations;
   /** This peer's verdicts under way or in, by `round/account/segment`. */
@@ -133,6 +141,7 @@ export class AuditDuty {
     this.#o = o;
     this.#book = new AuditBook(o.account.address, o.spec.quorum);
     this.#held = new AuditVerdicts(o);
+    this.#silences = new AuditVerdicts(o, SILENCES);
     this.#refutations = new AuditRefutations({ ...o, verdicts: this.#held });
   }
 
@@ -211,6 +220,19 @@ export class AuditDuty {
     // another commitment (an equivocator's other one) is not about it.
     if (!work || work.peer !== n.accused) return;
     if (!await this.#o.members.isMemberAccount(n.peer, n.account)) return;
+    if (n.check === "unanswered") {
+      const signer = await this.#silences.take(work, n.account, n.signature);
+      if (!signer) return;
+      return this.#act(
+        this.#book.unanswered(
+          n.round,
+          work.account,
+          n.segment,
+          signer,
+          this.#o.round(),
+        ),
+      );
+    }
     const signer = await this.#held.take(work, n.account, n.signature);
     if (!signer) return;
     await this.#act(
@@ -265,7 +287,18 @@ export class AuditDuty {
           await this.#replay(work, a.segment, a.urgent);
           break;
         case "sign":
-          await this.#held.sign(work, a.segment, a.check);
+          await (a.check === "unanswered" ? this.#silences : this.#held)
+            .sign(work, a.segment, a.check);
+          break;
+        case "silence":
+          if (
+            !await this.#silences.submit(work, a.signers) &&
+            !this.#book.retrySilence(work.round, work.account, this.#o.round())
+          ) {
+            log(
+              `round ${work.round}: evidence of silence against ${work.account} given up: it did not land within ${KEEP_AUDIT_ROUNDS} rounds`,
+            );
+          }
           break;
         case "convict":
           // Audits of round r run while round r + 1 is under way, and every
@@ -346,11 +379,20 @@ export class AuditDuty {
     let verdict: AuditVerdict;
     /** The latest proof: its own "not found" in time, or malformed bytes. */
     let refusal: WorkRecordUnserved | StateUnserved | null = null;
+    /** Tries its peer took and answered nothing to (see `#unanswered`). */
+    let silent = 0;
+    /** When the first of them began (Date.now() ms). */
+    let silentSince = Infinity;
     for (;;) {
       if (this.#o.stopped()) return null;
-      // One attempt at a time in the queue; the waits between are not.
-      const attempt = await this.#serial(() =>
-        this.#attempt(work, segment, urgent)
+      const began = Date.now();
+      // One attempt at a time in the queue; the waits between are not, nor
+      // the fetch of the work record: a peer that leaves it unanswered
+      // holds up no one's audits for the header timeout.
+      const attempt = await this.#o.record(work).then(
+        (record) =>
+          this.#serial(() => this.#attempt(work, record, segment, urgent)),
+        (err) => err instanceof WorkRecordUnserved ? err : Promise.reject(err),
       );
       if (this.#o.stopped()) return null;
       if (!(attempt instanceof Error)) {
@@ -365,7 +407,22 @@ export class AuditDuty {
       // Committed bytes that do not decode will not decode on a retry.
       const malformed = malformedIn(attempt);
       if (malformed || (attempt.proven && !late)) refusal = attempt;
+      if (silentIn(attempt, peer)) {
+        silent++;
+        silentSince = Math.min(silentSince, began);
+      }
       const left = window - (performance.now() - start);
+      // Silence is no answer at all, which an honest peer never gives,
+      // however late: its states collected, it says "not found".
+      if (refusal === null && this.#unanswered(peer, silent, silentSince)) {
+        verdict = {
+          passed: false,
+          check: "unanswered",
+          reason:
+            `it took ${silent} requests for its work and answered none, while it kept gossiping`,
+        };
+        break;
+      }
       if (malformed || late || left <= 0) {
         if (refusal === null) {
           log(
@@ -421,26 +478,37 @@ export class AuditDuty {
   }
 
   /**
+   * Whether `peer` left an audit unanswered while live: at least
+   * `SILENT_TRIES` tries were streams it took and answered nothing on
+   * within the header timeout (a partition fails the dial instead, and an
+   * honest peer answers at once, "not found" included), and a heartbeat of
+   * its arrived here after the first of them began: it was live all along.
+   */
+  #unanswered(peer: string, silent: number, since: number): boolean {
+    const heard = this.#o.heard(peer);
+    return silent >= SILENT_TRIES && heard !== null && heard >= since;
+  }
+
+  /**
    * One try at auditing `work`'s `segment`: the verdict, or what its peer
    * did not serve.
    */
   async #attempt(
     work: DeltaAnnounce,
+    record: WorkRecord,
     segment: number,
     urgent: boolean,
-  ): Promise<AuditVerdict | WorkRecordUnserved | StateUnserved> {
+  ): Promise<AuditVerdict | StateUnserved> {
     try {
       return await this.#o.auditor.audit({
         msg: work,
-        record: await this.#o.record(work),
+        record,
         segment,
         parent: await this.#o.parent(work.parent),
         urgent,
       });
     } catch (err) {
-      if (err instanceof WorkRecordUnserved || err instanceof StateUnserved) {
-        return err;
-      }
+      if (err instanceof StateUnserved) return err;
       throw err;
     }
   }

@@ -14,7 +14,17 @@ import {
   EVIDENCE_FAILED_AUDIT,
   EVIDENCE_FALSE_VERDICT,
 } from "../../chain/audit_verdict.ts";
-import { WORK_COMMITMENT_TYPES } from "../../chain/work_commitment.ts";
+import {
+  WORK_COMMITMENT_TYPES,
+  workCommitmentDigest,
+} from "../../chain/work_commitment.ts";
+import { cidToBytes32 } from "../../chain/attestation.ts";
+import { deltaCommitment } from "./commitments.ts";
+import {
+  EVIDENCE_SILENCE,
+  recoverAuditSilenceSigner,
+} from "../../chain/silence_verdict.ts";
+import { BlobFetchError } from "../p2p/blob_fetch.ts";
 import { planAudits } from "../../protocol/audit_plan.ts";
 import type {
   AuditFailureNotice,
@@ -129,6 +139,7 @@ function duty(
     },
     ledger,
     round: () => 1,
+    heard: () => null,
     convict: (a) => convicted.push(a),
     stopped: () => false,
     log: () => {},
@@ -550,6 +561,103 @@ Deno.test("a peer that cannot be reached for the whole serve window (a partition
   assert.deepEqual(t.ledger.audits, []);
   assert.deepEqual(t.notices(), []);
   assert.match(lines.join("\n"), /not judged: it could not be reached/);
+});
+
+/** A fetch of `cid` from `peer` that took the request and answered nothing. */
+function unanswered(cid: string, peer: string): BlobFetchError {
+  return new BlobFetchError(cid, {
+    cid,
+    size: 0,
+    bytesFrom: {},
+    bad: [],
+    failed: { [peer]: "took the request and answered nothing in 10000 ms" },
+    silent: [peer],
+    local: false,
+  });
+}
+
+Deno.test("a live peer that takes the audit's requests and answers none draws a silence verdict; a quorum of them goes on chain as kind 4, with no conviction", async () => {
+  const { drawn, other, segment } = auditors();
+  const silentRecord = (msg: { work: string; peer: string }) =>
+    Promise.reject(
+      new WorkRecordUnserved(msg.work, unanswered(msg.work, msg.peer), false),
+    );
+  const lines: string[] = [];
+  const live = { heard: () => Date.now(), serveWindowMs: 300 };
+  const first = duty(drawn, PASS, {
+    record: silentRecord,
+    ...live,
+    log: (line) => lines.push(line),
+  });
+  await first.d.roundClosed(await manifest(), NEXT);
+  const [notice] = first.notices();
+  assert.equal(notice.check, "unanswered");
+  assert.equal(notice.segment, segment);
+  assert.equal(
+    await recoverAuditSilenceSigner(
+      first.chain.domain,
+      {
+        job: cidToBytes32(JOB),
+        round: 0,
+        peer: work.account,
+        commitment: workCommitmentDigest(
+          first.chain.domain,
+          deltaCommitment(work, SPEC),
+        ),
+      },
+      notice.signature,
+    ),
+    first.account.address,
+  );
+  assert.match(lines.join("\n"), /FAILED its unanswered check/);
+  assert.deepEqual(first.ledger.audits.map((a) => a.check), ["unanswered"]);
+  // The other member, told, tries the segment itself: unanswered there too.
+  const second = duty(other, PASS, { record: silentRecord, ...live });
+  await second.d.roundClosed(await manifest(), NEXT);
+  await second.d.noticed(notice);
+  assert.equal(second.notices()[0].check, "unanswered");
+  await first.d.noticed(second.notices()[0]);
+  assert.deepEqual(first.convicted, [], "silence convicts no one");
+  await first.d.submitDue(0);
+  assert.equal(first.chain.slashes.length, 0);
+  await first.d.submitDue(1);
+  assert.deepEqual(
+    first.chain.slashes.map(([account, kind]) => [account, kind]),
+    [[TEST_ADDRESS, EVIDENCE_SILENCE]],
+  );
+  assert.deepEqual(first.ledger.slashes.map((s) => s.kind), [4]);
+  // Its membership stays cached: no peer reads it afresh mid-round.
+  assert.deepEqual(first.forgotten, []);
+  await first.d.submitDue(2);
+  assert.equal(first.chain.slashes.length, 1, "submitted once");
+});
+
+Deno.test("a peer that took the requests but is no longer heard (cut off), or whose dial fails, draws no silence verdict", async () => {
+  const { drawn } = auditors();
+  for (
+    const o of [
+      { heard: () => null, error: unanswered },
+      { heard: () => Date.now() - 60_000, error: unanswered },
+      {
+        heard: () => Date.now(),
+        error: () => new Error("dial timed out"),
+      },
+    ]
+  ) {
+    const lines: string[] = [];
+    const t = duty(drawn, PASS, {
+      record: (msg) =>
+        Promise.reject(
+          new WorkRecordUnserved(msg.work, o.error(msg.work, msg.peer), false),
+        ),
+      heard: o.heard,
+      serveWindowMs: 300,
+      log: (line) => lines.push(line),
+    });
+    await t.d.roundClosed(await manifest(), NEXT);
+    assert.deepEqual(t.notices(), []);
+    assert.match(lines.join("\n"), /not judged: it could not be reached/);
+  }
 });
 
 Deno.test("an audit that comes after the audited states' keep window draws no verdict, even from a refusal", async () => {

@@ -27,7 +27,7 @@ import {
   SETTLED,
   verdictKey,
 } from "./audit_verdicts.ts";
-import { KEEP_AUDIT_ROUNDS } from "../../protocol/audit_book.ts";
+import { KEEP_EVIDENCE_ROUNDS } from "../../protocol/audit_book.ts";
 
 /** What {@linkcode AuditRefutations} works with. */
 export interface AuditRefutationsOptions extends AuditVerdictsOptions {
@@ -160,7 +160,7 @@ export class AuditRefutations {
 
   /**
    * The refutations held of `accuser`'s verdict on `work`, by signer;
-   * rounds more than KEEP_AUDIT_ROUNDS older than a new one are forgotten.
+   * rounds more than KEEP_EVIDENCE_ROUNDS older than a new one are forgotten.
    */
   #held(work: DeltaAnnounce, accuser: string): Map<string, `0x${string}`> {
     const key = `${
@@ -170,7 +170,7 @@ export class AuditRefutations {
     if (!m) {
       m = new Map();
       this.#signatures.set(key, m);
-      forgetBefore(this.#signatures, work.round - KEEP_AUDIT_ROUNDS);
+      forgetBefore(this.#signatures, work.round - KEEP_EVIDENCE_ROUNDS);
     }
     return m;
   }

@@ -1,11 +1,12 @@
 /**
- * The failure verdicts on a job's work that one peer holds: its own,
- * signed (chain/audit_verdict.ts) and gossiped, and other members', whose
- * signatures it checks; and, once a quorum of them stands, the kind-2
- * evidence made of them and submitted to slash the contributor. Which
- * verdicts to sign and when to submit is decided by AuditDuty
- * (audit_duty.ts); this class holds the signatures and does the signing
- * and the submitting.
+ * The verdicts of one kind on a job's work that one peer holds: failures
+ * (chain/audit_verdict.ts) or silences (chain/silence_verdict.ts); its
+ * own, signed and gossiped, and other members', whose signatures it
+ * checks; and, once a quorum of them stands, the evidence made of them
+ * and submitted against the contributor (kind 2 slashes it, kind 4 takes
+ * back the round's credit and slashes on a repeat). Which verdicts to sign
+ * and when to submit is decided by AuditDuty (audit_duty.ts); this class
+ * holds the signatures and does the signing and the submitting.
  *
  * @module
  */
@@ -18,9 +19,15 @@ import {
   recoverAuditFailureSigner,
   signAuditFailure,
 } from "../../chain/audit_verdict.ts";
+import {
+  EVIDENCE_SILENCE,
+  recoverAuditSilenceSigner,
+  signAuditSilence,
+  silenceEvidence,
+} from "../../chain/silence_verdict.ts";
 import { ChainError } from "../../chain/errors.ts";
 import { workCommitmentDigest } from "../../chain/work_commitment.ts";
-import { KEEP_AUDIT_ROUNDS } from "../../protocol/audit_book.ts";
+import { KEEP_EVIDENCE_ROUNDS } from "../../protocol/audit_book.ts";
 import type { JobSpec } from "../../protocol/job_spec.ts";
 import type {
   Address,
@@ -47,6 +54,58 @@ export interface AuditVerdictsOptions {
 }
 
 /**
+ * A kind of signed verdict on work: how it is signed and checked, and the
+ * evidence a quorum of them makes. Failures and silences sign the same
+ * fields (job, round, accused, commitment) under different EIP-712 types,
+ * so neither can stand in for the other.
+ */
+export interface VerdictKind {
+  /** The registry's evidence kind. */
+  readonly kind: number;
+  /** What the evidence is made of, for the log ("failed audits"). */
+  readonly noun: string;
+  /** What landing it does, for the log. */
+  readonly effect: string;
+  /**
+   * Whether a quorum convicts: every peer ignores the account's deltas
+   * from the same round on (CONVICTION_LAG), so once the evidence landed
+   * its membership may be read afresh. A slash at a strike convicts no
+   * one: a peer that read it afresh mid-round would refuse a manifest
+   * listing a delta the others took, so every peer keeps its cached
+   * answer, and the registry credits a slashed contributor nothing.
+   */
+  readonly convicts: boolean;
+  readonly sign: typeof signAuditFailure;
+  readonly recover: typeof recoverAuditFailureSigner;
+  readonly evidence: typeof failedAuditEvidence;
+}
+
+/** Failure verdicts: a quorum slashes (kind 2). */
+export const FAILURES: VerdictKind = {
+  kind: EVIDENCE_FAILED_AUDIT,
+  noun: "failed audits",
+  effect: "slashed",
+  convicts: true,
+  sign: signAuditFailure,
+  recover: recoverAuditFailureSigner,
+  evidence: failedAuditEvidence,
+};
+
+/**
+ * Silence verdicts: a quorum takes back the round's credit, and slashes
+ * on a repeat (kind 4).
+ */
+export const SILENCES: VerdictKind = {
+  kind: EVIDENCE_SILENCE,
+  noun: "audits left unanswered while live",
+  effect: "struck (a round's credit taken back, slashed on a repeat)",
+  convicts: false,
+  sign: signAuditSilence,
+  recover: recoverAuditSilenceSigner,
+  evidence: silenceEvidence,
+};
+
+/**
  * Reverts that settle evidence against an account: it is slashed for that
  * offence already, or no longer a member (slashed for another) or a node.
  */
@@ -56,14 +115,16 @@ export const SETTLED: ReadonlySet<string> = new Set([
   "NotRegistered",
 ]);
 
-/** Failure signatures on work, by round and account, and their evidence. */
+/** Verdict signatures on work, by round and account, and their evidence. */
 export class AuditVerdicts {
   readonly #o: AuditVerdictsOptions;
+  readonly #kind: VerdictKind;
   /** Signatures by `round/account`, then by signer (lowercase). */
   readonly #signatures = new Map<string, Map<string, `0x${string}`>>();
 
-  constructor(o: AuditVerdictsOptions) {
+  constructor(o: AuditVerdictsOptions, kind: VerdictKind = FAILURES) {
     this.#o = o;
+    this.#kind = kind;
   }
 
   /**
@@ -78,7 +139,7 @@ export class AuditVerdicts {
   ): Promise<string | null> {
     let signer: string;
     try {
-      signer = await recoverAuditFailureSigner(
+      signer = await this.#kind.recover(
         this.#o.chain.domain,
         this.failure(work),
         signature,
@@ -91,14 +152,14 @@ export class AuditVerdicts {
     return signer;
   }
 
-  /** Signs and gossips this peer's failure verdict on `work`. */
+  /** Signs and gossips this peer's verdict on `work`. */
   async sign(
     work: DeltaAnnounce,
     segment: number,
     check: AuditFailureNotice["check"],
   ): Promise<void> {
     const { account, chain, publisher } = this.#o;
-    const signature = await signAuditFailure(
+    const signature = await this.#kind.sign(
       account,
       chain.domain,
       this.failure(work),
@@ -119,7 +180,7 @@ export class AuditVerdicts {
   }
 
   /**
-   * Submits `work`'s failed-audit evidence with the verdicts of those of
+   * Submits the evidence against `work` with the verdicts of those of
    * `signers` in good standing now (read afresh: one that left or was
    * slashed since it signed would not count). Whether it is settled: false
    * when it may land later, as too few signers stand for the job's quorum
@@ -136,7 +197,8 @@ export class AuditVerdicts {
       );
       return false;
     }
-    const evidence = failedAuditEvidence(
+    const { kind, noun, effect } = this.#kind;
+    const evidence = this.#kind.evidence(
       deltaCommitment(work, spec),
       work.signature,
       counted.map((signer) => ({
@@ -145,18 +207,14 @@ export class AuditVerdicts {
       })),
     );
     try {
-      const tx = await chain.slash(
-        work.account,
-        EVIDENCE_FAILED_AUDIT,
-        evidence,
-      );
+      const tx = await chain.slash(work.account, kind, evidence);
       log(
-        `round ${work.round}: slashed ${work.account} on evidence of kind ${EVIDENCE_FAILED_AUDIT}: ${counted.length} failed audits (tx ${tx.hash})`,
+        `round ${work.round}: ${effect} ${work.account} on evidence of kind ${kind}: ${counted.length} ${noun} (tx ${tx.hash})`,
       );
       ledger.noteSlash({
         round: work.round,
         account: work.account,
-        kind: EVIDENCE_FAILED_AUDIT,
+        kind,
         tx: tx.hash,
       });
     } catch (err) {
@@ -164,17 +222,17 @@ export class AuditVerdicts {
       // Most often another auditor's evidence landed first.
       const settled = reason !== null && SETTLED.has(reason);
       log(
-        `round ${work.round}: slashing ${work.account}: ${
+        `round ${work.round}: evidence of kind ${kind} against ${work.account}: ${
           (err as Error).message
         }${settled ? "" : "; tried again at the next round's close"}`,
       );
       if (!settled) return false;
     }
-    members.forgetAccount(work.account);
+    if (this.#kind.convicts) members.forgetAccount(work.account);
     return true;
   }
 
-  /** `signer`'s failure verdict on `work`, if held here. */
+  /** `signer`'s verdict on `work`, if held here. */
   signatureOf(work: DeltaAnnounce, signer: string): `0x${string}` | undefined {
     return this.#held(work.round, work.account).get(signer.toLowerCase());
   }
@@ -194,7 +252,7 @@ export class AuditVerdicts {
 
   /**
    * The signatures held on `account`'s `round`, by signer; rounds more
-   * than KEEP_AUDIT_ROUNDS older than a new one are forgotten.
+   * than KEEP_EVIDENCE_ROUNDS older than a new one are forgotten.
    */
   #held(round: number, account: string): Map<string, `0x${string}`> {
     const key = verdictKey(round, account);
@@ -202,7 +260,7 @@ export class AuditVerdicts {
     if (!m) {
       m = new Map();
       this.#signatures.set(key, m);
-      forgetBefore(this.#signatures, round - KEEP_AUDIT_ROUNDS);
+      forgetBefore(this.#signatures, round - KEEP_EVIDENCE_ROUNDS);
     }
     return m;
   }

@@ -71,8 +71,21 @@ export interface RoundBehaviour {
    * commitment for one round.
    */
   also(msg: UnsignedDelta): UnsignedDelta[];
+  /**
+   * Whether this peer's blob service takes `peer`'s request for `cid` and
+   * never answers it (see BlobService.withhold); a request for a delta
+   * ahead of its announcement (node/p2p/delta_wait.ts) is then held
+   * unanswered too.
+   */
+  withholds(cid: string, peer: string): boolean;
   /** Of the deltas a leader fetched, those it goes on to aggregate. */
   contributions<T extends { readonly peer: string }>(fetched: T[]): T[];
+  /**
+   * How long a leader waits where the protocol has it wait `ms`: the
+   * settling after its latest delta, and its yield before the last look
+   * for deltas that came while it built (aggregate.ts).
+   */
+  leaderWait(ms: number): number;
   /** The checkpoint a leader publishes as C(round + 1). */
   checkpoint(next: RoundCheckpoint): RoundCheckpoint;
 }
@@ -89,6 +102,8 @@ export const HONEST: RoundBehaviour = {
     Promise.resolve({ peers, weights, states, shifted, from }),
   announce: (msg) => msg,
   also: () => [],
+  withholds: () => false,
   contributions: (fetched) => fetched,
+  leaderWait: (ms) => ms,
   checkpoint: (next) => next,
 };

@@ -13,10 +13,11 @@ import type { RoundManifest } from "../../protocol/round_manifest.ts";
 import type { RoundLedger } from "./ledger.ts";
 import type { RoundPublisher } from "./publisher.ts";
 import type { RoundChain } from "./services.ts";
+import { inGoodStanding } from "./audit_verdicts.ts";
 
 /** What committing a round uses. */
 export interface CommitOptions {
-  chain: Pick<RoundChain, "commit">;
+  chain: Pick<RoundChain, "commit" | "inGoodStanding">;
   publisher: Pick<RoundPublisher, "header" | "publish">;
   ledger: Pick<RoundLedger, "commitLatency" | "noteCommit">;
   /** This peer's id, the committer of record. */
@@ -24,22 +25,31 @@ export interface CommitOptions {
   log(line: string): void;
 }
 
-/** Commits round `a.round`'s `manifest` with the attestations `a` names. */
+/**
+ * Commits round `a.round`'s `manifest` with the attestations `a` names, of
+ * signers in good standing now: one slashed since it attested (a second
+ * silence lands at any round's close) would make the registry revert the
+ * whole commit as a stranger's, and one leaving is not counted anyway.
+ */
 export async function commitManifest(
   o: CommitOptions,
   a: Extract<RoundAction, { type: "commit" }>,
   manifest: RoundManifest,
 ): Promise<void> {
+  const standing = new Set(
+    await inGoodStanding(o.chain, a.attestations.map((x) => x.account)),
+  );
+  const attestations = a.attestations.filter((x) => standing.has(x.account));
   const sentAt = performance.now();
   const tx = await o.chain.commit(
     attestationForManifest(a.manifest, manifest),
-    orderSignatures(a.attestations.map((x) => ({
+    orderSignatures(attestations.map((x) => ({
       signer: x.account as `0x${string}`,
       signature: x.signature as `0x${string}`,
     }))),
   );
   o.log(
-    `round ${a.round}: committed ${a.checkpoint} with ${a.attestations.length} attestations (tx ${tx.hash}, ${tx.gasUsed} gas)`,
+    `round ${a.round}: committed ${a.checkpoint} with ${attestations.length} attestations (tx ${tx.hash}, ${tx.gasUsed} gas)`,
   );
   o.ledger.commitLatency.observe((performance.now() - sentAt) / 1000);
   o.ledger.noteCommit(a.round, tx.hash, o.peerId, true);

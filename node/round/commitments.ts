@@ -17,13 +17,14 @@ import {
   type WorkCommitment,
 } from "../../chain/work_commitment.ts";
 import { claimedSteps, type StepShape } from "../../protocol/inner_steps.ts";
+import { KEEP_EVIDENCE_ROUNDS } from "../../protocol/audit_book.ts";
 import type { DeltaAnnounce } from "../../protocol/messages.ts";
 import { segmentCount } from "../../protocol/work_record.ts";
 import type { Account } from "viem";
 import type { UnsignedDelta } from "./behaviour.ts";
 
 /** Rounds of commitments a {@linkcode CommitmentBook} keeps. */
-const KEEP_ROUNDS = 8;
+const KEEP_ROUNDS = KEEP_EVIDENCE_ROUNDS;
 
 /**
  * The commitment an announcement makes in a job of `shape`: its header,

@@ -338,6 +338,8 @@ function roundServices(
       fanout: () => node.host.getConnections().length,
       throughput: (peer) =>
         node.gossip.livePeers().find((e) => e.peer === peer)?.throughput ?? 0,
+      lastHeard: (peer) =>
+        node.gossip.livePeers().find((e) => e.peer === peer)?.lastSeen ?? null,
     },
     chain: {
       domain: { chainId: registry.client.chainId, registry: registry.address },

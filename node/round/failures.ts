@@ -18,13 +18,13 @@ export class RoundFailure extends NodeError {
 /** A phase needs a checkpoint or manifest this peer does not hold. */
 export class NotHeldError extends RoundFailure {
   constructor(
-    readonly what: "checkpoint" | "manifest",
+    readonly what: "checkpoint" | "manifest" | "delta",
     readonly cid: string,
   ) {
     super(
       what === "checkpoint"
         ? `checkpoint ${cid} is not the one held`
-        : `manifest ${cid} is not held`,
+        : `${what} ${cid} is not held`,
     );
     this.name = "NotHeldError";
   }

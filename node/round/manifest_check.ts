@@ -1,10 +1,14 @@
 /**
  * A verifier's check of a round manifest: that it is what its leader
  * announced, lists only announced deltas, leaves out none this peer got
- * well before it (no silent censorship), screens out exactly what this
- * peer screens out, excludes a peer for a refused manifest only where this
- * peer refused that manifest itself, and recomputes to the announced
- * checkpoint.
+ * before it (no silent censorship: one got well before it is refused at
+ * once, one got shortly before it waits for its leader's amendment),
+ * screens out exactly what this peer screens out, excludes a peer for a
+ * refused manifest only where this peer refused that manifest itself and
+ * as `unserved` only a delta this peer did not hold either when the
+ * manifest came (else it waits for the amendment that takes it in), and
+ * recomputes to the announced checkpoint. The rules are
+ * protocol/censorship.ts's.
  *
  * A refusal is this peer's own verdict, not evidence it can hand on: the
  * timing rules depend on what reached this peer when, and manifests are
@@ -44,9 +48,16 @@ export class ManifestRefused extends NodeError {
 
   /** Whether the refusal blames the leader (and so costs it the round). */
   get blames(): boolean {
-    return this.code !== "invalid-delta" && this.code !== "cannot-check";
+    return !NO_BLAME.includes(this.code);
   }
 }
+
+/**
+ * Refusals that blame no one: a delta this peer could not fetch, an
+ * exclusion or a wait it could not judge, and a manifest its leader
+ * amended (not refused, not attested: the amendment is checked instead).
+ */
+const NO_BLAME = ["invalid-delta", "cannot-check", "superseded"];
 
 /** The refusal reason for a delta that could not be fetched or read. */
 export function deltaRefusalReason(err: unknown): string {
@@ -63,7 +74,10 @@ export function deltaRefusalReason(err: unknown): string {
 export interface ManifestVerifierOptions {
   jobId: string;
   spec: JobSpec;
-  /** The values of an announced delta, fetched from `providers` if need be. */
+  /**
+   * The values of an announced delta, fetched from `providers` if need be;
+   * with no providers, only one held here (else it throws).
+   */
   delta(d: DeltaAnnounce, providers: string[]): Promise<Float32Array>;
   /**
    * A manifest by its announcement, fetched if need be from `providers`
@@ -82,8 +96,20 @@ export interface ManifestVerifierOptions {
 export interface Witness {
   /** The round's delta announcements it held. */
   readonly announced: readonly DeltaAnnounce[];
-  /** Those the manifest must list (censorship.ts). */
+  /** Those the manifest must list, or be refused at once (censorship.ts). */
   readonly expected: readonly DeltaAnnounce[];
+  /**
+   * Those that came before it, however shortly: the manifest or an
+   * amendment of it must list them (censorship.ts, rule 3).
+   */
+  readonly preceding: readonly DeltaAnnounce[];
+  /** When (Date.now() ms) an amendment it waits for is due. */
+  readonly amendBy: number;
+  /**
+   * Whether this peer's event loop kept time since the manifest came: an
+   * amendment sent meanwhile would have been heard.
+   */
+  steadySince(): boolean;
   /** Whether a manifest listing these peers came sooner than allowed. */
   hasty(listed: readonly string[]): boolean;
   /** The round's delta announcements held now (more may have come). */
@@ -92,6 +118,8 @@ export interface Witness {
 
 /** Verdicts kept, for the rounds still in play. */
 const KEEP_VERDICTS = 64;
+/** Leaders' rounds whose fetched manifests are kept, to find amendments. */
+const KEEP_LEADS = 64;
 /**
  * How long a listed delta's announcement, or this peer's own verdict on a
  * manifest an exclusion cites, may be waited for: two re-announcements.
@@ -109,6 +137,8 @@ export class ManifestVerifier {
   readonly #verdicts = new Map<string, { round: number; blamed: boolean }>();
   /** Checks under way, by "CID peer". */
   readonly #pending = new Map<string, Promise<unknown>>();
+  /** Manifests fetched, by "round parent peer": a leader's amendments. */
+  readonly #leads = new Map<string, RoundManifest[]>();
 
   constructor(o: ManifestVerifierOptions) {
     this.#o = o;
@@ -122,10 +152,19 @@ export class ManifestVerifier {
    */
   check(m: ManifestAnnounce, witness: Witness): Promise<RoundManifest> {
     const key = `${m.manifest} ${m.peer}`;
+    // What this peer holds as the manifest comes: an `unserved` exclusion
+    // of one of these the leader could have had from it.
+    const held = new Map(
+      witness.announced.map((d) => [
+        d.peer,
+        this.#o.delta(d, []).catch(() => null),
+      ]),
+    );
     const task = (async () => {
       const manifest = await this.#o.manifest(m);
+      this.#lead(m, manifest);
       try {
-        await this.#verify(m, manifest, witness);
+        await this.#verify(m, manifest, witness, held);
       } catch (err) {
         if (err instanceof ManifestRefused) {
           this.#note(key, m.round, err.blames);
@@ -137,6 +176,18 @@ export class ManifestVerifier {
     })();
     this.#pending.set(key, task);
     return task.finally(() => this.#pending.delete(key));
+  }
+
+  /** Keeps `manifest` among those its leader announced for its round. */
+  #lead(m: ManifestAnnounce, manifest: RoundManifest): void {
+    const key = `${m.round} ${m.parent} ${m.peer}`;
+    const leads = this.#leads.get(key) ?? [];
+    if (!leads.includes(manifest)) leads.push(manifest);
+    this.#leads.delete(key);
+    this.#leads.set(key, leads);
+    if (this.#leads.size > KEEP_LEADS) {
+      this.#leads.delete(this.#leads.keys().next().value!);
+    }
   }
 
   #note(key: string, round: number, blamed: boolean): void {
@@ -169,9 +220,10 @@ export class ManifestVerifier {
     m: ManifestAnnounce,
     manifest: RoundManifest,
     witness: Witness,
+    heldHere: ReadonlyMap<string, Promise<Float32Array | null>>,
   ): Promise<void> {
     const announced = await this.#announcing(manifest, witness);
-    const { expected } = witness;
+    const { expected, preceding } = witness;
     this.#fits(m, manifest, announced);
     if (
       witness.hasty([
@@ -186,7 +238,7 @@ export class ManifestVerifier {
     }
     const byPeer = new Map(announced.map((d) => [d.peer, d]));
     const screened = manifest.excluded.filter((e) =>
-      e.reason !== "refused-manifest"
+      e.reason !== "refused-manifest" && e.reason !== "unserved"
     );
     for (const e of manifest.excluded) {
       if (e.reason !== "refused-manifest") continue;
@@ -202,11 +254,21 @@ export class ManifestVerifier {
       ...screened.map((e) => e.peer),
     ];
     const left = new Set([...listed, ...manifest.excluded.map((e) => e.peer)]);
-    // The author first: the leader would otherwise serve every delta to
-    // every verifier.
-    const fetch = (d: DeltaAnnounce) => this.#o.delta(d, [d.peer, m.peer]);
+    // Held here already, or fetched: the author first, as the leader would
+    // otherwise serve every delta to every verifier.
+    const fetch = async (d: DeltaAnnounce) =>
+      await heldHere.get(d.peer) ?? await this.#o.delta(d, [d.peer, m.peer]);
     const missing = announced.filter((d) => !left.has(d.peer));
     const expectedPeers = new Set(expected.map((d) => d.peer));
+    const precedingPeers = new Set(preceding.map((d) => d.peer));
+    // Owed: deltas its leader must list in an amendment, or be refused.
+    const owed = new Map<string, "late" | "unserved">();
+    for (const e of manifest.excluded) {
+      // One this peer held when the manifest came, it would have served.
+      if (e.reason === "unserved" && await heldHere.get(e.peer)) {
+        owed.set(e.peer, "unserved");
+      }
+    }
     const [values, leftOut] = await Promise.all([
       Promise.all(listed.map(async (peer) => {
         try {
@@ -224,12 +286,18 @@ export class ManifestVerifier {
         }
       })),
       // A delta this peer got well before the manifest and can read is one
-      // the leader had: leaving it out is censorship. One this peer cannot
-      // read either was rightly left out.
+      // the leader had: leaving it out is censorship. One it got shortly
+      // before may have reached the leader just after it published: it is
+      // owed an amendment. One this peer cannot read either was rightly
+      // left out.
       Promise.all(
         missing.map((d) =>
           fetch(d).then(
-            () => expectedPeers.has(d.peer) ? d.peer : null,
+            () => {
+              if (expectedPeers.has(d.peer)) return d.peer;
+              if (precedingPeers.has(d.peer)) owed.set(d.peer, "late");
+              return null;
+            },
             (err) => {
               const reason = deltaRefusalReason(err);
               if (reason !== "unavailable") this.#o.noteDelta(d, reason);
@@ -287,7 +355,71 @@ export class ManifestVerifier {
         `recomputed checkpoint ${cid} differs`,
       );
     }
+    if (owed.size > 0) await this.#amendment(m, owed, witness);
     await this.#o.store(bytes);
+  }
+
+  /**
+   * Waits until `m`'s leader amends it with the `owed` deltas (a later
+   * manifest of its for the round that lists each, the `unserved` ones
+   * otherwise than as unserved), then throws a refusal that blames no one
+   * (the amendment is checked on its own); without one by the witness's
+   * `amendBy`, a refusal that blames it (censorship.ts, rules 3 and 4).
+   */
+  async #amendment(
+    m: ManifestAnnounce,
+    owed: ReadonlyMap<string, "late" | "unserved">,
+    witness: Witness,
+  ): Promise<never> {
+    const peers = [...owed.keys()].join(", ");
+    for (;;) {
+      if (this.#amended(m, owed)) {
+        throw new ManifestRefused(
+          "superseded",
+          `its leader amended it with the delta of ${peers}`,
+        );
+      }
+      if (Date.now() >= witness.amendBy) break;
+      await new Promise((r) => setTimeout(r, POLL_MS));
+    }
+    if (!witness.steadySince()) {
+      throw new ManifestRefused(
+        "cannot-check",
+        `this peer's event loop stalled while it waited for an amendment with the delta of ${peers}`,
+      );
+    }
+    const late = [...owed].filter(([, why]) => why === "late");
+    if (late.length > 0) {
+      throw new ManifestRefused(
+        "censored",
+        `manifest leaves out the delta of ${
+          late.map(([p]) => p).join(", ")
+        }, which reached this peer before it, and its leader did not amend it`,
+      );
+    }
+    throw new ManifestRefused(
+      "unjustified-exclusion",
+      `manifest excludes the delta of ${peers} as unserved, which this peer held when it came, and its leader did not amend it`,
+    );
+  }
+
+  /**
+   * Whether `m`'s leader announced a manifest for its round that lists the
+   * `owed` deltas (`m` itself never does).
+   */
+  #amended(
+    m: ManifestAnnounce,
+    owed: ReadonlyMap<string, "late" | "unserved">,
+  ): boolean {
+    const leads = this.#leads.get(`${m.round} ${m.parent} ${m.peer}`) ?? [];
+    return leads.some((other) =>
+      [...owed].every(([peer, why]) =>
+        other.contributions.some((c) => c.peer === peer) ||
+        other.excluded.some((e) =>
+          e.peer === peer && (why === "late" || e.reason !== "unserved")
+        )
+      )
+    );
   }
 
   /**

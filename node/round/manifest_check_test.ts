@@ -21,6 +21,7 @@ import {
   type Witness,
 } from "./manifest_check.ts";
 import { WORK_FIELDS } from "../../protocol/_message_fixtures.ts";
+import { NotHeldError } from "./failures.ts";
 
 const PARENT = await cidOf("C(0)");
 const GENESIS = genesisCheckpoint(JOB, MODEL, 0);
@@ -85,12 +86,21 @@ async function manifestOf(
   };
 }
 
-/** A verifier whose blobs are `manifests` by CID and the honest deltas. */
-function verifier(manifests: Map<string, RoundManifest>) {
+/**
+ * A verifier whose blobs are `manifests` by CID and the honest deltas, of
+ * which it holds those of `held` before fetching any.
+ */
+function verifier(
+  manifests: Map<string, RoundManifest>,
+  held: readonly string[] = PEERS,
+) {
   return new ManifestVerifier({
     jobId: JOB,
     spec: SPEC,
-    delta: (d) => Promise.resolve(DELTAS.get(d.peer)!),
+    delta: (d, providers) =>
+      providers.length === 0 && !held.includes(d.peer)
+        ? Promise.reject(new NotHeldError("delta", d.delta))
+        : Promise.resolve(DELTAS.get(d.peer)!),
     manifest: (m) => {
       const found = manifests.get(m.manifest);
       return found
@@ -121,9 +131,15 @@ function announce(manifestCid: string, m: RoundManifest): ManifestAnnounce {
 const WITNESS: Witness = {
   announced: ANNOUNCED,
   expected: ANNOUNCED,
+  preceding: ANNOUNCED,
+  amendBy: 0,
+  steadySince: () => true,
   hasty: () => false,
   current: () => ANNOUNCED,
 };
+
+/** How long the tests below give a leader to amend, ms. */
+const AMEND_MS = 300;
 
 async function refusal(task: Promise<unknown>): Promise<ManifestRefused> {
   const err = await task.then(() => null, (e) => e);
@@ -144,12 +160,88 @@ Deno.test("ManifestVerifier: leaving out a delta seen well before is censorship"
   const err = await refusal(v.check(announce("bafkreicensor", m), WITNESS));
   assert.equal(err.code, "censored");
   assert.equal(v.evidenceAgainst(0, PEERS[0]), "bafkreicensor");
-  // Seen only just before the manifest: the leader may not have had it.
-  const late = verifier(new Map([["bafkreicensor", m]]));
-  await late.check(announce("bafkreicensor", m), {
+});
+
+Deno.test("ManifestVerifier: a delta seen just before the manifest must be listed by it or by an amendment", async () => {
+  const m = await manifestOf(PEERS[0], [PEERS[0], PEERS[2]]);
+  const amended = await manifestOf(PEERS[0], PEERS);
+  const manifests = new Map([
+    ["bafkreifirst", m],
+    ["bafkreiamended", amended],
+  ]);
+  // Seen only just before the manifest: the leader may have got it just
+  // after it published, so this peer waits for its amendment.
+  const justBefore = () => ({
     ...WITNESS,
     expected: ANNOUNCED.filter((d) => d.peer !== PEERS[1]),
+    amendBy: Date.now() + AMEND_MS,
   });
+  const silent = verifier(manifests);
+  const t0 = Date.now();
+  const err = await refusal(
+    silent.check(announce("bafkreifirst", m), justBefore()),
+  );
+  assert.ok(Date.now() - t0 >= AMEND_MS - 10, "it waited for an amendment");
+  assert.equal(err.code, "censored");
+  assert.equal(err.blames, true);
+  // The leader amends: the first manifest is neither attested nor blamed,
+  // and the amendment checks out on its own.
+  const v = verifier(manifests);
+  const first = refusal(v.check(announce("bafkreifirst", m), justBefore()));
+  await new Promise((r) => setTimeout(r, AMEND_MS / 3));
+  await v.check(announce("bafkreiamended", amended), WITNESS);
+  const superseded = await first;
+  assert.equal(superseded.code, "superseded");
+  assert.equal(superseded.blames, false);
+  assert.equal(v.evidenceAgainst(0, PEERS[0]), undefined);
+  // A peer whose event loop stalled while it waited blames no one.
+  const stalled = await refusal(
+    verifier(manifests).check(announce("bafkreifirst", m), {
+      ...justBefore(),
+      steadySince: () => false,
+    }),
+  );
+  assert.equal(stalled.code, "cannot-check");
+  // One seen only after the manifest was late for it: not owed.
+  await verifier(manifests).check(announce("bafkreifirst", m), {
+    ...justBefore(),
+    preceding: ANNOUNCED.filter((d) => d.peer !== PEERS[1]),
+  });
+});
+
+Deno.test("ManifestVerifier: an unserved delta is accepted when this peer did not hold it either as the manifest came", async () => {
+  const unserved = {
+    peer: PEERS[1],
+    delta: ANNOUNCED[1].delta,
+    reason: "unserved" as const,
+    evidence: "",
+  };
+  const m = await manifestOf(PEERS[0], [PEERS[0], PEERS[2]], [unserved]);
+  const amended = await manifestOf(PEERS[0], PEERS);
+  const manifests = new Map([
+    ["bafkreiunserved", m],
+    ["bafkreiamended", amended],
+  ]);
+  const now = () => ({ ...WITNESS, amendBy: Date.now() + AMEND_MS });
+  // Not held here when it came (its author served no one in time): the
+  // withholder's loss, whatever this peer could fetch afterwards.
+  const without = [PEERS[0], PEERS[2]];
+  const back = await verifier(manifests, without).check(
+    announce("bafkreiunserved", m),
+    now(),
+  );
+  assert.deepEqual(back.excluded, [unserved]);
+  // Held here when it came: the leader could have had it from this peer,
+  // and must amend.
+  const err = await refusal(
+    verifier(manifests).check(announce("bafkreiunserved", m), now()),
+  );
+  assert.equal(err.code, "unjustified-exclusion");
+  assert.equal(err.blames, true);
+  const v = verifier(manifests);
+  const first = refusal(v.check(announce("bafkreiunserved", m), now()));
+  await v.check(announce("bafkreiamended", amended), WITNESS);
+  assert.equal((await first).code, "superseded");
 });
 
 Deno.test("ManifestVerifier: a hasty manifest is refused", async () => {

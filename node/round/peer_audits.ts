@@ -19,7 +19,7 @@ import type { RoundTrainer } from "./inner_loop.ts";
 import type { RoundLedger } from "./ledger.ts";
 import type { MemberCache } from "./member_cache.ts";
 import type { RoundPublisher } from "./publisher.ts";
-import type { RoundBlocks, RoundChain } from "./services.ts";
+import type { RoundBlocks, RoundChain, RoundGossip } from "./services.ts";
 import { WorkReader } from "./work_reader.ts";
 
 /** What {@linkcode peerAudits} wires together. */
@@ -42,6 +42,8 @@ export interface PeerAuditsOptions {
   /** Manifests this peer built or verified: the rounds to audit. */
   manifests: Pick<RecentManifests, "listed" | "committing">;
   blocks: Pick<RoundBlocks, "delete">;
+  /** Tells a silent peer from one cut off: whether it is still heard. */
+  gossip: Pick<RoundGossip, "lastHeard">;
   chain: Pick<RoundChain, "domain" | "slash" | "inGoodStanding">;
   gate: Pick<DeltaGate, "commitment" | "announced" | "convict">;
   publisher: RoundPublisher;
@@ -117,6 +119,7 @@ export function peerAudits(
     members: o.members,
     ledger: o.ledger,
     round: () => o.state().round,
+    heard: (peer) => o.gossip.lastHeard(peer),
     convict: (account, from) => gate.convict(account, from),
     stopped: () => o.blobs.signal.aborted,
     log: o.log,

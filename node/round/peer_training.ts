@@ -11,6 +11,9 @@ import { cidToString, parseCid } from "../../protocol/cid.ts";
 import type { JobSpec } from "../../protocol/job_spec.ts";
 import type { RoundEvent } from "../../protocol/round_state.ts";
 import { announceDelta } from "./announce.ts";
+import { BlobGetter } from "./blob_getter.ts";
+import { RecentManifests } from "./recent_manifests.ts";
+import { committedManifest } from "./sync.ts";
 import type { RoundBehaviour } from "./behaviour.ts";
 import { signDelta } from "./commitments.ts";
 import { deltaBlobMaxBytes } from "./delta_reader.ts";
@@ -39,7 +42,7 @@ export interface PeerTrainingOptions extends
   account: LocalAccount;
   services: Pick<
     RoundServices,
-    "blocks" | "gossip" | "progress" | "chain" | "deltaWaits"
+    "blocks" | "fetcher" | "gossip" | "progress" | "chain" | "deltaWaits"
   >;
   publisher: RoundPublisher;
   /** Where the announcements are kept across restarts. */
@@ -60,9 +63,30 @@ export interface PeerTraining {
   train(round: number, parent: string, base: () => Float32Array): Promise<void>;
 }
 
+/** Committed manifests fetched for want of one held, kept for a few rounds. */
+const KEEP_COMMITTED = 4;
+
 /** The training, and the record of what it announced. */
 export function peerTraining(o: PeerTrainingOptions): PeerTraining {
   const { services, publisher, account, spec } = o;
+  // The manifests that made the checkpoints it trains from, as the chain
+  // recorded them, for a round whose manifest this peer does not hold (it
+  // refused it, or never checked it): its next round goes on from its
+  // moments when that manifest lists its delta, as every other peer's.
+  const committed = new RecentManifests(KEEP_COMMITTED);
+  const blobs = new BlobGetter(services.blocks, services.fetcher, o.signal);
+  const listed = (round: number, checkpoint: string) =>
+    o.listed(round, checkpoint) ??
+      committed.listed(round, checkpoint, o.peerId);
+  const known = async (round: number, checkpoint: string) => {
+    if (listed(round, checkpoint) !== undefined) return;
+    const got = await committedManifest(
+      { chain: services.chain, blobs },
+      round,
+      checkpoint,
+    );
+    if (got) committed.remember(got.cid, got.manifest);
+  };
   const own = new OwnDeltas({
     notes: o.notes,
     publisher,
@@ -81,7 +105,8 @@ export function peerTraining(o: PeerTrainingOptions): PeerTraining {
     state: o.state,
     behaviour: o.behaviour,
     announced: o.announced,
-    listed: o.listed,
+    listed,
+    known,
     throughput: (peer) => services.gossip.throughput(peer),
     progress: (p, now) => services.progress(p, now),
     store: async (bytes) => cidToString(await services.blocks.put(bytes)),

@@ -45,7 +45,9 @@ export class RoundPublisher {
   /**
    * Publishes on gossip and counts the bytes every mesh neighbour receives.
    * With `repeat`, the message is also sent again by
-   * {@linkcode RoundPublisher.reannounce} until its round is over.
+   * {@linkcode RoundPublisher.reannounce} until its round is over; a
+   * manifest replaces the one this peer announced before for its round
+   * (the one it amends, protocol/censorship.ts).
    */
   async publish(
     msg: GossipMessage,
@@ -53,7 +55,9 @@ export class RoundPublisher {
   ): Promise<void> {
     if (options.repeat && "round" in msg) {
       this.#repeats = this.#repeats.filter((m) =>
-        "round" in m && m.round >= msg.round
+        "round" in m && m.round >= msg.round &&
+        !(msg.type === "manifest" && m.type === "manifest" &&
+          m.round === msg.round)
       );
       this.#repeats.push(msg);
     }

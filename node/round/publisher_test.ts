@@ -58,3 +58,22 @@ Deno.test("RoundPublisher repeats only the current round's own announcements", a
   await s.publisher.reannounce(0);
   assert.deepEqual(s.gossip.sent, []);
 });
+
+Deno.test("RoundPublisher repeats an amended manifest instead of the one it amends", async () => {
+  const s = setup();
+  const manifest = (cid: string) => ({
+    ...s.publisher.header("manifest", 1, "bafkreiparent"),
+    manifest: cid,
+    checkpoint: "bafkreickpt",
+    rank: 0,
+  });
+  await s.publisher.publish(delta(s.publisher, 1), { repeat: true });
+  await s.publisher.publish(manifest("bafkreifirst"), { repeat: true });
+  await s.publisher.publish(manifest("bafkreiamended"), { repeat: true });
+  s.gossip.sent.length = 0;
+  await s.publisher.reannounce(1);
+  assert.deepEqual(s.gossip.sent, [
+    delta(s.publisher, 1),
+    manifest("bafkreiamended"),
+  ]);
+});

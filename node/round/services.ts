@@ -51,6 +51,11 @@ export interface RoundGossip {
    * reported; 0 when it is not a live peer or has not trained yet.
    */
   throughput(peer: string): number;
+  /**
+   * When `peer`'s latest heartbeat arrived (Date.now() ms); null when it
+   * is not a live peer.
+   */
+  lastHeard(peer: string): number | null;
 }
 
 /** What a transaction that landed reports. */

@@ -74,6 +74,14 @@ export interface ShareStepsOptions {
    * listed round is audited, so only its moments may be gone on from.
    */
   listed: (round: number, checkpoint: string) => string | null | undefined;
+  /**
+   * Makes the manifest of `round` that made `checkpoint` known to `listed`
+   * when this peer holds none (it refused that manifest, or never checked
+   * it): fetched as the chain recorded it. Without it such a peer would go
+   * on from zero moments while the others go on from theirs, and its next
+   * deltas would point elsewhere than theirs (see `begin`).
+   */
+  known?: (round: number, checkpoint: string) => Promise<void>;
 }
 
 /** Takes this peer's share of each round's steps. */
@@ -108,9 +116,17 @@ export class ShareSteps {
    * preview or the eager estimate it starts from, and a round whose commit
    * does not list it is trained again. A round trained again is handed
    * its start, as after a `take` this gives zero moments.
+   *
+   * Zero moments are a last resort: a round from zero moments while the
+   * others go on from theirs points elsewhere than theirs (measured on the
+   * tiny test model: cosine 0.3 with theirs against 0.8 between them), and
+   * the screen calls it `misaligned` (protocol/delta_screen.ts), in that
+   * round and, its moments younger than theirs, the next. So the manifest
+   * that made C(round) is fetched first when this peer holds none.
    */
   async begin(round: number, parent?: string): Promise<RoundStart> {
     const { trainer, behaviour } = this.#o;
+    if (parent !== undefined) await this.know(round, parent);
     const last = this.#continues;
     if (
       last?.round === round - 1 &&
@@ -152,9 +168,17 @@ export class ShareSteps {
   }
 
   /**
+   * Makes the manifest that made C(round) = `parent` known (see the
+   * `known` option), so that `stands` and `begin` judge by it.
+   */
+  async know(round: number, parent: string): Promise<void> {
+    if (round > 0) await this.#o.known?.(round - 1, parent);
+  }
+
+  /**
    * Whether a start `from` a state may stand once C(round) = `parent` is
    * committed: a round that goes on from round r − 1 needs its delta
-   * listed (see `begin`).
+   * listed (see `begin`; call `know` first).
    */
   stands(round: number, parent: string, start: RoundStart | null): boolean {
     return !start?.from ||

@@ -189,17 +189,35 @@ export class RoundSync {
     round: number,
     checkpoint: string,
   ): Promise<RoundManifest | null> {
-    try {
-      const word = await this.#o.chain.committedManifest(round);
-      if (!word) return null;
-      const manifest = await this.#o.blobs.manifest(bytes32ToCid(word), {
-        timeoutMs: MANIFEST_FETCH_MS,
-      });
-      return manifest.round === round && manifest.checkpoint === checkpoint
-        ? manifest
-        : null;
-    } catch {
-      return null;
-    }
+    return (await committedManifest(this.#o, round, checkpoint))?.manifest ??
+      null;
+  }
+}
+
+/**
+ * The manifest the chain recorded for `round`, which made `checkpoint`,
+ * fetched from peers, with its CID; null when the chain has none, or it
+ * cannot be had within `timeoutMs`, or it is not the one that made
+ * `checkpoint`.
+ */
+export async function committedManifest(
+  o: {
+    chain: Pick<RoundChain, "committedManifest">;
+    blobs: Pick<BlobGetter, "manifest">;
+  },
+  round: number,
+  checkpoint: string,
+  timeoutMs = MANIFEST_FETCH_MS,
+): Promise<{ cid: string; manifest: RoundManifest } | null> {
+  try {
+    const word = await o.chain.committedManifest(round);
+    if (!word) return null;
+    const cid = bytes32ToCid(word);
+    const manifest = await o.blobs.manifest(cid, { timeoutMs });
+    return manifest.round === round && manifest.checkpoint === checkpoint
+      ? { cid, manifest }
+      : null;
+  } catch {
+    return null;
   }
 }

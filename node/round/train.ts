@@ -111,6 +111,7 @@ export class RoundTraining {
    * and the round trained again from the moments that may stand.
    */
   async train(round: number, parent: string, base: Float32Array) {
+    await this.#share.know(round, parent);
     const current = this.#current;
     if (current?.round === round && current.early) {
       const { start } = current.early;
@@ -261,6 +262,7 @@ export class RoundTraining {
   ): Promise<void> {
     const ahead = this.#ahead;
     if (ahead?.round !== round) return this.train(round, parent, base);
+    await this.#share.know(round, parent);
     if (!ahead.to) this.#moveAhead(ahead, parent, base);
     const moved = await ahead.base.promise;
     const stands = this.#share.stands(round, parent, ahead.begun);

@@ -67,6 +67,13 @@ function setup(jobSpec = spec, dutyCycle = 1) {
   const faults = { announce: false };
   /** What the manifests of a round list of this peer (see `listed`). */
   const listing = { value: "bafkreidelta" as string | null | undefined };
+  /**
+   * What the manifest the chain committed lists of this peer, fetched
+   * (see `known`) when no manifest is held; undefined: none to be had.
+   */
+  const committed = { value: undefined as string | null | undefined };
+  /** Rounds whose committed manifest was asked for. */
+  const asked: number[] = [];
   /** Throughputs the other peers' heartbeats reported. */
   const speeds = new Map<string, number>();
   const training = new RoundTraining({
@@ -96,6 +103,13 @@ function setup(jobSpec = spec, dutyCycle = 1) {
     behaviour: HONEST,
     announced: () => Promise.resolve([]),
     listed: () => listing.value,
+    known: (round) => {
+      if (listing.value === undefined) {
+        asked.push(round);
+        listing.value = committed.value;
+      }
+      return Promise.resolve();
+    },
   });
   const delta = (d: TrainedDelta) =>
     decodeDeltaBlob(
@@ -127,6 +141,8 @@ function setup(jobSpec = spec, dutyCycle = 1) {
     speeds,
     faults,
     listing,
+    committed,
+    asked,
   };
 }
 
@@ -616,4 +632,20 @@ Deno.test("RoundTraining: a round goes on from round r − 1's moments only if t
   t.state.round = 3;
   await t.training.train(3, "bafkreic3", genesis);
   assert.equal(t.record(3).from, "");
+});
+
+Deno.test("RoundTraining: a peer that holds no manifest for its checkpoint (it refused the one committed) goes on from its moments when the committed one lists its delta", async () => {
+  const t = setup();
+  await t.training.train(0, "bafkreic0", genesis);
+  // It refused the committed manifest: none held, the chain's is fetched.
+  t.listing.value = undefined;
+  t.committed.value = "bafkreidelta";
+  t.state.round = 1;
+  await t.training.train(1, "bafkreic1", genesis);
+  assert.deepEqual(t.asked, [0]);
+  assert.equal(t.record(1).from, t.record(0).states.at(-1));
+  assert.deepEqual(
+    t.moments(t.record(1).states[0]),
+    t.moments(t.record(0).states.at(-1)!),
+  );
 });

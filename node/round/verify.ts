@@ -1,12 +1,21 @@
 /**
  * A verifier's phase: the manifest another peer announced is checked
  * (`manifest_check.ts`) against what this peer saw of the round and when,
- * and the verdict goes back to the machine; a refusal is counted.
+ * and the verdict goes back to the machine; a refusal is counted, but not
+ * a manifest its leader amended (the amendment is checked instead).
  *
  * @module
  */
-import { expectedDeltas, isHasty } from "../../protocol/censorship.ts";
-import { censorGraceMs, REANNOUNCE_MS } from "../../protocol/round_timing.ts";
+import {
+  expectedDeltas,
+  isHasty,
+  precedingDeltas,
+} from "../../protocol/censorship.ts";
+import {
+  amendMs,
+  censorGraceMs,
+  REANNOUNCE_MS,
+} from "../../protocol/round_timing.ts";
 import type {
   RoundAction,
   RoundEvent,
@@ -53,6 +62,9 @@ export async function verifyManifest(
       announced: a.announced,
       expected: expectedDeltas(a.announced, a.seenAt, a.at, config)
         .filter((d) => steady(a.seenAt.get(d.peer)!)),
+      preceding: precedingDeltas(a.announced, a.seenAt, a.at),
+      amendBy: a.at + amendMs(config),
+      steadySince: () => o.loop.steady(a.at, Date.now(), grace),
       // From when each delta first reached this peer: one that came before
       // the round began here may have reached the leader as early.
       hasty: (listed) => {
@@ -71,12 +83,14 @@ export async function verifyManifest(
     });
   } catch (err) {
     const code = err instanceof ManifestRefused ? err.code : "unreadable";
-    o.ledger.noteRefusal({
-      round: m.round,
-      peer: m.peer,
-      what: "manifest",
-      reason: code,
-    });
+    if (code !== "superseded") {
+      o.ledger.noteRefusal({
+        round: m.round,
+        peer: m.peer,
+        what: "manifest",
+        reason: code,
+      });
+    }
     o.feed({
       type: "verified",
       msg: m,

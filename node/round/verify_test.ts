@@ -6,8 +6,11 @@ import { cidOf, JOB, manifestFixture, PEERS, SPEC, stateIn } from "./_fakes.ts";
 import { RoundLedger } from "./ledger.ts";
 import { ManifestRefused, type Witness } from "./manifest_check.ts";
 import { verifyManifest } from "./verify.ts";
+import { DELTA } from "../../protocol/_message_fixtures.ts";
 
 const PARENT = await cidOf("C(0)");
+/** A delta of PEERS[0]'s for the round. */
+const DELTA_A = { ...DELTA, peer: PEERS[0], round: 0, parent: PARENT };
 const MANIFEST = await manifestFixture({ parent: PARENT, contributions: [] });
 const ANNOUNCE: ManifestAnnounce = {
   v: 1,
@@ -49,7 +52,7 @@ function run(
   }, {
     type: "verify",
     manifest: ANNOUNCE,
-    announced: [],
+    announced: [DELTA_A],
     // A delta that came with the manifest: hasty, on a steady loop.
     seenAt: new Map([[PEERS[0], now]]),
     arrivedAt: new Map([[PEERS[0], now - arrivedBefore]]),
@@ -118,4 +121,26 @@ Deno.test("verifyManifest passes no haste verdict on deltas heard while it was c
   const watching = run(() => Promise.resolve(MANIFEST), true, 0, 30_000);
   await watching.done;
   assert.equal(watching.witnesses[0].hasty([PEERS[0]]), true);
+});
+
+Deno.test("verifyManifest does not count a manifest its leader amended as refused", async () => {
+  const r = run(() =>
+    Promise.reject(new ManifestRefused("superseded", "its leader amended it"))
+  );
+  await r.done;
+  assert.deepEqual(r.remembered, []);
+  assert.equal(r.events.length, 1);
+  assert.equal((r.events[0] as { ok: boolean }).ok, false);
+  assert.deepEqual(r.ledger.refusals, []);
+});
+
+Deno.test("verifyManifest owes an amendment for any delta that came before the manifest", async () => {
+  const r = run(() => Promise.resolve(MANIFEST));
+  await r.done;
+  const w = r.witnesses[0];
+  // The delta came with the manifest: not well before it, but before.
+  assert.deepEqual(w.expected, []);
+  assert.deepEqual(w.preceding, [DELTA_A]);
+  assert.ok(w.amendBy > Date.now());
+  assert.equal(w.steadySince(), true);
 });

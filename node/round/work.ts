@@ -144,6 +144,7 @@ export class RoundWork {
       deltas: this.#deltas,
       manifests: this.#manifests,
       blocks: services.blocks,
+      gossip: services.gossip,
       chain: services.chain,
       gate: this.#gate,
       publisher: this.#publisher,

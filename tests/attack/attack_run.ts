@@ -34,7 +34,9 @@ import {
   type AttackName,
   FROM_ROUND_1,
   LEADER_ATTACKS,
+  SERVING_ATTACKS,
   SLASHED_ATTACKS,
+  WITHHELD_LINE,
 } from "./behaviours.ts";
 
 const ATTACKER_MAIN = new URL("./attacker_main.ts", import.meta.url).pathname;
@@ -74,6 +76,8 @@ export interface AttackRunResult {
   creditedToAttackers: number;
   /** Tokens the chain credited to attackers in all rounds. */
   creditedToAttackersAllRounds: number;
+  /** Rounds the chain credited to honest peers, of rounds × honest peers. */
+  honestCredit: { credited: number; of: number };
   /** Every attacker was slashed in the job (a NodeSlashed event each). */
   slashed: boolean;
   /** The attackers' contribution on chain at the end (`contributionOf`). */
@@ -112,6 +116,21 @@ export function chooseAttackers(
   return ranked.slice(ranked.length - count);
 }
 
+/**
+ * The honest peers a run slows down: for `late-censor`, its victim, the
+ * honest peer ranked last for round 0, trains at a quarter of its speed
+ * (`--duty-cycle 0.25`), so its delta reaches the censor last.
+ */
+export function slowPeers(
+  attack: AttackName | null,
+  ranked: readonly string[],
+): string[] {
+  return attack === "late-censor" ? [ranked[ranked.length - 1]] : [];
+}
+
+/** How much of the time a slowed peer trains (`--duty-cycle`). */
+const SLOW_DUTY_CYCLE = 0.25;
+
 /** Runs one devnet to its last round and reads back what happened. */
 export async function runAttack(o: AttackRunOptions): Promise<AttackRunResult> {
   const log = o.log ?? (() => {});
@@ -132,14 +151,20 @@ async function attackCluster(
 ): Promise<AttackRunResult> {
   const ids = c.slots.map((s) => s.registration.peerId);
   const genesis = (await c.chainHead()).head;
-  const attackers = chooseAttackers(o.attack, rankLeaders(genesis, ids));
+  const ranked = rankLeaders(genesis, ids);
+  const attackers = chooseAttackers(o.attack, ranked);
+  const slow = slowPeers(o.attack, ranked);
   const isAttacker = (i: number) => attackers.includes(ids[i]);
   const honest = ids.map((_, i) => i).filter((i) => !isAttacker(i));
   const bad = ids.map((_, i) => i).filter(isAttacker);
   for (const i of bad) {
     await Deno.writeTextFile(
       `${c.slots[i].dataDir}/${ATTACK_FILE}`,
-      JSON.stringify({ name: o.attack, colluders: attackers }),
+      JSON.stringify({
+        name: o.attack,
+        colluders: attackers,
+        roundDeadlineMs: o.spec.roundDeadlineMs,
+      }),
     );
   }
   log(
@@ -147,7 +172,17 @@ async function attackCluster(
       bad.length ? `, attackers ${bad.map((i) => c.slots[i].name)}` : ""
     }`,
   );
-  const good = await c.spawn(honest);
+  const isSlow = (i: number) => slow.includes(ids[i]);
+  const good = await c.spawn(honest.filter((i) => !isSlow(i)));
+  const slowed = honest.filter(isSlow);
+  if (slowed.length > 0) {
+    good.push(
+      ...await c.spawn(slowed, {
+        from: good[0],
+        args: ["--duty-cycle", String(SLOW_DUTY_CYCLE)],
+      }),
+    );
+  }
   const evil = bad.length
     ? await c.spawn(bad, { from: good[0], entry: ATTACKER_MAIN })
     : [];
@@ -189,14 +224,16 @@ async function attackCluster(
 
   const all = Array.from({ length: o.spec.rounds }, (_, r) => r);
   // A delta attack happens in the rounds an attacker announced a delta in
-  // (one that fell behind may sit a round out); a leader attack in those
-  // it led: refused, or committed by it.
+  // (one that fell behind may sit a round out), a serving attack in those
+  // it withheld its delta in; a leader attack in those it led: refused, or
+  // committed by it.
   const announced = new Set<number>();
+  const line = o.attack !== null && SERVING_ATTACKS.includes(o.attack)
+    ? new RegExp(`^${WITHHELD_LINE}(\\d+)`, "gm")
+    : /^round (\d+): trained /gm;
   for (const p of evil) {
     const log = await Deno.readTextFile(p.log);
-    for (const m of log.matchAll(/^round (\d+): trained /gm)) {
-      announced.add(Number(m[1]));
-    }
+    for (const m of log.matchAll(line)) announced.add(Number(m[1]));
   }
   const attackedRounds = o.attack === null
     ? []
@@ -219,6 +256,8 @@ async function attackCluster(
         ),
       0,
     );
+  const creditedTo = (r: number, peer: string) =>
+    credits.get(r)?.has(accountOf.get(peer)!.toLowerCase()) ?? false;
   const falsePositives: AttackRunResult["falsePositives"] = [];
   for (const r of all) {
     for (const i of honest) {
@@ -235,7 +274,7 @@ async function attackCluster(
           peer,
           why: `${refused.what}:${refused.reason}`,
         });
-      } else if (!credits.get(r)?.has(accountOf.get(peer)!.toLowerCase())) {
+      } else if (!creditedTo(r, peer)) {
         falsePositives.push({ round: r, peer, why: "not credited" });
       }
     }
@@ -262,6 +301,13 @@ async function attackCluster(
       ? contributionLeft
       : credited(attackedRounds),
     creditedToAttackersAllRounds: credited(all),
+    honestCredit: {
+      credited: all.reduce(
+        (n, r) => n + honest.filter((i) => creditedTo(r, ids[i])).length,
+        0,
+      ),
+      of: all.length * honest.length,
+    },
     slashed: attackers.length > 0 &&
       attackerAccounts.every((a) => slashed.has(a)),
     contributionLeft,

@@ -16,6 +16,19 @@
  * - `censoring-leader`: when it aggregates, leaves out the honest delta
  *   that reached it first (the one it plainly had).
  * - `lying-leader`: when it aggregates, publishes a tampered checkpoint.
+ * - `late-censor`: when it aggregates, leaves out the honest delta that
+ *   reached it last (a slow peer's) and publishes at once, about 100 ms
+ *   after that delta came, without settling: a delta its verifiers hold
+ *   too, announced shortly before the manifest (protocol/censorship.ts).
+ * - `withholder`: trains honestly, announces its delta last, answers no
+ *   request for it ahead of its announcement (delta-wait) and takes every
+ *   request for its bytes without answering: the round's first leader's
+ *   for good, every other peer's until that leader has given up on it and
+ *   published (a collect window and a settling after it announced). Its
+ *   delta is left out as `unserved` and earns nothing; no honest leader
+ *   may be refused for it. In a round it leads itself it withholds
+ *   nothing (its own manifest would only fail for want of its delta), and
+ *   it logs the rounds it withholds in ({@linkcode WITHHELD_LINE}).
  * - `zero-delta`: announces an all-zero delta claiming 10⁹ tokens.
  * - `equivocation`: trains honestly, but beside each delta announcement
  *   signs and publishes a twin whose work commitment names another
@@ -46,6 +59,10 @@
  *   carries C(r − 1) − C(r) besides its steps, which the screen calls
  *   `misaligned`. Left out once, it is a suspect (protocol/audit_plan.ts)
  *   and audited on every segment, the first included.
+ * - `silent`: as `partial-work`, and live (gossiping, serving its delta),
+ *   but it takes every request for its work record or its states and
+ *   answers none: its audits can replay nothing. A quorum of silence
+ *   verdicts takes back the round's credit, and a second slashes it.
  * - `poisoned-start`: trains every step honestly on its own batches, from
  *   C(r), but from optimizer moments of its choosing: first moments of
  *   1e-3 along a fixed pattern over second moments of 1e-8, so AdamW's
@@ -65,7 +82,9 @@
  */
 import { Rng } from "../../kernels/data/rng.ts";
 import { HONEST, type RoundBehaviour } from "../../node/round/behaviour.ts";
+import { rankLeaders } from "../../protocol/assignment.ts";
 import { pseudoGradient } from "../../protocol/pseudo_gradient.ts";
+import { collectMs, settleMs } from "../../protocol/round_timing.ts";
 import type { TrainingState } from "../../protocol/state_hash.ts";
 
 /** Every attack, by its name in `bench attacks`. */
@@ -78,6 +97,7 @@ export const ATTACKS = [
   "cross-round",
   "censoring-leader",
   "lying-leader",
+  "late-censor",
   "zero-delta",
   "equivocation",
   "wrong-shard",
@@ -86,7 +106,9 @@ export const ATTACKS = [
   "partial-work",
   "partial-1of16",
   "lying-start",
+  "silent",
   "poisoned-start",
+  "withholder",
 ] as const;
 
 /** An attack's name. */
@@ -96,7 +118,14 @@ export type AttackName = typeof ATTACKS[number];
 export const LEADER_ATTACKS: readonly AttackName[] = [
   "censoring-leader",
   "lying-leader",
+  "late-censor",
 ];
+
+/**
+ * Attacks on serving, not on work: the attacker's deltas are honest work
+ * left out unserved, so it earns nothing and is never slashed.
+ */
+export const SERVING_ATTACKS: readonly AttackName[] = ["withholder"];
 
 /** Attacks whose deltas are refused before any manifest lists them. */
 export const REFUSED_ATTACKS: readonly AttackName[] = [
@@ -118,7 +147,8 @@ export const FROM_ROUND_1: readonly AttackName[] = [
 export const SLASHED_ATTACKS: readonly AttackName[] = ATTACKS.filter((a) =>
   // A leader's attack is on its manifest, not its own work; a replayed or
   // misbound delta is refused before any manifest lists it for audit.
-  !LEADER_ATTACKS.includes(a) && !REFUSED_ATTACKS.includes(a)
+  !LEADER_ATTACKS.includes(a) && !REFUSED_ATTACKS.includes(a) &&
+  !SERVING_ATTACKS.includes(a)
 );
 
 /** What an attacker peer knows beyond its own node. */
@@ -126,7 +156,12 @@ export interface AttackSetup {
   name: AttackName;
   /** Peer ids of every attacker of the run (ALIE's colluders). */
   colluders: string[];
+  /** The job's round deadline: how long the `withholder` holds back. */
+  roundDeadlineMs?: number;
 }
+
+/** How long the `late-censor` waits where a leader settles, at most, ms. */
+const LATE_CENSOR_WAIT_MS = 50;
 
 /** How long an ALIE colluder waits for the honest deltas, ms. */
 const ALIE_WAIT_MS = 15_000;
@@ -166,6 +201,8 @@ export function attackBehaviour(setup: AttackSetup): RoundBehaviour {
       return lastSegmentMadeUp();
     case "lying-start":
       return lyingStart();
+    case "silent":
+      return silent(partialWork());
     case "poisoned-start":
       return {
         ...HONEST,
@@ -220,6 +257,19 @@ export function attackBehaviour(setup: AttackSetup): RoundBehaviour {
           return fetched.filter((f) => f !== victim);
         },
       };
+    case "late-censor":
+      return {
+        ...HONEST,
+        contributions: (fetched) => {
+          const victim = fetched.findLast((f) =>
+            !setup.colluders.includes(f.peer)
+          );
+          return fetched.filter((f) => f !== victim);
+        },
+        leaderWait: (ms) => Math.min(ms, LATE_CENSOR_WAIT_MS),
+      };
+    case "withholder":
+      return withholder(setup);
     case "lying-leader":
       return {
         ...HONEST,
@@ -297,6 +347,28 @@ function lastSegmentMadeUp(): RoundBehaviour {
 }
 
 /**
+ * `behaviour`, withholding the work record and states it publishes: its
+ * blob service takes the requests for them and never answers.
+ */
+function silent(behaviour: RoundBehaviour): RoundBehaviour {
+  const withheld = new Set<string>();
+  return {
+    ...behaviour,
+    work: async (choice) => {
+      const record = await behaviour.work(choice);
+      for (const state of record.states) withheld.add(state);
+      return record;
+    },
+    announce: (msg) => {
+      const out = behaviour.announce(msg);
+      withheld.add(out.work);
+      return out;
+    },
+    withholds: (cid) => withheld.has(cid),
+  };
+}
+
+/**
  * The `lying-start` peer: its steps start from the parameters its last
  * round started from, and it commits the ones it was given as state 0.
  */
@@ -312,6 +384,58 @@ function lyingStart(): RoundBehaviour {
     },
     state: (s) => s.step === 0 && given ? { ...s, params: given } : s,
   };
+}
+
+/**
+ * The `withholder` peer (see the module doc); `setup.roundDeadlineMs` sets
+ * how long it holds its delta back from every peer but the first leader.
+ */
+function withholder(setup: AttackSetup): RoundBehaviour {
+  const config = { roundDeadlineMs: setup.roundDeadlineMs ?? 30_000 };
+  const holdMs = collectMs(config) + settleMs(config);
+  /** Its deltas by CID: the round's first leader, and the end of the hold. */
+  const held = new Map<string, { leader: string; until: number }>();
+  let leader = "";
+  return {
+    ...HONEST,
+    delta: async (c) => {
+      await othersAnnounced(c);
+      leader = rankLeaders(c.parent, [...c.live()])[0];
+      return c.delta;
+    },
+    announce: (msg) => {
+      if (leader !== msg.peer) {
+        held.set(msg.delta, { leader, until: Date.now() + holdMs });
+        console.log(`${WITHHELD_LINE}${msg.round}`);
+      }
+      return msg;
+    },
+    withholds: (cid, peer) => {
+      const h = held.get(cid);
+      return h !== undefined && (peer === h.leader || Date.now() < h.until);
+    },
+  };
+}
+
+/**
+ * What the `withholder` logs of each round it withholds its delta in,
+ * before the round's number.
+ */
+export const WITHHELD_LINE = "withholder: withholds its delta of round ";
+
+/** How long the `withholder` waits to announce last, ms. */
+const LAST_WAIT_MS = 15_000;
+
+/** Resolves once every other live peer's delta is in (or after a while). */
+async function othersAnnounced(
+  c: Parameters<RoundBehaviour["delta"]>[0],
+): Promise<void> {
+  const deadline = Date.now() + LAST_WAIT_MS;
+  while (Date.now() < deadline) {
+    const wanted = c.live().length - 1;
+    if ((await c.announced()).length >= wanted) return;
+    await new Promise((r) => setTimeout(r, 100));
+  }
 }
 
 /** How long a copier waits for another peer's delta, ms. */

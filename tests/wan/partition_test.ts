@@ -25,7 +25,8 @@ import {
   waitFor,
 } from "../../node/devnet/local_peer.ts";
 import { jobPeerArgs } from "../../node/devnet/job.ts";
-import { roundCommits } from "../../chain/registry_reads.ts";
+import { roundCommits, silencesOf } from "../../chain/registry_reads.ts";
+import { slashedAccounts } from "../../chain/registry.ts";
 import { cidToBytes32 } from "../../chain/attestation.ts";
 import {
   heal,
@@ -172,10 +173,24 @@ Deno.test({
             assert.ok(rounds.length > 0, `${a} credited after the heal`);
           }
           // Work the other side could not fetch meanwhile proves nothing:
-          // no honest peer is convicted by audits.
+          // no honest peer is convicted by audits, nor called silent (the
+          // other side's requests fail to dial; none is taken and left
+          // unanswered), nor struck or slashed on chain.
           for (const p of peers) {
             const log = await Deno.readTextFile(p.log);
             assert.doesNotMatch(log, /a quorum of auditors failed/, p.name);
+            assert.doesNotMatch(log, /FAILED its unanswered check/, p.name);
+          }
+          const job = cidToBytes32(c.job.id);
+          assert.deepEqual(
+            await slashedAccounts(c.chain.owner, job),
+            new Map(),
+          );
+          for (const a of [...majority, ...minority]) {
+            assert.equal(
+              await silencesOf(c.chain.owner, job, a as `0x${string}`),
+              0,
+            );
           }
         });
       })),
