@@ -9,6 +9,12 @@ import {
   signAuditFailure,
 } from "./audit_verdict.ts";
 import {
+  auditSilenceDigest,
+  recoverAuditSilenceSigner,
+  signAuditSilence,
+  silenceEvidence,
+} from "./silence_verdict.ts";
+import {
   WORK_COMMITMENT_TYPES,
   workCommitmentDigest,
 } from "./work_commitment.ts";
@@ -22,52 +28,88 @@ const FAILURE: AuditFailure = {
   commitment: workCommitmentDigest(domain, WORK),
 };
 
-Deno.test("a signed audit failure recovers to its auditor, and only as signed", async () => {
-  const sig = await signAuditFailure(auditor, domain, FAILURE);
-  assert.equal(
-    await recoverAuditFailureSigner(domain, FAILURE, sig),
-    auditor.address,
-  );
-  for (
-    const changed of [
-      { ...FAILURE, job: word(9) },
-      { ...FAILURE, round: 4 },
-      { ...FAILURE, peer: auditor.address },
-      { ...FAILURE, commitment: word(9) },
-    ]
-  ) {
-    assert.notEqual(
-      await recoverAuditFailureSigner(domain, changed, sig),
+/** The two verdicts on work: the same fields, different EIP-712 types. */
+const KINDS = [
+  {
+    name: "audit failure",
+    sign: signAuditFailure,
+    recover: recoverAuditFailureSigner,
+    digest: auditFailureDigest,
+    evidence: failedAuditEvidence,
+  },
+  {
+    name: "silence verdict",
+    sign: signAuditSilence,
+    recover: recoverAuditSilenceSigner,
+    digest: auditSilenceDigest,
+    evidence: silenceEvidence,
+  },
+];
+
+for (const kind of KINDS) {
+  Deno.test(`a signed ${kind.name} recovers to its auditor, and only as signed`, async () => {
+    const sig = await kind.sign(auditor, domain, FAILURE);
+    assert.equal(
+      await kind.recover(domain, FAILURE, sig),
       auditor.address,
     );
-  }
-  // Another chain or registry: another digest, so no cross-chain replay.
-  assert.notEqual(
-    auditFailureDigest({ ...domain, chainId: 1 }, FAILURE),
-    auditFailureDigest(domain, FAILURE),
-  );
-  assert.notEqual(
-    auditFailureDigest({ ...domain, registry: FAILURE.peer }, FAILURE),
-    auditFailureDigest(domain, FAILURE),
-  );
-});
+    for (
+      const changed of [
+        { ...FAILURE, job: word(9) },
+        { ...FAILURE, round: 4 },
+        { ...FAILURE, peer: auditor.address },
+        { ...FAILURE, commitment: word(9) },
+      ]
+    ) {
+      assert.notEqual(
+        await kind.recover(domain, changed, sig),
+        auditor.address,
+      );
+    }
+    // Another chain or registry: another digest, so no cross-chain replay.
+    assert.notEqual(
+      kind.digest({ ...domain, chainId: 1 }, FAILURE),
+      kind.digest(domain, FAILURE),
+    );
+    assert.notEqual(
+      kind.digest({ ...domain, registry: FAILURE.peer }, FAILURE),
+      kind.digest(domain, FAILURE),
+    );
+  });
 
-Deno.test("failed-audit evidence carries the commitment and verdicts ordered by signer", () => {
-  const verdicts = [
-    { signer: "0xbb00000000000000000000000000000000000000", signature: "0xb1" },
-    { signer: "0x0A00000000000000000000000000000000000000", signature: "0xa1" },
-    { signer: "0xAa00000000000000000000000000000000000000", signature: "0xaa" },
-  ] as const;
-  const [work, sigW, sigs] = decodeAbiParameters(
-    [
-      { type: "tuple", components: WORK_COMMITMENT_TYPES.WorkCommitment },
-      { type: "bytes" },
-      { type: "bytes[]" },
-    ],
-    failedAuditEvidence(WORK, "0x1234", verdicts),
+  Deno.test(`evidence of ${kind.name}s carries the commitment and verdicts ordered by signer`, () => {
+    const verdicts = [
+      {
+        signer: "0xbb00000000000000000000000000000000000000",
+        signature: "0xb1",
+      },
+      {
+        signer: "0x0A00000000000000000000000000000000000000",
+        signature: "0xa1",
+      },
+      {
+        signer: "0xAa00000000000000000000000000000000000000",
+        signature: "0xaa",
+      },
+    ] as const;
+    const [work, sigW, sigs] = decodeAbiParameters(
+      [
+        { type: "tuple", components: WORK_COMMITMENT_TYPES.WorkCommitment },
+        { type: "bytes" },
+        { type: "bytes[]" },
+      ],
+      kind.evidence(WORK, "0x1234", verdicts),
+    );
+    assert.deepEqual(work, WORK);
+    assert.equal(sigW, "0x1234");
+    // Numeric order, whatever the case of the hex digits.
+    assert.deepEqual(sigs, ["0xa1", "0xaa", "0xb1"]);
+  });
+}
+
+Deno.test("a failure verdict and a silence verdict over the same fields differ: neither stands for the other", () => {
+  assert.notEqual(
+    auditSilenceDigest(domain, FAILURE),
+    auditFailureDigest(domain, FAILURE),
   );
-  assert.deepEqual(work, WORK);
-  assert.equal(sigW, "0x1234");
-  // Numeric order, whatever the case of the hex digits.
-  assert.deepEqual(sigs, ["0xa1", "0xaa", "0xb1"]);
 });

@@ -1,26 +1,9 @@
 import assert from "node:assert/strict";
-import { TEST_ACCOUNT, TEST_DOMAIN, word, WORK } from "./_work_fixtures.ts";
-import {
-  concat,
-  decodeAbiParameters,
-  encodeAbiParameters,
-  keccak256,
-  toHex,
-} from "viem";
-import { auditFailureDigest } from "./audit_verdict.ts";
-import {
-  type AuditSilence,
-  auditSilenceDigest,
-  recoverAuditSilenceSigner,
-  signAuditSilence,
-  silenceEvidence,
-} from "./silence_verdict.ts";
-import {
-  WORK_COMMITMENT_TYPES,
-  workCommitmentDigest,
-} from "./work_commitment.ts";
+import { TEST_DOMAIN, WORK } from "./_work_fixtures.ts";
+import { concat, encodeAbiParameters, keccak256, toHex } from "viem";
+import { type AuditSilence, auditSilenceDigest } from "./silence_verdict.ts";
+import { workCommitmentDigest } from "./work_commitment.ts";
 
-const auditor = TEST_ACCOUNT;
 const domain = TEST_DOMAIN;
 const SILENCE: AuditSilence = {
   job: WORK.job,
@@ -75,59 +58,4 @@ Deno.test("the silence digest is the contract's: its type string, the domain, th
     auditSilenceDigest(domain, SILENCE),
     keccak256(concat(["0x1901", separator, structHash])),
   );
-});
-
-Deno.test("a signed silence verdict recovers to its auditor, and only as signed", async () => {
-  const sig = await signAuditSilence(auditor, domain, SILENCE);
-  assert.equal(
-    await recoverAuditSilenceSigner(domain, SILENCE, sig),
-    auditor.address,
-  );
-  for (
-    const changed of [
-      { ...SILENCE, job: word(9) },
-      { ...SILENCE, round: 4 },
-      { ...SILENCE, peer: auditor.address },
-      { ...SILENCE, commitment: word(9) },
-    ]
-  ) {
-    assert.notEqual(
-      await recoverAuditSilenceSigner(domain, changed, sig),
-      auditor.address,
-    );
-  }
-  // Another chain or registry: another digest, so no cross-chain replay.
-  assert.notEqual(
-    auditSilenceDigest({ ...domain, chainId: 1 }, SILENCE),
-    auditSilenceDigest(domain, SILENCE),
-  );
-  assert.notEqual(
-    auditSilenceDigest({ ...domain, registry: SILENCE.peer }, SILENCE),
-    auditSilenceDigest(domain, SILENCE),
-  );
-  // The same fields as a failure verdict, another digest: a verdict that
-  // the work failed is not one that it went unanswered, nor the reverse.
-  assert.notEqual(
-    auditSilenceDigest(domain, SILENCE),
-    auditFailureDigest(domain, SILENCE),
-  );
-});
-
-Deno.test("silence evidence carries the commitment and verdicts ordered by signer", () => {
-  const verdicts = [
-    { signer: "0xbb00000000000000000000000000000000000000", signature: "0xb1" },
-    { signer: "0x0A00000000000000000000000000000000000000", signature: "0xa1" },
-    { signer: "0xAa00000000000000000000000000000000000000", signature: "0xaa" },
-  ] as const;
-  const [work, sigW, sigs] = decodeAbiParameters(
-    [
-      { type: "tuple", components: WORK_COMMITMENT_TYPES.WorkCommitment },
-      { type: "bytes" },
-      { type: "bytes[]" },
-    ],
-    silenceEvidence(WORK, "0x1234", verdicts),
-  );
-  assert.deepEqual(work, WORK);
-  assert.equal(sigW, "0x1234");
-  assert.deepEqual(sigs, ["0xa1", "0xaa", "0xb1"]);
 });
