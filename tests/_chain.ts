@@ -19,6 +19,10 @@ import {
 import { type ChainClient, connectChain } from "../chain/client.ts";
 import { fundOnDevnet } from "../chain/deployment.ts";
 import { atomicWriteFile } from "../node/store/atomic_write.ts";
+import {
+  type WorkCommitment,
+  workCommitmentDigest,
+} from "../chain/work_commitment.ts";
 import { ChainError } from "../chain/errors.ts";
 import {
   createJob,
@@ -189,4 +193,39 @@ export async function rejects(promise: Promise<unknown>, reason: string) {
     assert.equal(err.reason, reason, err.message);
     return true;
   });
+}
+
+/** Asserts `promise` fails with `BadEvidence` for `reason`. */
+export async function rejectsEvidence(
+  promise: Promise<unknown>,
+  reason: string,
+) {
+  await assert.rejects(promise, (err: unknown) => {
+    assert.ok(err instanceof ChainError, `not a ChainError: ${err}`);
+    assert.equal(err.reason, "BadEvidence", err.message);
+    assert.equal(err.args[0], reason, err.message);
+    return true;
+  });
+}
+
+/** The registry's EIP-712 domain as `node` sees it. */
+export function domainOf(node: TestAccount) {
+  return { chainId: node.client.chainId, registry: node.reg.address };
+}
+
+/**
+ * What a verdict on `work`, signed by `accused`, names: the fields an
+ * `AuditFailure` and an `AuditSilence` share.
+ */
+export function verdictOn(
+  node: TestAccount,
+  work: WorkCommitment,
+  accused: `0x${string}`,
+) {
+  return {
+    job: work.job,
+    round: work.round,
+    peer: accused,
+    commitment: workCommitmentDigest(domainOf(node), work),
+  };
 }

@@ -21,7 +21,6 @@ import {
   signAuditFailure,
   signAuditRefutation,
 } from "../chain/audit_verdict.ts";
-import { ChainError } from "../chain/errors.ts";
 import {
   claimReward,
   commitRound,
@@ -46,7 +45,6 @@ import {
   kernelId,
   signWorkCommitment,
   type WorkCommitment,
-  workCommitmentDigest,
 } from "../chain/work_commitment.ts";
 import * as fixture from "./_chain.ts";
 
@@ -71,26 +69,8 @@ function workOf(round: number, tokens = SILENT_TOKENS[round]): WorkCommitment {
   };
 }
 
-function domainOf(node: fixture.TestAccount) {
-  return { chainId: node.client.chainId, registry: node.reg.address };
-}
-
 function addressOf(node: fixture.TestAccount): `0x${string}` {
   return node.client.account.address;
-}
-
-/** What an auditor signs when `accused` left its audit of `work` unanswered. */
-function silenceOf(
-  node: fixture.TestAccount,
-  work: WorkCommitment,
-  accused: `0x${string}`,
-): AuditSilence {
-  return {
-    job: work.job,
-    round: work.round,
-    peer: accused,
-    commitment: workCommitmentDigest(domainOf(node), work),
-  };
 }
 
 /** `auditor`'s signed silence verdict. */
@@ -102,7 +82,7 @@ async function silenceVerdict(
     signer: addressOf(auditor),
     signature: await signAuditSilence(
       auditor.client.account,
-      domainOf(auditor),
+      fixture.domainOf(auditor),
       silence,
     ),
   };
@@ -117,7 +97,7 @@ async function failureVerdict(
     signer: addressOf(auditor),
     signature: await signAuditFailure(
       auditor.client.account,
-      domainOf(auditor),
+      fixture.domainOf(auditor),
       failure,
     ),
   };
@@ -129,10 +109,14 @@ async function evidenceOf(
   work: WorkCommitment,
   auditors: readonly fixture.TestAccount[],
 ): Promise<`0x${string}`> {
-  const silence = silenceOf(silent, work, addressOf(silent));
+  const silence = fixture.verdictOn(silent, work, addressOf(silent));
   return silenceEvidence(
     work,
-    await signWorkCommitment(silent.client.account, domainOf(silent), work),
+    await signWorkCommitment(
+      silent.client.account,
+      fixture.domainOf(silent),
+      work,
+    ),
     await Promise.all(auditors.map((a) => silenceVerdict(a, silence))),
   );
 }
@@ -146,16 +130,6 @@ function falseVerdictsOf(
     abi: zooRegistryAbi,
     functionName: "falseVerdicts",
     args: [fixture.JOB, account],
-  });
-}
-
-/** Asserts `promise` fails with BadEvidence for `reason`. */
-async function rejectsEvidence(promise: Promise<unknown>, reason: string) {
-  await assert.rejects(promise, (err: unknown) => {
-    assert.ok(err instanceof ChainError, `not a ChainError: ${err}`);
-    assert.equal(err.reason, "BadEvidence", err.message);
-    assert.equal(err.args[0], reason, err.message);
-    return true;
   });
 }
 
@@ -212,7 +186,7 @@ silenceTest(
   async ({ silent, a, b, account, submit }) => {
     const work = workOf(0);
     // The contract's digest is viem's.
-    const silence = silenceOf(silent, work, account);
+    const silence = fixture.verdictOn(silent, work, account);
     assert.equal(
       await readContract(b.client.public, {
         address: b.reg.address,
@@ -220,7 +194,7 @@ silenceTest(
         functionName: "auditSilenceDigest",
         args: [silence],
       }),
-      auditSilenceDigest(domainOf(b), silence),
+      auditSilenceDigest(fixture.domainOf(b), silence),
     );
     assert.equal(await contributionOf(b.reg, fixture.JOB, account), 50n);
     const before = await readJob(b.reg, fixture.JOB);
@@ -352,12 +326,16 @@ silenceTest(
     };
     const refute = async (by: fixture.TestAccount) => ({
       signer: addressOf(by),
-      signature: await signAuditRefutation(by.client.account, domainOf(by), {
-        job: fixture.JOB,
-        round: 0,
-        accuser: account,
-        failure: auditFailureDigest(domainOf(by), failure),
-      }),
+      signature: await signAuditRefutation(
+        by.client.account,
+        fixture.domainOf(by),
+        {
+          job: fixture.JOB,
+          round: 0,
+          accuser: account,
+          failure: auditFailureDigest(fixture.domainOf(by), failure),
+        },
+      ),
     });
     await submit(
       EVIDENCE_FALSE_VERDICT,
@@ -383,25 +361,25 @@ silenceTest(
     const work = workOf(0);
     const sigW = await signWorkCommitment(
       silent.client.account,
-      domainOf(silent),
+      fixture.domainOf(silent),
       work,
     );
-    const failure: AuditFailure = silenceOf(silent, work, account);
+    const failure: AuditFailure = fixture.verdictOn(silent, work, account);
     const failures = [
       await failureVerdict(a, failure),
       await failureVerdict(b, failure),
     ];
     const silences = [
-      await silenceVerdict(a, silenceOf(silent, work, account)),
-      await silenceVerdict(b, silenceOf(silent, work, account)),
+      await silenceVerdict(a, fixture.verdictOn(silent, work, account)),
+      await silenceVerdict(b, fixture.verdictOn(silent, work, account)),
     ];
     // Each pair convicts under its own kind (checked last, below); under
     // the other it recovers to strangers.
-    await rejectsEvidence(
+    await fixture.rejectsEvidence(
       submit(EVIDENCE_SILENCE, silenceEvidence(work, sigW, failures)),
       "fewer verdicts in good standing than the job's quorum",
     );
-    await rejectsEvidence(
+    await fixture.rejectsEvidence(
       submit(EVIDENCE_FAILED_AUDIT, failedAuditEvidence(work, sigW, silences)),
       "fewer verdicts in good standing than the job's quorum",
     );
@@ -423,10 +401,10 @@ silenceTest(
     const work = workOf(0);
     const sigW = await signWorkCommitment(
       silent.client.account,
-      domainOf(silent),
+      fixture.domainOf(silent),
       work,
     );
-    const silence = silenceOf(silent, work, account);
+    const silence = fixture.verdictOn(silent, work, account);
     const byA = await silenceVerdict(a, silence);
     const byB = await silenceVerdict(b, silence);
     // A registered node that never joined the job.
@@ -475,7 +453,7 @@ silenceTest(
         "a commitment signed by someone else",
         silenceEvidence(
           work,
-          await signWorkCommitment(a.client.account, domainOf(a), work),
+          await signWorkCommitment(a.client.account, fixture.domainOf(a), work),
           [byA, byB],
         ),
         "not signed by the account",
@@ -487,11 +465,12 @@ silenceTest(
       ],
     ];
     for (const [what, evidence, reason] of cases) {
-      await rejectsEvidence(submit(EVIDENCE_SILENCE, evidence), reason).catch(
-        (err) => {
-          throw new Error(`${what}: ${err}`);
-        },
-      );
+      await fixture.rejectsEvidence(submit(EVIDENCE_SILENCE, evidence), reason)
+        .catch(
+          (err) => {
+            throw new Error(`${what}: ${err}`);
+          },
+        );
     }
     // Nothing was taken or counted.
     assert.equal(await silencesOf(b.reg, fixture.JOB, account), 0);

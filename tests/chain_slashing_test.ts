@@ -21,7 +21,6 @@ import {
   signAuditFailure,
   signAuditRefutation,
 } from "../chain/audit_verdict.ts";
-import { ChainError } from "../chain/errors.ts";
 import {
   addStake,
   beginExit,
@@ -66,14 +65,10 @@ const OTHER: WorkCommitment = {
   trajectory: fixture.digestOf("another trajectory"),
 };
 
-function domainOf(node: fixture.TestAccount) {
-  return { chainId: node.client.chainId, registry: node.reg.address };
-}
-
 function sign(
   node: fixture.TestAccount,
   work: WorkCommitment,
-  domain = domainOf(node),
+  domain = fixture.domainOf(node),
 ) {
   return signWorkCommitment(node.client.account, domain, work);
 }
@@ -178,7 +173,7 @@ slashingTest(
       functionName: "workCommitmentDigest",
       args: [WORK],
     });
-    assert.equal(onChain, workCommitmentDigest(domainOf(cheat), WORK));
+    assert.equal(onChain, workCommitmentDigest(fixture.domainOf(cheat), WORK));
     const evidence = equivocationEvidence(
       WORK,
       await sign(cheat, WORK),
@@ -246,9 +241,9 @@ slashingTest(
         "signed for another chain",
         equivocationEvidence(
           WORK,
-          await sign(cheat, WORK, { ...domainOf(cheat), chainId: 1 }),
+          await sign(cheat, WORK, { ...fixture.domainOf(cheat), chainId: 1 }),
           OTHER,
-          await sign(cheat, OTHER, { ...domainOf(cheat), chainId: 1 }),
+          await sign(cheat, OTHER, { ...fixture.domainOf(cheat), chainId: 1 }),
         ),
       ],
       [
@@ -296,25 +291,11 @@ slashingTest(
 
 // ---------------------------------------------------------- failed audits
 
-/** The verdict that `work`, signed by `accused`, failed its audit. */
-function failureOf(
-  node: fixture.TestAccount,
-  work: WorkCommitment,
-  accused: `0x${string}`,
-): AuditFailure {
-  return {
-    job: work.job,
-    round: work.round,
-    peer: accused,
-    commitment: workCommitmentDigest(domainOf(node), work),
-  };
-}
-
 /** `auditor`'s signed verdict on `failure`. */
 async function verdict(
   auditor: fixture.TestAccount,
   failure: AuditFailure,
-  domain = domainOf(auditor),
+  domain = fixture.domainOf(auditor),
 ) {
   return {
     signer: auditor.client.account.address,
@@ -322,21 +303,11 @@ async function verdict(
   };
 }
 
-/** Asserts `promise` fails with BadEvidence for `reason`. */
-async function rejectsEvidence(promise: Promise<unknown>, reason: string) {
-  await assert.rejects(promise, (err: unknown) => {
-    assert.ok(err instanceof ChainError, `not a ChainError: ${err}`);
-    assert.equal(err.reason, "BadEvidence", err.message);
-    assert.equal(err.args[0], reason, err.message);
-    return true;
-  });
-}
-
 slashingTest(
   "a member whose work a quorum of others failed in audit loses the job's stake, membership and unclaimed contribution; a tenth to the reporter, the rest to the pool; once per round, apart from equivocation",
   parseEther("2"),
   async ({ cheat, honest, reporter, account }) => {
-    const failure = failureOf(cheat, WORK, account);
+    const failure = fixture.verdictOn(cheat, WORK, account);
     // The contract's digest is viem's.
     const onChain = await readContract(cheat.client.public, {
       address: cheat.reg.address,
@@ -344,7 +315,7 @@ slashingTest(
       functionName: "auditFailureDigest",
       args: [failure],
     });
-    assert.equal(onChain, auditFailureDigest(domainOf(cheat), failure));
+    assert.equal(onChain, auditFailureDigest(fixture.domainOf(cheat), failure));
     const evidence = failedAuditEvidence(WORK, await sign(cheat, WORK), [
       await verdict(reporter, failure),
       await verdict(honest, failure),
@@ -387,7 +358,7 @@ slashingTest(
         evidence,
       });
     const sigWork = await sign(cheat, WORK);
-    const failure = failureOf(cheat, WORK, account);
+    const failure = fixture.verdictOn(cheat, WORK, account);
     const byHonest = await verdict(honest, failure);
     const byReporter = await verdict(reporter, failure);
     const evidence = (
@@ -413,9 +384,9 @@ slashingTest(
       [WORK, sigWork, [high.signature, low.signature]],
     );
     const otherJob = { ...WORK, job: fixture.digestOf("other job") };
-    const otherChain = { ...domainOf(cheat), chainId: 1 };
+    const otherChain = { ...fixture.domainOf(cheat), chainId: 1 };
     const otherRegistry = {
-      ...domainOf(cheat),
+      ...fixture.domainOf(cheat),
       registry: stranger.client.account.address,
     };
     const cases: [string, `0x${string}`, string][] = [
@@ -444,7 +415,7 @@ slashingTest(
         "a verdict on another commitment",
         evidence([
           byHonest,
-          await verdict(reporter, failureOf(cheat, OTHER, account)),
+          await verdict(reporter, fixture.verdictOn(cheat, OTHER, account)),
         ]),
         "fewer verdicts in good standing than the job's quorum",
       ],
@@ -478,8 +449,11 @@ slashingTest(
         "a commitment of another job",
         evidence(
           [
-            await verdict(honest, failureOf(cheat, otherJob, account)),
-            await verdict(reporter, failureOf(cheat, otherJob, account)),
+            await verdict(honest, fixture.verdictOn(cheat, otherJob, account)),
+            await verdict(
+              reporter,
+              fixture.verdictOn(cheat, otherJob, account),
+            ),
           ],
           otherJob,
           await sign(cheat, otherJob),
@@ -508,14 +482,14 @@ slashingTest(
       ],
     ];
     for (const [what, bytes, reason] of cases) {
-      await rejectsEvidence(submit(bytes), reason).catch((err) => {
+      await fixture.rejectsEvidence(submit(bytes), reason).catch((err) => {
         throw new Error(`${what}: ${err}`);
       });
     }
     // Verdicts count only from members in good standing: the valid pair
     // of the test above, once one auditor starts leaving, is short.
     await beginExit(honest.reg);
-    await rejectsEvidence(
+    await fixture.rejectsEvidence(
       submit(evidence([byHonest, byReporter])),
       "fewer verdicts in good standing than the job's quorum",
     );
@@ -545,7 +519,7 @@ Deno.test({
         attestation: round0,
         signatures: await fixture.signAll(rest, round0),
       });
-      const failure = failureOf(cheat, WORK, account);
+      const failure = fixture.verdictOn(cheat, WORK, account);
       const verdicts = (await Promise.all(
         [leaver, colluder, ...rest].map((a) => verdict(a, failure)),
       )).sort((a, b) => BigInt(a.signer) < BigInt(b.signer) ? -1 : 1);
@@ -617,7 +591,7 @@ Deno.test({
           BigInt(credited.slashableUntil),
         );
         // The evidence lands meanwhile and takes the stake.
-        const failure = failureOf(cheat, WORK, account);
+        const failure = fixture.verdictOn(cheat, WORK, account);
         const verdicts = (await Promise.all(
           [honest, reporter].map((a) => verdict(a, failure)),
         )).sort((a, b) => BigInt(a.signer) < BigInt(b.signer) ? -1 : 1);
@@ -667,18 +641,22 @@ Deno.test({
         failure: AuditFailure,
       ) => ({
         signer: by.client.account.address,
-        signature: await signAuditRefutation(by.client.account, domainOf(by), {
-          job: failure.job,
-          round: failure.round,
-          accuser: liarAccount,
-          failure: auditFailureDigest(domainOf(by), failure),
-        }),
+        signature: await signAuditRefutation(
+          by.client.account,
+          fixture.domainOf(by),
+          {
+            job: failure.job,
+            round: failure.round,
+            accuser: liarAccount,
+            failure: auditFailureDigest(fixture.domainOf(by), failure),
+          },
+        ),
       });
       const accuse = async (
         accused: fixture.TestAccount,
         work: WorkCommitment,
       ) => {
-        const failure = failureOf(
+        const failure = fixture.verdictOn(
           accused,
           work,
           accused.client.account.address,
@@ -704,7 +682,7 @@ Deno.test({
           [liar, "a verdict by the accused"],
         ] as const
       ) {
-        await rejectsEvidence(
+        await fixture.rejectsEvidence(
           submit(falseVerdictEvidence(first.failure, first.signature, [
             refutations[0],
             await refute(by, first.failure),
@@ -712,14 +690,14 @@ Deno.test({
           reason,
         );
       }
-      await rejectsEvidence(
+      await fixture.rejectsEvidence(
         submit(falseVerdictEvidence(first.failure, first.signature, [
           refutations[0],
         ])),
         "fewer verdicts than the job's quorum",
       );
       const stranger = await chain.account();
-      await rejectsEvidence(
+      await fixture.rejectsEvidence(
         submit(falseVerdictEvidence(first.failure, first.signature, [
           refutations[0],
           await refute(stranger, first.failure),
@@ -727,7 +705,7 @@ Deno.test({
         "fewer verdicts in good standing than the job's quorum",
       );
       // A verdict it did not sign is not its offence.
-      await rejectsEvidence(
+      await fixture.rejectsEvidence(
         submit(falseVerdictEvidence(
           first.failure,
           (await verdict(other, first.failure)).signature,
