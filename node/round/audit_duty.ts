@@ -36,6 +36,7 @@ import {
   type RefutationNotice,
 } from "../../protocol/messages.ts";
 import type { RoundManifest } from "../../protocol/round_manifest.ts";
+import { leftUnanswered } from "../../protocol/silence_rule.ts";
 import { claimedSegment, claimedSteps } from "../../protocol/inner_steps.ts";
 import {
   segmentBounds,
@@ -113,9 +114,6 @@ export interface AuditDutyOptions extends AuditVerdictsOptions {
 
 /** How often an unserved record or state is asked for again, at most, ms. */
 export const UNSERVED_RETRY_MS = 2_000;
-
-/** Tries left unanswered, at least, for a verdict of silence. */
-export const SILENT_TRIES = 1;
 
 /** Runs this peer's audits and turns a quorum of failures into a slash. */
 export class AuditDuty {
@@ -379,7 +377,7 @@ export class AuditDuty {
     let verdict: AuditVerdict;
     /** The latest proof: its own "not found" in time, or malformed bytes. */
     let refusal: WorkRecordUnserved | StateUnserved | null = null;
-    /** Tries its peer took and answered nothing to (see `#unanswered`). */
+    /** Tries its peer took and answered nothing to (protocol/silence_rule.ts). */
     let silent = 0;
     /** When the first of them began (Date.now() ms). */
     let silentSince = Infinity;
@@ -414,7 +412,14 @@ export class AuditDuty {
       const left = window - (performance.now() - start);
       // Silence is no answer at all, which an honest peer never gives,
       // however late: its states collected, it says "not found".
-      if (refusal === null && this.#unanswered(peer, silent, silentSince)) {
+      if (
+        refusal === null &&
+        leftUnanswered({
+          silent,
+          since: silentSince,
+          heard: this.#o.heard(peer),
+        })
+      ) {
         verdict = {
           passed: false,
           check: "unanswered",
@@ -475,18 +480,6 @@ export class AuditDuty {
         : `round ${round}: audit of ${peer} segment ${segment} FAILED its ${verdict.check} check: ${verdict.reason}`,
     );
     return verdict;
-  }
-
-  /**
-   * Whether `peer` left an audit unanswered while live: at least
-   * `SILENT_TRIES` tries were streams it took and answered nothing on
-   * within the header timeout (a partition fails the dial instead, and an
-   * honest peer answers at once, "not found" included), and a heartbeat of
-   * its arrived here after the first of them began: it was live all along.
-   */
-  #unanswered(peer: string, silent: number, since: number): boolean {
-    const heard = this.#o.heard(peer);
-    return silent >= SILENT_TRIES && heard !== null && heard >= since;
   }
 
   /**
