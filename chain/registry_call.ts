@@ -40,9 +40,19 @@ export type WriteName =
   | "slash";
 
 /**
+ * Headroom over the gas estimate, in quarters of it. An estimate holds only
+ * for the block it was made in: `commitRound` stores a time (`slashableUntil`)
+ * for each contributor, a no-op write (100 gas) when the estimate's block
+ * has the timestamp the last commit wrote and a changed one (2,900) when the
+ * transaction is mined a second later, which ran a commit out of gas.
+ */
+const GAS_HEADROOM_QUARTERS = 1n;
+
+/**
  * Sends one registry transaction: simulated first (a revert becomes a
- * {@linkcode ChainError} before any gas is spent), then awaited to its
- * receipt. `action` names it in error messages ("Cannot <action>: ...").
+ * {@linkcode ChainError} before any gas is spent), then sent with headroom
+ * over its gas estimate and awaited to its receipt. `action` names it in
+ * error messages ("Cannot <action>: ...").
  */
 export async function write(
   reg: Registry,
@@ -61,7 +71,13 @@ export async function write(
       value,
       account: client.account,
     } as never);
-    const hash = await client.wallet.writeContract(request as never);
+    const estimate = await client.public.estimateContractGas(
+      request as never,
+    );
+    const hash = await client.wallet.writeContract({
+      ...(request as object),
+      gas: estimate + (estimate * GAS_HEADROOM_QUARTERS) / 4n,
+    } as never);
     const receipt = await client.public.waitForTransactionReceipt({ hash });
     if (receipt.status !== "success") {
       throw new ChainError(

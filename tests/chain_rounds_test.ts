@@ -1,5 +1,8 @@
 import assert from "node:assert/strict";
 import { parseEther } from "viem";
+import { generatePrivateKey } from "viem/accounts";
+import { connectChain } from "../chain/client.ts";
+import { fundOnDevnet } from "../chain/deployment.ts";
 import { attestationDigest } from "../chain/attestation.ts";
 import { zooRegistryAbi } from "../chain/artifact.ts";
 import {
@@ -159,6 +162,82 @@ Deno.test({
         paid += (await claimReward(n.reg, { job: JOB })).amount;
       }
       assert.equal(paid, REWARD);
+    }),
+});
+
+/**
+ * An RPC endpoint in front of `anvilUrl` that lets a second pass on the
+ * chain's clock between a transaction's gas estimate and its mining: the
+ * estimate sees the block time frozen at the last block's, the transaction
+ * is mined 5 s later, as on a loaded machine whose commit crosses a second.
+ */
+function lateMiningProxy(anvilUrl: string): Deno.HttpServer<Deno.NetAddr> {
+  const call = (method: string, params: unknown[]) =>
+    fetch(anvilUrl, {
+      method: "POST",
+      headers: { "content-type": "application/json" },
+      body: JSON.stringify({ jsonrpc: "2.0", id: 0, method, params }),
+    }).then((r) => r.json());
+  return Deno.serve(
+    { hostname: "127.0.0.1", port: 0, onListen() {} },
+    async (req) => {
+      const body = await req.text();
+      const { method } = JSON.parse(body) as { method: string };
+      if (method === "eth_estimateGas") {
+        await call("anvil_setBlockTimestampInterval", [0]);
+      }
+      if (method === "eth_sendRawTransaction") {
+        await call("anvil_removeBlockTimestampInterval", []);
+        await call("evm_increaseTime", [5]);
+      }
+      return fetch(anvilUrl, {
+        method: "POST",
+        headers: { "content-type": "application/json" },
+        body,
+      });
+    },
+  );
+}
+
+Deno.test({
+  name:
+    "chain: a commit mined seconds after its gas estimate still lands (the contributors' slashable times change)",
+  ...CHAIN_TEST,
+  fn: () =>
+    withChain(async (chain) => {
+      const [a, b, c] = await jobWithMembers(chain, 3, {
+        quorum: 2,
+        rounds: 2,
+      });
+      const round0 = attestation(0, GENESIS, [
+        { node: a, tokens: 1n },
+        { node: b, tokens: 1n },
+        { node: c, tokens: 1n },
+      ]);
+      await commitRound(a.reg, {
+        attestation: round0,
+        signatures: await signAll([a, b], round0),
+      });
+      const proxy = lateMiningProxy(chain.anvil.rpcUrl);
+      try {
+        const late = await connectChain({
+          rpcUrl: `http://127.0.0.1:${proxy.addr.port}`,
+          accountKey: generatePrivateKey(),
+        });
+        await fundOnDevnet(late, [late.account.address]);
+        const round1 = attestation(1, round0.checkpoint, [
+          { node: a, tokens: 1n },
+          { node: b, tokens: 1n },
+          { node: c, tokens: 1n },
+        ]);
+        await commitRound({ client: late, address: chain.registry }, {
+          attestation: round1,
+          signatures: await signAll([a, b], round1),
+        });
+        assert.equal((await readJob(a.reg, JOB)).nextRound, 2);
+      } finally {
+        await proxy.shutdown();
+      }
     }),
 });
 
