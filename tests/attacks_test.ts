@@ -137,6 +137,29 @@ for (const attack of FAST.filter((a) => SLASHED_ATTACKS.includes(a))) {
   );
 }
 
+/**
+ * Attacks on the verdicts, among 4 peers: a verdict needs a quorum of 2
+ * members besides its accused and its signer (refutations of a lying
+ * auditor's), or of 2 in good standing when one signer has exited or been
+ * slashed, and the job goes on with the 2 honest peers that stay.
+ */
+const verdictSpec = tinySpec({
+  minPeers: 2,
+  quorum: 2,
+  rounds: 3,
+  roundDeadlineMs: ROUND_DEADLINE_MS,
+});
+
+for (
+  const attack of [
+    "lying-auditor",
+    "exiting-signer",
+    "colluding-verdicts",
+  ] as const
+) {
+  slashedTest(attack, verdictSpec, false, "", 4);
+}
+
 // Sign deltas end to end. Honest sign deltas agree about half as much as
 // int4 ones, so a copy could make the copied delta the screen's reference
 // and the third peer's "misaligned": `bench attacks --compression sign`
@@ -150,21 +173,22 @@ slashedTest(
 );
 
 /**
- * `attack` among 3 peers on `job` is slashed and keeps nothing; `sampled`:
- * it is caught only when an audit draws a made-up segment.
+ * `attack` among `peers` on `job` is slashed and keeps nothing;
+ * `sampled`: it is caught only when an audit draws a made-up segment.
  */
 function slashedTest(
   attack: AttackName,
   job: JobSpec,
   sampled: boolean,
   label = "",
+  peers = 3,
 ): void {
   Deno.test({
     name:
-      `attacks: ${attack} among 3 peers${label} is slashed on chain and keeps nothing`,
+      `attacks: ${attack} among ${peers} peers${label} is slashed on chain and keeps nothing`,
     ...JOB_TEST,
     fn: async () => {
-      const r = await runAttack({ attack, peers: 3, spec: job, keys });
+      const r = await runAttack({ attack, peers, spec: job, keys });
       assert.ok(r.attackedRounds.length > 0, "the attack never happened");
       // Caught in the round it first cheated (an equivocation as it
       // happens, a replay once the round has closed), or for a sampled
@@ -183,6 +207,8 @@ function slashedTest(
         assert.equal(r.failedAuditRounds[0], r.attackedRounds[0]);
       }
       assert.ok(r.slashed, "the attacker was not slashed");
+      // Its signer's exit did not void the evidence it signed.
+      if (attack === "exiting-signer") assert.equal(r.signerExitedFirst, true);
       assert.equal(r.contributionLeft, 0);
       assert.equal(r.creditedToAttackers, 0);
       assert.deepEqual(r.falsePositives, []);

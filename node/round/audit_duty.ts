@@ -49,6 +49,7 @@ import {
   KEEP_AUDIT_ROUNDS,
 } from "../../protocol/audit_book.ts";
 import type { Auditor, AuditVerdict } from "./audit.ts";
+import { HONEST, type RoundBehaviour } from "./behaviour.ts";
 import { StateUnserved } from "./audit_errors.ts";
 import { sleep } from "./abortable.ts";
 import {
@@ -110,6 +111,8 @@ export interface AuditDutyOptions extends AuditVerdictsOptions {
    * (`KEEP_STATE_ROUNDS`), draws no verdict.
    */
   serveWindowMs?: number;
+  /** Which segments this peer judges, and how (default: HONEST's). */
+  behaviour?: Pick<RoundBehaviour, "audits" | "verdict">;
 }
 
 /** How often an unserved record or state is asked for again, at most, ms. */
@@ -135,8 +138,11 @@ export class AuditDuty {
   /** Audits run one at a time: each replay shares the compute. */
   #queue: Promise<unknown> = Promise.resolve();
 
+  readonly #behaviour: Pick<RoundBehaviour, "audits" | "verdict">;
+
   constructor(o: AuditDutyOptions) {
     this.#o = o;
+    this.#behaviour = o.behaviour ?? HONEST;
     this.#book = new AuditBook(o.account.address, o.spec.quorum);
     this.#held = new AuditVerdicts(o);
     this.#silences = new AuditVerdicts(o, SILENCES);
@@ -188,11 +194,12 @@ export class AuditDuty {
       }
       // A delta of fewer steps has fewer segments: draws may coincide.
       const drawn = new Map<number, boolean>();
+      const judged = peer !== self && this.#behaviour.audits(peer);
       for (const a of audits) {
         const segment = claimedSegment(spec, msg.tokens, a.segment);
         drawn.set(
           segment,
-          drawn.get(segment) === true || a.auditors.includes(self),
+          drawn.get(segment) === true || a.auditors.includes(self) || judged,
         );
       }
       return this.#act(
@@ -448,6 +455,7 @@ export class AuditDuty {
       }
       await sleep(Math.min(left, UNSERVED_RETRY_MS, window / 4));
     }
+    verdict = this.#behaviour.verdict(peer, verdict);
     const ms = Math.round(performance.now() - start);
     const bounds = segmentBounds(
       claimedSteps(this.#o.spec, work.tokens),

@@ -12,6 +12,7 @@ import type { DeltaAnnounce } from "../../protocol/messages.ts";
 import type { RoundCheckpoint } from "../../protocol/round_checkpoint.ts";
 import type { TrainingState } from "../../protocol/state_hash.ts";
 import type { WorkRecord } from "../../protocol/work_record.ts";
+import type { AuditVerdict } from "./audit.ts";
 import type { RoundStart } from "./round_io.ts";
 
 /** A delta announcement before its work commitment is signed. */
@@ -78,6 +79,13 @@ export interface RoundBehaviour {
    * unanswered too.
    */
   withholds(cid: string, peer: string): boolean;
+  /**
+   * Whether this peer replays and judges `peer`'s drawn segments though
+   * the audit plan drew other auditors for them.
+   */
+  audits(peer: string): boolean;
+  /** The verdict to sign on `peer`'s segment, given the one it reached. */
+  verdict(peer: string, verdict: AuditVerdict): AuditVerdict;
   /** Of the deltas a leader fetched, those it goes on to aggregate. */
   contributions<T extends { readonly peer: string }>(fetched: T[]): T[];
   /**
@@ -103,6 +111,8 @@ export const HONEST: RoundBehaviour = {
   announce: (msg) => msg,
   also: () => [],
   withholds: () => false,
+  audits: () => false,
+  verdict: (_peer, verdict) => verdict,
   contributions: (fetched) => fetched,
   leaderWait: (ms) => ms,
   checkpoint: (next) => next,

@@ -11,6 +11,7 @@ import type { JobSpec } from "../../protocol/job_spec.ts";
 import type { RoundState } from "../../protocol/round_state.ts";
 import { Auditor } from "./audit.ts";
 import { AuditDuty } from "./audit_duty.ts";
+import type { RoundBehaviour } from "./behaviour.ts";
 import type { BlobGetter } from "./blob_getter.ts";
 import type { DeltaGate } from "./delta_gate.ts";
 import type { DeltaReader } from "./delta_reader.ts";
@@ -50,6 +51,8 @@ export interface PeerAuditsOptions {
   members: Pick<MemberCache, "isMemberAccount" | "forgetAccount">;
   ledger: RoundLedger;
   state: () => Pick<RoundState, "round">;
+  /** Which segments this peer judges, and how (default: HONEST's). */
+  behaviour?: Pick<RoundBehaviour, "audits" | "verdict">;
   log: (line: string) => void;
 }
 
@@ -122,6 +125,7 @@ export function peerAudits(
     heard: (peer) => o.gossip.lastHeard(peer),
     convict: (account, from) => gate.convict(account, from),
     stopped: () => o.blobs.signal.aborted,
+    behaviour: o.behaviour,
     log: o.log,
   });
   return {

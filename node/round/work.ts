@@ -151,6 +151,7 @@ export class RoundWork {
       members: o.members,
       ledger: o.ledger,
       state: o.state,
+      behaviour: this.#behaviour,
       log: o.log,
     });
     this.#attester = new Attester({

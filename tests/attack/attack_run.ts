@@ -13,6 +13,7 @@
  *
  * @module
  */
+import { zooRegistryAbi } from "../../chain/artifact.ts";
 import { cidToBytes32 } from "../../chain/attestation.ts";
 import {
   contributionOf,
@@ -20,7 +21,10 @@ import {
   roundCredits,
   slashedAccounts,
 } from "../../chain/registry.ts";
+import type { LocalPeer } from "../../node/devnet/local_peer.ts";
 import { watchRounds } from "../../node/devnet/rounds.ts";
+import { callRpc } from "../../node/http/rpc_client.ts";
+import { readRpcToken } from "../../node/http/rpc_token.ts";
 import type { Refusal } from "../../node/round/ledger.ts";
 import { rankLeaders } from "../../protocol/assignment.ts";
 import type { JobSpec } from "../../protocol/job_spec.ts";
@@ -80,6 +84,11 @@ export interface AttackRunResult {
   honestCredit: { credited: number; of: number };
   /** Every attacker was slashed in the job (a NodeSlashed event each). */
   slashed: boolean;
+  /**
+   * For `exiting-signer`: the signer's exit began on chain before the
+   * attacker's slash landed (null in other runs).
+   */
+  signerExitedFirst: boolean | null;
   /** The attackers' contribution on chain at the end (`contributionOf`). */
   contributionLeft: number;
   /**
@@ -112,6 +121,8 @@ export function chooseAttackers(
   if (LEADER_ATTACKS.includes(attack)) return [ranked[0]];
   const count = attack === "alie"
     ? Math.max(1, Math.round(0.3 * ranked.length))
+    : attack === "colluding-verdicts"
+    ? 2
     : 1;
   return ranked.slice(ranked.length - count);
 }
@@ -126,6 +137,102 @@ export function slowPeers(
   ranked: readonly string[],
 ): string[] {
   return attack === "late-censor" ? [ranked[ranked.length - 1]] : [];
+}
+
+/**
+ * The honest member that exits after signing, for `exiting-signer`: the
+ * one ranked second for round 0, neither its leader nor the attacker.
+ */
+export function exitingSigner(
+  attack: AttackName | null,
+  ranked: readonly string[],
+): string | null {
+  return attack === "exiting-signer" ? ranked[1] : null;
+}
+
+/**
+ * Has `peer` leave its job with `zoo_leave {exit: true}` once it has
+ * failed an audit of one of `accused` (and had a second to gossip its
+ * verdict), then stops it: the evidence it signed goes on chain after
+ * its signer's stake began unbonding. Resolves with the round of the
+ * failed work, or null when `signal` aborts first.
+ */
+async function leaveAfterVerdict(
+  peer: LocalPeer,
+  accused: readonly string[],
+  signal: AbortSignal,
+): Promise<number | null> {
+  const failed = new RegExp(
+    `^round (\\d+): audit of (${accused.join("|")}) segment \\d+ FAILED`,
+    "m",
+  );
+  let round: number | null = null;
+  while (round === null) {
+    if (signal.aborted) return null;
+    const m = (await Deno.readTextFile(peer.log)).match(failed);
+    if (m) round = Number(m[1]);
+    else await new Promise((r) => setTimeout(r, 200));
+  }
+  await new Promise((r) => setTimeout(r, 1_000));
+  const token = await readRpcToken(peer.dataDir);
+  await callRpc(peer.info.http!, "zoo_leave", { exit: true }, {
+    token: token ?? undefined,
+  });
+  peer.child.kill("SIGTERM");
+  return round;
+}
+
+/**
+ * The rounds of the work on which one of `accounts` signed a failure
+ * verdict that went on chain as false (evidence of kind 3).
+ */
+async function falseVerdictRounds(
+  c: JobCluster,
+  job: `0x${string}`,
+  accounts: readonly string[],
+): Promise<Set<number>> {
+  const logs = await c.chain.owner.client.public.getContractEvents({
+    address: c.chain.owner.address,
+    abi: zooRegistryAbi,
+    eventName: "FalseVerdict",
+    args: { job },
+    fromBlock: 0n,
+  });
+  return new Set(
+    logs.filter((l) => accounts.includes(l.args.account!.toLowerCase()))
+      .map((l) => Number(l.args.round)),
+  );
+}
+
+/** Whether `signer`'s exit began in an earlier block than every slash of `accused`. */
+async function exitedBeforeSlash(
+  c: JobCluster,
+  job: `0x${string}`,
+  signer: string,
+  accused: readonly string[],
+): Promise<boolean> {
+  const { client, address } = c.chain.owner;
+  const [exits, slashes] = await Promise.all([
+    client.public.getContractEvents({
+      address,
+      abi: zooRegistryAbi,
+      eventName: "ExitStarted",
+      args: { account: signer as `0x${string}` },
+      fromBlock: 0n,
+    }),
+    client.public.getContractEvents({
+      address,
+      abi: zooRegistryAbi,
+      eventName: "NodeSlashed",
+      args: { job },
+      fromBlock: 0n,
+    }),
+  ]);
+  const slashed = slashes.filter((l) =>
+    accused.includes(l.args.account!.toLowerCase())
+  );
+  return exits.length > 0 && slashed.length > 0 &&
+    slashed.every((l) => l.blockNumber > exits[0].blockNumber);
 }
 
 /** How much of the time a slowed peer trains (`--duty-cycle`). */
@@ -154,8 +261,14 @@ async function attackCluster(
   const ranked = rankLeaders(genesis, ids);
   const attackers = chooseAttackers(o.attack, ranked);
   const slow = slowPeers(o.attack, ranked);
+  const exiter = exitingSigner(o.attack, ranked);
   const isAttacker = (i: number) => attackers.includes(ids[i]);
-  const honest = ids.map((_, i) => i).filter((i) => !isAttacker(i));
+  // The exiting signer is honest until it leaves: credited or wronged,
+  // it is counted apart (never slashed, checked below).
+  const honest = ids.map((_, i) => i).filter((i) =>
+    !isAttacker(i) && ids[i] !== exiter
+  );
+  const spawned = ids.map((_, i) => i).filter((i) => !isAttacker(i));
   const bad = ids.map((_, i) => i).filter(isAttacker);
   for (const i of bad) {
     await Deno.writeTextFile(
@@ -173,8 +286,8 @@ async function attackCluster(
     }`,
   );
   const isSlow = (i: number) => slow.includes(ids[i]);
-  const good = await c.spawn(honest.filter((i) => !isSlow(i)));
-  const slowed = honest.filter(isSlow);
+  const good = await c.spawn(spawned.filter((i) => !isSlow(i)));
+  const slowed = spawned.filter(isSlow);
   if (slowed.length > 0) {
     good.push(
       ...await c.spawn(slowed, {
@@ -186,17 +299,30 @@ async function attackCluster(
   const evil = bad.length
     ? await c.spawn(bad, { from: good[0], entry: ATTACKER_MAIN })
     : [];
+  const watching = new AbortController();
+  const leaver = exiter === null
+    ? undefined
+    : good.find((p) => p.name === c.slots[ids.indexOf(exiter)].name);
+  const left = leaver
+    ? leaveAfterVerdict(leaver, attackers, watching.signal)
+    : Promise.resolve(null);
   const rounds = await watchRounds({
     peers: good,
     rounds: o.spec.rounds,
     stallMs: Math.max(120_000, 6 * o.spec.roundDeadlineMs),
     onRound: (r) =>
       log(`${o.attack ?? "clean"}: round ${r.round + 1}/${o.spec.rounds}`),
-  });
-  const trainings = await Promise.all(good.map((p) => trainingOf(p)));
+  }).finally(() => watching.abort());
+  const exitedAfter = await left;
+  if (leaver && exitedAfter === null) {
+    throw new Error(`${leaver.name} never failed the attacker's audit`);
+  }
+  const staying = good.filter((p) => p !== leaver);
+  const trainings = await Promise.all(staying.map((p) => trainingOf(p)));
   const refusals = trainings.flatMap((t) => t.refusals);
   const audits = trainings.flatMap((t) => t.audits);
-  for (const p of [...good, ...evil]) p.child.kill("SIGTERM");
+  // The exiting signer was stopped when it left.
+  for (const p of [...staying, ...evil]) p.child.kill("SIGTERM");
   if (Deno.env.get("ATTACK_DEBUG")) {
     for (const p of [...good, ...evil]) {
       console.error(`--- ${p.name}\n${await Deno.readTextFile(p.log)}`);
@@ -216,7 +342,9 @@ async function attackCluster(
   const contributionLeft = (await Promise.all(
     attackers.map((p) => contributionOf(c.chain.owner, job, accountOf.get(p)!)),
   )).reduce((sum, x) => sum + Number(x), 0);
+  const exposed = await falseVerdictRounds(c, job, attackerAccounts);
   const blames = (round: number, peers: readonly string[]) =>
+    exposed.has(round) ||
     refusals.some((r) => r.round === round && peers.includes(r.peer)) ||
     audits.some((a) =>
       a.round === round && !a.passed && peers.includes(a.peer)
@@ -228,7 +356,9 @@ async function attackCluster(
   // it withheld its delta in; a leader attack in those it led: refused, or
   // committed by it.
   const announced = new Set<number>();
-  const line = o.attack !== null && SERVING_ATTACKS.includes(o.attack)
+  const line = o.attack === "lying-auditor"
+    ? /^round (\d+): audit of \S+ segment \d+ FAILED/gm
+    : o.attack !== null && SERVING_ATTACKS.includes(o.attack)
     ? new RegExp(`^${WITHHELD_LINE}(\\d+)`, "gm")
     : /^round (\d+): trained /gm;
   for (const p of evil) {
@@ -284,6 +414,14 @@ async function attackCluster(
       falsePositives.push({ round: -1, peer: ids[i], why: "slashed" });
     }
   }
+  if (
+    exiter !== null && slashed.has(accountOf.get(exiter)!.toLowerCase())
+  ) {
+    falsePositives.push({ round: -1, peer: exiter, why: "slashed" });
+  }
+  const signerExitedFirst = exiter === null
+    ? null
+    : await exitedBeforeSlash(c, job, accountOf.get(exiter)!, attackerAccounts);
   const last = rounds.at(-1)!;
   return {
     attack: o.attack,
@@ -311,6 +449,7 @@ async function attackCluster(
     slashed: attackers.length > 0 &&
       attackerAccounts.every((a) => slashed.has(a)),
     contributionLeft,
+    signerExitedFirst,
     falsePositives,
     refusals,
     audits: {

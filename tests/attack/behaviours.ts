@@ -70,6 +70,18 @@
  *   round of honest steps moves them. Every segment replays bit for bit
  *   from its committed start; only the check of where the round started
  *   shows it.
+ * - `lying-auditor`: trains honestly, but judges every other contributor's
+ *   drawn segments, drawn its auditor or not, and fails each in replay:
+ *   false verdicts whose accused the other members' replays clear. Their
+ *   refutations are evidence of kind 3 against it: a strike, and a slash
+ *   at the second.
+ * - `colluding-verdicts`: two `wrong-shard` cheaters that each judge the
+ *   other's drawn segments and sign its (true) failure, so that the
+ *   evidence against the second to be slashed holds a verdict by one
+ *   slashed before it.
+ * - `exiting-signer`: a `scaled` cheater, and one honest member that signs
+ *   the true failure of its audit and then exits (`zoo_leave {exit:
+ *   true}`) before the evidence lands: attack_run.ts makes it leave.
  *
  * Every delta a manifest lists, aggregated or screened out, is audited in
  * the next round, so each attack above whose delta is not its committed
@@ -109,6 +121,9 @@ export const ATTACKS = [
   "silent",
   "poisoned-start",
   "withholder",
+  "lying-auditor",
+  "colluding-verdicts",
+  "exiting-signer",
 ] as const;
 
 /** An attack's name. */
@@ -170,7 +185,25 @@ const ALIE_WAIT_MS = 15_000;
 export function attackBehaviour(setup: AttackSetup): RoundBehaviour {
   switch (setup.name) {
     case "scaled":
+    case "exiting-signer":
       return valueAttack((d) => d.map((v) => 100 * v));
+    case "colluding-verdicts":
+      return {
+        ...HONEST,
+        chunks: wrongShard,
+        audits: (peer) => setup.colluders.includes(peer),
+      };
+    case "lying-auditor":
+      return {
+        ...HONEST,
+        audits: (peer) => !setup.colluders.includes(peer),
+        verdict: (peer, verdict) =>
+          setup.colluders.includes(peer) ? verdict : {
+            passed: false,
+            check: "replay",
+            reason: "made up by a lying auditor",
+          },
+      };
     case "sign-flip":
       return valueAttack((d) => d.map((v) => -v));
     case "noise":
@@ -189,10 +222,7 @@ export function attackBehaviour(setup: AttackSetup): RoundBehaviour {
         also: (msg) => [{ ...msg, trajectory: inverted(msg.trajectory) }],
       };
     case "wrong-shard":
-      return {
-        ...HONEST,
-        chunks: (assigned, count) => assigned.map((i) => (i + 1) % count),
-      };
+      return { ...HONEST, chunks: wrongShard };
     case "copied-delta":
       return { ...HONEST, delta: (c) => copied(c) };
     case "partial-work":
@@ -280,6 +310,11 @@ export function attackBehaviour(setup: AttackSetup): RoundBehaviour {
         },
       };
   }
+}
+
+/** The chunks next to the assigned ones: another peer's data. */
+function wrongShard(assigned: readonly number[], count: number): number[] {
+  return assigned.map((i) => (i + 1) % count);
 }
 
 function valueAttack(
