@@ -128,6 +128,16 @@ export function chooseAttackers(
 }
 
 /**
+ * How many of `peers` stop being members during a run of `attack`: its
+ * attackers, once slashed, and an exiting signer.
+ */
+export function leavingPeers(attack: AttackName, peers: number): number {
+  const ids = Array.from({ length: peers }, (_, i) => String(i));
+  return chooseAttackers(attack, ids).length +
+    (exitingSigner(attack, ids) === null ? 0 : 1);
+}
+
+/**
  * The honest peers a run slows down: for `late-censor`, its victim, the
  * honest peer ranked last for round 0, trains at a quarter of its speed
  * (`--duty-cycle 0.25`), so its delta reaches the censor last.

@@ -18,7 +18,11 @@ import {
 import { DEFAULT_COMPRESSION, type JobSpec } from "../../protocol/job_spec.ts";
 import { type Compression, COMPRESSIONS } from "../../protocol/quantize.ts";
 import { benchSpec } from "../_job_cluster.ts";
-import { type AttackRunResult, runAttack } from "../attack/attack_run.ts";
+import {
+  type AttackRunResult,
+  leavingPeers,
+  runAttack,
+} from "../attack/attack_run.ts";
 import {
   type AttackName,
   ATTACKS,
@@ -61,6 +65,16 @@ export interface AttackFigures {
   heldoutLoss: number;
   lossRatioVsClean: number;
   falsePositives: number;
+  /**
+   * Honest peers' credited rounds over their clean-run rounds (as shares
+   * of the rounds each could be credited, so an exiting signer's and the
+   * attackers' seats do not count).
+   */
+  honestCreditShare: number;
+  /** Steps re-run in audits over steps trained (see AttackRunResult). */
+  auditOverhead: number;
+  /** `auditOverhead` over the clean run's. */
+  auditOverheadVsClean: number;
 }
 
 /** What `attacks` reports. */
@@ -102,11 +116,13 @@ function specFor(o: Options, attack: AttackName | null = null): JobSpec {
     roundDeadlineMs: 20_000,
     aggregation: { rule: o.rule },
     compression: { format: o.compression },
-    ...(slashed ? { minPeers: o.peers - 1 } : {}),
+    ...(slashed ? { minPeers: o.peers - leavingPeers(attack, o.peers) } : {}),
   });
 }
 
-function figures(r: AttackRunResult, clean: number): AttackFigures {
+const share = (c: { credited: number; of: number }) => c.credited / c.of;
+
+function figures(r: AttackRunResult, clean: AttackRunResult): AttackFigures {
   const first = r.detectedRounds[0];
   return {
     name: r.attack!,
@@ -121,8 +137,11 @@ function figures(r: AttackRunResult, clean: number): AttackFigures {
     creditedToAttackers: r.creditedToAttackers,
     slashed: r.slashed,
     heldoutLoss: r.heldoutLoss,
-    lossRatioVsClean: r.heldoutLoss / clean,
+    lossRatioVsClean: r.heldoutLoss / clean.heldoutLoss,
     falsePositives: r.falsePositives.length,
+    honestCreditShare: share(r.honestCredit) / share(clean.honestCredit),
+    auditOverhead: r.auditOverhead,
+    auditOverheadVsClean: r.auditOverhead / clean.auditOverhead,
   };
 }
 
@@ -208,14 +227,21 @@ const bench: Bench<Options, AttacksResult> = {
           log,
         });
       const clean = await run(null);
+      if (clean.auditOverhead === 0 || clean.honestCredit.credited === 0) {
+        throw new Error(
+          "the clean run audited or credited nothing: no baseline to compare with",
+        );
+      }
       log(`clean: held-out loss ${clean.heldoutLoss.toFixed(4)}`);
       const attacks: AttackFigures[] = [];
       for (const name of o.only) {
-        const f = figures(await run(name), clean.heldoutLoss);
+        const f = figures(await run(name), clean);
         log(
           `${name}: detected ${f.detectedRounds.length}/${f.attackedRounds.length} attacked rounds, credited ${f.creditedToAttackers}${
             f.slashed ? ", slashed" : ""
-          }, loss ratio ${f.lossRatioVsClean.toFixed(4)}`,
+          }, loss ratio ${f.lossRatioVsClean.toFixed(4)}, honest credit ${
+            f.honestCreditShare.toFixed(2)
+          }, audit work ${f.auditOverheadVsClean.toFixed(2)}x clean`,
         );
         attacks.push(f);
       }
@@ -262,6 +288,8 @@ const bench: Bench<Options, AttacksResult> = {
           "slashed",
           "held-out loss",
           "vs clean",
+          "honest credit",
+          "audit work vs clean",
           "false pos.",
         ],
         r.attacks.map((a) => [
@@ -274,6 +302,8 @@ const bench: Bench<Options, AttacksResult> = {
           a.slashed ? "yes" : "no",
           a.heldoutLoss.toFixed(4),
           a.lossRatioVsClean.toFixed(4),
+          a.honestCreditShare.toFixed(2),
+          `${a.auditOverheadVsClean.toFixed(2)}x`,
           String(a.falsePositives),
         ]),
       ),
