@@ -624,3 +624,35 @@ Deno.test("bench quality --backend webgpu --diloco false trains the baselines al
   // Still the bytes of one delta (int4, the spec's), though none was trained.
   assert.equal(quality.deltaBytes, 16 + 4 * 86 + 21_984 / 2);
 });
+
+Deno.test("bench catch --json: a peer skipping 1 segment in 16 risks rate x stake / reward its skipped earnings each round", async () => {
+  const { code, stdout, stderr } = await bench(
+    "catch",
+    "--json",
+    "--faked",
+    "0.0625",
+    "--trials",
+    "200",
+    "--rounds",
+    "32",
+    "--stake",
+    "1",
+    "--reward",
+    "0.01",
+  );
+  assert.equal(code, 0, stderr);
+  const { catch: r } = JSON.parse(stdout);
+  assert.equal(r.faked, 1 / 16);
+  assert.ok(Math.abs(r.skippedEarnings - 0.01 / 16) < 1e-12);
+  for (const x of r.rates.filter((x: { rate: number }) => x.rate >= 0.25)) {
+    // Caught at rate/16 a round; the loss it risks is that times 1 ETH,
+    // against 1/16 of 0.01 ETH: rate x 100. Seeds are fixed; 30% is about
+    // 3 standard errors at rate 0.25 (some 100 catches).
+    const expected = x.rate * 100;
+    assert.ok(
+      Math.abs(x.deterrence - expected) < 0.3 * expected,
+      `rate ${x.rate}: ${x.deterrence} vs ${expected}`,
+    );
+    assert.ok(Math.abs(x.expectedLoss - x.perRound) < 1e-12);
+  }
+});

@@ -8,6 +8,13 @@
  * attack suite shows that end to end), so here being drawn is being
  * caught.
  *
+ * Beside each rate, the bet the cheater makes per cheated round: what it
+ * expects to lose, P(caught in that round) × its stake (the slash; its
+ * unclaimed credit goes too, not counted here), against what the work it
+ * skipped would have earned, q × its reward for a round. With one segment
+ * drawn per contributor the ratio is rate × stake / reward for any q: a
+ * peer that skips less is caught less often in proportion.
+ *
  * @module
  */
 import { createHash } from "node:crypto";
@@ -20,6 +27,10 @@ interface Options {
   peers: number;
   rounds: number;
   faked: number;
+  /** The stake a slash takes, ETH. */
+  stake: number;
+  /** What one peer is credited for one round, ETH. */
+  reward: number;
 }
 
 /** One sampling rate's figures. */
@@ -29,6 +40,12 @@ export interface RateFigures {
   measured: number[];
   /** 1 − (1 − rate·q)^n for the same n. */
   formula: number[];
+  /** Measured P(caught in one cheated round), over every round simulated. */
+  perRound: number;
+  /** Stake it expects to lose per cheated round: perRound × stake, ETH. */
+  expectedLoss: number;
+  /** `expectedLoss` over what its skipped work would earn in a round. */
+  deterrence: number;
 }
 
 /** What `catch` reports. */
@@ -39,6 +56,12 @@ export interface CatchResult {
   segments: number;
   /** Fraction of its segments the cheater made up. */
   faked: number;
+  /** The stake a slash takes, ETH. */
+  stake: number;
+  /** What one peer is credited for one round, ETH. */
+  reward: number;
+  /** What the skipped work would earn per round: faked × reward, ETH. */
+  skippedEarnings: number;
   rates: RateFigures[];
 }
 
@@ -83,6 +106,11 @@ const bench: Bench<Options, CatchResult> = {
       default: "0.5",
       help: "fraction of its 16 segments the cheater made up, in (0, 1]",
     },
+    stake: { default: "1", help: "stake a slash takes, ETH" },
+    reward: {
+      default: "0.01",
+      help: "what one peer is credited for one round, ETH",
+    },
   },
   parse(flags) {
     return {
@@ -94,6 +122,8 @@ const bench: Bench<Options, CatchResult> = {
       peers: numberFlag(flags, "peers", { min: 2, max: 256, integer: true }),
       rounds: numberFlag(flags, "rounds", { min: 1, max: 100, integer: true }),
       faked: numberFlag(flags, "faked", { min: 1 / MAX_SEGMENTS, max: 1 }),
+      stake: numberFlag(flags, "stake", { min: 0, max: 1e9 }),
+      reward: numberFlag(flags, "reward", { min: 1e-18, max: 1e9 }),
     };
   },
   run(o, log) {
@@ -113,10 +143,18 @@ const bench: Bench<Options, CatchResult> = {
         caught.filter((r) => r <= n).length / o.trials;
       const ns = Array.from({ length: o.rounds }, (_, i) => i + 1);
       log(`rate ${rate}: caught within ${o.rounds} rounds ${within(o.rounds)}`);
+      // Each round until caught is a cheated round; the one it is caught
+      // in counts too.
+      const cheated = caught.reduce((s, r) => s + Math.min(r, o.rounds), 0);
+      const perRound = caught.filter((r) => r <= o.rounds).length / cheated;
+      const expectedLoss = perRound * o.stake;
       return {
         rate,
         measured: ns.map(within),
         formula: ns.map((n) => 1 - (1 - rate * q) ** n),
+        perRound,
+        expectedLoss,
+        deterrence: expectedLoss / (q * o.reward),
       };
     });
     return Promise.resolve({
@@ -124,11 +162,17 @@ const bench: Bench<Options, CatchResult> = {
       peers: o.peers,
       segments: MAX_SEGMENTS,
       faked: q,
+      stake: o.stake,
+      reward: o.reward,
+      skippedEarnings: q * o.reward,
       rates,
     });
   },
   table(r) {
-    const ns = r.rates[0].measured.map((_, i) => i + 1);
+    // At most 8 columns of n, the last always shown.
+    const all = r.rates[0].measured.map((_, i) => i + 1);
+    const step = Math.ceil(all.length / 8);
+    const ns = all.filter((n) => n % step === 0 || n === all.length);
     return [
       `a peer that made up ${
         Math.round(r.faked * r.segments)
@@ -138,9 +182,28 @@ const bench: Bench<Options, CatchResult> = {
         ["rate", ...ns.map((n) => `n=${n}`)],
         r.rates.map((x) => [
           String(x.rate),
-          ...x.measured.map((m, i) =>
-            `${m.toFixed(3)} (${x.formula[i].toFixed(3)})`
+          ...ns.map((n) =>
+            `${x.measured[n - 1].toFixed(3)} (${x.formula[n - 1].toFixed(3)})`
           ),
+        ]),
+      ),
+      `per cheated round: stake ${r.stake} ETH at risk against ${
+        r.skippedEarnings.toPrecision(3)
+      } ETH its skipped work would earn (${r.faked} x ${r.reward} ETH a round)`,
+      formatTable(
+        [
+          "rate",
+          "P(caught) a round",
+          "formula rate*q",
+          "expected stake lost",
+          "loss / skipped earnings",
+        ],
+        r.rates.map((x) => [
+          String(x.rate),
+          x.perRound.toFixed(4),
+          (x.rate * r.faked).toFixed(4),
+          `${x.expectedLoss.toPrecision(3)} ETH`,
+          `${x.deterrence.toFixed(1)}x`,
         ]),
       ),
     ].join("\n");
