@@ -76,6 +76,9 @@ contract ZooRegistry is ZooStaking, ZooAttestations, ZooEvidence {
     mapping(bytes32 => mapping(address => uint32)) public falseVerdicts;
     /// Audits left unanswered while live, per job and member.
     mapping(bytes32 => mapping(address => uint32)) public silences;
+    /// Credit a member gave back for a round whose work it lost, per job,
+    /// member and round (0: none declared).
+    mapping(bytes32 => mapping(address => mapping(uint32 => uint64))) public lostTokens;
 
     // --------------------------------------------------------------- events
 
@@ -88,6 +91,9 @@ contract ZooRegistry is ZooStaking, ZooAttestations, ZooEvidence {
     /// A quorum saw `account`, live, leave its audit of `round` unanswered:
     /// its `strikes`-th in `job`.
     event Silenced(address indexed account, bytes32 indexed job, uint32 round, uint32 strikes);
+    /// `account` declared its work for `round` of `job` lost and gave back
+    /// `tokens` of its credit.
+    event WorkLost(address indexed account, bytes32 indexed job, uint32 round, uint64 tokens);
     event JobCreated(
         bytes32 indexed job,
         address indexed creator,
@@ -135,6 +141,7 @@ contract ZooRegistry is ZooStaking, ZooAttestations, ZooEvidence {
     error NotMember(bytes32 job, address account);
     error AlreadyPunished(bytes32 offence);
     error NotCreator(bytes32 job, address caller);
+    error AlreadyDeclared(bytes32 job, address account, uint32 round);
 
     constructor(uint256 minNodeStake_, uint64 unbondingDelay_) ZooStaking(minNodeStake_, unbondingDelay_) {}
 
@@ -194,6 +201,24 @@ contract ZooRegistry is ZooStaking, ZooAttestations, ZooEvidence {
         j.rewardPool += amount - bounty;
         emit NodeSlashed(account, job, amount);
         pay(msg.sender, bounty);
+    }
+
+    /// @notice Declares that the caller lost its work for committed round
+    /// `round` of `job` (its disk gone, a browser's storage cleared) and
+    /// gives back `tokens` of its unclaimed credit. Auditors that find the
+    /// work unserved judge nothing when `tokens` covers what the round
+    /// credited the caller (at least 1), so an honest peer that lost its
+    /// work loses that round's pay, not its stake. Work it did serve is
+    /// judged as any other: a failed replay still convicts.
+    function declareLost(bytes32 job, uint32 round, uint64 tokens) external {
+        Job storage j = knownJob(job);
+        if (!isMember[job][msg.sender]) revert NotMember(job, msg.sender);
+        if (round >= j.nextRound) revert BadArgument("round not committed");
+        if (tokens == 0) revert BadArgument("tokens must be at least 1");
+        if (lostTokens[job][msg.sender][round] != 0) revert AlreadyDeclared(job, msg.sender, round);
+        lostTokens[job][msg.sender][round] = tokens;
+        forfeit(j, job, msg.sender, tokens);
+        emit WorkLost(msg.sender, job, round, tokens);
     }
 
     /// @dev Takes up to `tokens` of `account`'s contribution to `job` back,

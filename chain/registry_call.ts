@@ -37,7 +37,8 @@ export type WriteName =
   | "cancelJob"
   | "commitRound"
   | "claimReward"
-  | "slash";
+  | "slash"
+  | "declareLost";
 
 /**
  * Headroom over the gas estimate, in quarters of it. An estimate holds only

@@ -188,6 +188,22 @@ export function silencesOf(
   return read(reg, "silences", [job, account]);
 }
 
+/**
+ * The credit `account` gave back declaring its work for `round` of `job`
+ * lost (`declareLost`), or 0 when it declared nothing.
+ */
+export async function lostTokens(
+  reg: Registry,
+  job: Bytes32,
+  account: Address,
+  round: number,
+  at: ReadAt = {},
+): Promise<bigint> {
+  return BigInt(
+    await read<bigint>(reg, "lostTokens", [job, account, round], at),
+  );
+}
+
 /** What `account` could claim from `job` now. */
 export function claimable(
   reg: Registry,

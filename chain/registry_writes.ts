@@ -186,3 +186,26 @@ export function slash(
     params.evidence,
   ]);
 }
+
+/**
+ * Declares the caller's work for committed round `round` of `job` lost
+ * and gives back `tokens` of its unclaimed credit, at least what that
+ * round credited it (and at least 1): auditors that find the work
+ * unserved then judge nothing, so the lost round costs its pay and not
+ * the stake. Once per round.
+ */
+export function declareLost(
+  reg: Registry,
+  params: { job: Bytes32; round: number; tokens: bigint },
+): Promise<TxResult> {
+  return write(
+    reg,
+    `declare round ${params.round}'s work lost`,
+    "declareLost",
+    [
+      params.job,
+      params.round,
+      params.tokens,
+    ],
+  );
+}

@@ -75,6 +75,8 @@ const MESSAGES: Record<string, Describe> = {
   BadEvidence: ([reason]) => `the evidence proves no offence: ${reason}`,
   NotMember: ([, a]) => `account ${a} is not a member of this job`,
   AlreadyPunished: () => "this offence has already been punished",
+  AlreadyDeclared: ([, a, round]) =>
+    `account ${a} has already declared its work of round ${round} lost`,
 };
 
 /**
