@@ -189,6 +189,7 @@ export function fakeJob(rounds = 2): JobSource & {
         kind: 2,
         tx: `0x${"cd".repeat(32)}`,
       }],
+      lost: [{ round: 0, tokens: 5120, tx: `0x${"ef".repeat(32)}` }],
       refusals: [{
         round: 1,
         peer: "12D3KooWB",

@@ -173,7 +173,17 @@ export const PAGE_SCRIPT = String.raw`"use strict";
         "",
       ], { "class": "bad" });
     });
-    fill($("audits").tBodies[0], slashes.concat(audits));
+    var lost = t.lost.map(function (l) {
+      return row([
+        l.round,
+        "this node",
+        "-",
+        "work lost: " + l.tokens + " tokens of credit given back",
+        { text: short(l.tx), title: l.tx },
+        "",
+      ], { "class": "bad", "data-lost": String(l.round) });
+    });
+    fill($("audits").tBodies[0], lost.concat(slashes, audits));
   }
 
   function renderTraffic(f) {

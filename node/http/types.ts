@@ -17,13 +17,21 @@ import type { Progress } from "../p2p/gossip_service.ts";
 import type { HistogramSnapshot } from "./histogram.ts";
 import type {
   AuditRecord,
+  LostRecord,
   Refusal,
   RoundRecord,
   SlashRecord,
 } from "../round/ledger.ts";
 import type { StepLoss } from "../round/step_log.ts";
 
-export type { AuditRecord, Refusal, RoundRecord, SlashRecord, StepLoss };
+export type {
+  AuditRecord,
+  LostRecord,
+  Refusal,
+  RoundRecord,
+  SlashRecord,
+  StepLoss,
+};
 
 /** Why a member stopped counting as live. */
 export type DepartureReason = "slashed" | "exited" | "silent";
@@ -95,6 +103,11 @@ export interface TrainingStatus {
   audits: AuditRecord[];
   /** Slashings this node's evidence brought about. */
   slashes: SlashRecord[];
+  /**
+   * Rounds whose work this node lost (its store cleared) and declared lost
+   * on chain, giving back their credit rather than be slashed for them.
+   */
+  lost: LostRecord[];
   /** Every round this node saw committed, oldest first. */
   committed: RoundRecord[];
 }

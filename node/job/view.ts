@@ -71,6 +71,7 @@ export function createJobView(o: JobViewOptions): JobSource {
       auditCounts: { ...ledger.auditCounts },
       audits: ledger.audits,
       slashes: ledger.slashes,
+      lost: ledger.lost,
       // A record closed before the committer's notice came has no
       // transaction; the chain's logs have it.
       committed: ledger.records.map((r) =>

@@ -180,6 +180,38 @@ export class MemoryChain implements RoundChain {
     return Promise.resolve(!this.outOfStanding.has(account.toLowerCase()));
   }
 
+  /** Credit by round and lower-cased account, as commits would leave it. */
+  readonly credited = new Map<number, Map<string, bigint>>();
+
+  credits(
+    account: `0x${string}`,
+    fromRound: number,
+  ): Promise<Map<number, bigint>> {
+    const out = new Map<number, bigint>();
+    for (const [round, c] of this.credited) {
+      const tokens = c.get(account.toLowerCase());
+      if (round >= fromRound && tokens !== undefined) out.set(round, tokens);
+    }
+    return Promise.resolve(out);
+  }
+
+  /** Declared losses, by `account/round` (lower-cased account). */
+  readonly lost = new Map<string, bigint>();
+
+  lostTokens(account: `0x${string}`, round: number): Promise<bigint> {
+    return Promise.resolve(
+      this.lost.get(`${account.toLowerCase()}/${round}`) ?? 0n,
+    );
+  }
+
+  /** The account `declareLost` sends from. */
+  account: `0x${string}` = "0x0000000000000000000000000000000000000000";
+
+  declareLost(round: number, tokens: bigint): Promise<LandedTx> {
+    this.lost.set(`${this.account.toLowerCase()}/${round}`, tokens);
+    return Promise.resolve({ hash: `0x${"ef".repeat(32)}`, gasUsed: 40000n });
+  }
+
   readonly slashes: Parameters<RoundChain["slash"]>[] = [];
 
   slash(...args: Parameters<RoundChain["slash"]>): Promise<LandedTx> {

@@ -63,6 +63,7 @@ import { AuditRefutations } from "./audit_refutations.ts";
 import { malformedIn, silentIn, WorkRecordUnserved } from "./work_reader.ts";
 import { KEEP_STATE_ROUNDS } from "./state_window.ts";
 import type { RoundLedger } from "./ledger.ts";
+import type { RoundChain } from "./services.ts";
 
 /** Chance that a listed delta's round is audited when the spec sets none. */
 export const DEFAULT_AUDIT_RATE = 1;
@@ -113,6 +114,8 @@ export interface AuditDutyOptions extends AuditVerdictsOptions {
   serveWindowMs?: number;
   /** Which segments this peer judges, and how (default: HONEST's). */
   behaviour?: Pick<RoundBehaviour, "audits" | "verdict">;
+  /** The registry; `lostTokens` says whose unserved work was declared lost. */
+  chain: Pick<RoundChain, "domain" | "slash" | "inGoodStanding" | "lostTokens">;
 }
 
 /** How often an unserved record or state is asked for again, at most, ms. */
@@ -135,6 +138,11 @@ export class AuditDuty {
     number,
     Pick<RoundManifest, "round" | "excluded">
   >();
+  /**
+   * What each listed delta's round credited its account, by verdictKey: its
+   * tokens, or 0 when screened out.
+   */
+  readonly #credited = new Map<string, number>();
   /** Audits run one at a time: each replay shares the compute. */
   #queue: Promise<unknown> = Promise.resolve();
 
@@ -163,6 +171,10 @@ export class AuditDuty {
     for (const e of [...manifest.contributions, ...manifest.excluded]) {
       listed.set(e.peer, e.delta);
     }
+    for (const c of manifest.contributions) {
+      this.#credited.set(verdictKey(manifest.round, c.account), c.tokens);
+    }
+    forgetBefore(this.#credited, manifest.round - KEEP_AUDIT_ROUNDS);
     this.#closed.set(manifest.round, manifest);
     for (const round of this.#closed.keys()) {
       if (round + SUSPICION_ROUNDS <= manifest.round) {
@@ -446,6 +458,12 @@ export class AuditDuty {
           );
           return null;
         }
+        if (!malformed && await this.#declaredLost(work)) {
+          log(
+            `round ${round}: audit of ${peer} segment ${segment} not judged: its peer declared that work lost on chain and gave back its credit`,
+          );
+          return null;
+        }
         verdict = {
           passed: false,
           check: refusal instanceof WorkRecordUnserved ? "record" : "start",
@@ -488,6 +506,19 @@ export class AuditDuty {
         : `round ${round}: audit of ${peer} segment ${segment} FAILED its ${verdict.check} check: ${verdict.reason}`,
     );
     return verdict;
+  }
+
+  /**
+   * Whether `work`'s account declared it lost on chain, giving back at
+   * least what its round credited it (at least 1 token for a delta
+   * screened out): then "not found" is no offence (lost_work.ts).
+   */
+  async #declaredLost(work: DeltaAnnounce): Promise<boolean> {
+    const credited = this.#credited.get(verdictKey(work.round, work.account)) ??
+      0;
+    const lost = await this.#o.chain.lostTokens(work.account, work.round)
+      .catch(() => 0n);
+    return lost >= BigInt(Math.max(1, credited));
   }
 
   /**

@@ -493,6 +493,29 @@ Deno.test("a work record its peer says it lacks past the serve window fails the 
   assert.equal(t.notices()[0].check, "record");
 });
 
+Deno.test("a work record its peer lost and declared lost on chain, giving back the round's credit, draws no verdict; a declaration short of the credit does not count", async () => {
+  const m = await manifest();
+  const credited = m.contributions[0].tokens;
+  for (const [declared, failed] of [[credited, false], [credited - 1, true]]) {
+    const { drawn } = auditors();
+    const t = duty(drawn, PASS, {
+      record: (msg) =>
+        Promise.reject(
+          new WorkRecordUnserved(msg.work, new Error("not found"), true),
+        ),
+      serveWindowMs: 0,
+    });
+    t.chain.lost.set(`${TEST_ADDRESS.toLowerCase()}/0`, BigInt(declared));
+    await t.d.roundClosed(m, NEXT);
+    assert.deepEqual(
+      t.ledger.audits.map((a) => [a.passed, a.check]),
+      failed ? [[false, "record"]] : [],
+      `declared ${declared} of ${credited}`,
+    );
+    assert.equal(t.notices().length, failed ? 1 : 0);
+  }
+});
+
 Deno.test("a contributor that serves its work again within the window (a restart) passes, with no verdict signed", async () => {
   const { drawn } = auditors();
   let asked = 0;

@@ -9,8 +9,11 @@
 import { cidToBytes32 } from "../../chain/attestation.ts";
 import {
   commitRound,
+  declareLost,
   inGoodStanding,
+  lostTokens,
   type Registry,
+  roundCredits,
   slash,
 } from "../../chain/registry.ts";
 import {
@@ -350,6 +353,19 @@ function roundServices(
       inGoodStanding: (account) => inGoodStanding(registry, job, account),
       slash: (account, kind, evidence) =>
         slash(registry, { account, job, kind, evidence }),
+      credits: async (account, fromRound) => {
+        const credited = new Map<number, bigint>();
+        for (const [round, c] of await roundCredits(registry, job)) {
+          const tokens = c.get(account.toLowerCase());
+          if (round >= fromRound && tokens !== undefined) {
+            credited.set(round, tokens);
+          }
+        }
+        return credited;
+      },
+      lostTokens: (account, round) => lostTokens(registry, job, account, round),
+      declareLost: (round, tokens) =>
+        declareLost(registry, { job, round, tokens }),
     },
     progress: (p, now) => {
       node.gossip.setProgress(p);

@@ -103,6 +103,14 @@ export interface SlashRecord {
   tx: string;
 }
 
+/** A round whose work this peer lost and declared lost on chain. */
+export interface LostRecord {
+  round: number;
+  /** Credit given back. */
+  tokens: number;
+  tx: string;
+}
+
 /** One segment audit this peer ran (node/round/audit.ts). */
 export interface AuditRecord {
   /** The round audited. */
@@ -169,6 +177,8 @@ export class RoundLedger {
   readonly refused: Map<string, number> = new Map();
   /** Slashings this peer's evidence brought about. */
   readonly slashes: SlashRecord[] = [];
+  /** Rounds whose work this peer declared lost. */
+  readonly lost: LostRecord[] = [];
   /** The latest audits this peer ran, oldest first (at most KEEP_REFUSALS). */
   readonly audits: AuditRecord[] = [];
   /** Audits ever run: passed, failed. */
@@ -233,6 +243,11 @@ export class RoundLedger {
   /** Records a slashing this peer's evidence brought about. */
   noteSlash(s: SlashRecord): void {
     this.slashes.push(s);
+  }
+
+  /** Records a round whose work this peer declared lost. */
+  noteLost(l: LostRecord): void {
+    this.lost.push(l);
   }
 
   /** Records an audit this peer ran. */

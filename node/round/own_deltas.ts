@@ -66,6 +66,11 @@ export class OwnDeltas {
     await write;
   }
 
+  /** This peer's announcement of `round`, if it kept one. */
+  async announced(round: number): Promise<DeltaAnnounce | undefined> {
+    return (await this.#loaded).find((m) => m.round === round);
+  }
+
   /**
    * Handles a `train` of (`round`, `parent`) this peer already announced:
    * the same announcement is sent again (its delta is stored) or the round

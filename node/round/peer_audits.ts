@@ -8,6 +8,7 @@
  */
 import type { LocalAccount } from "viem";
 import type { JobSpec } from "../../protocol/job_spec.ts";
+import type { DeltaAnnounce } from "../../protocol/messages.ts";
 import type { RoundState } from "../../protocol/round_state.ts";
 import { Auditor } from "./audit.ts";
 import { AuditDuty } from "./audit_duty.ts";
@@ -45,7 +46,10 @@ export interface PeerAuditsOptions {
   blocks: Pick<RoundBlocks, "delete">;
   /** Tells a silent peer from one cut off: whether it is still heard. */
   gossip: Pick<RoundGossip, "lastHeard">;
-  chain: Pick<RoundChain, "domain" | "slash" | "inGoodStanding">;
+  chain: Pick<
+    RoundChain,
+    "domain" | "slash" | "inGoodStanding" | "lostTokens"
+  >;
   gate: Pick<DeltaGate, "commitment" | "announced" | "convict">;
   publisher: RoundPublisher;
   members: Pick<MemberCache, "isMemberAccount" | "forgetAccount">;
@@ -58,6 +62,11 @@ export interface PeerAuditsOptions {
 
 /** A peer's audits, as the round work drives them. */
 export interface PeerAudits {
+  /**
+   * Whether the work `msg` commits to (its work record and every state it
+   * names) is all stored here: what this peer's own audits will ask it for.
+   */
+  holds(msg: DeltaAnnounce): Promise<boolean>;
   duty: AuditDuty;
   /** The auditor to dispose of when the peer stops. */
   auditor: Auditor;
@@ -129,6 +138,13 @@ export function peerAudits(
     log: o.log,
   });
   return {
+    holds: async (msg) => {
+      if (!await o.blobs.has(msg.work)) return false;
+      const record = await work.record(msg).catch(() => null);
+      if (record === null) return false;
+      const held = await Promise.all(record.states.map((s) => o.blobs.has(s)));
+      return held.every(Boolean);
+    },
     duty,
     auditor,
     roundCommitted: (round, checkpoint) => {

@@ -9,6 +9,7 @@
 import type { LocalAccount } from "viem";
 import { cidToString, parseCid } from "../../protocol/cid.ts";
 import type { JobSpec } from "../../protocol/job_spec.ts";
+import type { DeltaAnnounce } from "../../protocol/messages.ts";
 import type { RoundEvent } from "../../protocol/round_state.ts";
 import { announceDelta } from "./announce.ts";
 import { BlobGetter } from "./blob_getter.ts";
@@ -61,6 +62,8 @@ export interface PeerTraining {
    * or sits the round out (see {@linkcode OwnDeltas.resume}).
    */
   train(round: number, parent: string, base: () => Float32Array): Promise<void>;
+  /** This peer's announcement of `round`, if it kept one. */
+  announced(round: number): Promise<DeltaAnnounce | undefined>;
 }
 
 /** Committed manifests fetched for want of one held, kept for a few rounds. */
@@ -150,5 +153,6 @@ export function peerTraining(o: PeerTrainingOptions): PeerTraining {
       if (await own.resume(round, parent)) return;
       await training.train(round, parent, base());
     },
+    announced: (round) => own.announced(round),
   };
 }

@@ -80,6 +80,18 @@ export interface RoundChain {
    * audit verdicts the registry counts.
    */
   inGoodStanding(account: `0x${string}`): Promise<boolean>;
+  /**
+   * What each committed round from `fromRound` on credited `account`, by
+   * round (the rounds that credited it nothing are absent).
+   */
+  credits(
+    account: `0x${string}`,
+    fromRound: number,
+  ): Promise<Map<number, bigint>>;
+  /** The credit `account` gave back declaring `round`'s work lost, or 0. */
+  lostTokens(account: `0x${string}`, round: number): Promise<bigint>;
+  /** Declares this peer's work for committed `round` lost (`declareLost`). */
+  declareLost(round: number, tokens: bigint): Promise<LandedTx>;
   /** Submits slashing evidence of `kind` against `account` in this job. */
   slash(
     account: `0x${string}`,

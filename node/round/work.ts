@@ -37,6 +37,7 @@ import type { Identity } from "../identity.ts";
 import { eagerCheckpoint, lead, previewRound } from "./aggregate.ts";
 import { Attester } from "./attest.ts";
 import { HONEST, type RoundBehaviour } from "./behaviour.ts";
+import { LostWork } from "./lost_work.ts";
 import { BlobGetter } from "./blob_getter.ts";
 import { commitManifest } from "./commit.ts";
 import type { RoundTrainer } from "./inner_loop.ts";
@@ -98,6 +99,7 @@ export class RoundWork {
   readonly #gate: DeltaGate;
   readonly #audits: PeerAudits;
   readonly #train: PeerTraining["train"];
+  readonly #lost: LostWork;
 
   constructor(o: RoundWorkOptions) {
     this.#o = o;
@@ -189,7 +191,7 @@ export class RoundWork {
       store: (bytes) => services.blocks.put(bytes).then(() => {}),
       noteDelta: (d, reason) => o.ledger.refuseDelta(d, reason),
     });
-    ({ training: this.#training, train: this.#train } = peerTraining({
+    const own = peerTraining({
       jobId,
       peerId: identity.peerId,
       spec,
@@ -207,7 +209,16 @@ export class RoundWork {
       signal: this.#abort.signal,
       feed: o.feed,
       log: o.log,
-    }));
+    });
+    ({ training: this.#training, train: this.#train } = own);
+    this.#lost = new LostWork({
+      account: account.address,
+      chain: services.chain,
+      announced: (round) => own.announced(round),
+      holds: (msg) => this.#audits.holds(msg),
+      ledger: o.ledger,
+      log: o.log,
+    });
   }
 
   /** Stops training, audits and fetches under way. */
@@ -290,6 +301,7 @@ export class RoundWork {
             this.#gate.roundClosed(action.round - 1),
             this.#audits.duty.submitDue(action.round - 1),
             this.#audits.roundCommitted(action.round - 1, action.checkpoint),
+            this.#lost.check(action.round),
           ])
         ).then(() => {});
       default:
