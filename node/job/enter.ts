@@ -73,7 +73,8 @@ export interface EnterJobOptions {
 export async function enterJob(o: EnterJobOptions): Promise<JobRun> {
   const { node, identity, registry, jobId, log, signal } = o;
   const job = cidToBytes32(jobId);
-  if (!await isMember(registry, job, identity.address)) {
+  const memberBefore = await isMember(registry, job, identity.address);
+  if (!memberBefore) {
     await joinJob(registry, { job });
     log(`joined job ${jobId} on chain`);
   }
@@ -119,6 +120,7 @@ export async function enterJob(o: EnterJobOptions): Promise<JobRun> {
       overlap: o.overlap,
       behaviour: o.behaviour,
       notes: o.notes,
+      memberBefore,
       records: o.records,
       retention: o.retention,
       confirmations: o.confirmations,

@@ -70,6 +70,11 @@ export interface RoundDriverOptions extends RoundContext {
    * announcements); default: kept in memory only.
    */
   notes?: StateNotes;
+  /**
+   * Whether this account was a member of the job before this start: then
+   * notes that hold no announcements may have lost some (see OwnDeltas).
+   */
+  memberBefore?: boolean;
   /** The rounds recorded before a restart, and where new ones are kept. */
   records?: KeptRecords;
   /**
@@ -157,6 +162,7 @@ export class RoundDriver {
       state: () => this.#state,
       loop: this.#loop,
       notes: o.notes ?? memoryNotes(),
+      memberBefore: o.memberBefore ?? false,
     });
   }
 

@@ -29,6 +29,13 @@ export const ANNOUNCED_FILE = "announced.json";
 export interface OwnDeltasOptions {
   /** Where the announcements are kept. */
   notes: StateNotes;
+  /**
+   * Whether this account was a member of the job before this start: if
+   * its notes then hold no announcements at all, they may have been lost
+   * (a wiped store, a browser's cleared storage), and the first round it
+   * is asked to train is sat out, as it may have announced it already.
+   */
+  memberBefore?: boolean;
   publisher: Pick<RoundPublisher, "publish">;
   /** Whether a delta's blob is still stored here. */
   has(cid: string): Promise<boolean>;
@@ -40,6 +47,8 @@ export interface OwnDeltasOptions {
 export class OwnDeltas {
   readonly #o: OwnDeltasOptions;
   readonly #loaded: Promise<DeltaAnnounce[]>;
+  /** Whether a round was asked of `resume` since this start. */
+  #asked = false;
   /** Writes, one after another, so the file holds the latest list. */
   #writing: Promise<void> = Promise.resolve();
 
@@ -78,9 +87,17 @@ export class OwnDeltas {
    * the peer should train.
    */
   async resume(round: number, parent: string): Promise<boolean> {
-    const mine = (await this.#loaded).find((m) =>
-      m.round === round && m.parent === parent
-    );
+    const list = await this.#loaded;
+    const forgotten = this.#o.memberBefore === true && !this.#asked &&
+      list.length === 0;
+    this.#asked = true;
+    if (forgotten) {
+      this.#o.log(
+        `round ${round}: sitting it out: this peer was a member of the job before this start but keeps no announcements (its job state is new), so it may have announced this round already, and another delta would be equivocation`,
+      );
+      return true;
+    }
+    const mine = list.find((m) => m.round === round && m.parent === parent);
     if (!mine) return false;
     if (!(await this.#o.has(mine.delta))) {
       this.#o.log(

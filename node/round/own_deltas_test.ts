@@ -17,7 +17,7 @@ const announcement = (round: number): DeltaAnnounce => ({
 });
 
 /** A peer's OwnDeltas on `dir`, as after a (re)start. */
-function peer(dir: string, stored: Set<string>) {
+function peer(dir: string, stored: Set<string>, memberBefore = false) {
   const gossip = new MemoryGossip();
   const events: RoundEvent[] = [];
   const lines: string[] = [];
@@ -30,6 +30,7 @@ function peer(dir: string, stored: Set<string>) {
       noteSent: () => {},
     }),
     has: (cid) => Promise.resolve(stored.has(cid)),
+    memberBefore,
     feed: (e) => events.push(e),
     log: (l) => lines.push(l),
   });
@@ -80,4 +81,23 @@ Deno.test("own deltas: the last rounds are kept; a damaged file is reported, not
     const damaged = peer(dir, new Set());
     assert.equal(await damaged.own.resume(11, "bafkreiparent11"), false);
     assert.match(damaged.lines[0], /announced\.json is unreadable/);
+  }));
+
+Deno.test("own deltas: a member before this start whose notes hold no announcement (a wiped store) sits out the first round asked, then trains", () =>
+  withTempDir("own-deltas", async (dir) => {
+    const wiped = peer(dir, new Set(), true);
+    assert.equal(await wiped.own.resume(6, "bafkreiparent6"), true);
+    assert.match(wiped.lines[0], /may have announced this round already/);
+    assert.deepEqual(wiped.gossip.sent, []);
+    assert.equal(await wiped.own.resume(7, "bafkreiparent7"), false);
+    // A first start, or a member whose notes kept its announcements: train.
+    assert.equal(
+      await peer(dir, new Set()).own.resume(6, "bafkreiparent6"),
+      false,
+    );
+    await peer(dir, new Set()).own.record(announcement(5));
+    assert.equal(
+      await peer(dir, new Set(), true).own.resume(6, "bafkreiparent6"),
+      false,
+    );
   }));

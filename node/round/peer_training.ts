@@ -48,6 +48,8 @@ export interface PeerTrainingOptions extends
   publisher: RoundPublisher;
   /** Where the announcements are kept across restarts. */
   notes: StateNotes;
+  /** Whether this account was a member of the job before this start. */
+  memberBefore: boolean;
   feed: (event: RoundEvent) => void;
   log: (line: string) => void;
   behaviour: RoundBehaviour;
@@ -92,6 +94,7 @@ export function peerTraining(o: PeerTrainingOptions): PeerTraining {
   };
   const own = new OwnDeltas({
     notes: o.notes,
+    memberBefore: o.memberBefore,
     publisher,
     // Read in full: a delta that rotted on disk cannot be served again.
     has: (cid) =>

@@ -75,6 +75,8 @@ export interface RoundWorkOptions {
   loop: LoopWatch;
   /** Where what must survive a restart is kept. */
   notes: StateNotes;
+  /** Whether this account was a member of the job before this start. */
+  memberBefore: boolean;
 }
 
 /** Manifests kept for attesting, committing and closing rounds. */
@@ -206,6 +208,7 @@ export class RoundWork {
       services,
       publisher: this.#publisher,
       notes: o.notes,
+      memberBefore: o.memberBefore,
       signal: this.#abort.signal,
       feed: o.feed,
       log: o.log,
