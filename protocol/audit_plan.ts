@@ -125,7 +125,8 @@ export const SUSPICION_ROUNDS = 4;
  * The suspects of `round`'s plan: the peers whose delta a committed
  * manifest of the last {@linkcode SUSPICION_ROUNDS} rounds, `round`'s own
  * included, left out (screened out as no work, or refused for a manifest
- * that failed verification). Every peer reads the same committed
+ * that failed verification; not one left out `unserved`, see
+ * {@linkcode auditedDeltas}). Every peer reads the same committed
  * manifests, so every peer draws the same plan. A peer left out once is
  * then audited on every segment: a partial cheater or a lying start that
  * the screen noticed is convicted on its next listed delta, not at the
@@ -140,7 +141,7 @@ export const SUSPICION_ROUNDS = 4;
  *
  * const left = (round: number, peer: string) => ({
  *   round,
- *   excluded: [{ peer }],
+ *   excluded: [{ peer, reason: "misaligned" }],
  * });
  * assert.deepEqual(suspectsOf([left(3, "12D3KooWA")], 5), ["12D3KooWA"]);
  * assert.deepEqual(suspectsOf([left(3, "12D3KooWA")], 7), []);
@@ -148,16 +149,63 @@ export const SUSPICION_ROUNDS = 4;
  */
 export function suspectsOf(
   manifests: Iterable<
-    { readonly round: number; readonly excluded: readonly { peer: string }[] }
+    {
+      readonly round: number;
+      readonly excluded: readonly { peer: string; reason: string }[];
+    }
   >,
   round: number,
 ): string[] {
   const suspects = new Set<string>();
   for (const m of manifests) {
     if (m.round > round || m.round + SUSPICION_ROUNDS <= round) continue;
-    for (const e of m.excluded) suspects.add(e.peer);
+    for (const e of m.excluded) {
+      if (e.reason !== UNSERVED) suspects.add(e.peer);
+    }
   }
   return [...suspects].sort(comparePeerIds);
+}
+
+const UNSERVED = "unserved";
+
+/**
+ * The deltas a committed manifest puts to audit: every one it lists,
+ * aggregated or left out, but those left out `unserved`. Those no peer
+ * fetched in time: nothing of them was aggregated, credited or judged by
+ * the screen, so there is no claim to check, and their author may be an
+ * honest peer that crashed with them (and lost them with its disk) while
+ * the leader waited. Their author earns nothing for them either way.
+ *
+ * @example
+ * ```ts
+ * import assert from "node:assert/strict";
+ * import { auditedDeltas } from "./audit_plan.ts";
+ *
+ * const delta = (peer: string) => ({ peer, delta: `cid-${peer}` });
+ * const audited = auditedDeltas({
+ *   contributions: [delta("A")],
+ *   excluded: [
+ *     { ...delta("B"), reason: "misaligned" },
+ *     { ...delta("C"), reason: "unserved" },
+ *   ],
+ * });
+ * assert.deepEqual(audited.map((d) => d.peer), ["A", "B"]);
+ * ```
+ */
+export function auditedDeltas(
+  m: {
+    readonly contributions: readonly { peer: string; delta: string }[];
+    readonly excluded: readonly {
+      peer: string;
+      delta: string;
+      reason: string;
+    }[];
+  },
+): { peer: string; delta: string }[] {
+  return [
+    ...m.contributions,
+    ...m.excluded.filter((e) => e.reason !== UNSERVED),
+  ];
 }
 
 function score(...fields: string[]): Uint8Array {

@@ -106,10 +106,11 @@ Deno.test("a suspect is audited on every segment, even at rate 0, its auditors s
   );
 });
 
-Deno.test("a peer left out of a manifest is a suspect for SUSPICION_ROUNDS rounds from that round on", () => {
+Deno.test("a peer left out of a manifest is a suspect for SUSPICION_ROUNDS rounds from that round on; one left out unserved is not", () => {
+  const left = (peer: string, reason = "misaligned") => ({ peer, reason });
   const manifests = [
-    { round: 10, excluded: [{ peer: PEERS[1] }, { peer: PEERS[2] }] },
-    { round: 12, excluded: [{ peer: PEERS[2] }] },
+    { round: 10, excluded: [left(PEERS[1]), left(PEERS[2], "too-small")] },
+    { round: 12, excluded: [left(PEERS[2]), left(PEERS[3], "unserved")] },
     { round: 11, excluded: [] },
   ];
   assert.deepEqual(suspectsOf(manifests, 9), []);

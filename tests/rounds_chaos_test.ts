@@ -8,7 +8,13 @@ import assert from "node:assert/strict";
 import { multiaddr } from "@multiformats/multiaddr";
 import { cidToBytes32 } from "../chain/attestation.ts";
 import { connectChain } from "../chain/client.ts";
-import { joinJob, listRounds } from "../chain/registry.ts";
+import {
+  joinJob,
+  listRounds,
+  lostTokens,
+  roundCredits,
+  slashedAccounts,
+} from "../chain/registry.ts";
 import { defaultConfig, mergeConfig } from "../node/config.ts";
 import { loadIdentity } from "../node/identity.ts";
 import {
@@ -351,5 +357,68 @@ Deno.test({
       const after = await closedRounds(again, 3, 30_000);
       assert.deepEqual(after.map((r) => r.round), [0, 1, 2]);
       assert.deepEqual(after[0], before[0]);
+    }),
+});
+
+Deno.test({
+  name:
+    "rounds chaos: a peer whose store is wiped in a restart declares the credited rounds it lost on chain, gives their credit back, and is not slashed",
+  ...JOB_TEST,
+  fn: () =>
+    withJobCluster({
+      nodes: 4,
+      spec: tinySpec({
+        minPeers: 3,
+        quorum: 2,
+        rounds: 5,
+        roundDeadlineMs: 30_000,
+      }),
+    }, async (c) => {
+      const peers = await c.spawn([0, 1, 2, 3]);
+      // Round 0 committed: its audits, which ask the victim for its work,
+      // run while round 1 trains.
+      await c.waitForRounds(1, 120_000);
+      const victim = peers[3];
+      const account = accountOf(c, victim) as `0x${string}`;
+      victim.child.kill("SIGKILL");
+      await victim.child.status;
+      // Its disk replaced: keys and chain settings kept, blocks and job
+      // state (announcements, states, records) gone.
+      await Deno.remove(`${victim.dataDir}/blockstore`, { recursive: true });
+      await Deno.remove(`${victim.dataDir}/jobs`, { recursive: true });
+      const [again] = await c.spawn([3], { from: peers[0] });
+      await c.waitForRounds(5, 240_000);
+      const job = cidToBytes32(c.job.id);
+      const log = await Deno.readTextFile(again.log);
+      const declared = [
+        ...log.matchAll(/^round (\d+): this peer's work for it is lost/gm),
+      ]
+        .map((m) => Number(m[1]));
+      assert.ok(declared.includes(0), log);
+      for (const round of declared) {
+        assert.ok(await lostTokens(c.chain.owner, job, account, round) > 0n);
+      }
+      assert.equal(
+        (await slashedAccounts(c.chain.owner, job)).has(account),
+        false,
+        "the peer that lost its work was slashed",
+      );
+      for (const p of peers.slice(0, 3)) {
+        const t = await trainingOf(p);
+        const failed = t.audits.filter((a) =>
+          !a.passed && a.peer === victim.info.peerId
+        );
+        assert.deepEqual(failed, [], p.name);
+      }
+      assert.deepEqual(
+        (await trainingOf(again)).lost.map((l) => l.round),
+        declared,
+      );
+      // It trains again after the round it sat out.
+      const credits = await roundCredits(c.chain.owner, job);
+      assert.ok(
+        [...credits].some(([r, m]) => r >= 3 && m.has(account)),
+        "never credited again",
+      );
     }),
 });

@@ -25,6 +25,7 @@
  */
 import {
   type Audit,
+  auditedDeltas,
   planAudits,
   suspectsOf,
   SUSPICION_ROUNDS,
@@ -160,7 +161,8 @@ export class AuditDuty {
   /**
    * Audits what the plan of `manifest`'s round, seeded by `next` (the CID
    * of the checkpoint it committed), asks of this peer. Every delta the
-   * manifest lists is drawn from, the excluded ones too: a delta screened
+   * manifest lists is drawn from, the excluded ones too (but those left
+   * out unserved, see `auditedDeltas`): a delta screened
    * out as no work earns nothing, and an audit turns the lie into a slash.
    * A peer left out by this manifest or one of the closed rounds' before
    * it is audited on every segment (a suspect, protocol/audit_plan.ts).
@@ -168,9 +170,7 @@ export class AuditDuty {
   roundClosed(manifest: RoundManifest, next: string): Promise<void> {
     const { self, spec, log } = this.#o;
     const listed = new Map<string, string>();
-    for (const e of [...manifest.contributions, ...manifest.excluded]) {
-      listed.set(e.peer, e.delta);
-    }
+    for (const e of auditedDeltas(manifest)) listed.set(e.peer, e.delta);
     for (const c of manifest.contributions) {
       this.#credited.set(verdictKey(manifest.round, c.account), c.tokens);
     }

@@ -235,6 +235,28 @@ Deno.test("a delta the leader screened out is audited like an aggregated one, on
   assert.ok(failing.notices().every((n) => n.accused === PEERS[0]));
 });
 
+Deno.test("a delta left out unserved is not audited: nothing of it was used, and its author may have crashed with it", async () => {
+  const m = await manifest();
+  const unserved = {
+    ...m,
+    contributions: m.contributions.slice(1),
+    excluded: [{
+      peer: PEERS[0],
+      delta: work.delta,
+      reason: "unserved" as const,
+      evidence: "",
+    }],
+  };
+  const one = duty(1, FAIL), two = duty(2, FAIL);
+  await one.d.roundClosed(unserved, NEXT);
+  await two.d.roundClosed(unserved, NEXT);
+  assert.deepEqual(
+    [...one.audited, ...two.audited].filter((a) => a.msg.peer === PEERS[0]),
+    [],
+  );
+  assert.deepEqual([...one.notices(), ...two.notices()], []);
+});
+
 /** The peer among PEERS[1], PEERS[2] drawn to audit PEERS[0], and the other. */
 function auditors(): { drawn: 1 | 2; other: 1 | 2; segment: number } {
   const a = plan().find((x) => x.peer === PEERS[0])!;
