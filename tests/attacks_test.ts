@@ -207,6 +207,11 @@ function slashedTest(
         assert.equal(r.failedAuditRounds[0], r.attackedRounds[0]);
       }
       assert.ok(r.slashed, "the attacker was not slashed");
+      // Its own status page says so.
+      assert.ok(
+        r.attackerPhases.every((p) => p === "slashed"),
+        JSON.stringify(r.attackerPhases),
+      );
       // Its signer's exit did not void the evidence it signed.
       if (attack === "exiting-signer") assert.equal(r.signerExitedFirst, true);
       assert.equal(r.contributionLeft, 0);

@@ -164,6 +164,7 @@ export function fakeJob(rounds = 2): JobSource & {
       round: rounds,
       phase: job.leaves > 0 ? "left" : "training",
       stage: job.leaves > 0 ? "left" : "training",
+      standing: "member",
       parent: "bafkreiparent",
       rounds: 3,
       innerSteps: 3,

@@ -61,8 +61,16 @@ export interface TrainingStatus {
   job: string;
   /** The round being trained or fetched. */
   round: number;
-  /** Where the node is in the round (waiting, training, ...; "left" after zoo_leave). */
+  /**
+   * Where the node is in the round (waiting, training, ...; "left" after
+   * zoo_leave, "slashed" once the chain has slashed its account in the job).
+   */
   phase: string;
+  /**
+   * This node's account in the job as last read from the chain: a member,
+   * slashed, or no longer a member (it exited); null until read.
+   */
+  standing: Standing | null;
   /**
    * The part of the round under way, finer than `phase`: waiting, training,
    * announcing, aggregating, verifying, committing, fetching, finished
@@ -111,6 +119,9 @@ export interface TrainingStatus {
   /** Every round this node saw committed, oldest first. */
   committed: RoundRecord[];
 }
+
+/** An account's place in a job, as the chain has it. */
+export type Standing = "member" | "slashed" | "not a member";
 
 /** One known peer, as the status page and `zoo_peers` show it. */
 export interface PeerSummary {

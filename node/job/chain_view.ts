@@ -15,15 +15,22 @@ import {
 import {
   claimable,
   contributionOf,
+  isMember,
   readJob,
   readRound,
   type Registry,
   type RoundCommit,
   roundCommits,
+  slashedAccounts,
 } from "../../chain/registry.ts";
 import type { JobSpec } from "../../protocol/job_spec.ts";
 import { Cached } from "./cached.ts";
-import type { Contributions, JobInfo, RoundDetail } from "../http/types.ts";
+import type {
+  Contributions,
+  JobInfo,
+  RoundDetail,
+  Standing,
+} from "../http/types.ts";
 import type { MemberCache } from "../round/member_cache.ts";
 
 /** Peers whose contributions are kept cached at most. */
@@ -52,6 +59,7 @@ export class JobChainView {
   /** RoundCommitted logs: one read gives transactions and credits. */
   readonly #commits: Cached<Map<number, RoundCommit>>;
   readonly #peers = new Map<string, Cached<string | null>>();
+  readonly #standing: Cached<Standing>;
 
   constructor(o: JobChainViewOptions) {
     this.#o = o;
@@ -59,6 +67,11 @@ export class JobChainView {
     const job = cidToBytes32(o.jobId);
     this.#job = new Cached(() => readJob(o.registry, job), ttl);
     this.#commits = new Cached(() => roundCommits(o.registry, job), ttl);
+    this.#standing = new Cached(async () => {
+      if (await isMember(o.registry, job, o.account)) return "member";
+      const slashed = await slashedAccounts(o.registry, job);
+      return slashed.has(o.account.toLowerCase()) ? "slashed" : "not a member";
+    }, ttl);
     this.#mine = new Cached(async () => {
       const [j, mine, due, commits] = await Promise.all([
         this.#job.get(),
@@ -85,6 +98,14 @@ export class JobChainView {
         readAt: Date.now(),
       };
     }, ttl);
+  }
+
+  /**
+   * This node's account in the job as last read (null until read); starts
+   * a read when stale.
+   */
+  cachedStanding(): Standing | null {
+    return this.#standing.peek();
   }
 
   /** This node's contributions as last read; starts a read when stale. */

@@ -52,10 +52,12 @@ export function createJobView(o: JobViewOptions): JobSource {
   const training = (): TrainingStatus => {
     const s = driver.state;
     const ranked = s.parent ? rankLeaders(s.parent, s.live) : [];
+    const standing = chain.cachedStanding();
     return {
       job: jobId,
       round: s.round,
-      phase: left ? "left" : s.phase,
+      phase: left ? "left" : standing === "slashed" ? "slashed" : s.phase,
+      standing,
       stage: left ? "left" : roundStage(s),
       parent: s.parent,
       // The chain's count: fewer than the spec's once the job is cancelled.

@@ -89,6 +89,11 @@ export interface AttackRunResult {
    * attacker's slash landed (null in other runs).
    */
   signerExitedFirst: boolean | null;
+  /**
+   * The phase each attacker's own status showed at the end, given a few
+   * seconds to read its standing ("slashed" once the chain slashed it).
+   */
+  attackerPhases: (string | null)[];
   /** The attackers' contribution on chain at the end (`contributionOf`). */
   contributionLeft: number;
   /**
@@ -214,6 +219,22 @@ async function falseVerdictRounds(
   );
 }
 
+/**
+ * `peer`'s phase once it shows "slashed", or as it stands after 10 s (its
+ * standing is read from the chain in the background); null if it cannot
+ * answer.
+ */
+async function finalPhase(peer: LocalPeer): Promise<string | null> {
+  const deadline = performance.now() + 10_000;
+  let phase: string | null = null;
+  while (performance.now() < deadline) {
+    phase = await trainingOf(peer).then((t) => t.phase, () => null);
+    if (phase === "slashed") break;
+    await new Promise((r) => setTimeout(r, 500));
+  }
+  return phase;
+}
+
 /** Whether `signer`'s exit began in an earlier block than every slash of `accused`. */
 async function exitedBeforeSlash(
   c: JobCluster,
@@ -331,6 +352,7 @@ async function attackCluster(
   const trainings = await Promise.all(staying.map((p) => trainingOf(p)));
   const refusals = trainings.flatMap((t) => t.refusals);
   const audits = trainings.flatMap((t) => t.audits);
+  const attackerPhases = await Promise.all(evil.map((p) => finalPhase(p)));
   // The exiting signer was stopped when it left.
   for (const p of [...staying, ...evil]) p.child.kill("SIGTERM");
   if (Deno.env.get("ATTACK_DEBUG")) {
@@ -459,6 +481,7 @@ async function attackCluster(
     slashed: attackers.length > 0 &&
       attackerAccounts.every((a) => slashed.has(a)),
     contributionLeft,
+    attackerPhases,
     signerExitedFirst,
     falsePositives,
     refusals,
