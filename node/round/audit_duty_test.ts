@@ -41,6 +41,7 @@ import {
   SPEC,
   TEST_ADDRESS,
 } from "./_fakes.ts";
+import type { ExclusionReason } from "../../protocol/round_manifest.ts";
 import type { AuditVerdict, SegmentAudit } from "./audit.ts";
 import { StateUnserved } from "./audit_errors.ts";
 import { AuditDuty, type AuditDutyOptions } from "./audit_duty.ts";
@@ -75,6 +76,16 @@ async function manifest() {
         : privateKeyToAccount(KEYS[i - 1]).address,
       delta: i === 0 ? work.delta : base.contributions[0].delta,
     })),
+  };
+}
+
+/** {@linkcode manifest} with PEERS[0]'s delta left out for `reason`. */
+async function leavingOut(reason: ExclusionReason) {
+  const m = await manifest();
+  return {
+    ...m,
+    contributions: m.contributions.slice(1),
+    excluded: [{ peer: PEERS[0], delta: work.delta, reason, evidence: "" }],
   };
 }
 
@@ -206,17 +217,7 @@ Deno.test("the job spec's audit rate is the plan's: at a tiny rate no one is dra
 });
 
 Deno.test("a delta the leader screened out is audited like an aggregated one, on every segment: its author is a suspect", async () => {
-  const m = await manifest();
-  const screened = {
-    ...m,
-    contributions: m.contributions.slice(1),
-    excluded: [{
-      peer: PEERS[0],
-      delta: work.delta,
-      reason: "misaligned" as const,
-      evidence: "",
-    }],
-  };
+  const screened = await leavingOut("misaligned");
   const one = duty(1, PASS), two = duty(2, PASS);
   await one.d.roundClosed(screened, NEXT);
   await two.d.roundClosed(screened, NEXT);
@@ -236,17 +237,7 @@ Deno.test("a delta the leader screened out is audited like an aggregated one, on
 });
 
 Deno.test("a delta left out unserved is not audited: nothing of it was used, and its author may have crashed with it", async () => {
-  const m = await manifest();
-  const unserved = {
-    ...m,
-    contributions: m.contributions.slice(1),
-    excluded: [{
-      peer: PEERS[0],
-      delta: work.delta,
-      reason: "unserved" as const,
-      evidence: "",
-    }],
-  };
+  const unserved = await leavingOut("unserved");
   const one = duty(1, FAIL), two = duty(2, FAIL);
   await one.d.roundClosed(unserved, NEXT);
   await two.d.roundClosed(unserved, NEXT);
