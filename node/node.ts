@@ -1,10 +1,10 @@
 import { NodeError } from "./errors.ts";
 import { atomicWriteFile } from "./store/atomic_write.ts";
 import { Blockstore } from "./store/blockstore.ts";
-import { checkpointInfo } from "./store/checkpoint_info.ts";
+import { checkpointInfo } from "./round/checkpoint_info.ts";
 import type { Config } from "./config.ts";
 import { createHost, type Host } from "./p2p/host.ts";
-import type { BrowserPeerConfig } from "./browser/messages.ts";
+import type { BrowserPeerConfig } from "./http/browser_peer.ts";
 import { isDialable } from "./browser/peer_config.ts";
 import {
   dialKnownPeers,

@@ -3,7 +3,9 @@
  * non-test file imports, `_` helpers included; test-only files aside): no
  * import circles; `kernels/` imports no other folder of ours; `protocol/`
  * imports only `kernels/`; `chain/` does not import `node/`; `kernels/` and
- * `protocol/` name neither `Deno` nor `fetch` outside comments (no I/O).
+ * `protocol/` name neither `Deno` nor `fetch` outside comments (no I/O);
+ * the rooms of `node/` import only rooms on lower floors ({@linkcode
+ * NODE_FLOORS}).
  */
 import assert from "node:assert/strict";
 
@@ -17,6 +19,53 @@ const MAY_IMPORT: Record<string, string[]> = {
   wasm: ["kernels"],
   node: ["protocol", "kernels", "chain", "wasm"],
 };
+
+/**
+ * The rooms of `node/`, lowest floor first. A room imports only rooms on
+ * lower floors: never one beside it or above it, so no two rooms import
+ * each other. `node/`'s own modules (the node, its config, identity and
+ * errors) are not rooms: they compose the rooms or are shared by them.
+ */
+const NODE_FLOORS: string[][] = [
+  ["store"],
+  ["p2p", "train"],
+  ["round"],
+  ["http"],
+  ["job"],
+  ["browser", "devnet"],
+  ["cli"],
+];
+
+/**
+ * The imports of `graph` from one room of `root` (e.g. "node/") to another
+ * that is not on a lower floor of `floors`, as "from -> to" lines.
+ */
+export function floorBreaches(
+  graph: ReadonlyMap<string, readonly string[]>,
+  root: string,
+  floors: readonly (readonly string[])[],
+): string[] {
+  const floorOf = (path: string): [string, number] | null => {
+    if (!path.startsWith(root)) return null;
+    const parts = path.slice(root.length).split("/");
+    if (parts.length < 2) return null;
+    const floor = floors.findIndex((f) => f.includes(parts[0]));
+    return [parts[0], floor];
+  };
+  const wrong: string[] = [];
+  for (const [file, deps] of graph) {
+    const from = floorOf(file);
+    if (!from) continue;
+    for (const dep of deps) {
+      const to = floorOf(dep);
+      if (!to || to[0] === from[0]) continue;
+      if (from[1] < 0 || to[1] < 0 || to[1] >= from[1]) {
+        wrong.push(`${file} -> ${dep}`);
+      }
+    }
+  }
+  return wrong;
+}
 
 /** Every .ts file of the folders and its contents, by repo-relative path. */
 async function allSources(): Promise<Map<string, string>> {
@@ -112,6 +161,34 @@ Deno.test("layout: folders import only in their direction", () => {
     }
   }
   assert.deepEqual(wrong, []);
+});
+
+Deno.test("layout: the rooms of node/ import only rooms on lower floors", () => {
+  assert.deepEqual(floorBreaches(graph, "node/", NODE_FLOORS), []);
+  // Every room has a floor.
+  const rooms = new Set(
+    [...graph.keys()].filter((p) =>
+      p.split("/").length > 2 && p.startsWith("node/")
+    )
+      .map((p) => p.split("/")[1]),
+  );
+  assert.deepEqual(
+    [...rooms].filter((r) => !NODE_FLOORS.flat().includes(r)),
+    [],
+  );
+});
+
+Deno.test("layout: the floor check catches a sideways or upward import", () => {
+  const planted = new Map([
+    ["node/store/blockstore.ts", ["node/round/ledger.ts"]],
+    ["node/p2p/host.ts", ["node/train/compute.ts"]],
+    ["node/round/work.ts", ["node/store/blockstore.ts", "node/errors.ts"]],
+    ["node/node.ts", ["node/cli/run.ts"]],
+  ]);
+  assert.deepEqual(floorBreaches(planted, "node/", NODE_FLOORS), [
+    "node/store/blockstore.ts -> node/round/ledger.ts",
+    "node/p2p/host.ts -> node/train/compute.ts",
+  ]);
 });
 
 Deno.test("layout: kernels/ and protocol/ do no I/O", () => {

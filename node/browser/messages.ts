@@ -5,31 +5,10 @@
  *
  * @module
  */
+import type { BrowserPeerConfig } from "../http/browser_peer.ts";
 import type { NodeStatus } from "../http/types.ts";
 
-/** Where the tab's peer joins: served by the node as `/peer/config.json`. */
-export interface BrowserPeerConfig {
-  /** The job's id (its spec's CID). */
-  job: string;
-  /** libp2p addresses to dial first: WebSockets (`/ws`) ones. */
-  bootstrap: string[];
-  /** The chain's JSON-RPC URL, reachable from the browser. */
-  rpcUrl: string;
-  /** The registry contract's address. */
-  registry: `0x${string}`;
-  /**
-   * Kernel threads, the worker's own included; absent: the page picks (up
-   * to 4 of the machine's cores).
-   */
-  threads?: number;
-  /** Largest blob the peer fetches or serves, bytes. */
-  maxBlobBytes: number;
-  /**
-   * Blocks a round's commit must be under before it counts (the node's
-   * `confirmations`); null: auto, as the node resolves it.
-   */
-  confirmations: number | null;
-}
+export type { BrowserPeerConfig };
 
 /** The tab's two keys as its storage keeps them. */
 export interface StoredKeys {

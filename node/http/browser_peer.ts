@@ -9,8 +9,31 @@
  * @module
  */
 import type { Context, Hono } from "hono";
-import type { BrowserPeerConfig } from "../browser/messages.ts";
 import { NodeError } from "../errors.ts";
+
+/** Where the tab's peer joins: served by the node as `/peer/config.json`. */
+export interface BrowserPeerConfig {
+  /** The job's id (its spec's CID). */
+  job: string;
+  /** libp2p addresses to dial first: WebSockets (`/ws`) ones. */
+  bootstrap: string[];
+  /** The chain's JSON-RPC URL, reachable from the browser. */
+  rpcUrl: string;
+  /** The registry contract's address. */
+  registry: `0x${string}`;
+  /**
+   * Kernel threads, the worker's own included; absent: the page picks (up
+   * to 4 of the machine's cores).
+   */
+  threads?: number;
+  /** Largest blob the peer fetches or serves, bytes. */
+  maxBlobBytes: number;
+  /**
+   * Blocks a round's commit must be under before it counts (the node's
+   * `confirmations`); null: auto, as the node resolves it.
+   */
+  confirmations: number | null;
+}
 
 /** The files a browser peer build holds, with their content types. */
 export const BROWSER_PEER_FILES: Readonly<Record<string, string>> = {

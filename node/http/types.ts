@@ -14,7 +14,8 @@ import type { FetchReport } from "../p2p/blob_pull.ts";
 import type { BlobStats } from "../p2p/blob_service.ts";
 import type { DeltaWaitStats } from "../p2p/delta_wait.ts";
 import type { Progress } from "../p2p/gossip_service.ts";
-import type { HistogramSnapshot } from "./histogram.ts";
+import type { HistogramSnapshot } from "../round/histogram.ts";
+import type { CheckpointInfo } from "../round/checkpoint_info.ts";
 import type {
   AuditRecord,
   LostRecord,
@@ -26,6 +27,7 @@ import type { StepLoss } from "../round/step_log.ts";
 
 export type {
   AuditRecord,
+  CheckpointInfo,
   LostRecord,
   Refusal,
   RoundRecord,
@@ -248,23 +250,6 @@ export interface RoundDetail {
     /** The commit transaction; null when its log was not found. */
     tx: string | null;
   };
-}
-
-/** Metadata of a round checkpoint this node holds (`zoo_checkpoint`). */
-export interface CheckpointInfo {
-  cid: string;
-  /** Size of the safetensors file, bytes. */
-  size: number;
-  format: string;
-  job: string;
-  /** The round this checkpoint starts. */
-  round: number;
-  /** CID of the previous round's checkpoint; null for the genesis. */
-  parent: string | null;
-  /** The model config, as recorded in the file. */
-  config: unknown;
-  /** The round whose commit produced it, as this node recorded it. */
-  committed: RoundRecord | null;
 }
 
 /** What `zoo_leave` reports. */

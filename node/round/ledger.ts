@@ -9,7 +9,7 @@
 import type { AuditCheck } from "../../protocol/messages.ts";
 import type { JobSpec } from "../../protocol/job_spec.ts";
 import type { RoundManifest } from "../../protocol/round_manifest.ts";
-import { Histogram } from "../http/histogram.ts";
+import { Histogram } from "./histogram.ts";
 import { StepLog } from "./step_log.ts";
 
 /** Upper bounds of the commit latency histogram, seconds. */

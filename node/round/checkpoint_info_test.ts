@@ -6,7 +6,7 @@ import {
   encodeRoundCheckpoint,
   genesisCheckpoint,
 } from "../../protocol/round_checkpoint.ts";
-import { Blockstore } from "./blockstore.ts";
+import { Blockstore } from "../store/blockstore.ts";
 import { checkpointInfo } from "./checkpoint_info.ts";
 import { record } from "../http/_fixtures.ts";
 

@@ -8,9 +8,25 @@
 import { SafetensorsError } from "../../kernels/safetensors.ts";
 import { parseCid } from "../../protocol/cid.ts";
 import { ROUND_CHECKPOINT_FORMAT } from "../../protocol/round_checkpoint.ts";
-import type { BlockStorage } from "./block_storage.ts";
-import type { CheckpointInfo } from "../http/types.ts";
-import type { RoundRecord } from "../round/ledger.ts";
+import type { BlockStorage } from "../store/block_storage.ts";
+import type { RoundRecord } from "./ledger.ts";
+
+/** Metadata of a round checkpoint this node holds (`zoo_checkpoint`). */
+export interface CheckpointInfo {
+  cid: string;
+  /** Size of the safetensors file, bytes. */
+  size: number;
+  format: string;
+  job: string;
+  /** The round this checkpoint starts. */
+  round: number;
+  /** CID of the previous round's checkpoint; null for the genesis. */
+  parent: string | null;
+  /** The model config, as recorded in the file. */
+  config: unknown;
+  /** The round whose commit produced it, as this node recorded it. */
+  committed: RoundRecord | null;
+}
 
 /** Largest checkpoint header read (a round checkpoint's is a few KiB). */
 export const MAX_CHECKPOINT_HEADER_BYTES = 1024 * 1024;
