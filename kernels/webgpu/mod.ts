@@ -1,7 +1,7 @@
 /**
  * The WebGPU compute path: WGSL kernels for every op of a GPT training
  * step (one op family per file, forward and backward side by side) and the
- * device-resident trainer that runs them. See the README's WebGPU section.
+ * device-resident trainer that runs them. See kernels/README.md, WebGPU.
  *
  * @example
  * ```ts

@@ -270,7 +270,7 @@ the running node if not held).
   --car FILE              write it unchanged as a CARv1 file whose root is its
                           CID (a file's: the CID of its bytes), so that
                           "ipfs dag import" keeps that CID (a block over
-                          1 MiB needs Kubo's big-block option: see README)
+                          1 MiB needs Kubo's big-block option: see node/cli/README.md)
 
 Options:
   --data-dir DIR          where a CID is looked up (default ~/.zoo)

@@ -215,8 +215,8 @@ function jobMetrics(out: Exposition, job: JobSource): void {
   out.family(
     "zoo_slashes_total",
     "counter",
-    "Slashings this node's evidence brought about, by evidence kind.",
-    [1, 2].map((kind) => [
+    "Slashings and strikes this node's evidence brought about, by evidence kind (1 equivocation, 2 failed audit, 3 false verdict, 4 silence).",
+    [1, 2, 3, 4].map((kind) => [
       { job: t.job, kind: String(kind) },
       t.slashes.filter((s) => s.kind === kind).length,
     ]),

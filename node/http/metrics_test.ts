@@ -97,6 +97,13 @@ Deno.test("metrics: values read back through an independent parser", () => {
     sample(families, "zoo_contribution_tokens", { job: "bafkreijob" }),
     20480,
   );
+  // Every evidence kind has its series, strikes (3, 4) included.
+  for (const [kind, n] of [["1", 0], ["2", 1], ["3", 0], ["4", 0]] as const) {
+    strictEqual(
+      sample(families, "zoo_slashes_total", { job: "bafkreijob", kind }),
+      n,
+    );
+  }
   const latency = families.find((f) => f.name === "zoo_commit_latency_seconds")!
     .metrics[0] as unknown as {
       buckets: Record<string, string>;

@@ -162,7 +162,7 @@ Deno.test({
           // Each majority peer trained and was credited while split (in the
           // round under way at the cut or after). Not in every round: on
           // this tiny model the screen now and then leaves an honest delta
-          // out as misaligned (README, known gaps).
+          // out as misaligned (node/README.md, known gaps).
           for (const a of majority) {
             assert.ok(creditedMeanwhile.has(a), `${a} credited while split`);
           }
