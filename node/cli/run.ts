@@ -1,4 +1,5 @@
 import { ChainError } from "../../chain/errors.ts";
+import { giveGpuProbeARuntimeDir } from "../train/gpu_env.ts";
 import { ConfigError, type PartialConfig } from "../config.ts";
 import { loadConfig } from "../config_load.ts";
 import { KernelError } from "../../kernels/errors.ts";
@@ -26,6 +27,7 @@ export const EXIT = { ok: 0, failure: 1, usage: 2 } as const;
 
 /** Runs one command line; returns the process exit code. */
 export async function runCli(argv: string[]): Promise<number> {
+  giveGpuProbeARuntimeDir();
   try {
     const command = parseCommand(argv);
     return await dispatch(command);
