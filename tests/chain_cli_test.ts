@@ -60,6 +60,17 @@ Deno.test("chain CLI: status, register, job create and rounds on the embedded de
       /^zoo-node: Cannot register the node: account 0x[0-9a-fA-F]{40} is already registered\n$/,
     );
 
+    // A job id the registry does not know is refused before any join,
+    // named as typed.
+    const unknown = SPEC.dataset.cid;
+    const stray = await zooNode(["--join", "--job", unknown, ...d]);
+    assert.equal(stray.code, 1, stray.stderr);
+    assert.match(
+      stray.stderr,
+      new RegExp(`Cannot join job ${unknown}: no such job on registry`),
+    );
+    assert.doesNotMatch(stray.stdout, /joined/);
+
     const after = await ok(["chain", "status", ...d]);
     assert.ok(after.includes(`registry  ${registry}`), after);
     assert.match(after, new RegExp(`node\\s+${peerId}, stake 2 ETH, active`));

@@ -47,7 +47,7 @@ export async function join(
   const { identity, created } = await ensureIdentity(config.dataDir);
   if (created) console.log(`created keys in ${config.dataDir}/keys`);
   const node = await startNode(config, identity);
-  console.log(`zoo-node ${identity.peerId} joined job "${config.job}"`);
+  console.log(`zoo-node ${identity.peerId} started for job "${config.job}"`);
   for (const addr of node.info.addresses) console.log(`  listening ${addr}`);
   console.log(`  http      ${node.info.http ?? "off"}`);
 

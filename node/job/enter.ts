@@ -10,7 +10,12 @@
  */
 import { cidToBytes32 } from "../../chain/attestation.ts";
 import { ChainError } from "../../chain/errors.ts";
-import { isMember, joinJob, type Registry } from "../../chain/registry.ts";
+import {
+  isMember,
+  joinJob,
+  readJob,
+  type Registry,
+} from "../../chain/registry.ts";
 import type { BackendChoice } from "../../kernels/backend_select.ts";
 import { parseCid } from "../../protocol/cid.ts";
 import {
@@ -73,6 +78,16 @@ export interface EnterJobOptions {
 export async function enterJob(o: EnterJobOptions): Promise<JobRun> {
   const { node, identity, registry, jobId, log, signal } = o;
   const job = cidToBytes32(jobId);
+  await readJob(registry, job).catch((err) => {
+    if (err instanceof ChainError && err.reason === "UnknownJob") {
+      throw new ChainError(
+        `Cannot join job ${jobId}: no such job on registry ${registry.address} (check the job id, and that --rpc-url and --registry name the chain it was created on)`,
+        "UnknownJob",
+        [job],
+      );
+    }
+    throw err;
+  });
   const memberBefore = await isMember(registry, job, identity.address);
   if (!memberBefore) {
     await joinJob(registry, { job });
