@@ -59,7 +59,8 @@ Deno.test({
         made.stdout,
       )?.[1];
       assert.ok(dataset, made.stdout);
-      const job = /job\s+(baf\S+)/.exec(made.stdout)![1];
+      // The job id first: it is what a user copies.
+      const job = /^job\s+(baf\S+)/.exec(made.stdout)![1];
 
       // The creator's node first: the other peer bootstraps from it.
       c.peers.push(

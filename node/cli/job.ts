@@ -42,6 +42,8 @@ export async function jobCreate(
     dataset: { cid: DEFAULT_CORPUS_DATASET_ID, ...fields.dataset },
   });
   const store = await Blockstore.open(blockstoreDir(config.dataDir));
+  // Printed after the job id: the id is what users copy.
+  let datasetLine: string | null = null;
   if (command.data !== null) {
     const { bytes, files } = await loadLocalText(command.data);
     if (bytes.length < 2 * (spec.contextLength + 1)) {
@@ -60,9 +62,8 @@ export async function jobCreate(
       ...fields,
       dataset: { ...spec.dataset, cid: dataset.id },
     });
-    console.log(
-      `dataset   ${dataset.id}: ${bytes.length} bytes from ${files.length} file(s) in ${dataset.chunks.length} chunks; peers fetch it from this data dir's node ("zoo-node --join --data-dir ${config.dataDir}")`,
-    );
+    datasetLine =
+      `dataset   ${dataset.id}: ${bytes.length} bytes from ${files.length} file(s) in ${dataset.chunks.length} chunks; peers fetch it from this data dir's node ("zoo-node --join --data-dir ${config.dataDir}")`;
   }
   return await withSession(config, async (session) => {
     const reg = await sessionRegistry(session, config);
@@ -71,6 +72,7 @@ export async function jobCreate(
       minStake: command.minStake,
     });
     console.log(`job       ${job}`);
+    if (datasetLine !== null) console.log(datasetLine);
     console.log(`genesis   ${genesis}`);
     console.log(
       `chain     registry ${reg.address}, pool ${
