@@ -26,8 +26,13 @@ Deno.test("the float64 reference makes random matrices nearly orthogonal, aligne
     for (let i = 0; i < r; i++) {
       for (let j = 0; j < r; j++) {
         const v = gram[i * r + j];
-        if (i === j) assert.ok(v > 0.4 && v < 1.4, `${rows}x${cols} diag ${v}`);
-        else assert.ok(Math.abs(v) < 0.35, `${rows}x${cols} off ${v}`);
+        // The quintic leaves most singular values in about [0.68, 1.13]
+        // (s² in [0.46, 1.28]); a tiny one of the input stays smaller.
+        // Off the diagonal, Σ_k u_ik u_jk s_k² = Σ_k u_ik u_jk (s_k² − c)
+        // for any c (U is orthogonal): at most half the spread of s², about
+        // 0.41, more with a tiny s (up to 0.43 in 12,000 random draws).
+        if (i === j) assert.ok(v > 0.3 && v < 1.4, `${rows}x${cols} diag ${v}`);
+        else assert.ok(Math.abs(v) < 0.55, `${rows}x${cols} off ${v}`);
       }
     }
     assert.ok(g.reduce((s, v, i) => s + v * x[i], 0) > 0);
