@@ -84,7 +84,10 @@ export async function watchRounds(
 
 /**
  * The lines printed for one round. `names` maps peer ids to peer names
- * for the leader column.
+ * for the leader column. Rounds are numbered from 0 of `rounds`, as the
+ * status page, RPC and `chain rounds` number them. What each peer sent
+ * includes the states it served to its auditors, so beside it stands what
+ * it fetched to audit others (about as much, one round later).
  */
 export function formatRound(
   closed: DevnetRound,
@@ -100,7 +103,7 @@ export function formatRound(
   const train = first.trainLoss === null ? "?" : first.trainLoss.toFixed(3);
   const tx = records.map(([, r]) => r.tx).find((t) => t !== null) ?? "?";
   const lines = [
-    `round ${closed.round + 1}/${rounds}  train loss ${train}  held-out loss ${
+    `round ${closed.round}/${rounds}  train loss ${train}  held-out loss ${
       first.valLoss.toFixed(3)
     }  leader ${leader}  ${first.contributors} contributions`,
     `  checkpoint ${first.checkpoint}${
@@ -110,7 +113,9 @@ export function formatRound(
   ];
   const dp = Math.max(...records.map(([, r]) => r.dataParallelBytes));
   const sent = records.map(([name, r]) =>
-    `${name} ${formatBytes(r.bytesSent)} (${ratio(dp, r.bytesSent)})`
+    `${name} ${formatBytes(r.bytesSent)} (${ratio(dp, r.bytesSent)}${
+      r.auditBytes > 0 ? `; fetched ${formatBytes(r.auditBytes)} to audit` : ""
+    })`
   );
   lines.push(
     `  sent       ${sent.join(", ")}; data-parallel: ${
