@@ -58,6 +58,7 @@ import {
   trajectoryRoot,
   type WorkRecord,
 } from "../../protocol/work_record.ts";
+import type { AuditVerdict } from "./audit_verdict.ts";
 import { roundSampler } from "./round_sampler.ts";
 import type { WorkReader } from "./work_reader.ts";
 import { NotJudged, served } from "./audit_errors.ts";
@@ -73,36 +74,6 @@ import {
  * committed end state.
  */
 export const CROSS_KERNEL_TOLERANCE = 0.05;
-
-/** What an audit found. */
-export type AuditVerdict =
-  | {
-    passed: true;
-    exact: boolean;
-    /**
-     * For a pass within tolerance: the replay's distance from the
-     * committed end over the segment's progress (at most
-     * {@linkcode CROSS_KERNEL_TOLERANCE}); 0 when exact.
-     */
-    drift: number;
-    /**
-     * Templar's cheap check, recorded, not judged: the loss on one of the
-     * peer's prescribed batches (the segment's last) at C(r) and at its
-     * final state. An update that does not lower it did little on its own
-     * data.
-     */
-    loss: { before: number; after: number };
-    /**
-     * Why where its round started could not be judged here (this peer
-     * never saw what it builds on); the rest of the audit was.
-     */
-    unjudged?: string;
-  }
-  | {
-    passed: false;
-    check: AuditCheck;
-    reason: string;
-  };
 
 /** What an {@linkcode Auditor} works with. */
 export interface AuditorOptions {

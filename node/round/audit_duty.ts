@@ -49,7 +49,8 @@ import {
   AuditBook,
   KEEP_AUDIT_ROUNDS,
 } from "../../protocol/audit_book.ts";
-import type { Auditor, AuditVerdict } from "./audit.ts";
+import type { Auditor } from "./audit.ts";
+import type { AuditVerdict } from "./audit_verdict.ts";
 import { HONEST, type RoundBehaviour } from "./behaviour.ts";
 import { StateUnserved } from "./audit_errors.ts";
 import { sleep } from "./abortable.ts";

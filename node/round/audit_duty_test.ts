@@ -42,7 +42,8 @@ import {
   TEST_ADDRESS,
 } from "./_fakes.ts";
 import type { ExclusionReason } from "../../protocol/round_manifest.ts";
-import type { AuditVerdict, SegmentAudit } from "./audit.ts";
+import type { SegmentAudit } from "./audit.ts";
+import type { AuditVerdict } from "./audit_verdict.ts";
 import { StateUnserved } from "./audit_errors.ts";
 import { AuditDuty, type AuditDutyOptions } from "./audit_duty.ts";
 import { WorkReader, WorkRecordUnserved } from "./work_reader.ts";

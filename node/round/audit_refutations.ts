@@ -23,10 +23,10 @@ import {
   type AuditVerdicts,
   type AuditVerdictsOptions,
   forgetBefore,
-  inGoodStanding,
   SETTLED,
   verdictKey,
 } from "./audit_verdicts.ts";
+import { inGoodStanding } from "./good_standing.ts";
 import { KEEP_EVIDENCE_ROUNDS } from "../../protocol/audit_book.ts";
 
 /** What {@linkcode AuditRefutations} works with. */

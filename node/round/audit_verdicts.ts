@@ -10,6 +10,7 @@
  *
  * @module
  */
+import { inGoodStanding } from "./good_standing.ts";
 import type { LocalAccount } from "viem";
 import { cidToBytes32 } from "../../chain/attestation.ts";
 import {
@@ -264,20 +265,6 @@ export class AuditVerdicts {
     }
     return m;
   }
-}
-
-/**
- * Those of `signers` in good standing in the job now, read afresh: the
- * registry counts no other verdict.
- */
-export async function inGoodStanding(
-  chain: Pick<RoundChain, "inGoodStanding">,
-  signers: readonly string[],
-): Promise<string[]> {
-  const standing = await Promise.all(
-    signers.map((s) => chain.inGoodStanding(s as Address).catch(() => false)),
-  );
-  return signers.filter((_, i) => standing[i]);
 }
 
 /** The key of `account`'s work in `round`, in maps kept by both. */

@@ -12,7 +12,7 @@ import type { DeltaAnnounce } from "../../protocol/messages.ts";
 import type { RoundCheckpoint } from "../../protocol/round_checkpoint.ts";
 import type { TrainingState } from "../../protocol/state_hash.ts";
 import type { WorkRecord } from "../../protocol/work_record.ts";
-import type { AuditVerdict } from "./audit.ts";
+import type { AuditVerdict } from "./audit_verdict.ts";
 import type { RoundStart } from "./round_io.ts";
 
 /** A delta announcement before its work commitment is signed. */

@@ -13,7 +13,7 @@ import type { RoundManifest } from "../../protocol/round_manifest.ts";
 import type { RoundLedger } from "./ledger.ts";
 import type { RoundPublisher } from "./publisher.ts";
 import type { RoundChain } from "./services.ts";
-import { inGoodStanding } from "./audit_verdicts.ts";
+import { inGoodStanding } from "./good_standing.ts";
 
 /** What committing a round uses. */
 export interface CommitOptions {

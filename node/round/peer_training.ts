@@ -14,7 +14,7 @@ import type { RoundEvent } from "../../protocol/round_state.ts";
 import { announceDelta } from "./announce.ts";
 import { BlobGetter } from "./blob_getter.ts";
 import { RecentManifests } from "./recent_manifests.ts";
-import { committedManifest } from "./sync.ts";
+import { committedManifest } from "./committed_manifest.ts";
 import type { RoundBehaviour } from "./behaviour.ts";
 import { signDelta } from "./commitments.ts";
 import { deltaBlobMaxBytes } from "./delta_reader.ts";

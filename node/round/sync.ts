@@ -6,8 +6,8 @@
  *
  * @module
  */
+import { committedManifest } from "./committed_manifest.ts";
 import { CheckpointMismatchError, NotHeldError } from "./failures.ts";
-import { bytes32ToCid } from "../../chain/attestation.ts";
 import {
   decodeRoundCheckpoint,
   type RoundCheckpoint,
@@ -49,7 +49,6 @@ export interface RoundSyncOptions {
 }
 
 /** How long closing a round may wait for a manifest it did not verify. */
-const MANIFEST_FETCH_MS = 2_000;
 /** Pause between tries to fetch a committed checkpoint. */
 const RETRY_MS = 500;
 
@@ -191,33 +190,5 @@ export class RoundSync {
   ): Promise<RoundManifest | null> {
     return (await committedManifest(this.#o, round, checkpoint))?.manifest ??
       null;
-  }
-}
-
-/**
- * The manifest the chain recorded for `round`, which made `checkpoint`,
- * fetched from peers, with its CID; null when the chain has none, or it
- * cannot be had within `timeoutMs`, or it is not the one that made
- * `checkpoint`.
- */
-export async function committedManifest(
-  o: {
-    chain: Pick<RoundChain, "committedManifest">;
-    blobs: Pick<BlobGetter, "manifest">;
-  },
-  round: number,
-  checkpoint: string,
-  timeoutMs = MANIFEST_FETCH_MS,
-): Promise<{ cid: string; manifest: RoundManifest } | null> {
-  try {
-    const word = await o.chain.committedManifest(round);
-    if (!word) return null;
-    const cid = bytes32ToCid(word);
-    const manifest = await o.blobs.manifest(cid, { timeoutMs });
-    return manifest.round === round && manifest.checkpoint === checkpoint
-      ? { cid, manifest }
-      : null;
-  } catch {
-    return null;
   }
 }
