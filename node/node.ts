@@ -1,7 +1,7 @@
 import { NodeError } from "./errors.ts";
 import { atomicWriteFile } from "./store/atomic_write.ts";
 import { Blockstore } from "./store/blockstore.ts";
-import { checkpointInfo } from "./round/checkpoint_info.ts";
+import { checkpointInfo } from "./round/records/checkpoint_info.ts";
 import type { Config } from "./config.ts";
 import { createHost, type Host } from "./p2p/host.ts";
 import type { BrowserPeerConfig } from "./http/browser_peer.ts";

@@ -3,7 +3,7 @@
  * which rounds of which accounts it must replay, when to sign a failure,
  * when a quorum of failure verdicts convicts an account (its deltas are
  * ignored from then on) and when the evidence is due on chain. The node
- * (node/round/audit_duty.ts) does what the actions say: replays, signs,
+ * (node/round/audit/audit_duty.ts) does what the actions say: replays, signs,
  * gossips and submits; `audit_book_sim_test.ts` runs many books against
  * each other in process, with cheaters and lying auditors planted.
  *

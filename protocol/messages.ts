@@ -204,9 +204,9 @@ export type CommitNotice = RoundHeader<"committed"> & {
 };
 
 /**
- * The check of an audit that failed (node/round/audit.ts), or
+ * The check of an audit that failed (node/round/audit/audit.ts), or
  * `unanswered`: its peer, live, answered no request for the work in the
- * serve window (node/round/audit_duty.ts). A notice of `unanswered` is a
+ * serve window (node/round/audit/audit_duty.ts). A notice of `unanswered` is a
  * silence verdict, not a failure: its signature is over an AuditSilence
  * (chain/audit_verdict.ts), which costs the round's credit, not the stake.
  */

@@ -139,7 +139,7 @@ function checkSteps(field: string, n: number): void {
  * were assigned among, each written `id` at the full weight and `id*w` at
  * weight w, joined by 0x00 (peer ids and CIDs hold neither). With the
  * job's spec and dataset these fix every batch the peer trained on
- * (node/round/round_sampler.ts) and where it started; with the
+ * (node/round/trainer/round_sampler.ts) and where it started; with the
  * `trajectory` they bind the whole record to the signed commitment.
  */
 export function dataHash(

@@ -24,7 +24,7 @@ import {
   waitFor,
 } from "../node/devnet/local_peer.ts";
 import type { PublishedJob } from "../node/job/publish.ts";
-import type { RoundRecord } from "../node/round/ledger.ts";
+import type { RoundRecord } from "../node/round/records/ledger.ts";
 import { callRpc } from "../node/http/rpc_client.ts";
 import { ensureIdentity } from "../node/identity.ts";
 import {

@@ -3,7 +3,7 @@
  *
  * @module
  */
-import type { RoundRecord } from "../node/round/ledger.ts";
+import type { RoundRecord } from "../node/round/records/ledger.ts";
 
 /** The state file the writer replaces atomically. */
 export const STATE_FILE = "state.json";

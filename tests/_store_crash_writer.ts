@@ -17,7 +17,7 @@
  * @module
  */
 import { Rng } from "../kernels/data/rng.ts";
-import { RoundRecordLog } from "../node/round/record_log.ts";
+import { RoundRecordLog } from "../node/round/records/record_log.ts";
 import { Blockstore } from "../node/store/blockstore.ts";
 import { atomicWriteFile } from "../node/store/atomic_write.ts";
 import { cidForBytes, cidToString } from "../protocol/cid.ts";

@@ -9,7 +9,7 @@
  */
 import assert from "node:assert/strict";
 import { Rng } from "../kernels/data/rng.ts";
-import { RoundRecordLog } from "../node/round/record_log.ts";
+import { RoundRecordLog } from "../node/round/records/record_log.ts";
 import { Blockstore } from "../node/store/blockstore.ts";
 import { parseCid } from "../protocol/cid.ts";
 import { STATE_FILE } from "./_store_crash.ts";

@@ -25,7 +25,7 @@ import {
 import { toIdentity } from "../identity.ts";
 import { enterJob, type JobRun } from "../job/enter.ts";
 import { assemblePeer, type PeerNode } from "../peer_node.ts";
-import { BlockRetention } from "../round/block_retention.ts";
+import { BlockRetention } from "../round/services/block_retention.ts";
 import { MemoryBlockstore } from "../store/memory_blockstore.ts";
 import { createBrowserHost } from "./host.ts";
 import { openTabStorage } from "./idb_store.ts";

@@ -1,7 +1,7 @@
 import type { Config } from "../config.ts";
 import { ensureIdentity } from "../identity.ts";
 import { type JobRun, runJob } from "../job/runner.ts";
-import type { RoundBehaviour } from "../round/behaviour.ts";
+import type { RoundBehaviour } from "../round/services/behaviour.ts";
 import { startNode } from "../node.ts";
 import { isCid } from "../../protocol/cid.ts";
 

@@ -8,7 +8,7 @@
  * @module
  */
 import type { LocalPeer } from "./local_peer.ts";
-import type { RoundRecord } from "../round/ledger.ts";
+import type { RoundRecord } from "../round/records/ledger.ts";
 import { formatBytes } from "../format_bytes.ts";
 import { callRpc } from "../http/rpc_client.ts";
 

@@ -14,7 +14,7 @@ Deno.test("formatRound numbers rounds from 0, as the status page and the chain d
   const first = formatRound(round(0, 0), 3, names);
   assert.match(
     first[0],
-    /^round 0\/3  train loss 5\.000 .* leader node-1  2 contributions$/,
+    /^round 0\/3 {2}train loss 5\.000 .* leader node-1 {2}2 contributions$/,
   );
   assert.doesNotMatch(first[3], /audit/);
   const last = formatRound(round(2, 600_000), 3, names);

@@ -3,8 +3,8 @@
  * its source, so these stand in for a running node without a port.
  */
 import { ChainError } from "../../chain/errors.ts";
-import { Histogram } from "../round/histogram.ts";
-import { StepLog } from "../round/step_log.ts";
+import { Histogram } from "../round/records/histogram.ts";
+import { StepLog } from "../round/records/step_log.ts";
 import type {
   Contributions,
   JobSource,

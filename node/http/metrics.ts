@@ -5,7 +5,7 @@
  *
  * @module
  */
-import type { HistogramSnapshot } from "../round/histogram.ts";
+import type { HistogramSnapshot } from "../round/records/histogram.ts";
 import type { JobSource, NodeInfoSource } from "./types.ts";
 
 /** The content type Prometheus scrapers expect for this format. */

@@ -14,16 +14,16 @@ import type { FetchReport } from "../p2p/blob_pull.ts";
 import type { BlobStats } from "../p2p/blob_service.ts";
 import type { DeltaWaitStats } from "../p2p/delta_wait.ts";
 import type { Progress } from "../p2p/gossip_service.ts";
-import type { HistogramSnapshot } from "../round/histogram.ts";
-import type { CheckpointInfo } from "../round/checkpoint_info.ts";
+import type { HistogramSnapshot } from "../round/records/histogram.ts";
+import type { CheckpointInfo } from "../round/records/checkpoint_info.ts";
 import type {
   AuditRecord,
   LostRecord,
   Refusal,
   RoundRecord,
   SlashRecord,
-} from "../round/ledger.ts";
-import type { StepLoss } from "../round/step_log.ts";
+} from "../round/records/ledger.ts";
+import type { StepLoss } from "../round/records/step_log.ts";
 
 export type {
   AuditRecord,

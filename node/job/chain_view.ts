@@ -31,7 +31,7 @@ import type {
   RoundDetail,
   Standing,
 } from "../http/types.ts";
-import type { MemberCache } from "../round/member_cache.ts";
+import type { MemberCache } from "../round/services/member_cache.ts";
 
 /** Peers whose contributions are kept cached at most. */
 const MAX_PEERS_CACHED = 1024;

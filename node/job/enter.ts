@@ -25,11 +25,11 @@ import {
 } from "../../protocol/job_spec.ts";
 import type { Identity } from "../identity.ts";
 import type { PeerNode } from "../peer_node.ts";
-import type { BlockRetention } from "../round/block_retention.ts";
-import type { RoundBehaviour } from "../round/behaviour.ts";
+import type { BlockRetention } from "../round/services/block_retention.ts";
+import type { RoundBehaviour } from "../round/services/behaviour.ts";
 import { RoundDriver } from "../round/driver.ts";
-import { RoundTrainer } from "../round/inner_loop.ts";
-import type { KeptRecords } from "../round/record_log.ts";
+import { RoundTrainer } from "../round/trainer/inner_loop.ts";
+import type { KeptRecords } from "../round/records/record_log.ts";
 import type { StateNotes } from "../store/state_notes.ts";
 import { openCompute } from "../train/compute.ts";
 import { loadJobDataset } from "./dataset.ts";

@@ -11,9 +11,9 @@ import { openChainSession, sessionRegistry } from "../chain_session.ts";
 import type { Config } from "../config.ts";
 import type { Identity } from "../identity.ts";
 import { jobStateDir, type ZooNode } from "../node.ts";
-import type { RoundBehaviour } from "../round/behaviour.ts";
-import { RoundRecordLog } from "../round/record_log.ts";
-import { BlockRetention } from "../round/block_retention.ts";
+import type { RoundBehaviour } from "../round/services/behaviour.ts";
+import { RoundRecordLog } from "../round/records/record_log.ts";
+import { BlockRetention } from "../round/services/block_retention.ts";
 import { fileNotes } from "../store/state_notes.ts";
 import { enterJob, type JobRun } from "./enter.ts";
 
@@ -23,7 +23,7 @@ export type { JobRun } from "./enter.ts";
 export interface RunJobOptions {
   /** Progress lines; console.log by default. */
   log?: (line: string) => void;
-  /** The peer's conduct in rounds; HONEST by default (see node/round/behaviour.ts). */
+  /** The peer's conduct in rounds; HONEST by default (see node/round/services/behaviour.ts). */
   behaviour?: RoundBehaviour;
   /**
    * Aborts the start (the node is shutting down): what was opened is

@@ -28,21 +28,21 @@ import {
   type RoundState,
 } from "../../protocol/round_state.ts";
 import { step } from "../../protocol/round_machine.ts";
-import { LoopWatch } from "./loop_watch.ts";
-import { MemberCache } from "./member_cache.ts";
+import { LoopWatch } from "./services/loop_watch.ts";
+import { MemberCache } from "./services/member_cache.ts";
 import type { JobSpec } from "../../protocol/job_spec.ts";
 import type { Identity } from "../identity.ts";
 import type { PeerNode } from "../peer_node.ts";
-import type { RoundBehaviour } from "./behaviour.ts";
-import type { RoundTrainer } from "./inner_loop.ts";
-import type { RoundServices } from "./services.ts";
+import type { RoundBehaviour } from "./services/behaviour.ts";
+import type { RoundTrainer } from "./trainer/inner_loop.ts";
+import type { RoundServices } from "./services/services.ts";
 import { RoundWork } from "./work.ts";
-import { RoundLedger } from "./ledger.ts";
+import { RoundLedger } from "./records/ledger.ts";
 import type { CID } from "../../protocol/cid.ts";
-import type { KeptRecords } from "./record_log.ts";
-import type { BlockRetention } from "./block_retention.ts";
+import type { KeptRecords } from "./records/record_log.ts";
+import type { BlockRetention } from "./services/block_retention.ts";
 import { REANNOUNCE_MS } from "../../protocol/round_timing.ts";
-import { ConfirmedChain } from "./confirmed_chain.ts";
+import { ConfirmedChain } from "./services/confirmed_chain.ts";
 import { memoryNotes, type StateNotes } from "../store/state_notes.ts";
 
 /** The job a peer's rounds belong to, and what it trains and talks with. */

@@ -15,10 +15,10 @@
  *
  * @module
  */
-import { NotHeldError } from "./failures.ts";
-import { sleep } from "./abortable.ts";
-import { DeltaGate } from "./delta_gate.ts";
-import { DeltaReader } from "./delta_reader.ts";
+import { NotHeldError } from "./services/failures.ts";
+import { sleep } from "./services/abortable.ts";
+import { DeltaGate } from "./services/delta_gate.ts";
+import { DeltaReader } from "./services/delta_reader.ts";
 import { privateKeyToAccount } from "viem/accounts";
 import type { JobSpec } from "../../protocol/job_spec.ts";
 import type {
@@ -34,25 +34,28 @@ import type {
 } from "../../protocol/round_state.ts";
 import { collectMs } from "../../protocol/round_timing.ts";
 import type { Identity } from "../identity.ts";
-import { eagerCheckpoint, lead, previewRound } from "./aggregate.ts";
-import { Attester } from "./attest.ts";
-import { HONEST, type RoundBehaviour } from "./behaviour.ts";
-import { LostWork } from "./lost_work.ts";
-import { BlobGetter } from "./blob_getter.ts";
-import { commitManifest } from "./commit.ts";
-import type { RoundTrainer } from "./inner_loop.ts";
-import type { RoundLedger } from "./ledger.ts";
-import type { LoopWatch } from "./loop_watch.ts";
-import { deltaRefusalReason, ManifestVerifier } from "./manifest_check.ts";
-import type { MemberCache } from "./member_cache.ts";
-import { RoundPublisher } from "./publisher.ts";
-import type { RoundServices } from "./services.ts";
-import { RoundSync } from "./sync.ts";
-import { type PeerTraining, peerTraining } from "./peer_training.ts";
-import type { RoundTraining } from "./train.ts";
-import { verifyManifest } from "./verify.ts";
-import { type PeerAudits, peerAudits } from "./peer_audits.ts";
-import { RecentManifests } from "./recent_manifests.ts";
+import { eagerCheckpoint, lead, previewRound } from "./settle/aggregate.ts";
+import { Attester } from "./settle/attest.ts";
+import { HONEST, type RoundBehaviour } from "./services/behaviour.ts";
+import { LostWork } from "./audit/lost_work.ts";
+import { BlobGetter } from "./services/blob_getter.ts";
+import { commitManifest } from "./settle/commit.ts";
+import type { RoundTrainer } from "./trainer/inner_loop.ts";
+import type { RoundLedger } from "./records/ledger.ts";
+import type { LoopWatch } from "./services/loop_watch.ts";
+import {
+  deltaRefusalReason,
+  ManifestVerifier,
+} from "./settle/manifest_check.ts";
+import type { MemberCache } from "./services/member_cache.ts";
+import { RoundPublisher } from "./services/publisher.ts";
+import type { RoundServices } from "./services/services.ts";
+import { RoundSync } from "./settle/sync.ts";
+import { type PeerTraining, peerTraining } from "./train/peer_training.ts";
+import type { RoundTraining } from "./train/train.ts";
+import { verifyManifest } from "./settle/verify.ts";
+import { type PeerAudits, peerAudits } from "./audit/peer_audits.ts";
+import { RecentManifests } from "./records/recent_manifests.ts";
 import type { StateNotes } from "../store/state_notes.ts";
 
 /** What a peer's round work is made of. */

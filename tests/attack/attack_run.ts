@@ -25,7 +25,7 @@ import type { LocalPeer } from "../../node/devnet/local_peer.ts";
 import { watchRounds } from "../../node/devnet/rounds.ts";
 import { callRpc } from "../../node/http/rpc_client.ts";
 import { readRpcToken } from "../../node/http/rpc_token.ts";
-import type { Refusal } from "../../node/round/ledger.ts";
+import type { Refusal } from "../../node/round/records/ledger.ts";
 import { rankLeaders } from "../../protocol/assignment.ts";
 import type { JobSpec } from "../../protocol/job_spec.ts";
 import {

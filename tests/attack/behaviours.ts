@@ -93,7 +93,10 @@
  * @module
  */
 import { Rng } from "../../kernels/data/rng.ts";
-import { HONEST, type RoundBehaviour } from "../../node/round/behaviour.ts";
+import {
+  HONEST,
+  type RoundBehaviour,
+} from "../../node/round/services/behaviour.ts";
 import { rankLeaders } from "../../protocol/assignment.ts";
 import { pseudoGradient } from "../../protocol/pseudo_gradient.ts";
 import { collectMs, settleMs } from "../../protocol/round_timing.ts";

@@ -42,7 +42,7 @@ import { jobPeerArgs } from "../../node/devnet/job.ts";
 import { blockstoreDir } from "../../node/node.ts";
 import { callRpc } from "../../node/http/rpc_client.ts";
 import type { TrainingStatus } from "../../node/http/types.ts";
-import { KEEP_BLOCK_ROUNDS } from "../../node/round/block_retention.ts";
+import { KEEP_BLOCK_ROUNDS } from "../../node/round/services/block_retention.ts";
 import { Rng } from "../../kernels/data/rng.ts";
 import { type Bench, formatTable, numberFlag } from "./_bench.ts";
 

@@ -36,7 +36,7 @@ import {
 import { COMPRESSIONS } from "../../protocol/quantize.ts";
 import { formatBytes } from "../../node/format_bytes.ts";
 import { watchRounds } from "../../node/devnet/rounds.ts";
-import type { RoundRecord } from "../../node/round/ledger.ts";
+import type { RoundRecord } from "../../node/round/records/ledger.ts";
 import { Blockstore } from "../../node/store/blockstore.ts";
 import { blockstoreDir } from "../../node/node.ts";
 import {

@@ -5,7 +5,7 @@
  * `--sample-every` rounds. After the warm-up (the first `--warmup`
  * rounds) they must stay flat: old deltas, states, records and
  * checkpoints are collected eight rounds behind
- * (`node/round/block_retention.ts`).
+ * (`node/round/services/block_retention.ts`).
  *
  * @module
  */

@@ -21,7 +21,7 @@
  *
  * @module
  */
-import { RoundTrainer } from "../../node/round/inner_loop.ts";
+import { RoundTrainer } from "../../node/round/trainer/inner_loop.ts";
 import type { Dataset } from "../../protocol/dataset.ts";
 import type { Trainer, TrainerInit } from "../../kernels/trainer.ts";
 import type { JobSpec } from "../../protocol/job_spec.ts";

@@ -17,7 +17,7 @@ import {
 } from "../../kernels/safetensors.ts";
 import { DEFAULT_CORPUS_DATASET_ID } from "../../node/job/dataset.ts";
 import { parseKnownPeers } from "../../node/p2p/known_peers.ts";
-import { manifestFixture, PEERS } from "../../node/round/_fakes.ts";
+import { manifestFixture, PEERS } from "../../node/round/services/_fakes.ts";
 import { JOB, PARENT, PEER } from "../../protocol/_message_fixtures.ts";
 import { cidForBytes, cidToString } from "../../protocol/cid.ts";
 import {

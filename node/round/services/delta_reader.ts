@@ -1,0 +1,152 @@
+/**
+ * Reading announced deltas: a delta blob is fetched (from given providers
+ * if not held, then from the round's other peers), limited to the exact
+ * size of this job's encoded deltas, and decoded only if it is bound to its
+ * announcement's job, round, parent and peer (protocol/delta_blob.ts).
+ *
+ * The given providers (a delta's author first) have a margin g to answer
+ * before the others are offered: a provider that took the request and sent
+ * nothing then gives way to them. So an author that stalls one peer's
+ * fetch of its delta (a leader's) while it serves the rest does not keep
+ * that peer from the delta: the peers it served serve it too.
+ *
+ * @module
+ */
+import {
+  decodeDeltaBlob,
+  MAX_DELTA_BLOB_OVERHEAD,
+} from "../../../protocol/delta_blob.ts";
+import type { JobSpec } from "../../../protocol/job_spec.ts";
+import type { DeltaAnnounce } from "../../../protocol/messages.ts";
+import { BITS_FOR_COMPRESSION } from "../../../protocol/quantize.ts";
+import { encodedByteLength } from "../../../protocol/quantized_container.ts";
+import { comparePeerIds } from "../../../protocol/peer_table.ts";
+import type { RoundState } from "../../../protocol/round_state.ts";
+import { censorGraceMs, collectMs } from "../../../protocol/round_timing.ts";
+import type { BlobGetter, BlobWant } from "./blob_getter.ts";
+import { NotHeldError } from "./failures.ts";
+
+/**
+ * The size of this job's encoded delta blobs over `parameterCount`
+ * parameters: what a fetch of one may take.
+ */
+export function deltaBlobMaxBytes(
+  spec: Pick<JobSpec, "compression">,
+  parameterCount: number,
+): number {
+  return MAX_DELTA_BLOB_OVERHEAD +
+    encodedByteLength(parameterCount, {
+      bits: BITS_FOR_COMPRESSION[spec.compression.format],
+      blockSize: spec.compression.blockSize,
+    });
+}
+
+/** Reads the values of announced deltas. */
+export class DeltaReader {
+  readonly #blobs: Pick<BlobGetter, "get" | "has">;
+  readonly #parameterCount: number;
+  readonly #state: () => Pick<RoundState, "config" | "deltas" | "live">;
+  /** Exact size of this job's encoded deltas. */
+  readonly #maxBytes: number;
+
+  constructor(
+    blobs: Pick<BlobGetter, "get" | "has">,
+    spec: JobSpec,
+    parameterCount: number,
+    state: () => Pick<RoundState, "config" | "deltas" | "live">,
+  ) {
+    this.#blobs = blobs;
+    this.#parameterCount = parameterCount;
+    this.#state = state;
+    this.#maxBytes = deltaBlobMaxBytes(spec, parameterCount);
+  }
+
+  /**
+   * The values of announced delta `d`: its blob, fetched from `providers`
+   * if need be, then (after a margin g, or at once when they fail) from the
+   * round's other peers too, read only if bound to `d`'s job, round, parent
+   * and peer. With no providers, only a blob held here is read, and a
+   * {@linkcode NotHeldError} thrown when there is none: no peer is asked.
+   */
+  async read(d: DeltaAnnounce, providers: string[]): Promise<Float32Array> {
+    const { config } = this.#state();
+    const timeoutMs = collectMs(config);
+    const want: BlobWant<Float32Array> = {
+      what: "delta",
+      maxBytes: this.#maxBytes,
+      providers,
+      timeoutMs,
+      decode: (bytes) =>
+        decodeDeltaBlob(
+          bytes,
+          { job: d.job, round: d.round, parent: d.parent, peer: d.peer },
+          this.#parameterCount,
+        ),
+    };
+    if (providers.length === 0) {
+      if (!await this.#blobs.has(d.delta)) {
+        throw new NotHeldError("delta", d.delta);
+      }
+      return await this.#blobs.get(d.delta, want);
+    }
+    const others = this.#holders(providers);
+    const first = this.#blobs.get(d.delta, want);
+    if (others.length === 0) return await first;
+    first.catch(() => {}); // awaited below, or its fetch joined
+    const deadline = Date.now() + timeoutMs;
+    let timer: ReturnType<typeof setTimeout> | undefined;
+    const margin = new Promise<null>((resolve) => {
+      timer = setTimeout(() => resolve(null), censorGraceMs(config));
+    });
+    try {
+      const got = await Promise.race([first, margin]);
+      if (got !== null) return got;
+    } catch {
+      // The given providers failed: the others are asked next.
+    } finally {
+      clearTimeout(timer);
+    }
+    // Joins a fetch still under way: the others are offered to it, and a
+    // provider that has sent nothing gives way.
+    return await this.#blobs.get(d.delta, {
+      ...want,
+      providers: [...providers, ...others],
+      timeoutMs: Math.max(1, deadline - Date.now()),
+    });
+  }
+
+  /**
+   * Peers likely to hold a delta besides `providers`: every peer of the round
+   * fetches each delta it hears of, so when its author cannot be reached
+   * from here (a link cut mid-round) one that fetched it before serves it.
+   * Without them a leader leaves out a delta its verifiers hold, they
+   * refuse its manifest as censoring, and with a tight quorum nobody's
+   * manifest can gather one.
+   */
+  #holders(providers: string[]): string[] {
+    const { config, deltas, live } = this.#state();
+    const known = new Set([...providers, config.self]);
+    return [...new Set([...live, ...deltas.keys()])]
+      .filter((p) => !known.has(p))
+      .sort(comparePeerIds);
+  }
+
+  /**
+   * The deltas peers other than `self` announced this round so far, each
+   * from its author; those that cannot be read are left out.
+   */
+  async others(
+    self: string,
+  ): Promise<{ peer: string; delta: Float32Array }[]> {
+    const others = [...this.#state().deltas.values()]
+      .filter((d) => d.peer !== self);
+    const got = await Promise.all(others.map(async (d) => {
+      try {
+        return { peer: d.peer, delta: await this.read(d, [d.peer]) };
+      } catch {
+        return null;
+      }
+    }));
+    return got.filter((g) => g !== null);
+  }
+}

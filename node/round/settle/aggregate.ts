@@ -1,0 +1,414 @@
+/**
+ * The leader's phase of a round: fetch and read the announced deltas,
+ * screen them, combine the rest into C(r+1) and write the manifest that
+ * lists every delta, aggregated or excluded with its reason (`unserved`
+ * for one it could not fetch in its collect window). The manifest waits
+ * until its latest delta is `settleMs` old and takes in deltas that arrive
+ * meanwhile, up to the moment it is handed back for publishing, so
+ * verifiers find it neither hasty nor short of a delta they saw well
+ * before it (protocol/censorship.ts).
+ *
+ * Once published, the leader holds its commit (`commitHoldMs`) and amends
+ * the manifest with what comes in that time: a delta announced too late
+ * for it, which a verifier may have got just before the manifest, and an
+ * `unserved` delta it can now fetch from a verifier that held it. Its
+ * verifiers wait for that amendment rather than refuse.
+ *
+ * @module
+ */
+import { NothingToAggregateError } from "../services/failures.ts";
+import { type CID, cidToString } from "../../../protocol/cid.ts";
+import { MAX_AMENDMENTS } from "../../../protocol/censorship.ts";
+import {
+  censorGraceMs,
+  commitHoldMs,
+  settleMs,
+} from "../../../protocol/round_timing.ts";
+import { partitionDeltas } from "../../../protocol/delta_screen.ts";
+import { claimedShare } from "../../../protocol/inner_steps.ts";
+import { manifestContribution } from "../../../protocol/contribution.ts";
+import type { JobSpec } from "../../../protocol/job_spec.ts";
+import type {
+  DeltaAnnounce,
+  ManifestAnnounce,
+} from "../../../protocol/messages.ts";
+import { comparePeerIds } from "../../../protocol/peer_table.ts";
+import {
+  encodeRoundCheckpoint,
+  type RoundCheckpoint,
+} from "../../../protocol/round_checkpoint.ts";
+import type {
+  RoundAction,
+  RoundEvent,
+  RoundState,
+} from "../../../protocol/round_state.ts";
+import { encodeManifest } from "../../../protocol/manifest_codec.ts";
+import {
+  type ExclusionReason,
+  MANIFEST_VERSION,
+  type RoundManifest,
+} from "../../../protocol/round_manifest.ts";
+import { nextCheckpoint } from "../../../protocol/round_update.ts";
+import type { Attester } from "./attest.ts";
+import { HONEST, type RoundBehaviour } from "../services/behaviour.ts";
+import type { Held } from "./sync.ts";
+import type { RoundPublisher } from "../services/publisher.ts";
+
+/** Aggregations at most, the first included: each later one takes in
+ * deltas that arrived during the one before. */
+const MAX_PASSES = 4;
+
+/** How often a leader looks for what to amend its manifest with, ms. */
+const LOOK_MS = 100;
+
+/** What a leader's aggregation uses. */
+export interface LeaderAggregationOptions {
+  jobId: string;
+  spec: JobSpec;
+  /** This peer's id, the manifest's leader. */
+  self: string;
+  /** The machine's current state (deltas as they arrive, when). */
+  state(): RoundState;
+  behaviour: RoundBehaviour;
+  /** The values of an announced delta (fetched from its author). */
+  delta(d: DeltaAnnounce): Promise<Float32Array>;
+  /** CID of a manifest `peer` announced for `round` that this peer refused. */
+  evidenceAgainst(round: number, peer: string): string | undefined;
+  /** Stores a block. */
+  store(bytes: Uint8Array): Promise<CID>;
+  /**
+   * Records a delta left out: unreadable, unserved, screened out, or its
+   * leader's.
+   */
+  refuse(d: DeltaAnnounce, reason: string, err?: unknown): void;
+  /** The refusal reason for an error fetching or reading a delta. */
+  reasonOf(err: unknown): string;
+  /** Resolves after `ms`, or rejects when the round work stops. */
+  sleep(ms: number): Promise<void>;
+}
+
+/** What the leader's whole phase uses: the aggregation's, and more. */
+export interface LeadOptions extends LeaderAggregationOptions {
+  publisher: Pick<RoundPublisher, "header" | "publish">;
+  attester: Pick<Attester, "attestation">;
+  /** Hands an event back to the machine. */
+  feed(event: RoundEvent): void;
+  /** Keeps a manifest for attesting and committing. */
+  remember(cid: string, manifest: RoundManifest): void;
+}
+
+/**
+ * The leader's phase: aggregates round `a.round` from C(r) = `held`,
+ * announces the manifest (sent again until the round ends) and vouches
+ * for it like any verifier; then, through its commit hold, amends it with
+ * what came (see the module doc), at most {@linkcode MAX_AMENDMENTS}
+ * times. Throws when no delta can be aggregated.
+ */
+export async function lead(
+  o: LeadOptions,
+  a: Extract<RoundAction, { type: "aggregate" }>,
+  held: Held,
+): Promise<void> {
+  let built = await aggregateRound(o, a, held);
+  for (let amendments = 0;; amendments++) {
+    const unserved = built.manifest.excluded.some((e) =>
+      e.reason === "unserved"
+    );
+    const holdMs = commitHoldMs(o.state().config, unserved);
+    await publish(o, a, built, holdMs);
+    if (amendments === MAX_AMENDMENTS) return;
+    const late = await toAmendWith(o, a, built, holdMs);
+    if (late === null) return;
+    o.feed({ type: "amending" });
+    // Committing already: the manifest stands.
+    if (!o.state().aggregating) return;
+    built = await aggregateRound(
+      o,
+      { ...a, contributions: [...built.considered, ...late] },
+      held,
+    );
+  }
+}
+
+/** Announces `built` (its commit held `holdMs`) and vouches for it. */
+async function publish(
+  o: LeadOptions,
+  a: Extract<RoundAction, { type: "aggregate" }>,
+  { manifest, manifestCid, checkpoint }: BuiltManifest,
+  holdMs: number,
+): Promise<void> {
+  o.remember(manifestCid, manifest);
+  const announce: ManifestAnnounce = {
+    ...o.publisher.header("manifest", a.round, a.parent),
+    manifest: manifestCid,
+    checkpoint,
+    rank: a.rank,
+  };
+  o.feed({
+    type: "aggregated",
+    manifest: manifestCid,
+    checkpoint,
+    rank: a.rank,
+    holdMs,
+  });
+  await o.publisher.publish(announce, { repeat: true });
+  o.feed({
+    type: "attestation",
+    msg: await o.attester.attestation(manifestCid, manifest),
+  });
+}
+
+/**
+ * What the leader of `built` amends it with, found within `holdMs` of its
+ * publishing: the round's deltas it did not consider (none of them may be
+ * left out while a verifier may hold it), or, with none, an empty list
+ * when one of its `unserved` deltas could be fetched since (asked again
+ * of every peer of the round: one that held it when the manifest came
+ * serves it). Null when nothing came in time, or the round moved on.
+ */
+async function toAmendWith(
+  o: LeaderAggregationOptions,
+  a: Extract<RoundAction, { type: "aggregate" }>,
+  built: BuiltManifest,
+  holdMs: number,
+): Promise<DeltaAnnounce[] | null> {
+  const until = Date.now() + holdMs;
+  let served = false;
+  for (const e of built.manifest.excluded) {
+    if (e.reason !== "unserved") continue;
+    const d = built.considered.find((x) => x.peer === e.peer)!;
+    o.delta(d).then(() => served = true, () => {});
+  }
+  const considered = new Set(built.considered.map((d) => d.peer));
+  for (;;) {
+    const state = o.state();
+    if (
+      state.round !== a.round || state.parent !== a.parent || state.committing
+    ) return null;
+    const late = [...state.deltas.values()]
+      .filter((d) => !considered.has(d.peer));
+    if (late.length > 0 || served) return late;
+    const left = until - Date.now();
+    if (left <= 0) return null;
+    await o.sleep(Math.min(LOOK_MS, left));
+  }
+}
+
+/** A manifest built and stored, with C(r+1), ready to publish. */
+export interface BuiltManifest {
+  manifest: RoundManifest;
+  manifestCid: string;
+  checkpoint: string;
+  /** The round's deltas it accounts for: listed, or left out unreadable. */
+  considered: readonly DeltaAnnounce[];
+}
+
+/** A round's deltas as the leader screened them, sorted by peer. */
+interface Screened {
+  accepted: { peer: string; d: DeltaAnnounce; delta: Float32Array }[];
+  excluded: { d: DeltaAnnounce; reason: ExclusionReason; evidence: string }[];
+}
+
+/**
+ * C(r+1) and the manifest of round `a.round` from C(r) = `held`, both
+ * stored (see the module doc). Throws when no delta can be aggregated.
+ */
+export async function aggregateRound(
+  o: LeaderAggregationOptions,
+  a: Extract<RoundAction, { type: "aggregate" }>,
+  held: Held,
+): Promise<BuiltManifest> {
+  const fetched = new Map<string, Promise<Float32Array>>();
+  let announced = a.contributions;
+  for (let pass = 1;; pass++) {
+    const round = await screen(o, announced, fetched);
+    const { deltaSeenAt, config } = o.state();
+    const latest = Math.max(
+      ...announced.map((d) => deltaSeenAt.get(d.peer) ?? 0),
+    );
+    const wait = latest + settleMs(config) - Date.now();
+    if (wait > 0) await o.sleep(o.behaviour.leaderWait(wait));
+    const built = await build(o, a, held, round);
+    // Building holds the event loop; gossip that came meanwhile is
+    // handled now, before the last look for late deltas.
+    await o.sleep(o.behaviour.leaderWait(censorGraceMs(o.state().config)));
+    const state = o.state();
+    const late = [...state.deltas.values()]
+      .filter((d) => !announced.some((x) => x.peer === d.peer));
+    if (
+      late.length === 0 || state.round !== a.round || pass === MAX_PASSES
+    ) {
+      for (const e of round.excluded) o.refuse(e.d, e.reason);
+      return { ...built, considered: announced };
+    }
+    announced = [...announced, ...late];
+  }
+}
+
+/** C(r+1) and its manifest from a screened round, both stored. */
+async function build(
+  o: LeaderAggregationOptions,
+  a: Extract<RoundAction, { type: "aggregate" }>,
+  held: Held,
+  { accepted, excluded }: Screened,
+): Promise<Omit<BuiltManifest, "considered">> {
+  if (accepted.length === 0) {
+    throw new NothingToAggregateError(a.round);
+  }
+  const next = o.behaviour.checkpoint(combine(o.spec, held, accepted));
+  const checkpoint = cidToString(
+    await o.store(encodeRoundCheckpoint(next)),
+  );
+  const manifest: RoundManifest = {
+    v: MANIFEST_VERSION,
+    job: o.jobId,
+    round: a.round,
+    parent: a.parent,
+    leader: o.self,
+    rule: o.spec.aggregation,
+    contributions: accepted.map(({ d }) => manifestContribution(o.spec, d)),
+    excluded: excluded.map(({ d, reason, evidence }) => ({
+      peer: d.peer,
+      delta: d.delta,
+      reason,
+      evidence,
+    })),
+    checkpoint,
+  };
+  const manifestCid = cidToString(await o.store(encodeManifest(manifest)));
+  return { manifest, manifestCid, checkpoint };
+}
+
+/** C(r+1) from C(r) = `held` and the accepted deltas. */
+function combine(
+  spec: JobSpec,
+  held: Held,
+  accepted: Screened["accepted"],
+): RoundCheckpoint {
+  return nextCheckpoint({
+    spec,
+    parent: held.ckpt,
+    parentCid: held.cid,
+    deltas: accepted.map(({ d, delta }) => ({
+      peer: d.peer,
+      tokens: d.tokens,
+      delta,
+    })),
+  });
+}
+
+/** A round's next checkpoint as its leader will build it, stored. */
+export interface PreviewedCheckpoint {
+  cid: string;
+  params: Float32Array;
+}
+
+/**
+ * C(r+1) of round `a.round` from C(r) = `held`, built as an honest leader
+ * builds it from `a.deltas` (the same screen, no waits) and stored: the
+ * peer starts the next round from it before the chain commits (see the
+ * round machine's `preview`). Throws when no delta can be aggregated.
+ */
+export async function previewRound(
+  o: Pick<
+    LeaderAggregationOptions,
+    "spec" | "delta" | "evidenceAgainst" | "store"
+  >,
+  a: Extract<RoundAction, { type: "preview" }>,
+  held: Held,
+): Promise<PreviewedCheckpoint> {
+  const { accepted } = await screen(
+    { ...o, behaviour: HONEST, refuse: () => {}, reasonOf: () => "" },
+    a.deltas,
+    new Map(),
+  );
+  if (accepted.length === 0) throw new NothingToAggregateError(a.round);
+  const next = combine(o.spec, held, accepted);
+  const cid = cidToString(await o.store(encodeRoundCheckpoint(next)));
+  return { cid, params: next.params };
+}
+
+/**
+ * The eager estimate of C(r+1) from C(r) = `held`: the outer step with
+ * this peer's own announced delta `own` as the round's only one (the same
+ * rule and outer optimizer as the leader's, so the outer momentum, the
+ * bulk of the step, is exact). A peer trains ahead from it until C(r+1)
+ * is known (the round machine's `trainAhead`).
+ */
+export async function eagerCheckpoint(
+  o: Pick<LeaderAggregationOptions, "spec" | "delta">,
+  own: DeltaAnnounce,
+  held: Held,
+): Promise<Float32Array> {
+  return nextCheckpoint({
+    spec: o.spec,
+    parent: held.ckpt,
+    parentCid: held.cid,
+    deltas: [{ peer: own.peer, tokens: own.tokens, delta: await o.delta(own) }],
+  }).params;
+}
+
+/**
+ * Fetches and reads the `all` deltas (through `fetched`, so a pass reuses
+ * the last one's work) and screens them. A delta that could not be
+ * fetched in time is excluded as `unserved`; one that cannot be read is
+ * refused here and not listed (no verifier can read it either).
+ */
+async function screen(
+  o: Pick<
+    LeaderAggregationOptions,
+    | "spec"
+    | "delta"
+    | "evidenceAgainst"
+    | "behaviour"
+    | "refuse"
+    | "reasonOf"
+  >,
+  all: readonly DeltaAnnounce[],
+  fetched: Map<string, Promise<Float32Array>>,
+): Promise<Screened> {
+  // A peer whose manifest for this round this peer refused earns nothing
+  // in it: its delta is listed with that manifest as the reason.
+  const refused: Screened["excluded"] = [];
+  const rest: DeltaAnnounce[] = [];
+  for (const d of all) {
+    const evidence = o.evidenceAgainst(d.round, d.peer);
+    if (evidence === undefined) rest.push(d);
+    else refused.push({ d, reason: "refused-manifest", evidence });
+  }
+  const unserved: Screened["excluded"] = [];
+  const read = await Promise.all(rest.map(async (d) => {
+    if (!fetched.has(d.delta)) fetched.set(d.delta, o.delta(d));
+    try {
+      return {
+        peer: d.peer,
+        d,
+        delta: await fetched.get(d.delta)!,
+        share: claimedShare(o.spec, d.tokens),
+      };
+    } catch (err) {
+      const reason = o.reasonOf(err);
+      if (reason === "unavailable") {
+        unserved.push({ d, reason: "unserved", evidence: "" });
+      } else o.refuse(d, reason, err);
+      return null;
+    }
+  }));
+  // In arrival order, as announced: what a dishonest leader would pick
+  // from.
+  const ok = o.behaviour.contributions(read.filter((f) => f !== null))
+    .sort((x, y) => comparePeerIds(x.peer, y.peer));
+  const { accepted, excluded } = partitionDeltas(ok);
+  return {
+    accepted,
+    excluded: [
+      ...excluded.map((e) => ({
+        d: ok.find((f) => f.peer === e.peer)!.d,
+        reason: e.reason,
+        evidence: "",
+      })),
+      ...refused,
+      ...unserved,
+    ].sort((x, y) => comparePeerIds(x.d.peer, y.d.peer)),
+  };
+}

@@ -1,0 +1,526 @@
+/**
+ * A verifier's check of a round manifest: that it is what its leader
+ * announced, lists only announced deltas, leaves out none this peer got
+ * before it (no silent censorship: one got well before it is refused at
+ * once, one got shortly before it waits for its leader's amendment),
+ * screens out exactly what this peer screens out, excludes a peer for a
+ * refused manifest only where this peer refused that manifest itself and
+ * as `unserved` only a delta this peer did not hold either when the
+ * manifest came (else it waits for the amendment that takes it in), and
+ * recomputes to the announced checkpoint. The rules are
+ * protocol/censorship.ts's.
+ *
+ * A refusal is this peer's own verdict, not evidence it can hand on: the
+ * timing rules depend on what reached this peer when, and manifests are
+ * not signed beyond their gossip announcement. So a backup's exclusion of
+ * a refused leader is accepted only by verifiers that refused that
+ * leader's announced manifest themselves.
+ *
+ * @module
+ */
+import { NodeError } from "../../errors.ts";
+import { canonicalJson } from "../../../protocol/canonical_json.ts";
+import { cidForBytes, cidToString } from "../../../protocol/cid.ts";
+import { DeltaContextError } from "../../../protocol/delta_blob.ts";
+import { partitionDeltas } from "../../../protocol/delta_screen.ts";
+import { claimedShare } from "../../../protocol/inner_steps.ts";
+import { manifestContribution } from "../../../protocol/contribution.ts";
+import type { JobSpec } from "../../../protocol/job_spec.ts";
+import type {
+  DeltaAnnounce,
+  ManifestAnnounce,
+} from "../../../protocol/messages.ts";
+import { encodeRoundCheckpoint } from "../../../protocol/round_checkpoint.ts";
+import type { RoundManifest } from "../../../protocol/round_manifest.ts";
+import { nextCheckpoint } from "../../../protocol/round_update.ts";
+import type { Held } from "./sync.ts";
+
+/**
+ * Why a manifest is not attested; `code` is the refusal's reason. Most
+ * refusals mean its leader cheated; a delta that could not be fetched, or
+ * an exclusion this peer could not judge, may be no one's fault.
+ */
+export class ManifestRefused extends NodeError {
+  constructor(readonly code: string, message: string) {
+    super(message);
+    this.name = "ManifestRefused";
+  }
+
+  /** Whether the refusal blames the leader (and so costs it the round). */
+  get blames(): boolean {
+    return !NO_BLAME.includes(this.code);
+  }
+}
+
+/**
+ * Refusals that blame no one: a delta this peer could not fetch, an
+ * exclusion or a wait it could not judge, and a manifest its leader
+ * amended (not refused, not attested: the amendment is checked instead).
+ */
+const NO_BLAME = ["invalid-delta", "cannot-check", "superseded"];
+
+/** The refusal reason for a delta that could not be fetched or read. */
+export function deltaRefusalReason(err: unknown): string {
+  if (err instanceof DeltaContextError) {
+    return err.field === "" ? "malformed" : `wrong-${err.field}`;
+  }
+  return err instanceof RangeError ||
+      (err as Error)?.name === "QuantizeFormatError"
+    ? "malformed"
+    : "unavailable";
+}
+
+/** What a {@linkcode ManifestVerifier} uses. */
+export interface ManifestVerifierOptions {
+  jobId: string;
+  spec: JobSpec;
+  /**
+   * The values of an announced delta, fetched from `providers` if need be;
+   * with no providers, only one held here (else it throws).
+   */
+  delta(d: DeltaAnnounce, providers: string[]): Promise<Float32Array>;
+  /**
+   * A manifest by its announcement, fetched if need be from `providers`
+   * (its author when not given).
+   */
+  manifest(m: ManifestAnnounce, providers?: string[]): Promise<RoundManifest>;
+  /** The checkpoint held under `cid`; throws if it is not the one held. */
+  held(cid: string): Held;
+  /** Stores a recomputed checkpoint that matched. */
+  store(bytes: Uint8Array): Promise<void>;
+  /** Records a delta this peer refused while verifying. */
+  noteDelta(d: DeltaAnnounce, reason: string): void;
+}
+
+/** What this peer saw of the round when a manifest arrived. */
+export interface Witness {
+  /** The round's delta announcements it held. */
+  readonly announced: readonly DeltaAnnounce[];
+  /** Those the manifest must list, or be refused at once (censorship.ts). */
+  readonly expected: readonly DeltaAnnounce[];
+  /**
+   * Those that came before it, however shortly: the manifest or an
+   * amendment of it must list them (censorship.ts, rule 3).
+   */
+  readonly preceding: readonly DeltaAnnounce[];
+  /** When (Date.now() ms) an amendment it waits for is due. */
+  readonly amendBy: number;
+  /**
+   * Whether this peer's event loop kept time since the manifest came: an
+   * amendment sent meanwhile would have been heard.
+   */
+  steadySince(): boolean;
+  /** Whether a manifest listing these peers came sooner than allowed. */
+  hasty(listed: readonly string[]): boolean;
+  /** The round's delta announcements held now (more may have come). */
+  current(): readonly DeltaAnnounce[];
+}
+
+/** Verdicts kept, for the rounds still in play. */
+const KEEP_VERDICTS = 64;
+/** Leaders' rounds whose fetched manifests are kept, to find amendments. */
+const KEEP_LEADS = 64;
+/**
+ * How long a listed delta's announcement, or this peer's own verdict on a
+ * manifest an exclusion cites, may be waited for: two re-announcements.
+ */
+const ANNOUNCE_WAIT_MS = 4_000;
+const POLL_MS = 100;
+
+/** Checks manifests for one peer, remembering those it refused. */
+export class ManifestVerifier {
+  readonly #o: ManifestVerifierOptions;
+  /**
+   * This peer's verdicts on announced manifests, by "CID peer": whether it
+   * refused the manifest, blaming its leader.
+   */
+  readonly #verdicts = new Map<string, { round: number; blamed: boolean }>();
+  /** Checks under way, by "CID peer". */
+  readonly #pending = new Map<string, Promise<unknown>>();
+  /** Manifests fetched, by "round parent peer": a leader's amendments. */
+  readonly #leads = new Map<string, RoundManifest[]>();
+
+  constructor(o: ManifestVerifierOptions) {
+    this.#o = o;
+  }
+
+  /**
+   * Fetches and verifies the manifest `m` announced, as `witness` saw the
+   * round. Resolves with it when it checks out; throws a
+   * {@linkcode ManifestRefused} when it does not (remembered as evidence
+   * against its leader) or another error when it cannot be fetched.
+   */
+  check(m: ManifestAnnounce, witness: Witness): Promise<RoundManifest> {
+    const key = `${m.manifest} ${m.peer}`;
+    // What this peer holds as the manifest comes: an `unserved` exclusion
+    // of one of these the leader could have had from it.
+    const held = new Map(
+      witness.announced.map((d) => [
+        d.peer,
+        this.#o.delta(d, []).catch(() => null),
+      ]),
+    );
+    const task = (async () => {
+      const manifest = await this.#o.manifest(m);
+      this.#lead(m, manifest);
+      try {
+        await this.#verify(m, manifest, witness, held);
+      } catch (err) {
+        if (err instanceof ManifestRefused) {
+          this.#note(key, m.round, err.blames);
+        }
+        throw err;
+      }
+      this.#note(key, m.round, false);
+      return manifest;
+    })();
+    this.#pending.set(key, task);
+    return task.finally(() => this.#pending.delete(key));
+  }
+
+  /** Keeps `manifest` among those its leader announced for its round. */
+  #lead(m: ManifestAnnounce, manifest: RoundManifest): void {
+    const key = `${m.round} ${m.parent} ${m.peer}`;
+    const leads = this.#leads.get(key) ?? [];
+    if (!leads.includes(manifest)) leads.push(manifest);
+    this.#leads.delete(key);
+    this.#leads.set(key, leads);
+    if (this.#leads.size > KEEP_LEADS) {
+      this.#leads.delete(this.#leads.keys().next().value!);
+    }
+  }
+
+  #note(key: string, round: number, blamed: boolean): void {
+    // The first verdict stands: one check per announced manifest.
+    if (this.#verdicts.has(key)) return;
+    this.#verdicts.set(key, { round, blamed });
+    if (this.#verdicts.size > KEEP_VERDICTS) {
+      this.#verdicts.delete(this.#verdicts.keys().next().value!);
+    }
+  }
+
+  /**
+   * CID of a manifest `peer` announced for `round` that this peer refused,
+   * blaming it.
+   */
+  evidenceAgainst(round: number, peer: string): string | undefined {
+    for (const [key, v] of this.#verdicts) {
+      const [cid, by] = key.split(" ");
+      if (v.blamed && v.round === round && by === peer) return cid;
+    }
+    return undefined;
+  }
+
+  /**
+   * Checks `manifest` against what this peer saw and recomputes it; throws
+   * a {@linkcode ManifestRefused} naming what is wrong, and stores C(r+1)
+   * when it matches.
+   */
+  async #verify(
+    m: ManifestAnnounce,
+    manifest: RoundManifest,
+    witness: Witness,
+    heldHere: ReadonlyMap<string, Promise<Float32Array | null>>,
+  ): Promise<void> {
+    const announced = await this.#announcing(manifest, witness);
+    const { expected, preceding } = witness;
+    this.#fits(m, manifest, announced);
+    if (
+      witness.hasty([
+        ...manifest.contributions.map((c) => c.peer),
+        ...manifest.excluded.map((e) => e.peer),
+      ])
+    ) {
+      throw new ManifestRefused(
+        "hasty",
+        "manifest came sooner after its latest delta than a leader may publish",
+      );
+    }
+    const byPeer = new Map(announced.map((d) => [d.peer, d]));
+    const screened = manifest.excluded.filter((e) =>
+      e.reason !== "refused-manifest" && e.reason !== "unserved"
+    );
+    for (const e of manifest.excluded) {
+      if (e.reason !== "refused-manifest") continue;
+      if (!await this.#refutes(e, m)) {
+        throw new ManifestRefused(
+          "unjustified-exclusion",
+          `manifest excludes ${e.peer} for manifest ${e.evidence}, which checks out`,
+        );
+      }
+    }
+    const listed = [
+      ...manifest.contributions.map((c) => c.peer),
+      ...screened.map((e) => e.peer),
+    ];
+    const left = new Set([...listed, ...manifest.excluded.map((e) => e.peer)]);
+    // Held here already, or fetched: the author first, as the leader would
+    // otherwise serve every delta to every verifier.
+    const fetch = async (d: DeltaAnnounce) =>
+      await heldHere.get(d.peer) ?? await this.#o.delta(d, [d.peer, m.peer]);
+    const missing = announced.filter((d) => !left.has(d.peer));
+    const expectedPeers = new Set(expected.map((d) => d.peer));
+    const precedingPeers = new Set(preceding.map((d) => d.peer));
+    // Owed: deltas its leader must list in an amendment, or be refused.
+    const owed = new Map<string, "late" | "unserved">();
+    for (const e of manifest.excluded) {
+      // One this peer held when the manifest came, it would have served.
+      if (e.reason === "unserved" && await heldHere.get(e.peer)) {
+        owed.set(e.peer, "unserved");
+      }
+    }
+    const [values, leftOut] = await Promise.all([
+      Promise.all(listed.map(async (peer) => {
+        try {
+          const d = byPeer.get(peer)!;
+          return {
+            peer,
+            delta: await fetch(d),
+            share: claimedShare(this.#o.spec, d.tokens),
+          };
+        } catch (err) {
+          throw new ManifestRefused(
+            "invalid-delta",
+            `the delta of ${peer} cannot be used: ${(err as Error).message}`,
+          );
+        }
+      })),
+      // A delta this peer got well before the manifest and can read is one
+      // the leader had: leaving it out is censorship. One it got shortly
+      // before may have reached the leader just after it published: it is
+      // owed an amendment. One this peer cannot read either was rightly
+      // left out.
+      Promise.all(
+        missing.map((d) =>
+          fetch(d).then(
+            () => {
+              if (expectedPeers.has(d.peer)) return d.peer;
+              if (precedingPeers.has(d.peer)) owed.set(d.peer, "late");
+              return null;
+            },
+            (err) => {
+              const reason = deltaRefusalReason(err);
+              if (reason !== "unavailable") this.#o.noteDelta(d, reason);
+              return null;
+            },
+          )
+        ),
+      ),
+    ]);
+    const censored = leftOut.filter((p) => p !== null);
+    if (censored.length > 0) {
+      throw new ManifestRefused(
+        "censored",
+        `manifest leaves out the delta of ${
+          censored.join(", ")
+        }, announced well before the manifest and readable`,
+      );
+    }
+    const { accepted, excluded } = partitionDeltas(values);
+    if (
+      canonicalJson(excluded) !== canonicalJson(
+        screened.map((e) => ({ peer: e.peer, reason: e.reason })),
+      )
+    ) {
+      throw new ManifestRefused(
+        "screen-mismatch",
+        `manifest screens out ${
+          canonicalJson(screened.map((e) => [e.peer, e.reason]))
+        }, this peer ${canonicalJson(excluded.map((e) => [e.peer, e.reason]))}`,
+      );
+    }
+    for (const e of excluded) this.#o.noteDelta(byPeer.get(e.peer)!, e.reason);
+    const tokens = new Map(
+      manifest.contributions.map((c) => [c.peer, c.tokens]),
+    );
+    const held = this.#o.held(m.parent);
+    const bytes = encodeRoundCheckpoint(
+      nextCheckpoint({
+        spec: this.#o.spec,
+        parent: held.ckpt,
+        parentCid: held.cid,
+        deltas: accepted.map(({ peer, delta }) => ({
+          peer,
+          tokens: tokens.get(peer)!,
+          delta,
+        })),
+      }),
+    );
+    // A match is C(r+1), stored here for free; a mismatch is not kept,
+    // or a leader announcing bogus manifests would fill the disk.
+    const cid = cidToString(await cidForBytes(bytes));
+    if (cid !== manifest.checkpoint) {
+      throw new ManifestRefused(
+        "checkpoint-mismatch",
+        `recomputed checkpoint ${cid} differs`,
+      );
+    }
+    if (owed.size > 0) await this.#amendment(m, owed, witness);
+    await this.#o.store(bytes);
+  }
+
+  /**
+   * Waits until `m`'s leader amends it with the `owed` deltas (a later
+   * manifest of its for the round that lists each, the `unserved` ones
+   * otherwise than as unserved), then throws a refusal that blames no one
+   * (the amendment is checked on its own); without one by the witness's
+   * `amendBy`, a refusal that blames it (censorship.ts, rules 3 and 4).
+   */
+  async #amendment(
+    m: ManifestAnnounce,
+    owed: ReadonlyMap<string, "late" | "unserved">,
+    witness: Witness,
+  ): Promise<never> {
+    const peers = [...owed.keys()].join(", ");
+    for (;;) {
+      if (this.#amended(m, owed)) {
+        throw new ManifestRefused(
+          "superseded",
+          `its leader amended it with the delta of ${peers}`,
+        );
+      }
+      if (Date.now() >= witness.amendBy) break;
+      await new Promise((r) => setTimeout(r, POLL_MS));
+    }
+    if (!witness.steadySince()) {
+      throw new ManifestRefused(
+        "cannot-check",
+        `this peer's event loop stalled while it waited for an amendment with the delta of ${peers}`,
+      );
+    }
+    const late = [...owed].filter(([, why]) => why === "late");
+    if (late.length > 0) {
+      throw new ManifestRefused(
+        "censored",
+        `manifest leaves out the delta of ${
+          late.map(([p]) => p).join(", ")
+        }, which reached this peer before it, and its leader did not amend it`,
+      );
+    }
+    throw new ManifestRefused(
+      "unjustified-exclusion",
+      `manifest excludes the delta of ${peers} as unserved, which this peer held when it came, and its leader did not amend it`,
+    );
+  }
+
+  /**
+   * Whether `m`'s leader announced a manifest for its round that lists the
+   * `owed` deltas (`m` itself never does).
+   */
+  #amended(
+    m: ManifestAnnounce,
+    owed: ReadonlyMap<string, "late" | "unserved">,
+  ): boolean {
+    const leads = this.#leads.get(`${m.round} ${m.parent} ${m.peer}`) ?? [];
+    return leads.some((other) =>
+      [...owed].every(([peer, why]) =>
+        other.contributions.some((c) => c.peer === peer) ||
+        other.excluded.some((e) =>
+          e.peer === peer && (why === "late" || e.reason !== "unserved")
+        )
+      )
+    );
+  }
+
+  /**
+   * The round's announcements, waiting a little for any that `manifest`
+   * lists and this peer has not seen yet: gossip reaches peers at
+   * different times and a missed one comes again within 2 s.
+   */
+  async #announcing(
+    manifest: RoundManifest,
+    witness: Witness,
+  ): Promise<readonly DeltaAnnounce[]> {
+    const listed = [
+      ...manifest.contributions.map((c) => c.peer),
+      ...manifest.excluded.map((e) => e.peer),
+    ];
+    const deadline = Date.now() + ANNOUNCE_WAIT_MS;
+    let announced = witness.announced;
+    while (
+      listed.some((p) => !announced.some((d) => d.peer === p)) &&
+      Date.now() < deadline
+    ) {
+      await new Promise((r) => setTimeout(r, POLL_MS));
+      announced = witness.current();
+    }
+    return announced;
+  }
+
+  /**
+   * Whether the manifest that exclusion `e` cites was announced by its
+   * author for this round and refused by this peer, blaming it; waits for
+   * this peer's own check of it (the announcement may still be on its way).
+   * Throws a refusal that blames no one when there is no verdict to go by.
+   */
+  async #refutes(
+    e: RoundManifest["excluded"][number],
+    m: ManifestAnnounce,
+  ): Promise<boolean> {
+    const key = `${e.evidence} ${e.peer}`;
+    const deadline = Date.now() + ANNOUNCE_WAIT_MS;
+    for (;;) {
+      await this.#pending.get(key)?.catch(() => {});
+      const verdict = this.#verdicts.get(key);
+      if (verdict) return verdict.blamed && verdict.round === m.round;
+      if (Date.now() >= deadline) {
+        throw new ManifestRefused(
+          "cannot-check",
+          `manifest excludes ${e.peer} for manifest ${e.evidence}, which this peer has not checked`,
+        );
+      }
+      await new Promise((r) => setTimeout(r, POLL_MS));
+    }
+  }
+
+  /** Throws a {@linkcode ManifestRefused} unless `manifest` fits `m`. */
+  #fits(
+    m: ManifestAnnounce,
+    manifest: RoundManifest,
+    announced: readonly DeltaAnnounce[],
+  ): void {
+    if (
+      manifest.job !== this.#o.jobId || manifest.round !== m.round ||
+      manifest.parent !== m.parent || manifest.leader !== m.peer ||
+      manifest.checkpoint !== m.checkpoint
+    ) {
+      throw new ManifestRefused(
+        "mismatch",
+        "manifest does not match its announcement",
+      );
+    }
+    if (
+      canonicalJson(manifest.rule) !== canonicalJson(this.#o.spec.aggregation)
+    ) {
+      throw new ManifestRefused(
+        "rule",
+        "manifest uses another aggregation rule",
+      );
+    }
+    const byPeer = new Map(announced.map((d) => [d.peer, d]));
+    for (const c of manifest.contributions) {
+      const d = byPeer.get(c.peer);
+      const want = d && manifestContribution(this.#o.spec, d);
+      // Every contribution must be one its author announced (signed on
+      // gossip): a leader cannot invent or alter deltas.
+      if (
+        !want || want.delta !== c.delta || want.loss !== c.loss ||
+        want.account.toLowerCase() !== c.account.toLowerCase() ||
+        want.tokens !== c.tokens
+      ) {
+        throw new ManifestRefused(
+          "not-announced",
+          `contribution of ${c.peer} was not announced as listed`,
+        );
+      }
+    }
+    for (const e of manifest.excluded) {
+      if (byPeer.get(e.peer)?.delta !== e.delta) {
+        throw new ManifestRefused(
+          "not-announced",
+          `exclusion of ${e.peer} names a delta it did not announce`,
+        );
+      }
+    }
+  }
+}

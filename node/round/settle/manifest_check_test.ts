@@ -1,0 +1,319 @@
+import assert from "node:assert/strict";
+import { Rng } from "../../../kernels/data/rng.ts";
+import { cidForBytes, cidToString } from "../../../protocol/cid.ts";
+import {
+  cidOf,
+  JOB,
+  MODEL,
+  PEERS,
+  SPEC,
+  TEST_ADDRESS,
+} from "../services/_fakes.ts";
+import type {
+  DeltaAnnounce,
+  ManifestAnnounce,
+} from "../../../protocol/messages.ts";
+import {
+  encodeRoundCheckpoint,
+  genesisCheckpoint,
+} from "../../../protocol/round_checkpoint.ts";
+import {
+  MANIFEST_VERSION,
+  type RoundManifest,
+} from "../../../protocol/round_manifest.ts";
+import { nextCheckpoint } from "../../../protocol/round_update.ts";
+import {
+  ManifestRefused,
+  ManifestVerifier,
+  type Witness,
+} from "./manifest_check.ts";
+import { WORK_FIELDS } from "../../../protocol/_message_fixtures.ts";
+import { NotHeldError } from "../services/failures.ts";
+
+const PARENT = await cidOf("C(0)");
+const GENESIS = genesisCheckpoint(JOB, MODEL, 0);
+const ACCOUNT = TEST_ADDRESS;
+const TOKENS = 32;
+
+/** Honest deltas: one shared direction plus a little of each peer's own. */
+const rng = new Rng("manifest-verifier");
+const common = Float32Array.from(GENESIS.params, () => rng.normal());
+const DELTAS = new Map(PEERS.map((peer) => [
+  peer,
+  Float32Array.from(common, (v) => 1e-3 * (v + 0.2 * rng.normal())),
+]));
+const ANNOUNCED: DeltaAnnounce[] = await Promise.all(
+  PEERS.map(async (peer) => ({
+    v: 1,
+    type: "delta",
+    peer,
+    job: JOB,
+    round: 0,
+    parent: PARENT,
+    delta: await cidOf(`delta of ${peer}`),
+    tokens: TOKENS,
+    loss: 3,
+    account: ACCOUNT,
+    ...WORK_FIELDS,
+  })),
+);
+
+/** The manifest `leader` would build over `peers`, excluding `excluded`. */
+async function manifestOf(
+  leader: string,
+  peers: string[],
+  excluded: RoundManifest["excluded"] = [],
+): Promise<RoundManifest> {
+  const next = nextCheckpoint({
+    spec: SPEC,
+    parent: GENESIS,
+    parentCid: PARENT,
+    deltas: peers.map((peer) => ({
+      peer,
+      tokens: TOKENS,
+      delta: DELTAS.get(peer)!,
+    })),
+  });
+  return {
+    v: MANIFEST_VERSION,
+    job: JOB,
+    round: 0,
+    parent: PARENT,
+    leader,
+    rule: SPEC.aggregation,
+    contributions: peers.map((peer) => ({
+      peer,
+      account: ACCOUNT,
+      delta: ANNOUNCED.find((d) => d.peer === peer)!.delta,
+      tokens: TOKENS,
+      loss: 3,
+    })),
+    excluded,
+    checkpoint: cidToString(await cidForBytes(encodeRoundCheckpoint(next))),
+  };
+}
+
+/**
+ * A verifier whose blobs are `manifests` by CID and the honest deltas, of
+ * which it holds those of `held` before fetching any.
+ */
+function verifier(
+  manifests: Map<string, RoundManifest>,
+  held: readonly string[] = PEERS,
+) {
+  return new ManifestVerifier({
+    jobId: JOB,
+    spec: SPEC,
+    delta: (d, providers) =>
+      providers.length === 0 && !held.includes(d.peer)
+        ? Promise.reject(new NotHeldError("delta", d.delta))
+        : Promise.resolve(DELTAS.get(d.peer)!),
+    manifest: (m) => {
+      const found = manifests.get(m.manifest);
+      return found
+        ? Promise.resolve(found)
+        : Promise.reject(new Error("not found"));
+    },
+    held: (cid) => ({ cid, ckpt: GENESIS }),
+    store: () => Promise.resolve(),
+    noteDelta: () => {},
+  });
+}
+
+function announce(manifestCid: string, m: RoundManifest): ManifestAnnounce {
+  return {
+    v: 1,
+    type: "manifest",
+    peer: m.leader,
+    job: JOB,
+    round: 0,
+    parent: PARENT,
+    manifest: manifestCid,
+    checkpoint: m.checkpoint,
+    rank: 0,
+  };
+}
+
+/** A witness that saw every delta long before, none in time to doubt. */
+const WITNESS: Witness = {
+  announced: ANNOUNCED,
+  expected: ANNOUNCED,
+  preceding: ANNOUNCED,
+  amendBy: 0,
+  steadySince: () => true,
+  hasty: () => false,
+  current: () => ANNOUNCED,
+};
+
+/** How long the tests below give a leader to amend, ms. */
+const AMEND_MS = 300;
+
+async function refusal(task: Promise<unknown>): Promise<ManifestRefused> {
+  const err = await task.then(() => null, (e) => e);
+  assert.ok(err instanceof ManifestRefused, `not refused: ${err}`);
+  return err;
+}
+
+Deno.test("ManifestVerifier: an honest manifest checks out", async () => {
+  const m = await manifestOf(PEERS[0], PEERS);
+  const v = verifier(new Map([["bafkreihonest", m]]));
+  const back = await v.check(announce("bafkreihonest", m), WITNESS);
+  assert.equal(back.checkpoint, m.checkpoint);
+});
+
+Deno.test("ManifestVerifier: leaving out a delta seen well before is censorship", async () => {
+  const m = await manifestOf(PEERS[0], [PEERS[0], PEERS[2]]);
+  const v = verifier(new Map([["bafkreicensor", m]]));
+  const err = await refusal(v.check(announce("bafkreicensor", m), WITNESS));
+  assert.equal(err.code, "censored");
+  assert.equal(v.evidenceAgainst(0, PEERS[0]), "bafkreicensor");
+});
+
+Deno.test("ManifestVerifier: a delta seen just before the manifest must be listed by it or by an amendment", async () => {
+  const m = await manifestOf(PEERS[0], [PEERS[0], PEERS[2]]);
+  const amended = await manifestOf(PEERS[0], PEERS);
+  const manifests = new Map([
+    ["bafkreifirst", m],
+    ["bafkreiamended", amended],
+  ]);
+  // Seen only just before the manifest: the leader may have got it just
+  // after it published, so this peer waits for its amendment.
+  const justBefore = () => ({
+    ...WITNESS,
+    expected: ANNOUNCED.filter((d) => d.peer !== PEERS[1]),
+    amendBy: Date.now() + AMEND_MS,
+  });
+  const silent = verifier(manifests);
+  const t0 = Date.now();
+  const err = await refusal(
+    silent.check(announce("bafkreifirst", m), justBefore()),
+  );
+  assert.ok(Date.now() - t0 >= AMEND_MS - 10, "it waited for an amendment");
+  assert.equal(err.code, "censored");
+  assert.equal(err.blames, true);
+  // The leader amends: the first manifest is neither attested nor blamed,
+  // and the amendment checks out on its own.
+  const v = verifier(manifests);
+  const first = refusal(v.check(announce("bafkreifirst", m), justBefore()));
+  await new Promise((r) => setTimeout(r, AMEND_MS / 3));
+  await v.check(announce("bafkreiamended", amended), WITNESS);
+  const superseded = await first;
+  assert.equal(superseded.code, "superseded");
+  assert.equal(superseded.blames, false);
+  assert.equal(v.evidenceAgainst(0, PEERS[0]), undefined);
+  // A peer whose event loop stalled while it waited blames no one.
+  const stalled = await refusal(
+    verifier(manifests).check(announce("bafkreifirst", m), {
+      ...justBefore(),
+      steadySince: () => false,
+    }),
+  );
+  assert.equal(stalled.code, "cannot-check");
+  // One seen only after the manifest was late for it: not owed.
+  await verifier(manifests).check(announce("bafkreifirst", m), {
+    ...justBefore(),
+    preceding: ANNOUNCED.filter((d) => d.peer !== PEERS[1]),
+  });
+});
+
+Deno.test("ManifestVerifier: an unserved delta is accepted when this peer did not hold it either as the manifest came", async () => {
+  const unserved = {
+    peer: PEERS[1],
+    delta: ANNOUNCED[1].delta,
+    reason: "unserved" as const,
+    evidence: "",
+  };
+  const m = await manifestOf(PEERS[0], [PEERS[0], PEERS[2]], [unserved]);
+  const amended = await manifestOf(PEERS[0], PEERS);
+  const manifests = new Map([
+    ["bafkreiunserved", m],
+    ["bafkreiamended", amended],
+  ]);
+  const now = () => ({ ...WITNESS, amendBy: Date.now() + AMEND_MS });
+  // Not held here when it came (its author served no one in time): the
+  // withholder's loss, whatever this peer could fetch afterwards.
+  const without = [PEERS[0], PEERS[2]];
+  const back = await verifier(manifests, without).check(
+    announce("bafkreiunserved", m),
+    now(),
+  );
+  assert.deepEqual(back.excluded, [unserved]);
+  // Held here when it came: the leader could have had it from this peer,
+  // and must amend.
+  const err = await refusal(
+    verifier(manifests).check(announce("bafkreiunserved", m), now()),
+  );
+  assert.equal(err.code, "unjustified-exclusion");
+  assert.equal(err.blames, true);
+  const v = verifier(manifests);
+  const first = refusal(v.check(announce("bafkreiunserved", m), now()));
+  await v.check(announce("bafkreiamended", amended), WITNESS);
+  assert.equal((await first).code, "superseded");
+});
+
+Deno.test("ManifestVerifier: a hasty manifest is refused", async () => {
+  const m = await manifestOf(PEERS[0], PEERS);
+  const v = verifier(new Map([["bafkreihasty", m]]));
+  const err = await refusal(
+    v.check(announce("bafkreihasty", m), { ...WITNESS, hasty: () => true }),
+  );
+  assert.equal(err.code, "hasty");
+});
+
+Deno.test("ManifestVerifier: a leader is excluded only for a manifest this peer refused itself", async () => {
+  // A refused a tampered manifest of B's: B's backup manifest may exclude
+  // B, citing it.
+  const honest = await manifestOf(PEERS[1], PEERS);
+  const tampered = { ...honest, checkpoint: PARENT };
+  const backup = await manifestOf(PEERS[2], [PEERS[0], PEERS[2]], [{
+    peer: PEERS[1],
+    delta: ANNOUNCED[1].delta,
+    reason: "refused-manifest",
+    evidence: "bafkreitampered",
+  }]);
+  const manifests = new Map([
+    ["bafkreitampered", tampered],
+    ["bafkreibackup", backup],
+  ]);
+  const v = verifier(manifests);
+  const err = await refusal(
+    v.check(announce("bafkreitampered", tampered), WITNESS),
+  );
+  assert.equal(err.code, "checkpoint-mismatch");
+  await v.check(announce("bafkreibackup", backup), WITNESS);
+
+  // A forged exclusion: C excludes A and B citing a manifest this peer
+  // never saw announced (here, the honest one). It is not taken on trust.
+  const forged = await manifestOf(PEERS[2], [PEERS[2]], [
+    {
+      peer: PEERS[0],
+      delta: ANNOUNCED[0].delta,
+      reason: "refused-manifest",
+      evidence: "bafkreihonest",
+    },
+    {
+      peer: PEERS[1],
+      delta: ANNOUNCED[1].delta,
+      reason: "refused-manifest",
+      evidence: "bafkreihonest",
+    },
+  ]);
+  manifests.set("bafkreihonest", honest).set("bafkreiforged", forged);
+  const other = verifier(manifests);
+  const refused = await refusal(
+    other.check(announce("bafkreiforged", forged), WITNESS),
+  );
+  assert.equal(refused.code, "cannot-check");
+  assert.equal(refused.blames, false);
+  // Refused, blaming C, when this peer checked the cited manifest of B's
+  // and found it honest.
+  const forgedB = { ...forged, excluded: forged.excluded.slice(1) };
+  manifests.set("bafkreiforgedb", forgedB);
+  const seen = verifier(manifests);
+  await seen.check(announce("bafkreihonest", honest), WITNESS);
+  const unjustified = await refusal(
+    seen.check(announce("bafkreiforgedb", forgedB), WITNESS),
+  );
+  assert.equal(unjustified.code, "unjustified-exclusion");
+  assert.equal(unjustified.blames, true);
+});
