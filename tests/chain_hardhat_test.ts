@@ -77,6 +77,6 @@ Deno.test({
         ]);
         assert.equal(run.code, 0, run.stderr + run.stdout.slice(-3000));
         assert.match(run.stdout, /devnet: 2 rounds committed/);
-        assert.match(run.stdout, /round 2\/2 .*2 contributions/);
+        assert.match(run.stdout, /round 1\/2 .*2 contributions/);
       })),
 });
