@@ -38,6 +38,7 @@ import {
 } from "../../../protocol/messages.ts";
 import type { RoundManifest } from "../../../protocol/round_manifest.ts";
 import { leftUnanswered } from "../../../protocol/silence_rule.ts";
+import { declarationCovers } from "../../../protocol/lost_work_rule.ts";
 import { claimedSegment, claimedSteps } from "../../../protocol/inner_steps.ts";
 import {
   segmentBounds,
@@ -519,7 +520,7 @@ export class AuditDuty {
       0;
     const lost = await this.#o.chain.lostTokens(work.account, work.round)
       .catch(() => 0n);
-    return lost >= BigInt(Math.max(1, credited));
+    return declarationCovers(lost, credited);
   }
 
   /**

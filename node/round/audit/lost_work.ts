@@ -20,6 +20,7 @@ import type { DeltaAnnounce } from "../../../protocol/messages.ts";
 import type { RoundLedger } from "../records/ledger.ts";
 import type { RoundChain } from "../services/services.ts";
 import { KEEP_STATE_ROUNDS } from "../trainer/state_window.ts";
+import { creditToGiveBack } from "../../../protocol/lost_work_rule.ts";
 
 /** What {@linkcode LostWork} works with. */
 export interface LostWorkOptions {
@@ -54,16 +55,25 @@ export class LostWork {
     const { account, chain, log } = this.#o;
     const from = Math.max(0, round - (KEEP_STATE_ROUNDS - 1));
     try {
-      const credits = await chain.credits(account, from);
-      for (const [r, tokens] of credits) {
-        if (r >= round || this.#settled.has(r)) continue;
+      // Work held here needs no chain read: the usual case, every round.
+      const unsure = new Map<number, DeltaAnnounce | undefined>();
+      for (let r = from; r < round; r++) {
+        if (this.#settled.has(r)) continue;
         const msg = await this.#o.announced(r);
-        if (msg && await this.#o.holds(msg)) {
+        if (msg && await this.#o.holds(msg)) this.#settled.add(r);
+        else unsure.set(r, msg);
+      }
+      if (unsure.size === 0) return;
+      const credits = await chain.credits(account, from);
+      for (const [r, msg] of unsure) {
+        const tokens = credits.get(r);
+        // A round that credited it nothing, lost or not, costs it nothing.
+        if (tokens === undefined) {
           this.#settled.add(r);
           continue;
         }
         if (await chain.lostTokens(account, r) === 0n) {
-          const given = tokens > 0n ? tokens : 1n;
+          const given = creditToGiveBack(tokens);
           const tx = await chain.declareLost(r, given);
           this.#o.ledger.noteLost({
             round: r,
@@ -84,7 +94,8 @@ export class LostWork {
           (err as Error).message
         }`,
       );
+    } finally {
+      for (const r of this.#settled) if (r < from) this.#settled.delete(r);
     }
-    for (const r of this.#settled) if (r < from) this.#settled.delete(r);
   }
 }

@@ -77,3 +77,21 @@ Deno.test("LostWork logs a chain it cannot read and tries again next round", asy
   await t.lost.check(2);
   assert.equal(t.chain.lost.get(`${ME}/1`), 10n);
 });
+
+Deno.test("LostWork reads nothing from the chain while it holds its recent work", async () => {
+  const t = lostWork({ 4: 10n, 5: 10n, 6: 10n }, {
+    4: { held: true },
+    5: { held: true },
+    6: { held: true },
+  });
+  let reads = 0;
+  const credits = t.chain.credits.bind(t.chain);
+  t.chain.credits = (a, r) => {
+    reads++;
+    return credits(a, r);
+  };
+  await t.lost.check(6);
+  await t.lost.check(7);
+  assert.equal(reads, 0);
+  assert.equal(t.chain.lost.size, 0);
+});
