@@ -48,7 +48,8 @@ export class LostWork {
   /**
    * Looks at the committed rounds before `round` whose audits may still
    * ask for this peer's work, and declares lost the work of each that
-   * credited it and that it no longer holds. Errors are logged: the next
+   * credited it (or that it announced a delta in) and that it no longer
+   * holds, reading the chain only when some of that work is not here. Errors are logged: the next
    * round's check tries again.
    */
   async check(round: number): Promise<void> {
@@ -67,13 +68,15 @@ export class LostWork {
       const credits = await chain.credits(account, from);
       for (const [r, msg] of unsure) {
         const tokens = credits.get(r);
-        // A round that credited it nothing, lost or not, costs it nothing.
-        if (tokens === undefined) {
+        // Uncredited and not announced here: no delta of its to audit. One
+        // it announced but the round left out (screened out) is audited
+        // all the same, so its loss is declared too, for a token.
+        if (tokens === undefined && !msg) {
           this.#settled.add(r);
           continue;
         }
         if (await chain.lostTokens(account, r) === 0n) {
-          const given = creditToGiveBack(tokens);
+          const given = creditToGiveBack(tokens ?? 0n);
           const tx = await chain.declareLost(r, given);
           this.#o.ledger.noteLost({
             round: r,

@@ -95,3 +95,9 @@ Deno.test("LostWork reads nothing from the chain while it holds its recent work"
   assert.equal(reads, 0);
   assert.equal(t.chain.lost.size, 0);
 });
+
+Deno.test("LostWork declares, for a token, the lost work of a delta it announced that the round left out", async () => {
+  const t = lostWork({ 3: 100n }, { 3: { held: true }, 4: { held: false } });
+  await t.lost.check(5);
+  assert.deepEqual([...t.chain.lost], [[`${ME}/4`, 1n]]);
+});
