@@ -12,8 +12,8 @@ import {
   cidToString,
   parseCid,
   RAW_CODEC,
-} from "../protocol/cid.ts";
-import type { RoundManifest } from "../protocol/round_manifest.ts";
+} from "../protocol/content/cid.ts";
+import type { RoundManifest } from "../protocol/round/round_manifest.ts";
 
 import {
   type Address,

@@ -3,7 +3,7 @@ import { generateKeyPair } from "@libp2p/crypto/keys";
 import { peerIdFromPrivateKey } from "@libp2p/peer-id";
 import { keccak256, toHex } from "viem";
 import { generatePrivateKey, privateKeyToAccount } from "viem/accounts";
-import { cidForBytes, cidToString } from "../protocol/cid.ts";
+import { cidForBytes, cidToString } from "../protocol/content/cid.ts";
 import {
   type Attestation,
   bytes32ToCid,

@@ -3,8 +3,8 @@
  * EIP-712 domain as attestations, so the very bytes a peer announces are
  * evidence the registry can check: the round and parent it trained from,
  * the inputs that fix its batches, the delta it produced, its steps and tokens, the Merkle root over its
- * training states every `H / segments` steps (protocol/merkle.ts,
- * protocol/state_hash.ts) and the kernel build it ran (bit-exact
+ * training states every `H / segments` steps (protocol/content/merkle.ts,
+ * protocol/content/state_hash.ts) and the kernel build it ran (bit-exact
  * re-execution needs the same build).
  *
  * Two valid signatures by one account over different commitments for the

@@ -10,8 +10,8 @@
  */
 import { peerIdFromString } from "@libp2p/peer-id";
 import { CODE_P2P, type Multiaddr, multiaddr } from "@multiformats/multiaddr";
-import { parseCid } from "../protocol/cid.ts";
-import type { Heartbeat } from "../protocol/messages.ts";
+import { parseCid } from "../protocol/content/cid.ts";
+import type { Heartbeat } from "../protocol/messages/messages.ts";
 import type { FetchOptions, FetchReport } from "./p2p/blob_pull.ts";
 import { BlobService } from "./p2p/blob_service.ts";
 import { DeltaWaits } from "./p2p/delta_wait.ts";

@@ -7,7 +7,7 @@
  * @example
  * ```ts
  * import { ProtocolError } from "./errors.ts";
- * import { parseJobSpec } from "./job_spec.ts";
+ * import { parseJobSpec } from "./spec/job_spec.ts";
  *
  * try {
  *   parseJobSpec(new TextEncoder().encode("{}"));

@@ -16,7 +16,7 @@ import { startNode, type ZooNode } from "../node/node.ts";
 import { callRpc } from "../node/http/rpc_client.ts";
 import { MAIN, zooNode } from "./_cli.ts";
 import { oneClusterAtATime } from "./_job_cluster.ts";
-import { type CID, parseCid } from "../protocol/cid.ts";
+import { type CID, parseCid } from "../protocol/content/cid.ts";
 import type { NodeStatus } from "../node/http/types.ts";
 
 /** Test options that let libp2p keep its timers after the test. */

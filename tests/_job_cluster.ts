@@ -32,7 +32,7 @@ import {
   defaultJobSpec,
   type JobSpec,
   type JobSpecOverrides,
-} from "../protocol/job_spec.ts";
+} from "../protocol/spec/job_spec.ts";
 import { MAIN } from "./_cli.ts";
 import { CORPUS_CACHE } from "./_corpus.ts";
 

@@ -20,7 +20,7 @@ import { Rng } from "../kernels/data/rng.ts";
 import { RoundRecordLog } from "../node/round/records/record_log.ts";
 import { Blockstore } from "../node/store/blockstore.ts";
 import { atomicWriteFile } from "../node/store/atomic_write.ts";
-import { cidForBytes, cidToString } from "../protocol/cid.ts";
+import { cidForBytes, cidToString } from "../protocol/content/cid.ts";
 import { crashRecord, STATE_FILE } from "./_store_crash.ts";
 
 const [dir, run] = Deno.args;

@@ -14,7 +14,7 @@ import {
   FROM_ROUND_1,
   SLASHED_ATTACKS,
 } from "./attack/behaviours.ts";
-import type { JobSpec } from "../protocol/job_spec.ts";
+import type { JobSpec } from "../protocol/spec/job_spec.ts";
 
 const FAST: AttackName[] = [
   "scaled",
@@ -44,7 +44,7 @@ globalThis.addEventListener(
 );
 /**
  * A deadline long enough that the censorship rules' margin (g, a twentieth
- * of the leader's collect window, protocol/censorship.ts) covers gossip
+ * of the leader's collect window, protocol/round/censorship.ts) covers gossip
  * delays on a loaded test machine: at tinySpec's 4 s, g is 200 ms, and a
  * delta reaching one honest verifier 600 ms after the leader made it call
  * the leader's manifest hasty (seen once in a full parallel CI run).
@@ -165,7 +165,7 @@ for (
 // int4 ones, so a copy could make the copied delta the screen's reference
 // and the third peer's "misaligned": `bench attacks --compression sign`
 // (4 rounds of 50 steps) did in round 1, 2 runs of 2; the screen now counts
-// copies once (protocol/delta_screen_test.ts has the case).
+// copies once (protocol/aggregation/delta_screen_test.ts has the case).
 slashedTest(
   "copied-delta",
   { ...slashSpec, compression: { format: "sign", blockSize: 256 } },

@@ -3,8 +3,11 @@ import { bytes32ToCid } from "../chain/attestation.ts";
 import type { ChainClient } from "../chain/client.ts";
 import { commitRound, readJob } from "../chain/registry.ts";
 import { ConfirmedChain } from "../node/round/services/confirmed_chain.ts";
-import { step } from "../protocol/round_machine.ts";
-import { initialState, type RoundState } from "../protocol/round_state.ts";
+import { step } from "../protocol/round/round_machine.ts";
+import {
+  initialState,
+  type RoundState,
+} from "../protocol/round/round_state.ts";
 import {
   attestation,
   CHAIN_TEST,

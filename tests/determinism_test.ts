@@ -8,7 +8,7 @@ import { deepStrictEqual, notDeepStrictEqual } from "node:assert";
 import { createHash } from "node:crypto";
 import { AdamW, DEFAULT_ADAMW } from "../kernels/adamw.ts";
 import { BatchSampler } from "../kernels/data/sampler.ts";
-import { chunkDataset } from "../protocol/dataset.ts";
+import { chunkDataset } from "../protocol/content/dataset.ts";
 import { fillPositions, Gpt, initGpt } from "../kernels/gpt.ts";
 import { trainStep } from "../kernels/train_step.ts";
 import { createWasmBackend } from "../wasm/modules.ts";

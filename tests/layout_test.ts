@@ -4,8 +4,9 @@
  * import circles; `kernels/` imports no other folder of ours; `protocol/`
  * imports only `kernels/`; `chain/` does not import `node/`; `kernels/` and
  * `protocol/` name neither `Deno` nor `fetch` outside comments (no I/O);
- * the rooms of `node/` import only rooms on lower floors ({@linkcode
- * NODE_FLOORS}).
+ * the rooms of `node/`, `node/round/` and `protocol/` import only rooms on
+ * lower floors ({@linkcode NODE_FLOORS}, {@linkcode ROUND_FLOORS},
+ * {@linkcode PROTOCOL_FLOORS}).
  */
 import assert from "node:assert/strict";
 
@@ -50,6 +51,25 @@ const ROUND_FLOORS: string[][] = [
   ["train", "settle", "audit"],
 ];
 const ROUND_WIRING = ["node/round/work.ts", "node/round/driver.ts"];
+
+/**
+ * The rooms of `protocol/`, lowest floor first: content addressing and
+ * hashes; the message types; the live peers, their order and shards; the
+ * numbers of an update (rules, screens, quantization, the outer step); the
+ * job spec; the round (its machine, manifest, checkpoint, credit); the
+ * audits (work records, plans, the book of verdicts); and on top the
+ * codecs that decode and check what arrives. `errors.ts` sits beside them.
+ */
+const PROTOCOL_FLOORS: string[][] = [
+  ["content"],
+  ["messages"],
+  ["peers"],
+  ["aggregation"],
+  ["spec"],
+  ["round"],
+  ["audit"],
+  ["codec"],
+];
 
 /**
  * The imports of `graph` from one room of `root` (e.g. "node/") to another
@@ -150,7 +170,7 @@ Deno.test("layout: every folder has shipped source to check", () => {
     );
   }
   // A `_` module that the product imports is checked like any other.
-  assert.ok(files.has("protocol/_spec_fields.ts"));
+  assert.ok(files.has("protocol/spec/_spec_fields.ts"));
 });
 
 Deno.test("layout: no import circles", () => {
@@ -220,6 +240,24 @@ Deno.test("layout: the rooms of node/round/ import only rooms on lower floors", 
   );
 });
 
+Deno.test("layout: the rooms of protocol/ import only rooms on lower floors", () => {
+  assert.deepEqual(floorBreaches(graph, "protocol/", PROTOCOL_FLOORS), []);
+  const rooms = new Set(
+    [...all.keys()].filter((p) =>
+      p.startsWith("protocol/") && p.split("/").length > 2
+    ).map((p) => p.split("/")[1]),
+  );
+  assert.deepEqual(
+    [...rooms].filter((r) => !PROTOCOL_FLOORS.flat().includes(r)),
+    [],
+  );
+  // Only the shared errors sit beside the rooms.
+  assert.deepEqual(
+    [...all.keys()].filter((p) => /^protocol\/[^/]+\.ts$/.test(p)),
+    ["protocol/errors.ts"],
+  );
+});
+
 Deno.test("layout: the floor check catches a sideways or upward import", () => {
   const planted = new Map([
     ["node/store/blockstore.ts", ["node/round/ledger.ts"]],
@@ -246,6 +284,16 @@ Deno.test("layout: the floor check catches a sideways or upward import", () => {
       "node/round/services/services.ts -> node/round/work.ts",
     ],
   );
+  const rules = new Map([
+    ["protocol/aggregation/aggregate.ts", ["protocol/spec/job_spec.ts"]],
+    ["protocol/round/censorship.ts", ["protocol/round/round_state.ts"]],
+    ["protocol/audit/audit_plan.ts", ["protocol/codec/codec.ts"]],
+    ["protocol/codec/codec.ts", ["protocol/messages/messages.ts"]],
+  ]);
+  assert.deepEqual(floorBreaches(rules, "protocol/", PROTOCOL_FLOORS), [
+    "protocol/aggregation/aggregate.ts -> protocol/spec/job_spec.ts",
+    "protocol/audit/audit_plan.ts -> protocol/codec/codec.ts",
+  ]);
 });
 
 Deno.test("layout: kernels/ and protocol/ do no I/O", () => {

@@ -7,7 +7,7 @@
 import assert from "node:assert/strict";
 import { cidToBytes32 } from "../chain/attestation.ts";
 import { readJob } from "../chain/registry.ts";
-import { parseCid } from "../protocol/cid.ts";
+import { parseCid } from "../protocol/content/cid.ts";
 import { spawnJobPeers } from "../node/devnet/job.ts";
 import { waitFor } from "../node/devnet/local_peer.ts";
 import { blockstoreDir } from "../node/node.ts";

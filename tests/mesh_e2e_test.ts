@@ -6,9 +6,9 @@
 import { deepStrictEqual, ok, strictEqual } from "node:assert";
 import { multiaddr } from "@multiformats/multiaddr";
 import { peerIdFromString } from "@libp2p/peer-id";
-import { cidForBytes, cidToString } from "../protocol/cid.ts";
+import { cidForBytes, cidToString } from "../protocol/content/cid.ts";
 import { jobTopic } from "../node/p2p/gossip_service.ts";
-import { BLOB_PROTOCOL } from "../protocol/blob_messages.ts";
+import { BLOB_PROTOCOL } from "../protocol/messages/blob_messages.ts";
 import { blockstoreDir } from "../node/node.ts";
 import {
   type LocalPeer,

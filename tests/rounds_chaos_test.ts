@@ -23,10 +23,10 @@ import {
   waitFor,
 } from "../node/devnet/local_peer.ts";
 import { startNode } from "../node/node.ts";
-import { BLOB_PROTOCOL } from "../protocol/blob_messages.ts";
-import { cidToString } from "../protocol/cid.ts";
-import { cidForBytes } from "../protocol/cid.ts";
-import type { DeltaAnnounce } from "../protocol/messages.ts";
+import { BLOB_PROTOCOL } from "../protocol/messages/blob_messages.ts";
+import { cidToString } from "../protocol/content/cid.ts";
+import { cidForBytes } from "../protocol/content/cid.ts";
+import type { DeltaAnnounce } from "../protocol/messages/messages.ts";
 import {
   closedRounds,
   JOB_TEST,
@@ -37,7 +37,7 @@ import {
   withJobCluster,
 } from "./_job_cluster.ts";
 import { statusOf } from "./_cluster.ts";
-import { WORK_FIELDS } from "../protocol/_message_fixtures.ts";
+import { WORK_FIELDS } from "../protocol/codec/_message_fixtures.ts";
 
 type Training = Awaited<ReturnType<typeof trainingOf>>;
 

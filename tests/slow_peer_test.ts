@@ -9,7 +9,7 @@
 import assert from "node:assert/strict";
 import type { Contributions } from "../node/http/types.ts";
 import { callRpc } from "../node/http/rpc_client.ts";
-import { maxTokensPerRound } from "../protocol/job_spec.ts";
+import { maxTokensPerRound } from "../protocol/spec/job_spec.ts";
 import {
   closedRounds,
   JOB_TEST,
@@ -17,7 +17,7 @@ import {
   trainingOf,
   withJobCluster,
 } from "./_job_cluster.ts";
-import { EARLY_STOP_FROM } from "../protocol/inner_steps.ts";
+import { EARLY_STOP_FROM } from "../protocol/audit/inner_steps.ts";
 
 Deno.test({
   name:

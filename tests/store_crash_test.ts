@@ -11,7 +11,7 @@ import assert from "node:assert/strict";
 import { Rng } from "../kernels/data/rng.ts";
 import { RoundRecordLog } from "../node/round/records/record_log.ts";
 import { Blockstore } from "../node/store/blockstore.ts";
-import { parseCid } from "../protocol/cid.ts";
+import { parseCid } from "../protocol/content/cid.ts";
 import { STATE_FILE } from "./_store_crash.ts";
 
 const WRITER = new URL("./_store_crash_writer.ts", import.meta.url).pathname;

@@ -3,7 +3,7 @@
  * corpus conversion, tar reading, deterministic batch sampling and the
  * seedable generator they share. Pure: the I/O (downloads, files) lives in
  * `node/job/corpus.ts`; chunked content-addressed datasets are
- * `protocol/dataset.ts`.
+ * `protocol/content/dataset.ts`.
  *
  * @module
  */

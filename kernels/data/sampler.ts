@@ -17,7 +17,7 @@
  * ```ts
  * import assert from "node:assert/strict";
  * import { BatchSampler } from "./sampler.ts";
- * // A `Dataset` (protocol/dataset.ts) of "abcdefghij" in chunks of 4:
+ * // A `Dataset` (protocol/content/dataset.ts) of "abcdefghij" in chunks of 4:
  * const data = {
  *   bytes: new TextEncoder().encode("abcdefghij"),
  *   chunks: [[0, 4], [4, 4], [8, 2]].map(([offset, length]) => ({ offset, length })),

@@ -1,5 +1,5 @@
 import assert from "node:assert/strict";
-import { chunkDataset, shardChunks } from "../../protocol/dataset.ts";
+import { chunkDataset, shardChunks } from "../../protocol/content/dataset.ts";
 import { BatchSampler, type ChunkedText } from "./sampler.ts";
 import { Rng } from "./rng.ts";
 

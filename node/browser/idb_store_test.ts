@@ -6,7 +6,7 @@
  */
 import assert from "node:assert/strict";
 import { IDBFactory } from "fake-indexeddb";
-import { cidToString } from "../../protocol/cid.ts";
+import { cidToString } from "../../protocol/content/cid.ts";
 import { random } from "../store/_block_storage_cases.ts";
 import { notesCases } from "../store/_state_notes_cases.ts";
 import { MemoryBlockstore } from "../store/memory_blockstore.ts";

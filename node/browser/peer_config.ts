@@ -9,7 +9,7 @@
  */
 import { multiaddr } from "@multiformats/multiaddr";
 import { MAX_THREADS } from "../../kernels/wasm/control_block.ts";
-import { isCid } from "../../protocol/cid.ts";
+import { isCid } from "../../protocol/content/cid.ts";
 import type { BrowserPeerConfig } from "./messages.ts";
 
 /** Kernel threads a tab takes unless told: its cores, at most 4. */

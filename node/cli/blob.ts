@@ -1,4 +1,4 @@
-import { cidToString, parseCid } from "../../protocol/cid.ts";
+import { cidToString, parseCid } from "../../protocol/content/cid.ts";
 import { atomicWriteFile } from "../store/atomic_write.ts";
 import type { FetchReport } from "../p2p/blob_pull.ts";
 import { Blockstore } from "../store/blockstore.ts";

@@ -4,7 +4,7 @@
  *
  * @module
  */
-import { type CID, cidForBytes, parseCid } from "../../protocol/cid.ts";
+import { type CID, cidForBytes, parseCid } from "../../protocol/content/cid.ts";
 import type { Config } from "../config.ts";
 import type { FetchReport } from "../p2p/blob_pull.ts";
 import { callRpc } from "../http/rpc_client.ts";

@@ -1,6 +1,6 @@
 import { withTempDir } from "../../tests/_temp_dir.ts";
 import assert from "node:assert/strict";
-import { cidForBytes, cidToString } from "../../protocol/cid.ts";
+import { cidForBytes, cidToString } from "../../protocol/content/cid.ts";
 import { VERSION } from "../version.ts";
 import { assertFailure, assertUsageExit, zooNode } from "../../tests/_cli.ts";
 import { decodeGptCheckpoint } from "../../kernels/gpt_checkpoint.ts";
@@ -9,7 +9,7 @@ import { decodeSafetensors } from "../../kernels/safetensors.ts";
 import {
   encodeRoundCheckpoint,
   genesisCheckpoint,
-} from "../../protocol/round_checkpoint.ts";
+} from "../../protocol/round/round_checkpoint.ts";
 
 Deno.test("--help exits 0 and prints the usage", async () => {
   for (const flag of ["--help", "-h"]) {

@@ -1,9 +1,9 @@
-import { cidToString } from "../../protocol/cid.ts";
+import { cidToString } from "../../protocol/content/cid.ts";
 import {
   defaultJobSpec,
   type JobSpec,
   JobSpecError,
-} from "../../protocol/job_spec.ts";
+} from "../../protocol/spec/job_spec.ts";
 import type { FetchReport } from "../p2p/blob_pull.ts";
 import { Blockstore } from "../store/blockstore.ts";
 import {

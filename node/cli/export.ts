@@ -1,5 +1,5 @@
-import { decodeModelCheckpoint } from "../../protocol/round_checkpoint.ts";
-import { cidToString } from "../../protocol/cid.ts";
+import { decodeModelCheckpoint } from "../../protocol/round/round_checkpoint.ts";
+import { cidToString } from "../../protocol/content/cid.ts";
 import { encodeGptCheckpoint } from "../../kernels/gpt_checkpoint.ts";
 import { createJsBackend } from "../../kernels/js_backend.ts";
 import type { Config, PartialConfig } from "../config.ts";

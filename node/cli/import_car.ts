@@ -5,7 +5,7 @@
  *
  * @module
  */
-import { cidToString } from "../../protocol/cid.ts";
+import { cidToString } from "../../protocol/content/cid.ts";
 import type { Config, PartialConfig } from "../config.ts";
 import { blockstoreDir } from "../node.ts";
 import { Blockstore } from "../store/blockstore.ts";

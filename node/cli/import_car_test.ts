@@ -1,11 +1,11 @@
 import assert from "node:assert/strict";
 import { CarReader, CarWriter } from "@ipld/car";
 import { sha256 } from "multiformats/hashes/sha2";
-import { CID, cidForBytes, cidToString } from "../../protocol/cid.ts";
+import { CID, cidForBytes, cidToString } from "../../protocol/content/cid.ts";
 import {
   encodeRoundCheckpoint,
   genesisCheckpoint,
-} from "../../protocol/round_checkpoint.ts";
+} from "../../protocol/round/round_checkpoint.ts";
 import { assertFailure, assertUsageExit, zooNode } from "../../tests/_cli.ts";
 import { withTempDir } from "../../tests/_temp_dir.ts";
 import { blockstoreDir } from "../node.ts";

@@ -4,8 +4,8 @@ import {
   type JobSpec,
   JobSpecError,
   type JobSpecOverrides,
-} from "../../protocol/job_spec.ts";
-import { chunkBytesFor, chunkDataset } from "../../protocol/dataset.ts";
+} from "../../protocol/spec/job_spec.ts";
+import { chunkBytesFor, chunkDataset } from "../../protocol/content/dataset.ts";
 import { DEFAULT_CORPUS_DATASET_ID, storeDataset } from "../job/dataset.ts";
 import { loadLocalText } from "../job/local_text.ts";
 import { Blockstore } from "../store/blockstore.ts";

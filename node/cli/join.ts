@@ -3,7 +3,7 @@ import { ensureIdentity } from "../identity.ts";
 import { type JobRun, runJob } from "../job/runner.ts";
 import type { RoundBehaviour } from "../round/services/behaviour.ts";
 import { startNode } from "../node.ts";
-import { isCid } from "../../protocol/cid.ts";
+import { isCid } from "../../protocol/content/cid.ts";
 
 /**
  * `zoo-node --join`: runs a node until SIGINT or SIGTERM, then shuts it

@@ -1,7 +1,7 @@
 import { Rng } from "../../kernels/data/rng.ts";
 import { decode, encode } from "../../kernels/data/tokenizer.ts";
 import { generate } from "../../kernels/sample.ts";
-import { decodeModelCheckpoint } from "../../protocol/round_checkpoint.ts";
+import { decodeModelCheckpoint } from "../../protocol/round/round_checkpoint.ts";
 import type { Config } from "../config.ts";
 import { createCpuBackend } from "../train/compute.ts";
 import { readCheckpointRef } from "./checkpoint_ref.ts";

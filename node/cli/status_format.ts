@@ -13,7 +13,7 @@ import type {
   RoundRecord,
   WaitingStatus,
 } from "../http/types.ts";
-import { waitingLine } from "../../protocol/round_state.ts";
+import { waitingLine } from "../../protocol/round/round_state.ts";
 
 /** What `zoo-node status` gathers over JSON-RPC. */
 export interface StatusReport {

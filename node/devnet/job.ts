@@ -9,8 +9,8 @@
  */
 import { parseEther } from "viem";
 import type { BackendChoice } from "../../kernels/backend_select.ts";
-import type { Dataset } from "../../protocol/dataset.ts";
-import type { JobSpec } from "../../protocol/job_spec.ts";
+import type { Dataset } from "../../protocol/content/dataset.ts";
+import type { JobSpec } from "../../protocol/spec/job_spec.ts";
 import { Blockstore } from "../store/blockstore.ts";
 import {
   type DevnetChain,

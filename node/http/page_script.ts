@@ -88,7 +88,7 @@ export const PAGE_SCRIPT = String.raw`"use strict";
     );
   }
 
-  // A round stalled for members, worded as protocol/round_state.ts's
+  // A round stalled for members, worded as protocol/round/round_state.ts's
   // waitingLine words it; peer ids shortened, in full in the title.
   function renderWaiting(f) {
     var t = f.status.training, w = t && t.waiting, banner = $("waiting");

@@ -9,7 +9,7 @@
  * @module
  */
 
-import type { JobSpec } from "../../protocol/job_spec.ts";
+import type { JobSpec } from "../../protocol/spec/job_spec.ts";
 import type { FetchReport } from "../p2p/blob_pull.ts";
 import type { BlobStats } from "../p2p/blob_service.ts";
 import type { DeltaWaitStats } from "../p2p/delta_wait.ts";

@@ -23,7 +23,7 @@ import {
   roundCommits,
   slashedAccounts,
 } from "../../chain/registry.ts";
-import type { JobSpec } from "../../protocol/job_spec.ts";
+import type { JobSpec } from "../../protocol/spec/job_spec.ts";
 import { Cached } from "./cached.ts";
 import type {
   Contributions,

@@ -27,9 +27,13 @@ import {
   DEFAULT_CHUNK_BYTES,
   encodeManifest,
   manifestOf,
-} from "../../protocol/dataset.ts";
-import { cidForBytes, cidToString, parseCid } from "../../protocol/cid.ts";
-import type { JobSpec } from "../../protocol/job_spec.ts";
+} from "../../protocol/content/dataset.ts";
+import {
+  cidForBytes,
+  cidToString,
+  parseCid,
+} from "../../protocol/content/cid.ts";
+import type { JobSpec } from "../../protocol/spec/job_spec.ts";
 import { type BlockStorage, BlockstoreError } from "../store/block_storage.ts";
 import { CorpusError, loadBrownCorpus } from "./corpus.ts";
 

@@ -1,7 +1,11 @@
 import assert from "node:assert/strict";
 import { join } from "node:path";
-import { chunkDataset, type Dataset } from "../../protocol/dataset.ts";
-import { cidForBytes, cidToString, parseCid } from "../../protocol/cid.ts";
+import { chunkDataset, type Dataset } from "../../protocol/content/dataset.ts";
+import {
+  cidForBytes,
+  cidToString,
+  parseCid,
+} from "../../protocol/content/cid.ts";
 import { CORPUS_CACHE } from "../../tests/_corpus.ts";
 import { Blockstore } from "../store/blockstore.ts";
 import { BROWN_CACHE_FILE } from "./corpus.ts";

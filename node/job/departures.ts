@@ -25,7 +25,7 @@ import {
   readNode,
   type Registry,
 } from "../../chain/registry.ts";
-import type { MemberShortfall } from "../../protocol/round_state.ts";
+import type { MemberShortfall } from "../../protocol/round/round_state.ts";
 import { Cached } from "./cached.ts";
 import { CHAIN_VIEW_TTL_MS } from "./chain_view.ts";
 import type {

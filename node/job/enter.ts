@@ -17,12 +17,12 @@ import {
   type Registry,
 } from "../../chain/registry.ts";
 import type { BackendChoice } from "../../kernels/backend_select.ts";
-import { parseCid } from "../../protocol/cid.ts";
+import { parseCid } from "../../protocol/content/cid.ts";
 import {
   decodeJobSpec,
   type JobSpec,
   MAX_JOB_SPEC_BYTES,
-} from "../../protocol/job_spec.ts";
+} from "../../protocol/spec/job_spec.ts";
 import type { Identity } from "../identity.ts";
 import type { PeerNode } from "../peer_node.ts";
 import type { BlockRetention } from "../round/services/block_retention.ts";

@@ -12,12 +12,12 @@ import {
   type Registry,
   type TxResult,
 } from "../../chain/registry.ts";
-import { cidToString } from "../../protocol/cid.ts";
-import { encodeJobSpec, type JobSpec } from "../../protocol/job_spec.ts";
+import { cidToString } from "../../protocol/content/cid.ts";
+import { encodeJobSpec, type JobSpec } from "../../protocol/spec/job_spec.ts";
 import {
   encodeRoundCheckpoint,
   genesisCheckpoint,
-} from "../../protocol/round_checkpoint.ts";
+} from "../../protocol/round/round_checkpoint.ts";
 import type { BlockStorage } from "../store/block_storage.ts";
 
 /** A job as published. */

@@ -13,9 +13,12 @@ import {
   readNode,
   type Registry,
 } from "../../chain/registry.ts";
-import { rankLeaders } from "../../protocol/assignment.ts";
-import { memberShortfall, roundStage } from "../../protocol/round_state.ts";
-import type { JobSpec } from "../../protocol/job_spec.ts";
+import { rankLeaders } from "../../protocol/peers/assignment.ts";
+import {
+  memberShortfall,
+  roundStage,
+} from "../../protocol/round/round_state.ts";
+import type { JobSpec } from "../../protocol/spec/job_spec.ts";
 import { JobChainView } from "./chain_view.ts";
 import { departureChain, Departures } from "./departures.ts";
 import type { JobSource, TrainingStatus } from "../http/types.ts";

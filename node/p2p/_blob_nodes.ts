@@ -10,7 +10,7 @@ import { join } from "node:path";
 import { generateKeyPair } from "@libp2p/crypto/keys";
 import { peerIdFromPrivateKey } from "@libp2p/peer-id";
 import { multiaddr } from "@multiformats/multiaddr";
-import { type CID, cidForBytes } from "../../protocol/cid.ts";
+import { type CID, cidForBytes } from "../../protocol/content/cid.ts";
 import { BlobFetchError } from "./blob_fetch.ts";
 import { BlobService, type BlobServiceOptions } from "./blob_service.ts";
 import { Blockstore } from "../store/blockstore.ts";

@@ -6,7 +6,7 @@
  * @module
  */
 import type { CID } from "multiformats/cid";
-import { cidToString } from "../../protocol/cid.ts";
+import { cidToString } from "../../protocol/content/cid.ts";
 import { NodeError } from "../errors.ts";
 import {
   BlockCorruptError,

@@ -11,7 +11,7 @@ import {
   withNodes,
   withSilentPeer,
 } from "./_blob_nodes.ts";
-import type { CID } from "../../protocol/cid.ts";
+import type { CID } from "../../protocol/content/cid.ts";
 
 /** What the tests below share: a fetcher, a provider, a silent peer. */
 interface Setup {

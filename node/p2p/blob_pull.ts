@@ -13,8 +13,8 @@ import {
   BLOB_PROTOCOL,
   MAX_BLOB_FRAME_BYTES,
   parseBlobResponse,
-} from "../../protocol/blob_messages.ts";
-import { cidToString } from "../../protocol/cid.ts";
+} from "../../protocol/messages/blob_messages.ts";
+import { cidToString } from "../../protocol/content/cid.ts";
 import { NodeError } from "../errors.ts";
 import type { BlockStorage, PartialBlock } from "../store/block_storage.ts";
 import { readJsonFrame, StreamReader, writeJsonFrame } from "./stream_io.ts";

@@ -3,8 +3,8 @@ import type { Stream } from "@libp2p/interface";
 import {
   BLOB_PROTOCOL,
   parseBlobResponse,
-} from "../../protocol/blob_messages.ts";
-import { cidForBytes, cidToString } from "../../protocol/cid.ts";
+} from "../../protocol/messages/blob_messages.ts";
+import { cidForBytes, cidToString } from "../../protocol/content/cid.ts";
 import { readJsonFrame, StreamReader, writeAll } from "./stream_io.ts";
 import {
   frame,

@@ -14,8 +14,8 @@ import {
   MAX_BLOB_FRAME_BYTES,
   parseBlobRequest,
   servedRange,
-} from "../../protocol/blob_messages.ts";
-import { parseCid } from "../../protocol/cid.ts";
+} from "../../protocol/messages/blob_messages.ts";
+import { parseCid } from "../../protocol/content/cid.ts";
 import type { BlockStorage } from "../store/block_storage.ts";
 import { BlobFetches } from "./blob_fetch.ts";
 import type { FetchOptions, FetchReport } from "./blob_pull.ts";

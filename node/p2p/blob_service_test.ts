@@ -1,7 +1,7 @@
 import assert from "node:assert/strict";
 import { join } from "node:path";
-import { BLOB_PROTOCOL } from "../../protocol/blob_messages.ts";
-import { cidForBytes, cidToString } from "../../protocol/cid.ts";
+import { BLOB_PROTOCOL } from "../../protocol/messages/blob_messages.ts";
+import { cidForBytes, cidToString } from "../../protocol/content/cid.ts";
 import { readJsonFrame, StreamReader, writeAll } from "./stream_io.ts";
 import {
   assertFetchFails,

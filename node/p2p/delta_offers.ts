@@ -6,13 +6,13 @@
  * @module
  */
 import type { Connection, Stream } from "@libp2p/interface";
-import { parseCid } from "../../protocol/cid.ts";
+import { parseCid } from "../../protocol/content/cid.ts";
 import {
   type DeltaWaitRefusal,
   type DeltaWaitResponse,
   MAX_DELTA_WAIT_FRAME_BYTES,
   parseDeltaWaitRequest,
-} from "../../protocol/delta_wait_messages.ts";
+} from "../../protocol/messages/delta_wait_messages.ts";
 import type { BlockStorage } from "../store/block_storage.ts";
 import {
   readJsonFrame,

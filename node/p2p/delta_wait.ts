@@ -1,5 +1,5 @@
 /**
- * `/zoo/delta-wait/1.0.0` on a node (protocol/delta_wait_messages.ts):
+ * `/zoo/delta-wait/1.0.0` on a node (protocol/messages/delta_wait_messages.ts):
  * serving this peer's delta of a round to those who asked for it before
  * it existed, and asking the others for theirs, so that a delta's bytes
  * arrive with its announcement instead of two round trips after it.
@@ -13,12 +13,12 @@
  */
 import type { Libp2p } from "@libp2p/interface";
 import { peerIdFromString } from "@libp2p/peer-id";
-import { cidForBytes, cidToString } from "../../protocol/cid.ts";
+import { cidForBytes, cidToString } from "../../protocol/content/cid.ts";
 import {
   DELTA_WAIT_PROTOCOL,
   MAX_DELTA_WAIT_FRAME_BYTES,
   parseDeltaWaitResponse,
-} from "../../protocol/delta_wait_messages.ts";
+} from "../../protocol/messages/delta_wait_messages.ts";
 import type { BlockStorage } from "../store/block_storage.ts";
 import { anySignal } from "./blob_pull.ts";
 import {

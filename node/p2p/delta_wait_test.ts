@@ -1,7 +1,7 @@
 import assert from "node:assert/strict";
 import { peerIdFromString } from "@libp2p/peer-id";
-import { cidToString, parseCid } from "../../protocol/cid.ts";
-import { DELTA_WAIT_PROTOCOL } from "../../protocol/delta_wait_messages.ts";
+import { cidToString, parseCid } from "../../protocol/content/cid.ts";
+import { DELTA_WAIT_PROTOCOL } from "../../protocol/messages/delta_wait_messages.ts";
 import {
   frame,
   LIBP2P,

@@ -4,19 +4,19 @@ import {
   decodeMessage,
   type DropReason,
   encodeMessage,
-} from "../../protocol/codec.ts";
+} from "../../protocol/codec/codec.ts";
 import {
   countDrop,
   type DropCounts,
   emptyDropCounts,
-} from "../../protocol/drop_counts.ts";
+} from "../../protocol/codec/drop_counts.ts";
 import {
   type Backend,
   type GossipMessage,
   type Heartbeat,
   MAX_ADDR_LENGTH,
   MAX_ADDRS,
-} from "../../protocol/messages.ts";
+} from "../../protocol/messages/messages.ts";
 import {
   DEFAULT_HEARTBEAT_INTERVAL_MS,
   DEFAULT_PEER_TTL_MS,
@@ -26,7 +26,7 @@ import {
   observeHeartbeat,
   type PeerEntry,
   type PeerTable,
-} from "../../protocol/peer_table.ts";
+} from "../../protocol/peers/peer_table.ts";
 import type { Host } from "./host.ts";
 import { VERSION } from "../version.ts";
 

@@ -10,7 +10,7 @@ import { gossipsub } from "@libp2p/gossipsub";
 import { identify } from "@libp2p/identify";
 import type { Libp2p } from "@libp2p/interface";
 import { ping } from "@libp2p/ping";
-import { MAX_MESSAGE_BYTES } from "../../protocol/messages.ts";
+import { MAX_MESSAGE_BYTES } from "../../protocol/messages/messages.ts";
 
 /** The gossipsub service as this node uses it. */
 export type PubSub = ReturnType<ReturnType<typeof gossipsub>>;

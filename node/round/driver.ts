@@ -20,17 +20,17 @@ import {
   confirmationsNote,
   resolveConfirmations,
 } from "../../chain/confirmations.ts";
-import type { GossipMessage } from "../../protocol/messages.ts";
+import type { GossipMessage } from "../../protocol/messages/messages.ts";
 import {
   initialState,
   type RoundAction,
   type RoundEvent,
   type RoundState,
-} from "../../protocol/round_state.ts";
-import { step } from "../../protocol/round_machine.ts";
+} from "../../protocol/round/round_state.ts";
+import { step } from "../../protocol/round/round_machine.ts";
 import { LoopWatch } from "./services/loop_watch.ts";
 import { MemberCache } from "./services/member_cache.ts";
-import type { JobSpec } from "../../protocol/job_spec.ts";
+import type { JobSpec } from "../../protocol/spec/job_spec.ts";
 import type { Identity } from "../identity.ts";
 import type { PeerNode } from "../peer_node.ts";
 import type { RoundBehaviour } from "./services/behaviour.ts";
@@ -38,10 +38,10 @@ import type { RoundTrainer } from "./trainer/inner_loop.ts";
 import type { RoundServices } from "./services/services.ts";
 import { RoundWork } from "./work.ts";
 import { RoundLedger } from "./records/ledger.ts";
-import type { CID } from "../../protocol/cid.ts";
+import type { CID } from "../../protocol/content/cid.ts";
 import type { KeptRecords } from "./records/record_log.ts";
 import type { BlockRetention } from "./services/block_retention.ts";
-import { REANNOUNCE_MS } from "../../protocol/round_timing.ts";
+import { REANNOUNCE_MS } from "../../protocol/round/round_timing.ts";
 import { ConfirmedChain } from "./services/confirmed_chain.ts";
 import { memoryNotes, type StateNotes } from "../store/state_notes.ts";
 

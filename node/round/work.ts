@@ -20,19 +20,19 @@ import { sleep } from "./services/abortable.ts";
 import { DeltaGate } from "./services/delta_gate.ts";
 import { DeltaReader } from "./services/delta_reader.ts";
 import { privateKeyToAccount } from "viem/accounts";
-import type { JobSpec } from "../../protocol/job_spec.ts";
+import type { JobSpec } from "../../protocol/spec/job_spec.ts";
 import type {
   AttestationMessage,
   AuditFailureNotice,
   DeltaAnnounce,
   RefutationNotice,
-} from "../../protocol/messages.ts";
+} from "../../protocol/messages/messages.ts";
 import type {
   RoundAction,
   RoundEvent,
   RoundState,
-} from "../../protocol/round_state.ts";
-import { collectMs } from "../../protocol/round_timing.ts";
+} from "../../protocol/round/round_state.ts";
+import { collectMs } from "../../protocol/round/round_timing.ts";
 import type { Identity } from "../identity.ts";
 import { eagerCheckpoint, lead, previewRound } from "./settle/aggregate.ts";
 import { Attester } from "./settle/attest.ts";

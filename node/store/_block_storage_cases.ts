@@ -11,7 +11,7 @@
 import assert from "node:assert/strict";
 import { sha256 } from "multiformats/hashes/sha2";
 import { withTempDir } from "../../tests/_temp_dir.ts";
-import { cidToString } from "../../protocol/cid.ts";
+import { cidToString } from "../../protocol/content/cid.ts";
 import { type BlockStorage, toHex } from "./block_storage.ts";
 import { Blockstore } from "./blockstore.ts";
 import { type BlockShelf, MemoryBlockstore } from "./memory_blockstore.ts";

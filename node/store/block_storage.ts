@@ -8,7 +8,7 @@
  * @module
  */
 import { NodeError } from "../errors.ts";
-import { type CID, cidToString } from "../../protocol/cid.ts";
+import { type CID, cidToString } from "../../protocol/content/cid.ts";
 
 /** Lower-case hex of `bytes`: how digests appear in errors. */
 export const toHex = (bytes: Uint8Array): string =>

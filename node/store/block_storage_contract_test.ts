@@ -8,7 +8,7 @@
  */
 import assert from "node:assert/strict";
 import { concatBytes } from "../../tests/_bytes.ts";
-import { cidForBytes, cidToString } from "../../protocol/cid.ts";
+import { cidForBytes, cidToString } from "../../protocol/content/cid.ts";
 import {
   BlockNotFoundError,
   BlockstoreError,

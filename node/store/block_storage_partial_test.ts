@@ -10,7 +10,7 @@ import { CID } from "multiformats/cid";
 import * as raw from "multiformats/codecs/raw";
 import { identity } from "multiformats/hashes/identity";
 import { sha256 } from "multiformats/hashes/sha2";
-import { cidForBytes, cidToString } from "../../protocol/cid.ts";
+import { cidForBytes, cidToString } from "../../protocol/content/cid.ts";
 import { BlockCorruptError, CHUNK_SIZE } from "./block_storage.ts";
 import {
   forEachStore,

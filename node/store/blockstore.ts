@@ -21,7 +21,7 @@ import {
   cidForBytes,
   cidToString,
   parseCid,
-} from "../../protocol/cid.ts";
+} from "../../protocol/content/cid.ts";
 import {
   BlockCorruptError,
   BlockNotFoundError,

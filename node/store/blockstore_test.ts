@@ -9,7 +9,7 @@ import {
   CHUNK_SIZE,
 } from "./block_storage.ts";
 import { Blockstore, PART_RETENTION_MS } from "./blockstore.ts";
-import { cidForBytes, cidToString } from "../../protocol/cid.ts";
+import { cidForBytes, cidToString } from "../../protocol/content/cid.ts";
 
 async function withStore(
   fn: (store: Blockstore, dir: string) => Promise<void>,

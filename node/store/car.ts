@@ -32,7 +32,7 @@ import {
   RAW_CODEC,
   SHA256_CODE,
   SHA256_LENGTH,
-} from "../../protocol/cid.ts";
+} from "../../protocol/content/cid.ts";
 import { NodeError } from "../errors.ts";
 
 /** One block of a CAR: its CID and its bytes. */
@@ -90,7 +90,7 @@ const CODEC_NAMES: Record<number, string> = {
  * @example
  * ```ts
  * import assert from "node:assert/strict";
- * import { cidForBytes } from "../../protocol/cid.ts";
+ * import { cidForBytes } from "../../protocol/content/cid.ts";
  * import { readCar, writeCar } from "./car.ts";
  * const bytes = new TextEncoder().encode("weights");
  * const cid = await cidForBytes(bytes);

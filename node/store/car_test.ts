@@ -7,7 +7,7 @@ import {
   cidToString,
   RAW_CODEC,
   SHA256_CODE,
-} from "../../protocol/cid.ts";
+} from "../../protocol/content/cid.ts";
 import { concatBytes } from "../../tests/_bytes.ts";
 import { type CarBlock, CarError, readCar, writeCar } from "./car.ts";
 

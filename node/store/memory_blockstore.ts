@@ -16,7 +16,7 @@ import {
   cidForBytes,
   cidToString,
   parseCid,
-} from "../../protocol/cid.ts";
+} from "../../protocol/content/cid.ts";
 import {
   BlockCorruptError,
   BlockNotFoundError,

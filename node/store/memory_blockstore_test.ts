@@ -1,5 +1,5 @@
 import assert from "node:assert/strict";
-import { cidForBytes, cidToString } from "../../protocol/cid.ts";
+import { cidForBytes, cidToString } from "../../protocol/content/cid.ts";
 import { BlockNotFoundError } from "./block_storage.ts";
 import { MapShelf, random } from "./_block_storage_cases.ts";
 import { MemoryBlockstore } from "./memory_blockstore.ts";

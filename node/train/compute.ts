@@ -16,7 +16,7 @@ import { adapterLabel } from "../../kernels/webgpu/device.ts";
 import {
   type Backend as HeartbeatBackend,
   MAX_DEVICE_LENGTH,
-} from "../../protocol/messages.ts";
+} from "../../protocol/messages/messages.ts";
 import { createGpuTrainer } from "../../kernels/webgpu/gpu_trainer.ts";
 import { openComputeThread } from "./compute_thread.ts";
 

@@ -1,5 +1,5 @@
 import assert from "node:assert/strict";
-import { MAX_DEVICE_LENGTH } from "../../protocol/messages.ts";
+import { MAX_DEVICE_LENGTH } from "../../protocol/messages/messages.ts";
 import { heartbeatDevice } from "./compute.ts";
 
 Deno.test("heartbeatDevice() keeps heartbeats valid whatever the adapter is called", () => {

@@ -1,6 +1,6 @@
 import type { AdamWConfig } from "../../kernels/adamw.ts";
 import type { MuonConfig } from "../../kernels/muon.ts";
-import { chunkDataset, splitTrainVal } from "../../protocol/dataset.ts";
+import { chunkDataset, splitTrainVal } from "../../protocol/content/dataset.ts";
 import { BatchSampler } from "../../kernels/data/sampler.ts";
 import type { GptConfig } from "../../kernels/gpt.ts";
 import {

@@ -26,8 +26,8 @@ import { watchRounds } from "../../node/devnet/rounds.ts";
 import { callRpc } from "../../node/http/rpc_client.ts";
 import { readRpcToken } from "../../node/http/rpc_token.ts";
 import type { Refusal } from "../../node/round/records/ledger.ts";
-import { rankLeaders } from "../../protocol/assignment.ts";
-import type { JobSpec } from "../../protocol/job_spec.ts";
+import { rankLeaders } from "../../protocol/peers/assignment.ts";
+import type { JobSpec } from "../../protocol/spec/job_spec.ts";
 import {
   type JobCluster,
   trainingOf,

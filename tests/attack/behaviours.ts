@@ -19,7 +19,7 @@
  * - `late-censor`: when it aggregates, leaves out the honest delta that
  *   reached it last (a slow peer's) and publishes at once, about 100 ms
  *   after that delta came, without settling: a delta its verifiers hold
- *   too, announced shortly before the manifest (protocol/censorship.ts).
+ *   too, announced shortly before the manifest (protocol/round/censorship.ts).
  * - `withholder`: trains honestly, announces its delta last, answers no
  *   request for it ahead of its announcement (delta-wait) and takes every
  *   request for its bytes without answering: the round's first leader's
@@ -57,7 +57,7 @@
  *   its round r − 1 started, but commits C(r) as state 0: the start check
  *   passes, every segment but the first replays bit for bit, and its delta
  *   carries C(r − 1) − C(r) besides its steps, which the screen calls
- *   `misaligned`. Left out once, it is a suspect (protocol/audit_plan.ts)
+ *   `misaligned`. Left out once, it is a suspect (protocol/audit/audit_plan.ts)
  *   and audited on every segment, the first included.
  * - `silent`: as `partial-work`, and live (gossiping, serving its delta),
  *   but it takes every request for its work record or its states and
@@ -97,10 +97,10 @@ import {
   HONEST,
   type RoundBehaviour,
 } from "../../node/round/services/behaviour.ts";
-import { rankLeaders } from "../../protocol/assignment.ts";
-import { pseudoGradient } from "../../protocol/pseudo_gradient.ts";
-import { collectMs, settleMs } from "../../protocol/round_timing.ts";
-import type { TrainingState } from "../../protocol/state_hash.ts";
+import { rankLeaders } from "../../protocol/peers/assignment.ts";
+import { pseudoGradient } from "../../protocol/aggregation/pseudo_gradient.ts";
+import { collectMs, settleMs } from "../../protocol/round/round_timing.ts";
+import type { TrainingState } from "../../protocol/content/state_hash.ts";
 
 /** Every attack, by its name in `bench attacks`. */
 export const ATTACKS = [

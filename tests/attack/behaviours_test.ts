@@ -1,6 +1,6 @@
 import assert from "node:assert/strict";
 import { alieZ, attackBehaviour, ATTACKS } from "./behaviours.ts";
-import { WORK_FIELDS } from "../../protocol/_message_fixtures.ts";
+import { WORK_FIELDS } from "../../protocol/codec/_message_fixtures.ts";
 
 Deno.test("alieZ() is Baruch et al.'s z_max", () => {
   // n = 3, m = 1: s = 1, z = Φ⁻¹(2/3); n = 5, m = 2: s = 1, z = Φ⁻¹(0.8).

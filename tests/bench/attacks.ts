@@ -14,9 +14,15 @@ import {
   AGGREGATION_RULES,
   type AggregationRuleName,
   DEFAULT_AGGREGATION,
-} from "../../protocol/aggregation_rule.ts";
-import { DEFAULT_COMPRESSION, type JobSpec } from "../../protocol/job_spec.ts";
-import { type Compression, COMPRESSIONS } from "../../protocol/quantize.ts";
+} from "../../protocol/aggregation/aggregation_rule.ts";
+import {
+  DEFAULT_COMPRESSION,
+  type JobSpec,
+} from "../../protocol/spec/job_spec.ts";
+import {
+  type Compression,
+  COMPRESSIONS,
+} from "../../protocol/aggregation/quantize.ts";
 import { benchSpec } from "../_job_cluster.ts";
 import {
   type AttackRunResult,

@@ -21,7 +21,7 @@ import { Blockstore, hashFile } from "../../node/store/blockstore.ts";
 import { CHUNK_SIZE } from "../../node/store/block_storage.ts";
 import { writeFully } from "../../node/store/atomic_write.ts";
 import { createHost, type Host } from "../../node/p2p/host.ts";
-import type { CID } from "../../protocol/cid.ts";
+import type { CID } from "../../protocol/content/cid.ts";
 import {
   type Bench,
   formatTable,

@@ -1,7 +1,7 @@
 /**
  * How soon audits catch a `partial-work` peer, one that made up the last
  * fraction q of its 16 segments every round (trained the first part,
- * extrapolated the rest): the real audit plan (`protocol/audit_plan.ts`)
+ * extrapolated the rest): the real audit plan (`protocol/audit/audit_plan.ts`)
  * drawn over many simulated rounds with fresh seeds, at several sampling
  * rates, against the formula 1 − (1 − rate·q)^n for being caught within n
  * rounds. A faked segment fails its replay whenever it is drawn (the
@@ -18,8 +18,8 @@
  * @module
  */
 import { createHash } from "node:crypto";
-import { planAudits } from "../../protocol/audit_plan.ts";
-import { MAX_SEGMENTS } from "../../protocol/work_record.ts";
+import { planAudits } from "../../protocol/audit/audit_plan.ts";
+import { MAX_SEGMENTS } from "../../protocol/audit/work_record.ts";
 import { type Bench, formatTable, numberFlag } from "./_bench.ts";
 
 interface Options {

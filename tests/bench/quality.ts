@@ -15,16 +15,19 @@ import {
   type BackendChoice,
 } from "../../kernels/backend_select.ts";
 import { defaultCorpusDataset } from "../../node/job/dataset.ts";
-import { DEFAULT_COMPRESSION, type JobSpec } from "../../protocol/job_spec.ts";
-import { parameterCount } from "../../protocol/round_checkpoint.ts";
-import { DEFAULT_OUTER } from "../../protocol/outer_step.ts";
+import {
+  DEFAULT_COMPRESSION,
+  type JobSpec,
+} from "../../protocol/spec/job_spec.ts";
+import { parameterCount } from "../../protocol/round/round_checkpoint.ts";
+import { DEFAULT_OUTER } from "../../protocol/aggregation/outer_step.ts";
 import { DEFAULT_MUON, type MuonConfig } from "../../kernels/muon.ts";
 import {
   BITS_FOR_COMPRESSION,
   COMPRESSIONS,
   DEFAULT_BLOCK_SIZE,
-} from "../../protocol/quantize.ts";
-import { encodedByteLength } from "../../protocol/quantized_container.ts";
+} from "../../protocol/aggregation/quantize.ts";
+import { encodedByteLength } from "../../protocol/aggregation/quantized_container.ts";
 import { formatBytes } from "../../node/format_bytes.ts";
 import { BENCH_MODELS, type BenchModel, benchSpec } from "../_job_cluster.ts";
 import { CORPUS_CACHE } from "../_corpus.ts";

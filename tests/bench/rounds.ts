@@ -22,8 +22,8 @@
  * @module
  */
 import { defaultCorpusDataset } from "../../node/job/dataset.ts";
-import { decodeRoundCheckpoint } from "../../protocol/round_checkpoint.ts";
-import { parseCid } from "../../protocol/cid.ts";
+import { decodeRoundCheckpoint } from "../../protocol/round/round_checkpoint.ts";
+import { parseCid } from "../../protocol/content/cid.ts";
 import { createWasmBackend } from "../../wasm/modules.ts";
 import { createCpuTrainer, type TrainerInit } from "../../kernels/trainer.ts";
 import {
@@ -32,8 +32,8 @@ import {
   type JobSpec,
   SHARES,
   type Shares,
-} from "../../protocol/job_spec.ts";
-import { COMPRESSIONS } from "../../protocol/quantize.ts";
+} from "../../protocol/spec/job_spec.ts";
+import { COMPRESSIONS } from "../../protocol/aggregation/quantize.ts";
 import { formatBytes } from "../../node/format_bytes.ts";
 import { watchRounds } from "../../node/devnet/rounds.ts";
 import type { RoundRecord } from "../../node/round/records/ledger.ts";

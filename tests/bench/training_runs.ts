@@ -22,23 +22,23 @@
  * @module
  */
 import { RoundTrainer } from "../../node/round/trainer/inner_loop.ts";
-import type { Dataset } from "../../protocol/dataset.ts";
+import type { Dataset } from "../../protocol/content/dataset.ts";
 import type { Trainer, TrainerInit } from "../../kernels/trainer.ts";
-import type { JobSpec } from "../../protocol/job_spec.ts";
-import { assignChunks } from "../../protocol/assignment.ts";
-import { pseudoGradient } from "../../protocol/pseudo_gradient.ts";
+import type { JobSpec } from "../../protocol/spec/job_spec.ts";
+import { assignChunks } from "../../protocol/peers/assignment.ts";
+import { pseudoGradient } from "../../protocol/aggregation/pseudo_gradient.ts";
 import {
   BITS_FOR_COMPRESSION,
   dequantize,
   quantize,
-} from "../../protocol/quantize.ts";
-import { nextCheckpoint } from "../../protocol/round_update.ts";
+} from "../../protocol/aggregation/quantize.ts";
+import { nextCheckpoint } from "../../protocol/round/round_update.ts";
 import {
   encodeRoundCheckpoint,
   genesisCheckpoint,
   type RoundCheckpoint,
-} from "../../protocol/round_checkpoint.ts";
-import { cidForBytes, cidToString } from "../../protocol/cid.ts";
+} from "../../protocol/round/round_checkpoint.ts";
+import { cidForBytes, cidToString } from "../../protocol/content/cid.ts";
 
 /** Held-out loss after each round, with the tokens trained by then. */
 export interface Curve {

@@ -18,50 +18,50 @@ import {
 import { DEFAULT_CORPUS_DATASET_ID } from "../../node/job/dataset.ts";
 import { parseKnownPeers } from "../../node/p2p/known_peers.ts";
 import { manifestFixture, PEERS } from "../../node/round/services/_fakes.ts";
-import { JOB, PARENT, PEER } from "../../protocol/_message_fixtures.ts";
-import { cidForBytes, cidToString } from "../../protocol/cid.ts";
+import { JOB, PARENT, PEER } from "../../protocol/codec/_message_fixtures.ts";
+import { cidForBytes, cidToString } from "../../protocol/content/cid.ts";
 import {
   chunkDataset,
   decodeManifest as decodeDatasetManifest,
   encodeManifest as encodeDatasetManifest,
   manifestOf,
-} from "../../protocol/dataset.ts";
+} from "../../protocol/content/dataset.ts";
 import {
   decodeDeltaBlob,
   type DeltaContext,
   encodeDelta,
-} from "../../protocol/delta_blob.ts";
+} from "../../protocol/round/delta_blob.ts";
 import {
   decodeJobSpec,
   defaultJobSpec,
   encodeJobSpec,
-} from "../../protocol/job_spec.ts";
+} from "../../protocol/spec/job_spec.ts";
 import {
   decodeManifest as decodeRoundManifest,
   encodeManifest as encodeRoundManifest,
-} from "../../protocol/manifest_codec.ts";
-import { quantize } from "../../protocol/quantize.ts";
+} from "../../protocol/codec/manifest_codec.ts";
+import { quantize } from "../../protocol/aggregation/quantize.ts";
 import {
   decodeQuantized,
   encodeQuantized,
-} from "../../protocol/quantized_container.ts";
+} from "../../protocol/aggregation/quantized_container.ts";
 import {
   decodeRoundCheckpoint,
   encodeRoundCheckpoint,
   genesisCheckpoint,
-} from "../../protocol/round_checkpoint.ts";
+} from "../../protocol/round/round_checkpoint.ts";
 import { ProtocolError } from "../../protocol/errors.ts";
 import {
   decodeStateHead,
   decodeStateMoments,
   decodeStateParams,
   encodeState,
-} from "../../protocol/state_hash.ts";
+} from "../../protocol/content/state_hash.ts";
 import {
   decodeWorkRecord,
   encodeWorkRecord,
   segmentCount,
-} from "../../protocol/work_record.ts";
+} from "../../protocol/audit/work_record.ts";
 import { mutateBytes, mutateJson, mutateJsonBytes } from "./mutate.ts";
 import { concatBytes } from "../_bytes.ts";
 import { BrokenInvariant, type FuzzTarget } from "./target.ts";
@@ -149,7 +149,7 @@ const safetensors: FuzzTarget = {
 
 const roundCheckpoint: FuzzTarget = {
   name: "round-checkpoint",
-  about: "round checkpoints, C(r) (protocol/round_checkpoint.ts)",
+  about: "round checkpoints, C(r) (protocol/round/round_checkpoint.ts)",
   seeds: () =>
     Promise.resolve([
       encodeRoundCheckpoint(genesisCheckpoint(JOB, SPEC.model, 1)),
@@ -160,7 +160,8 @@ const roundCheckpoint: FuzzTarget = {
 
 const deltaBlob: FuzzTarget = {
   name: "delta-blob",
-  about: "delta blobs: context and quantized delta (protocol/delta_blob.ts)",
+  about:
+    "delta blobs: context and quantized delta (protocol/round/delta_blob.ts)",
   seeds: () =>
     Promise.resolve(
       (["int8", "int4", "sign", "none"] as const).map((format) =>
@@ -177,7 +178,8 @@ const deltaBlob: FuzzTarget = {
 
 const quantized: FuzzTarget = {
   name: "quantized",
-  about: "ZQD1 quantized containers, int8/int4/sign/raw (protocol/quantize.ts)",
+  about:
+    "ZQD1 quantized containers, int8/int4/sign/raw (protocol/aggregation/quantize.ts)",
   seeds: () =>
     Promise.resolve(
       ([[8, 64], [4, 256], [4, 7], [1, 128], [1, 5], [32, 0]] as const).map((
@@ -197,7 +199,7 @@ const quantized: FuzzTarget = {
 
 const jobSpec: FuzzTarget = {
   name: "job-spec",
-  about: "job specs (protocol/job_spec.ts)",
+  about: "job specs (protocol/spec/job_spec.ts)",
   seeds: () =>
     Promise.resolve([
       encodeJobSpec(SPEC),
@@ -218,7 +220,7 @@ const jobSpec: FuzzTarget = {
 
 const datasetManifest: FuzzTarget = {
   name: "dataset-manifest",
-  about: "dataset manifests (protocol/dataset.ts)",
+  about: "dataset manifests (protocol/content/dataset.ts)",
   seeds: async () => [
     encodeDatasetManifest(
       manifestOf(
@@ -232,7 +234,7 @@ const datasetManifest: FuzzTarget = {
 
 const roundManifest: FuzzTarget = {
   name: "round-manifest",
-  about: "round manifests (protocol/manifest_codec.ts)",
+  about: "round manifests (protocol/codec/manifest_codec.ts)",
   seeds: async () => [encodeRoundManifest(await manifestFixture())],
   mutate: mutateJsonBytes,
   run(input) {
@@ -246,7 +248,7 @@ const roundManifest: FuzzTarget = {
 
 const workRecord: FuzzTarget = {
   name: "work-record",
-  about: "work records (protocol/work_record.ts)",
+  about: "work records (protocol/audit/work_record.ts)",
   seeds: async () => {
     const states = await Promise.all(
       Array.from(
@@ -279,7 +281,7 @@ const workRecord: FuzzTarget = {
 const trainingState: FuzzTarget = {
   name: "training-state",
   about:
-    "the three blocks of a training state an auditor fetches: head, parameters, moments (protocol/state_hash.ts)",
+    "the three blocks of a training state an auditor fetches: head, parameters, moments (protocol/content/state_hash.ts)",
   seeds: () => {
     const { head, params, moments } = encodeState({
       step: 8,

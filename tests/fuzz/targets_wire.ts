@@ -17,13 +17,13 @@ import {
   HEARTBEAT,
   PEER,
   ROUND_MESSAGES,
-} from "../../protocol/_message_fixtures.ts";
+} from "../../protocol/codec/_message_fixtures.ts";
 import {
   MAX_BLOB_FRAME_BYTES,
   parseBlobRequest,
   parseBlobResponse,
-} from "../../protocol/blob_messages.ts";
-import { decodeMessage, encodeMessage } from "../../protocol/codec.ts";
+} from "../../protocol/messages/blob_messages.ts";
+import { decodeMessage, encodeMessage } from "../../protocol/codec/codec.ts";
 import { mutateBytes, mutateJsonBytes } from "./mutate.ts";
 import { concatBytes } from "../_bytes.ts";
 import { BrokenInvariant, type FuzzTarget } from "./target.ts";
@@ -34,7 +34,7 @@ const json = (value: unknown) => utf8.encode(JSON.stringify(value));
 /** Gossip: a verdict for every input, never a throw. */
 const gossip: FuzzTarget = {
   name: "gossip",
-  about: "gossip envelopes, every message type (protocol/codec.ts)",
+  about: "gossip envelopes, every message type (protocol/codec/codec.ts)",
   seeds: () => Promise.resolve([HEARTBEAT, ...ROUND_MESSAGES].map(json)),
   mutate: mutateJsonBytes,
   run(input, rng) {
@@ -105,7 +105,7 @@ const CID = "bafkreigh2akiscaildcqabsyg3dfr6chu3fgpregiymsck7e7aqa4s52zy";
 const blobFrame: FuzzTarget = {
   name: "blob-frame",
   about:
-    "blob protocol frames, requests and responses (node/p2p/stream_io.ts, protocol/blob_messages.ts)",
+    "blob protocol frames, requests and responses (node/p2p/stream_io.ts, protocol/messages/blob_messages.ts)",
   seeds: () =>
     Promise.resolve([
       frame({ cid: CID, offset: 0 }),

@@ -36,28 +36,38 @@
  *
  * @module
  */
-import { splitTrainVal } from "../../../protocol/dataset.ts";
-import type { Dataset } from "../../../protocol/dataset.ts";
+import { splitTrainVal } from "../../../protocol/content/dataset.ts";
+import type { Dataset } from "../../../protocol/content/dataset.ts";
 import type {
   TokenBatch,
   Trainer,
   TrainerInit,
 } from "../../../kernels/trainer.ts";
-import { assignChunks } from "../../../protocol/assignment.ts";
-import { cidForBytes, cidToString, parseCid } from "../../../protocol/cid.ts";
-import type { JobSpec } from "../../../protocol/job_spec.ts";
-import type { AuditCheck, DeltaAnnounce } from "../../../protocol/messages.ts";
-import { encodeDelta } from "../../../protocol/delta_blob.ts";
-import { pseudoGradient } from "../../../protocol/pseudo_gradient.ts";
-import { parameterCount } from "../../../protocol/round_checkpoint.ts";
-import { stateHash, type TrainingState } from "../../../protocol/state_hash.ts";
-import { claimedSteps } from "../../../protocol/inner_steps.ts";
+import { assignChunks } from "../../../protocol/peers/assignment.ts";
+import {
+  cidForBytes,
+  cidToString,
+  parseCid,
+} from "../../../protocol/content/cid.ts";
+import type { JobSpec } from "../../../protocol/spec/job_spec.ts";
+import type {
+  AuditCheck,
+  DeltaAnnounce,
+} from "../../../protocol/messages/messages.ts";
+import { encodeDelta } from "../../../protocol/round/delta_blob.ts";
+import { pseudoGradient } from "../../../protocol/aggregation/pseudo_gradient.ts";
+import { parameterCount } from "../../../protocol/round/round_checkpoint.ts";
+import {
+  stateHash,
+  type TrainingState,
+} from "../../../protocol/content/state_hash.ts";
+import { claimedSteps } from "../../../protocol/audit/inner_steps.ts";
 import {
   dataHash,
   segmentBounds,
   trajectoryRoot,
   type WorkRecord,
-} from "../../../protocol/work_record.ts";
+} from "../../../protocol/audit/work_record.ts";
 import type { AuditVerdict } from "../services/audit_verdict.ts";
 import { roundSampler } from "../trainer/round_sampler.ts";
 import type { WorkReader } from "./work_reader.ts";

@@ -1,13 +1,13 @@
 /**
  * A peer's part in auditing its job. Once round r has closed on C(r + 1),
- * every peer draws the same audit plan (protocol/audit_plan.ts, seeded by
+ * every peer draws the same audit plan (protocol/audit/audit_plan.ts, seeded by
  * C(r + 1)'s CID, which no contributor could predict when it announced):
  * for each contributor a segment of its trajectory and an auditor among
  * the round's other contributors. This peer re-runs the segments it was
  * drawn for (audit.ts), one after another between its own training steps.
  *
  * What to replay, sign, convict and submit when is the pure
- * protocol/audit_book.ts; this class carries it out. A failure is signed
+ * protocol/audit/audit_book.ts; this class carries it out. A failure is signed
  * (chain/audit_verdict.ts) and gossiped, and the verdicts held are turned
  * into evidence, by audit_verdicts.ts. The other
  * members re-run that segment themselves and, when it fails for them too,
@@ -29,27 +29,30 @@ import {
   planAudits,
   suspectsOf,
   SUSPICION_ROUNDS,
-} from "../../../protocol/audit_plan.ts";
+} from "../../../protocol/audit/audit_plan.ts";
 import {
   type AuditFailureNotice,
   type DeltaAnnounce,
   REFUTABLE_CHECKS,
   type RefutationNotice,
-} from "../../../protocol/messages.ts";
-import type { RoundManifest } from "../../../protocol/round_manifest.ts";
-import { leftUnanswered } from "../../../protocol/silence_rule.ts";
-import { declarationCovers } from "../../../protocol/lost_work_rule.ts";
-import { claimedSegment, claimedSteps } from "../../../protocol/inner_steps.ts";
+} from "../../../protocol/messages/messages.ts";
+import type { RoundManifest } from "../../../protocol/round/round_manifest.ts";
+import { leftUnanswered } from "../../../protocol/round/silence_rule.ts";
+import { declarationCovers } from "../../../protocol/audit/lost_work_rule.ts";
+import {
+  claimedSegment,
+  claimedSteps,
+} from "../../../protocol/audit/inner_steps.ts";
 import {
   segmentBounds,
   segmentCount,
   type WorkRecord,
-} from "../../../protocol/work_record.ts";
+} from "../../../protocol/audit/work_record.ts";
 import {
   type AuditAction,
   AuditBook,
   KEEP_AUDIT_ROUNDS,
-} from "../../../protocol/audit_book.ts";
+} from "../../../protocol/audit/audit_book.ts";
 import type { Auditor } from "./audit.ts";
 import type { AuditVerdict } from "../services/audit_verdict.ts";
 import { HONEST, type RoundBehaviour } from "../services/behaviour.ts";
@@ -167,7 +170,7 @@ export class AuditDuty {
    * out unserved, see `auditedDeltas`): a delta screened
    * out as no work earns nothing, and an audit turns the lie into a slash.
    * A peer left out by this manifest or one of the closed rounds' before
-   * it is audited on every segment (a suspect, protocol/audit_plan.ts).
+   * it is audited on every segment (a suspect, protocol/audit/audit_plan.ts).
    */
   roundClosed(manifest: RoundManifest, next: string): Promise<void> {
     const { self, spec, log } = this.#o;
@@ -398,7 +401,7 @@ export class AuditDuty {
     let verdict: AuditVerdict;
     /** The latest proof: its own "not found" in time, or malformed bytes. */
     let refusal: WorkRecordUnserved | StateUnserved | null = null;
-    /** Tries its peer took and answered nothing to (protocol/silence_rule.ts). */
+    /** Tries its peer took and answered nothing to (protocol/round/silence_rule.ts). */
     let silent = 0;
     /** When the first of them began (Date.now() ms). */
     let silentSince = Infinity;

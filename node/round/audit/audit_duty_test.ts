@@ -25,12 +25,12 @@ import {
   recoverAuditSilenceSigner,
 } from "../../../chain/silence_verdict.ts";
 import { BlobFetchError } from "../../p2p/blob_fetch.ts";
-import { planAudits } from "../../../protocol/audit_plan.ts";
+import { planAudits } from "../../../protocol/audit/audit_plan.ts";
 import type {
   AuditFailureNotice,
   RefutationNotice,
-} from "../../../protocol/messages.ts";
-import { segmentCount } from "../../../protocol/work_record.ts";
+} from "../../../protocol/messages/messages.ts";
+import { segmentCount } from "../../../protocol/audit/work_record.ts";
 import {
   cidOf,
   manifestFixture,
@@ -41,7 +41,7 @@ import {
   SPEC,
   TEST_ADDRESS,
 } from "../services/_fakes.ts";
-import type { ExclusionReason } from "../../../protocol/round_manifest.ts";
+import type { ExclusionReason } from "../../../protocol/round/round_manifest.ts";
 import type { SegmentAudit } from "./audit.ts";
 import type { AuditVerdict } from "../services/audit_verdict.ts";
 import { StateUnserved } from "./audit_errors.ts";

@@ -5,7 +5,7 @@
  * checks; and, once a quorum of them stands, the kind-3 evidence made of
  * them and the accuser's own signed verdict, submitted against the
  * accuser. Which verdicts to refute and when to submit is decided by the
- * pure AuditBook (protocol/audit_book.ts) through AuditDuty.
+ * pure AuditBook (protocol/audit/audit_book.ts) through AuditDuty.
  *
  * @module
  */
@@ -18,7 +18,10 @@ import {
   signAuditRefutation,
 } from "../../../chain/audit_verdict.ts";
 import { ChainError } from "../../../chain/errors.ts";
-import type { Address, DeltaAnnounce } from "../../../protocol/messages.ts";
+import type {
+  Address,
+  DeltaAnnounce,
+} from "../../../protocol/messages/messages.ts";
 import {
   type AuditVerdicts,
   type AuditVerdictsOptions,
@@ -27,7 +30,7 @@ import {
   verdictKey,
 } from "./audit_verdicts.ts";
 import { inGoodStanding } from "../services/good_standing.ts";
-import { KEEP_EVIDENCE_ROUNDS } from "../../../protocol/audit_book.ts";
+import { KEEP_EVIDENCE_ROUNDS } from "../../../protocol/audit/audit_book.ts";
 
 /** What {@linkcode AuditRefutations} works with. */
 export interface AuditRefutationsOptions extends AuditVerdictsOptions {

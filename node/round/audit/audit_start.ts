@@ -21,21 +21,21 @@
  *
  * @module
  */
-import type { DeltaAnnounce } from "../../../protocol/messages.ts";
-import type { JobSpec } from "../../../protocol/job_spec.ts";
-import type { RoundCheckpoint } from "../../../protocol/round_checkpoint.ts";
-import { nextCheckpoint } from "../../../protocol/round_update.ts";
+import type { DeltaAnnounce } from "../../../protocol/messages/messages.ts";
+import type { JobSpec } from "../../../protocol/spec/job_spec.ts";
+import type { RoundCheckpoint } from "../../../protocol/round/round_checkpoint.ts";
+import { nextCheckpoint } from "../../../protocol/round/round_update.ts";
 import {
   momentsDigest,
   paramsDigest,
   type StateHead,
   type TrainingState,
-} from "../../../protocol/state_hash.ts";
+} from "../../../protocol/content/state_hash.ts";
 import { momentsFault } from "../../../kernels/moment_bounds.ts";
 import {
   trajectoryRoot,
   type WorkRecord,
-} from "../../../protocol/work_record.ts";
+} from "../../../protocol/audit/work_record.ts";
 import { NotJudged, served } from "./audit_errors.ts";
 import type { WorkReader } from "./work_reader.ts";
 

@@ -8,7 +8,7 @@
 import assert from "node:assert/strict";
 import { createCpuTrainer } from "../../../kernels/trainer.ts";
 import { DEFAULT_MUON } from "../../../kernels/muon.ts";
-import type { JobSpec } from "../../../protocol/job_spec.ts";
+import type { JobSpec } from "../../../protocol/spec/job_spec.ts";
 import {
   H,
   jsRoundTrainer,
@@ -16,35 +16,35 @@ import {
   textDataset,
   tinySpec,
 } from "../trainer/_inner_loop_fixtures.ts";
-import { assignChunks } from "../../../protocol/assignment.ts";
-import { splitTrainVal } from "../../../protocol/dataset.ts";
+import { assignChunks } from "../../../protocol/peers/assignment.ts";
+import { splitTrainVal } from "../../../protocol/content/dataset.ts";
 import { roundSampler } from "../trainer/round_sampler.ts";
 import {
   cidForBytes,
   cidFromDigest,
   cidToString,
-} from "../../../protocol/cid.ts";
-import { DELTA } from "../../../protocol/_message_fixtures.ts";
-import type { DeltaAnnounce } from "../../../protocol/messages.ts";
+} from "../../../protocol/content/cid.ts";
+import { DELTA } from "../../../protocol/codec/_message_fixtures.ts";
+import type { DeltaAnnounce } from "../../../protocol/messages/messages.ts";
 import {
   encodeRoundCheckpoint,
   genesisCheckpoint,
-} from "../../../protocol/round_checkpoint.ts";
-import { pseudoGradient } from "../../../protocol/pseudo_gradient.ts";
-import { nextCheckpoint } from "../../../protocol/round_update.ts";
+} from "../../../protocol/round/round_checkpoint.ts";
+import { pseudoGradient } from "../../../protocol/aggregation/pseudo_gradient.ts";
+import { nextCheckpoint } from "../../../protocol/round/round_update.ts";
 import {
   decodeStateHead,
   encodeState,
   STATE_HEAD_BYTES,
   type TrainingState,
-} from "../../../protocol/state_hash.ts";
+} from "../../../protocol/content/state_hash.ts";
 import {
   dataHash,
   decodeWorkRecord,
   segmentBounds,
   trajectoryRoot,
   type WorkRecord,
-} from "../../../protocol/work_record.ts";
+} from "../../../protocol/audit/work_record.ts";
 import { createWasmBackend } from "../../../wasm/modules.ts";
 import {
   Auditor,
@@ -55,7 +55,10 @@ import { StateUnserved } from "./audit_errors.ts";
 import { HONEST } from "../services/behaviour.ts";
 import { RoundTrainer } from "../trainer/inner_loop.ts";
 import { RoundLedger } from "../records/ledger.ts";
-import { decodeDeltaBlob, encodeDelta } from "../../../protocol/delta_blob.ts";
+import {
+  decodeDeltaBlob,
+  encodeDelta,
+} from "../../../protocol/round/delta_blob.ts";
 import { RoundTraining, type TrainedDelta } from "../train/train.ts";
 import { BlobGetter } from "../services/blob_getter.ts";
 import { WorkReader } from "./work_reader.ts";

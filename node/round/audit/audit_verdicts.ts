@@ -28,13 +28,13 @@ import {
 } from "../../../chain/silence_verdict.ts";
 import { ChainError } from "../../../chain/errors.ts";
 import { workCommitmentDigest } from "../../../chain/work_commitment.ts";
-import { KEEP_EVIDENCE_ROUNDS } from "../../../protocol/audit_book.ts";
-import type { JobSpec } from "../../../protocol/job_spec.ts";
+import { KEEP_EVIDENCE_ROUNDS } from "../../../protocol/audit/audit_book.ts";
+import type { JobSpec } from "../../../protocol/spec/job_spec.ts";
 import type {
   Address,
   AuditFailureNotice,
   DeltaAnnounce,
-} from "../../../protocol/messages.ts";
+} from "../../../protocol/messages/messages.ts";
 import { deltaCommitment } from "../services/commitments.ts";
 import type { RoundLedger } from "../records/ledger.ts";
 import type { MemberCache } from "../services/member_cache.ts";

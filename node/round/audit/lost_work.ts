@@ -16,11 +16,11 @@
  * @module
  */
 import type { Address } from "../../../chain/attestation.ts";
-import type { DeltaAnnounce } from "../../../protocol/messages.ts";
+import type { DeltaAnnounce } from "../../../protocol/messages/messages.ts";
 import type { RoundLedger } from "../records/ledger.ts";
 import type { RoundChain } from "../services/services.ts";
 import { KEEP_STATE_ROUNDS } from "../trainer/state_window.ts";
-import { creditToGiveBack } from "../../../protocol/lost_work_rule.ts";
+import { creditToGiveBack } from "../../../protocol/audit/lost_work_rule.ts";
 
 /** What {@linkcode LostWork} works with. */
 export interface LostWorkOptions {

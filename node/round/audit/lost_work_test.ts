@@ -7,7 +7,7 @@ import {
 } from "../services/_fakes.ts";
 import { RoundLedger } from "../records/ledger.ts";
 import { LostWork } from "./lost_work.ts";
-import type { DeltaAnnounce } from "../../../protocol/messages.ts";
+import type { DeltaAnnounce } from "../../../protocol/messages/messages.ts";
 const ME = TEST_ADDRESS.toLowerCase();
 
 /** A LostWork over a chain that credited this peer in `credited` rounds. */

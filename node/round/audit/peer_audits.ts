@@ -7,9 +7,9 @@
  * @module
  */
 import type { LocalAccount } from "viem";
-import type { JobSpec } from "../../../protocol/job_spec.ts";
-import type { DeltaAnnounce } from "../../../protocol/messages.ts";
-import type { RoundState } from "../../../protocol/round_state.ts";
+import type { JobSpec } from "../../../protocol/spec/job_spec.ts";
+import type { DeltaAnnounce } from "../../../protocol/messages/messages.ts";
+import type { RoundState } from "../../../protocol/round/round_state.ts";
 import { Auditor } from "./audit.ts";
 import { AuditDuty } from "./audit_duty.ts";
 import type { RoundBehaviour } from "../services/behaviour.ts";

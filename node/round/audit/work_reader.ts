@@ -12,14 +12,14 @@ import {
   decodeRoundCheckpoint,
   type RoundCheckpoint,
   roundCheckpointMaxBytes,
-} from "../../../protocol/round_checkpoint.ts";
-import type { DeltaAnnounce } from "../../../protocol/messages.ts";
+} from "../../../protocol/round/round_checkpoint.ts";
+import type { DeltaAnnounce } from "../../../protocol/messages/messages.ts";
 import {
   type CID,
   cidFromDigest,
   cidToString,
   parseCid,
-} from "../../../protocol/cid.ts";
+} from "../../../protocol/content/cid.ts";
 import {
   decodeStateHead,
   decodeStateMoments,
@@ -29,13 +29,16 @@ import {
   STATE_HEAD_BYTES,
   type StateHead,
   type TrainingState,
-} from "../../../protocol/state_hash.ts";
-import { claimedSteps, type StepShape } from "../../../protocol/inner_steps.ts";
+} from "../../../protocol/content/state_hash.ts";
+import {
+  claimedSteps,
+  type StepShape,
+} from "../../../protocol/audit/inner_steps.ts";
 import {
   decodeWorkRecord,
   MAX_WORK_RECORD_BYTES,
   type WorkRecord,
-} from "../../../protocol/work_record.ts";
+} from "../../../protocol/audit/work_record.ts";
 import type { BlobGetter } from "../services/blob_getter.ts";
 import type { RoundBlocks } from "../services/services.ts";
 

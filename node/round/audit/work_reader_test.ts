@@ -1,7 +1,7 @@
 import assert from "node:assert/strict";
 import { generateKeyPair } from "@libp2p/crypto/keys";
 import { peerIdFromPrivateKey } from "@libp2p/peer-id";
-import { cidForBytes } from "../../../protocol/cid.ts";
+import { cidForBytes } from "../../../protocol/content/cid.ts";
 import { LIBP2P, putBlob, random, withNodes } from "../../p2p/_blob_nodes.ts";
 import { MalformedWork, provenBy } from "./work_reader.ts";
 

@@ -6,8 +6,8 @@
  * @module
  */
 import { SafetensorsError } from "../../../kernels/safetensors.ts";
-import { parseCid } from "../../../protocol/cid.ts";
-import { ROUND_CHECKPOINT_FORMAT } from "../../../protocol/round_checkpoint.ts";
+import { parseCid } from "../../../protocol/content/cid.ts";
+import { ROUND_CHECKPOINT_FORMAT } from "../../../protocol/round/round_checkpoint.ts";
 import type { BlockStorage } from "../../store/block_storage.ts";
 import type { RoundRecord } from "./ledger.ts";
 

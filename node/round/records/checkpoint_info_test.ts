@@ -1,11 +1,11 @@
 import { rejects, strictEqual } from "node:assert";
 import { SafetensorsError } from "../../../kernels/safetensors.ts";
-import { cidToString } from "../../../protocol/cid.ts";
-import { defaultJobSpec } from "../../../protocol/job_spec.ts";
+import { cidToString } from "../../../protocol/content/cid.ts";
+import { defaultJobSpec } from "../../../protocol/spec/job_spec.ts";
 import {
   encodeRoundCheckpoint,
   genesisCheckpoint,
-} from "../../../protocol/round_checkpoint.ts";
+} from "../../../protocol/round/round_checkpoint.ts";
 import { Blockstore } from "../../store/blockstore.ts";
 import { checkpointInfo } from "./checkpoint_info.ts";
 import { record } from "../../http/_fixtures.ts";

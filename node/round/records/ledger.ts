@@ -6,9 +6,9 @@
  *
  * @module
  */
-import type { AuditCheck } from "../../../protocol/messages.ts";
-import type { JobSpec } from "../../../protocol/job_spec.ts";
-import type { RoundManifest } from "../../../protocol/round_manifest.ts";
+import type { AuditCheck } from "../../../protocol/messages/messages.ts";
+import type { JobSpec } from "../../../protocol/spec/job_spec.ts";
+import type { RoundManifest } from "../../../protocol/round/round_manifest.ts";
 import { Histogram } from "./histogram.ts";
 import { StepLog } from "./step_log.ts";
 

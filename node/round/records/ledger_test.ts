@@ -1,5 +1,5 @@
 import assert from "node:assert/strict";
-import { defaultJobSpec } from "../../../protocol/job_spec.ts";
+import { defaultJobSpec } from "../../../protocol/spec/job_spec.ts";
 import { DEFAULT_CORPUS_DATASET_ID } from "../../job/dataset.ts";
 import { KEEP_REFUSALS, RoundLedger, type RoundRecord } from "./ledger.ts";
 

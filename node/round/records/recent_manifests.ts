@@ -5,7 +5,7 @@
  *
  * @module
  */
-import type { RoundManifest } from "../../../protocol/round_manifest.ts";
+import type { RoundManifest } from "../../../protocol/round/round_manifest.ts";
 
 /** Manifests by CID, the oldest forgotten past `keep`. */
 export class RecentManifests {

@@ -1,5 +1,5 @@
 import assert from "node:assert/strict";
-import type { RoundManifest } from "../../../protocol/round_manifest.ts";
+import type { RoundManifest } from "../../../protocol/round/round_manifest.ts";
 import { RecentManifests } from "./recent_manifests.ts";
 
 const manifest = (round: number, checkpoint: string) =>

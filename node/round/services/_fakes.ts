@@ -4,25 +4,29 @@
  *
  * @module
  */
-import type { StepShape } from "../../../protocol/inner_steps.ts";
+import type { StepShape } from "../../../protocol/audit/inner_steps.ts";
 import type { GptConfig } from "../../../kernels/gpt.ts";
-import { type CID, cidForBytes, cidToString } from "../../../protocol/cid.ts";
-import { defaultJobSpec } from "../../../protocol/job_spec.ts";
+import {
+  type CID,
+  cidForBytes,
+  cidToString,
+} from "../../../protocol/content/cid.ts";
+import { defaultJobSpec } from "../../../protocol/spec/job_spec.ts";
 import { privateKeyToAccount } from "viem/accounts";
-import { DELTA } from "../../../protocol/_message_fixtures.ts";
+import { DELTA } from "../../../protocol/codec/_message_fixtures.ts";
 import type {
   DeltaAnnounce,
   GossipMessage,
-} from "../../../protocol/messages.ts";
+} from "../../../protocol/messages/messages.ts";
 import { signDelta } from "./commitments.ts";
 import {
   initialState,
   type RoundState,
-} from "../../../protocol/round_state.ts";
+} from "../../../protocol/round/round_state.ts";
 import {
   MANIFEST_VERSION,
   type RoundManifest,
-} from "../../../protocol/round_manifest.ts";
+} from "../../../protocol/round/round_manifest.ts";
 import type {
   BlobFetcher,
   LandedTx,

@@ -4,7 +4,7 @@
  *
  * @module
  */
-import type { AuditCheck } from "../../../protocol/messages.ts";
+import type { AuditCheck } from "../../../protocol/messages/messages.ts";
 
 /** What an audit found. */
 export type AuditVerdict =

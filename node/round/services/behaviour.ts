@@ -7,11 +7,11 @@
  *
  * @module
  */
-import type { DeltaContext } from "../../../protocol/delta_blob.ts";
-import type { DeltaAnnounce } from "../../../protocol/messages.ts";
-import type { RoundCheckpoint } from "../../../protocol/round_checkpoint.ts";
-import type { TrainingState } from "../../../protocol/state_hash.ts";
-import type { WorkRecord } from "../../../protocol/work_record.ts";
+import type { DeltaContext } from "../../../protocol/round/delta_blob.ts";
+import type { DeltaAnnounce } from "../../../protocol/messages/messages.ts";
+import type { RoundCheckpoint } from "../../../protocol/round/round_checkpoint.ts";
+import type { TrainingState } from "../../../protocol/content/state_hash.ts";
+import type { WorkRecord } from "../../../protocol/audit/work_record.ts";
 import type { AuditVerdict } from "./audit_verdict.ts";
 import type { RoundStart } from "./round_io.ts";
 

@@ -5,12 +5,12 @@
  *
  * @module
  */
-import { type CID, parseCid } from "../../../protocol/cid.ts";
-import { decodeManifest } from "../../../protocol/manifest_codec.ts";
+import { type CID, parseCid } from "../../../protocol/content/cid.ts";
+import { decodeManifest } from "../../../protocol/codec/manifest_codec.ts";
 import {
   MAX_MANIFEST_BYTES,
   type RoundManifest,
-} from "../../../protocol/round_manifest.ts";
+} from "../../../protocol/round/round_manifest.ts";
 import type { BlobFetcher, RoundBlocks } from "./services.ts";
 
 /** How a {@linkcode BlobGetter} gets one blob. */

@@ -1,5 +1,5 @@
 import assert from "node:assert/strict";
-import { cidToString } from "../../../protocol/cid.ts";
+import { cidToString } from "../../../protocol/content/cid.ts";
 import { MemoryBlocks, MemoryFetcher } from "./_fakes.ts";
 import { BlobGetter } from "./blob_getter.ts";
 

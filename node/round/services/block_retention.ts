@@ -21,7 +21,11 @@
  *
  * @module
  */
-import { type CID, cidToString, parseCid } from "../../../protocol/cid.ts";
+import {
+  type CID,
+  cidToString,
+  parseCid,
+} from "../../../protocol/content/cid.ts";
 import type { StateNotes } from "../../store/state_notes.ts";
 import type { RoundBlocks } from "./services.ts";
 

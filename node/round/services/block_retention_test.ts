@@ -1,5 +1,5 @@
 import assert from "node:assert/strict";
-import { cidForBytes, cidToString } from "../../../protocol/cid.ts";
+import { cidForBytes, cidToString } from "../../../protocol/content/cid.ts";
 import { fileNotes, memoryNotes } from "../../store/state_notes.ts";
 import {
   BlockRetention,

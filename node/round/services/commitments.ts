@@ -16,10 +16,13 @@ import {
   signWorkCommitment,
   type WorkCommitment,
 } from "../../../chain/work_commitment.ts";
-import { claimedSteps, type StepShape } from "../../../protocol/inner_steps.ts";
-import { KEEP_EVIDENCE_ROUNDS } from "../../../protocol/audit_book.ts";
-import type { DeltaAnnounce } from "../../../protocol/messages.ts";
-import { segmentCount } from "../../../protocol/work_record.ts";
+import {
+  claimedSteps,
+  type StepShape,
+} from "../../../protocol/audit/inner_steps.ts";
+import { KEEP_EVIDENCE_ROUNDS } from "../../../protocol/audit/audit_book.ts";
+import type { DeltaAnnounce } from "../../../protocol/messages/messages.ts";
+import { segmentCount } from "../../../protocol/audit/work_record.ts";
 import type { Account } from "viem";
 import type { UnsignedDelta } from "./behaviour.ts";
 

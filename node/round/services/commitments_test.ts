@@ -1,8 +1,8 @@
 import assert from "node:assert/strict";
 import { decodeAbiParameters } from "viem";
 import { WORK_COMMITMENT_TYPES } from "../../../chain/work_commitment.ts";
-import { DELTA } from "../../../protocol/_message_fixtures.ts";
-import type { DeltaAnnounce } from "../../../protocol/messages.ts";
+import { DELTA } from "../../../protocol/codec/_message_fixtures.ts";
+import type { DeltaAnnounce } from "../../../protocol/messages/messages.ts";
 import { MemoryChain, signedDelta, TEST_ADDRESS } from "./_fakes.ts";
 import {
   CommitmentBook,

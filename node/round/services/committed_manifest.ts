@@ -6,7 +6,7 @@
  * @module
  */
 import { bytes32ToCid } from "../../../chain/attestation.ts";
-import type { RoundManifest } from "../../../protocol/round_manifest.ts";
+import type { RoundManifest } from "../../../protocol/round/round_manifest.ts";
 import type { BlobGetter } from "./blob_getter.ts";
 import type { RoundChain } from "./services.ts";
 

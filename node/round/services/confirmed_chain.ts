@@ -15,7 +15,7 @@ import {
 } from "../../../chain/confirmations.ts";
 import { readRound, type Registry } from "../../../chain/registry.ts";
 import type { Bytes32 } from "../../../chain/attestation.ts";
-import type { RoundEvent } from "../../../protocol/round_state.ts";
+import type { RoundEvent } from "../../../protocol/round/round_state.ts";
 
 /** The round machine's view of the chain's head for a job. */
 export type ChainHeadEvent = Extract<RoundEvent, { type: "chainHead" }>;

@@ -11,9 +11,12 @@
  * @module
  */
 import { EVIDENCE_EQUIVOCATION } from "../../../chain/work_commitment.ts";
-import type { DeltaAnnounce } from "../../../protocol/messages.ts";
-import type { StepShape } from "../../../protocol/inner_steps.ts";
-import type { RoundEvent, RoundState } from "../../../protocol/round_state.ts";
+import type { DeltaAnnounce } from "../../../protocol/messages/messages.ts";
+import type { StepShape } from "../../../protocol/audit/inner_steps.ts";
+import type {
+  RoundEvent,
+  RoundState,
+} from "../../../protocol/round/round_state.ts";
 import {
   CommitmentBook,
   type Equivocation,

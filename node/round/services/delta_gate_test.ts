@@ -1,6 +1,6 @@
 import assert from "node:assert/strict";
-import type { DeltaAnnounce } from "../../../protocol/messages.ts";
-import type { RoundEvent } from "../../../protocol/round_state.ts";
+import type { DeltaAnnounce } from "../../../protocol/messages/messages.ts";
+import type { RoundEvent } from "../../../protocol/round/round_state.ts";
 import { EVIDENCE_EQUIVOCATION } from "../../../chain/work_commitment.ts";
 import { MemoryChain, signedDelta, SPEC, TEST_ADDRESS } from "./_fakes.ts";
 import { DeltaGate } from "./delta_gate.ts";

@@ -2,7 +2,7 @@
  * Reading announced deltas: a delta blob is fetched (from given providers
  * if not held, then from the round's other peers), limited to the exact
  * size of this job's encoded deltas, and decoded only if it is bound to its
- * announcement's job, round, parent and peer (protocol/delta_blob.ts).
+ * announcement's job, round, parent and peer (protocol/round/delta_blob.ts).
  *
  * The given providers (a delta's author first) have a margin g to answer
  * before the others are offered: a provider that took the request and sent
@@ -15,14 +15,17 @@
 import {
   decodeDeltaBlob,
   MAX_DELTA_BLOB_OVERHEAD,
-} from "../../../protocol/delta_blob.ts";
-import type { JobSpec } from "../../../protocol/job_spec.ts";
-import type { DeltaAnnounce } from "../../../protocol/messages.ts";
-import { BITS_FOR_COMPRESSION } from "../../../protocol/quantize.ts";
-import { encodedByteLength } from "../../../protocol/quantized_container.ts";
-import { comparePeerIds } from "../../../protocol/peer_table.ts";
-import type { RoundState } from "../../../protocol/round_state.ts";
-import { censorGraceMs, collectMs } from "../../../protocol/round_timing.ts";
+} from "../../../protocol/round/delta_blob.ts";
+import type { JobSpec } from "../../../protocol/spec/job_spec.ts";
+import type { DeltaAnnounce } from "../../../protocol/messages/messages.ts";
+import { BITS_FOR_COMPRESSION } from "../../../protocol/aggregation/quantize.ts";
+import { encodedByteLength } from "../../../protocol/aggregation/quantized_container.ts";
+import { comparePeerIds } from "../../../protocol/peers/peer_table.ts";
+import type { RoundState } from "../../../protocol/round/round_state.ts";
+import {
+  censorGraceMs,
+  collectMs,
+} from "../../../protocol/round/round_timing.ts";
 import type { BlobGetter, BlobWant } from "./blob_getter.ts";
 import { NotHeldError } from "./failures.ts";
 

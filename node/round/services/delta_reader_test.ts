@@ -1,9 +1,9 @@
 import assert from "node:assert/strict";
-import { DELTA } from "../../../protocol/_message_fixtures.ts";
-import { cidForBytes, cidToString } from "../../../protocol/cid.ts";
-import { encodeDelta } from "../../../protocol/delta_blob.ts";
-import type { DeltaAnnounce } from "../../../protocol/messages.ts";
-import { censorGraceMs } from "../../../protocol/round_timing.ts";
+import { DELTA } from "../../../protocol/codec/_message_fixtures.ts";
+import { cidForBytes, cidToString } from "../../../protocol/content/cid.ts";
+import { encodeDelta } from "../../../protocol/round/delta_blob.ts";
+import type { DeltaAnnounce } from "../../../protocol/messages/messages.ts";
+import { censorGraceMs } from "../../../protocol/round/round_timing.ts";
 import { BlobGetter } from "./blob_getter.ts";
 import { DeltaReader } from "./delta_reader.ts";
 import { NotHeldError } from "./failures.ts";

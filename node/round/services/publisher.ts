@@ -5,7 +5,7 @@
  *
  * @module
  */
-import type { GossipMessage } from "../../../protocol/messages.ts";
+import type { GossipMessage } from "../../../protocol/messages/messages.ts";
 import type { RoundGossip } from "./services.ts";
 
 /** What a {@linkcode RoundPublisher} uses. */
@@ -47,7 +47,7 @@ export class RoundPublisher {
    * With `repeat`, the message is also sent again by
    * {@linkcode RoundPublisher.reannounce} until its round is over; a
    * manifest replaces the one this peer announced before for its round
-   * (the one it amends, protocol/censorship.ts).
+   * (the one it amends, protocol/round/censorship.ts).
    */
   async publish(
     msg: GossipMessage,

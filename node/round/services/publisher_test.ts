@@ -1,8 +1,8 @@
 import assert from "node:assert/strict";
-import type { DeltaAnnounce } from "../../../protocol/messages.ts";
+import type { DeltaAnnounce } from "../../../protocol/messages/messages.ts";
 import { JOB, MemoryGossip, PEERS } from "./_fakes.ts";
 import { RoundPublisher } from "./publisher.ts";
-import { WORK_FIELDS } from "../../../protocol/_message_fixtures.ts";
+import { WORK_FIELDS } from "../../../protocol/codec/_message_fixtures.ts";
 
 function setup() {
   const gossip = new MemoryGossip(3);

@@ -6,7 +6,7 @@
  * @module
  */
 import type { AdamWMoments } from "../../../kernels/trainer.ts";
-import type { TrainingState } from "../../../protocol/state_hash.ts";
+import type { TrainingState } from "../../../protocol/content/state_hash.ts";
 
 /**
  * What a round's steps start from besides its parameters: moments, and
@@ -57,7 +57,7 @@ export interface TrainRoundParams {
   onStep?: (info: RoundStepInfo) => void;
   /**
    * Inner steps to take, 1..H; H when not given. A peer slower than most
-   * takes fewer (protocol/inner_steps.ts).
+   * takes fewer (protocol/audit/inner_steps.ts).
    */
   steps?: number;
   /** Stops training between steps, rejecting with its reason. */

@@ -10,8 +10,8 @@ import type {
   Bytes32,
   RegistryDomain,
 } from "../../../chain/attestation.ts";
-import type { CID } from "../../../protocol/cid.ts";
-import type { GossipMessage } from "../../../protocol/messages.ts";
+import type { CID } from "../../../protocol/content/cid.ts";
+import type { GossipMessage } from "../../../protocol/messages/messages.ts";
 import type { Progress } from "../../p2p/gossip_service.ts";
 
 /** The blockstore calls a round makes. */

@@ -6,7 +6,7 @@
  * until its latest delta is `settleMs` old and takes in deltas that arrive
  * meanwhile, up to the moment it is handed back for publishing, so
  * verifiers find it neither hasty nor short of a delta they saw well
- * before it (protocol/censorship.ts).
+ * before it (protocol/round/censorship.ts).
  *
  * Once published, the leader holds its commit (`commitHoldMs`) and amends
  * the manifest with what comes in that time: a delta announced too late
@@ -17,38 +17,38 @@
  * @module
  */
 import { NothingToAggregateError } from "../services/failures.ts";
-import { type CID, cidToString } from "../../../protocol/cid.ts";
-import { MAX_AMENDMENTS } from "../../../protocol/censorship.ts";
+import { type CID, cidToString } from "../../../protocol/content/cid.ts";
+import { MAX_AMENDMENTS } from "../../../protocol/round/censorship.ts";
 import {
   censorGraceMs,
   commitHoldMs,
   settleMs,
-} from "../../../protocol/round_timing.ts";
-import { partitionDeltas } from "../../../protocol/delta_screen.ts";
-import { claimedShare } from "../../../protocol/inner_steps.ts";
-import { manifestContribution } from "../../../protocol/contribution.ts";
-import type { JobSpec } from "../../../protocol/job_spec.ts";
+} from "../../../protocol/round/round_timing.ts";
+import { partitionDeltas } from "../../../protocol/aggregation/delta_screen.ts";
+import { claimedShare } from "../../../protocol/audit/inner_steps.ts";
+import { manifestContribution } from "../../../protocol/round/contribution.ts";
+import type { JobSpec } from "../../../protocol/spec/job_spec.ts";
 import type {
   DeltaAnnounce,
   ManifestAnnounce,
-} from "../../../protocol/messages.ts";
-import { comparePeerIds } from "../../../protocol/peer_table.ts";
+} from "../../../protocol/messages/messages.ts";
+import { comparePeerIds } from "../../../protocol/peers/peer_table.ts";
 import {
   encodeRoundCheckpoint,
   type RoundCheckpoint,
-} from "../../../protocol/round_checkpoint.ts";
+} from "../../../protocol/round/round_checkpoint.ts";
 import type {
   RoundAction,
   RoundEvent,
   RoundState,
-} from "../../../protocol/round_state.ts";
-import { encodeManifest } from "../../../protocol/manifest_codec.ts";
+} from "../../../protocol/round/round_state.ts";
+import { encodeManifest } from "../../../protocol/codec/manifest_codec.ts";
 import {
   type ExclusionReason,
   MANIFEST_VERSION,
   type RoundManifest,
-} from "../../../protocol/round_manifest.ts";
-import { nextCheckpoint } from "../../../protocol/round_update.ts";
+} from "../../../protocol/round/round_manifest.ts";
+import { nextCheckpoint } from "../../../protocol/round/round_update.ts";
 import type { Attester } from "./attest.ts";
 import { HONEST, type RoundBehaviour } from "../services/behaviour.ts";
 import type { Held } from "./sync.ts";

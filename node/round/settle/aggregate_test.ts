@@ -1,17 +1,17 @@
 import assert from "node:assert/strict";
 import { Rng } from "../../../kernels/data/rng.ts";
-import { cidForBytes, cidToString } from "../../../protocol/cid.ts";
-import { maxTokensPerRound } from "../../../protocol/job_spec.ts";
-import type { DeltaAnnounce } from "../../../protocol/messages.ts";
+import { cidForBytes, cidToString } from "../../../protocol/content/cid.ts";
+import { maxTokensPerRound } from "../../../protocol/spec/job_spec.ts";
+import type { DeltaAnnounce } from "../../../protocol/messages/messages.ts";
 import {
   decodeRoundCheckpoint,
   encodeRoundCheckpoint,
   genesisCheckpoint,
-} from "../../../protocol/round_checkpoint.ts";
-import type { RoundEvent } from "../../../protocol/round_state.ts";
-import { decodeManifest } from "../../../protocol/manifest_codec.ts";
-import { type RoundManifest } from "../../../protocol/round_manifest.ts";
-import { nextCheckpoint } from "../../../protocol/round_update.ts";
+} from "../../../protocol/round/round_checkpoint.ts";
+import type { RoundEvent } from "../../../protocol/round/round_state.ts";
+import { decodeManifest } from "../../../protocol/codec/manifest_codec.ts";
+import { type RoundManifest } from "../../../protocol/round/round_manifest.ts";
+import { nextCheckpoint } from "../../../protocol/round/round_update.ts";
 import {
   cidOf,
   JOB,
@@ -24,10 +24,10 @@ import {
   TEST_ADDRESS,
 } from "../services/_fakes.ts";
 import { lead } from "./aggregate.ts";
-import { commitHoldMs } from "../../../protocol/round_timing.ts";
+import { commitHoldMs } from "../../../protocol/round/round_timing.ts";
 import { HONEST } from "../services/behaviour.ts";
 import { RoundPublisher } from "../services/publisher.ts";
-import { WORK_FIELDS } from "../../../protocol/_message_fixtures.ts";
+import { WORK_FIELDS } from "../../../protocol/codec/_message_fixtures.ts";
 
 const GENESIS = genesisCheckpoint(JOB, MODEL, 0);
 const PARENT = cidToString(

@@ -13,8 +13,8 @@ import {
   type RegistryDomain,
   signAttestation,
 } from "../../../chain/attestation.ts";
-import type { AttestationMessage } from "../../../protocol/messages.ts";
-import type { RoundManifest } from "../../../protocol/round_manifest.ts";
+import type { AttestationMessage } from "../../../protocol/messages/messages.ts";
+import type { RoundManifest } from "../../../protocol/round/round_manifest.ts";
 import type { RoundPublisher } from "../services/publisher.ts";
 
 /** What an {@linkcode Attester} uses. */

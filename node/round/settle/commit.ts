@@ -8,8 +8,8 @@ import {
   attestationForManifest,
   orderSignatures,
 } from "../../../chain/attestation.ts";
-import type { RoundAction } from "../../../protocol/round_state.ts";
-import type { RoundManifest } from "../../../protocol/round_manifest.ts";
+import type { RoundAction } from "../../../protocol/round/round_state.ts";
+import type { RoundManifest } from "../../../protocol/round/round_manifest.ts";
 import type { RoundLedger } from "../records/ledger.ts";
 import type { RoundPublisher } from "../services/publisher.ts";
 import type { RoundChain } from "../services/services.ts";

@@ -1,6 +1,6 @@
 import assert from "node:assert/strict";
 import { attestationForManifest } from "../../../chain/attestation.ts";
-import type { AttestationMessage } from "../../../protocol/messages.ts";
+import type { AttestationMessage } from "../../../protocol/messages/messages.ts";
 import {
   cidOf,
   manifestFixture,

@@ -8,7 +8,7 @@
  * as `unserved` only a delta this peer did not hold either when the
  * manifest came (else it waits for the amendment that takes it in), and
  * recomputes to the announced checkpoint. The rules are
- * protocol/censorship.ts's.
+ * protocol/round/censorship.ts's.
  *
  * A refusal is this peer's own verdict, not evidence it can hand on: the
  * timing rules depend on what reached this peer when, and manifests are
@@ -19,20 +19,20 @@
  * @module
  */
 import { NodeError } from "../../errors.ts";
-import { canonicalJson } from "../../../protocol/canonical_json.ts";
-import { cidForBytes, cidToString } from "../../../protocol/cid.ts";
-import { DeltaContextError } from "../../../protocol/delta_blob.ts";
-import { partitionDeltas } from "../../../protocol/delta_screen.ts";
-import { claimedShare } from "../../../protocol/inner_steps.ts";
-import { manifestContribution } from "../../../protocol/contribution.ts";
-import type { JobSpec } from "../../../protocol/job_spec.ts";
+import { canonicalJson } from "../../../protocol/content/canonical_json.ts";
+import { cidForBytes, cidToString } from "../../../protocol/content/cid.ts";
+import { DeltaContextError } from "../../../protocol/round/delta_blob.ts";
+import { partitionDeltas } from "../../../protocol/aggregation/delta_screen.ts";
+import { claimedShare } from "../../../protocol/audit/inner_steps.ts";
+import { manifestContribution } from "../../../protocol/round/contribution.ts";
+import type { JobSpec } from "../../../protocol/spec/job_spec.ts";
 import type {
   DeltaAnnounce,
   ManifestAnnounce,
-} from "../../../protocol/messages.ts";
-import { encodeRoundCheckpoint } from "../../../protocol/round_checkpoint.ts";
-import type { RoundManifest } from "../../../protocol/round_manifest.ts";
-import { nextCheckpoint } from "../../../protocol/round_update.ts";
+} from "../../../protocol/messages/messages.ts";
+import { encodeRoundCheckpoint } from "../../../protocol/round/round_checkpoint.ts";
+import type { RoundManifest } from "../../../protocol/round/round_manifest.ts";
+import { nextCheckpoint } from "../../../protocol/round/round_update.ts";
 import type { Held } from "./sync.ts";
 
 /**

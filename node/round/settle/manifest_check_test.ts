@@ -1,6 +1,6 @@
 import assert from "node:assert/strict";
 import { Rng } from "../../../kernels/data/rng.ts";
-import { cidForBytes, cidToString } from "../../../protocol/cid.ts";
+import { cidForBytes, cidToString } from "../../../protocol/content/cid.ts";
 import {
   cidOf,
   JOB,
@@ -12,22 +12,22 @@ import {
 import type {
   DeltaAnnounce,
   ManifestAnnounce,
-} from "../../../protocol/messages.ts";
+} from "../../../protocol/messages/messages.ts";
 import {
   encodeRoundCheckpoint,
   genesisCheckpoint,
-} from "../../../protocol/round_checkpoint.ts";
+} from "../../../protocol/round/round_checkpoint.ts";
 import {
   MANIFEST_VERSION,
   type RoundManifest,
-} from "../../../protocol/round_manifest.ts";
-import { nextCheckpoint } from "../../../protocol/round_update.ts";
+} from "../../../protocol/round/round_manifest.ts";
+import { nextCheckpoint } from "../../../protocol/round/round_update.ts";
 import {
   ManifestRefused,
   ManifestVerifier,
   type Witness,
 } from "./manifest_check.ts";
-import { WORK_FIELDS } from "../../../protocol/_message_fixtures.ts";
+import { WORK_FIELDS } from "../../../protocol/codec/_message_fixtures.ts";
 import { NotHeldError } from "../services/failures.ts";
 
 const PARENT = await cidOf("C(0)");

@@ -12,9 +12,12 @@ import {
   decodeRoundCheckpoint,
   type RoundCheckpoint,
   roundCheckpointMaxBytes,
-} from "../../../protocol/round_checkpoint.ts";
-import type { RoundEvent, RoundState } from "../../../protocol/round_state.ts";
-import type { RoundManifest } from "../../../protocol/round_manifest.ts";
+} from "../../../protocol/round/round_checkpoint.ts";
+import type {
+  RoundEvent,
+  RoundState,
+} from "../../../protocol/round/round_state.ts";
+import type { RoundManifest } from "../../../protocol/round/round_manifest.ts";
 import type { BlobGetter } from "../services/blob_getter.ts";
 import type { RoundTrainer } from "../trainer/inner_loop.ts";
 import type { RoundCounters, RoundLedger } from "../records/ledger.ts";

@@ -1,14 +1,17 @@
 import assert from "node:assert/strict";
-import type { RoundManifest } from "../../../protocol/round_manifest.ts";
+import type { RoundManifest } from "../../../protocol/round/round_manifest.ts";
 import { cidToBytes32 } from "../../../chain/attestation.ts";
-import { cidToString } from "../../../protocol/cid.ts";
+import { cidToString } from "../../../protocol/content/cid.ts";
 import {
   encodeRoundCheckpoint,
   genesisCheckpoint,
   parameterCount,
-} from "../../../protocol/round_checkpoint.ts";
-import type { RoundEvent, RoundState } from "../../../protocol/round_state.ts";
-import { encodeManifest } from "../../../protocol/manifest_codec.ts";
+} from "../../../protocol/round/round_checkpoint.ts";
+import type {
+  RoundEvent,
+  RoundState,
+} from "../../../protocol/round/round_state.ts";
+import { encodeManifest } from "../../../protocol/codec/manifest_codec.ts";
 import * as fake from "../services/_fakes.ts";
 import { BlobGetter } from "../services/blob_getter.ts";
 import { RoundLedger } from "../records/ledger.ts";

@@ -10,18 +10,18 @@ import {
   expectedDeltas,
   isHasty,
   precedingDeltas,
-} from "../../../protocol/censorship.ts";
+} from "../../../protocol/round/censorship.ts";
 import {
   amendMs,
   censorGraceMs,
   REANNOUNCE_MS,
-} from "../../../protocol/round_timing.ts";
+} from "../../../protocol/round/round_timing.ts";
 import type {
   RoundAction,
   RoundEvent,
   RoundState,
-} from "../../../protocol/round_state.ts";
-import type { RoundManifest } from "../../../protocol/round_manifest.ts";
+} from "../../../protocol/round/round_state.ts";
+import type { RoundManifest } from "../../../protocol/round/round_manifest.ts";
 import type { RoundLedger } from "../records/ledger.ts";
 import type { LoopWatch } from "../services/loop_watch.ts";
 import { ManifestRefused, type ManifestVerifier } from "./manifest_check.ts";

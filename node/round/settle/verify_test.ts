@@ -1,7 +1,7 @@
 import assert from "node:assert/strict";
-import type { RoundManifest } from "../../../protocol/round_manifest.ts";
-import type { ManifestAnnounce } from "../../../protocol/messages.ts";
-import type { RoundEvent } from "../../../protocol/round_state.ts";
+import type { RoundManifest } from "../../../protocol/round/round_manifest.ts";
+import type { ManifestAnnounce } from "../../../protocol/messages/messages.ts";
+import type { RoundEvent } from "../../../protocol/round/round_state.ts";
 import {
   cidOf,
   JOB,
@@ -13,7 +13,7 @@ import {
 import { RoundLedger } from "../records/ledger.ts";
 import { ManifestRefused, type Witness } from "./manifest_check.ts";
 import { verifyManifest } from "./verify.ts";
-import { DELTA } from "../../../protocol/_message_fixtures.ts";
+import { DELTA } from "../../../protocol/codec/_message_fixtures.ts";
 
 const PARENT = await cidOf("C(0)");
 /** A delta of PEERS[0]'s for the round. */

@@ -5,9 +5,9 @@
  *
  * @module
  */
-import { CHUNK_WEIGHT_LEVELS } from "../../../protocol/assignment.ts";
-import type { DeltaAnnounce } from "../../../protocol/messages.ts";
-import type { RoundEvent } from "../../../protocol/round_state.ts";
+import { CHUNK_WEIGHT_LEVELS } from "../../../protocol/peers/assignment.ts";
+import type { DeltaAnnounce } from "../../../protocol/messages/messages.ts";
+import type { RoundEvent } from "../../../protocol/round/round_state.ts";
 import type { RoundBehaviour, UnsignedDelta } from "../services/behaviour.ts";
 import type { RoundPublisher } from "../services/publisher.ts";
 import type { TrainedDelta } from "./train.ts";

@@ -1,6 +1,6 @@
 import assert from "node:assert/strict";
-import type { DeltaAnnounce } from "../../../protocol/messages.ts";
-import type { RoundEvent } from "../../../protocol/round_state.ts";
+import type { DeltaAnnounce } from "../../../protocol/messages/messages.ts";
+import type { RoundEvent } from "../../../protocol/round/round_state.ts";
 import { MemoryGossip, TEST_ADDRESS } from "../services/_fakes.ts";
 import { announceDelta } from "./announce.ts";
 import { HONEST } from "../services/behaviour.ts";

@@ -4,17 +4,17 @@
  *
  * @module
  */
-import { CHUNK_WEIGHT_LEVELS } from "../../../protocol/assignment.ts";
-import { encodeDelta } from "../../../protocol/delta_blob.ts";
-import { pseudoGradient } from "../../../protocol/pseudo_gradient.ts";
+import { CHUNK_WEIGHT_LEVELS } from "../../../protocol/peers/assignment.ts";
+import { encodeDelta } from "../../../protocol/round/delta_blob.ts";
+import { pseudoGradient } from "../../../protocol/aggregation/pseudo_gradient.ts";
 import {
   dataHash,
   encodeWorkRecord,
   trajectoryRoot,
-} from "../../../protocol/work_record.ts";
+} from "../../../protocol/audit/work_record.ts";
 import type { TrainRoundResult } from "../services/round_io.ts";
-import type { JobSpec } from "../../../protocol/job_spec.ts";
-import type { RoundState } from "../../../protocol/round_state.ts";
+import type { JobSpec } from "../../../protocol/spec/job_spec.ts";
+import type { RoundState } from "../../../protocol/round/round_state.ts";
 import type { DeltaChoice, RoundBehaviour } from "../services/behaviour.ts";
 
 /** A trained round's delta, stored and ready to announce. */
@@ -30,7 +30,7 @@ export interface TrainedDelta {
   steps: number;
   chunks: number;
   /**
-   * Its own chunk weight (protocol/assignment.ts): below
+   * Its own chunk weight (protocol/peers/assignment.ts): below
    * `CHUNK_WEIGHT_LEVELS` when its share of the data was cut to its speed.
    */
   weight: number;
@@ -48,7 +48,7 @@ export type Trained = TrainRoundResult & {
   chunks: number;
   /** The peers its chunks were assigned among. */
   peers: string[];
-  /** Their chunk weights below the full one (protocol/assignment.ts). */
+  /** Their chunk weights below the full one (protocol/peers/assignment.ts). */
   weights: Record<string, number>;
   /** CIDs of its stored states at the segment bounds. */
   states: string[];

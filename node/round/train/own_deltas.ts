@@ -15,8 +15,8 @@
  *
  * @module
  */
-import type { DeltaAnnounce } from "../../../protocol/messages.ts";
-import type { RoundEvent } from "../../../protocol/round_state.ts";
+import type { DeltaAnnounce } from "../../../protocol/messages/messages.ts";
+import type { RoundEvent } from "../../../protocol/round/round_state.ts";
 import type { StateNotes } from "../../store/state_notes.ts";
 import type { RoundPublisher } from "../services/publisher.ts";
 

@@ -1,9 +1,9 @@
 import assert from "node:assert/strict";
-import type { DeltaAnnounce } from "../../../protocol/messages.ts";
-import type { RoundEvent } from "../../../protocol/round_state.ts";
+import type { DeltaAnnounce } from "../../../protocol/messages/messages.ts";
+import type { RoundEvent } from "../../../protocol/round/round_state.ts";
 import { withTempDir } from "../../../tests/_temp_dir.ts";
 import { fileNotes } from "../../store/state_notes.ts";
-import { DELTA } from "../../../protocol/_message_fixtures.ts";
+import { DELTA } from "../../../protocol/codec/_message_fixtures.ts";
 import { MemoryGossip } from "../services/_fakes.ts";
 import { ANNOUNCED_FILE, KEEP_ROUNDS, OwnDeltas } from "./own_deltas.ts";
 import { RoundPublisher } from "../services/publisher.ts";

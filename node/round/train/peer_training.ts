@@ -7,10 +7,10 @@
  * @module
  */
 import type { LocalAccount } from "viem";
-import { cidToString, parseCid } from "../../../protocol/cid.ts";
-import type { JobSpec } from "../../../protocol/job_spec.ts";
-import type { DeltaAnnounce } from "../../../protocol/messages.ts";
-import type { RoundEvent } from "../../../protocol/round_state.ts";
+import { cidToString, parseCid } from "../../../protocol/content/cid.ts";
+import type { JobSpec } from "../../../protocol/spec/job_spec.ts";
+import type { DeltaAnnounce } from "../../../protocol/messages/messages.ts";
+import type { RoundEvent } from "../../../protocol/round/round_state.ts";
 import { announceDelta } from "./announce.ts";
 import { BlobGetter } from "../services/blob_getter.ts";
 import { RecentManifests } from "../records/recent_manifests.ts";

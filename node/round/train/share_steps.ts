@@ -1,17 +1,17 @@
 /**
  * One round's steps on this peer's share: its part of H sized from the
- * throughputs in the heartbeats (protocol/inner_steps.ts), its chunks
+ * throughputs in the heartbeats (protocol/audit/inner_steps.ts), its chunks
  * assigned among the round's peers, the steps themselves on the
  * {@linkcode RoundTrainer}, with its states written as it trains and its
  * speed measured for the next heartbeats.
  *
  * @module
  */
-import { assignChunks } from "../../../protocol/assignment.ts";
-import type { JobSpec } from "../../../protocol/job_spec.ts";
-import { othersDone, roundShare } from "../../../protocol/inner_steps.ts";
-import { segmentBounds } from "../../../protocol/work_record.ts";
-import type { RoundState } from "../../../protocol/round_state.ts";
+import { assignChunks } from "../../../protocol/peers/assignment.ts";
+import type { JobSpec } from "../../../protocol/spec/job_spec.ts";
+import { othersDone, roundShare } from "../../../protocol/audit/inner_steps.ts";
+import { segmentBounds } from "../../../protocol/audit/work_record.ts";
+import type { RoundState } from "../../../protocol/round/round_state.ts";
 import type { Progress } from "../../p2p/gossip_service.ts";
 import type { RoundBehaviour } from "../services/behaviour.ts";
 import type { Trained } from "./deliver.ts";
@@ -120,7 +120,7 @@ export class ShareSteps {
    * Zero moments are a last resort: a round from zero moments while the
    * others go on from theirs points elsewhere than theirs (measured on the
    * tiny test model: cosine 0.3 with theirs against 0.8 between them), and
-   * the screen calls it `misaligned` (protocol/delta_screen.ts), in that
+   * the screen calls it `misaligned` (protocol/aggregation/delta_screen.ts), in that
    * round and, its moments younger than theirs, the next. So the manifest
    * that made C(round) is fetched first when this peer holds none.
    */

@@ -2,32 +2,35 @@ import {
   cidForBytes,
   cidFromDigest,
   cidToString,
-} from "../../../protocol/cid.ts";
+} from "../../../protocol/content/cid.ts";
 import {
   decodeStateHead,
   momentsDigest,
-} from "../../../protocol/state_hash.ts";
+} from "../../../protocol/content/state_hash.ts";
 import assert from "node:assert/strict";
-import { chunkDataset } from "../../../protocol/dataset.ts";
+import { chunkDataset } from "../../../protocol/content/dataset.ts";
 import { createJsBackend } from "../../../kernels/js_backend.ts";
 import { createCpuTrainer } from "../../../kernels/trainer.ts";
-import { defaultJobSpec, type JobSpec } from "../../../protocol/job_spec.ts";
-import { genesisCheckpoint } from "../../../protocol/round_checkpoint.ts";
-import { decodeDeltaBlob } from "../../../protocol/delta_blob.ts";
+import {
+  defaultJobSpec,
+  type JobSpec,
+} from "../../../protocol/spec/job_spec.ts";
+import { genesisCheckpoint } from "../../../protocol/round/round_checkpoint.ts";
+import { decodeDeltaBlob } from "../../../protocol/round/delta_blob.ts";
 import { HONEST } from "../services/behaviour.ts";
 import { RoundLedger } from "../records/ledger.ts";
 import { RoundTrainer } from "../trainer/inner_loop.ts";
 import { RoundTraining, type TrainedDelta } from "./train.ts";
-import type { DeltaAnnounce } from "../../../protocol/messages.ts";
+import type { DeltaAnnounce } from "../../../protocol/messages/messages.ts";
 import { KEEP_STATE_ROUNDS } from "../trainer/state_window.ts";
 import {
   decodeWorkRecord,
   segmentBounds,
-} from "../../../protocol/work_record.ts";
+} from "../../../protocol/audit/work_record.ts";
 import {
   claimedSteps,
   EARLY_STOP_FROM,
-} from "../../../protocol/inner_steps.ts";
+} from "../../../protocol/audit/inner_steps.ts";
 
 const H = 20;
 const bytes = new TextEncoder().encode(

@@ -3,15 +3,21 @@
  *
  * @module
  */
-import { chunkDataset, type Dataset } from "../../../protocol/dataset.ts";
+import {
+  chunkDataset,
+  type Dataset,
+} from "../../../protocol/content/dataset.ts";
 import { Rng } from "../../../kernels/data/rng.ts";
 import { createJsBackend } from "../../../kernels/js_backend.ts";
 import {
   createCpuTrainer,
   type TrainerInit,
 } from "../../../kernels/trainer.ts";
-import { defaultJobSpec, type JobSpec } from "../../../protocol/job_spec.ts";
-import { genesisCheckpoint } from "../../../protocol/round_checkpoint.ts";
+import {
+  defaultJobSpec,
+  type JobSpec,
+} from "../../../protocol/spec/job_spec.ts";
+import { genesisCheckpoint } from "../../../protocol/round/round_checkpoint.ts";
 import { RoundTrainer } from "./inner_loop.ts";
 
 export const H = 20;

@@ -23,7 +23,10 @@
  * @module
  */
 import { sleep, untilOrAborted } from "../services/abortable.ts";
-import { type Dataset, splitTrainVal } from "../../../protocol/dataset.ts";
+import {
+  type Dataset,
+  splitTrainVal,
+} from "../../../protocol/content/dataset.ts";
 import { BatchSampler } from "../../../kernels/data/sampler.ts";
 import { roundSampler } from "./round_sampler.ts";
 import { ComputeQueue } from "./compute_queue.ts";
@@ -34,10 +37,10 @@ import {
   type Trainer,
   type TrainerInit,
 } from "../../../kernels/trainer.ts";
-import type { JobSpec } from "../../../protocol/job_spec.ts";
-import { parameterCount } from "../../../protocol/round_checkpoint.ts";
-import type { TrainingState } from "../../../protocol/state_hash.ts";
-import { segmentBounds } from "../../../protocol/work_record.ts";
+import type { JobSpec } from "../../../protocol/spec/job_spec.ts";
+import { parameterCount } from "../../../protocol/round/round_checkpoint.ts";
+import type { TrainingState } from "../../../protocol/content/state_hash.ts";
+import { segmentBounds } from "../../../protocol/audit/work_record.ts";
 import type {
   TrainRoundParams,
   TrainRoundResult,

@@ -1,8 +1,8 @@
-import { segmentBounds } from "../../../protocol/work_record.ts";
+import { segmentBounds } from "../../../protocol/audit/work_record.ts";
 import assert from "node:assert/strict";
 import { learningRate } from "../../../kernels/adamw.ts";
 import type { Backend } from "../../../kernels/backend.ts";
-import { chunkDataset } from "../../../protocol/dataset.ts";
+import { chunkDataset } from "../../../protocol/content/dataset.ts";
 import { createJsBackend } from "../../../kernels/js_backend.ts";
 import { createCpuTrainer } from "../../../kernels/trainer.ts";
 import { RoundTrainer } from "./inner_loop.ts";

@@ -1,5 +1,5 @@
 import assert from "node:assert/strict";
-import { chunkDataset } from "../../../protocol/dataset.ts";
+import { chunkDataset } from "../../../protocol/content/dataset.ts";
 import { createCpuTrainer } from "../../../kernels/trainer.ts";
 import { createWasmBackend } from "../../../wasm/modules.ts";
 import { RoundTrainer } from "./inner_loop.ts";

@@ -5,9 +5,12 @@
  *
  * @module
  */
-import { type Dataset, splitTrainVal } from "../../../protocol/dataset.ts";
+import {
+  type Dataset,
+  splitTrainVal,
+} from "../../../protocol/content/dataset.ts";
 import { BatchSampler } from "../../../kernels/data/sampler.ts";
-import type { JobSpec } from "../../../protocol/job_spec.ts";
+import type { JobSpec } from "../../../protocol/spec/job_spec.ts";
 
 /**
  * The batch stream of one peer in one round: a {@linkcode BatchSampler}

@@ -4,15 +4,15 @@
  *
  * @module
  */
-import { parseCid } from "../../../protocol/cid.ts";
+import { parseCid } from "../../../protocol/content/cid.ts";
 import {
   stateParts,
   type TrainingState,
-} from "../../../protocol/state_hash.ts";
+} from "../../../protocol/content/state_hash.ts";
 
 /**
  * Rounds whose training states a peer keeps, the latest included: a
- * round's audits run while the next one trains (protocol/audit_plan.ts),
+ * round's audits run while the next one trains (protocol/audit/audit_plan.ts),
  * and confirmations of a failed one a little later. Older states are
  * deleted: for the default model they are about 63 MB a round (90 MB without
  * Muon).

@@ -1,6 +1,6 @@
 /**
  * A peer's training speed as its heartbeats report it and as its share of
- * a round is sized from (protocol/inner_steps.ts).
+ * a round is sized from (protocol/audit/inner_steps.ts).
  *
  * @module
  */

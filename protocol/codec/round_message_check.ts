@@ -1,0 +1,326 @@
+/**
+ * The validators of the messages of a round's life: delta announcement,
+ * manifest announcement, attestation, commit notice, audit failure
+ * notice and its refutation. Each also carries
+ * `round` and `parent`.
+ *
+ * @module
+ */
+import {
+  ADDRESS_PROBLEM,
+  CID_PROBLEM,
+  fail,
+  isAddress,
+  isCanonicalCid,
+  isCount,
+  isHex,
+  isJobId,
+  isLoss,
+  isPeerId,
+  JOB_ID_PROBLEM,
+  LOSS_PROBLEM,
+  PEER_ID_PROBLEM,
+  SIGNATURE_PATTERN,
+  TX_HASH_PATTERN,
+  unknownField,
+} from "../messages/message_fields.ts";
+import {
+  type AttestationMessage,
+  AUDIT_CHECKS,
+  type AuditCheck,
+  type AuditFailureNotice,
+  type CommitNotice,
+  type DeltaAnnounce,
+  type FieldCheck,
+  type ManifestAnnounce,
+  MAX_KERNEL_LENGTH,
+  MAX_LEADER_RANK,
+  PROTOCOL_VERSION,
+  type RefutationNotice,
+  type RoundFields,
+} from "../messages/messages.ts";
+import { MAX_SEGMENTS } from "../audit/work_record.ts";
+
+const ROUND_FIELDS = ["v", "type", "peer", "job", "round", "parent"];
+
+const DELTA_FIELDS = new Set([
+  ...ROUND_FIELDS,
+  "delta",
+  "tokens",
+  "loss",
+  "account",
+  "work",
+  "data",
+  "trajectory",
+  "kernel",
+  "signature",
+]);
+
+const HASH_PATTERN = /^0x[0-9a-f]{64}$/;
+const KERNEL_PATTERN = new RegExp(`^[a-z0-9-]{1,${MAX_KERNEL_LENGTH}}$`);
+
+const MANIFEST_FIELDS = new Set([
+  ...ROUND_FIELDS,
+  "manifest",
+  "checkpoint",
+  "rank",
+]);
+
+const ATTEST_FIELDS = new Set([
+  ...ROUND_FIELDS,
+  "manifest",
+  "checkpoint",
+  "account",
+  "signature",
+]);
+
+const COMMITTED_FIELDS = new Set([...ROUND_FIELDS, "checkpoint", "tx"]);
+
+const AUDIT_FIELDS = new Set([
+  ...ROUND_FIELDS,
+  "accused",
+  "accusedAccount",
+  "segment",
+  "check",
+  "account",
+  "signature",
+]);
+
+const REFUTE_FIELDS = new Set([
+  ...ROUND_FIELDS,
+  "accused",
+  "accusedAccount",
+  "accuser",
+  "account",
+  "signature",
+]);
+
+/**
+ * Checks a parsed delta announcement. The caller has already checked `v`
+ * and `type`.
+ *
+ * @example Accepting a delta announcement
+ * ```ts
+ * import { validateDeltaAnnounce } from "./round_message_check.ts";
+ * const cid = "bafkreigh2akiscaildcqabsyg3dfr6chu3fgpregiymsck7e7aqa4s52zy";
+ * const check = validateDeltaAnnounce({
+ *   v: 1, type: "delta", peer: "12D3KooWabc", job: "bafyjob", round: 3,
+ *   parent: cid, delta: cid, tokens: 8192, loss: 2.5,
+ *   account: "0x70997970C51812dc3A010C7d01b50e0d17dc79C8",
+ *   work: cid, data: `0x${"ab".repeat(32)}`, trajectory: `0x${"cd".repeat(32)}`,
+ *   kernel: "wasm-relaxed", signature: `0x${"11".repeat(65)}`,
+ * });
+ * if (!check.ok) throw new Error(check.problem);
+ * ```
+ */
+export function validateDeltaAnnounce(
+  obj: Readonly<Record<string, unknown>>,
+): FieldCheck<DeltaAnnounce> {
+  const common = checkRoundFields(obj, DELTA_FIELDS, "a delta announcement");
+  if (!common.ok) return common;
+  const { delta, tokens, loss, account, work, data, trajectory, kernel } = obj;
+  if (!isCanonicalCid(delta)) return fail("delta", CID_PROBLEM);
+  if (!isCount(tokens) || tokens < 1) {
+    return fail("tokens", "must be a safe integer >= 1");
+  }
+  if (!isLoss(loss)) return fail("loss", LOSS_PROBLEM);
+  if (!isAddress(account)) return fail("account", ADDRESS_PROBLEM);
+  if (!isCanonicalCid(work)) return fail("work", CID_PROBLEM);
+  for (const [field, value] of [["data", data], ["trajectory", trajectory]]) {
+    if (!isHex(value, HASH_PATTERN)) {
+      return fail(field as string, "must be 0x and 64 lowercase hex digits");
+    }
+  }
+  if (typeof kernel !== "string" || !KERNEL_PATTERN.test(kernel)) {
+    return fail("kernel", `must be 1-${MAX_KERNEL_LENGTH} of [a-z0-9-]`);
+  }
+  if (!isHex(obj.signature, SIGNATURE_PATTERN)) {
+    return fail("signature", "must be 0x and 130 hex digits");
+  }
+  const message: DeltaAnnounce = {
+    v: PROTOCOL_VERSION,
+    type: "delta",
+    ...common.message,
+    delta,
+    tokens: tokens + 0,
+    loss: loss + 0,
+    account,
+    work,
+    data: data as `0x${string}`,
+    trajectory: trajectory as `0x${string}`,
+    kernel,
+    signature: obj.signature,
+  };
+  return { ok: true, message };
+}
+
+/**
+ * Checks a parsed manifest announcement. The caller has already checked
+ * `v` and `type`.
+ */
+export function validateManifestAnnounce(
+  obj: Readonly<Record<string, unknown>>,
+): FieldCheck<ManifestAnnounce> {
+  const common = checkRoundFields(obj, MANIFEST_FIELDS, "a manifest");
+  if (!common.ok) return common;
+  const { manifest, checkpoint, rank } = obj;
+  if (!isCanonicalCid(manifest)) return fail("manifest", CID_PROBLEM);
+  if (!isCanonicalCid(checkpoint)) return fail("checkpoint", CID_PROBLEM);
+  if (!isCount(rank) || rank > MAX_LEADER_RANK) {
+    return fail("rank", `must be an integer in [0, ${MAX_LEADER_RANK}]`);
+  }
+  const message: ManifestAnnounce = {
+    v: PROTOCOL_VERSION,
+    type: "manifest",
+    ...common.message,
+    manifest,
+    checkpoint,
+    rank: rank + 0,
+  };
+  return { ok: true, message };
+}
+
+/**
+ * Checks a parsed attestation. Only the signature's shape is checked here;
+ * recovering its signer needs the EIP-712 domain, which is the chain
+ * layer's business.
+ */
+export function validateAttestation(
+  obj: Readonly<Record<string, unknown>>,
+): FieldCheck<AttestationMessage> {
+  const common = checkRoundFields(obj, ATTEST_FIELDS, "an attestation");
+  if (!common.ok) return common;
+  const { manifest, checkpoint, account, signature } = obj;
+  if (!isCanonicalCid(manifest)) return fail("manifest", CID_PROBLEM);
+  if (!isCanonicalCid(checkpoint)) return fail("checkpoint", CID_PROBLEM);
+  if (!isAddress(account)) return fail("account", ADDRESS_PROBLEM);
+  if (!isHex(signature, SIGNATURE_PATTERN)) {
+    return fail("signature", "must be 0x and 130 hex digits (65 bytes)");
+  }
+  const message: AttestationMessage = {
+    v: PROTOCOL_VERSION,
+    type: "attest",
+    ...common.message,
+    manifest,
+    checkpoint,
+    account,
+    signature,
+  };
+  return { ok: true, message };
+}
+
+/** Checks a parsed commit notice. */
+export function validateCommitNotice(
+  obj: Readonly<Record<string, unknown>>,
+): FieldCheck<CommitNotice> {
+  const common = checkRoundFields(obj, COMMITTED_FIELDS, "a commit notice");
+  if (!common.ok) return common;
+  const { checkpoint, tx } = obj;
+  if (!isCanonicalCid(checkpoint)) return fail("checkpoint", CID_PROBLEM);
+  if (!isHex(tx, TX_HASH_PATTERN)) {
+    return fail("tx", "must be 0x and 64 hex digits (a transaction hash)");
+  }
+  const message: CommitNotice = {
+    v: PROTOCOL_VERSION,
+    type: "committed",
+    ...common.message,
+    checkpoint,
+    tx,
+  };
+  return { ok: true, message };
+}
+
+/**
+ * Checks a parsed audit failure notice. As for attestations, only the
+ * signature's shape is checked here.
+ */
+export function validateAuditFailure(
+  obj: Readonly<Record<string, unknown>>,
+): FieldCheck<AuditFailureNotice> {
+  const common = checkRoundFields(obj, AUDIT_FIELDS, "an audit failure");
+  if (!common.ok) return common;
+  const { accused, accusedAccount, segment, check, account, signature } = obj;
+  if (!isPeerId(accused)) return fail("accused", PEER_ID_PROBLEM);
+  if (accused === common.message.peer) {
+    return fail("accused", "must not be the auditor itself");
+  }
+  if (!isAddress(accusedAccount)) {
+    return fail("accusedAccount", ADDRESS_PROBLEM);
+  }
+  if (!isCount(segment) || segment >= MAX_SEGMENTS) {
+    return fail("segment", `must be an integer in [0, ${MAX_SEGMENTS})`);
+  }
+  if (!AUDIT_CHECKS.includes(check as AuditCheck)) {
+    return fail("check", `must be one of ${AUDIT_CHECKS.join(", ")}`);
+  }
+  if (!isAddress(account)) return fail("account", ADDRESS_PROBLEM);
+  if (!isHex(signature, SIGNATURE_PATTERN)) {
+    return fail("signature", "must be 0x and 130 hex digits (65 bytes)");
+  }
+  const message: AuditFailureNotice = {
+    v: PROTOCOL_VERSION,
+    type: "audit",
+    ...common.message,
+    accused,
+    accusedAccount,
+    segment: segment + 0,
+    check: check as AuditCheck,
+    account,
+    signature,
+  };
+  return { ok: true, message };
+}
+
+/**
+ * Checks a parsed refutation of an audit failure verdict. Only the
+ * signature's shape is checked here.
+ */
+export function validateRefutation(
+  obj: Readonly<Record<string, unknown>>,
+): FieldCheck<RefutationNotice> {
+  const common = checkRoundFields(obj, REFUTE_FIELDS, "a refutation");
+  if (!common.ok) return common;
+  const { accused, accusedAccount, accuser, account, signature } = obj;
+  if (!isPeerId(accused)) return fail("accused", PEER_ID_PROBLEM);
+  if (accused === common.message.peer) {
+    return fail("accused", "must not be the refuting peer itself");
+  }
+  if (!isAddress(accusedAccount)) {
+    return fail("accusedAccount", ADDRESS_PROBLEM);
+  }
+  if (!isAddress(accuser)) return fail("accuser", ADDRESS_PROBLEM);
+  if (!isAddress(account)) return fail("account", ADDRESS_PROBLEM);
+  if (!isHex(signature, SIGNATURE_PATTERN)) {
+    return fail("signature", "must be 0x and 130 hex digits (65 bytes)");
+  }
+  const message: RefutationNotice = {
+    v: PROTOCOL_VERSION,
+    type: "refute",
+    ...common.message,
+    accused,
+    accusedAccount,
+    accuser,
+    account,
+    signature,
+  };
+  return { ok: true, message };
+}
+
+/**
+ * Checks that `obj` has no field outside `known` and that the shared round
+ * fields are valid; `kind` names the message type in the problem.
+ */
+function checkRoundFields(
+  obj: Readonly<Record<string, unknown>>,
+  known: ReadonlySet<string>,
+  kind: string,
+): FieldCheck<RoundFields> {
+  const unknown = unknownField(obj, known);
+  if (unknown !== undefined) return fail(unknown, `is not a field of ${kind}`);
+  const { peer, job, round, parent } = obj;
+  if (!isPeerId(peer)) return fail("peer", PEER_ID_PROBLEM);
+  if (!isJobId(job)) return fail("job", JOB_ID_PROBLEM);
+  if (!isCount(round)) return fail("round", "must be a safe integer >= 0");
+  if (!isCanonicalCid(parent)) return fail("parent", CID_PROBLEM);
+  return { ok: true, message: { peer, job, round: round + 0, parent } };
+}

@@ -1,0 +1,136 @@
+/**
+ * The round manifest: what the leader of round r combined, under which
+ * rule, and the checkpoint C(r + 1) it got. It is published as a blob; its
+ * CID travels in the gossip `manifest` announcement and in attestations,
+ * so verifiers can fetch the listed deltas and recompute the checkpoint.
+ *
+ * The encoding is canonical JSON (keys sorted, no whitespace) with the
+ * contributions sorted by peer id, so one manifest has one byte string and
+ * one CID. {@linkcode decodeManifest} checks every field of untrusted bytes
+ * and names the first bad one in a {@linkcode ManifestError}; unknown keys
+ * are rejected at every level, since they would change the CID while
+ * meaning nothing.
+ *
+ * Pure: no I/O.
+ *
+ * @module
+ */
+import { ProtocolError } from "../errors.ts";
+import type { AggregationRule } from "../aggregation/aggregation_rule.ts";
+import {
+  SCREEN_REASONS,
+  type ScreenReason,
+} from "../aggregation/delta_screen.ts";
+import type { Address } from "../messages/messages.ts";
+
+/**
+ * Version of the manifest format; carried in every manifest as `v`. Version
+ * 2 added `excluded`.
+ */
+export const MANIFEST_VERSION = 2;
+
+/**
+ * Largest encoded manifest accepted. The largest valid manifest (1024
+ * contributions and exclusions with every field at its cap) is about
+ * 400 KiB.
+ */
+export const MAX_MANIFEST_BYTES = 512 * 1024;
+
+/** Most contributions and exclusions one manifest may list, together. */
+export const MAX_CONTRIBUTIONS = 1024;
+
+/** One peer's part in a round, as the leader used it. */
+export interface ManifestContribution {
+  /** The contributor's libp2p peer id. */
+  readonly peer: string;
+  /** The account credited for it on chain. */
+  readonly account: Address;
+  /** CID of the contributor's encoded (ZQD1) pseudo-gradient. */
+  readonly delta: string;
+  /** Tokens as announced; aggregation caps them at the job's maximum. */
+  readonly tokens: number;
+  /** Training loss as announced. */
+  readonly loss: number;
+}
+
+/**
+ * Why a delta was left out: screened out as plainly no work (see
+ * delta_screen.ts); `refused-manifest`: its author published a manifest
+ * for the round that failed verification (it led dishonestly), so its work
+ * in that round earns nothing; or `unserved`: the leader could not fetch
+ * it, from its author or any peer of the round, within its collect window
+ * (see censorship.ts for when verifiers accept that).
+ */
+export type ExclusionReason = ScreenReason | "refused-manifest" | "unserved";
+
+/** Every {@linkcode ExclusionReason}. */
+export const EXCLUSION_REASONS: readonly ExclusionReason[] = [
+  ...SCREEN_REASONS,
+  "refused-manifest",
+  "unserved",
+];
+
+/**
+ * A delta the leader left out: listed so verifiers can check why and see
+ * that the leader left nothing out in silence. It is neither aggregated
+ * nor credited.
+ */
+export interface ManifestExclusion {
+  /** The contributor's libp2p peer id. */
+  readonly peer: string;
+  /** CID of the delta blob left out. */
+  readonly delta: string;
+  readonly reason: ExclusionReason;
+  /**
+   * For `refused-manifest`, the CID of the manifest it published that
+   * fails verification (the evidence anyone can recheck); "" otherwise.
+   */
+  readonly evidence: string;
+}
+
+/** What the leader of a round aggregated and the checkpoint it produced. */
+export interface RoundManifest {
+  readonly v: typeof MANIFEST_VERSION;
+  /** Id (CID) of the job. */
+  readonly job: string;
+  /** The round aggregated: from C(round) to C(round + 1). */
+  readonly round: number;
+  /** CID of C(round). */
+  readonly parent: string;
+  /** Peer id of the leader that aggregated. */
+  readonly leader: string;
+  /** The aggregation rule used; the job spec's. */
+  readonly rule: AggregationRule;
+  /** Sorted by peer id (comparePeerIds), one per peer, 1 to 1024. */
+  readonly contributions: readonly ManifestContribution[];
+  /**
+   * Deltas left out, with why, sorted by peer id; no peer is both here and in
+   * `contributions`.
+   */
+  readonly excluded: readonly ManifestExclusion[];
+  /** CID of C(round + 1). */
+  readonly checkpoint: string;
+}
+
+/**
+ * A manifest that fails a check. `field` is the path of the bad field
+ * ("contributions[3].delta"), or "" when the whole document is wrong.
+ */
+export class ManifestError extends ProtocolError {
+  /** What the field must be, e.g. "must be a safe integer >= 1". */
+  readonly problem: string;
+  /**
+   * @param current what the value is instead ("current value is -1", "it
+   *   is missing"), if worth saying.
+   */
+  constructor(field: string, problem: string, current?: string) {
+    super(
+      `Cannot use round manifest as ${field === "" ? "it" : field} ${problem}${
+        current === undefined ? "" : `: ${current}`
+      }`,
+      field,
+    );
+    this.name = "ManifestError";
+    this.problem = problem;
+  }
+}
