@@ -1,3 +1,4 @@
+import { FULL_TIER } from "../tests/_tier.ts";
 import assert from "node:assert/strict";
 import {
   ZOO_REGISTRY_COMPILER,
@@ -6,24 +7,28 @@ import {
 } from "./artifact.ts";
 import { compileRegistry, EVM_VERSION, OPTIMIZER_RUNS } from "./build.ts";
 
-Deno.test("the committed artifact matches a fresh compile of ZooRegistry.sol", async () => {
-  const fresh = await compileRegistry();
-  assert.deepEqual(
-    ZOO_REGISTRY_COMPILER,
-    {
-      solc: fresh.compiler,
-      evmVersion: EVM_VERSION,
-      optimizerRuns: OPTIMIZER_RUNS,
-    },
-  );
-  assert.deepEqual(
-    zooRegistryAbi,
-    fresh.abi,
-    "ABI differs: run `deno task build:contracts` and commit chain/artifact.ts",
-  );
-  assert.equal(
-    zooRegistryBytecode,
-    fresh.bytecode,
-    "bytecode differs: run `deno task build:contracts` and commit chain/artifact.ts",
-  );
-});
+Deno.test(
+  "the committed artifact matches a fresh compile of ZooRegistry.sol",
+  FULL_TIER,
+  async () => {
+    const fresh = await compileRegistry();
+    assert.deepEqual(
+      ZOO_REGISTRY_COMPILER,
+      {
+        solc: fresh.compiler,
+        evmVersion: EVM_VERSION,
+        optimizerRuns: OPTIMIZER_RUNS,
+      },
+    );
+    assert.deepEqual(
+      zooRegistryAbi,
+      fresh.abi,
+      "ABI differs: run `deno task build:contracts` and commit chain/artifact.ts",
+    );
+    assert.equal(
+      zooRegistryBytecode,
+      fresh.bytecode,
+      "bytecode differs: run `deno task build:contracts` and commit chain/artifact.ts",
+    );
+  },
+);

@@ -1,3 +1,4 @@
+import { FULL_TIER } from "../../tests/_tier.ts";
 /**
  * Every kernel gives bit-identical results on 1, 2 and 3 threads: the same
  * seeded inputs go through backends that split every call (`alwaysSplit`),
@@ -29,35 +30,39 @@ for (
 }
 
 for (const simd of simdLevels()) {
-  Deno.test(`wasm-${simd}: results are bit-identical on 1, 2 and 3 threads`, async (t) => {
-    const backends: WasmBackend[] = [];
-    try {
-      for (const threads of THREADS) {
-        backends.push(
-          await createWasmBackend({ simd, threads, alwaysSplit: true }),
-        );
-      }
-      for (const [name, check] of CASES) {
-        await t.step(name, () => {
-          const runs = backends.map((be) => {
-            const mark = be.mark();
-            const outs = check(be, new Rng(SEED)).map((x) => x.slice());
-            be.release(mark);
-            return outs;
+  Deno.test(
+    `wasm-${simd}: results are bit-identical on 1, 2 and 3 threads`,
+    FULL_TIER,
+    async (t) => {
+      const backends: WasmBackend[] = [];
+      try {
+        for (const threads of THREADS) {
+          backends.push(
+            await createWasmBackend({ simd, threads, alwaysSplit: true }),
+          );
+        }
+        for (const [name, check] of CASES) {
+          await t.step(name, () => {
+            const runs = backends.map((be) => {
+              const mark = be.mark();
+              const outs = check(be, new Rng(SEED)).map((x) => x.slice());
+              be.release(mark);
+              return outs;
+            });
+            for (let i = 1; i < runs.length; i++) {
+              runs[0].forEach((x, j) =>
+                assertBitIdentical(
+                  runs[i][j],
+                  x,
+                  `${name} x${THREADS[i]} vs x1, output ${j}`,
+                )
+              );
+            }
           });
-          for (let i = 1; i < runs.length; i++) {
-            runs[0].forEach((x, j) =>
-              assertBitIdentical(
-                runs[i][j],
-                x,
-                `${name} x${THREADS[i]} vs x1, output ${j}`,
-              )
-            );
-          }
-        });
+        }
+      } finally {
+        for (const be of backends) be.dispose();
       }
-    } finally {
-      for (const be of backends) be.dispose();
-    }
-  });
+    },
+  );
 }

@@ -34,15 +34,17 @@ let shared: GpuContext | null = null;
 /**
  * A WebGPU test: skipped without an adapter outside CI, failing in CI.
  * The body gets a context whose buffers are destroyed after it, and fails
- * on any WebGPU validation or out-of-memory error it caused.
+ * on any WebGPU validation or out-of-memory error it caused. `tier`
+ * (`FULL_TIER` of `tests/_tier.ts`) leaves a slow one to the full tier.
  */
 export function gpuTest(
   name: string,
   body: (ctx: GpuContext, t: Deno.TestContext) => Promise<void> | void,
+  tier: { readonly ignore: boolean } = { ignore: false },
 ): void {
   Deno.test({
     name: `webgpu: ${name}`,
-    ignore: testGpu === null && !CI,
+    ignore: (testGpu === null && !CI) || tier.ignore,
     async fn(t) {
       if (!testGpu) {
         throw new Error(

@@ -1,3 +1,4 @@
+import { FULL_TIER } from "../../tests/_tier.ts";
 /**
  * The WebGPU trainer against the WASM backend training the same model from
  * the same parameters on the same batches: the loss curve of 50 steps, the
@@ -101,6 +102,7 @@ gpuTest(
       ok(Math.abs(ge - we) < LOSS_TOLERANCE, `eval ${ge} vs ${we}`);
     });
   },
+  FULL_TIER,
 );
 
 gpuTest(
@@ -127,6 +129,7 @@ gpuTest(
       assertClose(gm.v, wm.v, "second moments", PARAM_TOLERANCE);
     }, DEFAULT_MUON);
   },
+  FULL_TIER,
 );
 
 gpuTest(
@@ -221,6 +224,7 @@ gpuTest(
       }
     });
   },
+  FULL_TIER,
 );
 
 gpuTest(
@@ -253,6 +257,7 @@ gpuTest(
       batched.dispose();
     }
   },
+  FULL_TIER,
 );
 
 gpuTest(

@@ -1,3 +1,4 @@
+import { FULL_TIER } from "../../tests/_tier.ts";
 /**
  * The WGSL matmul against the float64 reference and the WASM backend:
  * every transpose / accumulate / batch combination on odd shapes (scalar
@@ -82,6 +83,7 @@ gpuTest(
       });
     }
   },
+  FULL_TIER,
 );
 
 gpuTest("matmul: tile 128 gives the same bits as tile 64", async (ctx) => {
@@ -110,7 +112,7 @@ gpuTest("matmul: tile 128 gives the same bits as tile 64", async (ctx) => {
       }
     }
   }
-});
+}, FULL_TIER);
 
 /** `data` placed at element `offset` of a larger buffer. */
 function placed(

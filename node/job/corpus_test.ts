@@ -1,3 +1,4 @@
+import { FULL_TIER } from "../../tests/_tier.ts";
 import { withTempDir } from "../../tests/_temp_dir.ts";
 import assert from "node:assert/strict";
 import { createHash } from "node:crypto";
@@ -47,42 +48,46 @@ async function gzip(bytes: Uint8Array): Promise<Uint8Array> {
   return new Uint8Array(await new Response(stream).arrayBuffer());
 }
 
-Deno.test("loadBrownCorpus fetches, verifies and caches the corpus (network)", async () => {
-  await withTempDir("corpus", async (dir) => {
-    const cacheDir = `${dir}/nested/cache`; // created on demand
-    const text = await loadBrownCorpus({ cacheDir });
-    assert.ok(text.length > 5_000_000, `${text.length} bytes`);
-    assert.equal(text.length, BROWN_TEXT_BYTES);
-    assert.equal(sha256(text), BROWN_TEXT_SHA256);
-    assert.ok(
-      new TextDecoder().decode(text.subarray(0, 500)).startsWith(FULTON),
-    );
-    assert.deepEqual(
-      await Deno.readFile(`${cacheDir}/${BROWN_CACHE_FILE}`),
-      text,
-    );
-    assert.deepEqual(
-      (await Array.fromAsync(Deno.readDir(cacheDir))).map((e) => e.name),
-      [BROWN_CACHE_FILE], // no temp files left behind
-    );
+Deno.test(
+  "loadBrownCorpus fetches, verifies and caches the corpus (network)",
+  FULL_TIER,
+  async () => {
+    await withTempDir("corpus", async (dir) => {
+      const cacheDir = `${dir}/nested/cache`; // created on demand
+      const text = await loadBrownCorpus({ cacheDir });
+      assert.ok(text.length > 5_000_000, `${text.length} bytes`);
+      assert.equal(text.length, BROWN_TEXT_BYTES);
+      assert.equal(sha256(text), BROWN_TEXT_SHA256);
+      assert.ok(
+        new TextDecoder().decode(text.subarray(0, 500)).startsWith(FULTON),
+      );
+      assert.deepEqual(
+        await Deno.readFile(`${cacheDir}/${BROWN_CACHE_FILE}`),
+        text,
+      );
+      assert.deepEqual(
+        (await Array.fromAsync(Deno.readDir(cacheDir))).map((e) => e.name),
+        [BROWN_CACHE_FILE], // no temp files left behind
+      );
 
-    // The second call is served from the cache: no registry needed.
-    assert.deepEqual(
-      await loadBrownCorpus({ cacheDir, registry: BOGUS_REGISTRY }),
-      text,
-    );
+      // The second call is served from the cache: no registry needed.
+      assert.deepEqual(
+        await loadBrownCorpus({ cacheDir, registry: BOGUS_REGISTRY }),
+        text,
+      );
 
-    // A cache that no longer matches its pinned hash is not used.
-    const tampered = text.slice();
-    tampered[100] ^= 1;
-    await Deno.writeFile(`${cacheDir}/${BROWN_CACHE_FILE}`, tampered);
-    await assert.rejects(
-      loadBrownCorpus({ cacheDir, registry: BOGUS_REGISTRY }),
-      (error) =>
-        error instanceof CorpusError && /Cannot download/.test(error.message),
-    );
-  });
-});
+      // A cache that no longer matches its pinned hash is not used.
+      const tampered = text.slice();
+      tampered[100] ^= 1;
+      await Deno.writeFile(`${cacheDir}/${BROWN_CACHE_FILE}`, tampered);
+      await assert.rejects(
+        loadBrownCorpus({ cacheDir, registry: BOGUS_REGISTRY }),
+        (error) =>
+          error instanceof CorpusError && /Cannot download/.test(error.message),
+      );
+    });
+  },
+);
 
 Deno.test("loadBrownCorpus refuses a tarball that does not match the pinned integrity", async () => {
   const fake = await gzip(new TextEncoder().encode("not the corpus"));

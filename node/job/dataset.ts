@@ -198,7 +198,12 @@ async function fromPeers(
     }
   };
   const workers = Math.min(FETCH_CONCURRENCY, chunks.length);
-  await Promise.all(Array.from({ length: workers }, worker));
+  // Every worker settles first, so a failed load leaves no write running.
+  const settled = await Promise.allSettled(
+    Array.from({ length: workers }, worker),
+  );
+  const failure = settled.find((s) => s.status === "rejected");
+  if (failure) throw failure.reason;
   return assemble(id, size, chunkBytes, chunks, blocks);
 }
 

@@ -1,3 +1,4 @@
+import { FULL_TIER } from "../../tests/_tier.ts";
 import assert from "node:assert/strict";
 import {
   assertStored,
@@ -61,7 +62,7 @@ Deno.test("fetch: concurrent calls share one transfer", LIBP2P, async () => {
 
 Deno.test(
   "fetch: a silent provider has its share of the caller's time, not all of it",
-  LIBP2P,
+  { ...LIBP2P, ...FULL_TIER },
   () =>
     withSilentAndOk(async ({ fetcher, ok, silent, bytes, cid }) => {
       const report = await fetcher.blobs.fetch(cid, [silent, ok.id], {
@@ -102,7 +103,7 @@ Deno.test(
 
 Deno.test(
   "fetch: a caller that gives up leaves the transfer to the others; the last one to give up stops it",
-  LIBP2P,
+  { ...LIBP2P, ...FULL_TIER },
   () =>
     withSilentAndOk(async ({ fetcher, ok, silent, accepted, bytes, cid }) => {
       const quitting = new AbortController();

@@ -1,3 +1,4 @@
+import { FULL_TIER } from "../../tests/_tier.ts";
 import assert from "node:assert/strict";
 import { createHash } from "node:crypto";
 import { planAudits, suspectsOf, SUSPICION_ROUNDS } from "./audit_plan.ts";
@@ -50,33 +51,37 @@ Deno.test("rate 0 audits no one, rate 1 everyone; a lone peer has no auditor", (
   assert.deepEqual(alone.auditors, []);
 });
 
-Deno.test("a peer that faked a quarter of its segments is caught at rate·q per round, 1 − (1 − rate·q)^n within n", () => {
-  const cheater = PEERS[3];
-  const faked = new Set([0, 5, 10, 15]); // q = 4/16
-  const rounds = 20_000;
-  let caught = 0;
-  const firstCatch: number[] = [];
-  let since = 0;
-  for (let i = 0; i < rounds; i++) {
-    since++;
-    const audit = planAudits({ ...base, seed: seedOf(i) })
-      .find((a) => a.peer === cheater);
-    if (audit && faked.has(audit.segment)) {
-      caught++;
-      firstCatch.push(since);
-      since = 0;
+Deno.test(
+  "a peer that faked a quarter of its segments is caught at rate·q per round, 1 − (1 − rate·q)^n within n",
+  FULL_TIER,
+  () => {
+    const cheater = PEERS[3];
+    const faked = new Set([0, 5, 10, 15]); // q = 4/16
+    const rounds = 20_000;
+    let caught = 0;
+    const firstCatch: number[] = [];
+    let since = 0;
+    for (let i = 0; i < rounds; i++) {
+      since++;
+      const audit = planAudits({ ...base, seed: seedOf(i) })
+        .find((a) => a.peer === cheater);
+      if (audit && faked.has(audit.segment)) {
+        caught++;
+        firstCatch.push(since);
+        since = 0;
+      }
     }
-  }
-  const p = base.rate * faked.size / base.segments; // 1/16
-  const measured = caught / rounds;
-  const sd = Math.sqrt(p * (1 - p) / rounds);
-  assert.ok(Math.abs(measured - p) < 4 * sd, `${measured} vs ${p}`);
-  // Caught within n = 16 rounds: the formula against the streaks seen.
-  const n = 16;
-  const within = firstCatch.filter((k) => k <= n).length / firstCatch.length;
-  const formula = 1 - (1 - p) ** n;
-  assert.ok(Math.abs(within - formula) < 0.03, `${within} vs ${formula}`);
-});
+    const p = base.rate * faked.size / base.segments; // 1/16
+    const measured = caught / rounds;
+    const sd = Math.sqrt(p * (1 - p) / rounds);
+    assert.ok(Math.abs(measured - p) < 4 * sd, `${measured} vs ${p}`);
+    // Caught within n = 16 rounds: the formula against the streaks seen.
+    const n = 16;
+    const within = firstCatch.filter((k) => k <= n).length / firstCatch.length;
+    const formula = 1 - (1 - p) ** n;
+    assert.ok(Math.abs(within - formula) < 0.03, `${within} vs ${formula}`);
+  },
+);
 
 Deno.test("a suspect is audited on every segment, even at rate 0, its auditors spread over the members", () => {
   const suspect = PEERS[3];

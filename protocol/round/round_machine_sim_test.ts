@@ -1,25 +1,30 @@
+import { FULL_TIER } from "../../tests/_tier.ts";
 import assert from "node:assert/strict";
 import { rankLeaders } from "../peers/assignment.ts";
 import { GENESIS } from "./_round_machine_fixtures.ts";
 import { assertAllFinished, kill, simulate } from "./_round_machine_sim.ts";
 
-Deno.test("simulation: 60 peers commit 5 rounds with every peer contributing", () => {
-  const sim = simulate({
-    peers: 60,
-    rounds: 5,
-    quorum: 31,
-    trainMs: (i) => 800 + (i % 7) * 50,
-  });
-  assertAllFinished(sim, 5);
-  assert.equal(sim.chain.commits.length, 5);
-  for (const c of sim.chain.commits) assert.equal(c.contributors.length, 60);
-  // The leader of each round is the rank-0 peer for that round's parent.
-  let parent = GENESIS;
-  for (const c of sim.chain.commits) {
-    assert.equal(c.by, rankLeaders(parent, sim.ids)[0]);
-    parent = c.checkpoint;
-  }
-});
+Deno.test(
+  "simulation: 60 peers commit 5 rounds with every peer contributing",
+  FULL_TIER,
+  () => {
+    const sim = simulate({
+      peers: 60,
+      rounds: 5,
+      quorum: 31,
+      trainMs: (i) => 800 + (i % 7) * 50,
+    });
+    assertAllFinished(sim, 5);
+    assert.equal(sim.chain.commits.length, 5);
+    for (const c of sim.chain.commits) assert.equal(c.contributors.length, 60);
+    // The leader of each round is the rank-0 peer for that round's parent.
+    let parent = GENESIS;
+    for (const c of sim.chain.commits) {
+      assert.equal(c.by, rankLeaders(parent, sim.ids)[0]);
+      parent = c.checkpoint;
+    }
+  },
+);
 
 Deno.test("simulation: with overlap, 20 peers commit the same rounds and finish sooner", () => {
   const run = (overlap: boolean) =>

@@ -1,3 +1,4 @@
+import { FULL_TIER } from "../../../tests/_tier.ts";
 /**
  * The audit protocol around the auditor (whose verdicts on real
  * trajectories audit_test.ts checks; here they are scripted): the plan
@@ -718,27 +719,31 @@ Deno.test("an audit that comes after the audited states' keep window draws no ve
   assert.match(lines.join("\n"), /not judged: too late/);
 });
 
-Deno.test("a refusal made while the states must be held fails the audit even when the rounds outrun the serve window", async () => {
-  const { drawn } = auditors();
-  let round = 1;
-  let tries = 0;
-  const t = duty(drawn, PASS, {
-    auditor: {
-      audit: () => {
-        // Short rounds: the job moves on while the auditor asks again.
-        if (tries++ > 0) round++;
-        return Promise.reject(
-          new StateUnserved("its state 3", new Error("not found"), true),
-        );
+Deno.test(
+  "a refusal made while the states must be held fails the audit even when the rounds outrun the serve window",
+  FULL_TIER,
+  async () => {
+    const { drawn } = auditors();
+    let round = 1;
+    let tries = 0;
+    const t = duty(drawn, PASS, {
+      auditor: {
+        audit: () => {
+          // Short rounds: the job moves on while the auditor asks again.
+          if (tries++ > 0) round++;
+          return Promise.reject(
+            new StateUnserved("its state 3", new Error("not found"), true),
+          );
+        },
       },
-    },
-    round: () => round,
-    serveWindowMs: 10_000,
-  });
-  await t.d.roundClosed(await manifest(), NEXT);
-  assert.deepEqual(
-    t.ledger.audits.map((a) => [a.passed, a.check]),
-    [[false, "start"]],
-  );
-  assert.equal(t.notices()[0].check, "start");
-});
+      round: () => round,
+      serveWindowMs: 10_000,
+    });
+    await t.d.roundClosed(await manifest(), NEXT);
+    assert.deepEqual(
+      t.ledger.audits.map((a) => [a.passed, a.check]),
+      [[false, "start"]],
+    );
+    assert.equal(t.notices()[0].check, "start");
+  },
+);

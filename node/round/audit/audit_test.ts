@@ -1,3 +1,4 @@
+import { FULL_TIER } from "../../../tests/_tier.ts";
 /**
  * Audits of real trajectories trained on the JS backend: every segment of
  * an honest round passes, bit for bit on the same build and within the
@@ -262,18 +263,22 @@ async function putState(
 const honest = await trainedRound(["peerA", "peerB"]);
 const S = segmentBounds(H).length - 1;
 
-Deno.test("audit: every segment of an honest round reproduces bit for bit", async () => {
-  const a = auditor(honest.blocks);
-  for (let segment = 0; segment < S; segment++) {
-    const v = await a.audit({ ...honest, segment, parent });
-    assert.ok(v.passed, `segment ${segment}: ${JSON.stringify(v)}`);
-    assert.equal(v.exact, true);
-    assert.equal(v.drift, 0);
-    // Templar's check on an honest round: its update lowers the loss on
-    // its own batches.
-    assert.ok(v.loss.after < v.loss.before, JSON.stringify(v.loss));
-  }
-});
+Deno.test(
+  "audit: every segment of an honest round reproduces bit for bit",
+  FULL_TIER,
+  async () => {
+    const a = auditor(honest.blocks);
+    for (let segment = 0; segment < S; segment++) {
+      const v = await a.audit({ ...honest, segment, parent });
+      assert.ok(v.passed, `segment ${segment}: ${JSON.stringify(v)}`);
+      assert.equal(v.exact, true);
+      assert.equal(v.drift, 0);
+      // Templar's check on an honest round: its update lowers the loss on
+      // its own batches.
+      assert.ok(v.loss.after < v.loss.before, JSON.stringify(v.loss));
+    }
+  },
+);
 
 Deno.test("audit: a segment's audit fetches its start state whole and of the final state only the head and parameters", async () => {
   const { blocks, record } = honest;
@@ -311,32 +316,36 @@ Deno.test("audit: a segment's audit fetches its start state whole and of the fin
   }
 });
 
-Deno.test("audit: a round trained ahead passes every segment bit for bit, moved onto its checkpoint before its first step or after steps", async () => {
-  // Before the first step the parameters become C(1) itself: Ĉ + (C − Ĉ)
-  // in float32 would not be C(1) everywhere, and the audit checks for
-  // C(1) bit for bit. After steps (the hold, a tenth of H), the move is
-  // replayed, and state 0 is checked to be the eager estimate.
-  for (const [steps, shifted] of [[0, 0], [2, 2]]) {
-    const t = await trainedRound(["peerA"], 1, spec, { steps });
-    assert.equal(t.record.shifted, shifted);
-    // It goes on from the moments its round 0 ended with.
-    assert.equal(
-      t.record.from,
-      t.announced[0] && decodeWorkRecord(
-        t.blocks.get(t.announced[0].work)!,
-        H,
-      ).states.at(-1),
-    );
-    const a = auditor(t.blocks, jsTrainer, {}, spec, t.announced);
-    for (let segment = 0; segment < S; segment++) {
-      const v = await a.audit({ ...t, segment, parent });
-      assert.ok(
-        v.passed && v.exact,
-        `segment ${segment}: ${JSON.stringify(v)}`,
+Deno.test(
+  "audit: a round trained ahead passes every segment bit for bit, moved onto its checkpoint before its first step or after steps",
+  FULL_TIER,
+  async () => {
+    // Before the first step the parameters become C(1) itself: Ĉ + (C − Ĉ)
+    // in float32 would not be C(1) everywhere, and the audit checks for
+    // C(1) bit for bit. After steps (the hold, a tenth of H), the move is
+    // replayed, and state 0 is checked to be the eager estimate.
+    for (const [steps, shifted] of [[0, 0], [2, 2]]) {
+      const t = await trainedRound(["peerA"], 1, spec, { steps });
+      assert.equal(t.record.shifted, shifted);
+      // It goes on from the moments its round 0 ended with.
+      assert.equal(
+        t.record.from,
+        t.announced[0] && decodeWorkRecord(
+          t.blocks.get(t.announced[0].work)!,
+          H,
+        ).states.at(-1),
       );
+      const a = auditor(t.blocks, jsTrainer, {}, spec, t.announced);
+      for (let segment = 0; segment < S; segment++) {
+        const v = await a.audit({ ...t, segment, parent });
+        assert.ok(
+          v.passed && v.exact,
+          `segment ${segment}: ${JSON.stringify(v)}`,
+        );
+      }
     }
-  }
-});
+  },
+);
 
 Deno.test("audit: the replay is one task that can wait for the peer's own steps; only the loss check goes between them", async () => {
   const tasks: string[] = [];
@@ -463,26 +472,30 @@ Deno.test("audit: made-up steps fail where audited, and pass only where really t
   }
 });
 
-Deno.test("audit: training on chunks other than the assigned ones fails the replay", async () => {
-  // Trained alone (every chunk), but claims the assignment among two.
-  const alone = await trainedRound(["peerA"]);
-  const peers = ["peerA", "peerB"];
-  const record = { ...alone.record, peers };
-  const msg = { ...alone.msg, data: dataHash(JOB, 0, "peerA", record) };
-  const v = await auditor(alone.blocks).audit({
-    msg,
-    record,
-    segment: 5,
-    parent,
-  });
-  assert.equal(!v.passed && v.check, "replay", JSON.stringify(v));
-  // Claimed honestly it passes: the data hash names what it trained on.
-  assert.equal(
-    (await auditor(alone.blocks).audit({ ...alone, segment: 5, parent }))
-      .passed,
-    true,
-  );
-});
+Deno.test(
+  "audit: training on chunks other than the assigned ones fails the replay",
+  FULL_TIER,
+  async () => {
+    // Trained alone (every chunk), but claims the assignment among two.
+    const alone = await trainedRound(["peerA"]);
+    const peers = ["peerA", "peerB"];
+    const record = { ...alone.record, peers };
+    const msg = { ...alone.msg, data: dataHash(JOB, 0, "peerA", record) };
+    const v = await auditor(alone.blocks).audit({
+      msg,
+      record,
+      segment: 5,
+      parent,
+    });
+    assert.equal(!v.passed && v.check, "replay", JSON.stringify(v));
+    // Claimed honestly it passes: the data hash names what it trained on.
+    assert.equal(
+      (await auditor(alone.blocks).audit({ ...alone, segment: 5, parent }))
+        .passed,
+      true,
+    );
+  },
+);
 
 Deno.test("audit: a record that does not match the commitment fails first", async () => {
   const a = auditor(honest.blocks);
@@ -530,93 +543,112 @@ Deno.test("audit: an unserved state throws; a start off C(r) and a delta off the
   assert.equal(!v3.passed && v3.check, "delta");
 });
 
-Deno.test("audit: a round's one-bit sign delta is rebuilt bit for bit; the same round's int4 delta fails the delta check", async () => {
-  const signs: JobSpec = {
-    ...spec,
-    compression: { format: "sign", blockSize: 128 },
-  };
-  const t = await trainedRound(["peerA", "peerB"], 1, signs);
-  const bytes = t.blocks.get(t.msg.delta)!;
-  const signed = decodeDeltaBlob(bytes, t.msg, parent.length);
-  // One magnitude a block of 128: the delta is signs times a scale.
-  assert.equal(new Set(signed.subarray(0, 128).map(Math.abs)).size, 1);
-  const v = await auditor(t.blocks, jsTrainer, {}, signs).audit({
-    ...t,
-    segment: 1,
-    parent,
-  });
-  assert.ok(v.passed, JSON.stringify(v));
+Deno.test(
+  "audit: a round's one-bit sign delta is rebuilt bit for bit; the same round's int4 delta fails the delta check",
+  FULL_TIER,
+  async () => {
+    const signs: JobSpec = {
+      ...spec,
+      compression: { format: "sign", blockSize: 128 },
+    };
+    const t = await trainedRound(["peerA", "peerB"], 1, signs);
+    const bytes = t.blocks.get(t.msg.delta)!;
+    const signed = decodeDeltaBlob(bytes, t.msg, parent.length);
+    // One magnitude a block of 128: the delta is signs times a scale.
+    assert.equal(new Set(signed.subarray(0, 128).map(Math.abs)).size, 1);
+    const v = await auditor(t.blocks, jsTrainer, {}, signs).audit({
+      ...t,
+      segment: 1,
+      parent,
+    });
+    assert.ok(v.passed, JSON.stringify(v));
 
-  const int4 = encodeDelta(spec, t.msg, signed);
-  const blocks = new Map(t.blocks);
-  const other = await put(blocks, int4);
-  const v2 = await auditor(blocks, jsTrainer, {}, signs).audit({
-    ...t,
-    msg: { ...t.msg, delta: other },
-    segment: 1,
-    parent,
-  });
-  assert.equal(!v2.passed && v2.check, "delta");
-});
+    const int4 = encodeDelta(spec, t.msg, signed);
+    const blocks = new Map(t.blocks);
+    const other = await put(blocks, int4);
+    const v2 = await auditor(blocks, jsTrainer, {}, signs).audit({
+      ...t,
+      msg: { ...t.msg, delta: other },
+      segment: 1,
+      parent,
+    });
+    assert.equal(!v2.passed && v2.check, "delta");
+  },
+);
 
-Deno.test("audit: a slow peer's shorter round is cut by its tokens and every segment reproduces; a claim of more steps fails", async () => {
-  const slow = await trainedRound(["peerA", "peerB", "peerC"], 4);
-  const steps = slow.msg.tokens / (spec.batchSize * spec.contextLength);
-  assert.equal(steps, H / 4);
-  const a = auditor(slow.blocks, jsTrainer, {}, spec, slow.announced);
-  const bounds = segmentBounds(steps, H);
-  for (let segment = 0; segment < bounds.length - 1; segment++) {
-    const v = await a.audit({ ...slow, segment, parent });
-    assert.ok(v.passed && v.exact, `segment ${segment}: ${JSON.stringify(v)}`);
-  }
-  // Claiming a full round's tokens for the same trajectory: it has a state
-  // at each bound of its steps, far fewer than a full round's.
-  const claimed = {
-    ...slow.msg,
-    tokens: H * spec.batchSize * spec.contextLength,
-  };
-  const v = await a.audit({ ...slow, msg: claimed, segment: 4, parent });
-  assert.equal(!v.passed && v.check, "record");
-});
-
-Deno.test("audit: a slow peer's chunk weight is recorded and replayed; a record claiming the full weight fails the replay", async () => {
-  const slow = await trainedRound(["peerA", "peerB", "peerC"], 4);
-  // A quarter of the steps: weight 1 of 4, so about 1/9 of the chunks.
-  assert.deepEqual(slow.record.weights, { peerA: 1 });
-  const a = auditor(slow.blocks, jsTrainer, {}, spec, slow.announced);
-  assert.equal((await a.audit({ ...slow, segment: 2, parent })).passed, true);
-  const record = { ...slow.record, weights: {} };
-  const msg = {
-    ...slow.msg,
-    data: dataHash(JOB, slow.msg.round, "peerA", record),
-  };
-  const v = await a.audit({ msg, record, segment: 2, parent });
-  assert.equal(!v.passed && v.check, "replay", JSON.stringify(v));
-});
-
-Deno.test("audit: rounds of Muon and of AdamW alone reproduce bit for bit; replayed with the other optimizer they fail", async () => {
-  const { muon: _, ...adamw } = spec.inner;
-  const jobs: JobSpec[] = [spec, { ...spec, inner: adamw }];
-  assert.deepEqual(jobs.map((j) => j.inner.muon), [DEFAULT_MUON, undefined]);
-  for (const [k, job] of jobs.entries()) {
-    const round = await trainedRound(["peerA", "peerB"], 1, job);
-    const a = auditor(round.blocks, jsTrainer, {}, job);
-    const other = auditor(
-      round.blocks,
-      (init) =>
-        jsTrainer({ ...init, muon: k === 0 ? undefined : DEFAULT_MUON }),
-      {},
-      job,
-    );
-    for (let segment = 0; segment < S; segment++) {
-      const at = `job ${k}, segment ${segment}`;
-      const v = await a.audit({ ...round, segment, parent });
-      assert.ok(v.passed && v.exact, `${at}: ${JSON.stringify(v)}`);
-      const w = await other.audit({ ...round, segment, parent });
-      assert.equal(w.passed, false, `${at}: ${JSON.stringify(w)}`);
+Deno.test(
+  "audit: a slow peer's shorter round is cut by its tokens and every segment reproduces; a claim of more steps fails",
+  FULL_TIER,
+  async () => {
+    const slow = await trainedRound(["peerA", "peerB", "peerC"], 4);
+    const steps = slow.msg.tokens / (spec.batchSize * spec.contextLength);
+    assert.equal(steps, H / 4);
+    const a = auditor(slow.blocks, jsTrainer, {}, spec, slow.announced);
+    const bounds = segmentBounds(steps, H);
+    for (let segment = 0; segment < bounds.length - 1; segment++) {
+      const v = await a.audit({ ...slow, segment, parent });
+      assert.ok(
+        v.passed && v.exact,
+        `segment ${segment}: ${JSON.stringify(v)}`,
+      );
     }
-  }
-});
+    // Claiming a full round's tokens for the same trajectory: it has a state
+    // at each bound of its steps, far fewer than a full round's.
+    const claimed = {
+      ...slow.msg,
+      tokens: H * spec.batchSize * spec.contextLength,
+    };
+    const v = await a.audit({ ...slow, msg: claimed, segment: 4, parent });
+    assert.equal(!v.passed && v.check, "record");
+  },
+);
+
+Deno.test(
+  "audit: a slow peer's chunk weight is recorded and replayed; a record claiming the full weight fails the replay",
+  FULL_TIER,
+  async () => {
+    const slow = await trainedRound(["peerA", "peerB", "peerC"], 4);
+    // A quarter of the steps: weight 1 of 4, so about 1/9 of the chunks.
+    assert.deepEqual(slow.record.weights, { peerA: 1 });
+    const a = auditor(slow.blocks, jsTrainer, {}, spec, slow.announced);
+    assert.equal((await a.audit({ ...slow, segment: 2, parent })).passed, true);
+    const record = { ...slow.record, weights: {} };
+    const msg = {
+      ...slow.msg,
+      data: dataHash(JOB, slow.msg.round, "peerA", record),
+    };
+    const v = await a.audit({ msg, record, segment: 2, parent });
+    assert.equal(!v.passed && v.check, "replay", JSON.stringify(v));
+  },
+);
+
+Deno.test(
+  "audit: rounds of Muon and of AdamW alone reproduce bit for bit; replayed with the other optimizer they fail",
+  FULL_TIER,
+  async () => {
+    const { muon: _, ...adamw } = spec.inner;
+    const jobs: JobSpec[] = [spec, { ...spec, inner: adamw }];
+    assert.deepEqual(jobs.map((j) => j.inner.muon), [DEFAULT_MUON, undefined]);
+    for (const [k, job] of jobs.entries()) {
+      const round = await trainedRound(["peerA", "peerB"], 1, job);
+      const a = auditor(round.blocks, jsTrainer, {}, job);
+      const other = auditor(
+        round.blocks,
+        (init) =>
+          jsTrainer({ ...init, muon: k === 0 ? undefined : DEFAULT_MUON }),
+        {},
+        job,
+      );
+      for (let segment = 0; segment < S; segment++) {
+        const at = `job ${k}, segment ${segment}`;
+        const v = await a.audit({ ...round, segment, parent });
+        assert.ok(v.passed && v.exact, `${at}: ${JSON.stringify(v)}`);
+        const w = await other.audit({ ...round, segment, parent });
+        assert.equal(w.passed, false, `${at}: ${JSON.stringify(w)}`);
+      }
+    }
+  },
+);
 
 /**
  * peerA's round 0 trained honestly on its assigned batches, but from
@@ -649,115 +681,130 @@ async function trainedFromMoments(
   return await committedRound(blocks, states, result.params, record);
 }
 
-Deno.test("audit: a round started from moments of the peer's choosing fails the start check, whatever segment is drawn", async () => {
-  // The attack: AdamW's update is m / √v, so a first moment made large
-  // where the second is made tiny moves the parameters as far as the
-  // cheater likes, in the direction it likes, and every step after is
-  // trained honestly from there, so every replay reproduces.
-  const n = parent.length;
-  const poison = {
-    m: new Float32Array(n).map((_, i) => 1e-3 * Math.sin(i)),
-    v: new Float32Array(n).fill(1e-8),
-  };
-  const cheat = await trainedFromMoments(poison);
-  const honestValues = pseudoGradient(
-    parent,
-    (await servedBy(honest.blocks).params(honest.record.states[S], "peerA"))
-      .params,
-  );
-  const norm = (x: Float32Array) => Math.hypot(...x);
-  // Its delta is the honest one plus a push larger than the honest round.
-  const push = norm(cheat.values.map((x, i) => x - honestValues[i]));
-  assert.ok(push > norm(honestValues), `${push} vs ${norm(honestValues)}`);
-  const a = auditor(cheat.blocks);
-  for (const segment of [0, 5, S - 1]) {
-    const v = await a.audit({ ...cheat, segment, parent });
-    assert.equal(!v.passed && v.check, "start", JSON.stringify(v));
-    assert.match(!v.passed ? v.reason : "", /step-0 moments are not zero/);
-  }
-  // From zero moments, as its record says, it passes.
-  const zero = await trainedFromMoments({
-    m: new Float32Array(n),
-    v: new Float32Array(n),
-  });
-  assert.ok(
-    (await auditor(zero.blocks).audit({ ...zero, segment: 5, parent }))
-      .passed,
-  );
-});
+Deno.test(
+  "audit: a round started from moments of the peer's choosing fails the start check, whatever segment is drawn",
+  FULL_TIER,
+  async () => {
+    // The attack: AdamW's update is m / √v, so a first moment made large
+    // where the second is made tiny moves the parameters as far as the
+    // cheater likes, in the direction it likes, and every step after is
+    // trained honestly from there, so every replay reproduces.
+    const n = parent.length;
+    const poison = {
+      m: new Float32Array(n).map((_, i) => 1e-3 * Math.sin(i)),
+      v: new Float32Array(n).fill(1e-8),
+    };
+    const cheat = await trainedFromMoments(poison);
+    const honestValues = pseudoGradient(
+      parent,
+      (await servedBy(honest.blocks).params(honest.record.states[S], "peerA"))
+        .params,
+    );
+    const norm = (x: Float32Array) => Math.hypot(...x);
+    // Its delta is the honest one plus a push larger than the honest round.
+    const push = norm(cheat.values.map((x, i) => x - honestValues[i]));
+    assert.ok(push > norm(honestValues), `${push} vs ${norm(honestValues)}`);
+    const a = auditor(cheat.blocks);
+    for (const segment of [0, 5, S - 1]) {
+      const v = await a.audit({ ...cheat, segment, parent });
+      assert.equal(!v.passed && v.check, "start", JSON.stringify(v));
+      assert.match(!v.passed ? v.reason : "", /step-0 moments are not zero/);
+    }
+    // From zero moments, as its record says, it passes.
+    const zero = await trainedFromMoments({
+      m: new Float32Array(n),
+      v: new Float32Array(n),
+    });
+    assert.ok(
+      (await auditor(zero.blocks).audit({ ...zero, segment: 5, parent }))
+        .passed,
+    );
+  },
+);
 
-Deno.test("audit: a round that continues moments is checked against the end of the peer's round r - 1; who never saw that round judges all but the start", async () => {
-  // Round 1, after round 0 (slower: round 1 is trained from C and the
-  // moments round 0 ended with).
-  const t = await trainedRound(["peerA", "peerB"], 2);
-  const before = decodeWorkRecord(t.blocks.get(t.announced[0].work)!, H);
-  assert.equal(t.record.from, before.states.at(-1));
-  const audit = (
-    x: {
-      blocks: Map<string, Uint8Array>;
-      msg: DeltaAnnounce;
-      record: WorkRecord;
-    },
-    announced = t.announced,
-  ) =>
-    auditor(x.blocks, jsTrainer, {}, spec, announced).audit({
-      ...x,
-      segment: 3,
+Deno.test(
+  "audit: a round that continues moments is checked against the end of the peer's round r - 1; who never saw that round judges all but the start",
+  FULL_TIER,
+  async () => {
+    // Round 1, after round 0 (slower: round 1 is trained from C and the
+    // moments round 0 ended with).
+    const t = await trainedRound(["peerA", "peerB"], 2);
+    const before = decodeWorkRecord(t.blocks.get(t.announced[0].work)!, H);
+    assert.equal(t.record.from, before.states.at(-1));
+    const audit = (
+      x: {
+        blocks: Map<string, Uint8Array>;
+        msg: DeltaAnnounce;
+        record: WorkRecord;
+      },
+      announced = t.announced,
+    ) =>
+      auditor(x.blocks, jsTrainer, {}, spec, announced).audit({
+        ...x,
+        segment: 3,
+        parent,
+      });
+    // An auditor that never saw its round-0 announcement cannot tell where
+    // it started, and judges the rest.
+    const unseen = await audit(t, []);
+    assert.ok(unseen.passed, JSON.stringify(unseen));
+    assert.match(unseen.unjudged ?? "", /round 0/);
+    const seen = await audit(t);
+    assert.ok(seen.passed && seen.unjudged === undefined, JSON.stringify(seen));
+    // Round 0's delta left out of the manifest that made C(1): never
+    // audited, so its moments may not be gone on from.
+    const unlisted = await auditor(
+      t.blocks,
+      jsTrainer,
+      {},
+      spec,
+      t.announced,
+      { bytes: 0 },
+      () => null,
+    ).audit({ ...t, segment: 3, parent });
+    assert.equal(!unlisted.passed && unlisted.check, "start");
+    assert.match(!unlisted.passed ? unlisted.reason : "", /does not list/);
+    const garbage = await audit({
+      ...t,
+      msg: { ...t.msg, delta: await put(new Map(), new Uint8Array([1])) },
+    }, []);
+    assert.equal(!garbage.passed && garbage.check, "delta");
+    // Naming another state of round 0, or claiming moments it never had.
+    const rebound = (record: WorkRecord) => ({
+      ...t,
+      record,
+      msg: { ...t.msg, data: dataHash(JOB, 1, "peerA", record) },
+    });
+    const other = await audit(
+      rebound({ ...t.record, from: before.states[3] }),
+    );
+    assert.equal(!other.passed && other.check, "start");
+    assert.match(
+      !other.passed ? other.reason : "",
+      /not the end of its round 0/,
+    );
+    const none = await audit(rebound({ ...t.record, from: "" }));
+    assert.equal(!none.passed && none.check, "start");
+    assert.match(!none.passed ? none.reason : "", /moments are not zero/);
+  },
+);
+
+Deno.test(
+  "audit: a round trained ahead from anything but its eager estimate fails the start check",
+  FULL_TIER,
+  async () => {
+    const from = parent.map((x, i) => x + Math.sin(i) * 1e-3);
+    const t = await trainedRound(["peerA"], 1, spec, { steps: 2, from });
+    assert.equal(t.record.shifted, 2);
+    const v = await auditor(t.blocks, jsTrainer, {}, spec, t.announced).audit({
+      ...t,
+      segment: 9,
       parent,
     });
-  // An auditor that never saw its round-0 announcement cannot tell where
-  // it started, and judges the rest.
-  const unseen = await audit(t, []);
-  assert.ok(unseen.passed, JSON.stringify(unseen));
-  assert.match(unseen.unjudged ?? "", /round 0/);
-  const seen = await audit(t);
-  assert.ok(seen.passed && seen.unjudged === undefined, JSON.stringify(seen));
-  // Round 0's delta left out of the manifest that made C(1): never
-  // audited, so its moments may not be gone on from.
-  const unlisted = await auditor(
-    t.blocks,
-    jsTrainer,
-    {},
-    spec,
-    t.announced,
-    { bytes: 0 },
-    () => null,
-  ).audit({ ...t, segment: 3, parent });
-  assert.equal(!unlisted.passed && unlisted.check, "start");
-  assert.match(!unlisted.passed ? unlisted.reason : "", /does not list/);
-  const garbage = await audit({
-    ...t,
-    msg: { ...t.msg, delta: await put(new Map(), new Uint8Array([1])) },
-  }, []);
-  assert.equal(!garbage.passed && garbage.check, "delta");
-  // Naming another state of round 0, or claiming moments it never had.
-  const rebound = (record: WorkRecord) => ({
-    ...t,
-    record,
-    msg: { ...t.msg, data: dataHash(JOB, 1, "peerA", record) },
-  });
-  const other = await audit(
-    rebound({ ...t.record, from: before.states[3] }),
-  );
-  assert.equal(!other.passed && other.check, "start");
-  assert.match(!other.passed ? other.reason : "", /not the end of its round 0/);
-  const none = await audit(rebound({ ...t.record, from: "" }));
-  assert.equal(!none.passed && none.check, "start");
-  assert.match(!none.passed ? none.reason : "", /moments are not zero/);
-});
-
-Deno.test("audit: a round trained ahead from anything but its eager estimate fails the start check", async () => {
-  const from = parent.map((x, i) => x + Math.sin(i) * 1e-3);
-  const t = await trainedRound(["peerA"], 1, spec, { steps: 2, from });
-  assert.equal(t.record.shifted, 2);
-  const v = await auditor(t.blocks, jsTrainer, {}, spec, t.announced).audit({
-    ...t,
-    segment: 9,
-    parent,
-  });
-  assert.equal(!v.passed && v.check, "start", JSON.stringify(v));
-  assert.match(!v.passed ? v.reason : "", /outer step of C\(r - 1\)/);
-});
+    assert.equal(!v.passed && v.check, "start", JSON.stringify(v));
+    assert.match(!v.passed ? v.reason : "", /outer step of C\(r - 1\)/);
+  },
+);
 
 Deno.test("audit: moments made up at one bound and trained on honestly are caught from every segment that starts where they still show", async () => {
   // The chained form of a poisoned start: the cheater makes up the moments

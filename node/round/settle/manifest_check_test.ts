@@ -1,3 +1,4 @@
+import { FULL_TIER } from "../../../tests/_tier.ts";
 import assert from "node:assert/strict";
 import { Rng } from "../../../kernels/data/rng.ts";
 import { cidForBytes, cidToString } from "../../../protocol/content/cid.ts";
@@ -260,60 +261,64 @@ Deno.test("ManifestVerifier: a hasty manifest is refused", async () => {
   assert.equal(err.code, "hasty");
 });
 
-Deno.test("ManifestVerifier: a leader is excluded only for a manifest this peer refused itself", async () => {
-  // A refused a tampered manifest of B's: B's backup manifest may exclude
-  // B, citing it.
-  const honest = await manifestOf(PEERS[1], PEERS);
-  const tampered = { ...honest, checkpoint: PARENT };
-  const backup = await manifestOf(PEERS[2], [PEERS[0], PEERS[2]], [{
-    peer: PEERS[1],
-    delta: ANNOUNCED[1].delta,
-    reason: "refused-manifest",
-    evidence: "bafkreitampered",
-  }]);
-  const manifests = new Map([
-    ["bafkreitampered", tampered],
-    ["bafkreibackup", backup],
-  ]);
-  const v = verifier(manifests);
-  const err = await refusal(
-    v.check(announce("bafkreitampered", tampered), WITNESS),
-  );
-  assert.equal(err.code, "checkpoint-mismatch");
-  await v.check(announce("bafkreibackup", backup), WITNESS);
-
-  // A forged exclusion: C excludes A and B citing a manifest this peer
-  // never saw announced (here, the honest one). It is not taken on trust.
-  const forged = await manifestOf(PEERS[2], [PEERS[2]], [
-    {
-      peer: PEERS[0],
-      delta: ANNOUNCED[0].delta,
-      reason: "refused-manifest",
-      evidence: "bafkreihonest",
-    },
-    {
+Deno.test(
+  "ManifestVerifier: a leader is excluded only for a manifest this peer refused itself",
+  FULL_TIER,
+  async () => {
+    // A refused a tampered manifest of B's: B's backup manifest may exclude
+    // B, citing it.
+    const honest = await manifestOf(PEERS[1], PEERS);
+    const tampered = { ...honest, checkpoint: PARENT };
+    const backup = await manifestOf(PEERS[2], [PEERS[0], PEERS[2]], [{
       peer: PEERS[1],
       delta: ANNOUNCED[1].delta,
       reason: "refused-manifest",
-      evidence: "bafkreihonest",
-    },
-  ]);
-  manifests.set("bafkreihonest", honest).set("bafkreiforged", forged);
-  const other = verifier(manifests);
-  const refused = await refusal(
-    other.check(announce("bafkreiforged", forged), WITNESS),
-  );
-  assert.equal(refused.code, "cannot-check");
-  assert.equal(refused.blames, false);
-  // Refused, blaming C, when this peer checked the cited manifest of B's
-  // and found it honest.
-  const forgedB = { ...forged, excluded: forged.excluded.slice(1) };
-  manifests.set("bafkreiforgedb", forgedB);
-  const seen = verifier(manifests);
-  await seen.check(announce("bafkreihonest", honest), WITNESS);
-  const unjustified = await refusal(
-    seen.check(announce("bafkreiforgedb", forgedB), WITNESS),
-  );
-  assert.equal(unjustified.code, "unjustified-exclusion");
-  assert.equal(unjustified.blames, true);
-});
+      evidence: "bafkreitampered",
+    }]);
+    const manifests = new Map([
+      ["bafkreitampered", tampered],
+      ["bafkreibackup", backup],
+    ]);
+    const v = verifier(manifests);
+    const err = await refusal(
+      v.check(announce("bafkreitampered", tampered), WITNESS),
+    );
+    assert.equal(err.code, "checkpoint-mismatch");
+    await v.check(announce("bafkreibackup", backup), WITNESS);
+
+    // A forged exclusion: C excludes A and B citing a manifest this peer
+    // never saw announced (here, the honest one). It is not taken on trust.
+    const forged = await manifestOf(PEERS[2], [PEERS[2]], [
+      {
+        peer: PEERS[0],
+        delta: ANNOUNCED[0].delta,
+        reason: "refused-manifest",
+        evidence: "bafkreihonest",
+      },
+      {
+        peer: PEERS[1],
+        delta: ANNOUNCED[1].delta,
+        reason: "refused-manifest",
+        evidence: "bafkreihonest",
+      },
+    ]);
+    manifests.set("bafkreihonest", honest).set("bafkreiforged", forged);
+    const other = verifier(manifests);
+    const refused = await refusal(
+      other.check(announce("bafkreiforged", forged), WITNESS),
+    );
+    assert.equal(refused.code, "cannot-check");
+    assert.equal(refused.blames, false);
+    // Refused, blaming C, when this peer checked the cited manifest of B's
+    // and found it honest.
+    const forgedB = { ...forged, excluded: forged.excluded.slice(1) };
+    manifests.set("bafkreiforgedb", forgedB);
+    const seen = verifier(manifests);
+    await seen.check(announce("bafkreihonest", honest), WITNESS);
+    const unjustified = await refusal(
+      seen.check(announce("bafkreiforgedb", forgedB), WITNESS),
+    );
+    assert.equal(unjustified.code, "unjustified-exclusion");
+    assert.equal(unjustified.blames, true);
+  },
+);
