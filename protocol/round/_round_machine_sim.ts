@@ -17,6 +17,7 @@ import {
   type RoundEvent,
   type RoundState,
 } from "./round_state.ts";
+import { settleWaitMs } from "./leader_rules.ts";
 import { step } from "./round_machine.ts";
 import { delta, GENESIS } from "./_round_machine_fixtures.ts";
 
@@ -140,11 +141,16 @@ export function simulate(o: SimOptions): Sim {
         const manifest = `bafkreim${a.round}${id}`;
         const checkpoint = `bafkreic${a.round + 1}x${contributors.join("")}`;
         sim.manifests.set(manifest, contributors);
+        // As the node's leader: its latest delta settles, then 200 ms to
+        // build and publish.
+        const { deltaSeenAt, config } = sim.states.get(id)!;
+        const publishIn = 200 +
+          Math.max(0, settleWaitMs(contributors, deltaSeenAt, config, sim.now));
         send(
           id,
           id,
           { type: "aggregated", manifest, checkpoint, rank: a.rank },
-          200,
+          publishIn,
         );
         const msg: ManifestAnnounce = {
           v: 1,
@@ -158,7 +164,7 @@ export function simulate(o: SimOptions): Sim {
           rank: a.rank,
         };
         pending.push({
-          at: sim.now + 200,
+          at: sim.now + publishIn,
           to: "*",
           event: { type: "manifest", msg },
           from: id,

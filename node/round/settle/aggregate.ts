@@ -22,8 +22,12 @@ import { MAX_AMENDMENTS } from "../../../protocol/round/censorship.ts";
 import {
   censorGraceMs,
   commitHoldMs,
-  settleMs,
 } from "../../../protocol/round/round_timing.ts";
+import {
+  amendStep,
+  nextPass,
+  settleWaitMs,
+} from "../../../protocol/round/leader_rules.ts";
 import { partitionDeltas } from "../../../protocol/aggregation/delta_screen.ts";
 import { claimedShare } from "../../../protocol/audit/inner_steps.ts";
 import { manifestContribution } from "../../../protocol/round/contribution.ts";
@@ -53,10 +57,6 @@ import type { Attester } from "./attest.ts";
 import { HONEST, type RoundBehaviour } from "../services/behaviour.ts";
 import type { Held } from "./sync.ts";
 import type { RoundPublisher } from "../services/publisher.ts";
-
-/** Aggregations at most, the first included: each later one takes in
- * deltas that arrived during the one before. */
-const MAX_PASSES = 4;
 
 /** How often a leader looks for what to amend its manifest with, ms. */
 const LOOK_MS = 100;
@@ -181,16 +181,18 @@ async function toAmendWith(
   }
   const considered = new Set(built.considered.map((d) => d.peer));
   for (;;) {
-    const state = o.state();
-    if (
-      state.round !== a.round || state.parent !== a.parent || state.committing
-    ) return null;
-    const late = [...state.deltas.values()]
-      .filter((d) => !considered.has(d.peer));
-    if (late.length > 0 || served) return late;
-    const left = until - Date.now();
-    if (left <= 0) return null;
-    await o.sleep(Math.min(LOOK_MS, left));
+    const next = amendStep(
+      o.state(),
+      a,
+      considered,
+      served,
+      until,
+      Date.now(),
+      LOOK_MS,
+    );
+    if (next.kind === "stop") return null;
+    if (next.kind === "amend") return [...next.late];
+    await o.sleep(next.ms);
   }
 }
 
@@ -223,21 +225,24 @@ export async function aggregateRound(
   for (let pass = 1;; pass++) {
     const round = await screen(o, announced, fetched);
     const { deltaSeenAt, config } = o.state();
-    const latest = Math.max(
-      ...announced.map((d) => deltaSeenAt.get(d.peer) ?? 0),
+    const wait = settleWaitMs(
+      announced.map((d) => d.peer),
+      deltaSeenAt,
+      config,
+      Date.now(),
     );
-    const wait = latest + settleMs(config) - Date.now();
     if (wait > 0) await o.sleep(o.behaviour.leaderWait(wait));
     const built = await build(o, a, held, round);
     // Building holds the event loop; gossip that came meanwhile is
     // handled now, before the last look for late deltas.
     await o.sleep(o.behaviour.leaderWait(censorGraceMs(o.state().config)));
-    const state = o.state();
-    const late = [...state.deltas.values()]
-      .filter((d) => !announced.some((x) => x.peer === d.peer));
-    if (
-      late.length === 0 || state.round !== a.round || pass === MAX_PASSES
-    ) {
+    const late = nextPass(
+      o.state(),
+      a.round,
+      new Set(announced.map((d) => d.peer)),
+      pass,
+    );
+    if (late === null) {
       for (const e of round.excluded) o.refuse(e.d, e.reason);
       return { ...built, considered: announced };
     }
