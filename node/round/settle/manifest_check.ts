@@ -19,12 +19,22 @@
  * @module
  */
 import { NodeError } from "../../errors.ts";
-import { canonicalJson } from "../../../protocol/content/canonical_json.ts";
 import { cidForBytes, cidToString } from "../../../protocol/content/cid.ts";
 import { DeltaContextError } from "../../../protocol/round/delta_blob.ts";
 import { partitionDeltas } from "../../../protocol/aggregation/delta_screen.ts";
 import { claimedShare } from "../../../protocol/audit/inner_steps.ts";
-import { manifestContribution } from "../../../protocol/round/contribution.ts";
+import {
+  censoredRefusal,
+  fitRefusal,
+  isAmended,
+  type ManifestRefusal,
+  missingVerdict,
+  NO_BLAME,
+  type Owed,
+  screenRefusal,
+  supersededRefusal,
+  unamendedRefusal,
+} from "../../../protocol/round/manifest_rules.ts";
 import type { JobSpec } from "../../../protocol/spec/job_spec.ts";
 import type {
   DeltaAnnounce,
@@ -46,18 +56,16 @@ export class ManifestRefused extends NodeError {
     this.name = "ManifestRefused";
   }
 
+  /** The error for a refusal of `manifest_rules.ts`. */
+  static of(refusal: ManifestRefusal): ManifestRefused {
+    return new ManifestRefused(refusal.code, refusal.message);
+  }
+
   /** Whether the refusal blames the leader (and so costs it the round). */
   get blames(): boolean {
     return !NO_BLAME.includes(this.code);
   }
 }
-
-/**
- * Refusals that blame no one: a delta this peer could not fetch, an
- * exclusion or a wait it could not judge, and a manifest its leader
- * amended (not refused, not attested: the amendment is checked instead).
- */
-const NO_BLAME = ["invalid-delta", "cannot-check", "superseded"];
 
 /** The refusal reason for a delta that could not be fetched or read. */
 export function deltaRefusalReason(err: unknown): string {
@@ -224,7 +232,14 @@ export class ManifestVerifier {
   ): Promise<void> {
     const announced = await this.#announcing(manifest, witness);
     const { expected, preceding } = witness;
-    this.#fits(m, manifest, announced);
+    const misfit = fitRefusal(
+      this.#o.jobId,
+      this.#o.spec,
+      m,
+      manifest,
+      announced,
+    );
+    if (misfit) throw ManifestRefused.of(misfit);
     if (
       witness.hasty([
         ...manifest.contributions.map((c) => c.peer),
@@ -285,19 +300,12 @@ export class ManifestVerifier {
           );
         }
       })),
-      // A delta this peer got well before the manifest and can read is one
-      // the leader had: leaving it out is censorship. One it got shortly
-      // before may have reached the leader just after it published: it is
-      // owed an amendment. One this peer cannot read either was rightly
-      // left out.
+      // Which of the deltas left out this peer can read (one it cannot
+      // read either was rightly left out).
       Promise.all(
         missing.map((d) =>
           fetch(d).then(
-            () => {
-              if (expectedPeers.has(d.peer)) return d.peer;
-              if (precedingPeers.has(d.peer)) owed.set(d.peer, "late");
-              return null;
-            },
+            () => d.peer,
             (err) => {
               const reason = deltaRefusalReason(err);
               if (reason !== "unavailable") this.#o.noteDelta(d, reason);
@@ -307,28 +315,18 @@ export class ManifestVerifier {
         ),
       ),
     ]);
-    const censored = leftOut.filter((p) => p !== null);
+    const { censored, late } = missingVerdict(
+      leftOut.filter((p) => p !== null),
+      expectedPeers,
+      precedingPeers,
+    );
     if (censored.length > 0) {
-      throw new ManifestRefused(
-        "censored",
-        `manifest leaves out the delta of ${
-          censored.join(", ")
-        }, announced well before the manifest and readable`,
-      );
+      throw ManifestRefused.of(censoredRefusal(censored));
     }
+    for (const peer of late) owed.set(peer, "late");
     const { accepted, excluded } = partitionDeltas(values);
-    if (
-      canonicalJson(excluded) !== canonicalJson(
-        screened.map((e) => ({ peer: e.peer, reason: e.reason })),
-      )
-    ) {
-      throw new ManifestRefused(
-        "screen-mismatch",
-        `manifest screens out ${
-          canonicalJson(screened.map((e) => [e.peer, e.reason]))
-        }, this peer ${canonicalJson(excluded.map((e) => [e.peer, e.reason]))}`,
-      );
-    }
+    const misscreened = screenRefusal(screened, excluded);
+    if (misscreened) throw ManifestRefused.of(misscreened);
     for (const e of excluded) this.#o.noteDelta(byPeer.get(e.peer)!, e.reason);
     const tokens = new Map(
       manifest.contributions.map((c) => [c.peer, c.tokens]),
@@ -368,58 +366,20 @@ export class ManifestVerifier {
    */
   async #amendment(
     m: ManifestAnnounce,
-    owed: ReadonlyMap<string, "late" | "unserved">,
+    owed: Owed,
     witness: Witness,
   ): Promise<never> {
-    const peers = [...owed.keys()].join(", ");
+    // `m` itself never lists what it owes: any manifest of its leader's
+    // for the round that does is an amendment.
+    const leads = () => this.#leads.get(`${m.round} ${m.parent} ${m.peer}`);
     for (;;) {
-      if (this.#amended(m, owed)) {
-        throw new ManifestRefused(
-          "superseded",
-          `its leader amended it with the delta of ${peers}`,
-        );
+      if (isAmended(leads() ?? [], owed)) {
+        throw ManifestRefused.of(supersededRefusal(owed));
       }
       if (Date.now() >= witness.amendBy) break;
       await new Promise((r) => setTimeout(r, POLL_MS));
     }
-    if (!witness.steadySince()) {
-      throw new ManifestRefused(
-        "cannot-check",
-        `this peer's event loop stalled while it waited for an amendment with the delta of ${peers}`,
-      );
-    }
-    const late = [...owed].filter(([, why]) => why === "late");
-    if (late.length > 0) {
-      throw new ManifestRefused(
-        "censored",
-        `manifest leaves out the delta of ${
-          late.map(([p]) => p).join(", ")
-        }, which reached this peer before it, and its leader did not amend it`,
-      );
-    }
-    throw new ManifestRefused(
-      "unjustified-exclusion",
-      `manifest excludes the delta of ${peers} as unserved, which this peer held when it came, and its leader did not amend it`,
-    );
-  }
-
-  /**
-   * Whether `m`'s leader announced a manifest for its round that lists the
-   * `owed` deltas (`m` itself never does).
-   */
-  #amended(
-    m: ManifestAnnounce,
-    owed: ReadonlyMap<string, "late" | "unserved">,
-  ): boolean {
-    const leads = this.#leads.get(`${m.round} ${m.parent} ${m.peer}`) ?? [];
-    return leads.some((other) =>
-      [...owed].every(([peer, why]) =>
-        other.contributions.some((c) => c.peer === peer) ||
-        other.excluded.some((e) =>
-          e.peer === peer && (why === "late" || e.reason !== "unserved")
-        )
-      )
-    );
+    throw ManifestRefused.of(unamendedRefusal(owed, witness.steadySince()));
   }
 
   /**
@@ -470,57 +430,6 @@ export class ManifestVerifier {
         );
       }
       await new Promise((r) => setTimeout(r, POLL_MS));
-    }
-  }
-
-  /** Throws a {@linkcode ManifestRefused} unless `manifest` fits `m`. */
-  #fits(
-    m: ManifestAnnounce,
-    manifest: RoundManifest,
-    announced: readonly DeltaAnnounce[],
-  ): void {
-    if (
-      manifest.job !== this.#o.jobId || manifest.round !== m.round ||
-      manifest.parent !== m.parent || manifest.leader !== m.peer ||
-      manifest.checkpoint !== m.checkpoint
-    ) {
-      throw new ManifestRefused(
-        "mismatch",
-        "manifest does not match its announcement",
-      );
-    }
-    if (
-      canonicalJson(manifest.rule) !== canonicalJson(this.#o.spec.aggregation)
-    ) {
-      throw new ManifestRefused(
-        "rule",
-        "manifest uses another aggregation rule",
-      );
-    }
-    const byPeer = new Map(announced.map((d) => [d.peer, d]));
-    for (const c of manifest.contributions) {
-      const d = byPeer.get(c.peer);
-      const want = d && manifestContribution(this.#o.spec, d);
-      // Every contribution must be one its author announced (signed on
-      // gossip): a leader cannot invent or alter deltas.
-      if (
-        !want || want.delta !== c.delta || want.loss !== c.loss ||
-        want.account.toLowerCase() !== c.account.toLowerCase() ||
-        want.tokens !== c.tokens
-      ) {
-        throw new ManifestRefused(
-          "not-announced",
-          `contribution of ${c.peer} was not announced as listed`,
-        );
-      }
-    }
-    for (const e of manifest.excluded) {
-      if (byPeer.get(e.peer)?.delta !== e.delta) {
-        throw new ManifestRefused(
-          "not-announced",
-          `exclusion of ${e.peer} names a delta it did not announce`,
-        );
-      }
     }
   }
 }
