@@ -3,7 +3,7 @@
  * steps it committed to, from its own committed state, on the batches the
  * protocol prescribes, compared with the state it committed at the
  * segment's end. The checks, in order (the first that fails is the
- * verdict's reason):
+ * verdict's reason; the rules are protocol/audit/segment_checks.ts's):
  *
  * 1. `record`: the work record hashes to the commitment's `data` (its
  *    assignment peers, the peer among them, where its round started) and
@@ -19,9 +19,8 @@
  *    AdamW moments, step counter) on the peer's prescribed batches
  *    (`roundSampler` over its chunks assigned among the record's peers)
  *    reach the committed end state: bit for bit on the same kernel build;
- *    on another build within {@linkcode CROSS_KERNEL_TOLERANCE} of the
- *    segment's own progress (float32 sums in another order drift far
- *    less; skipped or made-up steps miss by about the whole progress);
+ *    on another build within `CROSS_KERNEL_TOLERANCE` of the segment's own
+ *    progress;
  * 4. `delta`: the announced delta blob is exactly the quantized
  *    C(r) − θ_H of the committed final state, bound to the peer and round.
  *
@@ -61,13 +60,13 @@ import {
   stateHash,
   type TrainingState,
 } from "../../../protocol/content/state_hash.ts";
-import { claimedSteps } from "../../../protocol/audit/inner_steps.ts";
+import type { WorkRecord } from "../../../protocol/audit/work_record.ts";
 import {
-  dataHash,
-  segmentBounds,
-  trajectoryRoot,
-  type WorkRecord,
-} from "../../../protocol/audit/work_record.ts";
+  recordFault,
+  replayFault,
+  segmentSpan,
+  startStepFault,
+} from "../../../protocol/audit/segment_checks.ts";
 import type { AuditVerdict } from "../services/audit_verdict.ts";
 import { roundSampler } from "../trainer/round_sampler.ts";
 import type { WorkReader } from "./work_reader.ts";
@@ -77,13 +76,6 @@ import {
   StartCheck,
   type StartCheckOptions,
 } from "./audit_start.ts";
-
-/**
- * Largest distance, relative to the segment's own progress
- * ‖θ_end − θ_start‖, between a replay on another kernel build and the
- * committed end state.
- */
-export const CROSS_KERNEL_TOLERANCE = 0.05;
 
 /** What an {@linkcode Auditor} works with. */
 export interface AuditorOptions {
@@ -154,36 +146,14 @@ export class Auditor {
    */
   async audit(a: SegmentAudit): Promise<AuditVerdict> {
     const { msg, record } = a;
-    const steps = claimedSteps(this.#o.spec, msg.tokens);
-    const bounds = segmentBounds(steps, this.#o.spec.innerSteps);
+    const span = segmentSpan(this.#o.spec, msg.tokens, a.segment);
+    const { bounds, from, to } = span;
     const fail = (
       check: AuditCheck,
       reason: string,
     ): AuditVerdict => ({ passed: false, check, reason });
-    if (!(a.segment >= 0 && a.segment < bounds.length - 1)) {
-      throw new RangeError(
-        `Cannot audit segment ${a.segment} of ${steps} steps`,
-      );
-    }
-    if (
-      !record.peers.includes(msg.peer) ||
-      dataHash(this.#o.jobId, msg.round, msg.peer, record) !== msg.data
-    ) {
-      return fail(
-        "record",
-        "its assignment peers, weights and start do not hash to its data",
-      );
-    }
-    if (trajectoryRoot(record.states) !== msg.trajectory) {
-      return fail("record", "its states do not hash to its trajectory");
-    }
-    if (record.states.length !== bounds.length) {
-      return fail(
-        "record",
-        `it names ${record.states.length} states, not one at each of the ${bounds.length} bounds of ${steps} steps`,
-      );
-    }
-    const from = bounds[a.segment], to = bounds[a.segment + 1];
+    const misrecorded = recordFault(this.#o.jobId, msg, record, span);
+    if (misrecorded) return fail("record", misrecorded);
     const fetch = <T>(
       k: number,
       get: (cid: string, peer: string) => Promise<T>,
@@ -201,12 +171,8 @@ export class Auditor {
       unjudged = err.message;
     }
     const start = await fetch(a.segment, work.state.bind(work));
-    if (start.step !== from) {
-      return fail(
-        "start",
-        `its state ${a.segment} is at step ${start.step}, not ${from}`,
-      );
-    }
+    const misplaced = startStepFault(a.segment, start.step, span);
+    if (misplaced) return fail("start", misplaced);
     const unreachable = this.#start.unreachable(a.segment, start);
     if (unreachable) return fail("start", unreachable);
     const params = work.params.bind(work);
@@ -232,24 +198,18 @@ export class Auditor {
     let drift = 0;
     let committedEnd: Pick<TrainingState, "params"> | null = null;
     if (!exact) {
-      if (msg.kernel === this.#kernel()) {
-        return fail(
-          "replay",
-          `steps ${from}-${to} do not reproduce its state`,
-        );
+      const kernels = { kernel: this.#kernel(), theirKernel: msg.kernel };
+      let off: number | undefined, progress: number | undefined;
+      if (kernels.kernel !== kernels.theirKernel) {
+        // Another build: judged by its distance from the committed end,
+        // relative to the segment's progress.
+        committedEnd = await fetch(a.segment + 1, params);
+        off = distance(end.params, committedEnd.params);
+        progress = distance(committedEnd.params, start.params);
+        drift = off / progress;
       }
-      committedEnd = await fetch(a.segment + 1, params);
-      const off = distance(end.params, committedEnd.params);
-      const progress = distance(committedEnd.params, start.params);
-      drift = off / progress;
-      if (!(off <= CROSS_KERNEL_TOLERANCE * progress)) {
-        return fail(
-          "replay",
-          `steps ${from}-${to} on ${this.#kernel()} land ${
-            (off / progress).toFixed(3)
-          } of the progress away from its ${msg.kernel} state`,
-        );
-      }
+      const missed = replayFault({ exact, ...kernels, off, progress }, span);
+      if (missed) return fail("replay", missed);
     }
     // The last segment's end is the final state: replayed bit for bit,
     // or fetched above.

@@ -37,7 +37,10 @@ import {
   type RefutationNotice,
 } from "../../../protocol/messages/messages.ts";
 import type { RoundManifest } from "../../../protocol/round/round_manifest.ts";
-import { leftUnanswered } from "../../../protocol/round/silence_rule.ts";
+import {
+  afterUnserved,
+  NO_TRIES,
+} from "../../../protocol/audit/unserved_rule.ts";
 import { declarationCovers } from "../../../protocol/audit/lost_work_rule.ts";
 import {
   claimedSegment,
@@ -399,12 +402,7 @@ export class AuditDuty {
     const start = performance.now();
     const window = this.#o.serveWindowMs ?? this.#o.spec.roundDeadlineMs;
     let verdict: AuditVerdict;
-    /** The latest proof: its own "not found" in time, or malformed bytes. */
-    let refusal: WorkRecordUnserved | StateUnserved | null = null;
-    /** Tries its peer took and answered nothing to (protocol/round/silence_rule.ts). */
-    let silent = 0;
-    /** When the first of them began (Date.now() ms). */
-    let silentSince = Infinity;
+    let tally = NO_TRIES;
     for (;;) {
       if (this.#o.stopped()) return null;
       const began = Date.now();
@@ -421,62 +419,41 @@ export class AuditDuty {
         verdict = attempt;
         break;
       }
-      // An honest peer keeps its states only so long, and one that cannot
-      // be reached may be cut off by the network: neither proves anything.
-      // A "not found" while it must still hold them does, even when the
-      // rounds move past its keep window before the serve window closes.
-      const late = this.#o.round() >= round + KEEP_STATE_ROUNDS - 1;
-      // Committed bytes that do not decode will not decode on a retry.
-      const malformed = malformedIn(attempt);
-      if (malformed || (attempt.proven && !late)) refusal = attempt;
-      if (silentIn(attempt, peer)) {
-        silent++;
-        silentSince = Math.min(silentSince, began);
-      }
       const left = window - (performance.now() - start);
-      // Silence is no answer at all, which an honest peer never gives,
-      // however late: its states collected, it says "not found".
-      if (
-        refusal === null &&
-        leftUnanswered({
-          silent,
-          since: silentSince,
-          heard: this.#o.heard(peer),
-        })
-      ) {
-        verdict = {
-          passed: false,
-          check: "unanswered",
-          reason:
-            `it took ${silent} requests for its work and answered none, while it kept gossiping`,
-        };
-        break;
+      const judged = afterUnserved(tally, {
+        check: attempt instanceof WorkRecordUnserved ? "record" : "start",
+        reason: attempt.message,
+        proven: attempt.proven,
+        malformed: malformedIn(attempt),
+        silent: silentIn(attempt, peer),
+        began,
+      }, {
+        // A "not found" proves nothing once the rounds move past the
+        // peer's keep window, even before the serve window closes.
+        late: this.#o.round() >= round + KEEP_STATE_ROUNDS - 1,
+        leftMs: left,
+        heard: this.#o.heard(peer),
+      });
+      tally = judged.tally;
+      const next = judged.next;
+      if (next.kind === "retry") {
+        await sleep(Math.min(left, UNSERVED_RETRY_MS, window / 4));
+        continue;
       }
-      if (malformed || late || left <= 0) {
-        if (refusal === null) {
-          log(
-            `round ${round}: audit of ${peer} segment ${segment} not judged: ${
-              late
-                ? "too late, its states may be collected"
-                : "it could not be reached"
-            } (${attempt.message})`,
-          );
-          return null;
-        }
-        if (!malformed && await this.#declaredLost(work)) {
-          log(
-            `round ${round}: audit of ${peer} segment ${segment} not judged: its peer declared that work lost on chain and gave back its credit`,
-          );
-          return null;
-        }
-        verdict = {
-          passed: false,
-          check: refusal instanceof WorkRecordUnserved ? "record" : "start",
-          reason: refusal.message,
-        };
-        break;
+      if (next.kind === "unjudged") {
+        log(
+          `round ${round}: audit of ${peer} segment ${segment} not judged: ${next.why}`,
+        );
+        return null;
       }
-      await sleep(Math.min(left, UNSERVED_RETRY_MS, window / 4));
+      if (next.unlessDeclared && await this.#declaredLost(work)) {
+        log(
+          `round ${round}: audit of ${peer} segment ${segment} not judged: its peer declared that work lost on chain and gave back its credit`,
+        );
+        return null;
+      }
+      verdict = { passed: false, check: next.check, reason: next.reason };
+      break;
     }
     verdict = this.#behaviour.verdict(peer, verdict);
     const ms = Math.round(performance.now() - start);

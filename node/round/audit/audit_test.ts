@@ -47,11 +47,8 @@ import {
   type WorkRecord,
 } from "../../../protocol/audit/work_record.ts";
 import { createWasmBackend } from "../../../wasm/modules.ts";
-import {
-  Auditor,
-  type AuditorOptions,
-  CROSS_KERNEL_TOLERANCE,
-} from "./audit.ts";
+import { Auditor, type AuditorOptions } from "./audit.ts";
+import { CROSS_KERNEL_TOLERANCE } from "../../../protocol/audit/segment_checks.ts";
 import { StateUnserved } from "./audit_errors.ts";
 import { HONEST } from "../services/behaviour.ts";
 import { RoundTrainer } from "../trainer/inner_loop.ts";

@@ -14,7 +14,7 @@ export type AuditVerdict =
     /**
      * For a pass within tolerance: the replay's distance from the
      * committed end over the segment's progress (at most
-     * `CROSS_KERNEL_TOLERANCE` of audit.ts); 0 when exact.
+     * `CROSS_KERNEL_TOLERANCE` of protocol/audit/segment_checks.ts); 0 when exact.
      */
     drift: number;
     /**
