@@ -26,7 +26,8 @@
  * known; then the peer waits for it. Moved onto a preview, the round is
  * one started early: its delta waits for the chain to commit that very
  * checkpoint, and is trained again from the committed one if the chain
- * commits another.
+ * commits another. The rules of what starts and what stands are
+ * protocol/round/ahead_rules.ts's.
  *
  * @module
  */
@@ -36,6 +37,12 @@ import { deliverDelta, type Trained, type TrainedDelta } from "./deliver.ts";
 import type { RoundLedger } from "../records/ledger.ts";
 import type { RoundStart } from "../services/round_io.ts";
 import { ShareSteps, type ShareStepsOptions } from "./share_steps.ts";
+import {
+  mayTrainAhead,
+  onCommit,
+  onPreview,
+  type TrainingNow,
+} from "../../../protocol/round/ahead_rules.ts";
 
 export type { TrainedDelta };
 
@@ -115,34 +122,25 @@ export class RoundTraining {
     const current = this.#current;
     if (current?.round === round && current.early) {
       const { start } = current.early;
-      const same = current.early.parent === parent;
       // The preview can match the commit with this peer's own delta of
       // round r − 1 left out of both (screened out): its steps went on
       // from that round's moments, which no audit accepts unlisted. A
       // start not yet chosen cannot be judged: it is chosen again below,
       // no step lost.
-      if (same && start && this.#share.stands(round, parent, start)) {
+      const fate = onCommit(
+        round,
+        current.early.parent,
+        parent,
+        start !== null,
+        this.#share.stands(round, parent, start),
+      );
+      if (fate.kind === "keep") {
         current.early.committed.resolve();
         return current.done;
       }
-      current.abort.abort(
-        new Error(
-          same
-            ? start === null
-              ? `round ${round} was committed before its early start was chosen`
-              : `round ${
-                round - 1
-              }'s delta is not listed by the manifest of ${parent}`
-            : `round ${round} starts from ${parent}, not the previewed ${current.early.parent}`,
-        ),
-      );
+      current.abort.abort(new Error(fate.reason));
       await current.done;
-      return this.#run(
-        round,
-        parent,
-        base,
-        this.#restart(round, parent, current.early.start),
-      );
+      return this.#run(round, parent, base, fate.keepStart ? start : null);
     }
     await this.#dropAhead();
     await this.#dropBehind(round);
@@ -157,16 +155,9 @@ export class RoundTraining {
    * has left the round before it (a preview finished late).
    */
   early(round: number, parent: string, base: Float32Array): Promise<void> {
-    const ahead = this.#ahead;
-    if (ahead?.round === round && !ahead.to) {
-      this.#moveAhead(ahead, parent, base);
-      return Promise.resolve();
-    }
-    if (
-      this.#current || this.#ahead || this.#o.state().round !== round - 1
-    ) {
-      return Promise.resolve();
-    }
+    const move = onPreview(this.#now(), round);
+    if (move === "move") this.#moveAhead(this.#ahead!, parent, base);
+    if (move !== "start") return Promise.resolve();
     return this.#run(round, parent, base, undefined, true);
   }
 
@@ -228,7 +219,7 @@ export class RoundTraining {
    * since, its moments lost) waits for the checkpoint instead.
    */
   trainAhead(round: number, start: Float32Array): Promise<void> {
-    if (this.#ahead || this.#current || !this.#share.continues(round)) {
+    if (!mayTrainAhead(this.#now(), this.#share.continues(round))) {
       return Promise.resolve();
     }
     const ahead: Ahead = {
@@ -265,31 +256,30 @@ export class RoundTraining {
     await this.#share.know(round, parent);
     if (!ahead.to) this.#moveAhead(ahead, parent, base);
     const moved = await ahead.base.promise;
-    const stands = this.#share.stands(round, parent, ahead.begun);
-    if (moved.parent === parent && stands) return ahead.committed.resolve();
-    ahead.abort.abort(
-      new Error(
-        stands
-          ? `round ${round} starts from ${parent}, not the previewed ${moved.parent}`
-          : `round ${
-            round - 1
-          }'s delta is not listed by the manifest of ${parent}`,
-      ),
+    // Steps ahead always began from a start of their own.
+    const fate = onCommit(
+      round,
+      moved.parent,
+      parent,
+      true,
+      this.#share.stands(round, parent, ahead.begun),
     );
+    if (fate.kind === "keep") return ahead.committed.resolve();
+    ahead.abort.abort(new Error(fate.reason));
     await ahead.done;
     // Trained ahead from the outer step with its own delta, which the
     // committed manifest left out: from C(round) itself.
-    if (!stands) return this.#run(round, parent, base);
-    return this.#run(round, parent, base, ahead.begun);
+    return this.#run(round, parent, base, fate.keepStart ? ahead.begun : null);
   }
 
-  /** The start a round trained again keeps, or none when it cannot stand. */
-  #restart(
-    round: number,
-    parent: string,
-    start: RoundStart | null,
-  ): RoundStart | null {
-    return this.#share.stands(round, parent, start) ? start : null;
+  /** What trains now, as the rules of ahead_rules.ts see it. */
+  #now(): TrainingNow {
+    const ahead = this.#ahead;
+    return {
+      ahead: ahead && { round: ahead.round, based: ahead.to !== null },
+      running: this.#current !== null,
+      machineRound: this.#o.state().round,
+    };
   }
 
   /** Hands the steps ahead C(round): they move onto it at the next bound. */
