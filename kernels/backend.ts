@@ -54,8 +54,8 @@ export interface AdamWParams {
 /** An arena position, to free everything allocated after it. */
 export type ArenaMark = number;
 
-/** A compute backend: allocator plus kernels. */
-export interface Backend {
+/** A compute backend: allocator plus {@linkcode Kernels}. */
+export interface Backend extends Kernels {
   /** "js", "wasm-relaxed", "wasm-simd128", "webgpu", ... */
   readonly name: string;
   /** Threads the heavy kernels run on. */
@@ -76,6 +76,15 @@ export interface Backend {
   /** Frees every buffer allocated since `mark`; their views become invalid. */
   release(mark: ArenaMark): void;
 
+  /** Releases workers and memory. */
+  dispose(): void;
+}
+
+/**
+ * The kernels of a training step, each listed in {@linkcode KERNELS}
+ * (the compiler holds the two to the same names).
+ */
+export interface Kernels {
   /** out[m,n] (+)= op(a)[m,k] @ op(b)[k,n]. */
   matmul(
     out: Float32Array,
@@ -227,7 +236,58 @@ export interface Backend {
     n: number,
     hp: AdamWParams,
   ): void;
+}
 
-  /** Releases workers and memory. */
-  dispose(): void;
+/** The name of a kernel: a method of {@linkcode Kernels}. */
+export type KernelName = keyof Kernels;
+
+/** How the WASM backend binds a kernel (`kernels/wasm/abi.ts`). */
+export interface KernelBinding {
+  /** Its export in `kernels/wasm/src/lib.rs`. */
+  readonly wasm: string;
+  /** It splits across threads, taking `(tid, nth)` as its last arguments. */
+  readonly threaded: boolean;
+}
+
+/**
+ * Every kernel and its binding: the one list of kernels. The JS backend
+ * picks its kernels by it, the WASM ABI derives its export and thread-job
+ * lists from it, and `kernels/wasm/abi_test.ts` checks it against the
+ * Rust exports; `satisfies` makes a kernel declared in {@linkcode Kernels}
+ * but missing here (or the reverse) a type error.
+ */
+export const KERNELS = {
+  matmul: { wasm: "matmul", threaded: true },
+  addBias: { wasm: "add_bias", threaded: true },
+  sumRows: { wasm: "sum_rows", threaded: true },
+  add: { wasm: "add", threaded: true },
+  mul: { wasm: "mul", threaded: true },
+  axpy: { wasm: "axpy", threaded: true },
+  scale: { wasm: "scale", threaded: true },
+  // A float64 sum in index order cannot be split and stay bit-identical.
+  sumSquares: { wasm: "sum_squares", threaded: false },
+  gelu: { wasm: "gelu", threaded: true },
+  geluBackward: { wasm: "gelu_backward", threaded: true },
+  layernorm: { wasm: "layernorm", threaded: true },
+  layernormBackward: { wasm: "layernorm_backward", threaded: true },
+  attention: { wasm: "attention", threaded: true },
+  attentionBackward: { wasm: "attention_backward", threaded: true },
+  crossEntropy: { wasm: "cross_entropy", threaded: true },
+  crossEntropyBackward: { wasm: "cross_entropy_backward", threaded: true },
+  embedding: { wasm: "embedding", threaded: true },
+  embeddingBackward: { wasm: "embedding_backward", threaded: true },
+  adamw: { wasm: "adamw", threaded: true },
+} as const satisfies Record<KernelName, KernelBinding>;
+
+/** Every kernel's name, in {@linkcode KERNELS} order. */
+export const KERNEL_NAMES = Object.keys(KERNELS) as readonly KernelName[];
+
+/**
+ * The kernels of `source` and nothing else, as a backend's own: a module
+ * of kernel functions (`js_kernels.ts`) exports helpers too.
+ */
+export function pickKernels(source: Kernels): Kernels {
+  return Object.fromEntries(
+    KERNEL_NAMES.map((name) => [name, source[name]]),
+  ) as unknown as Kernels;
 }

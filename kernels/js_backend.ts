@@ -1,4 +1,4 @@
-import type { Backend } from "./backend.ts";
+import { type Backend, pickKernels } from "./backend.ts";
 import * as k from "./js_kernels.ts";
 
 /**
@@ -27,25 +27,7 @@ export function createJsBackend(): Backend {
     // The garbage collector frees what is no longer referenced.
     mark: () => 0,
     release: () => {},
-    matmul: k.matmul,
-    addBias: k.addBias,
-    sumRows: k.sumRows,
-    add: k.add,
-    mul: k.mul,
-    axpy: k.axpy,
-    scale: k.scale,
-    sumSquares: k.sumSquares,
-    gelu: k.gelu,
-    geluBackward: k.geluBackward,
-    layernorm: k.layernorm,
-    layernormBackward: k.layernormBackward,
-    attention: k.attention,
-    attentionBackward: k.attentionBackward,
-    crossEntropy: k.crossEntropy,
-    crossEntropyBackward: k.crossEntropyBackward,
-    embedding: k.embedding,
-    embeddingBackward: k.embeddingBackward,
-    adamw: k.adamw,
+    ...pickKernels(k),
     dispose: () => {},
   };
 }

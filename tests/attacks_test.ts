@@ -11,31 +11,14 @@ import { JOB_TEST, tinySpec } from "./_job_cluster.ts";
 import { runAttack } from "./attack/attack_run.ts";
 import {
   type AttackName,
+  attacksWhere,
   FROM_ROUND_1,
   SLASHED_ATTACKS,
 } from "./attack/behaviours.ts";
 import type { JobSpec } from "../protocol/spec/job_spec.ts";
 
-const FAST: AttackName[] = [
-  "scaled",
-  "sign-flip",
-  "noise",
-  "zero-delta",
-  "stale-replay",
-  "cross-round",
-  "censoring-leader",
-  "lying-leader",
-  "late-censor",
-  "withholder",
-  "equivocation",
-  "wrong-shard",
-  "copied-delta",
-  "free-rider",
-  "partial-work",
-  "lying-start",
-  "silent",
-  "poisoned-start",
-];
+/** The attacks run among 3 peers, the sampled ones included. */
+const FAST = attacksWhere((a) => a.suite === "fast" || a.suite === "sampled");
 
 const keys = await Deno.makeTempDir({ prefix: "zoo-attack-keys-" });
 globalThis.addEventListener(
@@ -108,7 +91,7 @@ const slashSpec = tinySpec({
  * runs), where it is audited on every segment as a suspect, and slashed
  * once the next round has closed.
  */
-const SAMPLED: AttackName[] = ["partial-work"];
+const SAMPLED = attacksWhere((a) => a.suite === "sampled");
 const sampledSpec = tinySpec({
   minPeers: 2,
   quorum: 2,
@@ -151,13 +134,7 @@ const verdictSpec = tinySpec({
   roundDeadlineMs: ROUND_DEADLINE_MS,
 });
 
-for (
-  const attack of [
-    "lying-auditor",
-    "exiting-signer",
-    "colluding-verdicts",
-  ] as const
-) {
+for (const attack of attacksWhere((a) => a.suite === "verdicts")) {
   slashedTest(attack, verdictSpec, false, "", 4);
 }
 

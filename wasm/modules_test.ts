@@ -1,4 +1,5 @@
 import { equal, rejects } from "node:assert";
+import { KERNELS } from "../kernels/backend.ts";
 import { embedKernels } from "../kernels/wasm/embedded.ts";
 import { relaxedSimdSupported } from "../kernels/wasm/simd_level.ts";
 import { loadKernelModule, wasmDir, wasmFile } from "./modules.ts";
@@ -18,7 +19,8 @@ Deno.test("loader: both committed modules compile and export the kernel table", 
     if (level === "relaxed" && !relaxedSimdSupported()) continue;
     const module = await loadKernelModule(level);
     const names = WebAssembly.Module.exports(module).map((e) => e.name);
-    for (const name of ["matmul", "adamw", "__stack_pointer", "__heap_base"]) {
+    const kernels = Object.values(KERNELS).map((binding) => binding.wasm);
+    for (const name of [...kernels, "__stack_pointer", "__heap_base"]) {
       equal(names.includes(name), true, `${level} lacks ${name}`);
     }
     const [memory] = WebAssembly.Module.imports(module);

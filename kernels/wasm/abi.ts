@@ -7,6 +7,8 @@
  * @module
  */
 
+import { KERNELS } from "../backend.ts";
+
 /** Export-table version this loader speaks; `abi_version()` must match. */
 export const ABI_VERSION = 1;
 
@@ -15,30 +17,25 @@ export const MATMUL_TRANS_A = 1;
 export const MATMUL_TRANS_B = 2;
 export const MATMUL_ACCUMULATE = 4;
 
-/** Kernels that split across threads, by job id (index) for the workers. */
-export const THREADED_KERNELS = [
-  "matmul",
-  "add",
-  "mul",
-  "axpy",
-  "scale",
-  "add_bias",
-  "sum_rows",
-  "gelu",
-  "gelu_backward",
-  "layernorm",
-  "layernorm_backward",
-  "attention",
-  "attention_backward",
-  "cross_entropy",
-  "cross_entropy_backward",
-  "embedding",
-  "embedding_backward",
-  "adamw",
-] as const;
+type Bindings = typeof KERNELS;
 
-/** Name of a kernel that splits across threads. */
-export type ThreadedKernel = typeof THREADED_KERNELS[number];
+/** Name of a kernel that splits across threads: its wasm export. */
+export type ThreadedKernel = {
+  [K in keyof Bindings]: Bindings[K] extends {
+    readonly wasm: infer W;
+    readonly threaded: true;
+  } ? W
+    : never;
+}[keyof Bindings];
+
+/**
+ * Kernels that split across threads, by job id (index) for the workers;
+ * derived from {@linkcode KERNELS}, so the main thread and the workers,
+ * which both read it, agree on every id.
+ */
+export const THREADED_KERNELS = Object.values(KERNELS)
+  .filter((binding) => binding.threaded)
+  .map((binding) => binding.wasm) as readonly ThreadedKernel[];
 
 /** A threaded kernel: its own arguments, then tid and nth. */
 export type ThreadedFn = (...args: number[]) => void;
@@ -68,7 +65,7 @@ export function kernelExports(instance: WebAssembly.Instance): KernelExports {
       `Cannot use this wasm module as its ABI version is ${got}, not ${ABI_VERSION}: rebuild it with \`deno task build:wasm\``,
     );
   }
-  for (const name of THREADED_KERNELS) {
+  for (const { wasm: name } of Object.values(KERNELS)) {
     if (typeof ex[name] !== "function") {
       throw new TypeError(
         `Cannot use this wasm module as it lacks the export "${name}"`,

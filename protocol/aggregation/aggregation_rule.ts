@@ -6,31 +6,113 @@
  * @module
  */
 
-/** The aggregation rules a job spec can name. */
-export const AGGREGATION_RULES = [
-  "trimmed-mean",
-  "median",
-  "centered-clip",
-] as const;
+/** Most centered-clipping iterations accepted. */
+const MAX_CLIP_ITERATIONS = 100;
+
+/**
+ * How a job spec reads a setting (`protocol/spec` applies it with its
+ * typed field reader): an integer in [min, max], or a finite number between
+ * min and max with `brackets` saying which ends are included.
+ */
+export type AggregationSettingRange =
+  | { readonly type: "int"; readonly min: number; readonly max: number }
+  | {
+    readonly type: "number";
+    readonly min: number;
+    readonly max: number;
+    readonly brackets: "[]" | "[)" | "(]" | "()";
+  };
+
+/** One numeric setting of a rule, as every reader of a rule sees it. */
+export interface AggregationSetting {
+  /** Its value in {@linkcode DEFAULT_AGGREGATION}. */
+  readonly default: number;
+  /** The range a job spec accepts. */
+  readonly spec: AggregationSettingRange;
+  /**
+   * Whether `aggregate()` accepts `value`, which a manifest is checked
+   * against too; wider than `spec` where the spec bounds what JSON holds.
+   */
+  readonly valid: (value: number) => boolean;
+  /** What `valid` asks, for the error: "must be in [0, 0.5)". */
+  readonly problem: string;
+}
+
+/**
+ * Every aggregation rule a job spec can name, with the settings it reads.
+ * The only place a rule or a setting is declared: the rule names, the
+ * defaults, the checks, the job spec's and the manifest's fields and
+ * parsers all derive from it. Every rule object carries every setting
+ * (a spec names them all, so its job id does not depend on the rule), and
+ * a setting's name is unique across rules.
+ */
+export const AGGREGATION_RULE_TABLE = {
+  "trimmed-mean": {
+    /**
+     * Fraction of the contributors dropped from each end, in [0, 0.5);
+     * see {@linkcode trimCount} for the whole number dropped.
+     */
+    trimFraction: {
+      default: 0.2,
+      spec: { type: "number", min: 0, max: 0.5, brackets: "[)" },
+      valid: (x) => x >= 0 && x < 0.5,
+      problem: "must be in [0, 0.5)",
+    },
+  },
+  median: {},
+  "centered-clip": {
+    /**
+     * Radius (L2 norm) of the steps around the estimate, > 0; the norm
+     * clipping before every rule needs no setting. JSON has no Infinity, so
+     * a spec bounds it.
+     */
+    clipTau: {
+      default: 1,
+      spec: { type: "number", min: 0, max: 1e9, brackets: "(]" },
+      valid: (x) => Number.isFinite(x) && x > 0,
+      problem: "must be a finite number > 0",
+    },
+    /** Clipping iterations, in [1, 100]. */
+    clipIterations: {
+      default: 3,
+      spec: { type: "int", min: 1, max: MAX_CLIP_ITERATIONS },
+      valid: (x) => Number.isInteger(x) && x >= 1 && x <= MAX_CLIP_ITERATIONS,
+      problem: `must be an integer in [1, ${MAX_CLIP_ITERATIONS}]`,
+    },
+  },
+} as const satisfies Readonly<
+  Record<string, Readonly<Record<string, AggregationSetting>>>
+>;
+
+type RuleTable = typeof AGGREGATION_RULE_TABLE;
 
 /** The name of an aggregation rule. */
-export type AggregationRuleName = typeof AGGREGATION_RULES[number];
+export type AggregationRuleName = keyof RuleTable;
+
+/** The name of a setting of any rule. */
+export type AggregationSettingName = {
+  [R in AggregationRuleName]: keyof RuleTable[R];
+}[AggregationRuleName];
+
+/** The aggregation rules a job spec can name, in table order. */
+export const AGGREGATION_RULES = Object.keys(
+  AGGREGATION_RULE_TABLE,
+) as readonly AggregationRuleName[];
+
+/**
+ * Every setting of every rule, in table order: the order of a spec's
+ * `aggregation` fields and of the checks, so the first bad one is named.
+ */
+export const AGGREGATION_SETTINGS = Object.values(AGGREGATION_RULE_TABLE)
+  .flatMap((settings) => Object.entries(settings)) as readonly (readonly [
+    AggregationSettingName,
+    AggregationSetting,
+  ])[];
 
 /** A rule and all its settings, as a job spec holds them. */
-export interface AggregationRule {
+export interface AggregationRule
+  extends Readonly<Record<AggregationSettingName, number>> {
   readonly rule: AggregationRuleName;
-  /**
-   * Fraction of the contributors `trimmed-mean` drops from each end, in
-   * [0, 0.5); see {@linkcode trimCount} for the whole number dropped.
-   */
-  readonly trimFraction: number;
-  /**
-   * Radius (L2 norm) of `centered-clip`'s steps around its estimate, > 0;
-   * the norm clipping before every rule needs no setting.
-   */
-  readonly clipTau: number;
-  /** Clipping iterations for `centered-clip`, in [1, 100]. */
-  readonly clipIterations: number;
 }
 
 /**
@@ -39,13 +121,18 @@ export interface AggregationRule {
  */
 export const DEFAULT_AGGREGATION: AggregationRule = {
   rule: "trimmed-mean",
-  trimFraction: 0.2,
-  clipTau: 1,
-  clipIterations: 3,
+  ...Object.fromEntries(
+    AGGREGATION_SETTINGS.map(([name, setting]) => [name, setting.default]),
+  ) as Record<AggregationSettingName, number>,
 };
 
-/** Most centered-clipping iterations accepted. */
-export const MAX_CLIP_ITERATIONS = 100;
+/**
+ * The rules other than `trimmed-mean`, as the errors of a trimmed mean that
+ * drops no peer advise them instead: "median or centered-clip".
+ */
+export const ROBUST_ALTERNATIVES = AGGREGATION_RULES.filter((rule) =>
+  rule !== "trimmed-mean"
+).join(" or ");
 
 /**
  * The number of contributors `trimmed-mean` drops from each end of every
@@ -110,7 +197,7 @@ export function checkRuleForMinPeers(
     trimCount(rule, minPeers) < 1
   ) {
     throw new RangeError(
-      `Cannot use aggregation rule trimmed-mean with minPeers ${minPeers} as trimFraction must be > 0 to drop one peer from each end (or use rule median or centered-clip): current value is ${rule.trimFraction}`,
+      `Cannot use aggregation rule trimmed-mean with minPeers ${minPeers} as trimFraction must be > 0 to drop one peer from each end (or use rule ${ROBUST_ALTERNATIVES}): current value is ${rule.trimFraction}`,
     );
   }
 }
@@ -127,19 +214,9 @@ export function checkAggregationRule(rule: AggregationRule): void {
       rule.rule,
     );
   }
-  if (!(rule.trimFraction >= 0 && rule.trimFraction < 0.5)) {
-    throw fail("trimFraction must be in [0, 0.5)", rule.trimFraction);
-  }
-  if (!(Number.isFinite(rule.clipTau) && rule.clipTau > 0)) {
-    throw fail("clipTau must be a finite number > 0", rule.clipTau);
-  }
-  if (
-    !Number.isInteger(rule.clipIterations) || rule.clipIterations < 1 ||
-    rule.clipIterations > MAX_CLIP_ITERATIONS
-  ) {
-    throw fail(
-      `clipIterations must be an integer in [1, ${MAX_CLIP_ITERATIONS}]`,
-      rule.clipIterations,
-    );
+  for (const [name, setting] of AGGREGATION_SETTINGS) {
+    if (!setting.valid(rule[name])) {
+      throw fail(`${name} ${setting.problem}`, rule[name]);
+    }
   }
 }

@@ -1,7 +1,9 @@
 import { strictEqual, throws } from "node:assert";
 import { aggregate } from "./aggregate.ts";
 import {
+  AGGREGATION_SETTINGS,
   type AggregationRule,
+  checkAggregationRule,
   checkRuleForMinPeers,
   DEFAULT_AGGREGATION,
   trimCount,
@@ -86,4 +88,12 @@ Deno.test("checkRuleForMinPeers refuses a trimmed mean that trims nothing", () =
     () => checkRuleForMinPeers({ ...TRIMMED, trimFraction: 0.5 }, 3),
     /trimFraction must be in \[0, 0.5\)/,
   );
+});
+
+Deno.test("the rule table names each setting once, and its defaults pass", () => {
+  const names = AGGREGATION_SETTINGS.map(([name]) => name);
+  // A rule object is flat: a setting two rules declared, or one named
+  // "rule", would be one field read twice.
+  strictEqual(new Set([...names, "rule"]).size, names.length + 1);
+  checkAggregationRule(DEFAULT_AGGREGATION);
 });

@@ -7,7 +7,9 @@
  */
 import {
   AGGREGATION_RULES,
+  AGGREGATION_SETTINGS,
   type AggregationRule,
+  type AggregationSettingName,
   checkAggregationRule,
 } from "../aggregation/aggregation_rule.ts";
 import { canonicalJson } from "../content/canonical_json.ts";
@@ -50,7 +52,7 @@ const TOP_KEYS = [
   "checkpoint",
 ];
 
-const RULE_KEYS = ["rule", "trimFraction", "clipTau", "clipIterations"];
+const RULE_KEYS = ["rule", ...AGGREGATION_SETTINGS.map(([name]) => name)];
 
 const CONTRIBUTION_KEYS = ["peer", "account", "delta", "tokens", "loss"];
 
@@ -187,9 +189,14 @@ function parseRule(value: unknown): AggregationRule {
         (AGGREGATION_RULES as readonly unknown[]).includes(v),
       `must be one of ${AGGREGATION_RULES.join(", ")}`,
     ),
-    trimFraction: check(obj.trimFraction, "rule.trimFraction", isNumber),
-    clipTau: check(obj.clipTau, "rule.clipTau", isNumber),
-    clipIterations: check(obj.clipIterations, "rule.clipIterations", isNumber),
+    // In table order, so the first bad field is the one named; adding 0
+    // turns -0 into 0, which is what re-encoding it would give.
+    ...Object.fromEntries(
+      AGGREGATION_SETTINGS.map(([name]) => [
+        name,
+        check(obj[name], `rule.${name}`, isNumber) + 0,
+      ]),
+    ) as Record<AggregationSettingName, number>,
   };
   // The ranges are aggregate()'s own, so a manifest never passes here and
   // fails there.
@@ -201,12 +208,7 @@ function parseRule(value: unknown): AggregationRule {
       `must be a rule aggregate() accepts (${(error as Error).message})`,
     );
   }
-  return {
-    ...rule,
-    trimFraction: rule.trimFraction + 0,
-    clipTau: rule.clipTau + 0,
-    clipIterations: rule.clipIterations + 0,
-  };
+  return rule;
 }
 
 function parseContributions(value: unknown): ManifestContribution[] {

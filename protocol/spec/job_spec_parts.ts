@@ -11,9 +11,11 @@ import { type GptConfig, validateGptConfig } from "../../kernels/gpt.ts";
 import { VOCAB_SIZE } from "../../kernels/data/tokenizer.ts";
 import {
   AGGREGATION_RULES,
+  AGGREGATION_SETTINGS,
   type AggregationRule,
+  type AggregationSettingName,
   checkRuleForMinPeers,
-  MAX_CLIP_ITERATIONS,
+  ROBUST_ALTERNATIVES,
 } from "../aggregation/aggregation_rule.ts";
 import { cidToString, parseCid, RAW_CODEC } from "../content/cid.ts";
 import { describe, Fields, JobSpecError } from "./_spec_fields.ts";
@@ -27,11 +29,10 @@ export type InnerConfig = AdamWConfig & { readonly muon?: MuonConfig };
 
 export const INNER_KEYS = [...Object.keys(DEFAULT_ADAMW), "muon"];
 
+/** The fields of a spec's `aggregation`: the rule, then every setting. */
 export const AGGREGATION_KEYS = [
   "rule",
-  "trimFraction",
-  "clipTau",
-  "clipIterations",
+  ...AGGREGATION_SETTINGS.map(([name]) => name),
 ];
 
 export function parseModel(model: Fields): GptConfig {
@@ -99,9 +100,15 @@ export function parseAggregation(
 ): AggregationRule {
   const rule: AggregationRule = {
     rule: aggregation.oneOf("rule", AGGREGATION_RULES),
-    trimFraction: aggregation.number("trimFraction", 0, 0.5, "[)"),
-    clipTau: aggregation.number("clipTau", 0, 1e9, "(]"),
-    clipIterations: aggregation.int("clipIterations", 1, MAX_CLIP_ITERATIONS),
+    // In table order, so the first bad field is the one named.
+    ...Object.fromEntries(
+      AGGREGATION_SETTINGS.map(([name, { spec }]) => [
+        name,
+        spec.type === "int"
+          ? aggregation.int(name, spec.min, spec.max)
+          : aggregation.number(name, spec.min, spec.max, spec.brackets),
+      ]),
+    ) as Record<AggregationSettingName, number>,
   };
   // The smallest round must be able to drop a bad peer; the fields are
   // in range by now, so only trimFraction can be what is refused.
@@ -110,7 +117,7 @@ export function parseAggregation(
   } catch {
     throw new JobSpecError(
       "aggregation.trimFraction",
-      `must be > 0 for rule trimmed-mean with minPeers ${minPeers}, so one peer is dropped from each end (or use rule median or centered-clip)`,
+      `must be > 0 for rule trimmed-mean with minPeers ${minPeers}, so one peer is dropped from each end (or use rule ${ROBUST_ALTERNATIVES})`,
       describe(rule.trimFraction),
     );
   }

@@ -102,72 +102,101 @@ import { pseudoGradient } from "../../protocol/aggregation/pseudo_gradient.ts";
 import { collectMs, settleMs } from "../../protocol/round/round_timing.ts";
 import type { TrainingState } from "../../protocol/content/state_hash.ts";
 
-/** Every attack, by its name in `bench attacks`. */
-export const ATTACKS = [
-  "scaled",
-  "sign-flip",
-  "noise",
-  "alie",
-  "stale-replay",
-  "cross-round",
-  "censoring-leader",
-  "lying-leader",
-  "late-censor",
-  "zero-delta",
-  "equivocation",
-  "wrong-shard",
-  "copied-delta",
-  "free-rider",
-  "partial-work",
-  "partial-1of16",
-  "lying-start",
-  "silent",
-  "poisoned-start",
-  "withholder",
-  "lying-auditor",
-  "colluding-verdicts",
-  "exiting-signer",
-] as const;
+/**
+ * What an attack is caught for, and so what the suite and the bench
+ * expect of it:
+ * - `slashed`: its work is not what it committed to, so it fails its
+ *   audit and is slashed: its round credits are recorded at commit and
+ *   only then taken back, with its membership, once the evidence lands
+ *   on chain after the round has closed;
+ * - `leader`: made by a round's leader, on its manifest, not its own work;
+ * - `serving`: on serving, not on work: its deltas are honest work left
+ *   out unserved, so it earns nothing and is never slashed;
+ * - `refused`: its deltas are refused before any manifest lists them for
+ *   audit.
+ */
+export type AttackKind = "slashed" | "leader" | "serving" | "refused";
+
+/**
+ * Where `tests/attacks_test.ts` runs an attack:
+ * - `fast`: among 3 peers;
+ * - `sampled`: among 3 peers, over more rounds, as an audit catches it only
+ *   when it draws a made-up segment;
+ * - `verdicts`: among 4 peers, as it attacks the audit verdicts, which
+ *   need a quorum besides their accused and their signer;
+ * - `bench`: nowhere, too slow (`alie` waits for the honest deltas) or
+ *   too rarely caught (`partial-1of16`) for the suite: only
+ *   `deno task bench attacks` runs it.
+ */
+export type AttackSuite = "fast" | "sampled" | "verdicts" | "bench";
+
+/** An attack's entry in {@linkcode ATTACK_TABLE}. */
+export interface AttackEntry {
+  readonly kind: AttackKind;
+  readonly suite: AttackSuite;
+  /** It needs an earlier round of its own, so starts in round 1. */
+  readonly fromRound1?: boolean;
+}
+
+/**
+ * Every attack, by its name in `bench attacks`: the one place an attack is
+ * named; the lists below, the suite and the bench read it. Each has a
+ * `case` in {@linkcode attackBehaviour}, which the compiler holds to
+ * these names.
+ */
+export const ATTACK_TABLE = {
+  "scaled": { kind: "slashed", suite: "fast" },
+  "sign-flip": { kind: "slashed", suite: "fast" },
+  "noise": { kind: "slashed", suite: "fast" },
+  "alie": { kind: "slashed", suite: "bench" },
+  "stale-replay": { kind: "refused", suite: "fast", fromRound1: true },
+  "cross-round": { kind: "refused", suite: "fast", fromRound1: true },
+  "censoring-leader": { kind: "leader", suite: "fast" },
+  "lying-leader": { kind: "leader", suite: "fast" },
+  "late-censor": { kind: "leader", suite: "fast" },
+  "zero-delta": { kind: "slashed", suite: "fast" },
+  "equivocation": { kind: "slashed", suite: "fast" },
+  "wrong-shard": { kind: "slashed", suite: "fast" },
+  "copied-delta": { kind: "slashed", suite: "fast" },
+  "free-rider": { kind: "slashed", suite: "fast" },
+  "partial-work": { kind: "slashed", suite: "sampled" },
+  "partial-1of16": { kind: "slashed", suite: "bench" },
+  "lying-start": { kind: "slashed", suite: "fast", fromRound1: true },
+  "silent": { kind: "slashed", suite: "fast" },
+  "poisoned-start": { kind: "slashed", suite: "fast" },
+  "withholder": { kind: "serving", suite: "fast" },
+  "lying-auditor": { kind: "slashed", suite: "verdicts" },
+  "colluding-verdicts": { kind: "slashed", suite: "verdicts" },
+  "exiting-signer": { kind: "slashed", suite: "verdicts" },
+} as const satisfies Readonly<Record<string, AttackEntry>>;
 
 /** An attack's name. */
-export type AttackName = typeof ATTACKS[number];
+export type AttackName = keyof typeof ATTACK_TABLE;
+
+/** Every attack, in table order. */
+export const ATTACKS = Object.keys(ATTACK_TABLE) as readonly AttackName[];
+
+/** The attacks whose entry passes `test`, in table order. */
+export function attacksWhere(
+  test: (entry: AttackEntry) => boolean,
+): readonly AttackName[] {
+  return ATTACKS.filter((name) => test(ATTACK_TABLE[name]));
+}
 
 /** Attacks made by a round's leader. */
-export const LEADER_ATTACKS: readonly AttackName[] = [
-  "censoring-leader",
-  "lying-leader",
-  "late-censor",
-];
+export const LEADER_ATTACKS = attacksWhere((a) => a.kind === "leader");
 
-/**
- * Attacks on serving, not on work: the attacker's deltas are honest work
- * left out unserved, so it earns nothing and is never slashed.
- */
-export const SERVING_ATTACKS: readonly AttackName[] = ["withholder"];
+/** Attacks on serving, not on work (see {@linkcode AttackKind}). */
+export const SERVING_ATTACKS = attacksWhere((a) => a.kind === "serving");
 
 /** Attacks whose deltas are refused before any manifest lists them. */
-export const REFUSED_ATTACKS: readonly AttackName[] = [
-  "stale-replay",
-  "cross-round",
-];
+export const REFUSED_ATTACKS = attacksWhere((a) => a.kind === "refused");
 
 /** Attacks that need an earlier round of their own, so start in round 1. */
-export const FROM_ROUND_1: readonly AttackName[] = [
-  ...REFUSED_ATTACKS,
-  "lying-start",
-];
+export const FROM_ROUND_1 = attacksWhere((a) => a.fromRound1 === true);
 
-/**
- * Attacks punished by slashing: the attacker's round credits are recorded
- * at commit and only then taken back, with its membership, once the
- * evidence lands on chain after the round has closed.
- */
-export const SLASHED_ATTACKS: readonly AttackName[] = ATTACKS.filter((a) =>
-  // A leader's attack is on its manifest, not its own work; a replayed or
-  // misbound delta is refused before any manifest lists it for audit.
-  !LEADER_ATTACKS.includes(a) && !REFUSED_ATTACKS.includes(a) &&
-  !SERVING_ATTACKS.includes(a)
-);
+/** Attacks punished by slashing (see {@linkcode AttackKind}). */
+export const SLASHED_ATTACKS = attacksWhere((a) => a.kind === "slashed");
 
 /** What an attacker peer knows beyond its own node. */
 export interface AttackSetup {
