@@ -52,14 +52,17 @@ contract ZooRegistry is ZooStaking, ZooAttestations, ZooEvidence {
     uint256 public constant MAX_SIGNATURES = 256;
     /// A slashing reporter gets 1/REPORTER_SHARE of the stake taken.
     uint256 public constant REPORTER_SHARE = 10;
-    /// Seconds after a job's last commit before rewards can be claimed: time
-    /// for the last round's audits to run and their evidence to land, so a
-    /// cheat in that round is slashed before it can claim.
-    uint64 public constant CHALLENGE_WINDOW = 1 hours;
     /// Refuted failure verdicts after which their signer is slashed.
     uint32 public constant FALSE_VERDICT_STRIKES = 2;
     /// Audits left unanswered while live after which a member is slashed.
     uint32 public constant SILENCE_STRIKES = 2;
+
+    /// Seconds after a job's last commit before rewards can be claimed: time
+    /// for the last round's audits to run and their evidence to land, so a
+    /// cheat in that round is slashed before it can claim. A deployment
+    /// parameter: an hour on a public chain, a minute or two on a devnet
+    /// whose rounds and audits take seconds.
+    uint64 public immutable challengeWindow;
 
     // ---------------------------------------------------------------- state
 
@@ -143,7 +146,11 @@ contract ZooRegistry is ZooStaking, ZooAttestations, ZooEvidence {
     error NotCreator(bytes32 job, address caller);
     error AlreadyDeclared(bytes32 job, address account, uint32 round);
 
-    constructor(uint256 minNodeStake_, uint64 unbondingDelay_) ZooStaking(minNodeStake_, unbondingDelay_) {}
+    constructor(uint256 minNodeStake_, uint64 unbondingDelay_, uint64 challengeWindow_)
+        ZooStaking(minNodeStake_, unbondingDelay_)
+    {
+        challengeWindow = challengeWindow_;
+    }
 
     // ------------------------------------------------------------- slashing
 
@@ -289,7 +296,7 @@ contract ZooRegistry is ZooStaking, ZooAttestations, ZooEvidence {
         // was under way, must not stall the job). One credited
         // stays slashable for the challenge window, whatever its exit.
         uint256 added = 0;
-        uint48 slashable = uint48(block.timestamp + CHALLENGE_WINDOW);
+        uint48 slashable = uint48(block.timestamp + challengeWindow);
         for (uint256 i = 0; i < c.contributors.length; i++) {
             if (!isAuditor(c.job, c.contributors[i])) continue;
             contributionOf[c.job][c.contributors[i]] += c.weights[i];
@@ -362,7 +369,7 @@ contract ZooRegistry is ZooStaking, ZooAttestations, ZooEvidence {
     /// claim).
     function claimsOpenAt(bytes32 job, Job storage j) private view returns (uint64) {
         if (j.rounds == 0) return 0;
-        return roundsOf[job][j.rounds - 1].committedAt + CHALLENGE_WINDOW;
+        return roundsOf[job][j.rounds - 1].committedAt + challengeWindow;
     }
 
     // ---------------------------------------------------------------- views

@@ -11,6 +11,7 @@ import { zooRegistryAbi } from "./artifact.ts";
 import type { Address, Bytes32 } from "./attestation.ts";
 import { ChainError } from "./errors.ts";
 import { read, type ReadAt, type Registry } from "./registry_call.ts";
+import type { RegistryParams } from "./registry_writes.ts";
 
 /** A node's registration. */
 export interface NodeRecord {
@@ -67,12 +68,13 @@ export function withdrawableFrom(node: NodeRecord): bigint {
 /** The registry's fixed parameters. */
 export async function readRegistryParams(
   reg: Registry,
-): Promise<{ minNodeStake: bigint; unbondingDelay: bigint }> {
-  const [minNodeStake, unbondingDelay] = await Promise.all([
+): Promise<RegistryParams> {
+  const [minNodeStake, unbondingDelay, challengeWindow] = await Promise.all([
     read<bigint>(reg, "minNodeStake", []),
     read<bigint>(reg, "unbondingDelay", []),
+    read<bigint>(reg, "challengeWindow", []),
   ]);
-  return { minNodeStake, unbondingDelay };
+  return { minNodeStake, unbondingDelay, challengeWindow };
 }
 
 /** A node's registration (all zero when unregistered). */

@@ -14,19 +14,39 @@ import { ChainError } from "./errors.ts";
 import { type Registry, type TxResult, write } from "./registry_call.ts";
 import { toChainError } from "./revert_messages.ts";
 
+/** A registry's deployment parameters, fixed for its life. */
+export interface RegistryParams {
+  /** Least stake, in wei, a node registers with. */
+  minNodeStake: bigint;
+  /** Seconds between a node starting to leave and withdrawing its stake. */
+  unbondingDelay: bigint;
+  /**
+   * Seconds after a job's last commit before its rewards can be claimed
+   * (and after a commit that credits a node before its stake can leave):
+   * the time the last round's audits have to land their evidence.
+   */
+  challengeWindow: bigint;
+}
+
 /**
- * Deploys a registry: nodes stake at least `minNodeStake` wei and wait
- * `unbondingDelay` seconds between starting to leave and withdrawing.
+ * Deploys a registry with `params`: nodes stake at least `minNodeStake`
+ * wei, wait `unbondingDelay` seconds between starting to leave and
+ * withdrawing, and claim a job's rewards `challengeWindow` seconds after
+ * its last commit.
  */
 export async function deployRegistry(
   client: ChainClient,
-  params: { minNodeStake: bigint; unbondingDelay: bigint },
+  params: RegistryParams,
 ): Promise<TxResult & { address: Address }> {
   try {
     const hash = await client.wallet.deployContract({
       abi: zooRegistryAbi,
       bytecode: zooRegistryBytecode,
-      args: [params.minNodeStake, params.unbondingDelay],
+      args: [
+        params.minNodeStake,
+        params.unbondingDelay,
+        params.challengeWindow,
+      ],
     });
     const receipt = await client.public.waitForTransactionReceipt({ hash });
     if (receipt.status !== "success" || !receipt.contractAddress) {

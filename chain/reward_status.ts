@@ -58,7 +58,7 @@ export async function readRewardStatus(
   if (finished && record.rounds > 0) {
     const [last, window] = await Promise.all([
       readRound(reg, job, record.rounds - 1),
-      read<bigint>(reg, "CHALLENGE_WINDOW", []),
+      read<bigint>(reg, "challengeWindow", []),
     ]);
     claimsOpenAt = (last?.committedAt ?? 0n) + window;
   }

@@ -13,7 +13,7 @@ import {
   findRegistry,
   openDevChain,
 } from "./store/chain_records.ts";
-import type { Registry } from "../chain/registry.ts";
+import type { Registry, RegistryParams } from "../chain/registry.ts";
 import type { Config } from "./config.ts";
 import type { Identity } from "./identity.ts";
 
@@ -79,7 +79,7 @@ export function sessionRegistry(
 /** Deploys a new registry in the session and records it. */
 export async function deployInSession(
   session: ChainSession,
-  params: { minNodeStake: bigint; unbondingDelay: bigint },
+  params: RegistryParams,
 ): Promise<Registry> {
   const record = await deployAndRecord(
     session.client,

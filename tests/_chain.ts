@@ -30,6 +30,7 @@ import {
   joinJob,
   registerNode,
   type Registry,
+  type RegistryParams,
 } from "../chain/registry.ts";
 
 /** One test account: a chain client plus the peer id it registers. */
@@ -51,14 +52,15 @@ export interface TestChain {
   account(): Promise<TestAccount>;
 }
 
+/** Seconds after a job's last commit before claims open (TEST_REGISTRY's). */
+export const CHALLENGE_WINDOW = 3600;
+
 /** Registry parameters used by the tests. */
-export const TEST_REGISTRY = {
+export const TEST_REGISTRY: RegistryParams = {
   minNodeStake: parseEther("1"),
   unbondingDelay: 3600n,
+  challengeWindow: BigInt(CHALLENGE_WINDOW),
 };
-
-/** Seconds after a job's last commit before claims open (the contract's). */
-export const CHALLENGE_WINDOW = 3600;
 
 /** Moves anvil's clock on by `seconds` and mines a block there. */
 export async function passTime(
@@ -82,7 +84,7 @@ export const CHAIN_TEST = { sanitizeOps: false, sanitizeResources: false };
 export async function withChain(
   fn: (chain: TestChain) => Promise<void>,
   dir?: string,
-  params: typeof TEST_REGISTRY = TEST_REGISTRY,
+  params: RegistryParams = TEST_REGISTRY,
 ): Promise<void> {
   const root = dir ?? await Deno.makeTempDir({ prefix: "zoo-chain-test-" });
   const anvil = await startAnvil(root, { writeFile: atomicWriteFile });

@@ -23,7 +23,10 @@ import {
 } from "../chain_session.ts";
 import type { Config } from "../config.ts";
 import { type Identity, loadIdentity } from "../identity.ts";
-import { DEVNET_REGISTRY } from "../../chain/deployment.ts";
+import {
+  DEFAULT_CHALLENGE_WINDOW,
+  DEVNET_REGISTRY,
+} from "../../chain/deployment.ts";
 import type { ChainCommand } from "./parse_chain.ts";
 import { UsageError } from "./flags.ts";
 
@@ -44,6 +47,7 @@ export function chainCommand(
           minNodeStake: command.minStake ?? DEVNET_REGISTRY.minNodeStake,
           unbondingDelay: command.unbondingDelay ??
             DEVNET_REGISTRY.unbondingDelay,
+          challengeWindow: command.challengeWindow ?? DEFAULT_CHALLENGE_WINDOW,
         });
         console.log(`registry  ${reg.address}`);
         console.log(

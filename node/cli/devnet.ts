@@ -18,6 +18,11 @@ import {
   spawnJobPeers,
 } from "../devnet/job.ts";
 import { formatRound, watchRounds } from "../devnet/rounds.ts";
+import { devnetClaims, mineWhenOpen } from "../devnet/claims.ts";
+import { type DevnetFaucet, startFaucet } from "../devnet/faucet.ts";
+import { DEVNET_FUNDS, DEVNET_REGISTRY } from "../../chain/deployment.ts";
+import { readBrowserPeerFiles } from "../http/browser_peer.ts";
+import { NodeError } from "../errors.ts";
 import type { NodeStatus } from "../http/types.ts";
 import { DEFAULT_CORPUS_DATASET_ID } from "../job/dataset.ts";
 import {
@@ -33,6 +38,7 @@ import { readRpcToken } from "../http/rpc_token.ts";
 import { UsageError } from "./flags.ts";
 import { readSpecFields } from "./job.ts";
 import type { DevnetCommand } from "./parse_devnet.ts";
+import { formatEther } from "viem";
 
 /**
  * `zoo-node devnet`: starts the chain (the embedded anvil, or a dev chain
@@ -48,12 +54,19 @@ import type { DevnetCommand } from "./parse_devnet.ts";
  * from a script or a supervisor), nothing it started is left running.
  */
 export async function devnet(command: DevnetCommand): Promise<number> {
-  // A bad spec file is a usage error: found before anything starts.
+  // A bad spec file or browser peer build is a usage error: found before
+  // anything starts.
   const spec = command.rounds > 0 ? await devnetSpec(command) : null;
+  if (command.browserPeer?.dir) {
+    await checkBrowserBuild(command.browserPeer.dir);
+  }
   const root = command.flags.dataDir ??
     await Deno.makeTempDir({ prefix: "zoo-devnet-" });
   const peers: LocalPeer[] = [];
   let chain: DevnetChain | null = null;
+  let faucet: DevnetFaucet | null = null;
+  /** When the job's claims open (unix s); null without a job. */
+  let opensAt: bigint | null = null;
   let failed = false;
   const stop = new AbortController();
   const onSignal = (name: Deno.Signal) => () => {
@@ -67,9 +80,14 @@ export async function devnet(command: DevnetCommand): Promise<number> {
   for (const [name, handler] of signals) Deno.addSignalListener(name, handler);
   const { signal } = stop;
   try {
+    const browserDir = command.browserPeer
+      ? command.browserPeer.dir ?? await buildBrowserPeer(`${root}/browser`)
+      : null;
+    signal.throwIfAborted();
     chain = await startDevnetChain(
       `${root}/chain`,
       command.flags.rpcUrl ?? null,
+      { ...DEVNET_REGISTRY, challengeWindow: command.challengeWindow },
     );
     signal.throwIfAborted();
     console.log(
@@ -78,12 +96,30 @@ export async function devnet(command: DevnetCommand): Promise<number> {
       }, registry ${chain.registry}`,
     );
     if (spec) {
-      await trainJob(chain, root, command, spec, peers, signal);
+      let tab: BrowserTab | null = null;
+      if (browserDir !== null) {
+        faucet = startFaucet(chain, (address) =>
+          console.log(
+            `devnet: funded the tab's account ${address} with ${
+              formatEther(DEVNET_FUNDS)
+            } ETH; it stakes ${
+              formatEther(DEVNET_REGISTRY.minNodeStake)
+            } ETH, joins the job and trains from its next round`,
+          ));
+        tab = { dir: browserDir, rpcUrl: faucet.url };
+      }
+      opensAt = await trainJob(chain, root, command, spec, peers, signal, tab);
     } else {
       await meshDemo(chain, root, command.nodes, peers, signal);
     }
     if (command.keepRunning) {
       console.log("devnet: running; press Ctrl-C to stop");
+      if (opensAt !== null) {
+        await mineWhenOpen(chain, opensAt, signal);
+        console.log(
+          "devnet: claims are open: run the rewards claim command above",
+        );
+      }
       await new Promise((resolve) =>
         signal.addEventListener("abort", resolve, { once: true })
       );
@@ -97,6 +133,7 @@ export async function devnet(command: DevnetCommand): Promise<number> {
     return 1;
   } finally {
     await Promise.all(peers.map((p) => stopPeer(p)));
+    await faucet?.stop();
     await chain?.stop();
     for (const [name, handler] of signals) {
       Deno.removeSignalListener(name, handler);
@@ -143,6 +180,30 @@ class DevnetStopped extends Error {
   }
 }
 
+/** What node-1 serves a browser tab: its build and the chain URL tabs get. */
+interface BrowserTab {
+  dir: string;
+  rpcUrl: string;
+}
+
+/**
+ * Flags for node-1 when it serves a tab: the build, the faucet as the
+ * tabs' chain, and a relay, so every peer (not only the one the tab
+ * dialled) reaches the tab's deltas and training states.
+ */
+function tabServerArgs(tab: BrowserTab): string[] {
+  return [
+    "--browser-peer",
+    tab.dir,
+    "--browser-rpc-url",
+    tab.rpcUrl,
+    "--relay",
+  ];
+}
+
+/** A tab dials WebSockets only: every devnet peer listens on them too. */
+const WS_LISTEN = ["--listen", "/ip4/127.0.0.1/tcp/0/ws"];
+
 async function trainJob(
   chain: DevnetChain,
   root: string,
@@ -150,7 +211,8 @@ async function trainJob(
   spec: JobSpec,
   peers: LocalPeer[],
   signal: AbortSignal,
-): Promise<void> {
+  tab: BrowserTab | null,
+): Promise<bigint> {
   const slots = await registerDevnetPeers(chain, root, command.nodes);
   signal.throwIfAborted();
   for (const s of slots) {
@@ -166,9 +228,39 @@ async function trainJob(
   peers.push(
     ...await spawnJobPeers(chain, job.id, slots, {
       backends: command.backends,
+      ...(tab ? { args: WS_LISTEN, firstArgs: tabServerArgs(tab) } : {}),
     }),
   );
   printMesh(peers, await waitForMesh(peers, 30_000, signal));
+  if (tab) {
+    // Printed once node-1 can tell a tab where to join: it has entered the
+    // job, so the page a user opens at once goes straight on.
+    await waitFor(
+      async () => {
+        const res = await fetch(`${peers[0].info.http}/peer/config.json`);
+        await res.body?.cancel();
+        return res.ok ? true : null;
+      },
+      60_000,
+      `${peers[0].name} did not serve the browser peer's config`,
+      signal,
+    );
+    console.log(
+      `browser  open ${
+        peers[0].info.http
+      }/peer/ in Chrome or Chromium (one tab per browser profile)`,
+    );
+    console.log(
+      `         the tab makes its own account; this devnet funds it with ${
+        formatEther(DEVNET_FUNDS)
+      } ETH (${
+        chain.dev ? "anvil_setBalance" : "anvil_ or hardhat_setBalance"
+      }) as soon as the tab reads its balance through ${tab.rpcUrl}, the chain URL ${
+        peers[0].name
+      } gives tabs`,
+    );
+    console.log("");
+  }
   const names = new Map(peers.map((p) => [p.info.peerId, p.name]));
   const started = performance.now();
   const rounds = await watchRounds({
@@ -195,6 +287,49 @@ async function trainJob(
       last.valLoss.toFixed(3)
     }; every peer holds ${last.checkpoint}`,
   );
+  const claims = await devnetClaims(chain, job.id, slots, command.keepRunning);
+  for (const line of claims.lines) console.log(line);
+  return claims.opensAt;
+}
+
+/** The devnet's own build of the browser peer, into `out`. */
+async function buildBrowserPeer(out: string): Promise<string> {
+  // Built by the checkout's build script in its own process: the build
+  // bundles this checkout's sources, which a bundled or compiled zoo-node
+  // does not carry.
+  const script = new URL("../browser/build.ts", import.meta.url);
+  const started = performance.now();
+  const built = script.protocol === "file:" &&
+    await Deno.stat(script).then(() => true, () => false) &&
+    (await new Deno.Command(Deno.execPath(), {
+      args: ["run", "-A", script.href, "--out", out],
+      stdin: "null",
+      stdout: "null",
+      stderr: "inherit",
+    }).output()).success;
+  if (!built) {
+    throw new NodeError(
+      `Cannot build the browser peer here (${script.href}): build it in a checkout with "deno task bundle:browser" and pass its folder, --browser-peer DIR`,
+    );
+  }
+  console.log(
+    `devnet: browser peer built in ${out} (${
+      ((performance.now() - started) / 1000).toFixed(1)
+    } s)`,
+  );
+  return out;
+}
+
+/** A `--browser-peer DIR` that holds no build is a usage error. */
+async function checkBrowserBuild(dir: string): Promise<void> {
+  try {
+    await readBrowserPeerFiles(dir);
+  } catch (err) {
+    if (err instanceof NodeError) {
+      throw new UsageError(`--browser-peer: ${err.message}`);
+    }
+    throw err;
+  }
 }
 
 async function meshDemo(

@@ -15,6 +15,7 @@ export type ChainCommand =
     kind: "chain-deploy";
     minStake: bigint | null;
     unbondingDelay: bigint | null;
+    challengeWindow: bigint | null;
     flags: PartialConfig;
   }
   | { kind: "chain-status"; flags: PartialConfig }
@@ -65,6 +66,7 @@ export function parseChain(argv: string[]): ChainCommand {
         ...CHAIN_FLAGS,
         "min-stake": { type: "string" },
         "unbonding-delay": { type: "string" },
+        "challenge-window": { type: "string" },
       }, 0);
       return {
         kind: "chain-deploy",
@@ -72,6 +74,9 @@ export function parseChain(argv: string[]): ChainCommand {
         unbondingDelay: p.values["unbonding-delay"] === undefined
           ? null
           : BigInt(integer(p, "unbonding-delay", 0, 10 * 365 * 86400)),
+        challengeWindow: p.values["challenge-window"] === undefined
+          ? null
+          : BigInt(integer(p, "challenge-window", 0, 10 * 365 * 86400)),
         flags: settings(p),
       };
     }

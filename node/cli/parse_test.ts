@@ -232,6 +232,8 @@ Deno.test("devnet: defaults, --nodes, --rounds, --spec, --keep-running, --data-d
     spec: null,
     keepRunning: false,
     backends: [],
+    challengeWindow: 90n,
+    browserPeer: null,
     flags: {},
   });
   assert.deepEqual(
@@ -254,6 +256,8 @@ Deno.test("devnet: defaults, --nodes, --rounds, --spec, --keep-running, --data-d
       spec: "job.json",
       keepRunning: true,
       backends: [],
+      challengeWindow: 90n,
+      browserPeer: null,
       flags: { dataDir: "/d" },
     },
   );
@@ -420,6 +424,63 @@ Deno.test("devnet --backend: one choice for every peer, or one per peer in turn"
     /--backend must be auto, webgpu, wasm, js or a comma-separated list of them: current value is "webgpu,cuda"/,
   );
   assertUsage(["devnet", "--backend", ""], /--backend must be/);
+});
+
+Deno.test("devnet --challenge-window: the registry's window in seconds", () => {
+  const window = (args: string[]) =>
+    (parseCommand(["devnet", ...args]) as { challengeWindow: bigint })
+      .challengeWindow;
+  assert.equal(window(["--challenge-window", "5"]), 5n);
+  assert.equal(window(["--challenge-window=0"]), 0n);
+  for (const w of ["-1", "x", "1.5", ""]) {
+    assertUsage(
+      ["devnet", `--challenge-window=${w}`],
+      /--challenge-window must be an integer from 0 to 315360000/,
+    );
+  }
+});
+
+Deno.test("devnet --browser-peer [DIR]: a build of its own or DIR, a long job, kept running", () => {
+  const devnet = (args: string[]) =>
+    parseCommand(["devnet", ...args]) as {
+      browserPeer: { dir: string | null } | null;
+      rounds: number;
+      keepRunning: boolean;
+      nodes: number;
+      flags: Record<string, unknown>;
+    };
+  for (
+    const args of [
+      ["--browser-peer"],
+      ["--browser-peer", "--nodes", "2"],
+      ["--browser-peer="],
+    ]
+  ) {
+    const c = devnet(args);
+    assert.deepEqual(c.browserPeer, { dir: null }, args.join(" "));
+    assert.equal(c.rounds, 100);
+    assert.equal(c.keepRunning, true);
+    assert.deepEqual(c.flags, {});
+  }
+  assert.equal(devnet(["--browser-peer", "--nodes", "2"]).nodes, 2);
+  assert.deepEqual(devnet(["--browser-peer", "dist/browser"]).browserPeer, {
+    dir: "dist/browser",
+  });
+  assert.deepEqual(
+    devnet(["--nodes", "2", "--browser-peer=web", "--rounds", "7"]),
+    {
+      ...devnet(["--nodes", "2", "--rounds", "7", "--keep-running"]),
+      browserPeer: { dir: "web" },
+    },
+  );
+  assertUsage(
+    ["devnet", "--browser-peer", "--rounds", "0"],
+    /--browser-peer needs a job for the tab to train: --rounds must be at least 1/,
+  );
+  assertUsage(
+    ["devnet", "--browser-peer", "a", "b"],
+    /unexpected argument "b"/,
+  );
 });
 
 Deno.test("devnet --nodes must be 1 to 32", () => {

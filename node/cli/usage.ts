@@ -111,7 +111,13 @@ Options:
   --data-dir DIR          keep the peers' state here (default: a temp dir, removed)
   --rpc-url URL           a dev chain (anvil) instead of the embedded one
   --keep-running          stay up until Ctrl-C instead of exiting at the end
+                          (then the end says when claims open and how to claim)
   --backend B[,B...]      each peer's compute, in turn (e.g. webgpu,wasm; default auto)
+  --challenge-window S    seconds from the job's last commit to its claims (default 90)
+  --browser-peer [DIR]    node-1 also serves a browser tab as a peer, from the build
+                          in DIR (default: one built in the devnet's folder); the
+                          devnet funds the tab's account; implies --keep-running,
+                          --rounds defaults to 100
 
 ${EXIT_CODES}`,
   status: `zoo-node status [options]: show a running node's status and peers
@@ -159,6 +165,7 @@ ${EXIT_CODES}`,
   deploy                  deploy a new registry and record it
     --min-stake ETH         least stake to register (default 1)
     --unbonding-delay S     seconds from exit to withdrawal (default 60)
+    --challenge-window S    seconds from a job's last commit to its claims (default 3600)
   status                  chain, registry, this account and every job
   register                register this node's account bound to its peer id
     --stake ETH             stake to put up (default: the registry's minimum)

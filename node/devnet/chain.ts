@@ -11,7 +11,11 @@ import { peerIdToHex } from "../../chain/attestation.ts";
 import { type ChainClient, connectChain } from "../../chain/client.ts";
 import { DEVNET_REGISTRY, fundOnDevnet } from "../../chain/deployment.ts";
 import { ChainError } from "../../chain/errors.ts";
-import { registerNode, type Registry } from "../../chain/registry.ts";
+import {
+  registerNode,
+  type Registry,
+  type RegistryParams,
+} from "../../chain/registry.ts";
 import {
   deployAndRecord,
   type DevChain,
@@ -32,12 +36,14 @@ export interface DevnetChain {
 }
 
 /**
- * Starts (or connects to) the devnet chain and deploys a fresh registry,
- * recorded in `<chainDir>/registry-<chainId>.json`.
+ * Starts (or connects to) the devnet chain and deploys a fresh registry
+ * with `params` (default: the devnet's), recorded in
+ * `<chainDir>/registry-<chainId>.json`.
  */
 export async function startDevnetChain(
   chainDir: string,
   rpcUrl: string | null,
+  params: RegistryParams = DEVNET_REGISTRY,
 ): Promise<DevnetChain> {
   const dev = rpcUrl === null ? await openDevChain(chainDir) : null;
   try {
@@ -46,7 +52,7 @@ export async function startDevnetChain(
       accountKey: generatePrivateKey(),
     });
     await fundOrExplain(deployer, [deployer.account.address]);
-    const record = await deployAndRecord(deployer, chainDir, DEVNET_REGISTRY);
+    const record = await deployAndRecord(deployer, chainDir, params);
     return {
       rpcUrl: deployer.rpcUrl,
       chainId: deployer.chainId,

@@ -123,6 +123,14 @@ export function jobPeerArgs(
   ];
 }
 
+/** How {@linkcode spawnJobPeers} starts its peers. */
+export interface JobPeerOptions extends SpawnPeerOptions {
+  /** Each peer's compute in turn: slot i on entry i (default: auto). */
+  backends?: readonly BackendChoice[];
+  /** More `--join` flags for the first slot alone, after `args`. */
+  firstArgs?: string[];
+}
+
 /**
  * Starts the registered `slots` as `--join --job` processes: the first
  * alone, the rest bootstrapping from it (or all from `bootstrap`). Slot i
@@ -132,7 +140,7 @@ export async function spawnJobPeers(
   chain: DevnetChain,
   job: string,
   slots: readonly DevnetPeerSlot[],
-  options: SpawnPeerOptions & { backends?: readonly BackendChoice[] } = {},
+  options: JobPeerOptions = {},
 ): Promise<LocalPeer[]> {
   const backends = options.backends ?? [];
   const spawn = (s: DevnetPeerSlot, bootstrap?: string[]) =>
@@ -146,6 +154,7 @@ export async function spawnJobPeers(
           backends[slots.indexOf(s) % backends.length],
         ),
         ...(options.args ?? []),
+        ...(s === slots[0] ? options.firstArgs ?? [] : []),
       ],
     });
   const peers: LocalPeer[] = [];

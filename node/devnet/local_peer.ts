@@ -1,3 +1,4 @@
+import { fileURLToPath } from "node:url";
 import { NodeError } from "../errors.ts";
 import { readRuntimeInfo, type RuntimeInfo } from "../node.ts";
 
@@ -57,7 +58,7 @@ export async function spawnPeer(
   await Deno.mkdir(dataDir, { recursive: true, mode: 0o700 });
   await Deno.remove(`${dataDir}/node.json`).catch(() => {});
   const log = `${dataDir}/node.log`;
-  const [cmd, ...base] = selfCommand(options.entry ?? Deno.mainModule);
+  const [cmd, ...base] = zooNodeCommand(options.entry);
   // The shell hands the log file to the child as its stdout and stderr,
   // then execs it: the log is written by the child alone, survives this
   // process, and the pid is the peer's.
@@ -155,9 +156,14 @@ export async function waitFor<T>(
   throw new Error(`${what} within ${timeoutMs / 1000} s${why}`);
 }
 
-/** How to start a zoo-node, whether it runs under deno or was compiled. */
-function selfCommand(entry: string): string[] {
+/**
+ * How to start a zoo-node, whether it runs under deno or was compiled: the
+ * command line before its arguments, running `entry` (default: the running
+ * program's main module, as a path when it is a file).
+ */
+export function zooNodeCommand(entry: string = Deno.mainModule): string[] {
   const exe = Deno.execPath();
   const isDeno = /(^|\/)deno(\.exe)?$/.test(exe);
-  return isDeno ? [exe, "run", "-A", entry] : [exe];
+  const module = entry.startsWith("file:") ? fileURLToPath(entry) : entry;
+  return isDeno ? [exe, "run", "-A", module] : [exe];
 }

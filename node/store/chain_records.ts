@@ -16,7 +16,11 @@ import {
   hasCode,
 } from "../../chain/deployment.ts";
 import { ChainError } from "../../chain/errors.ts";
-import { deployRegistry, type Registry } from "../../chain/registry.ts";
+import {
+  deployRegistry,
+  type Registry,
+  type RegistryParams,
+} from "../../chain/registry.ts";
 import { atomicWriteFile } from "./atomic_write.ts";
 
 /** A registry deployment, as recorded in the data dir. */
@@ -27,6 +31,8 @@ export interface Deployment {
   blockNumber: string;
   minNodeStake: string;
   unbondingDelay: string;
+  /** Absent in records written before the window was a parameter. */
+  challengeWindow?: string;
 }
 
 /** The deployment record's path for `chainId`. */
@@ -53,7 +59,7 @@ export async function readDeployment(
 export async function deployAndRecord(
   client: ChainClient,
   chainDir: string,
-  params: { minNodeStake: bigint; unbondingDelay: bigint },
+  params: RegistryParams,
 ): Promise<Deployment> {
   const tx = await deployRegistry(client, params);
   const record: Deployment = {
@@ -63,6 +69,7 @@ export async function deployAndRecord(
     blockNumber: tx.blockNumber.toString(),
     minNodeStake: params.minNodeStake.toString(),
     unbondingDelay: params.unbondingDelay.toString(),
+    challengeWindow: params.challengeWindow.toString(),
   };
   await Deno.mkdir(chainDir, { recursive: true });
   await atomicWriteFile(
