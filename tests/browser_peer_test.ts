@@ -4,11 +4,12 @@
  * playwright-core, opens `/peer/` on one of 2 Deno peers of a devnet job.
  * The tab makes its keys (kept in its storage), waits for funds, registers
  * with a stake, joins over WebSockets, trains with the WASM kernels in its
- * worker, and is credited on chain for its deltas round after round. A
+ * worker, and is credited on chain for its deltas round after round; its
+ * page shows its backend, stake, credit and claims as the chain has them. A
  * Deno peer's audit re-runs a segment of its training bit for bit; no peer
  * slashes it and it raises no error. A second tab of the same browser
  * refuses to run the same peer; reloaded mid-job, right after a round it
- * was credited for, the tab is the same peer, serves that round's work to
+ * was credited for, the tab is the same peer, keeps its log, serves that round's work to
  * its auditors from its IndexedDB and is credited in rounds after it,
  * never slashed.
  */
@@ -18,10 +19,14 @@ import { cidToBytes32 } from "../chain/attestation.ts";
 import { fundOnDevnet } from "../chain/deployment.ts";
 import {
   contributionOf,
+  readNode,
   roundCredits,
   slashedAccounts,
 } from "../chain/registry.ts";
 import { buildBrowserPeer } from "../node/browser/build.ts";
+import { formatEther, formatTokens } from "../node/browser/peer_view.ts";
+import { callRpc } from "../node/http/rpc_client.ts";
+import type { PeerSummary } from "../node/http/types.ts";
 import { waitFor } from "../node/devnet/local_peer.ts";
 import {
   JOB_TEST,
@@ -115,6 +120,47 @@ Deno.test({
               await page.evaluate(() => document.body.dataset.state),
               "training",
             );
+            // The page shows what the chain has: the tab's stake, its
+            // credit (rounds numbered from 0) and when claims open; the
+            // backend it trains on, as its heartbeats tell the node.
+            const stake = (await readNode(c.chain.owner, address)).stake;
+            await page.waitForFunction(
+              (want) => document.getElementById("stake")?.textContent === want,
+              formatEther(stake),
+              { timeout: 30_000 },
+            );
+            await waitFor(
+              async () => {
+                const tokens = await contributionOf(
+                  c.chain.owner,
+                  job,
+                  address,
+                );
+                const shown = (await page.textContent("#credited")) ?? "";
+                return shown.startsWith(`${formatTokens(tokens)} tokens in `)
+                  ? shown
+                  : null;
+              },
+              30_000,
+              "the chain's credit on the page",
+            );
+            assert.match(
+              (await page.textContent("#claimable"))!,
+              /^0 ETH; claims open after round 199 commits \+ challenge window$/,
+            );
+            assert.match((await page.textContent("#round"))!, /^\d+ \/ 200$/);
+            const heard = await waitFor(
+              async () =>
+                (await callRpc<PeerSummary[]>(a.info.http!, "zoo_peers"))
+                  .find((p) => p.peerId === peerId && p.backend !== null) ??
+                  null,
+              30_000,
+              "the tab's heartbeat on the serving node",
+            );
+            assert.equal(
+              await page.textContent("#backend"),
+              `${heard.backend} (${heard.device})`,
+            );
             // A Deno peer re-ran a segment of the tab's training and got
             // its commitments bit for bit (Chromium's WASM against Deno's).
             const audit = await waitFor(
@@ -182,6 +228,8 @@ Deno.test({
               120_000,
               "a fresh round crediting the tab",
             );
+            const logged = await page.locator("#log li").allTextContents();
+            assert.ok(logged.length > 0, "the tab logged nothing");
             await page.reload();
             // Its keys stay in the tab: reloaded, it is the same peer.
             await page.waitForFunction(
@@ -190,6 +238,15 @@ Deno.test({
               { timeout: 30_000 },
             );
             assert.equal(await page.textContent("#address"), address);
+            // And its log is still there, what it said before first.
+            const relogged = await page.locator("#log li").allTextContents();
+            const last = relogged.lastIndexOf(logged.at(-1)!) + 1;
+            assert.ok(last > 0, "the log before the reload is gone");
+            assert.deepEqual(
+              relogged.slice(0, last),
+              logged.slice(logged.length - last),
+              "the log before the reload",
+            );
 
             // It trains on after the reload: 3 rounds committed after it
             // credit the tab. Not necessarily the next 3: on a loaded

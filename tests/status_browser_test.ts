@@ -2,8 +2,9 @@
 /**
  * The status page in a real browser: a 3-peer training devnet, Debian's
  * headless chromium driven by playwright-core. Every peer is listed, the
- * loss chart draws and grows as rounds commit, the page fits a 360 px
- * window, and it requests nothing outside the nodes. Screenshots are left
+ * loss chart draws and grows as rounds commit, the contribution and reward
+ * tiles show the chain's whole figures and when claims open, the page fits
+ * a 360 px window, and it requests nothing outside the nodes. Screenshots are left
  * in tests/artifacts/ (gitignored).
  */
 import assert from "node:assert/strict";
@@ -16,6 +17,8 @@ import {
   withJobCluster,
 } from "./_job_cluster.ts";
 import { waitFor } from "../node/devnet/local_peer.ts";
+import { callRpc } from "../node/http/rpc_client.ts";
+import type { Contributions } from "../node/http/types.ts";
 import { CHROMIUM, skipWithout } from "./_tools.ts";
 
 const ARTIFACTS = new URL("./artifacts/", import.meta.url).pathname;
@@ -56,6 +59,15 @@ async function chartBeyond(
     { timeout: 90_000, polling: 200 },
   );
   return await chart(page);
+}
+
+/** The summary tiles whose value does not fit its box. */
+function clippedTiles(page: Page): Promise<string[]> {
+  return page.evaluate(() =>
+    [...document.querySelectorAll<HTMLElement>(".card .value")]
+      .filter((v) => v.scrollWidth > v.clientWidth)
+      .map((v) => v.textContent ?? "")
+  );
 }
 
 Deno.test({
@@ -168,6 +180,36 @@ Deno.test({
         const cards = await page.locator("#cards").innerText();
         assert.ok(cards.includes(short(c.job.id)), cards);
         assert.ok(cards.includes(`/ ${c.spec.rounds}`), cards);
+        // The contribution tile shows the chain's figure whole, with
+        // thousands separators, and the reward tile when claims open;
+        // no tile cuts its value.
+        const viewed = auditor.info.http!;
+        const tokens = await waitFor(
+          async () => {
+            const mine = await callRpc<Contributions>(
+              viewed,
+              "zoo_contributions",
+            );
+            const whole = mine.contribution.replace(
+              /\B(?=(\d{3})+(?!\d))/g,
+              ",",
+            ) + " tokens";
+            const tile = await page.locator(".card", {
+              has: page.locator(".label", { hasText: /^contribution$/ }),
+            }).locator(".value").innerText();
+            return tile === whole && mine.contribution !== "0" ? tile : null;
+          },
+          30_000,
+          "the chain's contribution on the page",
+        );
+        assert.match(tokens, /^\d{1,3}(,\d{3})* tokens$/);
+        assert.match(
+          await page.locator(".card", {
+            has: page.locator(".label", { hasText: /^claimable$/ }),
+          }).locator(".note").innerText(),
+          /^claims open (after round \d+ commits \+ challenge window|(since )?\d{4}-\d\d-\d\d \d\d:\d\d UTC)$/,
+        );
+        assert.deepEqual(await clippedTiles(page), [], "tiles cut");
         await Deno.mkdir(ARTIFACTS, { recursive: true });
         const wide = `${ARTIFACTS}status_page.png`;
         await page.screenshot({ path: wide, fullPage: true });
@@ -178,6 +220,7 @@ Deno.test({
           document.documentElement.scrollWidth - globalThis.innerWidth
         );
         assert.ok(overflow <= 0, `the page is ${overflow} px too wide at 360`);
+        assert.deepEqual(await clippedTiles(page), [], "tiles cut at 360");
         const narrow = `${ARTIFACTS}status_page_narrow.png`;
         await page.screenshot({ path: narrow, fullPage: true });
         console.log(`screenshots: ${wide} ${narrow}`);

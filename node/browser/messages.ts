@@ -6,7 +6,7 @@
  * @module
  */
 import type { BrowserPeerConfig } from "../http/browser_peer.ts";
-import type { NodeStatus } from "../http/types.ts";
+import type { Contributions, NodeStatus } from "../http/types.ts";
 
 export type { BrowserPeerConfig };
 
@@ -32,6 +32,11 @@ export type PeerReport =
   /** The account needs `needWei` (stake and gas) before it can register. */
   | { type: "fund"; address: `0x${string}`; needWei: string; haveWei: string }
   | { type: "status"; status: NodeStatus }
+  /**
+   * The account as the chain has it: its stake (wei) and its credit and
+   * reward in the job.
+   */
+  | { type: "chain"; stake: string; contributions: Contributions }
   /**
    * The account is no longer a member of the job: slashed (a quorum failed
    * its audits, or it equivocated) or out for another reason.

@@ -11,14 +11,19 @@ import { generateKeyPair, privateKeyToProtobuf } from "@libp2p/crypto/keys";
 import { generatePrivateKey } from "viem/accounts";
 import type { BrowserPeerConfig, PeerReport, StoredKeys } from "./messages.ts";
 import { resolvePeerConfig } from "./peer_config.ts";
+import {
+  backendLine,
+  claimsLine,
+  creditLine,
+  formatEther,
+  KeptLog,
+} from "./peer_view.ts";
 
 /**
  * Where the tab keeps its keys (never shown, never sent anywhere), and the
  * name of the lock a running tab holds on them.
  */
 const KEYS_ITEM = "zoo-peer-keys";
-/** Log lines the page keeps. */
-const MAX_LOG_LINES = 200;
 
 /** The tab's keys: from its storage, else new ones stored there. */
 async function loadKeys(storage: Storage): Promise<StoredKeys> {
@@ -96,12 +101,22 @@ function setState(state: string): void {
   show("state", state);
 }
 
+/** The log, kept across a reload of the tab; set by {@linkcode startPage}. */
+let kept: KeptLog | null = null;
+
+function showLog(): void {
+  document.getElementById("log")!.replaceChildren(
+    ...(kept?.lines ?? []).map((line) => {
+      const item = document.createElement("li");
+      item.textContent = line;
+      return item;
+    }),
+  );
+}
+
 function addLog(line: string): void {
-  const log = document.getElementById("log")!;
-  const item = document.createElement("li");
-  item.textContent = `${new Date().toLocaleTimeString()} ${line}`;
-  log.append(item);
-  while (log.childElementCount > MAX_LOG_LINES) log.firstElementChild!.remove();
+  kept?.add(`${new Date().toLocaleTimeString()} ${line}`);
+  showLog();
 }
 
 function onReport(r: PeerReport): void {
@@ -129,15 +144,27 @@ function onReport(r: PeerReport): void {
       show("connections", String(r.status.connections));
       show("addresses", r.status.addresses.join(" ") || "none");
       show("live", String(r.status.livePeers));
+      show("backend", backendLine(r.status.progress));
       if (t) {
         setState(standing ?? "training");
         show("fund", "");
-        show("round", `${t.round} of ${t.rounds}`);
+        // Numbered from 0, as the status page, RPC and `status` do.
+        show("round", `${t.round} / ${t.rounds}`);
         show("stage", t.stage);
         show("step", String(r.status.progress.step ?? "-"));
       }
       break;
     }
+    case "chain":
+      show("stake", formatEther(r.stake));
+      show("credited", creditLine(r.contributions));
+      show(
+        "claimable",
+        `${formatEther(r.contributions.claimable)}; ${
+          claimsLine(r.contributions, Date.now())
+        }`,
+      );
+      break;
     case "standing":
       standing = r.standing;
       setState(r.standing);
@@ -158,6 +185,8 @@ function onReport(r: PeerReport): void {
  * be the same peer and account twice.
  */
 export async function startPage(): Promise<void> {
+  kept = new KeptLog(sessionStorage);
+  showLog();
   setState("starting");
   try {
     if (!isSecureContext || !crossOriginIsolated) {

@@ -28,7 +28,7 @@ export const PEER_PAGE_HTML = `<!doctype html>
 </head>
 <body data-state="loading">
 <h1>zoo-node browser peer</h1>
-<p>This tab trains its share of a zoo-node job with WebAssembly kernels in a worker. Its keys stay in this browser's storage.</p>
+<p>This tab trains its share of a zoo-node job in a worker, with WebGPU where the browser offers a GPU adapter, else with WebAssembly kernels (the backend below says which). Its keys stay in this browser's storage.</p>
 <p id="fund"></p>
 <p id="error"></p>
 <dl>
@@ -42,6 +42,10 @@ export const PEER_PAGE_HTML = `<!doctype html>
 <dt>round</dt><dd id="round">-</dd>
 <dt>stage</dt><dd id="stage">-</dd>
 <dt>step</dt><dd id="step">-</dd>
+<dt>backend</dt><dd id="backend">-</dd>
+<dt>stake</dt><dd id="stake">-</dd>
+<dt>credited</dt><dd id="credited">-</dd>
+<dt>claimable</dt><dd id="claimable">-</dd>
 </dl>
 <h2>Log</h2>
 <ol id="log"></ol>

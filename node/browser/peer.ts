@@ -18,8 +18,10 @@ import {
   readJob,
   readNode,
   readRegistryParams,
+  readRewardStatus,
   registerNode,
   type Registry,
+  roundCredits,
   slashedAccounts,
 } from "../../chain/registry.ts";
 import { toIdentity } from "../identity.ts";
@@ -68,6 +70,7 @@ export async function startBrowserPeer(
   let node: PeerNode | null = null;
   let tick: ReturnType<typeof setInterval> | undefined;
   let standing: ReturnType<typeof setInterval> | undefined;
+  let credit: ReturnType<typeof setInterval> | undefined;
   try {
     const store = await MemoryBlockstore.open(storage.blocks, log);
     const notes = storage.notes(config.job);
@@ -114,12 +117,14 @@ export async function startBrowserPeer(
       log,
     });
     standing = watchStanding(registry, config.job, report);
+    credit = watchCredit(registry, config.job, report);
     return {
       node: peer,
       run,
       async stop() {
         clearInterval(tick);
         clearInterval(standing);
+        clearInterval(credit);
         await run.stop();
         await peer.stop();
         storage.close();
@@ -128,6 +133,7 @@ export async function startBrowserPeer(
   } catch (err) {
     clearInterval(tick);
     clearInterval(standing);
+    clearInterval(credit);
     await node?.stop();
     storage.close();
     throw err;
@@ -176,6 +182,71 @@ function watchStanding(
       looking = false;
     }
   }, STANDING_POLL_MS);
+}
+
+/**
+ * Reports, every few seconds, the account's stake and its credit and
+ * reward in the job as the chain has them: the page shows what the tab
+ * earned, not what it believes it did. The rounds that credited it come
+ * from the commits' logs, read again only when the credit has changed.
+ */
+function watchCredit(
+  registry: Registry,
+  jobId: string,
+  report: (r: PeerReport) => void,
+): ReturnType<typeof setInterval> {
+  const job = cidToBytes32(jobId);
+  const address = registry.client.account.address;
+  const account = address.toLowerCase();
+  let rounds: { contribution: bigint; credited: number[] } | null = null;
+  let looking = false;
+  const look = async () => {
+    if (looking) return;
+    looking = true;
+    try {
+      const [reward, node] = await Promise.all([
+        readRewardStatus(registry, job, address),
+        readNode(registry, address),
+      ]);
+      if (rounds?.contribution !== reward.contribution) {
+        const credits = await roundCredits(registry, job);
+        rounds = {
+          contribution: reward.contribution,
+          credited: [...credits]
+            .filter(([, c]) => (c.get(account) ?? 0n) > 0n)
+            .map(([round]) => round)
+            .sort((a, b) => a - b),
+        };
+      }
+      const j = reward.record;
+      report({
+        type: "chain",
+        stake: String(node.stake),
+        contributions: {
+          job: jobId,
+          account: address,
+          contribution: String(reward.contribution),
+          totalContribution: String(j.totalContribution),
+          rewardPool: String(j.rewardPool),
+          claimable: String(reward.claimable),
+          stage: reward.stage,
+          claimsFrom: reward.claimsOpenAt === null
+            ? null
+            : Number(reward.claimsOpenAt),
+          roundsCommitted: j.nextRound,
+          rounds: j.rounds,
+          contributedRounds: rounds.credited,
+          readAt: Date.now(),
+        },
+      });
+    } catch {
+      // A failed look is tried again at the next tick.
+    } finally {
+      looking = false;
+    }
+  };
+  look();
+  return setInterval(look, STANDING_POLL_MS);
 }
 
 /** Registers the account with the minimum stake, waiting for the funds. */

@@ -148,6 +148,8 @@ export function fakeJob(rounds = 2): JobSource & {
     totalContribution: "40960",
     rewardPool: "1000000000000000000",
     claimable: "0",
+    stage: "running",
+    claimsFrom: null,
     roundsCommitted: rounds,
     rounds: 3,
     contributedRounds: records.map((r) => r.round),
@@ -204,6 +206,7 @@ export function fakeJob(rounds = 2): JobSource & {
     commitLatency: () => latency.snapshot(),
     cachedContributions: () => contributions,
     peerContribution: () => "10240",
+    readPeerContribution: () => Promise.resolve("10240"),
     contributions: () => Promise.resolve(contributions),
     info: () => Promise.reject(new Error("not used")),
     round: (n: number) =>

@@ -103,7 +103,8 @@ main { padding: 0 1rem 2rem; max-width: 1100px; }
   gap: .5rem; margin-top: 1rem; }
 .card { background: var(--card); border: 1px solid var(--line); border-radius: .4rem; padding: .5rem .7rem; min-width: 0; }
 .card .label { color: var(--muted); font-size: .75rem; text-transform: uppercase; letter-spacing: .03em; }
-.card .value { font-size: 1.1rem; overflow: hidden; text-overflow: ellipsis; white-space: nowrap; }
+.card .value { font-size: 1.1rem; overflow-wrap: anywhere; }
+.card .note { color: var(--muted); font-size: .75rem; overflow-wrap: anywhere; }
 svg#loss-chart { width: 100%; height: auto; background: var(--card); border: 1px solid var(--line); border-radius: .4rem; }
 #step-line { fill: none; stroke: var(--step); stroke-width: 1.5; }
 .round-marker.val { fill: var(--val); }

@@ -40,12 +40,38 @@ export const PAGE_SCRIPT = String.raw`"use strict";
   function num(x, digits) {
     return x === null || x === undefined ? "-" : Number(x).toFixed(digits);
   }
+  // Token counts in full, with thousands separators.
+  function tokens(n) {
+    if (n === null || n === undefined) return "-";
+    return String(n).replace(/\B(?=(\d{3})+(?!\d))/g, ",");
+  }
+  // Wei as ETH, cut (never rounded up) to six decimals, or for an amount
+  // under a millionth to its first 4 significant digits: a nonzero reward
+  // must not read 0.000000.
   function ether(wei) {
     if (wei === null || wei === undefined) return "-";
     var w = BigInt(wei);
     var whole = w / 1000000000000000000n;
-    var frac = (w % 1000000000000000000n).toString().padStart(18, "0").slice(0, 6);
-    return whole + "." + frac + " ETH";
+    var frac = (w % 1000000000000000000n).toString().padStart(18, "0");
+    var lead = frac.search(/[1-9]/);
+    var keep = whole > 0n || lead < 6 ? 6 : Math.min(18, lead + 4);
+    var shown = frac.slice(0, keep).replace(/0+$/, "");
+    return whole + (shown ? "." + shown : "") + " ETH";
+  }
+  function utc(ms) {
+    return new Date(ms).toISOString().slice(0, 16).replace("T", " ") + " UTC";
+  }
+  // When the reward can be claimed, as the chain has it: the last round's
+  // commit plus the challenge window (claimsFrom), once that round is in.
+  function claimsLine(c, nowMs) {
+    if (c.stage === "claimed") return "claimed";
+    if (c.stage === "none") return "nothing credited to claim";
+    if (c.claimsFrom === null) {
+      return "claims open after round " + (c.rounds - 1) +
+        " commits + challenge window";
+    }
+    return (c.claimsFrom * 1000 <= nowMs ? "claims open since " : "claims open ") +
+      utc(c.claimsFrom * 1000);
   }
   function fill(tbody, rows) {
     tbody.replaceChildren.apply(tbody, rows);
@@ -60,12 +86,13 @@ export const PAGE_SCRIPT = String.raw`"use strict";
     });
     return tr;
   }
-  function card(label, value, title) {
+  function card(label, value, title, note) {
     var d = el("div", null, "card");
     d.appendChild(el("div", label, "label"));
     var v = el("div", value, "value");
     if (title) v.title = title;
     d.appendChild(v);
+    if (note) d.appendChild(el("div", note, "note"));
     return d;
   }
 
@@ -83,8 +110,11 @@ export const PAGE_SCRIPT = String.raw`"use strict";
       card("backend", s.progress.backend, s.progress.device),
       card("sent", bytes(sent)),
       card("received", bytes(received)),
-      card("contribution", c ? c.contribution + " tokens" : "-"),
-      card("claimable", c ? ether(c.claimable) : "-"),
+      card("contribution", c ? tokens(c.contribution) + " tokens" : "-", "",
+        c ? "in " + c.contributedRounds.length + " round(s) of " +
+          c.roundsCommitted + "; " + tokens(c.totalContribution) + " in all" : ""),
+      card("claimable", c ? ether(c.claimable) : "-",
+        c ? c.claimable + " wei" : "", c ? claimsLine(c, Date.now()) : ""),
     );
   }
 
@@ -112,7 +142,7 @@ export const PAGE_SCRIPT = String.raw`"use strict";
       num(s.progress.throughput, 0),
       "now",
       s.progress.round + "." + s.progress.step,
-      f.contributions ? f.contributions.contribution : "-",
+      f.contributions ? tokens(f.contributions.contribution) : "-",
     ], { "data-peer": s.peerId, "class": "self" });
     var others = f.peers.map(function (p) {
       return row([
@@ -122,7 +152,7 @@ export const PAGE_SCRIPT = String.raw`"use strict";
         p.lastSeenMs === null ? (p.connected ? "connected" : "-")
           : (p.lastSeenMs / 1000).toFixed(1) + " s ago",
         p.round === null ? "-" : p.round + "." + p.step,
-        p.contribution === null ? "-" : p.contribution,
+        tokens(p.contribution),
       ], { "data-peer": p.peerId });
     });
     fill($("peers").tBodies[0], [me].concat(others));
@@ -178,7 +208,7 @@ export const PAGE_SCRIPT = String.raw`"use strict";
         l.round,
         "this node",
         "-",
-        "work lost: " + l.tokens + " tokens of credit given back",
+        "work lost: " + tokens(l.tokens) + " tokens of credit given back",
         { text: short(l.tx), title: l.tx },
         "",
       ], { "class": "bad", "data-lost": String(l.round) });

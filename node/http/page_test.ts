@@ -3,12 +3,13 @@
  * policy that lets the browser load nothing from elsewhere, no external
  * URL anywhere, and a script that parses.
  */
-import { strictEqual } from "node:assert";
+import { deepStrictEqual, strictEqual } from "node:assert";
 import { createApp } from "./app.ts";
 import { dashboard } from "./dashboard.ts";
 import { fakeJob, fakeSource, STATUS, WAITING } from "./_fixtures.ts";
+import { PAGE_CSS } from "./page_html.ts";
 import { PAGE_SCRIPT } from "./page_script.ts";
-import type { WaitingStatus } from "./types.ts";
+import type { Contributions, WaitingStatus } from "./types.ts";
 
 const app = createApp(fakeSource());
 
@@ -84,12 +85,16 @@ class FakeElement {
  * Runs the page script on fake elements and hands it one `/events` frame
  * of a node whose job waits with `waiting`; returns the element by id.
  */
-function drawPage(waiting: WaitingStatus | null): (id: string) => FakeElement {
+function drawPage(
+  waiting: WaitingStatus | null,
+  contributions: Partial<Contributions> = {},
+): (id: string) => FakeElement {
   const job = fakeJob(2);
   const training = () => ({ ...job.training(), waiting });
+  const mine = { ...job.cachedContributions()!, ...contributions };
   const { frame } = dashboard(
     fakeSource({
-      job: () => ({ ...job, training }),
+      job: () => ({ ...job, training, cachedContributions: () => mine }),
       status: () => ({ ...STATUS, training: training() }),
     }),
     null,
@@ -128,4 +133,76 @@ Deno.test("page: a job waiting for members shows a banner with who left and why,
   );
   strictEqual(banner.title, "12D3KooWB\n12D3KooWC\n12D3KooWD");
   strictEqual(drawPage(null)("waiting").hidden, true);
+});
+
+/** The summary tiles as drawn: label, value, its title, the note below. */
+function tiles(
+  byId: (id: string) => FakeElement,
+): Map<string, { value: string; title: string; note: string }> {
+  return new Map(
+    byId("cards").children.map((c) => [c.children[0].textContent, {
+      value: c.children[1].textContent,
+      title: c.children[1].title,
+      note: c.children[2]?.textContent ?? "",
+    }]),
+  );
+}
+
+Deno.test("page: contribution and reward tiles show whole figures and when claims open", () => {
+  const running = tiles(drawPage(null, {
+    contribution: "102400",
+    totalContribution: "1234567",
+    contributedRounds: [0, 1],
+    claimable: "0",
+  }));
+  deepStrictEqual(running.get("contribution"), {
+    value: "102,400 tokens",
+    title: "",
+    note: "in 2 round(s) of 2; 1,234,567 in all",
+  });
+  deepStrictEqual(running.get("claimable"), {
+    value: "0 ETH",
+    title: "0 wei",
+    note: "claims open after round 2 commits + challenge window",
+  });
+
+  // The last round is in: claims open at its commit plus the window.
+  const window = tiles(drawPage(null, {
+    stage: "window",
+    claimsFrom: Date.UTC(2099, 0, 2, 3, 4) / 1000,
+  })).get("claimable")!;
+  strictEqual(window.note, "claims open 2099-01-02 03:04 UTC");
+  const open = (claimable: string) =>
+    tiles(drawPage(null, {
+      stage: "claimable",
+      claimable,
+      claimsFrom: Date.UTC(2020, 0, 2, 3, 4) / 1000,
+    })).get("claimable")!;
+  strictEqual(open("1").note, "claims open since 2020-01-02 03:04 UTC");
+  // A nonzero reward never reads 0.000000; no amount is rounded up.
+  for (
+    const [wei, shown] of [
+      ["1", "0.000000000000000001 ETH"],
+      ["1234", "0.000000000000001234 ETH"],
+      ["123456789", "0.0000000001234 ETH"],
+      ["1000000", "0.000000000001 ETH"],
+      ["1500000000000000", "0.0015 ETH"],
+      ["333333333333333333", "0.333333 ETH"],
+      ["1999999999999999999", "1.999999 ETH"],
+      ["2000000000000000000", "2 ETH"],
+      ["123456789000000000000000", "123456.789 ETH"],
+    ]
+  ) {
+    deepStrictEqual([open(wei).value, open(wei).title], [shown, `${wei} wei`]);
+  }
+  strictEqual(
+    tiles(drawPage(null, { stage: "claimed" })).get("claimable")!.note,
+    "claimed",
+  );
+});
+
+Deno.test("page: tiles wrap long values rather than cut them", () => {
+  const css = PAGE_CSS.match(/\.card \.value \{[^}]*\}/)![0];
+  strictEqual(css.includes("ellipsis"), false, css);
+  strictEqual(css.includes("nowrap"), false, css);
 });

@@ -64,9 +64,22 @@ export function rpcMethods(
       parseParams("zoo_status", params, {});
       return source.status();
     },
-    zoo_peers: (params) => {
+    zoo_peers: async (params) => {
       parseParams("zoo_peers", params, {});
-      return source.peers();
+      const peers = source.peers();
+      const job = source.job();
+      if (job === null) return peers;
+      // peers() carries the last reading, which the status page's 1 s
+      // refresh keeps fresh; a script that calls once in a while would get
+      // the one its previous call started, rounds behind the chain. So the
+      // chain is read for the call, and a peer it cannot be read for is
+      // null (unknown), never an old figure.
+      return await Promise.all(peers.map(async (p) => ({
+        ...p,
+        contribution: await job.readPeerContribution(p.peerId).catch(() =>
+          null
+        ),
+      })));
     },
     zoo_job: (params) => {
       parseParams("zoo_job", params, {});

@@ -86,6 +86,37 @@ Deno.test("rpc: every read method answers", async () => {
   );
 });
 
+Deno.test("rpc: zoo_peers reports the chain's contribution read for the call, not an old reading", async () => {
+  const job = fakeJob();
+  // The reading a page-less node last took, rounds ago, against the chain
+  // now: the 145,408 tokens where the chain said 401,408.
+  const onChain = new Map([["12D3KooWA", "401408"]]);
+  const app = createApp(
+    fakeSource({
+      job: () => ({
+        ...job,
+        peerContribution: () => "145408",
+        readPeerContribution: (peer: string) =>
+          onChain.has(peer)
+            ? Promise.resolve(onChain.get(peer)!)
+            : Promise.reject(new Error("chain unreachable")),
+      }),
+    }),
+  );
+  deepStrictEqual(
+    (await call(app, "zoo_peers")).result.map((
+      p: { peerId: string; contribution: string | null },
+    ) => [p.peerId, p.contribution]),
+    // A peer whose reading fails is unknown, not given the old figure.
+    [["12D3KooWA", "401408"], ["12D3KooWB", null]],
+  );
+  // Without a job there is nothing to read: the peers as they are.
+  strictEqual(
+    (await call(createApp(fakeSource()), "zoo_peers")).result.length,
+    2,
+  );
+});
+
 Deno.test("rpc: zoo_rounds pages by round number", async () => {
   const { app } = jobApp(5);
   const rounds = async (params?: unknown) =>

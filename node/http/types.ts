@@ -9,6 +9,7 @@
  * @module
  */
 
+import type { RewardStage } from "../../chain/reward_status.ts";
 import type { JobSpec } from "../../protocol/spec/job_spec.ts";
 import type { FetchReport } from "../p2p/blob_pull.ts";
 import type { BlobStats } from "../p2p/blob_service.ts";
@@ -30,6 +31,7 @@ export type {
   CheckpointInfo,
   LostRecord,
   Refusal,
+  RewardStage,
   RoundRecord,
   SlashRecord,
   StepLoss,
@@ -145,7 +147,11 @@ export interface PeerSummary {
   throughput: number | null;
   /** Its zoo-node version; null if unknown. */
   version: string | null;
-  /** Tokens the chain credits it with in this node's job; null if unknown. */
+  /**
+   * Tokens the chain credits it with in this node's job (`contributionOf`),
+   * null if unknown. `zoo_peers` reads it from the chain for the call; the
+   * status page shows the reading its 1 s refresh keeps a few seconds old.
+   */
   contribution: string | null;
 }
 
@@ -198,8 +204,23 @@ export interface Contributions {
   totalContribution: string;
   /** The job's reward pool, wei. */
   rewardPool: string;
-  /** What this account could claim now, wei (0 until the last round commits). */
+  /**
+   * What this account could claim now, wei: 0 until the last round has
+   * committed and its challenge window has passed (`claimsFrom`).
+   */
   claimable: string;
+  /**
+   * Where the reward stands: `running` (rounds left), `window` (finished,
+   * the challenge window still open), `claimable`, `claimed`, or `none`
+   * (nothing credited to claim for).
+   */
+  stage: RewardStage;
+  /**
+   * Unix time (s) from which the reward can be claimed: the last round's
+   * commit plus the challenge window, as the contract computes it; null
+   * until the last round has committed.
+   */
+  claimsFrom: number | null;
   /** Rounds committed on chain. */
   roundsCommitted: number;
   /** Rounds in the job. */
@@ -289,8 +310,18 @@ export interface JobSource {
   commitLatency(): HistogramSnapshot;
   /** The last contributions read from chain (refreshed in the background). */
   cachedContributions(): Contributions | null;
-  /** The last chain reading of `peerId`'s contribution, or null. */
+  /**
+   * The last chain reading of `peerId`'s contribution, or null; however
+   * old, as it was last read (it starts a read when stale): for views
+   * refreshed every second.
+   */
   peerContribution(peerId: string): string | null;
+  /**
+   * `peerId`'s contribution read from the chain now (a reading at most the
+   * cache's few seconds old); null when no account is bound to the peer
+   * id. Rejects when the chain cannot be read.
+   */
+  readPeerContribution(peerId: string): Promise<string | null>;
   /** Contributions and claimable rewards, read from chain unless fresh. */
   contributions(): Promise<Contributions>;
   /** The job's spec and chain record. */

@@ -13,10 +13,10 @@ import {
   cidToBytes32,
 } from "../../chain/attestation.ts";
 import {
-  claimable,
   contributionOf,
   isMember,
   readJob,
+  readRewardStatus,
   readRound,
   type Registry,
   type RoundCommit,
@@ -47,7 +47,7 @@ export interface JobChainViewOptions {
   /** This node's chain account. */
   account: Address;
   /** Maps peer ids to accounts (cached by the round driver already). */
-  members: MemberCache;
+  members: Pick<MemberCache, "lookup">;
   ttlMs?: number;
 }
 
@@ -73,20 +73,27 @@ export class JobChainView {
       return slashed.has(o.account.toLowerCase()) ? "slashed" : "not a member";
     }, ttl);
     this.#mine = new Cached(async () => {
-      const [j, mine, due, commits] = await Promise.all([
-        this.#job.get(),
-        contributionOf(o.registry, job, o.account),
-        claimable(o.registry, job, o.account),
+      // The reward's status says when claims open (the contract's own
+      // claimsOpenAt), which the page shows beside what is claimable.
+      const [reward, commits] = await Promise.all([
+        readRewardStatus(o.registry, job, o.account),
         this.#commits.get(),
       ]);
+      const j = reward.record;
+      // The job was just read: zoo_job within the time to live uses it.
+      this.#job.set(j);
       const account = o.account.toLowerCase();
       return {
         job: o.jobId,
         account: o.account,
-        contribution: String(mine),
+        contribution: String(reward.contribution),
         totalContribution: String(j.totalContribution),
         rewardPool: String(j.rewardPool),
-        claimable: String(due),
+        claimable: String(reward.claimable),
+        stage: reward.stage,
+        claimsFrom: reward.claimsOpenAt === null
+          ? null
+          : Number(reward.claimsOpenAt),
         roundsCommitted: j.nextRound,
         rounds: j.rounds,
         // From the chain's credits, which a restart or a lost data dir
@@ -131,6 +138,20 @@ export class JobChainView {
    * no account); starts a read when stale.
    */
   peerContribution(peer: string): string | null {
+    return this.#peerReading(peer).peek();
+  }
+
+  /**
+   * `peer`'s credited tokens, read from chain unless fresh (null when it
+   * has no account). A caller that asks rarely (one `zoo_peers` call an
+   * hour) would get from {@linkcode peerContribution} the reading its last
+   * call started, rounds behind the chain.
+   */
+  readPeerContribution(peer: string): Promise<string | null> {
+    return this.#peerReading(peer).get();
+  }
+
+  #peerReading(peer: string): Cached<string | null> {
     let cached = this.#peers.get(peer);
     if (!cached) {
       cached = new Cached(async () => {
@@ -145,7 +166,7 @@ export class JobChainView {
         this.#peers.delete(this.#peers.keys().next().value!);
       }
     }
-    return cached.peek();
+    return cached;
   }
 
   /** The job's spec and chain record. */

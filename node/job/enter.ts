@@ -27,7 +27,7 @@ import type { Identity } from "../identity.ts";
 import type { PeerNode } from "../peer_node.ts";
 import type { BlockRetention } from "../round/services/block_retention.ts";
 import type { RoundBehaviour } from "../round/services/behaviour.ts";
-import { RoundDriver } from "../round/driver.ts";
+import { type RoundDriver, roundDriver } from "../round/driver.ts";
 import { RoundTrainer } from "../round/trainer/inner_loop.ts";
 import type { KeptRecords } from "../round/records/record_log.ts";
 import type { StateNotes } from "../store/state_notes.ts";
@@ -124,7 +124,7 @@ export async function enterJob(o: EnterJobOptions): Promise<JobRun> {
       peerId: identity.peerId,
       dutyCycle: o.dutyCycle,
     });
-    const driver = new RoundDriver({
+    const driver = roundDriver({
       node,
       identity,
       registry,

@@ -92,6 +92,7 @@ export function createJobView(o: JobViewOptions): JobSource {
     commitLatency: () => ledger.commitLatency.snapshot(),
     cachedContributions: () => chain.cachedContributions(),
     peerContribution: (peer) => chain.peerContribution(peer),
+    readPeerContribution: (peer) => chain.readPeerContribution(peer),
     contributions: () => chain.contributions(),
     info: () => chain.info(),
     chainEndpoint: () => ({

@@ -42,20 +42,46 @@ import type { CID } from "../../protocol/content/cid.ts";
 import type { KeptRecords } from "./records/record_log.ts";
 import type { BlockRetention } from "./services/block_retention.ts";
 import { REANNOUNCE_MS } from "../../protocol/round/round_timing.ts";
-import { ConfirmedChain } from "./services/confirmed_chain.ts";
+import {
+  type ChainHeadEvent,
+  ConfirmedChain,
+} from "./services/confirmed_chain.ts";
 import { memoryNotes, type StateNotes } from "../store/state_notes.ts";
 
-/** The job a peer's rounds belong to, and what it trains and talks with. */
+/** The job a peer's rounds belong to, and what it trains with. */
 export interface RoundContext {
-  node: PeerNode;
   identity: Identity;
-  registry: Registry;
   jobId: string;
   spec: JobSpec;
   trainer: RoundTrainer;
   /** How this peer plays its part; HONEST unless the attack suite runs it. */
   behaviour?: RoundBehaviour;
 }
+
+/** What the driver hears, reads and uses, each part as narrow as it needs. */
+export interface RoundDriverParts {
+  /** The job's gossip: what arrives, and who is live. */
+  gossip: {
+    onMessage(listener: (msg: GossipMessage) => void): () => void;
+    livePeers(): readonly { peer: string }[];
+  };
+  /** The chain's committed head, as deep as the peer counts commits. */
+  chain: {
+    head(): Promise<ChainHeadEvent | null>;
+    readonly confirmations: number;
+    readonly chainId: number;
+  };
+  /** The job's members, by peer id and bound account. */
+  members: RoundMembers;
+  /** What the round work uses (`work.ts`). */
+  services: RoundServices;
+}
+
+/** The member lookups the driver and its round work make. */
+export type RoundMembers = Pick<
+  MemberCache,
+  "refresh" | "members" | "lookup" | "isMemberAccount" | "forgetAccount"
+>;
 
 /** What the driver works with. */
 export interface RoundDriverOptions extends RoundContext {
@@ -90,15 +116,50 @@ export interface RoundDriverOptions extends RoundContext {
   confirmations?: number | null;
 }
 
+/**
+ * A peer's round driver on its libp2p node and the job's registry (see
+ * {@linkcode RoundDriver}).
+ */
+export function roundDriver(
+  o: RoundDriverOptions & { node: PeerNode; registry: Registry },
+): RoundDriver {
+  const job = cidToBytes32(o.jobId);
+  const chain = new ConfirmedChain({
+    registry: o.registry,
+    jobId: o.jobId,
+    confirmations: resolveConfirmations(
+      o.confirmations ?? null,
+      o.registry.client.chainId,
+    ),
+  });
+  const driver: RoundDriver = new RoundDriver(o, {
+    gossip: o.node.gossip,
+    chain: {
+      head: () => chain.head(),
+      confirmations: chain.confirmations,
+      chainId: o.registry.client.chainId,
+    },
+    members: new MemberCache(o.registry, job),
+    services: roundServices(
+      o.node,
+      o.registry,
+      chain,
+      job,
+      (cid) => o.retention?.note(cid, driver.state.round),
+    ),
+  });
+  return driver;
+}
+
 /** Runs the round machine of one peer until the job finishes or `stop`. */
 export class RoundDriver {
   readonly ledger: RoundLedger;
-  readonly members: MemberCache;
+  readonly members: RoundMembers;
   #state: RoundState;
   readonly #o: RoundDriverOptions;
+  readonly #parts: RoundDriverParts;
   readonly #work: RoundWork;
   readonly #loop: LoopWatch;
-  readonly #chain: ConfirmedChain;
   readonly #log: (line: string) => void;
   readonly #done = Promise.withResolvers<void>();
   #timer: ReturnType<typeof setInterval> | undefined;
@@ -109,19 +170,11 @@ export class RoundDriver {
   /** The last chain problem logged, so a poll every 200 ms logs it once. */
   #chainNote = "";
 
-  constructor(o: RoundDriverOptions) {
+  constructor(o: RoundDriverOptions, parts: RoundDriverParts) {
     this.#o = o;
+    this.#parts = parts;
     this.#log = o.log ?? console.log;
-    const job = cidToBytes32(o.jobId);
-    this.members = new MemberCache(o.registry, job);
-    this.#chain = new ConfirmedChain({
-      registry: o.registry,
-      jobId: o.jobId,
-      confirmations: resolveConfirmations(
-        o.confirmations ?? null,
-        o.registry.client.chainId,
-      ),
-    });
+    this.members = parts.members;
     this.ledger = new RoundLedger(o.spec, o.trainer.parameterCount, {
       records: o.records?.records,
       busyMs: () => o.trainer.busyMs,
@@ -148,13 +201,7 @@ export class RoundDriver {
       identity: o.identity,
       trainer: o.trainer,
       behaviour: o.behaviour,
-      services: roundServices(
-        o.node,
-        o.registry,
-        this.#chain,
-        job,
-        (cid) => o.retention?.note(cid, this.#state.round),
-      ),
+      services: parts.services,
       members: this.members,
       ledger: this.ledger,
       log: this.#log,
@@ -173,7 +220,7 @@ export class RoundDriver {
 
   /** Blocks a commit must be under before this peer counts it. */
   get confirmations(): number {
-    return this.#chain.confirmations;
+    return this.#parts.chain.confirmations;
   }
 
   /** Resolves when the job has committed all its rounds. */
@@ -183,10 +230,10 @@ export class RoundDriver {
 
   /** Starts listening, ticking and polling the chain. */
   start(): void {
-    this.#unsubscribe = this.#o.node.gossip.onMessage((m) => this.#onGossip(m));
+    this.#unsubscribe = this.#parts.gossip.onMessage((m) => this.#onGossip(m));
     const note = confirmationsNote(
       this.confirmations,
-      this.#o.registry.client.chainId,
+      this.#parts.chain.chainId,
     );
     if (note !== null) this.#log(note);
     const pollMs = this.#o.pollMs ?? 200;
@@ -284,7 +331,7 @@ export class RoundDriver {
   async #poll(): Promise<void> {
     if (this.#stopped) return;
     this.#loop.tick(Date.now());
-    const live = this.#o.node.gossip.livePeers().map((e) => e.peer);
+    const live = this.#parts.gossip.livePeers().map((e) => e.peer);
     this.members.refresh(live);
     this.#feed({
       type: "tick",
@@ -298,10 +345,10 @@ export class RoundDriver {
     if (this.#polling) return;
     this.#polling = true;
     try {
-      const head = await this.#chain.head();
+      const head = await this.#parts.chain.head();
       if (head === null) {
         this.#noteChain(
-          `chain: job ${this.#o.jobId} is not ${this.#chain.confirmations} blocks deep yet; waiting for blocks`,
+          `chain: job ${this.#o.jobId} is not ${this.confirmations} blocks deep yet; waiting for blocks`,
         );
       } else {
         this.#chainNote = "";

@@ -1,14 +1,4 @@
 import assert from "node:assert/strict";
-import { generateKeyPair } from "@libp2p/crypto/keys";
-import { createJsBackend } from "../../kernels/js_backend.ts";
-import { createCpuTrainer } from "../../kernels/trainer.ts";
-import { cidToString } from "../../protocol/content/cid.ts";
-import { chunkDataset } from "../../protocol/content/dataset.ts";
-import { defaultJobSpec } from "../../protocol/spec/job_spec.ts";
-import {
-  encodeRoundCheckpoint,
-  genesisCheckpoint,
-} from "../../protocol/round/round_checkpoint.ts";
 import type {
   RoundEvent,
   RoundState,
@@ -17,67 +7,33 @@ import { memoryNotes } from "../store/state_notes.ts";
 import { RoundLedger } from "./records/ledger.ts";
 import * as fake from "./services/_fakes.ts";
 import { LoopWatch } from "./services/loop_watch.ts";
-import { RoundTrainer } from "./trainer/inner_loop.ts";
 import { RoundWork } from "./work.ts";
-
-const dataset = await chunkDataset(
-  new TextEncoder().encode(
-    "round work wires each action to its phase. ".repeat(40),
-  ),
-  256,
-);
-const spec = defaultJobSpec({
-  dataset: { cid: dataset.id, valFraction: 0.2 },
-  model: fake.MODEL,
-  innerSteps: 2,
-  batchSize: 2,
-  minPeers: 3,
-});
-const JOB = await fake.cidOf("the job's spec");
+import {
+  identity,
+  JOB,
+  jsTrainer,
+  SPEC,
+  storeGenesis,
+  until,
+} from "./_wiring_fixtures.ts";
 
 /** A RoundWork on in-memory services, with what it fed back and logged. */
 async function setup() {
-  const blocks = new fake.MemoryBlocks();
-  const gossip = new fake.MemoryGossip();
-  const chain = new fake.MemoryChain();
-  const c0 = cidToString(
-    await blocks.put(
-      encodeRoundCheckpoint(genesisCheckpoint(JOB, spec.model, spec.seed)),
-    ),
-  );
-  let state: RoundState = fake.stateIn(0, c0);
+  const services = fake.memoryServices();
+  const { blocks, gossip } = services;
+  const c0 = await storeGenesis(blocks);
+  const state: RoundState = fake.stateIn(0, c0);
   const events: RoundEvent[] = [];
   const logged: string[] = [];
-  const trainer = new RoundTrainer({
-    createTrainer: (init) => createCpuTrainer(createJsBackend(), init),
-    spec,
-    dataset,
-    peerId: fake.PEERS[0],
-  });
-  const ledger = new RoundLedger(spec, trainer.parameterCount);
+  const trainer = jsTrainer();
+  const ledger = new RoundLedger(SPEC, trainer.parameterCount);
   const work = new RoundWork({
     jobId: JOB,
-    spec,
-    identity: {
-      peerKey: await generateKeyPair("Ed25519"),
-      peerId: fake.PEERS[0],
-      accountKey: fake.TEST_KEY,
-      address: fake.TEST_ADDRESS,
-    },
+    spec: SPEC,
+    identity: await identity(),
     trainer,
-    services: {
-      blocks,
-      fetcher: new fake.MemoryFetcher(blocks, new fake.MemoryBlocks()),
-      gossip,
-      chain,
-      progress: () => {},
-      servedBytes: () => 0,
-      deltaWaits: { offer: () => Promise.resolve(), follow: () => {} },
-    },
-    members: {
-      isMemberAccount: () => Promise.resolve(true),
-      forgetAccount: () => {},
-    },
+    services,
+    members: fake.everyoneMember(),
     ledger,
     log: (line) => logged.push(line),
     feed: (event) => events.push(event),
@@ -93,17 +49,7 @@ async function setup() {
     logged,
     gossip,
     blocks,
-    setState: (s: RoundState) => state = s,
   };
-}
-
-/** Resolves once `ok()` holds (polling), or fails after 20 s. */
-async function until(ok: () => boolean): Promise<void> {
-  const deadline = Date.now() + 20_000;
-  while (!ok()) {
-    if (Date.now() > deadline) throw new Error("timed out");
-    await new Promise((r) => setTimeout(r, 5));
-  }
 }
 
 Deno.test("RoundWork: advance holds the checkpoint and enters its round; train announces a delta and tells the machine", async () => {

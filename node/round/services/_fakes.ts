@@ -33,6 +33,7 @@ import type {
   RoundBlocks,
   RoundChain,
   RoundGossip,
+  RoundServices,
 } from "./services.ts";
 
 export const MODEL: GptConfig = {
@@ -288,5 +289,30 @@ export async function manifestFixture(
     excluded: [],
     checkpoint: await cidOf("C(1)"),
     ...over,
+  };
+}
+
+/** Round services on the in-memory stand-ins above, nothing fetched. */
+export function memoryServices(blocks = new MemoryBlocks()) {
+  const services = {
+    blocks,
+    fetcher: new MemoryFetcher(blocks, new MemoryBlocks()),
+    gossip: new MemoryGossip(),
+    chain: new MemoryChain(),
+    progress: () => {},
+    servedBytes: () => 0,
+    deltaWaits: { offer: () => Promise.resolve(), follow: () => {} },
+  };
+  return services satisfies RoundServices;
+}
+
+/** Members lookups by which every peer is a member, under `account`. */
+export function everyoneMember(account: `0x${string}` = TEST_ADDRESS) {
+  return {
+    refresh: () => {},
+    members: (peers: readonly string[]) => [...peers],
+    lookup: () => Promise.resolve({ account, member: true }),
+    isMemberAccount: () => Promise.resolve(true),
+    forgetAccount: () => {},
   };
 }
