@@ -305,6 +305,6 @@ Deno.test({
           `status output lacks ${part}:\n${cli.stdout}`,
         );
       }
-      assert.match(cli.stdout, /contribution \d+ of \d+ tokens/);
+      assert.match(cli.stdout, /contribution [\d,]+ of [\d,]+ tokens/);
     }),
 });

@@ -11,13 +11,8 @@ import { generateKeyPair, privateKeyToProtobuf } from "@libp2p/crypto/keys";
 import { generatePrivateKey } from "viem/accounts";
 import type { BrowserPeerConfig, PeerReport, StoredKeys } from "./messages.ts";
 import { resolvePeerConfig } from "./peer_config.ts";
-import {
-  backendLine,
-  claimsLine,
-  creditLine,
-  formatEther,
-  KeptLog,
-} from "./peer_view.ts";
+import { backendLine, KeptLog } from "./peer_view.ts";
+import { claimsLine, creditLine, formatEther } from "../http/status_text.ts";
 
 /**
  * Where the tab keeps its keys (never shown, never sent anywhere), and the

@@ -5,6 +5,7 @@
  *
  * @module
  */
+import { claimsLine, formatEther, formatTokens } from "../http/status_text.ts";
 import { formatBytes } from "../format_bytes.ts";
 import type {
   Contributions,
@@ -33,14 +34,6 @@ export function table(rows: string[][]): string[] {
   return rows.map((r) =>
     r.map((cell, i) => cell.padEnd(widths[i])).join("  ").trimEnd()
   );
-}
-
-/** Wei as ETH with six decimals, exactly (no float rounding). */
-export function formatEther(wei: string): string {
-  const w = BigInt(wei);
-  const unit = 10n ** 18n;
-  const frac = (w % unit).toString().padStart(18, "0").slice(0, 6);
-  return `${w / unit}.${frac} ETH`;
 }
 
 /**
@@ -105,9 +98,11 @@ export function formatStatus(r: StatusReport): string[] {
   if (typeof c === "string") out.push(`contribution unavailable: ${c}`);
   else if (c !== null) {
     out.push(
-      `contribution ${c.contribution} of ${c.totalContribution} tokens in ${c.contributedRounds.length} round(s), claimable ${
+      `contribution ${formatTokens(c.contribution)} of ${
+        formatTokens(c.totalContribution)
+      } tokens in ${c.contributedRounds.length} round(s), claimable ${
         formatEther(c.claimable)
-      }`,
+      } (${claimsLine(c, Date.now())})`,
     );
   }
   out.push("", `peers (${r.peers.length})`);
