@@ -24,7 +24,7 @@ import {
   slashedAccounts,
 } from "../chain/registry.ts";
 import { buildBrowserPeer } from "../node/browser/build.ts";
-import { formatEther, formatTokens } from "../node/browser/peer_view.ts";
+import { formatEther, formatTokens } from "../node/http/status_text.ts";
 import { callRpc } from "../node/http/rpc_client.ts";
 import type { PeerSummary } from "../node/http/types.ts";
 import { waitFor } from "../node/devnet/local_peer.ts";
