@@ -1,3 +1,6 @@
+// deno-lint-ignore-file no-import-prefix -- solc is for rebuilding the
+// artifact only: named by its full specifier rather than in deno.json, so a
+// first run of the product does not fetch it.
 /**
  * Compiles `ZooRegistry.sol` with solc-js (offline, pinned version and EVM
  * version) and writes the ABI and bytecode as a TypeScript `const` module,
@@ -8,7 +11,7 @@
  *
  * @module
  */
-import solc from "solc";
+import solc from "npm:solc@0.8.37";
 import { ChainError } from "./errors.ts";
 
 /** The contract source file. */

@@ -1,28 +1,18 @@
 /**
  * Hardhat's node (its own EVM, EDR, and JSON-RPC server; npm `hardhat`)
  * on a free loopback port, for tests that a job runs on an EVM that is not
- * anvil. It starts from `chain/hardhat/`, where its config is: Hardhat
- * runs only from a local installation, which `deno install` makes.
+ * anvil. It starts from `chain/hardhat/`, where its config is. A test
+ * package: run by its full specifier rather than named in deno.json, so a
+ * first run of the product does not fetch it; Deno installs it into the
+ * checkout's node_modules, the local installation Hardhat runs from.
  */
-const ROOT = new URL("../", import.meta.url);
-const CLI = new URL("node_modules/hardhat/dist/src/cli.js", ROOT);
-const CONFIG_DIR = new URL("chain/hardhat/", ROOT);
+const HARDHAT = "npm:hardhat@3.18.0";
+const CONFIG_DIR = new URL("../chain/hardhat/", import.meta.url);
 
 /** Runs `fn` with a fresh Hardhat node's JSON-RPC URL; stops it after. */
 export async function withHardhat(
   fn: (rpcUrl: string) => Promise<void>,
 ): Promise<void> {
-  const install = await new Deno.Command(Deno.execPath(), {
-    args: ["install"],
-    cwd: ROOT,
-    stdout: "null",
-    stderr: "piped",
-  }).output();
-  if (!install.success) {
-    throw new Error(
-      `deno install failed: ${new TextDecoder().decode(install.stderr)}`,
-    );
-  }
   const probe = Deno.listen({ hostname: "127.0.0.1", port: 0 });
   const port = (probe.addr as Deno.NetAddr).port;
   probe.close();
@@ -30,7 +20,7 @@ export async function withHardhat(
     args: [
       "run",
       "-A",
-      CLI.pathname,
+      HARDHAT,
       "node",
       "--hostname",
       "127.0.0.1",

@@ -1,9 +1,12 @@
+// deno-lint-ignore-file no-import-prefix -- a test and bench package, named
+// here by its full specifier rather than in deno.json, so that a first run of
+// the product does not fetch it (see deno.json's imports).
 /**
  * Reading `/metrics` in tests: Prometheus' own linter (`promtool check
  * metrics`) and an independent parser, so a test never checks the
  * exposition against the renderer's own idea of it.
  */
-import parsePrometheus from "parse-prometheus-text-format";
+import parsePrometheus from "npm:parse-prometheus-text-format@1.1.1";
 import { which } from "./_tools.ts";
 
 /** promtool on PATH (CI copies it out of Debian's prometheus package). */

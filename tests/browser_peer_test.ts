@@ -14,7 +14,7 @@
  * never slashed.
  */
 import assert from "node:assert/strict";
-import { chromium } from "playwright-core";
+import { chromium } from "./_chromium.ts";
 import { cidToBytes32 } from "../chain/attestation.ts";
 import { fundOnDevnet } from "../chain/deployment.ts";
 import {

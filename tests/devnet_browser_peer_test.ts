@@ -8,7 +8,7 @@
  * registers, joins and is credited on chain.
  */
 import assert from "node:assert/strict";
-import { chromium } from "playwright-core";
+import { chromium } from "./_chromium.ts";
 import { generatePrivateKey } from "viem/accounts";
 import { cidToBytes32 } from "../chain/attestation.ts";
 import { connectChain } from "../chain/client.ts";

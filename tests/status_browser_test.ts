@@ -8,7 +8,7 @@
  * in tests/artifacts/ (gitignored).
  */
 import assert from "node:assert/strict";
-import { chromium, type Page } from "playwright-core";
+import { chromium, type Page } from "./_chromium.ts";
 import {
   JOB_TEST,
   roundsOf,

@@ -1,3 +1,6 @@
+// deno-lint-ignore-file no-import-prefix -- a test and bench package, named
+// here by its full specifier rather than in deno.json, so that a first run of
+// the product does not fetch it (see deno.json's imports).
 /**
  * The tab's IndexedDB storage on fake-indexeddb (Deno has no IndexedDB):
  * its notes meet the notes contract, and the block store kept on it comes
@@ -5,7 +8,7 @@
  * dropped. The real binding runs in Chromium in tests/browser_peer_test.ts.
  */
 import assert from "node:assert/strict";
-import { IDBFactory } from "fake-indexeddb";
+import { IDBFactory } from "npm:fake-indexeddb@6.2.8";
 import { cidToString } from "../../protocol/content/cid.ts";
 import { random } from "../store/_block_storage_cases.ts";
 import { notesCases } from "../store/_state_notes_cases.ts";

@@ -1,3 +1,6 @@
+// deno-lint-ignore-file no-import-prefix -- a test and bench package, named
+// here by its full specifier rather than in deno.json, so that a first run of
+// the product does not fetch it (see deno.json's imports).
 /**
  * Worker hosting one onnxruntime-web WASM runtime. Its thread pool size
  * (`ort.env.wasm.numThreads`) is fixed when the runtime first starts and
@@ -14,7 +17,7 @@
  * @module
  */
 /// <reference lib="deno.worker" />
-import * as ort from "onnxruntime-web";
+import * as ort from "npm:onnxruntime-web@1.30.0";
 import { matmulModel } from "./kernels_onnx.ts";
 
 let session: ort.InferenceSession | undefined;
@@ -28,7 +31,7 @@ async function handle(msg: Record<string, unknown>): Promise<unknown> {
       ort.env.wasm.numThreads = msg.threads as number;
       // The .wasm files sit beside the entry module in the package's dist/.
       ort.env.wasm.wasmPaths =
-        new URL("./", import.meta.resolve("onnxruntime-web")).href;
+        new URL("./", import.meta.resolve("npm:onnxruntime-web@1.30.0")).href;
       return {};
     case "load": {
       const n = msg.n as number;

@@ -1,3 +1,6 @@
+// deno-lint-ignore-file no-import-prefix -- a test and bench package, named
+// here by its full specifier rather than in deno.json, so that a first run of
+// the product does not fetch it (see deno.json's imports).
 /**
  * Peer matmul implementations for the kernels benchmark: TensorFlow.js's
  * WASM backend (XNNPACK) and onnxruntime-web's WASM backend (MLAS), behind
@@ -10,8 +13,8 @@
  *
  * @module
  */
-import * as tf from "@tensorflow/tfjs-core";
-import * as tfWasm from "@tensorflow/tfjs-backend-wasm";
+import * as tf from "npm:@tensorflow/tfjs-core@4.22.0";
+import * as tfWasm from "npm:@tensorflow/tfjs-backend-wasm@4.22.0";
 import type { MatmulImpl, MatmulProblem } from "./kernels_matmul.ts";
 
 let tfReady: Promise<void> | undefined;
@@ -22,7 +25,7 @@ function startTfjs(): Promise<void> {
     // The .wasm files sit beside the package's entry module in dist/.
     const dist = new URL(
       "./",
-      import.meta.resolve("@tensorflow/tfjs-backend-wasm"),
+      import.meta.resolve("npm:@tensorflow/tfjs-backend-wasm@4.22.0"),
     );
     tfWasm.setWasmPaths(dist.pathname);
     if (!(await tf.setBackend("wasm"))) {
