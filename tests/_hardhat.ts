@@ -2,17 +2,32 @@
  * Hardhat's node (its own EVM, EDR, and JSON-RPC server; npm `hardhat`)
  * on a free loopback port, for tests that a job runs on an EVM that is not
  * anvil. It starts from `chain/hardhat/`, where its config is. A test
- * package: run by its full specifier rather than named in deno.json, so a
- * first run of the product does not fetch it; Deno installs it into the
- * checkout's node_modules, the local installation Hardhat runs from.
+ * package: not named in deno.json, and locked in a lockfile of its own
+ * (`tests/hardhat.lock`), so a first run of the product does not fetch it;
+ * it is installed into the checkout's node_modules, the local installation
+ * Hardhat insists on running from.
  */
 const HARDHAT = "npm:hardhat@3.18.0";
+const LOCK = `--lock=${new URL("hardhat.lock", import.meta.url).pathname}`;
 const CONFIG_DIR = new URL("../chain/hardhat/", import.meta.url);
 
 /** Runs `fn` with a fresh Hardhat node's JSON-RPC URL; stops it after. */
 export async function withHardhat(
   fn: (rpcUrl: string) => Promise<void>,
 ): Promise<void> {
+  const install = await new Deno.Command(Deno.execPath(), {
+    args: ["install", LOCK, "--entrypoint", HARDHAT],
+    cwd: new URL("../", import.meta.url),
+    stdout: "null",
+    stderr: "piped",
+  }).output();
+  if (!install.success) {
+    throw new Error(
+      `installing ${HARDHAT} failed: ${
+        new TextDecoder().decode(install.stderr)
+      }`,
+    );
+  }
   const probe = Deno.listen({ hostname: "127.0.0.1", port: 0 });
   const port = (probe.addr as Deno.NetAddr).port;
   probe.close();
@@ -20,6 +35,7 @@ export async function withHardhat(
     args: [
       "run",
       "-A",
+      LOCK,
       HARDHAT,
       "node",
       "--hostname",
