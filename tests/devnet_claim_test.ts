@@ -9,7 +9,7 @@ import { startDevnet } from "./_devnet.ts";
 import { withTempDir } from "./_temp_dir.ts";
 
 /** Seconds: room to run the command once inside the window. */
-const WINDOW = 30;
+const WINDOW = 20;
 
 Deno.test(
   "devnet --keep-running: the printed claim command is refused in the challenge window and pays once the devnet says claims are open",
