@@ -10,6 +10,7 @@
  *
  * @module
  */
+import { contributionsOf, creditedRounds } from "../http/contributions.ts";
 import { privateKeyFromProtobuf } from "@libp2p/crypto/keys";
 import { cidToBytes32, peerIdToHex } from "../../chain/attestation.ts";
 import { connectChain } from "../../chain/client.ts";
@@ -197,7 +198,6 @@ function watchCredit(
 ): ReturnType<typeof setInterval> {
   const job = cidToBytes32(jobId);
   const address = registry.client.account.address;
-  const account = address.toLowerCase();
   let rounds: { contribution: bigint; credited: number[] } | null = null;
   let looking = false;
   const look = async () => {
@@ -209,35 +209,15 @@ function watchCredit(
         readNode(registry, address),
       ]);
       if (rounds?.contribution !== reward.contribution) {
-        const credits = await roundCredits(registry, job);
         rounds = {
           contribution: reward.contribution,
-          credited: [...credits]
-            .filter(([, c]) => (c.get(account) ?? 0n) > 0n)
-            .map(([round]) => round)
-            .sort((a, b) => a - b),
+          credited: creditedRounds(await roundCredits(registry, job), address),
         };
       }
-      const j = reward.record;
       report({
         type: "chain",
         stake: String(node.stake),
-        contributions: {
-          job: jobId,
-          account: address,
-          contribution: String(reward.contribution),
-          totalContribution: String(j.totalContribution),
-          rewardPool: String(j.rewardPool),
-          claimable: String(reward.claimable),
-          stage: reward.stage,
-          claimsFrom: reward.claimsOpenAt === null
-            ? null
-            : Number(reward.claimsOpenAt),
-          roundsCommitted: j.nextRound,
-          rounds: j.rounds,
-          contributedRounds: rounds.credited,
-          readAt: Date.now(),
-        },
+        contributions: contributionsOf(jobId, address, reward, rounds.credited),
       });
     } catch {
       // A failed look is tried again at the next tick.

@@ -7,6 +7,7 @@
  *
  * @module
  */
+import { contributionsOf, creditedRounds } from "../http/contributions.ts";
 import {
   type Address,
   bytes32ToCid,
@@ -79,31 +80,17 @@ export class JobChainView {
         readRewardStatus(o.registry, job, o.account),
         this.#commits.get(),
       ]);
-      const j = reward.record;
       // The job was just read: zoo_job within the time to live uses it.
-      this.#job.set(j);
-      const account = o.account.toLowerCase();
-      return {
-        job: o.jobId,
-        account: o.account,
-        contribution: String(reward.contribution),
-        totalContribution: String(j.totalContribution),
-        rewardPool: String(j.rewardPool),
-        claimable: String(reward.claimable),
-        stage: reward.stage,
-        claimsFrom: reward.claimsOpenAt === null
-          ? null
-          : Number(reward.claimsOpenAt),
-        roundsCommitted: j.nextRound,
-        rounds: j.rounds,
-        // From the chain's credits, which a restart or a lost data dir
-        // cannot take away.
-        contributedRounds: [...commits]
-          .filter(([, c]) => (c.credits.get(account) ?? 0n) > 0n)
-          .map(([round]) => round)
-          .sort((a, b) => a - b),
-        readAt: Date.now(),
-      };
+      this.#job.set(reward.record);
+      return contributionsOf(
+        o.jobId,
+        o.account,
+        reward,
+        creditedRounds(
+          [...commits].map(([round, c]) => [round, c.credits] as const),
+          o.account,
+        ),
+      );
     }, ttl);
   }
 
