@@ -91,51 +91,68 @@ export class ConfigError extends NodeError {
 /** Settings given by one source; absent keys fall through to lower ones. */
 export type PartialConfig = Partial<Config>;
 
+/**
+ * How a setting is written: `text` (one value), `list` (comma-separated,
+ * or a flag given again), `switch` (a flag alone; true or false in env
+ * vars and `zoo.json`).
+ */
+export type SettingForm = "text" | "list" | "switch";
+
+/**
+ * Every setting, declared once, in the order they are listed: its `ZOO_*`
+ * environment variable, its command-line flag and its form. The list of
+ * keys, the environment names and the CLI's setting flags derive from it;
+ * each value's parsing and checks are {@linkcode parseSetting}'s and
+ * {@linkcode validateSetting}'s.
+ */
+export const SETTINGS = {
+  dataDir: { env: "ZOO_DATA_DIR", flag: "data-dir", form: "text" },
+  listen: { env: "ZOO_LISTEN", flag: "listen", form: "list" },
+  announce: { env: "ZOO_ANNOUNCE", flag: "announce", form: "list" },
+  bootstrap: { env: "ZOO_BOOTSTRAP", flag: "bootstrap", form: "list" },
+  http: { env: "ZOO_HTTP", flag: "http", form: "text" },
+  httpHosts: { env: "ZOO_HTTP_HOSTS", flag: "http-host", form: "list" },
+  mdns: { env: "ZOO_MDNS", flag: "mdns", form: "switch" },
+  relay: { env: "ZOO_RELAY", flag: "relay", form: "switch" },
+  browserPeer: {
+    env: "ZOO_BROWSER_PEER",
+    flag: "browser-peer",
+    form: "text",
+  },
+  browserRpcUrl: {
+    env: "ZOO_BROWSER_RPC_URL",
+    flag: "browser-rpc-url",
+    form: "text",
+  },
+  job: { env: "ZOO_JOB", flag: "job", form: "text" },
+  maxBlobBytes: {
+    env: "ZOO_MAX_BLOB_BYTES",
+    flag: "max-blob-bytes",
+    form: "text",
+  },
+  rpcUrl: { env: "ZOO_RPC_URL", flag: "rpc-url", form: "text" },
+  registry: { env: "ZOO_REGISTRY", flag: "registry", form: "text" },
+  confirmations: {
+    env: "ZOO_CONFIRMATIONS",
+    flag: "confirmations",
+    form: "text",
+  },
+  backend: { env: "ZOO_BACKEND", flag: "backend", form: "text" },
+  threads: { env: "ZOO_THREADS", flag: "threads", form: "text" },
+  overlap: { env: "ZOO_OVERLAP", flag: "overlap", form: "switch" },
+  dutyCycle: { env: "ZOO_DUTY_CYCLE", flag: "duty-cycle", form: "text" },
+} as const satisfies Record<
+  keyof Config,
+  { env: string; flag: string; form: SettingForm }
+>;
+
 /** Every setting, in the order they are listed. */
-export const KEYS = [
-  "dataDir",
-  "listen",
-  "announce",
-  "bootstrap",
-  "http",
-  "httpHosts",
-  "mdns",
-  "relay",
-  "browserPeer",
-  "browserRpcUrl",
-  "job",
-  "maxBlobBytes",
-  "rpcUrl",
-  "registry",
-  "confirmations",
-  "backend",
-  "threads",
-  "overlap",
-  "dutyCycle",
-] as const;
+export const KEYS = Object.keys(SETTINGS) as readonly (keyof Config)[];
 
 /** Environment variable for each setting. */
-export const ENV_NAMES: Record<keyof Config, string> = {
-  dataDir: "ZOO_DATA_DIR",
-  listen: "ZOO_LISTEN",
-  announce: "ZOO_ANNOUNCE",
-  bootstrap: "ZOO_BOOTSTRAP",
-  http: "ZOO_HTTP",
-  httpHosts: "ZOO_HTTP_HOSTS",
-  mdns: "ZOO_MDNS",
-  relay: "ZOO_RELAY",
-  browserPeer: "ZOO_BROWSER_PEER",
-  browserRpcUrl: "ZOO_BROWSER_RPC_URL",
-  job: "ZOO_JOB",
-  maxBlobBytes: "ZOO_MAX_BLOB_BYTES",
-  rpcUrl: "ZOO_RPC_URL",
-  registry: "ZOO_REGISTRY",
-  confirmations: "ZOO_CONFIRMATIONS",
-  backend: "ZOO_BACKEND",
-  threads: "ZOO_THREADS",
-  overlap: "ZOO_OVERLAP",
-  dutyCycle: "ZOO_DUTY_CYCLE",
-};
+export const ENV_NAMES = Object.fromEntries(
+  KEYS.map((key) => [key, SETTINGS[key].env]),
+) as Record<keyof Config, string>;
 
 const CONFIRMATIONS_EXPECTED =
   `expected a whole number of blocks from 0 to ${MAX_CONFIRMATIONS}, or auto`;
@@ -194,20 +211,17 @@ export function parseSetting<K extends keyof Config>(
   const fail = (why: string): never => {
     throw new ConfigError(source, key, `${why}: current value is "${text}"`);
   };
+  const form: SettingForm = SETTINGS[key].form;
+  if (form === "list") {
+    const list = text.split(",").map((s) => s.trim()).filter((s) => s);
+    return validateSetting(source, key, list) as Config[K];
+  }
+  if (form === "switch") {
+    if (/^(true|1|yes|on)$/i.test(text)) return true as Config[K];
+    if (/^(false|0|no|off)$/i.test(text)) return false as Config[K];
+    return fail("expected true or false");
+  }
   switch (key) {
-    case "listen":
-    case "announce":
-    case "bootstrap":
-    case "httpHosts": {
-      const list = text.split(",").map((s) => s.trim()).filter((s) => s);
-      return validateSetting(source, key, list) as Config[K];
-    }
-    case "mdns":
-    case "relay":
-    case "overlap":
-      if (/^(true|1|yes|on)$/i.test(text)) return true as Config[K];
-      if (/^(false|0|no|off)$/i.test(text)) return false as Config[K];
-      return fail("expected true or false");
     case "http":
       return parseHttp(source, text) as Config[K];
     case "maxBlobBytes":

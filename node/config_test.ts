@@ -4,6 +4,8 @@ import {
   ConfigError,
   defaultConfig,
   ENV_NAMES,
+  KEYS,
+  SETTINGS,
 } from "./config.ts";
 import { loadConfig } from "./config_load.ts";
 import { parseCommand } from "./cli/parse.ts";
@@ -345,4 +347,21 @@ Deno.test("httpHosts: a name that is not a DNS name is refused where it is given
     parseCommand(["--join", "--http-host", "a.lan", "--http-host", "b"]),
     { kind: "join", flags: { httpHosts: ["a.lan", "b"] } },
   );
+});
+
+Deno.test("every setting is declared once: one env var and one flag each, all distinct, every default listed", () => {
+  const envs = KEYS.map((k) => SETTINGS[k].env);
+  const flags = KEYS.map((k) => SETTINGS[k].flag);
+  assert.deepEqual(new Set(envs).size, KEYS.length);
+  assert.deepEqual(new Set(flags).size, KEYS.length);
+  assert.deepEqual(Object.keys(defaultConfig("/home/u")), [...KEYS]);
+  for (const k of KEYS) {
+    assert.deepEqual(ENV_NAMES[k], SETTINGS[k].env);
+    // Switches are the boolean settings, and only they.
+    assert.deepEqual(
+      SETTINGS[k].form === "switch",
+      typeof defaultConfig("/home/u")[k] === "boolean",
+      k,
+    );
+  }
 });

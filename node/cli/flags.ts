@@ -3,8 +3,10 @@ import { parseArgs } from "node:util";
 import {
   type Config,
   ConfigError,
+  KEYS,
   parseSetting,
   type PartialConfig,
+  SETTINGS,
 } from "../config.ts";
 
 /** A command line that cannot be understood; exits with code 2. */
@@ -24,24 +26,23 @@ export type Spec = Record<
 /** The --data-dir flag every command takes. */
 export const DATA_DIR: Spec = { "data-dir": { type: "string" } };
 /** Flag name → config key, for the flags that are settings. */
-const SETTING_FLAGS: Record<string, keyof Config> = {
-  "data-dir": "dataDir",
-  listen: "listen",
-  announce: "announce",
-  bootstrap: "bootstrap",
-  http: "http",
-  "http-host": "httpHosts",
-  "browser-peer": "browserPeer",
-  "browser-rpc-url": "browserRpcUrl",
-  job: "job",
-  "max-blob-bytes": "maxBlobBytes",
-  "rpc-url": "rpcUrl",
-  registry: "registry",
-  confirmations: "confirmations",
-  backend: "backend",
-  threads: "threads",
-  "duty-cycle": "dutyCycle",
-};
+const SETTING_FLAGS: Record<string, keyof Config> = Object.fromEntries(
+  KEYS.map((key) => [SETTINGS[key].flag, key]),
+);
+
+/** The parseArgs specs of every setting's flag (see `SETTINGS`). */
+export const SETTING_SPECS: Spec = Object.fromEntries(
+  KEYS.map((key) => {
+    const { flag, form } = SETTINGS[key];
+    return [
+      flag,
+      form === "switch" ? { type: "boolean" as const } : {
+        type: "string" as const,
+        ...(form === "list" ? { multiple: true } : {}),
+      },
+    ];
+  }),
+);
 
 /** What {@linkcode parseFlags} returns. */
 export type Parsed = {
@@ -83,12 +84,12 @@ export function parseFlags(
 export function settings(parsed: Parsed): PartialConfig {
   const out: PartialConfig = {};
   for (const [flag, value] of Object.entries(parsed.values)) {
-    if (flag === "mdns" || flag === "relay" || flag === "overlap") {
-      out[flag] = value === true;
-      continue;
-    }
     const key = SETTING_FLAGS[flag];
     if (!key || value === undefined) continue;
+    if (SETTINGS[key].form === "switch") {
+      (out as Record<string, unknown>)[key] = value === true;
+      continue;
+    }
     const text = Array.isArray(value) ? value.join(",") : String(value);
     try {
       (out as Record<string, unknown>)[key] = parseSetting(

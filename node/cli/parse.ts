@@ -2,6 +2,7 @@ import type { PartialConfig } from "../config.ts";
 import {
   DATA_DIR,
   parseFlags,
+  SETTING_SPECS,
   settings,
   type Spec,
   UsageError,
@@ -51,28 +52,6 @@ export type Command =
   | ImportCommand
   | ChainCommand;
 
-const NODE_FLAGS: Spec = {
-  ...DATA_DIR,
-  listen: { type: "string", multiple: true },
-  announce: { type: "string", multiple: true },
-  bootstrap: { type: "string", multiple: true },
-  http: { type: "string" },
-  "http-host": { type: "string", multiple: true },
-  mdns: { type: "boolean" },
-  relay: { type: "boolean" },
-  "browser-peer": { type: "string" },
-  "browser-rpc-url": { type: "string" },
-  job: { type: "string" },
-  "max-blob-bytes": { type: "string" },
-  "rpc-url": { type: "string" },
-  registry: { type: "string" },
-  confirmations: { type: "string" },
-  backend: { type: "string" },
-  threads: { type: "string" },
-  overlap: { type: "boolean" },
-  "duty-cycle": { type: "string" },
-};
-
 /**
  * Parses `zoo-node` arguments. Throws {@linkcode UsageError} for unknown
  * commands or flags and `ConfigError` for a setting with a bad value.
@@ -93,7 +72,7 @@ export function parseCommand(argv: string[]): Command {
   if (first === "--join") {
     return {
       kind: "join",
-      flags: settings(parseFlags(argv.slice(1), NODE_FLAGS, 0)),
+      flags: settings(parseFlags(argv.slice(1), SETTING_SPECS, 0)),
     };
   }
   const rest = argv.slice(1);
