@@ -1,33 +1,44 @@
 /**
  * Hardhat's node (its own EVM, EDR, and JSON-RPC server; npm `hardhat`)
  * on a free loopback port, for tests that a job runs on an EVM that is not
- * anvil. It starts from `chain/hardhat/`, where its config is. A test
- * package: not named in deno.json, and locked in a lockfile of its own
- * (`tests/hardhat.lock`), so a first run of the product does not fetch it;
- * it is installed into the checkout's node_modules, the local installation
- * Hardhat insists on running from.
+ * anvil. A test package, kept out of the checkout: it is installed into a
+ * directory of its own under the test cache from `chain/hardhat/` (its
+ * config, a package.json naming it and the lockfile pinning its tree), the
+ * local installation Hardhat insists on running from. So deno.json and deno.lock
+ * do not name it, and a first run of the product does not fetch it.
  */
-const HARDHAT = "npm:hardhat@3.18.0";
-const LOCK = `--lock=${new URL("hardhat.lock", import.meta.url).pathname}`;
-const CONFIG_DIR = new URL("../chain/hardhat/", import.meta.url);
+import { CORPUS_CACHE } from "./_corpus.ts";
 
-/** Runs `fn` with a fresh Hardhat node's JSON-RPC URL; stops it after. */
-export async function withHardhat(
-  fn: (rpcUrl: string) => Promise<void>,
-): Promise<void> {
+const SOURCE = new URL("../chain/hardhat/", import.meta.url);
+/** Where Hardhat is installed and runs from. */
+const HOME = `${CORPUS_CACHE}/hardhat`;
+
+/** Hardhat installed in {@linkcode HOME} from chain/hardhat/. */
+async function installHardhat(): Promise<void> {
+  await Deno.mkdir(HOME, { recursive: true });
+  for (const file of ["package.json", "deno.lock", "hardhat.config.js"]) {
+    await Deno.copyFile(new URL(file, SOURCE), `${HOME}/${file}`);
+  }
   const install = await new Deno.Command(Deno.execPath(), {
-    args: ["install", LOCK, "--entrypoint", HARDHAT],
-    cwd: new URL("../", import.meta.url),
+    args: ["install"],
+    cwd: HOME,
     stdout: "null",
     stderr: "piped",
   }).output();
   if (!install.success) {
     throw new Error(
-      `installing ${HARDHAT} failed: ${
+      `installing Hardhat in ${HOME} failed: ${
         new TextDecoder().decode(install.stderr)
       }`,
     );
   }
+}
+
+/** Runs `fn` with a fresh Hardhat node's JSON-RPC URL; stops it after. */
+export async function withHardhat(
+  fn: (rpcUrl: string) => Promise<void>,
+): Promise<void> {
+  await installHardhat();
   const probe = Deno.listen({ hostname: "127.0.0.1", port: 0 });
   const port = (probe.addr as Deno.NetAddr).port;
   probe.close();
@@ -35,15 +46,14 @@ export async function withHardhat(
     args: [
       "run",
       "-A",
-      LOCK,
-      HARDHAT,
+      `${HOME}/node_modules/hardhat/dist/src/cli.js`,
       "node",
       "--hostname",
       "127.0.0.1",
       "--port",
       String(port),
     ],
-    cwd: CONFIG_DIR,
+    cwd: HOME,
     stdout: "null",
     stderr: "piped",
   }).spawn();

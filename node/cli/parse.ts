@@ -4,7 +4,6 @@ import {
   parseFlags,
   SETTING_SPECS,
   settings,
-  type Spec,
   UsageError,
 } from "./flags.ts";
 import {
