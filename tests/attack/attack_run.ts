@@ -348,6 +348,13 @@ async function attackCluster(
   if (leaver && exitedAfter === null) {
     throw new Error(`${leaver.name} never failed the attacker's audit`);
   }
+  if (o.attack !== null && SLASHED_ATTACKS.includes(o.attack)) {
+    // Evidence formed as the job ends (refutations replayed behind the
+    // honest peers' own steps, on a loaded machine) still lands while the
+    // peers run: an auditor exposes a refuted accuser as soon as the
+    // refutations are in, round or no round.
+    await slashedWithin(c, attackers, SLASH_GRACE_MS);
+  }
   const staying = good.filter((p) => p !== leaver);
   const trainings = await Promise.all(staying.map((p) => trainingOf(p)));
   const refusals = trainings.flatMap((t) => t.refusals);
@@ -497,4 +504,26 @@ async function attackCluster(
           0,
         )),
   };
+}
+
+/** How long a finished run waits for a slash still on its way, ms. */
+const SLASH_GRACE_MS = 60_000;
+
+/** Resolves once every one of `peers` is slashed in the job, or after `ms`. */
+async function slashedWithin(
+  c: JobCluster,
+  peers: readonly string[],
+  ms: number,
+): Promise<void> {
+  const job = cidToBytes32(c.job.id);
+  const accounts = peers.map((p) =>
+    c.slots.find((s) => s.registration.peerId === p)!.registration.address
+      .toLowerCase()
+  );
+  const end = Date.now() + ms;
+  while (Date.now() < end) {
+    const slashed = await slashedAccounts(c.chain.owner, job);
+    if (accounts.every((a) => slashed.has(a))) return;
+    await new Promise((r) => setTimeout(r, 500));
+  }
 }
