@@ -13,10 +13,11 @@
  */
 import type { Address } from "../../chain/attestation.ts";
 import { fundOnDevnet } from "../../chain/deployment.ts";
+import { BodyTooLargeError, readBody } from "../http/read_body.ts";
 import type { DevnetChain } from "./chain.ts";
 
 /** Largest JSON-RPC request forwarded, bytes: a tab's are small. */
-const MAX_REQUEST_BYTES = 1 << 20;
+export const MAX_REQUEST_BYTES = 1 << 20;
 
 /** Tabs call from the node's page, another origin than the proxy's. */
 const CORS = {
@@ -68,8 +69,12 @@ export function startFaucet(
         headers: CORS,
       });
     }
-    const body = new Uint8Array(await req.arrayBuffer());
-    if (body.length > MAX_REQUEST_BYTES) {
+    let body: Uint8Array<ArrayBuffer>;
+    try {
+      // Read up to the limit only: a huge body is refused, not buffered.
+      body = await readBody(new Response(req.body), MAX_REQUEST_BYTES);
+    } catch (err) {
+      if (!(err instanceof BodyTooLargeError)) throw err;
       return new Response("request too large\n", {
         status: 413,
         headers: CORS,

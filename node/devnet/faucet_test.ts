@@ -1,5 +1,6 @@
 import assert from "node:assert/strict";
-import { balanceReads } from "./faucet.ts";
+import type { DevnetChain } from "./chain.ts";
+import { balanceReads, MAX_REQUEST_BYTES, startFaucet } from "./faucet.ts";
 
 const bytes = (value: unknown) =>
   new TextEncoder().encode(
@@ -39,5 +40,22 @@ Deno.test("faucet: the accounts a request reads the balance of, alone or in a ba
     ]
   ) {
     assert.deepEqual(balanceReads(bytes(body)), [], JSON.stringify(body));
+  }
+});
+
+Deno.test("faucet: a request over the size limit is refused with 413 before anything reaches the chain", async () => {
+  // Nothing of the chain is touched on this path.
+  const faucet = startFaucet({} as DevnetChain, () => {
+    throw new Error("funded");
+  });
+  try {
+    const res = await fetch(faucet.url, {
+      method: "POST",
+      body: new Uint8Array(MAX_REQUEST_BYTES + 1),
+    });
+    assert.equal(res.status, 413);
+    await res.body?.cancel();
+  } finally {
+    await faucet.stop();
   }
 });
