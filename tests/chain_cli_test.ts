@@ -82,12 +82,19 @@ Deno.test("chain CLI: status, register, job create and rounds on the embedded de
       "create",
       specPath,
       "--reward",
-      "5",
+      "0.05",
       ...d,
     ]);
     const job = /job\s+(baf\S+)/.exec(created)![1];
     assert.match(created, /genesis\s+baf\S+/);
-    assert.match(created, /pool 5 ETH, quorum 2, 3 rounds/);
+    assert.match(created, /pool 0.05 ETH, quorum 2, 3 rounds/);
+    // No audit rate in the spec: the least that deters 10x at these terms
+    // (slash 1 ETH against 0.05 ETH over 3 rounds and 2 peers needs 0.09)
+    // and catches a full cheater within 20 rounds with p 0.95 (0.14).
+    assert.match(
+      created,
+      /audits\s+rate 0.14: a cheater risks 16\.8x a round's pay \(caught 0.14 x slash, 0.14 ETH, against 0.008333333333333333 ETH; floor 10x\); caught within 20 rounds with p 0.951/,
+    );
     // The spec is in the blockstore under the job id.
     const listed = await ok(["chain", "status", ...d]);
     assert.ok(listed.includes(`${job}  round 0/3`), listed);
@@ -99,7 +106,14 @@ Deno.test("chain CLI: status, register, job create and rounds on the embedded de
     );
     assert.deepEqual(json, { job, rounds: [] });
 
-    const dup = await zooNode(["job", "create", specPath, ...d]);
+    const dup = await zooNode([
+      "job",
+      "create",
+      specPath,
+      "--reward",
+      "0.05",
+      ...d,
+    ]);
     assert.equal(dup.code, 1);
     assert.match(dup.stderr, /already exists/);
 
@@ -146,6 +160,34 @@ Deno.test("chain CLI: bad input exits 2 or 1 with one clear line", async () => {
       JSON.stringify({ ...SPEC, quorum: 0 }),
     );
     cases.push([["job", "create", `${dir}/bad.json`, ...d], 2, /quorum/]);
+    // Deterrence below the spec's floor is refused before anything is sent:
+    // 5 ETH over 3 rounds and 2 peers pays 0.83 ETH a round against a
+    // 1 ETH slash; a stated rate of 0.05 risks 6x where 10x is asked.
+    await Deno.writeTextFile(`${dir}/spec.json`, JSON.stringify(SPEC));
+    cases.push([
+      ["job", "create", `${dir}/spec.json`, "--reward", "5", ...d],
+      2,
+      /spec\.json: audit\.deterrence 10 cannot be met: auditing every delta, a cheater risks only 1\.2x a round's pay; raise --min-stake/,
+    ]);
+    await Deno.writeTextFile(
+      `${dir}/low.json`,
+      JSON.stringify({ ...SPEC, audit: { rate: 0.05 } }),
+    );
+    cases.push([
+      ["job", "create", `${dir}/low.json`, "--reward", "0.05", ...d],
+      2,
+      /low\.json: audit\.rate 0\.05 lets a cheater risk only 6\.0x a round's pay, below audit\.deterrence 10/,
+    ]);
+    // The spec may state its own floor.
+    await Deno.writeTextFile(
+      `${dir}/floor.json`,
+      JSON.stringify({ ...SPEC, audit: { deterrence: 2 } }),
+    );
+    cases.push([
+      ["job", "create", `${dir}/floor.json`, "--reward", "5", ...d],
+      2,
+      /audit\.deterrence 2 cannot be met: auditing every delta, a cheater risks only 1\.2x/,
+    ]);
     for (const [args, code, message] of cases) {
       const out = await zooNode(args);
       const what = `${args.join(" ")}: ${out.stderr}`;

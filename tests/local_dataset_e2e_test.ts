@@ -46,7 +46,7 @@ Deno.test({
         "--data",
         texts,
         "--reward",
-        "1",
+        "0.01",
         "--data-dir",
         creator.dataDir,
         "--rpc-url",

@@ -149,7 +149,14 @@ Deno.test({
         const spec = `${dir}/spec.json`;
         await Deno.writeTextFile(
           spec,
-          JSON.stringify({ rounds: 4, quorum: 1, minPeers: 1 }),
+          // 3 ETH for 4 rounds of one peer: a cheater risks 1.3x a
+          // round's pay audited every round, a floor this spec accepts.
+          JSON.stringify({
+            rounds: 4,
+            quorum: 1,
+            minPeers: 1,
+            audit: { rate: 1, deterrence: 1 },
+          }),
         );
         const mine = /job\s+(baf\S+)/.exec(
           await cli(["job", "create", spec, "--reward", "3", ...d]),

@@ -269,6 +269,14 @@ Deno.test({
       const info = await callRpc<JobInfo>(url, "zoo_job");
       assert.equal(info.id, c.job.id);
       assert.ok(info.chain.nextRound >= after + 1);
+      // What cheating a round risks, from the spec's rate and the chain's
+      // pool and stakes: P(caught) x slash over a round's pay.
+      const d = info.deterrence;
+      assert.equal(d.rate, info.spec.audit?.rate ?? 1);
+      assert.equal(d.pCaught, d.rate);
+      assert.ok(d.ratio !== null && d.ratio > 0, `${d.ratio}`);
+      const ratio = Number(d.expectedLoss) / Number(d.rewardPerRound);
+      assert.ok(Math.abs(d.ratio - ratio) < 1e-6 * ratio, `${d.ratio}`);
       const r0 = await callRpc<RoundDetail>(url, "zoo_round", { round: 0 });
       assert.equal(r0.chain.checkpoint, records[0].checkpoint);
       assert.match(r0.chain.tx ?? "", /^0x[0-9a-f]{64}$/);

@@ -1,5 +1,6 @@
 import { formatEther } from "viem";
 import {
+  type AuditSettings,
   defaultJobSpec,
   type JobSpec,
   JobSpecError,
@@ -14,7 +15,17 @@ import { sessionRegistry } from "../chain_session.ts";
 import type { Config } from "../config.ts";
 import { blockstoreDir } from "../node.ts";
 import { parseJobId, withSession } from "./chain.ts";
-import { cancelJob } from "../../chain/registry.ts";
+import { cancelJob, readRegistryParams } from "../../chain/registry.ts";
+import {
+  CATCH_FLOOR,
+  defaultAuditRate,
+  deterrenceFloorOf,
+  deterrenceOf,
+  type JobDeterrence,
+  jobDeterrence,
+  jobEconomics,
+  type JobTerms,
+} from "../../protocol/audit/deterrence.ts";
 import { bytes32ToCid } from "../../chain/attestation.ts";
 import { UsageError } from "./flags.ts";
 import type { ChainCommand } from "./parse_chain.ts";
@@ -36,9 +47,18 @@ export async function jobCreate(
       `${command.spec} names dataset.cid and --data gives a dataset too: keep one`,
     );
   }
-  // Fields left out take their defaults (the default corpus among them).
+  // Fields left out take their defaults (the default corpus among them);
+  // an audit rate left out is chosen once the chain's terms are read, and
+  // rate 1 stands in for it until then.
+  const audit: unknown = fields.audit;
+  const rateLeftOut = audit === undefined ||
+    (typeof audit === "object" && audit !== null && !Array.isArray(audit) &&
+      !Object.hasOwn(audit, "rate"));
+  const overrides = rateLeftOut && audit !== undefined
+    ? { ...fields, audit: { ...audit, rate: 1 } }
+    : fields;
   let spec = validSpec(command.spec, {
-    ...fields,
+    ...overrides,
     dataset: { cid: DEFAULT_CORPUS_DATASET_ID, ...fields.dataset },
   });
   const store = await Blockstore.open(blockstoreDir(config.dataDir));
@@ -59,7 +79,7 @@ export async function jobCreate(
     );
     await storeDataset(store, dataset);
     spec = validSpec(command.spec, {
-      ...fields,
+      ...overrides,
       dataset: { ...spec.dataset, cid: dataset.id },
     });
     datasetLine =
@@ -67,6 +87,15 @@ export async function jobCreate(
   }
   return await withSession(config, async (session) => {
     const reg = await sessionRegistry(session, config);
+    const terms = {
+      pool: command.reward,
+      minStake: command.minStake,
+      minNodeStake: (await readRegistryParams(reg)).minNodeStake,
+    };
+    if (rateLeftOut) {
+      spec = { ...spec, audit: auditDefaults(command.spec, spec, terms) };
+    }
+    const deterrence = checkedDeterrence(command.spec, spec, terms);
     const { id: job, genesis, tx } = await publishJob([store], reg, spec, {
       reward: command.reward,
       minStake: command.minStake,
@@ -79,8 +108,68 @@ export async function jobCreate(
         formatEther(command.reward)
       } ETH, quorum ${spec.quorum}, ${spec.rounds} rounds (tx ${tx.hash})`,
     );
+    console.log(`audits    ${deterrenceLine(deterrence)}`);
     return 0;
   });
+}
+
+/**
+ * The audit settings of a spec that names no rate: the least rate its
+ * deterrence floor and the catch floor need at these terms
+ * (protocol/audit/deterrence.ts); refused when even rate 1 falls short.
+ */
+function auditDefaults(
+  path: string,
+  spec: JobSpec,
+  terms: JobTerms,
+): AuditSettings {
+  const floor = deterrenceFloorOf(spec);
+  const economics = jobEconomics(spec, terms);
+  const rate = defaultAuditRate(economics, floor);
+  if (rate === null) {
+    throw new UsageError(
+      `${path}: audit.deterrence ${floor} cannot be met: auditing every delta, a cheater risks only ${
+        ratioText(deterrenceOf(1, economics).ratio)
+      } a round's pay; raise --min-stake, lower --reward, or raise rounds or minPeers`,
+    );
+  }
+  return spec.audit?.deterrence === undefined
+    ? { rate }
+    : { rate, deterrence: spec.audit.deterrence };
+}
+
+/** The spec's deterrence at these terms; refused below its floor. */
+function checkedDeterrence(
+  path: string,
+  spec: JobSpec,
+  terms: JobTerms,
+): JobDeterrence {
+  const d = jobDeterrence(spec, terms);
+  if (!d.meetsFloor) {
+    throw new UsageError(
+      `${path}: audit.rate ${d.rate} lets a cheater risk only ${
+        ratioText(d.ratio)
+      } a round's pay, below audit.deterrence ${d.floor}: raise audit.rate or --min-stake, or lower --reward`,
+    );
+  }
+  return d;
+}
+
+/** The one line `job create` prints about what cheating a round risks. */
+export function deterrenceLine(d: JobDeterrence): string {
+  return `rate ${d.rate}: a cheater risks ${
+    ratioText(d.ratio)
+  } a round's pay (caught ${d.pCaught} x slash, ${
+    formatEther(d.expectedLoss)
+  } ETH, against ${
+    formatEther(d.rewardPerRound)
+  } ETH; floor ${d.floor}x); caught within ${CATCH_FLOOR.rounds} rounds with p ${
+    d.caughtWithin.toFixed(3)
+  }`;
+}
+
+function ratioText(ratio: number | null): string {
+  return ratio === null ? "all it has against nothing" : `${ratio.toFixed(1)}x`;
 }
 
 /** The spec of `fields`, every field validated. */

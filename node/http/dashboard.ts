@@ -8,6 +8,7 @@
  */
 import type {
   Contributions,
+  JobInfo,
   NodeStatus,
   PeerSummary,
   RoundRecord,
@@ -33,6 +34,8 @@ export interface Dashboard {
   rounds: RoundRecord[];
   roundsFrom: number;
   contributions: Contributions | null;
+  /** What cheating a round risks (zoo_job's `deterrence`), once read. */
+  deterrence: JobInfo["deterrence"] | null;
 }
 
 /**
@@ -58,6 +61,7 @@ export function dashboard(
       rounds: records.slice(roundsFrom),
       roundsFrom,
       contributions: job?.cachedContributions() ?? null,
+      deterrence: job?.cachedDeterrence() ?? null,
     },
     cursor: {
       step: steps.at(-1)?.seq ?? from.step,

@@ -115,7 +115,17 @@ export const PAGE_SCRIPT = String.raw`"use strict";
           c.roundsCommitted + "; " + tokens(c.totalContribution) + " in all" : ""),
       card("claimable", c ? ether(c.claimable) : "-",
         c ? c.claimable + " wei" : "", c ? claimsLine(c, Date.now()) : ""),
+      deterrenceCard(f.deterrence),
     );
+  }
+  // What cheating a round risks against what it pays (zoo_job's deterrence).
+  function deterrenceCard(d) {
+    if (!d) return card("deterrence", "-");
+    return card("deterrence",
+      d.ratio === null ? "no pay to gain" : num(d.ratio, 1) + "x",
+      "P(caught) x slash / a round's pay; the job asks at least " + d.floor + "x",
+      "audit rate " + d.rate + ": risks " + ether(d.expectedLoss) + " vs " +
+        ether(d.rewardPerRound) + " a round");
   }
 
   // A round stalled for members, worded as protocol/round/round_state.ts's

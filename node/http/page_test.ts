@@ -201,6 +201,14 @@ Deno.test("page: contribution and reward tiles show whole figures and when claim
   );
 });
 
+Deno.test("page: the deterrence tile says what cheating a round risks against its pay", () => {
+  deepStrictEqual(tiles(drawPage(null)).get("deterrence"), {
+    value: "16.8x",
+    title: "P(caught) x slash / a round's pay; the job asks at least 10x",
+    note: "audit rate 0.14: risks 0.14 ETH vs 0.008333 ETH a round",
+  });
+});
+
 Deno.test("page: tiles wrap long values rather than cut them", () => {
   const css = PAGE_CSS.match(/\.card \.value \{[^}]*\}/)![0];
   strictEqual(css.includes("ellipsis"), false, css);

@@ -231,10 +231,29 @@ export interface Contributions {
   readAt: number;
 }
 
-/** A job as `zoo_job` reports it: its spec and its record on chain. */
+/**
+ * A job as `zoo_job` reports it: its spec, what cheating a round risks at
+ * its audit rate and chain terms, and its record on chain.
+ */
 export interface JobInfo {
   id: string;
   spec: JobSpec;
+  /**
+   * protocol/audit/deterrence.ts's figures, wei as decimal strings:
+   * `ratio` is P(caught) × slash over one contributor's pay for one round
+   * at `minPeers` (null when the job pays nothing), against `floor`.
+   */
+  deterrence: {
+    rate: number;
+    floor: number;
+    meetsFloor: boolean;
+    pCaught: number;
+    expectedLoss: string;
+    rewardPerRound: string;
+    ratio: number | null;
+    /** P(a peer faking every round is caught within 20 rounds). */
+    caughtWithin: number;
+  };
   chain: {
     chainId: number;
     registry: string;
@@ -310,6 +329,8 @@ export interface JobSource {
   commitLatency(): HistogramSnapshot;
   /** The last contributions read from chain (refreshed in the background). */
   cachedContributions(): Contributions | null;
+  /** What cheating a round risks, as last read (refreshed in the background). */
+  cachedDeterrence(): JobInfo["deterrence"] | null;
   /**
    * The last chain reading of `peerId`'s contribution, or null; however
    * old, as it was last read (it starts a read when stale): for views

@@ -17,6 +17,7 @@ import {
   contributionOf,
   isMember,
   readJob,
+  readRegistryParams,
   readRewardStatus,
   readRound,
   type Registry,
@@ -25,6 +26,7 @@ import {
   slashedAccounts,
 } from "../../chain/registry.ts";
 import type { JobSpec } from "../../protocol/spec/job_spec.ts";
+import { jobDeterrence } from "../../protocol/audit/deterrence.ts";
 import { Cached } from "./cached.ts";
 import type {
   Contributions,
@@ -61,6 +63,9 @@ export class JobChainView {
   readonly #commits: Cached<Map<number, RoundCommit>>;
   readonly #peers = new Map<string, Cached<string | null>>();
   readonly #standing: Cached<Standing>;
+  /** The registry's minimum stake: fixed at deployment, read once. */
+  #minNodeStake: Promise<bigint> | null = null;
+  readonly #info: Cached<JobInfo>;
 
   constructor(o: JobChainViewOptions) {
     this.#o = o;
@@ -68,6 +73,7 @@ export class JobChainView {
     const job = cidToBytes32(o.jobId);
     this.#job = new Cached(() => readJob(o.registry, job), ttl);
     this.#commits = new Cached(() => roundCommits(o.registry, job), ttl);
+    this.#info = new Cached(() => this.#readInfo(), ttl);
     this.#standing = new Cached(async () => {
       if (await isMember(o.registry, job, o.account)) return "member";
       const slashed = await slashedAccounts(o.registry, job);
@@ -156,13 +162,45 @@ export class JobChainView {
     return cached;
   }
 
-  /** The job's spec and chain record. */
-  async info(): Promise<JobInfo> {
+  /**
+   * What cheating a round of the job risks as last read (null until read);
+   * starts a read when stale.
+   */
+  cachedDeterrence(): JobInfo["deterrence"] | null {
+    return this.#info.peek()?.deterrence ?? null;
+  }
+
+  /** The job's spec, deterrence and chain record. */
+  info(): Promise<JobInfo> {
+    return this.#info.get();
+  }
+
+  async #readInfo(): Promise<JobInfo> {
     const { registry, jobId, spec } = this.#o;
-    const j = await this.#job.get();
+    this.#minNodeStake ??= readRegistryParams(registry).then(
+      (p) => p.minNodeStake,
+      (err) => {
+        this.#minNodeStake = null;
+        throw err;
+      },
+    );
+    const [j, minNodeStake] = await Promise.all([
+      this.#job.get(),
+      this.#minNodeStake,
+    ]);
+    const d = jobDeterrence(spec, {
+      pool: j.rewardPool,
+      minStake: j.minStake,
+      minNodeStake,
+    });
     return {
       id: jobId,
       spec,
+      deterrence: {
+        ...d,
+        expectedLoss: String(d.expectedLoss),
+        rewardPerRound: String(d.rewardPerRound),
+      },
       chain: {
         chainId: registry.client.chainId,
         registry: registry.address,

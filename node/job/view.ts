@@ -91,6 +91,7 @@ export function createJobView(o: JobViewOptions): JobSource {
     stepsTotal: () => ledger.steps.total,
     commitLatency: () => ledger.commitLatency.snapshot(),
     cachedContributions: () => chain.cachedContributions(),
+    cachedDeterrence: () => chain.cachedDeterrence(),
     peerContribution: (peer) => chain.peerContribution(peer),
     readPeerContribution: (peer) => chain.readPeerContribution(peer),
     contributions: () => chain.contributions(),

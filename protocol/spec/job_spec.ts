@@ -104,11 +104,13 @@ export interface JobSpec {
   /** Seed for parameter init and batch sampling. */
   readonly seed: number;
   /**
-   * Verification: the chance, in (0, 1], that each delta a round lists is
-   * audited (protocol/audit/audit_plan.ts). Absent means 1, every delta every
-   * round; a lower rate trades catch speed for audit traffic.
+   * Verification: `rate`, the chance, in (0, 1], that each delta a round
+   * lists is audited (protocol/audit/audit_plan.ts), and `deterrence`, the
+   * least P(caught) × slash / a round's pay that `job create` accepts
+   * (protocol/audit/deterrence.ts; absent: 10). Absent means rate 1, every
+   * delta every round; `job create` writes the rate those floors need.
    */
-  readonly audit?: { readonly rate: number };
+  readonly audit?: AuditSettings;
   /**
    * How a peer sizes its share of a round's H steps: `throughput`, what
    * absent means, lets a peer slower than most take fewer
@@ -155,8 +157,14 @@ export interface JobSpecOverrides {
   readonly rounds?: number;
   readonly minPeers?: number;
   readonly seed?: number;
-  readonly audit?: { readonly rate: number };
+  readonly audit?: AuditSettings;
   readonly shares?: Shares;
+}
+
+/** A spec's `audit` field (see {@linkcode JobSpec}). */
+export interface AuditSettings {
+  readonly rate: number;
+  readonly deterrence?: number;
 }
 
 /** The default model: a small byte-level GPT, as `train --local` uses. */
@@ -250,9 +258,9 @@ export function parseJobSpec(value: unknown): JobSpec {
   const aggregation = top.object("aggregation", AGGREGATION_KEYS);
   const minPeers = top.int("minPeers", 1, 10_000);
   // Absent unless set, so specs written before it keep their ids.
-  const audit = top.get("audit") === undefined ? {} : {
-    audit: { rate: top.object("audit", ["rate"]).number("rate", 0, 1, "(]") },
-  };
+  const audit = top.get("audit") === undefined
+    ? {}
+    : { audit: parseAudit(top.object("audit", ["rate", "deterrence"])) };
   const shares = top.get("shares") === undefined
     ? {}
     : { shares: top.oneOf("shares", SHARES) };
@@ -292,6 +300,13 @@ export function parseJobSpec(value: unknown): JobSpec {
     ...audit,
     ...shares,
   };
+}
+
+function parseAudit(audit: Fields): AuditSettings {
+  const rate = audit.number("rate", 0, 1, "(]");
+  return audit.get("deterrence") === undefined
+    ? { rate }
+    : { rate, deterrence: audit.number("deterrence", 0, 1_000_000) };
 }
 
 /**
@@ -338,6 +353,14 @@ export function decodeJobSpec(bytes: Uint8Array): JobSpec {
 /** The job id: the CID (raw codec, base32) of the spec's canonical bytes. */
 export async function jobIdOf(spec: JobSpec): Promise<string> {
   return cidToString(await cidForBytes(encodeJobSpec(spec), RAW_CODEC));
+}
+
+/**
+ * The chance that each delta a round lists is audited: the spec's
+ * `audit.rate`, 1 (every delta) when it sets none.
+ */
+export function auditRateOf(spec: Pick<JobSpec, "audit">): number {
+  return spec.audit?.rate ?? 1;
 }
 
 /**

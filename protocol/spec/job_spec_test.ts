@@ -286,6 +286,20 @@ Deno.test("audit.rate is optional: absent it leaves the spec and its id as befor
     /not a field/,
   );
   rejects({ ...base, audit: 1 }, "audit", /must be/);
+  // The deterrence floor rides beside the rate; absent, it is not written.
+  const floored = defaultJobSpec({
+    dataset: { cid: DATASET },
+    audit: { rate: 0.2, deterrence: 25 },
+  });
+  deepStrictEqual(decodeJobSpec(encodeJobSpec(floored)), floored);
+  notStrictEqual(await jobIdOf(floored), await jobIdOf(sampled));
+  for (const deterrence of [-1, "10", null, 2e6]) {
+    rejects(
+      { ...base, audit: { rate: 1, deterrence } },
+      "audit.deterrence",
+      /audit.deterrence must be/,
+    );
+  }
 });
 
 Deno.test("shares is optional: absent it leaves the spec and its id as before, set it is checked", async () => {

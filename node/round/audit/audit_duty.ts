@@ -37,6 +37,7 @@ import {
   type RefutationNotice,
 } from "../../../protocol/messages/messages.ts";
 import type { RoundManifest } from "../../../protocol/round/round_manifest.ts";
+import { auditRateOf } from "../../../protocol/spec/job_spec.ts";
 import {
   afterUnserved,
   NO_TRIES,
@@ -73,9 +74,6 @@ import { malformedIn, silentIn, WorkRecordUnserved } from "./work_reader.ts";
 import { KEEP_STATE_ROUNDS } from "../trainer/state_window.ts";
 import type { RoundLedger } from "../records/ledger.ts";
 import type { RoundChain } from "../services/services.ts";
-
-/** Chance that a listed delta's round is audited when the spec sets none. */
-export const DEFAULT_AUDIT_RATE = 1;
 
 /** Rounds after the failed work's round from which its author is ignored. */
 export const CONVICTION_LAG = 2;
@@ -195,7 +193,7 @@ export class AuditDuty {
       contributors: peers,
       members: peers,
       segments: segmentCount(spec.innerSteps),
-      rate: spec.audit?.rate ?? DEFAULT_AUDIT_RATE,
+      rate: auditRateOf(spec),
       auditors: AUDITORS_PER_AUDIT,
       suspects: suspectsOf(this.#closed.values(), manifest.round),
     });
