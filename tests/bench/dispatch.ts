@@ -22,6 +22,7 @@ const BENCHES: Record<string, () => Promise<{ default: Bench }>> = {
   rounds: () => import("./rounds.ts"),
   attacks: () => import("./attacks.ts"),
   catch: () => import("./catch.ts"),
+  cost: () => import("./cost.ts"),
   quality: () => import("./quality.ts"),
   wan: () => import("./wan.ts"),
   soak: () => import("./soak.ts"),

@@ -40,6 +40,7 @@ import {
   trainAlone,
   trainDataParallel,
 } from "./training_runs.ts";
+import { INNER_MOMENTS, type InnerMoments } from "./training_runs.ts";
 import {
   type Bench,
   booleanFlag,
@@ -68,6 +69,8 @@ interface Options {
   blockSize: number;
   /** Trim fraction of the trimmed mean; 0 is the plain mean. */
   trim: number;
+  /** DiLoCo peers carry their inner moments across rounds, or reset them. */
+  innerMoments: InnerMoments;
   alone: boolean;
   ddp: boolean;
   diloco: boolean;
@@ -100,6 +103,7 @@ export interface QualityResult {
     /** Elements per block of the delta's scales. */
     blockSize: number;
     trimFraction: number;
+    innerMoments: InnerMoments;
   };
   /** Tokens each run trained on in all. */
   tokens: number;
@@ -205,6 +209,11 @@ const bench: Bench<Options, QualityResult> = {
       default: "true",
       help: "train the DiLoCo peers (true|false; false: baselines alone)",
     },
+    "inner-moments": {
+      default: "carry",
+      help:
+        "DiLoCo peers' inner optimizer moments across rounds: carry | reset (zero at each round's start)",
+    },
     ddp: {
       default: "true",
       help: "train the data-parallel baseline (true|false)",
@@ -251,6 +260,7 @@ const bench: Bench<Options, QualityResult> = {
         integer: true,
       }),
       trim: numberFlag(flags, "trim", { min: 0, max: 0.49 }),
+      innerMoments: choiceFlag(flags, "inner-moments", INNER_MOMENTS),
       alone: booleanFlag(flags, "alone"),
       ddp: booleanFlag(flags, "ddp"),
       diloco: booleanFlag(flags, "diloco"),
@@ -285,7 +295,7 @@ const bench: Bench<Options, QualityResult> = {
         meter,
         log,
       };
-      const diloco = o.diloco ? await simulateDiloco(c) : null;
+      const diloco = o.diloco ? await simulateDiloco(c, o.innerMoments) : null;
       const ddp = o.ddp ? await trainDataParallel(c) : null;
       const alone = o.alone ? await trainAlone(c) : null;
       const P = parameterCount(spec.model);
@@ -316,6 +326,7 @@ const bench: Bench<Options, QualityResult> = {
           compression: spec.compression.format,
           blockSize: spec.compression.blockSize,
           trimFraction: spec.aggregation.trimFraction,
+          innerMoments: o.innerMoments,
         },
         tokens: o.rounds * o.innerSteps * o.peers * spec.batchSize *
           spec.contextLength,
@@ -344,7 +355,7 @@ const bench: Bench<Options, QualityResult> = {
         s.muon
           ? `Muon lr ${s.muon.lr} momentum ${s.muon.momentum} + AdamW`
           : "AdamW"
-      } lr ${s.maxLr} to ${s.minLr}, warmup ${s.warmupSteps}, clip ${s.gradClip}; ${s.compression} (blocks of ${s.blockSize}); trim ${s.trimFraction}`,
+      } lr ${s.maxLr} to ${s.minLr}, warmup ${s.warmupSteps}, clip ${s.gradClip}; ${s.compression} (blocks of ${s.blockSize}); trim ${s.trimFraction}; inner moments ${s.innerMoments}`,
       `held-out loss per round:`,
       ...(r.diloco ? [`  diloco ${curve(r.diloco)}`] : []),
       ...(r.ddp ? [`  ddp    ${curve(r.ddp)}`] : []),

@@ -120,10 +120,23 @@ export interface DilocoRun extends Curve {
 }
 
 /**
+ * What a DiLoCo peer's inner optimizer starts a round from: the moments its
+ * previous round ended with (`carry`, as DiLoCo does and live peers do), or
+ * zeros (`reset`: a round's start is then C(r) alone, public).
+ */
+export type InnerMoments = "carry" | "reset";
+
+/** The {@linkcode InnerMoments} choices. */
+export const INNER_MOMENTS: readonly InnerMoments[] = ["carry", "reset"];
+
+/**
  * N DiLoCo peers in this process (see the module doc): R rounds of H inner
  * steps each, combined by the job's rule and outer step.
  */
-export async function simulateDiloco(c: RunContext): Promise<DilocoRun> {
+export async function simulateDiloco(
+  c: RunContext,
+  moments: InnerMoments = "carry",
+): Promise<DilocoRun> {
   const { spec, peers, dataset, createTrainer, meter, log } = c;
   const ids = Array.from({ length: peers }, (_, k) => `sim-peer-${k}`);
   const trainers = ids.map((id) =>
@@ -139,6 +152,12 @@ export async function simulateDiloco(c: RunContext): Promise<DilocoRun> {
   };
   try {
     let checkpoint = genesisOf(spec);
+    const zeros = moments === "reset"
+      ? {
+        m: new Float32Array(checkpoint.params.length),
+        v: new Float32Array(checkpoint.params.length),
+      }
+      : undefined;
     let tokens = 0;
     for (let round = 0; round < spec.rounds; round++) {
       const t0 = performance.now();
@@ -155,6 +174,7 @@ export async function simulateDiloco(c: RunContext): Promise<DilocoRun> {
         const result = await trainer.trainRound({
           round,
           params: checkpoint.params,
+          moments: zeros,
           chunks: shares.get(ids[k])!.map((i) => train[i]),
         });
         lossSum += result.loss;
