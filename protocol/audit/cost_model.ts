@@ -37,14 +37,13 @@ import { muonPlan } from "../../kernels/muon.ts";
 import { encodedByteLength } from "../aggregation/quantized_container.ts";
 import { BITS_FOR_COMPRESSION } from "../aggregation/quantize.ts";
 import { parameterCount } from "../round/round_checkpoint.ts";
-import { MAX_DELTA_BLOB_OVERHEAD } from "../round/delta_blob.ts";
 import { STATE_HEAD_BYTES } from "../content/state_hash.ts";
 import { auditRateOf, type JobSpec } from "../spec/job_spec.ts";
 import { segmentCount } from "./work_record.ts";
 
 /**
  * A delta blob's context (job, round, parent, peer) as encoded: about 300
- * bytes of JSON; the bound is {@linkcode MAX_DELTA_BLOB_OVERHEAD}.
+ * bytes of JSON (at most 1 KiB: protocol/round/delta_blob.ts).
  */
 const DELTA_CONTEXT_BYTES = 300;
 
