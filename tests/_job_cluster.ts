@@ -269,6 +269,8 @@ export interface JobClusterOptions {
    * first use: runs given the same `keys` have the same peer ids.
    */
   keys?: string;
+  /** The job's reward pool, wei (default: the devnet's). */
+  reward?: bigint;
 }
 
 async function runJobCluster(
@@ -288,7 +290,7 @@ async function runJobCluster(
       `${CORPUS_CACHE}/${BROWN_CACHE_FILE}`,
       `${root}/cache/${BROWN_CACHE_FILE}`,
     );
-    const job = await publishDevnetJob(chain, root, slots, o.spec);
+    const job = await publishDevnetJob(chain, root, slots, o.spec, o.reward);
     cluster = new JobCluster(root, chain, o.spec, slots, job);
     await fn(cluster);
   } catch (err) {

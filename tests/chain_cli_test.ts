@@ -43,6 +43,11 @@ Deno.test("chain CLI: status, register, job create and rounds on the embedded de
     const status = await ok(["chain", "status", ...d]);
     assert.match(status, /chain\s+31337 at block \d+ .*embedded anvil/);
     const registry = /registry\s+(0x[0-9a-fA-F]{40})/.exec(status)![1];
+    // The registry's terms, the devnet's challenge window among them.
+    assert.match(
+      status,
+      /registry\s+0x[0-9a-fA-F]{40}: min stake 1 ETH, unbonding \d+ s, claims 90 s after a job's last commit/,
+    );
     assert.match(status, /not registered/);
     // Each command stops the anvil it started; its state stays.
     await assert.rejects(Deno.stat(`${dir}/chain/anvil.json`));

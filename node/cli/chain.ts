@@ -131,18 +131,23 @@ async function printStatus(
   identity: Identity,
 ): Promise<number> {
   const { client } = session;
-  const [block, balance, node, jobs] = await Promise.all([
+  const [block, balance, node, jobs, params] = await Promise.all([
     client.public.getBlockNumber(),
     client.public.getBalance({ address: identity.address }),
     readNode(reg, identity.address),
     listJobs(reg),
+    readRegistryParams(reg),
   ]);
   console.log(
     `chain     ${client.chainId} at block ${block} (${client.rpcUrl}${
       session.dev ? ", embedded anvil" : ""
     })`,
   );
-  console.log(`registry  ${reg.address}`);
+  console.log(
+    `registry  ${reg.address}: min stake ${
+      formatEther(params.minNodeStake)
+    } ETH, unbonding ${params.unbondingDelay} s, claims ${params.challengeWindow} s after a job's last commit`,
+  );
   console.log(`account   ${identity.address}, ${formatEther(balance)} ETH`);
   if (!node.registered) {
     console.log(`node      not registered: run "zoo-node chain register"`);

@@ -70,14 +70,16 @@ export async function registerDevnetPeers(
 
 /**
  * Seeds the job's dataset, spec and genesis into every peer's store and
- * creates the job on chain. The default corpus is built once, cached in
- * `<root>/cache`; any other dataset must already be in `<root>`'s store.
+ * creates the job on chain with a pool of `reward` wei. The default corpus
+ * is built once, cached in `<root>/cache`; any other dataset must already
+ * be in `<root>`'s store.
  */
 export async function publishDevnetJob(
   chain: DevnetChain,
   root: string,
   slots: readonly DevnetPeerSlot[],
   spec: JobSpec,
+  reward: bigint = DEVNET_REWARD,
 ): Promise<PublishedJob> {
   const stores = await Promise.all(
     slots.map((s) => Blockstore.open(blockstoreDir(s.dataDir))),
@@ -85,7 +87,7 @@ export async function publishDevnetJob(
   const dataset = await devnetDataset(root, spec);
   for (const store of stores) await storeDataset(store, dataset);
   return await publishJob(stores, chain.owner, spec, {
-    reward: DEVNET_REWARD,
+    reward,
     minStake: 0n,
   });
 }

@@ -168,10 +168,36 @@ Deno.test({
       "2",
       "--inner-steps",
       "20",
+      "--audit-rate",
+      "1",
     );
     assert.equal(code, 0, stderr);
     const { rounds } = JSON.parse(stdout);
     assert.equal(rounds.peers, 2);
+    // Audited every round: a 1 ETH slash against 0.01 ETH a round split
+    // over 2 peers.
+    assert.equal(rounds.auditRate, 1);
+    assert.ok(Math.abs(rounds.deterrence - 200) < 1e-9, rounds.deterrence);
+    // One segment of 16 replayed per listed delta, and a loss check: as
+    // the cost model says, but for audits still running at the end.
+    assert.ok(
+      rounds.auditOverhead > 0 &&
+        rounds.auditOverhead <= rounds.costModel.auditOverhead * 1.01,
+      `${rounds.auditOverhead} vs ${rounds.costModel.auditOverhead}`,
+    );
+    // Each peer audits the other's first round in the second: one segment
+    // each, the last of 16 without the final parameters' fetch, so the
+    // mean of two audits is within a third of the model's (the default
+    // model's longer runs agree within 10%: BENCHMARKS).
+    const audit = rounds.perPeer.reduce(
+      (s: number, p: { auditBytesPerRound: number }) =>
+        s + p.auditBytesPerRound,
+      0,
+    ) / 2;
+    assert.ok(
+      Math.abs(audit / rounds.costModel.auditBytes - 1) < 0.35,
+      `audit bytes ${audit} vs ${rounds.costModel.auditBytes}`,
+    );
     assert.equal(rounds.perPeer.length, 2);
     for (
       const key of [
@@ -315,6 +341,36 @@ gpuTest(
     assert.equal(typeof kernels.floor4096, "string");
   },
 );
+
+Deno.test("bench cost --json: bytes and compute per peer per round by formula, one row or the table", async () => {
+  const one = await bench(
+    "cost",
+    "--json",
+    "--params",
+    "124000000",
+    "--peers",
+    "16",
+  );
+  assert.equal(one.code, 0, one.stderr);
+  const [row] = JSON.parse(one.stdout).cost.rows;
+  assert.equal(row.peers, 16);
+  assert.ok(Math.abs(row.parameters - 124e6) < 2e6, `${row.parameters}`);
+  // 15 deltas sent to the other peers; audits at the catch floor's rate.
+  assert.equal(row.trainingBytes, 15 * row.deltaBytes);
+  assert.equal(row.rate, 0.14);
+  assert.ok(Math.abs(row.auditBytes - 0.14 * row.bytesPerAudit) < 1);
+  const table = await bench("cost", "--json");
+  assert.equal(table.code, 0, table.stderr);
+  const rows = JSON.parse(table.stdout).cost.rows;
+  assert.deepEqual(
+    rows.map((r: { peers: number }) => r.peers),
+    [3, 16, 100, 1000, 3, 16, 100, 1000, 3, 16, 100, 1000],
+  );
+  assert.ok(rows.at(-1).parameters > 0.95e9);
+  const bad = await bench("cost", "--rate", "0");
+  assert.equal(bad.code, 2);
+  assert.match(bad.stderr, /--rate 0/);
+});
 
 Deno.test("bench catch --json: the audit plan catches a partial-work peer as often as 1 - (1 - rate*q)^n says", async () => {
   const { code, stdout, stderr } = await bench(

@@ -65,7 +65,8 @@ export interface CatchResult {
   rates: RateFigures[];
 }
 
-const RATES = [0.05, 0.1, 0.25, 0.5, 1];
+// 0.14: the least rate `job create` chooses (protocol/audit/deterrence.ts).
+const RATES = [0.05, 0.1, 0.14, 0.25, 0.5, 1];
 
 function seedOf(...parts: (string | number)[]): string {
   return createHash("sha256").update(parts.join("/")).digest("hex");

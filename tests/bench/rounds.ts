@@ -63,17 +63,37 @@ import {
   formatTable,
   numberFlag,
   OPTIMIZERS,
+  UsageError,
 } from "./_bench.ts";
 import { DEFAULT_MUON } from "../../kernels/muon.ts";
+import {
+  DEFAULT_DETERRENCE_FLOOR,
+  defaultAuditRate,
+  jobDeterrence,
+  jobEconomics,
+  type JobTerms,
+} from "../../protocol/audit/deterrence.ts";
+import { type RoundCost, roundCost } from "../../protocol/audit/cost_model.ts";
+import { DEVNET_REGISTRY } from "../../chain/deployment.ts";
+import { formatEther } from "viem";
 
 /** One peer's figures over the whole run. */
 export interface PeerFigures {
   name: string;
   /** Mean bytes sent per round, audit traffic included. */
   bytesPerRound: number;
-  /** Mean bytes per round it fetched to audit other peers' work. */
+  /**
+   * Mean bytes sent per round for training: bytes sent less those fetched
+   * for audits (every audit byte one peer fetches another serves).
+   */
+  trainingBytesPerRound: number;
+  /**
+   * Mean bytes per round it fetched to audit other peers' work, from round
+   * 2 on: round 1 has no work to audit yet (a round's work is audited in
+   * the next, and the last round's after the run).
+   */
   auditBytesPerRound: number;
-  /** Data-parallel bytes per round over bytes sent. */
+  /** Data-parallel bytes per round over training plus audit bytes. */
   reduction: number;
   /** Time in training steps over wall time, all rounds. */
   utilization: number;
@@ -135,13 +155,12 @@ export interface RoundsResult {
   /** Bytes a peer sends per round under data-parallel training. */
   dataParallelBytesPerRound: number;
   perPeer: PeerFigures[];
-  /**
-   * Data-parallel bytes over the training traffic alone: bytes sent less
-   * the audit traffic, as means over peers (every audit byte one peer
-   * fetched is one another peer served).
-   */
+  /** Data-parallel bytes over the training traffic alone, means over peers. */
   trainingReduction: number;
-  /** Data-parallel bytes over bytes sent, audits included; mean over peers. */
+  /**
+   * Data-parallel bytes over training plus audit bytes (from round 2 on),
+   * means over peers.
+   */
   reductionVsDdp: number;
   /** Means over peers. */
   utilization: number;
@@ -151,6 +170,31 @@ export interface RoundsResult {
   slowDuty: number;
   /** Mean from-round-2 utilization of the peers not slowed. */
   fastSteadyUtilization: number;
+  /** The spec's audit rate. */
+  auditRate: number;
+  /**
+   * P(caught) × slash over a peer's pay for a round at the job's pool and
+   * stakes (protocol/audit/deterrence.ts); null when it pays nothing.
+   */
+  deterrence: number | null;
+  /**
+   * Steps re-run in audits over the steps of the deltas they audited: those
+   * of every round but the last (audited after the run).
+   */
+  auditOverhead: number;
+  /**
+   * The same figures by formula (protocol/audit/cost_model.ts), per peer
+   * per round; gossip is left out of them.
+   */
+  costModel: Pick<
+    RoundCost,
+    | "trainingBytes"
+    | "auditBytes"
+    | "allInBytes"
+    | "reductionVsDdp"
+    | "trainingReduction"
+    | "auditOverhead"
+  >;
 }
 
 /** What `rounds` (and `wan`) are asked to run. */
@@ -167,6 +211,10 @@ export interface RoundsOptions {
   evalBatches: number;
   /** Duty cycle of the last peer, below 1 to slow it (1: none slowed). */
   slowDuty: number;
+  /** The spec's audit rate; null: the least `job create` would choose. */
+  auditRate: number | null;
+  /** What the pool pays for a round, ETH (split over the peers). */
+  rewardPerRound: number;
 }
 
 /** The `--join` flags of peer `k` (0-based) beyond those every peer gets. */
@@ -179,10 +227,28 @@ export function peerArgs(o: RoundsOptions, k: number): string[] {
   ];
 }
 
-/** The job: throughput shares whenever a peer is slowed. */
+/** The job's pool: `rewardPerRound` for each of its rounds, wei. */
+function poolOf(o: RoundsOptions): bigint {
+  return BigInt(Math.round(o.rewardPerRound * 1e9)) * 10n ** 9n *
+    BigInt(o.rounds);
+}
+
+/** What the job's stakes and pool are on the devnet's registry. */
+function termsOf(o: RoundsOptions): JobTerms {
+  return {
+    pool: poolOf(o),
+    minStake: 0n,
+    minNodeStake: DEVNET_REGISTRY.minNodeStake,
+  };
+}
+
+/**
+ * The job: throughput shares whenever a peer is slowed; audited at the
+ * rate asked for, or at the least `job create` chooses for its terms.
+ */
 function specFor(o: RoundsOptions): JobSpec {
   const base = benchSpec({ name: "bench-rounds", ...o });
-  return benchSpec({ name: "bench-rounds", ...o }, {
+  const spec = benchSpec({ name: "bench-rounds", ...o }, {
     roundDeadlineMs: 60_000,
     inner: {
       ...base.inner,
@@ -191,6 +257,19 @@ function specFor(o: RoundsOptions): JobSpec {
     compression: { format: o.compression },
     shares: o.slowDuty < 1 ? "throughput" : o.shares,
   });
+  const rate = o.auditRate ??
+    defaultAuditRate(
+      jobEconomics(spec, termsOf(o)),
+      DEFAULT_DETERRENCE_FLOOR,
+    );
+  if (rate === null) {
+    throw new UsageError(
+      `Cannot choose an audit rate: ${o.rewardPerRound} ETH a round against a ${
+        formatEther(DEVNET_REGISTRY.minNodeStake)
+      } ETH slash deters less than ${DEFAULT_DETERRENCE_FLOOR}x even at rate 1; lower --reward-per-round`,
+    );
+  }
+  return { ...spec, audit: { rate } };
 }
 
 /** The committed checkpoint of every round, from one peer's store. */
@@ -242,6 +321,15 @@ const bench: Bench<RoundsOptions, RoundsResult> = {
       help:
         "duty cycle of the last peer, (0, 1]: 0.25 makes it 4x slower (1: none slowed)",
     },
+    "audit-rate": {
+      default: "deterrence",
+      help:
+        "audit rate in (0, 1], or deterrence: the least job create chooses for the pool and stakes",
+    },
+    "reward-per-round": {
+      default: "0.01",
+      help: "what the pool pays for each round, ETH",
+    },
   },
   parse(flags) {
     return {
@@ -263,6 +351,13 @@ const bench: Bench<RoundsOptions, RoundsResult> = {
         integer: true,
       }),
       slowDuty: numberFlag(flags, "slow-duty", { min: 0.01, max: 1 }),
+      auditRate: flags["audit-rate"] === "deterrence"
+        ? null
+        : numberFlag(flags, "audit-rate", { min: 0.01, max: 1 }),
+      rewardPerRound: numberFlag(flags, "reward-per-round", {
+        min: 1e-9,
+        max: 1e6,
+      }),
     };
   },
   async run(o, log) {
@@ -335,6 +430,15 @@ const bench: Bench<RoundsOptions, RoundsResult> = {
           }% for the peers not slowed`
           : ""
       })`,
+      `audits at rate ${r.auditRate}: a cheater risks ${
+        r.deterrence === null
+          ? "its stake for nothing"
+          : `${r.deterrence.toFixed(1)}x a round's pay`
+      }; ${(100 * r.auditOverhead).toFixed(1)}% more steps (model ${
+        (100 * r.costModel.auditOverhead).toFixed(1)
+      }%); the cost model's reductions: ${
+        Math.round(r.costModel.reductionVsDdp)
+      }x with audits, ${Math.round(r.costModel.trainingReduction)}x training`,
     ].join("\n");
   },
 };
@@ -351,93 +455,130 @@ export async function measureRounds(
 ): Promise<RoundsResult> {
   const spec = specFor(o);
   let result: RoundsResult | null = null;
-  await withJobCluster({ nodes: o.peers, spec }, async (c) => {
-    log(`starting ${o.peers} peers`);
-    const peers = await start(c);
-    const t0 = performance.now();
-    const rounds = await watchRounds({
-      peers,
-      rounds: spec.rounds,
-      stallMs: Math.max(300_000, 4 * spec.roundDeadlineMs),
-      onRound: (r) => log(`diloco: round ${r.round + 1}/${spec.rounds}`),
-    });
-    const seconds = (performance.now() - t0) / 1000;
-    const waits = await Promise.all(
-      peers.map(async (p) =>
-        (await callRpc<NodeStatus>(p.info.http!, "zoo_status")).deltaWaits
-      ),
-    );
-    // SIGKILL after 5 s: a peer stuck in shutdown must not hang the bench.
-    await Promise.all(peers.map((p) => stopPeer(p, "SIGTERM")));
-    const first = [...rounds[0].records.values()][0];
-    const checkpoints = await checkpointParams(
-      peers[0].dataDir,
-      rounds.map((r) => [...r.records.values()][0].checkpoint),
-    );
-    const dataset = await defaultCorpusDataset(c.root);
-    const backend = await createWasmBackend();
-    const createTrainer = (init: TrainerInit) =>
-      createCpuTrainer(backend, init);
-    const meter = new HeldOutMeter(spec, dataset, createTrainer, o.evalBatches);
-    try {
-      const run = { spec, peers: o.peers, dataset, createTrainer, meter, log };
-      const diloco: Curve = { valLoss: [], tokens: [], seconds };
-      let tokens = 0;
-      for (const [r, params] of checkpoints.entries()) {
-        diloco.valLoss.push(await meter.measure(params));
-        // What went in: a slowed peer trains a smaller share.
-        for (const rec of rounds[r].records.values()) tokens += rec.tokens;
-        diloco.tokens.push(tokens);
-      }
-      const ddp = await trainDataParallel(run);
-      const alone = await trainAlone(run);
-      const perPeer = peers.map((p, k) =>
-        peerFigures(
-          p.name,
-          rounds.map((r) => r.records.get(p.name)!),
-          k === o.peers - 1 ? o.slowDuty : 1,
-          waits[k],
-        )
-      );
-      const fast = perPeer.filter((p) => p.dutyCycle === 1);
-      const mean = (xs: number[]) => xs.reduce((a, b) => a + b, 0) / xs.length;
-      const last = (c: Curve) => c.valLoss[c.valLoss.length - 1];
-      result = {
-        peers: o.peers,
+  const deterrence = jobDeterrence(spec, termsOf(o));
+  await withJobCluster(
+    { nodes: o.peers, spec, reward: poolOf(o) },
+    async (c) => {
+      log(`starting ${o.peers} peers`);
+      const peers = await start(c);
+      const t0 = performance.now();
+      const rounds = await watchRounds({
+        peers,
         rounds: spec.rounds,
-        innerSteps: spec.innerSteps,
-        model: o.model,
-        overlap: o.overlap,
-        compression: spec.compression.format,
-        shares: spec.shares ?? DEFAULT_SHARES,
-        optimizer: spec.inner.muon ? "muon" : "adamw",
-        parameters: checkpoints[0].length,
-        tokens: diloco.tokens[diloco.tokens.length - 1],
-        evalBatches: o.evalBatches,
-        diloco,
-        ddp,
-        alone,
-        lossRatioVsDdp: last(diloco) / last(ddp),
-        lossRatioVsAlone: last(diloco) / last(alone),
-        dataParallelBytesPerRound: first.dataParallelBytes,
-        perPeer,
-        trainingReduction: first.dataParallelBytes /
-          (mean(perPeer.map((p) => p.bytesPerRound)) -
-            mean(perPeer.map((p) => p.auditBytesPerRound))),
-        reductionVsDdp: mean(perPeer.map((p) => p.reduction)),
-        utilization: mean(perPeer.map((p) => p.utilization)),
-        steadyUtilization: mean(perPeer.map((p) => p.steadyUtilization)),
-        steadyComputeUtilization: mean(
-          perPeer.map((p) => p.steadyComputeUtilization),
-        ),
-        slowDuty: o.slowDuty,
-        fastSteadyUtilization: mean(fast.map((p) => p.steadyUtilization)),
-      };
-    } finally {
-      meter.dispose();
-      backend.dispose();
-    }
-  });
+        stallMs: Math.max(300_000, 4 * spec.roundDeadlineMs),
+        onRound: (r) => log(`diloco: round ${r.round + 1}/${spec.rounds}`),
+      });
+      const seconds = (performance.now() - t0) / 1000;
+      const statuses = await Promise.all(
+        peers.map((p) => callRpc<NodeStatus>(p.info.http!, "zoo_status")),
+      );
+      const waits = statuses.map((s) => s.deltaWaits);
+      const auditSteps = statuses.flatMap((s) => s.training?.audits ?? [])
+        .reduce((sum, a) => sum + a.steps, 0);
+      // SIGKILL after 5 s: a peer stuck in shutdown must not hang the bench.
+      await Promise.all(peers.map((p) => stopPeer(p, "SIGTERM")));
+      const first = [...rounds[0].records.values()][0];
+      const checkpoints = await checkpointParams(
+        peers[0].dataDir,
+        rounds.map((r) => [...r.records.values()][0].checkpoint),
+      );
+      const dataset = await defaultCorpusDataset(c.root);
+      const backend = await createWasmBackend();
+      const createTrainer = (init: TrainerInit) =>
+        createCpuTrainer(backend, init);
+      const meter = new HeldOutMeter(
+        spec,
+        dataset,
+        createTrainer,
+        o.evalBatches,
+      );
+      try {
+        const run = {
+          spec,
+          peers: o.peers,
+          dataset,
+          createTrainer,
+          meter,
+          log,
+        };
+        const diloco: Curve = { valLoss: [], tokens: [], seconds };
+        let tokens = 0;
+        for (const [r, params] of checkpoints.entries()) {
+          diloco.valLoss.push(await meter.measure(params));
+          // What went in: a slowed peer trains a smaller share.
+          for (const rec of rounds[r].records.values()) tokens += rec.tokens;
+          diloco.tokens.push(tokens);
+        }
+        const ddp = await trainDataParallel(run);
+        const alone = await trainAlone(run);
+        const perPeer = peers.map((p, k) =>
+          peerFigures(
+            p.name,
+            rounds.map((r) => r.records.get(p.name)!),
+            k === o.peers - 1 ? o.slowDuty : 1,
+            waits[k],
+          )
+        );
+        const fast = perPeer.filter((p) => p.dutyCycle === 1);
+        const mean = (xs: number[]) =>
+          xs.reduce((a, b) => a + b, 0) / xs.length;
+        const audited = rounds.slice(0, -1).reduce(
+          (s, r) =>
+            s + [...r.records.values()].filter((x) => x.contributed).length,
+          0,
+        );
+        const training = mean(perPeer.map((p) => p.trainingBytesPerRound));
+        const audit = mean(perPeer.map((p) => p.auditBytesPerRound));
+        const predicted = roundCost(spec, o.peers);
+        const last = (c: Curve) => c.valLoss[c.valLoss.length - 1];
+        result = {
+          peers: o.peers,
+          rounds: spec.rounds,
+          innerSteps: spec.innerSteps,
+          model: o.model,
+          overlap: o.overlap,
+          compression: spec.compression.format,
+          shares: spec.shares ?? DEFAULT_SHARES,
+          optimizer: spec.inner.muon ? "muon" : "adamw",
+          parameters: checkpoints[0].length,
+          tokens: diloco.tokens[diloco.tokens.length - 1],
+          evalBatches: o.evalBatches,
+          diloco,
+          ddp,
+          alone,
+          lossRatioVsDdp: last(diloco) / last(ddp),
+          lossRatioVsAlone: last(diloco) / last(alone),
+          dataParallelBytesPerRound: first.dataParallelBytes,
+          perPeer,
+          trainingReduction: first.dataParallelBytes / training,
+          reductionVsDdp: first.dataParallelBytes / (training + audit),
+          utilization: mean(perPeer.map((p) => p.utilization)),
+          steadyUtilization: mean(perPeer.map((p) => p.steadyUtilization)),
+          steadyComputeUtilization: mean(
+            perPeer.map((p) => p.steadyComputeUtilization),
+          ),
+          slowDuty: o.slowDuty,
+          fastSteadyUtilization: mean(fast.map((p) => p.steadyUtilization)),
+          auditRate: deterrence.rate,
+          deterrence: deterrence.ratio,
+          auditOverhead: audited === 0
+            ? 0
+            : auditSteps / (spec.innerSteps * audited),
+          costModel: {
+            trainingBytes: predicted.trainingBytes,
+            auditBytes: predicted.auditBytes,
+            allInBytes: predicted.allInBytes,
+            reductionVsDdp: predicted.reductionVsDdp,
+            trainingReduction: predicted.trainingReduction,
+            auditOverhead: predicted.auditOverhead,
+          },
+        };
+      } finally {
+        meter.dispose();
+        backend.dispose();
+      }
+    },
+  );
   return result!;
 }
 
@@ -448,17 +589,21 @@ function peerFigures(
   dutyCycle: number,
   waits: Pick<DeltaWaitStats, "received" | "taken">,
 ): PeerFigures {
-  const sent = recs.reduce((s, r) => s + r.bytesSent, 0) / recs.length;
-  const audit = recs.reduce((s, r) => s + r.auditBytes, 0) / recs.length;
-  const dp = recs.reduce((s, r) => s + r.dataParallelBytes, 0) / recs.length;
+  const mean = (rs: RoundRecord[], x: (r: RoundRecord) => number) =>
+    rs.reduce((s, r) => s + x(r), 0) / rs.length;
+  const sent = mean(recs, (r) => r.bytesSent);
+  const training = sent - mean(recs, (r) => r.auditBytes);
+  const dp = mean(recs, (r) => r.dataParallelBytes);
   const steady = recs.length > 1 ? recs.slice(1) : recs;
+  const audit = mean(steady, (r) => r.auditBytes);
   const utilization = (rs: RoundRecord[], ms = (r: RoundRecord) => r.trainMs) =>
     rs.reduce((s, r) => s + ms(r), 0) / rs.reduce((s, r) => s + r.wallMs, 0);
   return {
     name,
     bytesPerRound: sent,
+    trainingBytesPerRound: training,
     auditBytesPerRound: audit,
-    reduction: dp / sent,
+    reduction: dp / (training + audit),
     utilization: utilization(recs),
     // Round 1 also waits for every peer to start and load the data, which
     // a long job pays once.
