@@ -16,6 +16,12 @@
  * the last segment, the final state's head and parameters for the delta
  * check. Averaged over the S segments an audit draws uniformly.
  *
+ * In a job that resets moments every round (`moments: "reset"`) the round
+ * starts from C(r) with zero moments, which every peer holds: an audit
+ * fetches no state but the final parameters (unless k is the last
+ * segment) and replays steps [0, end of k), (k + 1) / S of a round on
+ * average over k: (S + 1) / 2S of H.
+ *
  * Each contributor is audited with probability `rate` by one other peer,
  * so a peer fetches `rate` audits a round on average and serves as many.
  * Counted per peer per round as `bench rounds` counts them: bytes sent
@@ -38,7 +44,7 @@ import { encodedByteLength } from "../aggregation/quantized_container.ts";
 import { BITS_FOR_COMPRESSION } from "../aggregation/quantize.ts";
 import { parameterCount } from "../round/round_checkpoint.ts";
 import { STATE_HEAD_BYTES } from "../content/state_hash.ts";
-import { auditRateOf, type JobSpec } from "../spec/job_spec.ts";
+import { auditRateOf, type JobSpec, resetsMoments } from "../spec/job_spec.ts";
 import { segmentCount } from "./work_record.ts";
 
 /**
@@ -133,13 +139,15 @@ export function roundCost(
   const startBytes = paramsBytes +
     ((S - 1) * momentsBytes(adamw) + momentsBytes(0)) / S;
   const finalBytes = (S - 1) / S * (STATE_HEAD_BYTES + paramsBytes);
-  const bytesPerAudit = 2 * STATE_HEAD_BYTES + WORK_RECORD_BYTES +
-    startBytes + finalBytes;
+  const reset = resetsMoments(spec);
+  const bytesPerAudit = WORK_RECORD_BYTES + finalBytes +
+    (reset ? 0 : 2 * STATE_HEAD_BYTES + startBytes);
   const trainingBytes = (peers - 1) * deltaBytes;
   const auditBytes = rate * bytesPerAudit;
   const allInBytes = trainingBytes + auditBytes;
   const dataParallelBytes = H * 4 * P * 2 * (peers - 1) / peers;
-  const auditSteps = rate * (H / S + LOSS_CHECK_STEPS);
+  const replayed = reset ? (S + 1) / (2 * S) * H : H / S;
+  const auditSteps = rate * (replayed + LOSS_CHECK_STEPS);
   return {
     parameters: P,
     peers,

@@ -68,3 +68,15 @@ Deno.test("cost model: audits scale with the rate, training with the peers, data
   assert.ok(Math.abs(a.auditOverhead - 0.5 * (100 / 16 + 2 / 3) / 100) < 1e-12);
   assert.equal(a.reductionVsDdp, a.dataParallelBytes / a.allInBytes);
 });
+
+Deno.test("cost model: a job that resets moments fetches no start state and replays from step 0", () => {
+  const carry = defaultJobSpec({ dataset: { cid: DATASET }, innerSteps: 100 });
+  const reset = { ...carry, moments: "reset" as const };
+  const a = roundCost(carry, 3, { rate: 1 });
+  const b = roundCost(reset, 3, { rate: 1 });
+  // 15 audits in 16 fetch the final head and parameters; none a state.
+  assert.equal(b.bytesPerAudit, 1_500 + 15 / 16 * (76 + 4 * b.parameters));
+  assert.ok(b.bytesPerAudit < a.bytesPerAudit / 3);
+  // Segment k replays k + 1 of 16 segments: 17/32 of H on average.
+  assert.ok(Math.abs(b.auditSteps - (17 / 32 * 100 + 2 / 3)) < 1e-9);
+});

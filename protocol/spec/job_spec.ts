@@ -3,8 +3,8 @@
  * JSON document whose CID is the job id.
  *
  * The encoding is canonical (keys sorted recursively, no whitespace, every
- * field present but the optional `audit`, `shares` and `inner.muon`,
- * nothing else), so one spec has one byte string and one id.
+ * field present but the optional `audit`, `shares`, `moments` and
+ * `inner.muon`, nothing else), so one spec has one byte string and one id.
  * {@linkcode parseJobSpec} checks every field of untrusted input and names
  * the first bad one in a {@linkcode JobSpecError}; unknown keys are
  * rejected at every level, since they would change the id while meaning
@@ -119,7 +119,22 @@ export interface JobSpec {
    * keys commits the same checkpoints bit for bit.
    */
   readonly shares?: Shares;
+  /**
+   * Where a round's inner optimizer starts: `carry`, what absent means,
+   * from the moments the peer's previous round ended with, as DiLoCo does;
+   * `reset` from zero moments every round, so that a round's start is
+   * C(r) alone, public, and an audit replays from it without fetching a
+   * training state (node/round/audit/audit.ts). On the default model the
+   * held-out loss is the same either way (BENCHMARKS: verification cost).
+   */
+  readonly moments?: Moments;
 }
+
+/** Where a round's inner optimizer starts; see {@linkcode JobSpec.moments}. */
+export const MOMENTS = ["carry", "reset"] as const;
+
+/** A value of {@linkcode JobSpec.moments}. */
+export type Moments = typeof MOMENTS[number];
 
 /** How peers size their shares of a round; see {@linkcode JobSpec.shares}. */
 export const SHARES = ["throughput", "full"] as const;
@@ -159,6 +174,7 @@ export interface JobSpecOverrides {
   readonly seed?: number;
   readonly audit?: AuditSettings;
   readonly shares?: Shares;
+  readonly moments?: Moments;
 }
 
 /** A spec's `audit` field (see {@linkcode JobSpec}). */
@@ -264,6 +280,9 @@ export function parseJobSpec(value: unknown): JobSpec {
   const shares = top.get("shares") === undefined
     ? {}
     : { shares: top.oneOf("shares", SHARES) };
+  const moments = top.get("moments") === undefined
+    ? {}
+    : { moments: top.oneOf("moments", MOMENTS) };
   return {
     v: JOB_SPEC_VERSION,
     name,
@@ -299,6 +318,7 @@ export function parseJobSpec(value: unknown): JobSpec {
     seed: top.int("seed", 0, Number.MAX_SAFE_INTEGER),
     ...audit,
     ...shares,
+    ...moments,
   };
 }
 
@@ -363,6 +383,11 @@ export function auditRateOf(spec: Pick<JobSpec, "audit">): number {
   return spec.audit?.rate ?? 1;
 }
 
+/** Whether rounds of `spec` start from zero moments (see `moments`). */
+export function resetsMoments(spec: Pick<JobSpec, "moments">): boolean {
+  return spec.moments === "reset";
+}
+
 /**
  * Most tokens one peer can honestly train on in a round: every inner step
  * predicts batchSize × contextLength tokens. Announcements claiming more
@@ -393,4 +418,5 @@ const TOP_KEYS = [
   "seed",
   "audit",
   "shares",
+  "moments",
 ] as const;

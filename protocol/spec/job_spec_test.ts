@@ -18,6 +18,7 @@ import {
   JobSpecError,
   maxTokensPerRound,
   parseJobSpec,
+  resetsMoments,
 } from "./job_spec.ts";
 
 const DATASET = "bafkreigh2akiscaildcqabsyg3dfr6chu3fgpregiymsck7e7aqa4s52zy";
@@ -299,6 +300,19 @@ Deno.test("audit.rate is optional: absent it leaves the spec and its id as befor
       "audit.deterrence",
       /audit.deterrence must be/,
     );
+  }
+});
+
+Deno.test("moments is optional: absent it leaves the spec and its id as before, set it is checked", async () => {
+  strictEqual("moments" in SPEC, false);
+  strictEqual(resetsMoments(SPEC), false);
+  const reset = defaultJobSpec({ dataset: { cid: DATASET }, moments: "reset" });
+  strictEqual(resetsMoments(reset), true);
+  notStrictEqual(await jobIdOf(reset), await jobIdOf(SPEC));
+  deepStrictEqual(decodeJobSpec(encodeJobSpec(reset)), reset);
+  const base = JSON.parse(JSON.stringify(SPEC));
+  for (const moments of ["zero", 1, null]) {
+    rejects({ ...base, moments }, "moments", /moments must be/);
   }
 });
 

@@ -15,6 +15,10 @@
  *    which is its committed hash) at the right step, with moments an
  *    optimizer can reach (kernels/moment_bounds.ts: moments made up at an earlier
  *    bound are caught here for as long as they stay out of reach);
+ *    In a job that resets moments every round (`moments: "reset"`) the
+ *    round starts from C(r) with zero moments, public: state 0 must hash
+ *    to that, and nothing is fetched for the replay, which runs from step
+ *    0 to the segment's end ({@linkcode Auditor.audit});
  * 3. `replay`: the segment's steps re-run from that state (parameters,
  *    AdamW moments, step counter) on the peer's prescribed batches
  *    (`roundSampler` over its chunks assigned among the record's peers)
@@ -48,7 +52,10 @@ import {
   cidToString,
   parseCid,
 } from "../../../protocol/content/cid.ts";
-import type { JobSpec } from "../../../protocol/spec/job_spec.ts";
+import {
+  type JobSpec,
+  resetsMoments,
+} from "../../../protocol/spec/job_spec.ts";
 import type {
   AuditCheck,
   DeltaAnnounce,
@@ -64,6 +71,7 @@ import type { WorkRecord } from "../../../protocol/audit/work_record.ts";
 import {
   recordFault,
   replayFault,
+  type SegmentSpan,
   segmentSpan,
   startStepFault,
 } from "../../../protocol/audit/segment_checks.ts";
@@ -147,11 +155,6 @@ export class Auditor {
   async audit(a: SegmentAudit): Promise<AuditVerdict> {
     const { msg, record } = a;
     const span = segmentSpan(this.#o.spec, msg.tokens, a.segment);
-    const { bounds, from, to } = span;
-    const fail = (
-      check: AuditCheck,
-      reason: string,
-    ): AuditVerdict => ({ passed: false, check, reason });
     const misrecorded = recordFault(this.#o.jobId, msg, record, span);
     if (misrecorded) return fail("record", misrecorded);
     const fetch = <T>(
@@ -159,60 +162,14 @@ export class Auditor {
       get: (cid: string, peer: string) => Promise<T>,
     ) =>
       served(`its state ${k}`, msg.peer, () => get(record.states[k], msg.peer));
-    const work = this.#o.work;
-    // What this peer cannot judge of the start on its own account does not
-    // spare the rest of the audit.
-    let unjudged: string | undefined;
-    try {
-      const fault = await this.#start.fault(a, fetch(0, work.head.bind(work)));
-      if (fault) return fail("start", fault);
-    } catch (err) {
-      if (!(err instanceof NotJudged)) throw err;
-      unjudged = err.message;
-    }
-    const start = await fetch(a.segment, work.state.bind(work));
-    const misplaced = startStepFault(a.segment, start.step, span);
-    if (misplaced) return fail("start", misplaced);
-    const unreachable = this.#start.unreachable(a.segment, start);
-    if (unreachable) return fail("start", unreachable);
-    const params = work.params.bind(work);
-    const lastSegment = a.segment + 2 === bounds.length;
-    // The final state (for the delta) is fetched while the replay waits
-    // for the compute; the state a shift started from, before it, so the
-    // replay is one task.
-    const final = lastSegment ? null : fetch(bounds.length - 1, params);
-    final?.catch(() => {}); // awaited below, after the replay's verdict
-    const zero = record.shifted > 0 && record.shifted === to
-      ? (a.segment === 0 ? start : await fetch(0, params))
-      : null;
-    const claimed = parseCid(record.states[a.segment + 1]).multihash.digest;
-    const replayTask = async () => {
-      const { end, batch } = await this.#replay(a, start, from, to, zero);
-      return { end, batch, exact: sameBytes(stateHash(end), claimed) };
-    };
-    const { afterSteps, exclusive } = this.#o;
-    const replay = a.urgent
-      ? await (exclusive ? exclusive(replayTask) : replayTask())
-      : await (afterSteps ? afterSteps(replayTask, msg.round) : replayTask());
-    const { end, batch, exact } = replay;
-    let drift = 0;
-    let committedEnd: Pick<TrainingState, "params"> | null = null;
-    if (!exact) {
-      const kernels = { kernel: this.#kernel(), theirKernel: msg.kernel };
-      let off: number | undefined, progress: number | undefined;
-      if (kernels.kernel !== kernels.theirKernel) {
-        // Another build: judged by its distance from the committed end,
-        // relative to the segment's progress.
-        committedEnd = await fetch(a.segment + 1, params);
-        off = distance(end.params, committedEnd.params);
-        progress = distance(committedEnd.params, start.params);
-        drift = off / progress;
-      }
-      const missed = replayFault({ exact, ...kernels, off, progress }, span);
-      if (missed) return fail("replay", missed);
-    }
+    const replayed = resetsMoments(this.#o.spec)
+      ? await this.#replayFromStart(a, span, fetch)
+      : await this.#replayFromState(a, span, fetch);
+    if ("passed" in replayed) return replayed;
+    const { end, batch, exact, drift, committedEnd, final, unjudged } =
+      replayed;
     // The last segment's end is the final state: replayed bit for bit,
-    // or fetched above.
+    // or fetched.
     const finalParams = (final ? await final : committedEnd ?? end).params;
     const blob = encodeDelta(this.#o.spec, {
       job: msg.job,
@@ -230,6 +187,135 @@ export class Auditor {
       loss: await this.#lossCheck(batch, a.parent, finalParams),
       ...(unjudged === undefined ? {} : { unjudged }),
     };
+  }
+
+  /**
+   * A job that resets moments (`moments: "reset"`) starts every round from
+   * C(r) with zero moments, which every peer holds: the replay runs from
+   * there, steps [0, to) of the segment's end, and fetches no state but
+   * the final parameters for the delta check (none when the segment is
+   * the last). Its compute grows with the segment drawn, (k + 1) / S of a
+   * round, in place of fetching the state at the segment's start.
+   */
+  async #replayFromStart(
+    a: SegmentAudit,
+    span: SegmentSpan,
+    fetch: StateFetch,
+  ): Promise<Replayed | AuditVerdict> {
+    const { record } = a;
+    if (record.from !== "" || record.shifted !== 0) {
+      return fail(
+        "start",
+        "it names a start other than C(r) with zero moments, in a job that resets them every round",
+      );
+    }
+    const n = a.parent.length;
+    const start: TrainingState = {
+      step: 0,
+      params: a.parent,
+      m: new Float32Array(n),
+      v: new Float32Array(n),
+    };
+    const committedStart = parseCid(record.states[0]).multihash.digest;
+    if (!sameBytes(stateHash(start), committedStart)) {
+      return fail("start", "its state 0 is not C(r) with zero moments");
+    }
+    return await this.#replayAndCompare(a, span, fetch, start, 0, null);
+  }
+
+  /**
+   * A job that carries moments: the round's start is checked
+   * (audit_start.ts), then the state at the segment's start is fetched and
+   * the segment alone replayed from it.
+   */
+  async #replayFromState(
+    a: SegmentAudit,
+    span: SegmentSpan,
+    fetch: StateFetch,
+  ): Promise<Replayed | AuditVerdict> {
+    const { record } = a;
+    const { to } = span;
+    const work = this.#o.work;
+    // What this peer cannot judge of the start on its own account does not
+    // spare the rest of the audit.
+    let unjudged: string | undefined;
+    try {
+      const fault = await this.#start.fault(a, fetch(0, work.head.bind(work)));
+      if (fault) return fail("start", fault);
+    } catch (err) {
+      if (!(err instanceof NotJudged)) throw err;
+      unjudged = err.message;
+    }
+    const start = await fetch(a.segment, work.state.bind(work));
+    const misplaced = startStepFault(a.segment, start.step, span);
+    if (misplaced) return fail("start", misplaced);
+    const unreachable = this.#start.unreachable(a.segment, start);
+    if (unreachable) return fail("start", unreachable);
+    const params = work.params.bind(work);
+    // The state a shift started from, before the replay, so the replay is
+    // one task.
+    const zero = record.shifted > 0 && record.shifted === to
+      ? (a.segment === 0 ? start : await fetch(0, params))
+      : null;
+    const replayed = await this.#replayAndCompare(
+      a,
+      span,
+      fetch,
+      start,
+      span.from,
+      zero,
+    );
+    return "passed" in replayed ? replayed : { ...replayed, unjudged };
+  }
+
+  /**
+   * Replays steps [from, span.to) from `start` and compares the end with
+   * the committed state at the segment's end: bit for bit on the same
+   * kernel build, within `CROSS_KERNEL_TOLERANCE` of the progress since
+   * `start` on another. The final state's parameters, for the delta check,
+   * are fetched while the replay waits for the compute.
+   */
+  async #replayAndCompare(
+    a: SegmentAudit,
+    span: SegmentSpan,
+    fetch: StateFetch,
+    start: TrainingState,
+    from: number,
+    zero: Pick<TrainingState, "params"> | null,
+  ): Promise<Replayed | AuditVerdict> {
+    const { msg, record } = a;
+    const { bounds, to } = span;
+    const work = this.#o.work;
+    const params = work.params.bind(work);
+    const lastSegment = a.segment + 2 === bounds.length;
+    const final = lastSegment ? null : fetch(bounds.length - 1, params);
+    final?.catch(() => {}); // awaited by the caller, after the verdict
+    const claimed = parseCid(record.states[a.segment + 1]).multihash.digest;
+    const replayTask = async () => {
+      const { end, batch } = await this.#replay(a, start, from, to, zero);
+      return { end, batch, exact: sameBytes(stateHash(end), claimed) };
+    };
+    const { afterSteps, exclusive } = this.#o;
+    const { end, batch, exact } = a.urgent
+      ? await (exclusive ? exclusive(replayTask) : replayTask())
+      : await (afterSteps ? afterSteps(replayTask, msg.round) : replayTask());
+    let drift = 0;
+    let committedEnd: Pick<TrainingState, "params"> | null = null;
+    if (!exact) {
+      const kernels = { kernel: this.#kernel(), theirKernel: msg.kernel };
+      let off: number | undefined, progress: number | undefined;
+      if (kernels.kernel !== kernels.theirKernel) {
+        // Another build: judged by its distance from the committed end,
+        // relative to the progress since the replay's start.
+        committedEnd = await fetch(a.segment + 1, params);
+        off = distance(end.params, committedEnd.params);
+        progress = distance(committedEnd.params, start.params);
+        drift = off / progress;
+      }
+      const missed = replayFault({ exact, ...kernels, off, progress }, span);
+      if (missed) return fail("replay", missed);
+    }
+    return { end, batch, exact, drift, committedEnd, final };
   }
 
   /** The loss on `batch` at `before` and at `after` (see AuditVerdict). */
@@ -322,6 +408,29 @@ export class Auditor {
     }
     return { end: { step: to, params, m, v }, batch };
   }
+}
+
+/** Fetches committed state `k` (a part of it, by `get`) from its peer. */
+type StateFetch = <T>(
+  k: number,
+  get: (cid: string, peer: string) => Promise<T>,
+) => Promise<T>;
+
+/** A replay that reached the segment's end as committed. */
+interface Replayed {
+  end: TrainingState;
+  batch: TokenBatch;
+  exact: boolean;
+  drift: number;
+  /** The committed end's parameters, when another build's replay fetched them. */
+  committedEnd: Pick<TrainingState, "params"> | null;
+  /** The final state's parameters, on their way; null for the last segment. */
+  final: Promise<Pick<TrainingState, "params">> | null;
+  unjudged?: string;
+}
+
+function fail(check: AuditCheck, reason: string): AuditVerdict {
+  return { passed: false, check, reason };
 }
 
 function distance(a: Float32Array, b: Float32Array): number {

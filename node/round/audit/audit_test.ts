@@ -408,8 +408,9 @@ async function committedRound(
   states: string[],
   end: Float32Array,
   fields: Partial<WorkRecord> = {},
+  base = honest,
 ) {
-  const record: WorkRecord = { ...honest.record, ...fields, states };
+  const record: WorkRecord = { ...base.record, ...fields, states };
   const values = pseudoGradient(parent, end);
   const delta = await put(
     blocks,
@@ -420,7 +421,7 @@ async function committedRound(
     ),
   );
   const msg = {
-    ...honest.msg,
+    ...base.msg,
     delta,
     data: dataHash(JOB, 0, "peerA", record),
     trajectory: trajectoryRoot(states),
@@ -428,14 +429,17 @@ async function committedRound(
   return { blocks, msg, record, values };
 }
 
-/** Replaces states after `k` by a straight extrapolation: work not done. */
-async function partialWork(k: number) {
-  const blocks = new Map(honest.blocks);
+/**
+ * Replaces states after `k` of `base` (the honest round) by a straight
+ * extrapolation: work not done.
+ */
+async function partialWork(k: number, base = honest) {
+  const blocks = new Map(base.blocks);
   const bounds = segmentBounds(H);
   const reader = servedBy(blocks);
-  const read = (i: number) => reader.state(honest.record.states[i], "peerA");
+  const read = (i: number) => reader.state(base.record.states[i], "peerA");
   const s0 = await read(0), sk = await read(k);
-  const states = honest.record.states.slice(0, k + 1);
+  const states = base.record.states.slice(0, k + 1);
   let last: TrainingState = sk;
   for (let i = k + 1; i <= S; i++) {
     const t = bounds[i] / bounds[k];
@@ -446,7 +450,7 @@ async function partialWork(k: number) {
     };
     states.push(await putState(blocks, last));
   }
-  return await committedRound(blocks, states, last.params);
+  return await committedRound(blocks, states, last.params, {}, base);
 }
 
 Deno.test("audit: made-up steps fail where audited, and pass only where really trained", async () => {
@@ -467,6 +471,65 @@ Deno.test("audit: made-up steps fail where audited, and pass only where really t
   } finally {
     be.dispose();
   }
+});
+
+Deno.test("audit: in a job that resets moments, the replay runs from C(r) with zero moments and fetches only the final parameters", async () => {
+  const job = { ...spec, moments: "reset" as const };
+  const round = await trainedRound(["peerA", "peerB"], 1, job);
+  assert.equal(round.record.from, "");
+  for (const segment of [0, 7, S - 1]) {
+    const read = { bytes: 0 };
+    const v = await auditor(round.blocks, jsTrainer, {}, job, [], read)
+      .audit({ ...round, segment, parent });
+    assert.ok(v.passed && v.exact, `segment ${segment}: ${JSON.stringify(v)}`);
+    // No state at the segment's start: the final state's head and
+    // parameters for the delta check, and for the last segment nothing.
+    assert.equal(
+      read.bytes,
+      segment === S - 1 ? 0 : STATE_HEAD_BYTES + 4 * parent.length,
+      `segment ${segment}`,
+    );
+  }
+  // Made-up steps from segment 8 on fail any audit that reaches them.
+  const cheat = await partialWork(8, round);
+  const a = auditor(cheat.blocks, jsTrainer, {}, job);
+  assert.equal((await a.audit({ ...cheat, segment: 3, parent })).passed, true);
+  for (const segment of [8, 12, S - 1]) {
+    const v = await a.audit({ ...cheat, segment, parent });
+    assert.equal(!v.passed && v.check, "replay", `segment ${segment}`);
+  }
+  // A start off C(r), or from moments it names, fails the start.
+  const blocks = new Map(round.blocks);
+  const off = await putState(blocks, {
+    step: 0,
+    params: parent.map((x) => x + 1e-3),
+    m: new Float32Array(parent.length),
+    v: new Float32Array(parent.length),
+  });
+  const lying = await committedRound(
+    blocks,
+    [off, ...round.record.states.slice(1)],
+    parent,
+    {},
+    round,
+  );
+  const v = await auditor(blocks, jsTrainer, {}, job)
+    .audit({ ...lying, segment: 5, parent });
+  assert.deepEqual(v, {
+    passed: false,
+    check: "start",
+    reason: "its state 0 is not C(r) with zero moments",
+  });
+  const named = await committedRound(
+    blocks,
+    [...round.record.states],
+    parent,
+    { from: round.record.states.at(-1)! },
+    round,
+  );
+  const w = await auditor(blocks, jsTrainer, {}, job)
+    .audit({ ...named, segment: 5, parent });
+  assert.equal(!w.passed && w.check, "start", JSON.stringify(w));
 });
 
 Deno.test(

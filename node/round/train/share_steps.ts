@@ -8,7 +8,10 @@
  * @module
  */
 import { assignChunks } from "../../../protocol/peers/assignment.ts";
-import type { JobSpec } from "../../../protocol/spec/job_spec.ts";
+import {
+  type JobSpec,
+  resetsMoments,
+} from "../../../protocol/spec/job_spec.ts";
 import { othersDone, roundShare } from "../../../protocol/audit/inner_steps.ts";
 import { segmentBounds } from "../../../protocol/audit/work_record.ts";
 import type { RoundState } from "../../../protocol/round/round_state.ts";
@@ -107,7 +110,8 @@ export class ShareSteps {
   }
 
   /**
-   * Where `round`'s steps start: from the moments the trainer holds when
+   * Where `round`'s steps start: from zero moments in a job that resets
+   * them (`moments: "reset"`); else from the moments the trainer holds when
    * they are those its announced round r − 1 ended with (nothing was
    * trained since) and, with C(round) = `parent` committed, the manifest
    * that made it is held and lists that round's delta; else from zero
@@ -129,7 +133,7 @@ export class ShareSteps {
     if (parent !== undefined) await this.know(round, parent);
     const last = this.#continues;
     if (
-      last?.round === round - 1 &&
+      !resetsMoments(this.#o.spec) && last?.round === round - 1 &&
       (parent === undefined ||
         typeof this.#o.listed(round - 1, parent) === "string")
     ) {
@@ -162,9 +166,13 @@ export class ShareSteps {
     if (this.#continues?.round === round) this.#continues = null;
   }
 
-  /** Whether `round` would go on from the moments of its round r − 1. */
+  /**
+   * Whether `round` would go on from the moments of its round r − 1: never
+   * in a job that resets them (`moments: "reset"`), which so trains
+   * nothing ahead either.
+   */
   continues(round: number): boolean {
-    return this.#continues?.round === round - 1;
+    return !resetsMoments(this.#o.spec) && this.#continues?.round === round - 1;
   }
 
   /**
