@@ -98,7 +98,7 @@ Deno.test("chain CLI: status, register, job create and rounds on the embedded de
     // and catches a full cheater within 20 rounds with p 0.95 (0.14).
     assert.match(
       created,
-      /audits\s+rate 0.14: a cheater risks 16\.8x a round's pay \(caught 0.14 x slash, 0.14 ETH, against 0.008333333333333333 ETH; floor 10x\); caught within 20 rounds with p 0.951/,
+      /audits\s+rate 0.14: a cheater risks 16\.8x a round's pay \(caught 0.14 x slash, 0.14 ETH, against 0.008333333333333333 ETH; floor 10x\); caught within 20 rounds with p 0.951; rounds start from zero moments, so audits replay from C\(r\)/,
     );
     // The spec is in the blockstore under the job id.
     const listed = await ok(["chain", "status", ...d]);

@@ -5,6 +5,7 @@ import {
   type JobSpec,
   JobSpecError,
   type JobSpecOverrides,
+  resetsMoments,
 } from "../../protocol/spec/job_spec.ts";
 import { chunkBytesFor, chunkDataset } from "../../protocol/content/dataset.ts";
 import { DEFAULT_CORPUS_DATASET_ID, storeDataset } from "../job/dataset.ts";
@@ -95,6 +96,8 @@ export async function jobCreate(
     if (rateLeftOut) {
       spec = { ...spec, audit: auditDefaults(command.spec, spec, terms) };
     }
+    // Rounds from zero moments: audits replay from C(r), fetching no state.
+    if (fields.moments === undefined) spec = { ...spec, moments: "reset" };
     const deterrence = checkedDeterrence(command.spec, spec, terms);
     const { id: job, genesis, tx } = await publishJob([store], reg, spec, {
       reward: command.reward,
@@ -108,7 +111,13 @@ export async function jobCreate(
         formatEther(command.reward)
       } ETH, quorum ${spec.quorum}, ${spec.rounds} rounds (tx ${tx.hash})`,
     );
-    console.log(`audits    ${deterrenceLine(deterrence)}`);
+    console.log(
+      `audits    ${deterrenceLine(deterrence)}; ${
+        resetsMoments(spec)
+          ? "rounds start from zero moments, so audits replay from C(r)"
+          : "rounds carry moments, so audits fetch training states"
+      }`,
+    );
     return 0;
   });
 }

@@ -18,9 +18,10 @@
  *
  * In a job that resets moments every round (`moments: "reset"`) the round
  * starts from C(r) with zero moments, which every peer holds: an audit
- * fetches no state but the final parameters (unless k is the last
- * segment) and replays steps [0, end of k), (k + 1) / S of a round on
- * average over k: (S + 1) / 2S of H.
+ * fetches no state and replays from step 0 to the end of segment k, or in
+ * the round's second half to its end (`replayReach`,
+ * protocol/audit/segment_checks.ts), fetching the final parameters only
+ * when it stops short of them.
  *
  * Each contributor is audited with probability `rate` by one other peer,
  * so a peer fetches `rate` audits a round on average and serves as many.
@@ -46,6 +47,7 @@ import { parameterCount } from "../round/round_checkpoint.ts";
 import { STATE_HEAD_BYTES } from "../content/state_hash.ts";
 import { auditRateOf, type JobSpec, resetsMoments } from "../spec/job_spec.ts";
 import { segmentCount } from "./work_record.ts";
+import { replayReach } from "./segment_checks.ts";
 
 /**
  * A delta blob's context (job, round, parent, peer) as encoded: about 300
@@ -138,15 +140,24 @@ export function roundCost(
   // Segment 0 starts from zero moments: no second moments to send.
   const startBytes = paramsBytes +
     ((S - 1) * momentsBytes(adamw) + momentsBytes(0)) / S;
-  const finalBytes = (S - 1) / S * (STATE_HEAD_BYTES + paramsBytes);
   const reset = resetsMoments(spec);
+  const reaches = Array.from(
+    { length: S },
+    (_, k) => reset ? replayReach(k, S) : k,
+  );
+  // Fetched unless the replay reaches the final state.
+  const finalBytes = reaches.filter((k) => k < S - 1).length / S *
+    (STATE_HEAD_BYTES + paramsBytes);
   const bytesPerAudit = WORK_RECORD_BYTES + finalBytes +
     (reset ? 0 : 2 * STATE_HEAD_BYTES + startBytes);
   const trainingBytes = (peers - 1) * deltaBytes;
   const auditBytes = rate * bytesPerAudit;
   const allInBytes = trainingBytes + auditBytes;
   const dataParallelBytes = H * 4 * P * 2 * (peers - 1) / peers;
-  const replayed = reset ? (S + 1) / (2 * S) * H : H / S;
+  // Steps from the replay's start to the end of the segment it reaches.
+  const replayed = reset
+    ? reaches.reduce((sum, k) => sum + (k + 1) / S * H, 0) / S
+    : H / S;
   const auditSteps = rate * (replayed + LOSS_CHECK_STEPS);
   return {
     parameters: P,

@@ -74,9 +74,11 @@ Deno.test("cost model: a job that resets moments fetches no start state and repl
   const reset = { ...carry, moments: "reset" as const };
   const a = roundCost(carry, 3, { rate: 1 });
   const b = roundCost(reset, 3, { rate: 1 });
-  // 15 audits in 16 fetch the final head and parameters; none a state.
-  assert.equal(b.bytesPerAudit, 1_500 + 15 / 16 * (76 + 4 * b.parameters));
-  assert.ok(b.bytesPerAudit < a.bytesPerAudit / 3);
-  // Segment k replays k + 1 of 16 segments: 17/32 of H on average.
-  assert.ok(Math.abs(b.auditSteps - (17 / 32 * 100 + 2 / 3)) < 1e-9);
+  // The 8 audits of 16 that stop in the round's first half fetch the final
+  // head and parameters; none fetches a state.
+  assert.equal(b.bytesPerAudit, 1_500 + 8 / 16 * (76 + 4 * b.parameters));
+  assert.ok(b.bytesPerAudit < a.bytesPerAudit / 6);
+  // Segment k < 8 replays k + 1 of 16 segments, the others all 16: 0.64 H.
+  const steps = (36 / 16 + 8) / 16 * 100;
+  assert.ok(Math.abs(b.auditSteps - (steps + 2 / 3)) < 1e-9);
 });

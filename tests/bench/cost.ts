@@ -16,7 +16,12 @@ import { type RoundCost, roundCost } from "../../protocol/audit/cost_model.ts";
 import { CATCH_FLOOR } from "../../protocol/audit/deterrence.ts";
 import { parameterCount } from "../../protocol/round/round_checkpoint.ts";
 import { COMPRESSIONS } from "../../protocol/aggregation/quantize.ts";
-import { defaultJobSpec, type JobSpec } from "../../protocol/spec/job_spec.ts";
+import {
+  defaultJobSpec,
+  type JobSpec,
+  MOMENTS,
+  type Moments,
+} from "../../protocol/spec/job_spec.ts";
 import { DEFAULT_CORPUS_DATASET_ID } from "../../node/job/dataset.ts";
 import type { GptConfig } from "../../kernels/gpt.ts";
 import { formatBytes } from "../../node/format_bytes.ts";
@@ -36,6 +41,7 @@ interface Options {
   innerSteps: number;
   rate: number;
   compression: JobSpec["compression"]["format"];
+  moments: Moments;
 }
 
 /** One row: a model and peer count with its cost. */
@@ -48,6 +54,7 @@ export interface CostResult {
   innerSteps: number;
   rate: number;
   compression: JobSpec["compression"]["format"];
+  moments: Moments;
   rows: CostRow[];
 }
 
@@ -85,6 +92,7 @@ function specOf(o: Options, params: number | null): JobSpec {
     dataset: { cid: DEFAULT_CORPUS_DATASET_ID },
     innerSteps: o.innerSteps,
     compression: { format: o.compression },
+    moments: o.moments,
     ...(params === null ? {} : {
       model: gptOfSize(params),
       contextLength: 1024,
@@ -109,6 +117,11 @@ const bench: Bench<Options, CostResult> = {
         "audit rate in (0, 1] (default: the least job create chooses, for the catch floor)",
     },
     compression: { default: "int4", help: COMPRESSIONS.join(" | ") },
+    moments: {
+      default: "reset",
+      help:
+        "reset (audits replay from C(r), as job create makes jobs) | carry (audits fetch the state at the segment's start)",
+    },
   },
   parse(flags) {
     const table = (name: string, min: number, max: number) =>
@@ -125,6 +138,7 @@ const bench: Bench<Options, CostResult> = {
       }),
       rate: numberFlag(flags, "rate", { min: 0, max: 1 }),
       compression: choiceFlag(flags, "compression", COMPRESSIONS),
+      moments: choiceFlag(flags, "moments", MOMENTS),
     };
     if (o.rate === 0) {
       throw new UsageError("Cannot use --rate 0: it must be in (0, 1]");
@@ -147,13 +161,14 @@ const bench: Bench<Options, CostResult> = {
       innerSteps: o.innerSteps,
       rate: o.rate,
       compression: o.compression,
+      moments: o.moments,
       rows,
     });
   },
   table(r) {
     const mb = (x: number) => formatBytes(Math.round(x));
     return [
-      `per peer per round: H = ${r.innerSteps}, ${r.compression} deltas, audit rate ${r.rate}; audit bytes are fetched (as many served)`,
+      `per peer per round: H = ${r.innerSteps}, ${r.compression} deltas, audit rate ${r.rate}, moments ${r.moments}; audit bytes are fetched (as many served)`,
       formatTable(
         [
           "model",

@@ -18,6 +18,8 @@ import { defaultCorpusDataset } from "../../node/job/dataset.ts";
 import {
   DEFAULT_COMPRESSION,
   type JobSpec,
+  MOMENTS,
+  type Moments,
 } from "../../protocol/spec/job_spec.ts";
 import { parameterCount } from "../../protocol/round/round_checkpoint.ts";
 import { DEFAULT_OUTER } from "../../protocol/aggregation/outer_step.ts";
@@ -40,7 +42,6 @@ import {
   trainAlone,
   trainDataParallel,
 } from "./training_runs.ts";
-import { INNER_MOMENTS, type InnerMoments } from "./training_runs.ts";
 import {
   type Bench,
   booleanFlag,
@@ -70,7 +71,7 @@ interface Options {
   /** Trim fraction of the trimmed mean; 0 is the plain mean. */
   trim: number;
   /** DiLoCo peers carry their inner moments across rounds, or reset them. */
-  innerMoments: InnerMoments;
+  moments: Moments;
   alone: boolean;
   ddp: boolean;
   diloco: boolean;
@@ -103,7 +104,7 @@ export interface QualityResult {
     /** Elements per block of the delta's scales. */
     blockSize: number;
     trimFraction: number;
-    innerMoments: InnerMoments;
+    moments: Moments;
   };
   /** Tokens each run trained on in all. */
   tokens: number;
@@ -144,6 +145,7 @@ function specFor(o: Options): JobSpec {
     },
     compression: { format: o.compression, blockSize: o.blockSize },
     aggregation: { rule: "trimmed-mean", trimFraction: o.trim },
+    moments: o.moments,
   });
 }
 
@@ -209,10 +211,10 @@ const bench: Bench<Options, QualityResult> = {
       default: "true",
       help: "train the DiLoCo peers (true|false; false: baselines alone)",
     },
-    "inner-moments": {
+    moments: {
       default: "carry",
       help:
-        "DiLoCo peers' inner optimizer moments across rounds: carry | reset (zero at each round's start)",
+        "DiLoCo peers' inner optimizer moments across rounds: carry | reset (zero at each round's start; the spec's moments)",
     },
     ddp: {
       default: "true",
@@ -260,7 +262,7 @@ const bench: Bench<Options, QualityResult> = {
         integer: true,
       }),
       trim: numberFlag(flags, "trim", { min: 0, max: 0.49 }),
-      innerMoments: choiceFlag(flags, "inner-moments", INNER_MOMENTS),
+      moments: choiceFlag(flags, "moments", MOMENTS),
       alone: booleanFlag(flags, "alone"),
       ddp: booleanFlag(flags, "ddp"),
       diloco: booleanFlag(flags, "diloco"),
@@ -295,7 +297,7 @@ const bench: Bench<Options, QualityResult> = {
         meter,
         log,
       };
-      const diloco = o.diloco ? await simulateDiloco(c, o.innerMoments) : null;
+      const diloco = o.diloco ? await simulateDiloco(c) : null;
       const ddp = o.ddp ? await trainDataParallel(c) : null;
       const alone = o.alone ? await trainAlone(c) : null;
       const P = parameterCount(spec.model);
@@ -326,7 +328,7 @@ const bench: Bench<Options, QualityResult> = {
           compression: spec.compression.format,
           blockSize: spec.compression.blockSize,
           trimFraction: spec.aggregation.trimFraction,
-          innerMoments: o.innerMoments,
+          moments: o.moments,
         },
         tokens: o.rounds * o.innerSteps * o.peers * spec.batchSize *
           spec.contextLength,
@@ -355,7 +357,7 @@ const bench: Bench<Options, QualityResult> = {
         s.muon
           ? `Muon lr ${s.muon.lr} momentum ${s.muon.momentum} + AdamW`
           : "AdamW"
-      } lr ${s.maxLr} to ${s.minLr}, warmup ${s.warmupSteps}, clip ${s.gradClip}; ${s.compression} (blocks of ${s.blockSize}); trim ${s.trimFraction}; inner moments ${s.innerMoments}`,
+      } lr ${s.maxLr} to ${s.minLr}, warmup ${s.warmupSteps}, clip ${s.gradClip}; ${s.compression} (blocks of ${s.blockSize}); trim ${s.trimFraction}; moments ${s.moments}`,
       `held-out loss per round:`,
       ...(r.diloco ? [`  diloco ${curve(r.diloco)}`] : []),
       ...(r.ddp ? [`  ddp    ${curve(r.ddp)}`] : []),

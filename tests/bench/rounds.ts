@@ -30,6 +30,8 @@ import {
   DEFAULT_COMPRESSION,
   DEFAULT_SHARES,
   type JobSpec,
+  MOMENTS,
+  type Moments,
   SHARES,
   type Shares,
 } from "../../protocol/spec/job_spec.ts";
@@ -215,6 +217,8 @@ export interface RoundsOptions {
   auditRate: number | null;
   /** What the pool pays for a round, ETH (split over the peers). */
   rewardPerRound: number;
+  /** Where rounds' inner optimizer starts (the spec's `moments`). */
+  moments: Moments;
 }
 
 /** The `--join` flags of peer `k` (0-based) beyond those every peer gets. */
@@ -256,6 +260,7 @@ function specFor(o: RoundsOptions): JobSpec {
     },
     compression: { format: o.compression },
     shares: o.slowDuty < 1 ? "throughput" : o.shares,
+    moments: o.moments,
   });
   const rate = o.auditRate ??
     defaultAuditRate(
@@ -330,6 +335,11 @@ const bench: Bench<RoundsOptions, RoundsResult> = {
       default: "0.01",
       help: "what the pool pays for each round, ETH",
     },
+    moments: {
+      default: "reset",
+      help:
+        "rounds start from zero moments (reset: audits replay from C(r), as job create makes jobs) or carry them",
+    },
   },
   parse(flags) {
     return {
@@ -358,6 +368,7 @@ const bench: Bench<RoundsOptions, RoundsResult> = {
         min: 1e-9,
         max: 1e6,
       }),
+      moments: choiceFlag(flags, "moments", MOMENTS),
     };
   },
   async run(o, log) {

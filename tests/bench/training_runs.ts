@@ -24,7 +24,7 @@
 import { RoundTrainer } from "../../node/round/trainer/inner_loop.ts";
 import type { Dataset } from "../../protocol/content/dataset.ts";
 import type { Trainer, TrainerInit } from "../../kernels/trainer.ts";
-import type { JobSpec } from "../../protocol/spec/job_spec.ts";
+import { type JobSpec, resetsMoments } from "../../protocol/spec/job_spec.ts";
 import { assignChunks } from "../../protocol/peers/assignment.ts";
 import { pseudoGradient } from "../../protocol/aggregation/pseudo_gradient.ts";
 import {
@@ -120,23 +120,12 @@ export interface DilocoRun extends Curve {
 }
 
 /**
- * What a DiLoCo peer's inner optimizer starts a round from: the moments its
- * previous round ended with (`carry`, as DiLoCo does and live peers do), or
- * zeros (`reset`: a round's start is then C(r) alone, public).
- */
-export type InnerMoments = "carry" | "reset";
-
-/** The {@linkcode InnerMoments} choices. */
-export const INNER_MOMENTS: readonly InnerMoments[] = ["carry", "reset"];
-
-/**
  * N DiLoCo peers in this process (see the module doc): R rounds of H inner
- * steps each, combined by the job's rule and outer step.
+ * steps each, combined by the job's rule and outer step. Each peer starts a
+ * round from the moments its last one ended with, or from zero moments in
+ * a job that resets them (the spec's `moments`).
  */
-export async function simulateDiloco(
-  c: RunContext,
-  moments: InnerMoments = "carry",
-): Promise<DilocoRun> {
+export async function simulateDiloco(c: RunContext): Promise<DilocoRun> {
   const { spec, peers, dataset, createTrainer, meter, log } = c;
   const ids = Array.from({ length: peers }, (_, k) => `sim-peer-${k}`);
   const trainers = ids.map((id) =>
@@ -152,7 +141,7 @@ export async function simulateDiloco(
   };
   try {
     let checkpoint = genesisOf(spec);
-    const zeros = moments === "reset"
+    const zeros = resetsMoments(spec)
       ? {
         m: new Float32Array(checkpoint.params.length),
         v: new Float32Array(checkpoint.params.length),

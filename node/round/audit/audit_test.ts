@@ -477,24 +477,26 @@ Deno.test("audit: in a job that resets moments, the replay runs from C(r) with z
   const job = { ...spec, moments: "reset" as const };
   const round = await trainedRound(["peerA", "peerB"], 1, job);
   assert.equal(round.record.from, "");
-  for (const segment of [0, 7, S - 1]) {
+  for (const segment of [0, 7, 8, S - 1]) {
     const read = { bytes: 0 };
     const v = await auditor(round.blocks, jsTrainer, {}, job, [], read)
       .audit({ ...round, segment, parent });
     assert.ok(v.passed && v.exact, `segment ${segment}: ${JSON.stringify(v)}`);
-    // No state at the segment's start: the final state's head and
-    // parameters for the delta check, and for the last segment nothing.
+    // No state at the segment's start: in the round's first half the final
+    // state's head and parameters for the delta check; in its second half
+    // the replay goes on to the final state, and nothing is fetched.
     assert.equal(
       read.bytes,
-      segment === S - 1 ? 0 : STATE_HEAD_BYTES + 4 * parent.length,
+      segment >= S / 2 ? 0 : STATE_HEAD_BYTES + 4 * parent.length,
       `segment ${segment}`,
     );
   }
-  // Made-up steps from segment 8 on fail any audit that reaches them.
-  const cheat = await partialWork(8, round);
+  // Made-up steps from segment 5 on fail any audit that reaches them: the
+  // second half's replays reach them all.
+  const cheat = await partialWork(5, round);
   const a = auditor(cheat.blocks, jsTrainer, {}, job);
   assert.equal((await a.audit({ ...cheat, segment: 3, parent })).passed, true);
-  for (const segment of [8, 12, S - 1]) {
+  for (const segment of [5, 7, 8, S - 1]) {
     const v = await a.audit({ ...cheat, segment, parent });
     assert.equal(!v.passed && v.check, "replay", `segment ${segment}`);
   }
