@@ -153,6 +153,16 @@ slashedTest(
   " with sign deltas",
 );
 
+// Rounds from zero moments (what `job create` makes): audits replay from
+// C(r) without fetching a state, and a made-up segment still fails the
+// replay that reaches it (15 in 16, as with moments carried).
+slashedTest(
+  "partial-work",
+  { ...sampledSpec, moments: "reset" },
+  true,
+  " with moments reset",
+);
+
 /**
  * `attack` among `peers` on `job` is slashed and keeps nothing;
  * `sampled`: it is caught only when an audit draws a made-up segment.

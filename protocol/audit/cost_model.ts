@@ -46,8 +46,8 @@ import { BITS_FOR_COMPRESSION } from "../aggregation/quantize.ts";
 import { parameterCount } from "../round/round_checkpoint.ts";
 import { STATE_HEAD_BYTES } from "../content/state_hash.ts";
 import { auditRateOf, type JobSpec, resetsMoments } from "../spec/job_spec.ts";
-import { segmentCount } from "./work_record.ts";
-import { replayReach } from "./segment_checks.ts";
+import { segmentBounds, segmentCount } from "./work_record.ts";
+import { replayedSteps, replayReach } from "./segment_checks.ts";
 
 /**
  * A delta blob's context (job, round, parent, peer) as encoded: about 300
@@ -141,12 +141,10 @@ export function roundCost(
   const startBytes = paramsBytes +
     ((S - 1) * momentsBytes(adamw) + momentsBytes(0)) / S;
   const reset = resetsMoments(spec);
-  const reaches = Array.from(
-    { length: S },
-    (_, k) => reset ? replayReach(k, S) : k,
-  );
+  const segments = Array.from({ length: S }, (_, k) => k);
   // Fetched unless the replay reaches the final state.
-  const finalBytes = reaches.filter((k) => k < S - 1).length / S *
+  const finalBytes =
+    segments.filter((k) => (reset ? replayReach(k, S) : k) < S - 1).length / S *
     (STATE_HEAD_BYTES + paramsBytes);
   const bytesPerAudit = WORK_RECORD_BYTES + finalBytes +
     (reset ? 0 : 2 * STATE_HEAD_BYTES + startBytes);
@@ -154,10 +152,11 @@ export function roundCost(
   const auditBytes = rate * bytesPerAudit;
   const allInBytes = trainingBytes + auditBytes;
   const dataParallelBytes = H * 4 * P * 2 * (peers - 1) / peers;
-  // Steps from the replay's start to the end of the segment it reaches.
-  const replayed = reset
-    ? reaches.reduce((sum, k) => sum + (k + 1) / S * H, 0) / S
-    : H / S;
+  const bounds = segmentBounds(H);
+  const replayed = segments.reduce(
+    (sum, k) => sum + replayedSteps(reset, bounds, k),
+    0,
+  ) / S;
   const auditSteps = rate * (replayed + LOSS_CHECK_STEPS);
   return {
     parameters: P,

@@ -78,7 +78,8 @@ Deno.test("cost model: a job that resets moments fetches no start state and repl
   // head and parameters; none fetches a state.
   assert.equal(b.bytesPerAudit, 1_500 + 8 / 16 * (76 + 4 * b.parameters));
   assert.ok(b.bytesPerAudit < a.bytesPerAudit / 6);
-  // Segment k < 8 replays k + 1 of 16 segments, the others all 16: 0.64 H.
-  const steps = (36 / 16 + 8) / 16 * 100;
+  // Segment k < 8 replays to its end, bound k + 1 of 16 at ⌊(k+1)·H/16⌋;
+  // the others the whole round: 0.64 H.
+  const steps = (6 + 12 + 18 + 25 + 31 + 37 + 43 + 50 + 8 * 100) / 16;
   assert.ok(Math.abs(b.auditSteps - (steps + 2 / 3)) < 1e-9);
 });

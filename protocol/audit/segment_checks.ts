@@ -90,6 +90,32 @@ export function replayReach(segment: number, segments: number): number {
 }
 
 /**
+ * Steps an audit of `segment` re-runs, the round's segment `bounds` given:
+ * the segment's own from the state at its start (moments carried), or from
+ * step 0 to the end of the segment {@linkcode replayReach} names (moments
+ * reset).
+ *
+ * @example
+ * ```ts
+ * import assert from "node:assert/strict";
+ * import { replayedSteps } from "./segment_checks.ts";
+ *
+ * const bounds = [0, 25, 50, 75, 100];
+ * assert.equal(replayedSteps(false, bounds, 1), 25);
+ * assert.equal(replayedSteps(true, bounds, 1), 50);
+ * assert.equal(replayedSteps(true, bounds, 2), 100);
+ * ```
+ */
+export function replayedSteps(
+  resets: boolean,
+  bounds: readonly number[],
+  segment: number,
+): number {
+  if (!resets) return bounds[segment + 1] - bounds[segment];
+  return bounds[replayReach(segment, bounds.length - 1) + 1];
+}
+
+/**
  * Why `record` is not the work `msg` committed to (the `record` check), or
  * null: its peers, weights and start hash to `data`, its states to
  * `trajectory`, one state at each bound of `span`.

@@ -177,6 +177,10 @@ Deno.test({
     // Audited every round: a 1 ETH slash against 0.01 ETH a round split
     // over 2 peers.
     assert.equal(rounds.auditRate, 1);
+    // Rounds from zero moments, as job create makes them: every audit
+    // replays from C(r), and honest work passes.
+    assert.equal(rounds.audits.failed, 0);
+    assert.ok(rounds.audits.passed > 0);
     assert.ok(Math.abs(rounds.deterrence - 200) < 1e-9, rounds.deterrence);
     // One segment of 16 replayed per listed delta, and a loss check: as
     // the cost model says, but for audits still running at the end.

@@ -82,20 +82,15 @@ import { formatEther } from "viem";
 /** One peer's figures over the whole run. */
 export interface PeerFigures {
   name: string;
-  /** Mean bytes sent per round, audit traffic included. */
+  /** Mean bytes sent per round, audit traffic served included. */
   bytesPerRound: number;
-  /**
-   * Mean bytes sent per round for training: bytes sent less those fetched
-   * for audits (every audit byte one peer fetches another serves).
-   */
-  trainingBytesPerRound: number;
   /**
    * Mean bytes per round it fetched to audit other peers' work, from round
    * 2 on: round 1 has no work to audit yet (a round's work is audited in
    * the next, and the last round's after the run).
    */
   auditBytesPerRound: number;
-  /** Data-parallel bytes per round over training plus audit bytes. */
+  /** Data-parallel bytes per round over bytes sent. */
   reduction: number;
   /** Time in training steps over wall time, all rounds. */
   utilization: number;
@@ -172,6 +167,8 @@ export interface RoundsResult {
   slowDuty: number;
   /** Mean from-round-2 utilization of the peers not slowed. */
   fastSteadyUtilization: number;
+  /** Segment audits the peers ran of each other, by verdict. */
+  audits: { passed: number; failed: number };
   /** The spec's audit rate. */
   auditRate: number;
   /**
@@ -484,8 +481,8 @@ export async function measureRounds(
         peers.map((p) => callRpc<NodeStatus>(p.info.http!, "zoo_status")),
       );
       const waits = statuses.map((s) => s.deltaWaits);
-      const auditSteps = statuses.flatMap((s) => s.training?.audits ?? [])
-        .reduce((sum, a) => sum + a.steps, 0);
+      const audits = statuses.flatMap((s) => s.training?.audits ?? []);
+      const auditSteps = audits.reduce((sum, a) => sum + a.steps, 0);
       // SIGKILL after 5 s: a peer stuck in shutdown must not hang the bench.
       await Promise.all(peers.map((p) => stopPeer(p, "SIGTERM")));
       const first = [...rounds[0].records.values()][0];
@@ -538,7 +535,10 @@ export async function measureRounds(
             s + [...r.records.values()].filter((x) => x.contributed).length,
           0,
         );
-        const training = mean(perPeer.map((p) => p.trainingBytesPerRound));
+        // Every audit byte one peer fetched another served: the mean over
+        // peers of bytes sent less bytes fetched is what training sent.
+        const records = rounds.flatMap((r) => [...r.records.values()]);
+        const training = mean(records.map((r) => r.bytesSent - r.auditBytes));
         const audit = mean(perPeer.map((p) => p.auditBytesPerRound));
         const predicted = roundCost(spec, o.peers);
         const last = (c: Curve) => c.valLoss[c.valLoss.length - 1];
@@ -570,6 +570,10 @@ export async function measureRounds(
           ),
           slowDuty: o.slowDuty,
           fastSteadyUtilization: mean(fast.map((p) => p.steadyUtilization)),
+          audits: {
+            passed: audits.filter((a) => a.passed).length,
+            failed: audits.filter((a) => !a.passed).length,
+          },
           auditRate: deterrence.rate,
           deterrence: deterrence.ratio,
           auditOverhead: audited === 0
@@ -603,7 +607,6 @@ function peerFigures(
   const mean = (rs: RoundRecord[], x: (r: RoundRecord) => number) =>
     rs.reduce((s, r) => s + x(r), 0) / rs.length;
   const sent = mean(recs, (r) => r.bytesSent);
-  const training = sent - mean(recs, (r) => r.auditBytes);
   const dp = mean(recs, (r) => r.dataParallelBytes);
   const steady = recs.length > 1 ? recs.slice(1) : recs;
   const audit = mean(steady, (r) => r.auditBytes);
@@ -612,9 +615,8 @@ function peerFigures(
   return {
     name,
     bytesPerRound: sent,
-    trainingBytesPerRound: training,
     auditBytesPerRound: audit,
-    reduction: dp / (training + audit),
+    reduction: dp / sent,
     utilization: utilization(recs),
     // Round 1 also waits for every peer to start and load the data, which
     // a long job pays once.

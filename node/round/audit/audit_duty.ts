@@ -37,7 +37,8 @@ import {
   type RefutationNotice,
 } from "../../../protocol/messages/messages.ts";
 import type { RoundManifest } from "../../../protocol/round/round_manifest.ts";
-import { auditRateOf } from "../../../protocol/spec/job_spec.ts";
+import { auditRateOf, resetsMoments } from "../../../protocol/spec/job_spec.ts";
+import { replayedSteps } from "../../../protocol/audit/segment_checks.ts";
 import {
   afterUnserved,
   NO_TRIES,
@@ -465,7 +466,9 @@ export class AuditDuty {
       round,
       peer,
       segment,
-      steps: replayed ? bounds[segment + 1] - bounds[segment] : 0,
+      steps: replayed
+        ? replayedSteps(resetsMoments(this.#o.spec), bounds, segment)
+        : 0,
       passed: verdict.passed,
       ...(verdict.passed
         ? { exact: verdict.exact, drift: verdict.drift, loss: verdict.loss }
