@@ -177,8 +177,8 @@ export interface RoundsResult {
    */
   deterrence: number | null;
   /**
-   * Steps re-run in audits over the steps of the deltas they audited: those
-   * of every round but the last (audited after the run).
+   * Steps re-run in audits over the steps trained in the rounds audited
+   * while the peers ran (up to the last round an audit names).
    */
   auditOverhead: number;
   /**
@@ -530,7 +530,10 @@ export async function measureRounds(
         const fast = perPeer.filter((p) => p.dutyCycle === 1);
         const mean = (xs: number[]) =>
           xs.reduce((a, b) => a + b, 0) / xs.length;
-        const audited = rounds.slice(0, -1).reduce(
+        // The rounds whose audits ran: up to the last one audited (the last
+        // round's run after its commit, when the peers may have stopped).
+        const lastAudited = Math.max(-1, ...audits.map((a) => a.round));
+        const audited = rounds.slice(0, lastAudited + 1).reduce(
           (s, r) =>
             s + [...r.records.values()].filter((x) => x.contributed).length,
           0,
