@@ -399,7 +399,8 @@ export function maxTokensPerRound(spec: JobSpec): number {
 
 const NAME_PATTERN = /^[A-Za-z0-9._-]{1,64}$/;
 
-const TOP_KEYS = [
+/** The top-level fields of a job spec, the optional ones included. */
+export const TOP_KEYS = [
   "v",
   "name",
   "model",

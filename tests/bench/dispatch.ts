@@ -15,7 +15,7 @@ import type { Bench, BenchFlag } from "./_bench.ts";
 import { UsageError } from "./_bench.ts";
 
 /** Every benchmark, loaded only when selected. Add one line per module. */
-const BENCHES: Record<string, () => Promise<{ default: Bench }>> = {
+export const BENCHES: Record<string, () => Promise<{ default: Bench }>> = {
   blob: () => import("./blob.ts"),
   kernels: () => import("./kernels.ts"),
   chain: () => import("./chain.ts"),
