@@ -18,6 +18,8 @@ import {
 import {
   DEFAULT_COMPRESSION,
   type JobSpec,
+  MOMENTS,
+  type Moments,
 } from "../../protocol/spec/job_spec.ts";
 import {
   type Compression,
@@ -49,6 +51,8 @@ interface Options {
   model: "default" | "tiny";
   rule: AggregationRuleName;
   compression: Compression;
+  /** Where rounds' inner optimizer starts (the spec's `moments`). */
+  moments: Moments;
   only: AttackName[];
   /** Where the peers' keys live; null for a fresh temp dir. */
   keys: string | null;
@@ -92,6 +96,8 @@ export interface AttacksResult {
   rule: string;
   /** The delta format (the job spec's compression). */
   compression: Compression;
+  /** The spec's `moments`: reset has audits replay from C(r). */
+  moments: Moments;
   clean: {
     heldoutLoss: number;
     falsePositives: number;
@@ -122,6 +128,7 @@ function specFor(o: Options, attack: AttackName | null = null): JobSpec {
     roundDeadlineMs: 20_000,
     aggregation: { rule: o.rule },
     compression: { format: o.compression },
+    moments: o.moments,
     ...(slashed ? { minPeers: o.peers - leavingPeers(attack, o.peers) } : {}),
   });
 }
@@ -170,6 +177,11 @@ const bench: Bench<Options, AttacksResult> = {
       default: DEFAULT_COMPRESSION,
       help: `delta format: ${COMPRESSIONS.join(", ")}`,
     },
+    moments: {
+      default: "carry",
+      help:
+        "carry | reset (rounds from zero moments, audits replay from C(r), as job create makes jobs)",
+    },
     keys: {
       default: "",
       help:
@@ -215,6 +227,7 @@ const bench: Bench<Options, AttacksResult> = {
       model: flags.model,
       rule: flags.rule as AggregationRuleName,
       compression: choiceFlag(flags, "compression", COMPRESSIONS),
+      moments: choiceFlag(flags, "moments", MOMENTS),
       only: only as AttackName[],
       keys: flags.keys === "" ? null : flags.keys,
     };
@@ -258,6 +271,7 @@ const bench: Bench<Options, AttacksResult> = {
         model: o.model,
         rule: JSON.stringify(spec.aggregation),
         compression: spec.compression.format,
+        moments: spec.moments ?? "carry",
         clean: {
           heldoutLoss: clean.heldoutLoss,
           falsePositives: clean.falsePositives.length,
