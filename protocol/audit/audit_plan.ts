@@ -15,7 +15,9 @@
  * A suspect (see {@linkcode suspectsOf}) is audited for certain, on every
  * segment, each by its own `auditors` ranked by hash with the segment in
  * the input, so the extra replays spread over the members: a peer that
- * skipped any segment is caught in a round it is suspected in.
+ * skipped any segment is caught in a round it is suspected in. Where one
+ * replay checks the whole round (`wholeRound`), a suspect's one audit is
+ * of its last segment.
  *
  * Hash inputs follow assignment.ts: UTF-8 fields joined by 0x00, SHA-256,
  * compared as big-endian numbers.
@@ -44,6 +46,13 @@ export interface AuditPlanParams {
   readonly auditors: number;
   /** Contributors audited on every segment (none by default). */
   readonly suspects?: readonly string[];
+  /**
+   * One replay checks every segment (a job that resets moments replays
+   * from the round's public start, and from its last segment to the
+   * final state): a suspect gets one audit, of its last segment, instead
+   * of one per segment.
+   */
+  readonly wholeRound?: boolean;
 }
 
 /** One audited segment of a contributor's work in a round. */
@@ -98,10 +107,11 @@ export function planAudits(p: AuditPlanParams): Audit[] {
     .sort(comparePeerIds)
     .flatMap((peer): Audit[] => {
       if (suspects.has(peer)) {
-        return Array.from({ length: p.segments }, (_, segment) => ({
+        const from = p.wholeRound ? p.segments - 1 : 0;
+        return Array.from({ length: p.segments - from }, (_, i) => ({
           peer,
-          segment,
-          auditors: ranked(peer, `segment ${segment}`),
+          segment: from + i,
+          auditors: ranked(peer, `segment ${from + i}`),
         }));
       }
       if (uniform(score(p.seed, "audit", peer)) >= p.rate) return [];

@@ -145,3 +145,24 @@ Deno.test("planAudits refuses bad settings", () => {
     );
   }
 });
+
+Deno.test("planAudits: where one replay checks the whole round, a suspect gets one audit of its last segment", () => {
+  const peers = ["12D3KooWA", "12D3KooWB", "12D3KooWC"];
+  const base = {
+    seed: "bafkreigh2akiscaildcqabsyg3dfr6chu3fgpregiymsck7e7aqa4s52zy",
+    contributors: peers,
+    members: peers,
+    segments: 16,
+    rate: 0,
+    auditors: 1,
+    suspects: ["12D3KooWB"],
+  };
+  const every = planAudits(base);
+  assert.deepEqual(every.map((a) => a.segment), [...Array(16).keys()]);
+  const whole = planAudits({ ...base, wholeRound: true });
+  assert.equal(whole.length, 1);
+  assert.deepEqual(
+    [whole[0].peer, whole[0].segment, whole[0].auditors],
+    ["12D3KooWB", 15, every[15].auditors],
+  );
+});

@@ -197,6 +197,7 @@ export class AuditDuty {
       rate: auditRateOf(spec),
       auditors: AUDITORS_PER_AUDIT,
       suspects: suspectsOf(this.#closed.values(), manifest.round),
+      wholeRound: resetsMoments(spec),
     });
     const byPeer = Map.groupBy(plan, (a: Audit) => a.peer);
     // The whole plan, not only this peer's part: a failure verdict on any
