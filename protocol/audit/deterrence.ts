@@ -41,6 +41,20 @@ export const CATCH_FLOOR = { rounds: 20, probability: 0.95 } as const;
 /** Audit rates a default is chosen from: multiples of this. */
 export const RATE_STEP = 0.01;
 
+/**
+ * The least rate, a multiple of {@linkcode RATE_STEP}, that meets
+ * {@linkcode CATCH_FLOOR}: no default rate is lower (0.14).
+ */
+export const CATCH_FLOOR_RATE: number = (() => {
+  const steps = Math.round(1 / RATE_STEP);
+  let k = 1;
+  while (
+    k < steps &&
+    caughtWithin(k / steps, CATCH_FLOOR.rounds) < CATCH_FLOOR.probability
+  ) k++;
+  return k / steps;
+})();
+
 /** The economics of a job that deterrence is figured from. */
 export interface JobEconomics {
   /** What a slash takes, wei. */

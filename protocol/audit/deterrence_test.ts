@@ -3,6 +3,7 @@ import { ProtocolError } from "../errors.ts";
 import { planAudits } from "./audit_plan.ts";
 import {
   CATCH_FLOOR,
+  CATCH_FLOOR_RATE,
   caughtWithin,
   defaultAuditRate,
   deterrenceOf,
@@ -57,6 +58,9 @@ Deno.test("the default rate is the smallest step meeting both the deterrence and
   // cheater within 20 rounds with 0.95 needs 0.14.
   assert.equal(defaultAuditRate(base, 10), 0.14);
   assert.equal(defaultAuditRate(base, 20), 0.2);
+  // With nothing to gain the catch floor alone decides.
+  assert.equal(defaultAuditRate({ ...base, pool: 0n }, 10), CATCH_FLOOR_RATE);
+  assert.equal(CATCH_FLOOR_RATE, 0.14);
 });
 
 Deno.test("the audit plan catches a full cheater in a round about as often as the rate", () => {

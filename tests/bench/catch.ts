@@ -19,6 +19,7 @@
  */
 import { createHash } from "node:crypto";
 import { planAudits } from "../../protocol/audit/audit_plan.ts";
+import { CATCH_FLOOR_RATE } from "../../protocol/audit/deterrence.ts";
 import { MAX_SEGMENTS } from "../../protocol/audit/work_record.ts";
 import { type Bench, formatTable, numberFlag } from "./_bench.ts";
 
@@ -65,8 +66,8 @@ export interface CatchResult {
   rates: RateFigures[];
 }
 
-// 0.14: the least rate `job create` chooses (protocol/audit/deterrence.ts).
-const RATES = [0.05, 0.1, 0.14, 0.25, 0.5, 1];
+// The least rate `job create` chooses among them (0.14).
+const RATES = [0.05, 0.1, CATCH_FLOOR_RATE, 0.25, 0.5, 1];
 
 function seedOf(...parts: (string | number)[]): string {
   return createHash("sha256").update(parts.join("/")).digest("hex");

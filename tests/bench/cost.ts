@@ -13,7 +13,7 @@
  * @module
  */
 import { type RoundCost, roundCost } from "../../protocol/audit/cost_model.ts";
-import { CATCH_FLOOR } from "../../protocol/audit/deterrence.ts";
+import { CATCH_FLOOR_RATE } from "../../protocol/audit/deterrence.ts";
 import { parameterCount } from "../../protocol/round/round_checkpoint.ts";
 import { COMPRESSIONS } from "../../protocol/aggregation/quantize.ts";
 import {
@@ -57,11 +57,6 @@ export interface CostResult {
   moments: Moments;
   rows: CostRow[];
 }
-
-/** The least rate a default audit setting takes: the catch floor's. */
-const FLOOR_RATE = Math.ceil(
-  100 * (1 - (1 - CATCH_FLOOR.probability) ** (1 / CATCH_FLOOR.rounds)),
-) / 100;
 
 const SIZES = [null, 124e6, 1e9] as const;
 const PEERS = [3, 16, 100, 1000];
@@ -112,7 +107,7 @@ const bench: Bench<Options, CostResult> = {
     peers: { default: "table", help: "peers, or table: 3, 16, 100, 1000" },
     "inner-steps": { default: "100", help: "inner steps per round H" },
     rate: {
-      default: String(FLOOR_RATE),
+      default: String(CATCH_FLOOR_RATE),
       help:
         "audit rate in (0, 1] (default: the least job create chooses, for the catch floor)",
     },
