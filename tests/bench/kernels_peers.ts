@@ -1,10 +1,10 @@
-// deno-lint-ignore-file no-import-prefix -- a test and bench package, named
-// here by its full specifier rather than in deno.json, so that a first run of
-// the product does not fetch it (see deno.json's imports).
 /**
  * Peer matmul implementations for the kernels benchmark: TensorFlow.js's
  * WASM backend (XNNPACK) and onnxruntime-web's WASM backend (MLAS), behind
- * the same {@linkcode MatmulImpl} as our backends.
+ * the same {@linkcode MatmulImpl} as our backends. Each runs in a process
+ * of its own from `peers/`, a Deno project apart, so that the product's
+ * lockfile does not name them (see `peers/server.ts`); its first start
+ * installs them there. Timing happens inside that process.
  *
  * What each call includes, so the comparison is read right: ours runs on
  * operands already in its memory and writes into it; tfjs also copies Y
@@ -13,126 +13,97 @@
  *
  * @module
  */
-import * as tf from "npm:@tensorflow/tfjs-core@4.22.0";
-import * as tfWasm from "npm:@tensorflow/tfjs-backend-wasm@4.22.0";
 import type { MatmulImpl, MatmulProblem } from "./kernels_matmul.ts";
+import { lines } from "./peers/lines.ts";
 
-let tfReady: Promise<void> | undefined;
+const PEERS = new URL("./peers/", import.meta.url);
 
-/** Starts tfjs on its WASM backend once per process. */
-function startTfjs(): Promise<void> {
-  tfReady ??= (async () => {
-    // The .wasm files sit beside the package's entry module in dist/.
-    const dist = new URL(
-      "./",
-      import.meta.resolve("npm:@tensorflow/tfjs-backend-wasm@4.22.0"),
-    );
-    tfWasm.setWasmPaths(dist.pathname);
-    if (!(await tf.setBackend("wasm"))) {
-      throw new Error(
-        "Cannot start tfjs: its wasm backend failed to initialise",
-      );
-    }
-    await tf.ready();
-  })();
-  return tfReady;
-}
-
-/**
- * `tf.matMul` on the tfjs WASM backend. One thread: its Node build starts
- * pthreads with `worker_threads` and a Blob path, which fails under Deno
- * (ERR_WORKER_PATH), so tfjs here runs single-threaded as in Node.
- */
-export async function tfjsMatmul(): Promise<MatmulImpl> {
-  await startTfjs();
-  let a: tf.Tensor2D | undefined, b: tf.Tensor2D | undefined;
-  let transB = false;
-  let output: Float32Array = new Float32Array(0);
-  const product = () => tf.tidy(() => tf.matMul(a!, b!, false, transB));
-  const free = () => {
-    a?.dispose();
-    b?.dispose();
-  };
-  return {
-    name: "tfjs-wasm",
-    threads: 1,
-    load(p: MatmulProblem) {
-      free();
-      a = tf.tensor2d(p.a, [p.n, p.n]);
-      b = tf.tensor2d(p.b, [p.n, p.n]);
-      transB = p.layout === "transposed";
-      return Promise.resolve();
-    },
-    time(times: number) {
-      const start = performance.now();
-      for (let i = 0; i < times; i++) {
-        const y = product();
-        output = y.dataSync() as Float32Array;
-        y.dispose();
-      }
-      return Promise.resolve((performance.now() - start) / 1000 / times);
-    },
-    output: () => Promise.resolve(output),
-    dispose() {
-      free();
-      return Promise.resolve();
-    },
-  };
-}
-
-/** A request/reply channel to one worker. */
-function rpc(worker: Worker) {
-  return (message: Record<string, unknown>, transfer: Transferable[] = []) =>
-    new Promise<Record<string, unknown>>((resolve, reject) => {
-      worker.onmessage = (event) => {
-        if (event.data.error) {
-          reject(new Error(`onnxruntime-web: ${event.data.error}`));
-        } else resolve(event.data);
-      };
-      worker.onerror = (event) => {
-        event.preventDefault();
-        reject(new Error(`onnxruntime-web worker: ${event.message}`));
-      };
-      worker.postMessage(message, transfer);
-    });
+/** TensorFlow.js's `tf.matMul` on its WASM backend, one thread. */
+export function tfjsMatmul(): Promise<MatmulImpl> {
+  return peerMatmul("tfjs-wasm", "tfjs", 1);
 }
 
 /** onnxruntime-web's WASM MatMul (or Gemm transB=1) on `threads` threads. */
-export async function ortMatmul(threads: number): Promise<MatmulImpl> {
-  const worker = new Worker(
-    new URL("./kernels_ort_worker.ts", import.meta.url),
-    {
-      type: "module",
-    },
-  );
-  const call = rpc(worker);
+export function ortMatmul(threads: number): Promise<MatmulImpl> {
+  return peerMatmul("onnxruntime-web", "ort", threads);
+}
+
+/** Starts `peers/server.ts` for one library and thread count. */
+async function peerMatmul(
+  name: string,
+  impl: string,
+  threads: number,
+): Promise<MatmulImpl> {
+  const child = new Deno.Command(Deno.execPath(), {
+    args: [
+      "run",
+      "-A",
+      "--config",
+      new URL("deno.json", PEERS).pathname,
+      new URL("server.ts", PEERS).pathname,
+      impl,
+      String(threads),
+    ],
+    stdin: "piped",
+    stdout: "piped",
+    stderr: "piped",
+  }).spawn();
+  const dir = await Deno.makeTempDir({ prefix: "zoo-bench-peer-" });
+  const replies = lines(child.stdout);
+  const stdin = child.stdin.getWriter();
+  const stop = async () => {
+    await stdin.close().catch(() => {});
+    child.kill("SIGKILL");
+    await child.status;
+    await child.stderr.cancel().catch(() => {});
+    await Deno.remove(dir, { recursive: true }).catch(() => {});
+  };
+  const next = async (): Promise<Record<string, unknown>> => {
+    const { value, done } = await replies.next();
+    if (done) {
+      const err = await new Response(child.stderr).text().catch(() => "");
+      throw new Error(`${name} exited: ${err.trim().slice(-400)}`);
+    }
+    const reply = JSON.parse(value);
+    if (reply.error) throw new Error(`${name}: ${reply.error}`);
+    return reply;
+  };
+  const call = async (msg: Record<string, unknown>) => {
+    await stdin.write(new TextEncoder().encode(JSON.stringify(msg) + "\n"));
+    return await next();
+  };
   try {
-    await call({ cmd: "init", threads });
+    await next();
   } catch (error) {
-    worker.terminate();
+    await stop();
     throw error;
   }
   return {
-    name: "onnxruntime-web",
+    name,
     threads,
     async load(p: MatmulProblem) {
+      await Deno.writeFile(`${dir}/a`, bytesOf(p.a));
+      await Deno.writeFile(`${dir}/b`, bytesOf(p.b));
       await call({
         cmd: "load",
         n: p.n,
         transB: p.layout === "transposed",
-        a: p.a.slice(),
-        b: p.b.slice(),
+        a: `${dir}/a`,
+        b: `${dir}/b`,
       });
     },
     async time(times: number) {
       return (await call({ cmd: "time", times })).seconds as number;
     },
     async output() {
-      return (await call({ cmd: "output" })).output as Float32Array;
+      await call({ cmd: "output", path: `${dir}/y` });
+      const bytes = await Deno.readFile(`${dir}/y`);
+      return new Float32Array(bytes.buffer, 0, bytes.byteLength / 4);
     },
-    dispose() {
-      worker.terminate();
-      return Promise.resolve();
-    },
+    dispose: stop,
   };
+}
+
+function bytesOf(x: Float32Array): Uint8Array {
+  return new Uint8Array(x.buffer, x.byteOffset, x.byteLength);
 }
