@@ -5,6 +5,16 @@
  *
  * @module
  */
+import { claimsLine, formatEther, formatTokens } from "./status_text.ts";
+
+/**
+ * The wording shared with `zoo-node status` and the browser peer's page
+ * (./status_text.ts), as script: each function's own compiled source, so
+ * the page cannot drift from the terminal.
+ */
+const STATUS_TEXT = Object.entries({ formatTokens, formatEther, claimsLine })
+  .map(([name, fn]) => `var ${name} = ${fn.toString()};`)
+  .join("\n  ");
 
 /** Plain browser JavaScript (no modules, no dependencies). */
 export const PAGE_SCRIPT = String.raw`"use strict";
@@ -40,38 +50,12 @@ export const PAGE_SCRIPT = String.raw`"use strict";
   function num(x, digits) {
     return x === null || x === undefined ? "-" : Number(x).toFixed(digits);
   }
-  // Token counts in full, with thousands separators.
+  ${STATUS_TEXT}
   function tokens(n) {
-    if (n === null || n === undefined) return "-";
-    return String(n).replace(/\B(?=(\d{3})+(?!\d))/g, ",");
+    return n === null || n === undefined ? "-" : formatTokens(n);
   }
-  // Wei as ETH, cut (never rounded up) to six decimals, or for an amount
-  // under a millionth to its first 4 significant digits: a nonzero reward
-  // must not read 0.000000.
   function ether(wei) {
-    if (wei === null || wei === undefined) return "-";
-    var w = BigInt(wei);
-    var whole = w / 1000000000000000000n;
-    var frac = (w % 1000000000000000000n).toString().padStart(18, "0");
-    var lead = frac.search(/[1-9]/);
-    var keep = whole > 0n || lead < 6 ? 6 : Math.min(18, lead + 4);
-    var shown = frac.slice(0, keep).replace(/0+$/, "");
-    return whole + (shown ? "." + shown : "") + " ETH";
-  }
-  function utc(ms) {
-    return new Date(ms).toISOString().slice(0, 16).replace("T", " ") + " UTC";
-  }
-  // When the reward can be claimed, as the chain has it: the last round's
-  // commit plus the challenge window (claimsFrom), once that round is in.
-  function claimsLine(c, nowMs) {
-    if (c.stage === "claimed") return "claimed";
-    if (c.stage === "none") return "nothing credited to claim";
-    if (c.claimsFrom === null) {
-      return "claims open after round " + (c.rounds - 1) +
-        " commits + challenge window";
-    }
-    return (c.claimsFrom * 1000 <= nowMs ? "claims open since " : "claims open ") +
-      utc(c.claimsFrom * 1000);
+    return wei === null || wei === undefined ? "-" : formatEther(wei);
   }
   function fill(tbody, rows) {
     tbody.replaceChildren.apply(tbody, rows);

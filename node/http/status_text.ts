@@ -3,12 +3,13 @@
  * browser peer's page and their tests: whole token counts, ETH that never
  * reads 0.000000 for a nonzero amount, the rounds that credited a peer
  * (numbered from 0, as everywhere), and when its reward can be claimed.
+ * The status page's script embeds formatTokens, formatEther and claimsLine
+ * by their source (./page_script.ts), so these three refer to nothing
+ * outside themselves.
  *
  * @module
  */
 import type { Contributions } from "./types.ts";
-
-const WEI_PER_ETH = 10n ** 18n;
 
 /**
  * Token counts in full, with thousands separators.
@@ -28,7 +29,7 @@ export function formatTokens(n: string | bigint): string {
 /**
  * Wei as ETH, cut (never rounded up) to six decimals, or for an amount
  * under a millionth to its first 4 significant digits: a nonzero stake or
- * reward must not read 0.000000. The status page's script words it the same way.
+ * reward must not read 0.000000.
  *
  * @example
  * ```ts
@@ -40,6 +41,8 @@ export function formatTokens(n: string | bigint): string {
  * ```
  */
 export function formatEther(wei: string | bigint): string {
+  // Inside the function: the status page's script embeds its source.
+  const WEI_PER_ETH = 10n ** 18n;
   const w = BigInt(wei);
   const whole = w / WEI_PER_ETH;
   const frac = (w % WEI_PER_ETH).toString().padStart(18, "0");
