@@ -13,6 +13,7 @@ import {
   parseCid,
   RAW_CODEC,
 } from "../protocol/content/cid.ts";
+import { DAG_PB_CODEC } from "../protocol/content/unixfs.ts";
 import type { RoundManifest } from "../protocol/round/round_manifest.ts";
 
 import {
@@ -104,14 +105,19 @@ export function sortContributions(
   };
 }
 
-/** The 32-byte sha2-256 digest inside a raw-codec CID (a string or CID). */
+/**
+ * The 32-byte sha2-256 digest inside a CID (a string or CID): raw for a
+ * job id or a manifest, dag-pb for a checkpoint (a UnixFS file's root).
+ * The chain keeps the digest alone; what a field names fixes its codec
+ * when it is read back ({@linkcode bytes32ToCid}).
+ */
 export function cidToBytes32(cid: string | CID): Bytes32 {
   const parsed = typeof cid === "string" ? parseCid(cid) : cid;
-  if (parsed.code !== RAW_CODEC) {
+  if (parsed.code !== RAW_CODEC && parsed.code !== DAG_PB_CODEC) {
     throw new TypeError(
       `Cannot put CID ${
         cidToString(parsed)
-      } on chain as only raw-codec CIDs map to bytes32: current codec is 0x${
+      } on chain as only raw and dag-pb CIDs map to bytes32: current codec is 0x${
         parsed.code.toString(16)
       }`,
     );
@@ -119,9 +125,13 @@ export function cidToBytes32(cid: string | CID): Bytes32 {
   return bytesToHex(parsed.multihash.digest);
 }
 
-/** The raw-codec CID string for a 32-byte digest read from the chain. */
-export function bytes32ToCid(word: Bytes32): string {
-  return cidToString(cidFromDigest(hexToBytes(word), RAW_CODEC));
+/**
+ * The CID string for a 32-byte digest read from the chain, under `codec`:
+ * raw (the default) for job ids and manifests, `CHECKPOINT_CODEC`
+ * (protocol/round/round_checkpoint.ts) for checkpoints.
+ */
+export function bytes32ToCid(word: Bytes32, codec: number = RAW_CODEC): string {
+  return cidToString(cidFromDigest(hexToBytes(word), codec));
 }
 
 /** The peer id's multihash bytes, as the registry binds them to accounts. */

@@ -1,3 +1,7 @@
+import {
+  CHECKPOINT_CODEC,
+  roundCheckpointCid,
+} from "../protocol/round/round_checkpoint.ts";
 import assert from "node:assert/strict";
 import { generateKeyPair } from "@libp2p/crypto/keys";
 import { peerIdFromPrivateKey } from "@libp2p/peer-id";
@@ -40,9 +44,14 @@ Deno.test("cidToBytes32 and bytes32ToCid round-trip raw sha2-256 CIDs", async ()
   assert.throws(() => cidToBytes32("not a cid"), TypeError);
 });
 
-Deno.test("cidToBytes32 refuses CIDs whose codec would be lost", async () => {
+Deno.test("cidToBytes32 keeps a checkpoint's dag-pb root, read back under its codec; refuses others", async () => {
+  const file = await roundCheckpointCid(new Uint8Array([1, 2, 3]));
+  assert.equal(
+    bytes32ToCid(cidToBytes32(file), CHECKPOINT_CODEC),
+    cidToString(file),
+  );
   const dagJson = await cidForBytes(new Uint8Array([1]), 0x0129);
-  assert.throws(() => cidToBytes32(dagJson), /only raw-codec/);
+  assert.throws(() => cidToBytes32(dagJson), /only raw and dag-pb/);
 });
 
 Deno.test("a signed attestation recovers to its signer and not for another domain", async () => {

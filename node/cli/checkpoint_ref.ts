@@ -4,7 +4,8 @@
  *
  * @module
  */
-import { type CID, cidForBytes, parseCid } from "../../protocol/content/cid.ts";
+import { type CID, parseCid } from "../../protocol/content/cid.ts";
+import { roundCheckpointCid } from "../../protocol/round/round_checkpoint.ts";
 import type { Config } from "../config.ts";
 import type { FetchReport } from "../p2p/blob_pull.ts";
 import { callRpc } from "../http/rpc_client.ts";
@@ -28,7 +29,8 @@ export async function readCheckpointRef(
 
 /**
  * Checkpoint `ref` as a block, found as {@linkcode readCheckpointRef} finds
- * it: a file gets the raw CID of its bytes, a CID is kept as given.
+ * it: a file gets the CID of its bytes as a checkpoint is named (a UnixFS
+ * file's root), a CID is kept as given.
  */
 export async function readCheckpointBlock(
   config: Config,
@@ -37,7 +39,7 @@ export async function readCheckpointBlock(
   const file = await Deno.stat(ref).catch(() => null);
   if (file?.isFile) {
     const bytes = await Deno.readFile(ref);
-    return { cid: await cidForBytes(bytes), bytes };
+    return { cid: await roundCheckpointCid(bytes), bytes };
   }
   let cid: CID;
   try {

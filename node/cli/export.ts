@@ -4,7 +4,8 @@ import { encodeGptCheckpoint } from "../../kernels/gpt_checkpoint.ts";
 import { createJsBackend } from "../../kernels/js_backend.ts";
 import type { Config, PartialConfig } from "../config.ts";
 import { atomicWriteFile } from "../store/atomic_write.ts";
-import { writeCar } from "../store/car.ts";
+import { fileCarBlocks, writeCar } from "../store/car.ts";
+import { DAG_PB_CODEC, fileDag } from "../../protocol/content/unixfs.ts";
 import { readCheckpointBlock, readCheckpointRef } from "./checkpoint_ref.ts";
 
 /** `zoo-node export ...` as parsed. */
@@ -46,17 +47,22 @@ export async function exportCheckpoint(
 }
 
 /**
- * The checkpoint as one raw block in a CAR: `ipfs dag import` then holds
- * it under the very CID zoo-node names it by. The bytes are not decoded,
- * so the CAR is the checkpoint byte for byte.
+ * The checkpoint as a UnixFS file in a CAR, its DAG's nodes and leaves:
+ * `ipfs dag import` then holds it under the very CID zoo-node names it by
+ * (a checkpoint of an older zoo-node, named as one raw block, goes as that
+ * block). The bytes are not decoded, so the file is the checkpoint byte
+ * for byte.
  */
 async function exportCar(config: Config, cmd: ExportCommand): Promise<number> {
-  const block = await readCheckpointBlock(config, cmd.checkpoint);
-  await atomicWriteFile(cmd.out, await writeCar([block.cid], [block]));
+  const { cid, bytes } = await readCheckpointBlock(config, cmd.checkpoint);
+  const blocks = cid.code === DAG_PB_CODEC
+    ? fileCarBlocks(await fileDag(bytes), bytes)
+    : [{ cid, bytes }];
+  await atomicWriteFile(cmd.out, await writeCar([cid], blocks));
   console.log(
-    `wrote ${cmd.out}: root ${
-      cidToString(block.cid)
-    }, one block of ${block.bytes.length} bytes`,
+    `wrote ${cmd.out}: root ${cidToString(cid)}, ${blocks.length} block${
+      blocks.length === 1 ? "" : "s"
+    }, ${bytes.length} bytes of checkpoint`,
   );
   return 0;
 }

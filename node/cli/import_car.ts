@@ -1,7 +1,8 @@
 /**
- * `zoo-node import --car FILE`: the blocks of a CAR (one written by
- * `zoo-node export --car`, or by `ipfs dag export` of raw blocks) into the
- * data dir's blockstore, each verified against its CID first.
+ * `zoo-node import --car FILE`: the files and blocks of a CAR (one written
+ * by `zoo-node export --car`, or by `ipfs dag export` of a file added as
+ * zoo-node lays files out, or of raw blocks) into the data dir's
+ * blockstore, each block verified against its CID first.
  *
  * @module
  */
@@ -10,7 +11,8 @@ import type { Config, PartialConfig } from "../config.ts";
 import { blockstoreDir } from "../node.ts";
 import { Blockstore } from "../store/blockstore.ts";
 import { CHUNK_SIZE } from "../store/block_storage.ts";
-import { readCar } from "../store/car.ts";
+import { filesOfCar, readCar } from "../store/car.ts";
+import { DAG_PB_CODEC } from "../../protocol/content/unixfs.ts";
 import { UsageError } from "./flags.ts";
 
 /** `zoo-node import ...` as parsed. */
@@ -22,11 +24,11 @@ export interface ImportCommand {
 }
 
 /**
- * Reads the CAR as a stream, so a large one is never held whole, and
- * stores each block as soon as it is verified, the way `blob put` does:
- * an atomic put into the store, safe while a node runs on it. A bad block
- * stops the import before it is stored; the good blocks before it stay,
- * since each is valid under its own CID. Prints the roots, then a count.
+ * Reads the CAR as a stream, verifying each block as it comes, puts each
+ * file together from its leaves, and stores files and the other blocks
+ * the way `blob put` does: an atomic put, safe while a node runs on it.
+ * A bad block stops the import before anything is stored. Prints the
+ * roots, then a count.
  */
 export async function importCar(
   config: Config,
@@ -45,18 +47,23 @@ export async function importCar(
   const car = await readCar(readChunks(file), {
     maxBlockBytes: config.maxBlobBytes,
   });
+  const { files, blocks, count } = await filesOfCar(car, config.maxBlobBytes);
   const store = await Blockstore.open(blockstoreDir(config.dataDir));
-  let blocks = 0;
   let bytes = 0;
-  for await (const block of car.blocks) {
-    await store.put(block.bytes);
-    blocks++;
+  for (const file of files) {
+    await store.put(file.bytes, DAG_PB_CODEC);
+    bytes += file.bytes.length;
+  }
+  for (const block of blocks) {
+    await store.put(block.bytes, block.cid.code);
     bytes += block.bytes.length;
   }
   for (const root of car.roots) console.log(cidToString(root));
   console.log(
-    `imported ${cmd.car}: ${blocks} block${
-      blocks === 1 ? "" : "s"
+    `imported ${cmd.car}: ${count} block${
+      count === 1 ? "" : "s"
+    }, ${files.length} file${
+      files.length === 1 ? "" : "s"
     } (${bytes} bytes), verified`,
   );
   return 0;

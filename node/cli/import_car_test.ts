@@ -2,10 +2,12 @@ import { FULL_TIER } from "../../tests/_tier.ts";
 import assert from "node:assert/strict";
 import { CarReader, CarWriter } from "@ipld/car";
 import { sha256 } from "multiformats/hashes/sha2";
-import { CID, cidForBytes, cidToString } from "../../protocol/content/cid.ts";
+import { CID, cidToString } from "../../protocol/content/cid.ts";
+import { FILE_BLOCK_BYTES } from "../../protocol/content/unixfs.ts";
 import {
   encodeRoundCheckpoint,
   genesisCheckpoint,
+  roundCheckpointCid,
 } from "../../protocol/round/round_checkpoint.ts";
 import { assertFailure, assertUsageExit, zooNode } from "../../tests/_cli.ts";
 import { withTempDir } from "../../tests/_temp_dir.ts";
@@ -13,9 +15,9 @@ import { blockstoreDir } from "../node.ts";
 import { Blockstore } from "../store/blockstore.ts";
 
 /** A small job round checkpoint, as a job's peers store it. */
-function checkpointBytes(): Uint8Array {
+function checkpointBytes(vocabSize = 256): Uint8Array {
   const config = {
-    vocabSize: 256,
+    vocabSize,
     contextLength: 8,
     layers: 1,
     dModel: 16,
@@ -58,7 +60,7 @@ Deno.test(
       const car = `${dir}/out.car`;
       assert.equal(
         await exportCar(cid, car, `${dir}/a`),
-        `wrote ${car}: root ${cid}, one block of ${bytes.length} bytes\n`,
+        `wrote ${car}: root ${cid}, 1 block, ${bytes.length} bytes of checkpoint\n`,
       );
       // What IPFS tools see: one root, that CID, holding these bytes.
       const reader = await CarReader.fromBytes(await Deno.readFile(car));
@@ -77,24 +79,35 @@ Deno.test(
         assert.equal(r.stderr, "");
         assert.equal(
           r.stdout,
-          `${cid}\nimported ${car}: 1 block (${bytes.length} bytes), verified\n`,
+          `${cid}\nimported ${car}: 1 block, 0 files (${bytes.length} bytes), verified\n`,
         );
       }
       assert.deepEqual(await stored(fresh, CID.parse(cid)), bytes);
     }),
 );
 
-Deno.test("export --car of a file path: the root is the CID of its bytes", () =>
+Deno.test("export --car of a checkpoint file: a UnixFS file under the checkpoint's CID, imported back whole", () =>
   withTempDir("car", async (dir) => {
-    const bytes = checkpointBytes();
+    // Over one block: a root node over two leaves.
+    const bytes = checkpointBytes(10_000);
+    assert.ok(bytes.length > FILE_BLOCK_BYTES);
     const file = `${dir}/local.safetensors`;
     await Deno.writeFile(file, bytes);
     const car = `${dir}/local.car`;
-    const cid = cidToString(await cidForBytes(bytes));
-    assert.match(await exportCar(file, car, `${dir}/a`), new RegExp(cid));
+    const cid = cidToString(await roundCheckpointCid(bytes));
+    assert.match(cid, /^bafybei/);
+    assert.equal(
+      await exportCar(file, car, `${dir}/a`),
+      `wrote ${car}: root ${cid}, 3 blocks, ${bytes.length} bytes of checkpoint\n`,
+    );
+    const reader = await CarReader.fromBytes(await Deno.readFile(car));
+    assert.deepEqual((await reader.getRoots()).map(cidToString), [cid]);
     const r = await zooNode(["import", "--car", car, "--data-dir", `${dir}/b`]);
     assert.equal(r.code, 0, r.stderr);
-    assert.equal(r.stdout.split("\n")[0], cid);
+    assert.equal(
+      r.stdout,
+      `${cid}\nimported ${car}: 3 blocks, 1 file (${bytes.length} bytes), verified\n`,
+    );
     assert.deepEqual(await stored(`${dir}/b`, CID.parse(cid)), bytes);
   }));
 
@@ -106,7 +119,7 @@ Deno.test(
       const bytes = checkpointBytes();
       const file = `${dir}/round.safetensors`;
       await Deno.writeFile(file, bytes);
-      const cid = await cidForBytes(bytes);
+      const cid = await roundCheckpointCid(bytes);
       await exportCar(file, `${dir}/ok.car`, `${dir}/a`);
       const car = await Deno.readFile(`${dir}/ok.car`);
       const data = ["--data-dir", `${dir}/b`];
@@ -128,12 +141,12 @@ Deno.test(
       await importing(
         "tampered.car",
         tampered,
-        /^zoo-node: Cannot accept CAR block 1 bafkrei\w+ as its bytes hash to bafkrei\w+: they were damaged or tampered with\n$/,
+        /^zoo-node: Cannot accept CAR block 2 bafkrei\w+ as its bytes hash to bafkrei\w+: they were damaged or tampered with\n$/,
       );
       await importing(
         "truncated.car",
         car.slice(0, car.length - 100),
-        /^zoo-node: Cannot read CAR block 1 as the file ends early: is it truncated\?\n$/,
+        /^zoo-node: Cannot read CAR block 2 as the file ends early: is it truncated\?\n$/,
       );
       await importing(
         "checkpoint.car",
@@ -149,12 +162,12 @@ Deno.test(
       await importing(
         "dag-cbor.car",
         await foreign,
-        /^zoo-node: Cannot read CAR root bafyrei\w+ as its codec is dag-cbor \(0x71\): zoo-node takes only CIDv1 raw \(0x55\) sha2-256 blocks, as "zoo-node export --car" writes them\n$/,
+        /^zoo-node: Cannot read CAR root bafyrei\w+ as its codec is dag-cbor \(0x71\): zoo-node takes only CIDv1 sha2-256 blocks, raw \(0x55\) or dag-pb \(0x70\), as "zoo-node export --car" writes them\n$/,
       );
       // A block over maxBlobBytes is refused before it is read.
       await assertFailure(
         ["import", "--car", `${dir}/ok.car`, ...data],
-        /^zoo-node: Cannot read CAR block 1 \(bafkrei\w+\) as it is \d+ bytes, over the limit of 1000 \(maxBlobBytes\)\n$/,
+        /^zoo-node: Cannot read CAR block 2 \(bafkrei\w+\) as it is \d+ bytes, over the limit of 1000 \(maxBlobBytes\)\n$/,
         { ZOO_MAX_BLOB_BYTES: "1000" },
       );
       assert.equal(await stored(`${dir}/b`, cid), null);

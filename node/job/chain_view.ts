@@ -7,6 +7,7 @@
  *
  * @module
  */
+import { CHECKPOINT_CODEC } from "../../protocol/round/round_checkpoint.ts";
 import { contributionsOf, creditedRounds } from "../http/contributions.ts";
 import {
   type Address,
@@ -210,8 +211,8 @@ export class JobChainView {
         quorum: j.quorum,
         rounds: j.rounds,
         nextRound: j.nextRound,
-        head: bytes32ToCid(j.head),
-        genesis: bytes32ToCid(j.genesis),
+        head: bytes32ToCid(j.head, CHECKPOINT_CODEC),
+        genesis: bytes32ToCid(j.genesis, CHECKPOINT_CODEC),
         totalContribution: String(j.totalContribution),
         paid: String(j.paid),
       },
@@ -241,8 +242,8 @@ export class JobChainView {
     return {
       round,
       chain: {
-        parent: bytes32ToCid(r.parent),
-        checkpoint: bytes32ToCid(r.checkpoint),
+        parent: bytes32ToCid(r.parent, CHECKPOINT_CODEC),
+        checkpoint: bytes32ToCid(r.checkpoint, CHECKPOINT_CODEC),
         manifest: bytes32ToCid(r.manifest),
         committer: r.committer,
         signers: r.signers,

@@ -15,6 +15,7 @@ import {
 import { cidToString } from "../../protocol/content/cid.ts";
 import { encodeJobSpec, type JobSpec } from "../../protocol/spec/job_spec.ts";
 import {
+  CHECKPOINT_CODEC,
   encodeRoundCheckpoint,
   genesisCheckpoint,
 } from "../../protocol/round/round_checkpoint.ts";
@@ -47,6 +48,7 @@ export async function publishJob(
     genesis = cidToString(
       await store.put(
         encodeRoundCheckpoint(genesisCheckpoint(id, spec.model, spec.seed)),
+        CHECKPOINT_CODEC,
       ),
     );
   }

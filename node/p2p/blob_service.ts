@@ -16,6 +16,7 @@ import {
   servedRange,
 } from "../../protocol/messages/blob_messages.ts";
 import { parseCid } from "../../protocol/content/cid.ts";
+import { DAG_PB_CODEC, FileDagHasher } from "../../protocol/content/unixfs.ts";
 import type { BlockStorage } from "../store/block_storage.ts";
 import { BlobFetches } from "./blob_fetch.ts";
 import type { FetchOptions, FetchReport } from "./blob_pull.ts";
@@ -166,17 +167,22 @@ export class BlobService {
       const blob = await this.#store.readRange(cid, range.offset, range.length);
       // A whole-blob serve checks our own copy on the way out: a block that
       // rotted on disk is removed rather than served again.
-      const hash = range.offset === 0 && range.length === size
-        ? createHash("sha256")
+      const whole = range.offset === 0 && range.length === size;
+      const fileHash = whole && cid.code === DAG_PB_CODEC
+        ? new FileDagHasher()
         : null;
+      const hash = whole && !fileHash ? createHash("sha256") : null;
       for await (const chunk of blob.chunks) {
         hash?.update(chunk);
+        await fileHash?.update(chunk);
         await writeAll(stream, chunk);
       }
       await stream.close();
       this.stats.served++;
       this.stats.servedBytes += range.length;
-      if (hash && !equalBytes(hash.digest(), cid.multihash.digest)) {
+      const digest = hash?.digest() ??
+        (await fileHash?.finish())?.root.multihash.digest;
+      if (digest && !equalBytes(digest, cid.multihash.digest)) {
         this.stats.corruptLocal++;
         await this.#store.delete(cid);
       }

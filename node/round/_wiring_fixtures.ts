@@ -11,6 +11,7 @@ import { createCpuTrainer } from "../../kernels/trainer.ts";
 import { cidToString } from "../../protocol/content/cid.ts";
 import { chunkDataset } from "../../protocol/content/dataset.ts";
 import {
+  CHECKPOINT_CODEC,
   encodeRoundCheckpoint,
   genesisCheckpoint,
 } from "../../protocol/round/round_checkpoint.ts";
@@ -40,7 +41,7 @@ export async function storeGenesis(blocks: fake.MemoryBlocks): Promise<string> {
   const bytes = encodeRoundCheckpoint(
     genesisCheckpoint(JOB, SPEC.model, SPEC.seed),
   );
-  return cidToString(await blocks.put(bytes));
+  return cidToString(await blocks.put(bytes, CHECKPOINT_CODEC));
 }
 
 /** A trainer of the job's model on the JS backend. */

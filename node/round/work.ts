@@ -193,7 +193,7 @@ export class RoundWork {
           timeoutMs: collectMs(o.state().config),
         }),
       held: (cid) => this.#sync.held(cid),
-      store: (bytes) => services.blocks.put(bytes).then(() => {}),
+      store: (bytes, codec) => services.blocks.put(bytes, codec).then(() => {}),
       noteDelta: (d, reason) => o.ledger.refuseDelta(d, reason),
     });
     const own = peerTraining({
@@ -344,7 +344,8 @@ export class RoundWork {
       delta: (d: DeltaAnnounce) => this.#deltas.read(d, [d.peer]),
       evidenceAgainst: (round: number, peer: string) =>
         this.#verifier.evidenceAgainst(round, peer),
-      store: (bytes: Uint8Array) => this.#o.services.blocks.put(bytes),
+      store: (bytes: Uint8Array, codec?: number) =>
+        this.#o.services.blocks.put(bytes, codec),
     };
   }
 

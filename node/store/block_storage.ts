@@ -3,7 +3,8 @@
  * blocks live: on disk (`blockstore.ts`) or in a browser tab's memory
  * (`memory_blockstore.ts`). Every block is a CIDv1 with a sha2-256
  * multihash; `get`, `verify` and `PartialBlock.commit` check the digest and
- * drop a corrupt block.
+ * drop a corrupt block. Content over one block is a UnixFS file, stored
+ * whole under its dag-pb root CID and checked by rebuilding that root.
  *
  * @module
  */
@@ -99,6 +100,12 @@ export interface BlockStorage {
   readRange(cid: CID, offset: number, length?: number): Promise<BlockRange>;
   /** Hashes the block; deletes it and returns false if corrupt. */
   verify(cid: CID): Promise<boolean>;
+  /**
+   * The dag-pb nodes of the stored file `cid` (a dag-pb CID), encoded as
+   * `encodeDagNodes` does, checked against `cid`; null when no such file
+   * is stored.
+   */
+  dagNodes(cid: CID): Promise<Uint8Array | null>;
   /** Bytes of `cid` already downloaded by an earlier, interrupted fetch. */
   partialSize(cid: CID): Promise<number>;
   /** Deletes what an earlier fetch of `cid` left behind. */

@@ -10,6 +10,14 @@ import assert from "node:assert/strict";
 import { concatBytes } from "../../tests/_bytes.ts";
 import { cidForBytes, cidToString } from "../../protocol/content/cid.ts";
 import {
+  DAG_PB_CODEC,
+  decodeDagNodes,
+  FILE_BLOCK_BYTES,
+  fileDag,
+  fileDagOfNodes,
+} from "../../protocol/content/unixfs.ts";
+import {
+  BlockCorruptError,
   BlockNotFoundError,
   BlockstoreError,
   CHUNK_SIZE,
@@ -178,5 +186,52 @@ forEachStore((test) => {
         RangeError,
       );
     }
+  });
+});
+
+forEachStore((test) => {
+  test("content over one block is a UnixFS file under its dag-pb root, its DAG served", async (store) => {
+    const bytes = random(FILE_BLOCK_BYTES * 2 + 77);
+    const cid = await store.put(bytes);
+    assert.equal(cid.code, DAG_PB_CODEC);
+    assert.ok(cid.equals((await fileDag(bytes)).root));
+    assert.equal(await store.size(cid), bytes.length);
+    assert.deepEqual(await store.get(cid), bytes);
+    assert.ok(await store.verify(cid));
+    const nodes = await store.dagNodes(cid);
+    assert.ok(nodes);
+    const dag = await fileDagOfNodes(cid, decodeDagNodes(nodes), bytes.length);
+    assert.equal(dag.leaves.length, 3);
+
+    // A small file forced into file form; a block is no file.
+    const small = await store.put(random(10), DAG_PB_CODEC);
+    assert.equal(small.code, DAG_PB_CODEC);
+    assert.equal((await store.get(small)).length, 10);
+    assert.ok(await store.dagNodes(small));
+    assert.equal(await store.dagNodes(await store.put(random(10))), null);
+    assert.equal(await store.dagNodes((await fileDag(random(5))).root), null);
+  });
+
+  test("a file downloads through a partial and is checked by its root", async (store) => {
+    const bytes = random(FILE_BLOCK_BYTES + 5);
+    const { root } = await fileDag(bytes);
+    const part = await store.partial(root, bytes.length);
+    await part.write(bytes.subarray(0, 100));
+    await part.write(bytes.subarray(100));
+    assert.ok((await part.commit()).equals(root));
+    assert.deepEqual(await store.get(root), bytes);
+    assert.ok(await store.dagNodes(root));
+
+    const lie = random(bytes.length);
+    const other = (await fileDag(random(bytes.length))).root;
+    const bad = await store.partial(other, lie.length);
+    await bad.write(lie);
+    await rejects(
+      "commit of a file whose bytes do not fit",
+      () => bad.commit(),
+      BlockCorruptError,
+    );
+    await bad.close();
+    assert.equal(await store.has(other), false);
   });
 });

@@ -2,13 +2,18 @@
  * Content-addressed blockstore on disk.
  *
  * Layout under the data dir:
- *   blocks/<cid base32>   complete blocks, only ever created by an atomic rename
+ *   blocks/<cid base32>   complete blocks, only ever created by an atomic rename;
+ *                         a file over one block is stored whole under its
+ *                         UnixFS root (dag-pb) CID
+ *   dags/<cid base32>     such a file's dag-pb nodes (encodeDagNodes), what
+ *                         a peer fetching it leaf by leaf asks for first
  *   tmp/<uuid>.tmp        in-flight `put`s; stale ones are removed by `open`
  *   tmp/<cid base32>.part resumable downloads; kept across restarts for
  *                         a day (PART_RETENTION_MS), an empty one not at all
  *
  * Every block is a CIDv1 with a sha2-256 multihash. `get`, `verify` and
- * `PartialBlock.commit` check the digest; a corrupt block is deleted.
+ * `PartialBlock.commit` check the digest (of a file's rebuilt root, for a
+ * dag-pb CID); a corrupt block is deleted.
  *
  * @module
  */
@@ -20,8 +25,18 @@ import {
   CID,
   cidForBytes,
   cidToString,
+  isFile,
   parseCid,
 } from "../../protocol/content/cid.ts";
+import {
+  DAG_PB_CODEC,
+  decodeDagNodes,
+  encodeDagNodes,
+  type FileDag,
+  fileDag,
+  FileDagHasher,
+  fileDagOfNodes,
+} from "../../protocol/content/unixfs.ts";
 import {
   BlockCorruptError,
   BlockNotFoundError,
@@ -55,6 +70,27 @@ export async function hashFile(path: string): Promise<string> {
   return hash.digest("hex");
 }
 
+/**
+ * Hashes the file at `path` as `cid` names it: sha2-256 of its bytes, or
+ * for a dag-pb CID the digest of the root of its UnixFS DAG, with the DAG.
+ */
+async function hashFileAs(
+  cid: CID,
+  path: string,
+): Promise<{ hex: string; dag: FileDag | null }> {
+  if (cid.code !== DAG_PB_CODEC) {
+    return { hex: await hashFile(path), dag: null };
+  }
+  const hasher = new FileDagHasher();
+  using file = await Deno.open(path, { read: true });
+  const buffer = new Uint8Array(CHUNK_SIZE);
+  for (let n; (n = await file.read(buffer)) !== null;) {
+    await hasher.update(buffer.subarray(0, n));
+  }
+  const dag = await hasher.finish();
+  return { hex: toHex(dag.root.multihash.digest), dag };
+}
+
 /** Awaits `promise`, turning a missing file into BlockNotFoundError. */
 async function orNotFound<T>(cid: CID, promise: Promise<T>): Promise<T> {
   try {
@@ -70,11 +106,15 @@ async function orNotFound<T>(cid: CID, promise: Promise<T>): Promise<T> {
 /** Content-addressed blocks in `dir/blocks`, written atomically via `dir/tmp`. */
 export class Blockstore implements BlockStorage {
   readonly #blocks: string;
+  readonly #dags: string;
   readonly #tmp: string;
   readonly #openParts = new Set<string>();
+  /** DAG nodes being rebuilt from a stored file, so callers share one pass. */
+  readonly #rebuilding = new Map<string, Promise<Uint8Array | null>>();
 
   private constructor(readonly dir: string) {
     this.#blocks = join(dir, "blocks");
+    this.#dags = join(dir, "dags");
     this.#tmp = join(dir, "tmp");
   }
 
@@ -86,6 +126,7 @@ export class Blockstore implements BlockStorage {
   static async open(dir: string): Promise<Blockstore> {
     const store = new Blockstore(dir);
     await Deno.mkdir(store.#blocks, { recursive: true });
+    await Deno.mkdir(store.#dags, { recursive: true });
     await Deno.mkdir(store.#tmp, { recursive: true });
     for await (const entry of Deno.readDir(store.#tmp)) {
       if (!entry.isFile) continue;
@@ -107,14 +148,65 @@ export class Blockstore implements BlockStorage {
     return join(this.#blocks, cidToString(cid));
   }
 
-  /** Stores `bytes` atomically (tmp file, fsync, rename) and returns their CID. */
+  /**
+   * Stores `bytes` atomically (tmp file, fsync, rename) and returns their
+   * CID ({@linkcode cidForBytes}); a file's DAG nodes are stored beside it.
+   */
   async put(bytes: Uint8Array, codec?: number): Promise<CID> {
-    const cid = await cidForBytes(bytes, codec);
+    const dag = isFile(bytes, codec) ? await fileDag(bytes) : null;
+    const cid = dag?.root ?? await cidForBytes(bytes, codec);
     const path = this.#path(cid, "Cannot put block");
     // Idempotent; a same-CID file of the wrong size (damaged) is replaced.
-    if ((await this.size(cid)) === bytes.length) return cid;
-    await atomicWriteFile(path, bytes, { tmpDir: this.#tmp });
+    if ((await this.size(cid)) !== bytes.length) {
+      await atomicWriteFile(path, bytes, { tmpDir: this.#tmp });
+    }
+    if (dag) await this.#putDag(dag);
     return cid;
+  }
+
+  async #putDag(dag: FileDag): Promise<Uint8Array> {
+    const nodes = encodeDagNodes(dag.nodes);
+    await atomicWriteFile(join(this.#dags, cidToString(dag.root)), nodes, {
+      tmpDir: this.#tmp,
+    });
+    return nodes;
+  }
+
+  /**
+   * The encoded dag-pb nodes of the stored file `cid`, checked against
+   * it, rebuilt from the file when they are missing or damaged; null when
+   * `cid` is not a stored file (or the file turns out corrupt: deleted).
+   */
+  async dagNodes(cid: CID): Promise<Uint8Array | null> {
+    const path = join(this.#dags, cidToString(cid));
+    const size = cid.code === DAG_PB_CODEC ? await this.size(cid) : null;
+    if (size === null) return null;
+    const kept = await Deno.readFile(path).catch(() => null);
+    if (kept) {
+      try {
+        await fileDagOfNodes(cid, decodeDagNodes(kept), size);
+        return kept;
+      } catch {
+        // Damaged: rebuilt below.
+      }
+    }
+    const key = cidToString(cid);
+    let rebuild = this.#rebuilding.get(key);
+    if (!rebuild) {
+      rebuild = (async () => {
+        const { hex, dag } = await hashFileAs(
+          cid,
+          this.#path(cid, "Cannot hash file"),
+        );
+        if (hex !== toHex(cid.multihash.digest) || !dag) {
+          await this.delete(cid);
+          return null;
+        }
+        return await this.#putDag(dag);
+      })().finally(() => this.#rebuilding.delete(key));
+      this.#rebuilding.set(key, rebuild);
+    }
+    return await rebuild;
   }
 
   /** Whether a complete block for `cid` is on disk (not verified). */
@@ -135,9 +227,12 @@ export class Blockstore implements BlockStorage {
 
   /** Removes the block; absent blocks are ignored. */
   async delete(cid: CID): Promise<void> {
-    await Deno.remove(this.#path(cid, "Cannot delete block")).catch((error) => {
-      if (!(error instanceof Deno.errors.NotFound)) throw error;
-    });
+    const path = this.#path(cid, "Cannot delete block");
+    for (const file of [path, join(this.#dags, cidToString(cid))]) {
+      await Deno.remove(file).catch((error) => {
+        if (!(error instanceof Deno.errors.NotFound)) throw error;
+      });
+    }
   }
 
   /** Every block in the store (files whose name is not a CID are skipped). */
@@ -156,7 +251,9 @@ export class Blockstore implements BlockStorage {
   async get(cid: CID): Promise<Uint8Array> {
     const path = this.#path(cid, "Cannot get block");
     const bytes = await orNotFound(cid, Deno.readFile(path));
-    const actual = createHash("sha256").update(bytes).digest("hex");
+    const actual = cid.code === DAG_PB_CODEC
+      ? toHex((await fileDag(bytes)).root.multihash.digest)
+      : createHash("sha256").update(bytes).digest("hex");
     const expected = toHex(cid.multihash.digest);
     if (actual === expected) return bytes;
     await this.delete(cid);
@@ -205,8 +302,8 @@ export class Blockstore implements BlockStorage {
   /** Streams the block through sha256; deletes it and returns false if corrupt. */
   async verify(cid: CID): Promise<boolean> {
     const path = this.#path(cid, "Cannot verify block");
-    const actual = await orNotFound(cid, hashFile(path));
-    if (actual === toHex(cid.multihash.digest)) return true;
+    const { hex } = await orNotFound(cid, hashFileAs(cid, path));
+    if (hex === toHex(cid.multihash.digest)) return true;
     await this.delete(cid);
     return false;
   }
@@ -275,6 +372,7 @@ export class Blockstore implements BlockStorage {
     };
     const close = () => serial(release);
     const blocksDir = this.#blocks;
+    const putDag = (dag: FileDag) => this.#putDag(dag);
 
     return {
       cid,
@@ -302,7 +400,7 @@ export class Blockstore implements BlockStorage {
             );
           }
           await file.sync();
-          const hex = await hashFile(path);
+          const { hex, dag } = await hashFileAs(cid, path);
           const expected = toHex(cid.multihash.digest);
           if (hex !== expected) {
             await file.truncate(0);
@@ -315,6 +413,7 @@ export class Blockstore implements BlockStorage {
             );
           }
           release();
+          if (dag) await putDag(dag);
           await Deno.rename(path, target);
           await syncDir(blocksDir);
           return cid;

@@ -10,6 +10,7 @@ import {
 } from "./block_storage.ts";
 import { Blockstore, PART_RETENTION_MS } from "./blockstore.ts";
 import { cidForBytes, cidToString } from "../../protocol/content/cid.ts";
+import { FILE_BLOCK_BYTES } from "../../protocol/content/unixfs.ts";
 
 async function withStore(
   fn: (store: Blockstore, dir: string) => Promise<void>,
@@ -319,3 +320,27 @@ Deno.test("open drops downloads untouched for a day and keeps younger ones", () 
     assert.equal(await reopened.partialSize(fresh), 3);
     assert.equal(await reopened.partialSize(stale), 0);
   }));
+
+Deno.test("a file's DAG nodes: rebuilt when lost or damaged; a rotten file is deleted", async () => {
+  await withStore(async (store, dir) => {
+    const bytes = random(FILE_BLOCK_BYTES + 3);
+    const cid = await store.put(bytes);
+    const sidecar = join(dir, "dags", cidToString(cid));
+    const nodes = await store.dagNodes(cid);
+    assert.deepEqual(await Deno.readFile(sidecar), nodes);
+
+    await Deno.remove(sidecar);
+    assert.deepEqual(await store.dagNodes(cid), nodes);
+    await Deno.writeFile(sidecar, new Uint8Array([0, 0, 0, 1, 9]));
+    assert.deepEqual(await store.dagNodes(cid), nodes);
+
+    // The file itself rots: its root no longer rebuilds, so it goes.
+    await Deno.remove(sidecar);
+    const path = join(dir, "blocks", cidToString(cid));
+    const rotten = await Deno.readFile(path);
+    rotten[FILE_BLOCK_BYTES + 1] ^= 1;
+    await Deno.writeFile(path, rotten);
+    assert.equal(await store.dagNodes(cid), null);
+    assert.equal(await store.has(cid), false);
+  });
+});

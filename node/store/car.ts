@@ -7,10 +7,11 @@
  * size against a limit before buffering it and its bytes against its CID
  * before handing it on, since a CAR is as untrusted as any peer.
  *
- * Only zoo-node's own kind of block passes, in both directions: CIDv1, raw
- * codec (0x55), sha2-256. A block in another codec would be a DAG node
- * (dag-pb, dag-cbor) whose links zoo-node does not follow, and another hash
- * would be a CID the blockstore cannot check.
+ * Only zoo-node's own kinds of block pass, in both directions: CIDv1,
+ * sha2-256, raw (0x55) for a block and its files' leaves, dag-pb (0x70)
+ * for their UnixFS nodes ({@linkcode fileCarBlocks}, {@linkcode filesOfCar}).
+ * Another codec (dag-cbor, dag-json) would be a DAG zoo-node does not
+ * follow, and another hash a CID the blockstore cannot check.
  *
  * No files here: the caller hands in bytes or a stream.
  *
@@ -26,13 +27,18 @@ import {
   readHeader,
 } from "@ipld/car/decoder";
 import {
+  blockCid,
   type CID,
-  cidForBytes,
   cidToString,
   RAW_CODEC,
   SHA256_CODE,
   SHA256_LENGTH,
 } from "../../protocol/content/cid.ts";
+import {
+  DAG_PB_CODEC,
+  type FileDag,
+  fileDagOfNodes,
+} from "../../protocol/content/unixfs.ts";
 import { NodeError } from "../errors.ts";
 
 /** One block of a CAR: its CID and its bytes. */
@@ -84,8 +90,8 @@ const CODEC_NAMES: Record<number, string> = {
 
 /**
  * The CARv1 bytes of `roots` and `blocks`, in that order. Every root and
- * block must be a CIDv1 raw sha2-256 CID, and every block's bytes must hash
- * to its CID, or a {@linkcode CarError} says which.
+ * block must be a CIDv1 raw or dag-pb sha2-256 CID, and every block's bytes
+ * must hash to its CID, or a {@linkcode CarError} says which.
  *
  * @example
  * ```ts
@@ -104,7 +110,7 @@ export async function writeCar(
   blocks: Iterable<CarBlock>,
 ): Promise<Uint8Array> {
   for (const root of roots) {
-    assertRawSha256(root, "Cannot write CAR root", null);
+    assertOurs(root, "Cannot write CAR root", null);
   }
   const list = [...blocks];
   // All checked before the writer starts, so a refusal leaves nothing half
@@ -123,8 +129,9 @@ export async function writeCar(
  * then read as the blocks are consumed). The header is read and its roots
  * checked at once; the blocks come as {@linkcode CarContents.blocks} is
  * iterated. Anything wrong is a {@linkcode CarError}: not a CAR, a root or
- * block that is not CIDv1 raw sha2-256, a block over `maxBlockBytes`, a
- * block whose bytes do not hash to its CID, a file that ends early.
+ * block that is not CIDv1 raw or dag-pb sha2-256, a block over
+ * `maxBlockBytes`, a block whose bytes do not hash to its CID, a file that
+ * ends early.
  */
 export async function readCar(
   source: Uint8Array | AsyncIterable<Uint8Array>,
@@ -158,7 +165,7 @@ export async function readCar(
     reader = limitReader(reader, header.dataSize - read);
   }
   const roots = [...header.roots];
-  for (const root of roots) assertRawSha256(root, "Cannot read CAR root", null);
+  for (const root of roots) assertOurs(root, "Cannot read CAR root", null);
   return {
     version: header.version,
     roots,
@@ -185,7 +192,7 @@ async function* readBlocks(
         n,
       );
     }
-    assertRawSha256(cid, `Cannot read CAR block ${n}`, n);
+    assertOurs(cid, `Cannot read CAR block ${n}`, n);
     if (blockLength > maxBlockBytes) {
       throw new CarError(
         `Cannot read CAR block ${n} (${
@@ -232,8 +239,8 @@ function reason(err: unknown): string {
 
 /** Throws a CarError unless `block`'s bytes hash to its CID. */
 async function verifyBlock(block: CarBlock, n: number): Promise<void> {
-  assertRawSha256(block.cid, `Cannot accept CAR block ${n}`, n);
-  const actual = await cidForBytes(block.bytes);
+  assertOurs(block.cid, `Cannot accept CAR block ${n}`, n);
+  const actual = await blockCid(block.bytes, block.cid.code);
   if (!actual.equals(block.cid)) {
     throw new CarError(
       `Cannot accept CAR block ${n} ${block.cid} as its bytes hash to ${
@@ -244,16 +251,16 @@ async function verifyBlock(block: CarBlock, n: number): Promise<void> {
   }
 }
 
-/** Throws a CarError unless `cid` is CIDv1, raw codec, 32-byte sha2-256. */
-function assertRawSha256(cid: CID, what: string, block: number | null): void {
+/** Throws a CarError unless `cid` is CIDv1, raw or dag-pb, 32-byte sha2-256. */
+function assertOurs(cid: CID, what: string, block: number | null): void {
   const refuse = (why: string) => {
     throw new CarError(
-      `${what} ${cid} as ${why}: zoo-node takes only CIDv1 raw (0x55) sha2-256 blocks, as "zoo-node export --car" writes them`,
+      `${what} ${cid} as ${why}: zoo-node takes only CIDv1 sha2-256 blocks, raw (0x55) or dag-pb (0x70), as "zoo-node export --car" writes them`,
       block,
     );
   };
   if (cid.version !== 1) refuse(`it is CIDv${cid.version}`);
-  if (cid.code !== RAW_CODEC) {
+  if (cid.code !== RAW_CODEC && cid.code !== DAG_PB_CODEC) {
     const name = CODEC_NAMES[cid.code] ?? "unknown";
     refuse(`its codec is ${name} (0x${cid.code.toString(16)})`);
   }
@@ -265,4 +272,85 @@ function assertRawSha256(cid: CID, what: string, block: number | null): void {
       } with ${digest.length} bytes, not sha2-256`,
     );
   }
+}
+
+/**
+ * The blocks of a file's CAR: its DAG's nodes (the root first), then its
+ * leaves, cut from `bytes`, in file order.
+ */
+export function fileCarBlocks(dag: FileDag, bytes: Uint8Array): CarBlock[] {
+  return [
+    ...dag.nodes,
+    ...dag.leaves.map((l) => ({
+      cid: l.cid,
+      bytes: bytes.subarray(l.offset, l.offset + l.length),
+    })),
+  ];
+}
+
+/** What a CAR holds, sorted out by {@linkcode filesOfCar}. */
+export interface CarFiles {
+  /** Each dag-pb root's file, its bytes put together from its leaves. */
+  readonly files: readonly { root: CID; bytes: Uint8Array }[];
+  /** Raw blocks that are no file's leaf, stored as they are. */
+  readonly blocks: readonly CarBlock[];
+  /** Blocks read in all. */
+  readonly count: number;
+}
+
+/**
+ * Reads every block of `car` and puts each dag-pb root's file together
+ * from its leaves: the DAG must be laid out as zoo-node lays out files
+ * (`ipfs add --cid-version=1 --raw-leaves --chunker=size-1048576`), every
+ * leaf present and the file at most `maxFileBytes`, or a {@linkcode
+ * CarError} says what is wrong.
+ */
+export async function filesOfCar(
+  car: CarContents,
+  maxFileBytes: number,
+): Promise<CarFiles> {
+  const nodes: Uint8Array[] = [];
+  const raws = new Map<string, CarBlock>();
+  let count = 0;
+  for await (const block of car.blocks) {
+    count++;
+    if (block.cid.code === DAG_PB_CODEC) nodes.push(block.bytes);
+    else raws.set(cidToString(block.cid), block);
+  }
+  const files = [];
+  const leaves = new Set<string>();
+  for (const root of car.roots) {
+    if (root.code !== DAG_PB_CODEC) continue;
+    let dag: FileDag;
+    try {
+      dag = await fileDagOfNodes(root, nodes, maxFileBytes);
+    } catch (err) {
+      throw new CarError(
+        `Cannot read file ${root} from the CAR: ${reason(err)}`,
+        null,
+        { cause: err },
+      );
+    }
+    const bytes = new Uint8Array(dag.size);
+    for (const leaf of dag.leaves) {
+      const key = cidToString(leaf.cid);
+      const block = raws.get(key);
+      if (!block) {
+        throw new CarError(
+          `Cannot read file ${root} from the CAR as its leaf ${key} (bytes ${leaf.offset}-${
+            leaf.offset + leaf.length
+          }) is not in it`,
+          null,
+        );
+      }
+      bytes.set(block.bytes, leaf.offset);
+      leaves.add(key);
+    }
+    files.push({ root, bytes });
+  }
+  return {
+    files,
+    blocks: [...raws.values()].filter((b) => !leaves.has(cidToString(b.cid))),
+    count,
+  };
 }

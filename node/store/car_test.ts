@@ -2,6 +2,7 @@ import assert from "node:assert/strict";
 import { CarBlockIterator, CarReader, CarWriter } from "@ipld/car";
 import { sha256, sha512 } from "multiformats/hashes/sha2";
 import {
+  blockCid,
   CID,
   cidForBytes,
   cidToString,
@@ -9,7 +10,22 @@ import {
   SHA256_CODE,
 } from "../../protocol/content/cid.ts";
 import { concatBytes } from "../../tests/_bytes.ts";
-import { type CarBlock, CarError, readCar, writeCar } from "./car.ts";
+import {
+  type CarBlock,
+  CarError,
+  fileCarBlocks,
+  filesOfCar,
+  readCar,
+  writeCar,
+} from "./car.ts";
+import * as dagPB from "@ipld/dag-pb";
+import { UnixFS } from "ipfs-unixfs";
+import {
+  DAG_PB_CODEC,
+  FILE_BLOCK_BYTES,
+  fileDag,
+  fileDagOfLeaves,
+} from "../../protocol/content/unixfs.ts";
 
 const LIMIT = { maxBlockBytes: 1 << 20 };
 
@@ -278,7 +294,7 @@ Deno.test("blocks and roots in another codec or hash, or over the limit, are ref
   const raw = await cidForBytes(bytes);
   await assertCarError(
     readAll(await libraryCar([], [{ cid: dagCbor, bytes }])),
-    /^Cannot read CAR block 1 bafyrei\w+ as its codec is dag-cbor \(0x71\): zoo-node takes only CIDv1 raw \(0x55\) sha2-256 blocks/,
+    /^Cannot read CAR block 1 bafyrei\w+ as its codec is dag-cbor \(0x71\): zoo-node takes only CIDv1 sha2-256 blocks, raw \(0x55\) or dag-pb \(0x70\)/,
   );
   await assertCarError(
     readAll(await libraryCar([], [{ cid: sha2512, bytes }])),
@@ -319,5 +335,61 @@ Deno.test("a section shorter than its own CID is refused, not looped on", async 
   await assertCarError(
     readAll(car),
     /^Cannot read CAR block 1 as its section is shorter than its CID$/,
+  );
+});
+
+Deno.test("a file goes into a CAR as its DAG and comes out whole; a missing leaf or another layout is refused", async () => {
+  const bytes = new Uint8Array(2 * FILE_BLOCK_BYTES + 99);
+  for (let at = 0; at < bytes.length; at += 65536) {
+    crypto.getRandomValues(bytes.subarray(at, at + 65536));
+  }
+  const dag = await fileDag(bytes);
+  const blocks = fileCarBlocks(dag, bytes);
+  assert.equal(blocks.length, 4);
+  const extra = {
+    cid: await cidForBytes(new Uint8Array([7])),
+    bytes: new Uint8Array([7]),
+  };
+  const car = await writeCar([dag.root, extra.cid], [...blocks, extra]);
+  const out = await filesOfCar(await readCar(car, LIMIT), bytes.length);
+  assert.equal(out.count, 5);
+  assert.deepEqual(out.files.map((f) => f.root.toString()), [
+    dag.root.toString(),
+  ]);
+  assert.deepEqual(out.files[0].bytes, bytes);
+  assert.deepEqual(out.blocks.map((b) => b.cid.toString()), [
+    extra.cid.toString(),
+  ]);
+
+  await assertCarError(
+    filesOfCar(await readCar(car, LIMIT), bytes.length - 1),
+    /^Cannot read file bafybei\w+ from the CAR: Cannot read file .* over the limit/,
+  );
+  const cut = await writeCar([dag.root], blocks.slice(0, 3));
+  await assertCarError(
+    filesOfCar(await readCar(cut, LIMIT), Infinity),
+    /as its leaf bafkrei\w+ \(bytes 2097152-2097251\) is not in it$/,
+  );
+  // Two leaves under one node and the third beside them: UnixFS, not ours.
+  const inner = await fileDagOfLeaves(dag.leaves.slice(0, 2));
+  const node = dagPB.encode(dagPB.prepare({
+    Data: new UnixFS({
+      type: "file",
+      blockSizes: [2n * BigInt(FILE_BLOCK_BYTES), 99n],
+    }).marshal(),
+    Links: [
+      { Hash: inner.root, Name: "", Tsize: 1 },
+      { Hash: dag.leaves[2].cid, Name: "", Tsize: 99 },
+    ],
+  }));
+  const other = { cid: await blockCid(node, DAG_PB_CODEC), bytes: node };
+  const foreign = await writeCar([other.cid], [
+    other,
+    ...inner.nodes,
+    ...blocks.slice(1),
+  ]);
+  await assertCarError(
+    filesOfCar(await readCar(foreign, LIMIT), Infinity),
+    /is not laid out as zoo-node lays out files/,
   );
 });

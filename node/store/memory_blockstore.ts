@@ -18,6 +18,11 @@ import {
   parseCid,
 } from "../../protocol/content/cid.ts";
 import {
+  DAG_PB_CODEC,
+  encodeDagNodes,
+  fileDag,
+} from "../../protocol/content/unixfs.ts";
+import {
   BlockCorruptError,
   BlockNotFoundError,
   type BlockRange,
@@ -37,7 +42,11 @@ export interface BlockShelf {
   delete(cid: string): Promise<void>;
 }
 
-async function sha256Hex(bytes: Uint8Array): Promise<string> {
+/** The digest `cid` must have for `bytes`: of a file's root, if dag-pb. */
+async function digestHex(cid: CID, bytes: Uint8Array): Promise<string> {
+  if (cid.code === DAG_PB_CODEC) {
+    return toHex((await fileDag(bytes)).root.multihash.digest);
+  }
   return toHex(
     new Uint8Array(
       await crypto.subtle.digest("SHA-256", bytes as Uint8Array<ArrayBuffer>),
@@ -63,6 +72,8 @@ export class MemoryBlockstore implements BlockStorage {
   /** Downloads in progress or interrupted: the bytes so far. */
   readonly #parts = new Map<string, Uint8Array>();
   readonly #openParts = new Set<string>();
+  /** Encoded DAG nodes of the files served so far. */
+  readonly #dags = new Map<string, Uint8Array>();
   readonly #shelf: BlockShelf | null;
 
   /** A store in memory only, or kept on `shelf` too (see `open`). */
@@ -88,7 +99,7 @@ export class MemoryBlockstore implements BlockStorage {
       } catch {
         cid = null;
       }
-      const actual = await sha256Hex(bytes);
+      const actual = cid ? await digestHex(cid, bytes) : "";
       const expected = cid ? toHex(cid.multihash.digest) : "";
       if (cid && actual === expected) {
         store.#blocks.set(key, { cid, bytes });
@@ -131,6 +142,7 @@ export class MemoryBlockstore implements BlockStorage {
   async delete(cid: CID): Promise<void> {
     const name = this.#key(cid, "Cannot delete block");
     this.#blocks.delete(name);
+    this.#dags.delete(name);
     await this.#shelf?.delete(name);
   }
 
@@ -141,7 +153,7 @@ export class MemoryBlockstore implements BlockStorage {
   async get(cid: CID): Promise<Uint8Array> {
     const block = this.#blocks.get(this.#key(cid, "Cannot get block"));
     if (!block) throw new BlockNotFoundError(cid);
-    const actual = await sha256Hex(block.bytes);
+    const actual = await digestHex(cid, block.bytes);
     const expected = toHex(cid.multihash.digest);
     if (actual === expected) return block.bytes.slice();
     await this.delete(cid);
@@ -183,11 +195,27 @@ export class MemoryBlockstore implements BlockStorage {
   async verify(cid: CID): Promise<boolean> {
     const block = this.#blocks.get(this.#key(cid, "Cannot verify block"));
     if (!block) throw new BlockNotFoundError(cid);
-    if (await sha256Hex(block.bytes) === toHex(cid.multihash.digest)) {
+    if (await digestHex(cid, block.bytes) === toHex(cid.multihash.digest)) {
       return true;
     }
     await this.delete(cid);
     return false;
+  }
+
+  async dagNodes(cid: CID): Promise<Uint8Array | null> {
+    const name = this.#key(cid, "Cannot read file DAG");
+    const block = this.#blocks.get(name);
+    if (!block || cid.code !== DAG_PB_CODEC) return null;
+    const kept = this.#dags.get(name);
+    if (kept) return kept;
+    const dag = await fileDag(block.bytes);
+    if (!dag.root.equals(cid)) {
+      await this.delete(cid);
+      return null;
+    }
+    const nodes = encodeDagNodes(dag.nodes);
+    this.#dags.set(name, nodes);
+    return nodes;
   }
 
   // deno-lint-ignore require-await -- a bad CID rejects, as on disk
@@ -258,7 +286,7 @@ export class MemoryBlockstore implements BlockStorage {
             `Cannot commit download of ${name} as it has ${offset} of ${expectedSize} bytes`,
           );
         }
-        const actual = await sha256Hex(buffer);
+        const actual = await digestHex(cid, buffer);
         const expected = toHex(cid.multihash.digest);
         if (actual !== expected) {
           offset = 0;

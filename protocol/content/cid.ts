@@ -1,6 +1,7 @@
 /**
  * Content identifiers for zoo-node blobs: CIDv1 with a sha2-256 multihash,
- * written in base32 (the standard CIDv1 string form, e.g. `bafkrei...`).
+ * written in base32 (the standard CIDv1 string form): `bafkrei...` for a
+ * raw block, `bafybei...` for the dag-pb root of a file over one block.
  *
  * Pure: no I/O.
  *
@@ -10,6 +11,7 @@ import { CID } from "multiformats/cid";
 import * as raw from "multiformats/codecs/raw";
 import { sha256 } from "multiformats/hashes/sha2";
 import * as Digest from "multiformats/hashes/digest";
+import { DAG_PB_CODEC, FILE_BLOCK_BYTES, fileDag } from "./unixfs.ts";
 
 export { CID };
 
@@ -21,17 +23,40 @@ export const SHA256_CODE: number = sha256.code;
 export const SHA256_LENGTH = 32;
 
 /**
- * The CIDv1 (sha2-256) of `bytes` under `codec` (raw by default).
+ * The CID that names `bytes` as content. Without a `codec`: one raw block
+ * when they fit in one, else the root of their UnixFS file DAG (dag-pb;
+ * see ./unixfs.ts), as IPFS names a file. With one: dag-pb always gives
+ * the file's root, however small; any other codec one block under it,
+ * however big (a training state's parts, whose SHA-256 its head commits to).
  *
  * @example
  * ```ts
  * import assert from "node:assert/strict";
- * import { cidForBytes, cidToString } from "./cid.ts";
- * const cid = await cidForBytes(new Uint8Array());
- * assert(cidToString(cid).startsWith("bafkrei"));
+ * import { cidForBytes, cidToString, RAW_CODEC } from "./cid.ts";
+ * import { DAG_PB_CODEC, FILE_BLOCK_BYTES } from "./unixfs.ts";
+ * const small = await cidForBytes(new Uint8Array());
+ * assert(cidToString(small).startsWith("bafkrei"));
+ * const big = new Uint8Array(FILE_BLOCK_BYTES + 1);
+ * assert.equal((await cidForBytes(big)).code, DAG_PB_CODEC);
+ * assert.equal((await cidForBytes(big, RAW_CODEC)).code, RAW_CODEC);
  * ```
  */
 export async function cidForBytes(
+  bytes: Uint8Array,
+  codec?: number,
+): Promise<CID> {
+  if (isFile(bytes, codec)) return (await fileDag(bytes)).root;
+  return await blockCid(bytes, codec);
+}
+
+/** Whether {@linkcode cidForBytes} names `bytes` under `codec` as a file. */
+export function isFile(bytes: Uint8Array, codec?: number): boolean {
+  return codec === DAG_PB_CODEC ||
+    (codec === undefined && bytes.length > FILE_BLOCK_BYTES);
+}
+
+/** The CIDv1 (sha2-256) of `bytes` as one block under `codec` (raw by default). */
+export async function blockCid(
   bytes: Uint8Array,
   codec: number = RAW_CODEC,
 ): Promise<CID> {

@@ -2,7 +2,8 @@
  * Round checkpoints C(r): the model's parameters under their Hugging Face
  * GPT-2 names (so other tools can load them), the outer optimizer's
  * momentum as one flat tensor, and the job, round and parent CID in the
- * safetensors metadata. The CID of these bytes names the checkpoint.
+ * safetensors metadata. The CID of these bytes as a UnixFS file names the
+ * checkpoint ({@linkcode roundCheckpointCid}).
  *
  * @module
  */
@@ -21,10 +22,24 @@ import {
   SafetensorsError,
 } from "../../kernels/safetensors.ts";
 import type { Backend } from "../../kernels/backend.ts";
+import { type CID, cidForBytes } from "../content/cid.ts";
+import { DAG_PB_CODEC } from "../content/unixfs.ts";
 import {
   CHECKPOINT_FORMAT,
   decodeGptCheckpoint,
 } from "../../kernels/gpt_checkpoint.ts";
+
+/**
+ * The codec of a checkpoint's CID: a checkpoint is always a UnixFS file,
+ * named by its dag-pb root however small (see protocol/content/unixfs.ts),
+ * so that the chain, which keeps only the digest, reads it back as such.
+ */
+export const CHECKPOINT_CODEC: number = DAG_PB_CODEC;
+
+/** The CID of an encoded checkpoint: its file's root. */
+export function roundCheckpointCid(bytes: Uint8Array): Promise<CID> {
+  return cidForBytes(bytes, CHECKPOINT_CODEC);
+}
 
 /** Marks files written by this module. */
 export const ROUND_CHECKPOINT_FORMAT = "zoo-round/1";

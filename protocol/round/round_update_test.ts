@@ -3,7 +3,7 @@ import { Rng } from "../../kernels/data/rng.ts";
 import { base58btc } from "multiformats/bases/base58";
 import type { GptConfig } from "../../kernels/gpt.ts";
 import { aggregate, AggregationInputError } from "../aggregation/aggregate.ts";
-import { CID, cidForBytes, cidToString } from "../content/cid.ts";
+import { CID, cidToString } from "../content/cid.ts";
 import {
   defaultJobSpec,
   type JobSpec,
@@ -19,6 +19,7 @@ import {
   encodeRoundCheckpoint,
   genesisCheckpoint,
   type RoundCheckpoint,
+  roundCheckpointCid,
 } from "./round_checkpoint.ts";
 import {
   decodeDelta,
@@ -50,7 +51,7 @@ function spec(overrides: Omit<JobSpecOverrides, "dataset"> = {}): JobSpec {
 const GENESIS = genesisCheckpoint("bafkjob", MODEL, 1);
 const N = GENESIS.params.length;
 const GENESIS_CID = cidToString(
-  await cidForBytes(encodeRoundCheckpoint(GENESIS)),
+  await roundCheckpointCid(encodeRoundCheckpoint(GENESIS)),
 );
 
 /** Uniform draws in [0, 1) from a seeded stream, the same every run. */

@@ -37,8 +37,9 @@ import {
   encodeRoundCheckpoint,
   genesisCheckpoint,
   type RoundCheckpoint,
+  roundCheckpointCid,
 } from "../../protocol/round/round_checkpoint.ts";
-import { cidForBytes, cidToString } from "../../protocol/content/cid.ts";
+import { cidToString } from "../../protocol/content/cid.ts";
 
 /** Held-out loss after each round, with the tokens trained by then. */
 export interface Curve {
@@ -179,7 +180,7 @@ export async function simulateDiloco(c: RunContext): Promise<DilocoRun> {
         });
       }
       const parentCid = cidToString(
-        await cidForBytes(encodeRoundCheckpoint(checkpoint)),
+        await roundCheckpointCid(encodeRoundCheckpoint(checkpoint)),
       );
       checkpoint = nextCheckpoint({
         spec,

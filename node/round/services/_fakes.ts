@@ -84,8 +84,8 @@ export class MemoryBlocks implements RoundBlocks {
       : Promise.reject(new Error(`no block ${cidToString(cid)}`));
   }
 
-  async put(bytes: Uint8Array): Promise<CID> {
-    const cid = await cidForBytes(bytes);
+  async put(bytes: Uint8Array, codec?: number): Promise<CID> {
+    const cid = await cidForBytes(bytes, codec);
     this.blocks.set(cidToString(cid), bytes);
     return cid;
   }

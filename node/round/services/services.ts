@@ -20,8 +20,8 @@ export interface RoundBlocks {
   size(cid: CID): Promise<number | null>;
   /** A local block's bytes, verified against its CID. */
   get(cid: CID): Promise<Uint8Array>;
-  /** Stores a block; resolves with its CID. */
-  put(bytes: Uint8Array): Promise<CID>;
+  /** Stores content, named as `cidForBytes` names it; resolves with its CID. */
+  put(bytes: Uint8Array, codec?: number): Promise<CID>;
   /** Deletes a local block; one not held is no error. */
   delete(cid: CID): Promise<void>;
 }

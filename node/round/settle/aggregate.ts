@@ -38,6 +38,7 @@ import type {
 } from "../../../protocol/messages/messages.ts";
 import { comparePeerIds } from "../../../protocol/peers/peer_table.ts";
 import {
+  CHECKPOINT_CODEC,
   encodeRoundCheckpoint,
   type RoundCheckpoint,
 } from "../../../protocol/round/round_checkpoint.ts";
@@ -75,7 +76,7 @@ export interface LeaderAggregationOptions {
   /** CID of a manifest `peer` announced for `round` that this peer refused. */
   evidenceAgainst(round: number, peer: string): string | undefined;
   /** Stores a block. */
-  store(bytes: Uint8Array): Promise<CID>;
+  store(bytes: Uint8Array, codec?: number): Promise<CID>;
   /**
    * Records a delta left out: unreadable, unserved, screened out, or its
    * leader's.
@@ -262,7 +263,7 @@ async function build(
   }
   const next = o.behaviour.checkpoint(combine(o.spec, held, accepted));
   const checkpoint = cidToString(
-    await o.store(encodeRoundCheckpoint(next)),
+    await o.store(encodeRoundCheckpoint(next), CHECKPOINT_CODEC),
   );
   const manifest: RoundManifest = {
     v: MANIFEST_VERSION,
@@ -329,7 +330,9 @@ export async function previewRound(
   );
   if (accepted.length === 0) throw new NothingToAggregateError(a.round);
   const next = combine(o.spec, held, accepted);
-  const cid = cidToString(await o.store(encodeRoundCheckpoint(next)));
+  const cid = cidToString(
+    await o.store(encodeRoundCheckpoint(next), CHECKPOINT_CODEC),
+  );
   return { cid, params: next.params };
 }
 

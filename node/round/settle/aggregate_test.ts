@@ -7,6 +7,7 @@ import {
   decodeRoundCheckpoint,
   encodeRoundCheckpoint,
   genesisCheckpoint,
+  roundCheckpointCid,
 } from "../../../protocol/round/round_checkpoint.ts";
 import type { RoundEvent } from "../../../protocol/round/round_state.ts";
 import { decodeManifest } from "../../../protocol/codec/manifest_codec.ts";
@@ -31,7 +32,7 @@ import { WORK_FIELDS } from "../../../protocol/codec/_message_fixtures.ts";
 
 const GENESIS = genesisCheckpoint(JOB, MODEL, 0);
 const PARENT = cidToString(
-  await cidForBytes(encodeRoundCheckpoint(GENESIS)),
+  await roundCheckpointCid(encodeRoundCheckpoint(GENESIS)),
 );
 const LAZY = "12D3KooWDDDD";
 const rng = new Rng("lead");

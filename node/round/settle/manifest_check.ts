@@ -19,7 +19,7 @@
  * @module
  */
 import { NodeError } from "../../errors.ts";
-import { cidForBytes, cidToString } from "../../../protocol/content/cid.ts";
+import { cidToString } from "../../../protocol/content/cid.ts";
 import { DeltaContextError } from "../../../protocol/round/delta_blob.ts";
 import { partitionDeltas } from "../../../protocol/aggregation/delta_screen.ts";
 import { claimedShare } from "../../../protocol/audit/inner_steps.ts";
@@ -40,7 +40,11 @@ import type {
   DeltaAnnounce,
   ManifestAnnounce,
 } from "../../../protocol/messages/messages.ts";
-import { encodeRoundCheckpoint } from "../../../protocol/round/round_checkpoint.ts";
+import {
+  CHECKPOINT_CODEC,
+  encodeRoundCheckpoint,
+  roundCheckpointCid,
+} from "../../../protocol/round/round_checkpoint.ts";
 import type { RoundManifest } from "../../../protocol/round/round_manifest.ts";
 import { nextCheckpoint } from "../../../protocol/round/round_update.ts";
 import type { Held } from "./sync.ts";
@@ -95,7 +99,7 @@ export interface ManifestVerifierOptions {
   /** The checkpoint held under `cid`; throws if it is not the one held. */
   held(cid: string): Held;
   /** Stores a recomputed checkpoint that matched. */
-  store(bytes: Uint8Array): Promise<void>;
+  store(bytes: Uint8Array, codec?: number): Promise<void>;
   /** Records a delta this peer refused while verifying. */
   noteDelta(d: DeltaAnnounce, reason: string): void;
 }
@@ -346,7 +350,7 @@ export class ManifestVerifier {
     );
     // A match is C(r+1), stored here for free; a mismatch is not kept,
     // or a leader announcing bogus manifests would fill the disk.
-    const cid = cidToString(await cidForBytes(bytes));
+    const cid = cidToString(await roundCheckpointCid(bytes));
     if (cid !== manifest.checkpoint) {
       throw new ManifestRefused(
         "checkpoint-mismatch",
@@ -354,7 +358,7 @@ export class ManifestVerifier {
       );
     }
     if (owed.size > 0) await this.#amendment(m, owed, witness);
-    await this.#o.store(bytes);
+    await this.#o.store(bytes, CHECKPOINT_CODEC);
   }
 
   /**

@@ -1,7 +1,7 @@
 import { FULL_TIER } from "../../../tests/_tier.ts";
 import assert from "node:assert/strict";
 import { Rng } from "../../../kernels/data/rng.ts";
-import { cidForBytes, cidToString } from "../../../protocol/content/cid.ts";
+import { cidToString } from "../../../protocol/content/cid.ts";
 import {
   cidOf,
   JOB,
@@ -17,6 +17,7 @@ import type {
 import {
   encodeRoundCheckpoint,
   genesisCheckpoint,
+  roundCheckpointCid,
 } from "../../../protocol/round/round_checkpoint.ts";
 import {
   MANIFEST_VERSION,
@@ -90,7 +91,9 @@ async function manifestOf(
       loss: 3,
     })),
     excluded,
-    checkpoint: cidToString(await cidForBytes(encodeRoundCheckpoint(next))),
+    checkpoint: cidToString(
+      await roundCheckpointCid(encodeRoundCheckpoint(next)),
+    ),
   };
 }
 

@@ -66,7 +66,7 @@ export interface DeliverOptions {
   /** The other peers' deltas announced so far this round, fetched. */
   announced: DeltaChoice["announced"];
   /** Stores a block; resolves with its CID string. */
-  store: (bytes: Uint8Array) => Promise<string>;
+  store: (bytes: Uint8Array, codec?: number) => Promise<string>;
   /** Announces a trained delta (and tells the machine). */
   announce: (delta: TrainedDelta) => Promise<void>;
   /** The kernel build that trained. */

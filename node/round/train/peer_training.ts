@@ -115,7 +115,8 @@ export function peerTraining(o: PeerTrainingOptions): PeerTraining {
     known,
     throughput: (peer) => services.gossip.throughput(peer),
     progress: (p, now) => services.progress(p, now),
-    store: async (bytes) => cidToString(await services.blocks.put(bytes)),
+    store: async (bytes, codec) =>
+      cidToString(await services.blocks.put(bytes, codec)),
     drop: (cid) => services.blocks.delete(parseCid(cid)),
     signal: o.signal,
     announce: async (d) => {

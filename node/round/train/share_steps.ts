@@ -65,7 +65,7 @@ export interface ShareStepsOptions {
    * Stores a block (a quantized delta, a training state, a work record);
    * resolves with its CID string.
    */
-  store: (bytes: Uint8Array) => Promise<string>;
+  store: (bytes: Uint8Array, codec?: number) => Promise<string>;
   /** Deletes a stored block by CID string (states past their window). */
   drop: (cid: string) => Promise<void>;
   /** How chunks, start and states are settled; HONEST in the shipped node. */

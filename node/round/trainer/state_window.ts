@@ -4,7 +4,7 @@
  *
  * @module
  */
-import { parseCid } from "../../../protocol/content/cid.ts";
+import { parseCid, RAW_CODEC } from "../../../protocol/content/cid.ts";
 import {
   stateParts,
   type TrainingState,
@@ -38,16 +38,17 @@ export interface RoundStateWriter {
  * with), so it is deleted only once no kept round has it.
  */
 export class StateWindow {
-  readonly #store: (bytes: Uint8Array) => Promise<string>;
+  readonly #store: (bytes: Uint8Array, codec?: number) => Promise<string>;
   readonly #drop: (cid: string) => Promise<void>;
   readonly #states = new Map<number, string[]>();
 
   /**
    * A window that stores a state's blocks with `store` (resolving with a
-   * block's CID) and deletes them with `drop`.
+   * block's CID) and deletes them with `drop`. Each part is one raw block
+   * however big: the head commits to the SHA-256 of its bytes.
    */
   constructor(
-    store: (bytes: Uint8Array) => Promise<string>,
+    store: (bytes: Uint8Array, codec?: number) => Promise<string>,
     drop: (cid: string) => Promise<void>,
   ) {
     this.#store = store;
@@ -73,11 +74,13 @@ export class StateWindow {
           blocks.push(write);
           return write;
         };
-        const parts = [params, moments].map((b) => store(this.#store(b)));
+        const parts = [params, moments].map((b) =>
+          store(this.#store(b, RAW_CODEC))
+        );
         // After its parts, so a head served is a state served.
         heads.push(store(
           Promise.all(parts).then(([p, m]) =>
-            this.#store(head(digestOf(p), digestOf(m)))
+            this.#store(head(digestOf(p), digestOf(m)), RAW_CODEC)
           ),
         ));
       },
