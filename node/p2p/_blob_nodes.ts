@@ -135,3 +135,19 @@ export async function withSilentPeer(
     await accepting.catch(() => {});
   }
 }
+
+/**
+ * What serving file `cid` whole from `store` takes: one request per leaf
+ * and one for the DAG nodes, and the bytes of both.
+ */
+export async function fileServes(
+  store: Blockstore,
+  cid: CID,
+): Promise<{ requests: number; bytes: number }> {
+  const nodes = (await store.dagNodes(cid))!;
+  const size = (await store.size(cid))!;
+  return {
+    requests: Math.ceil(size / MiB) + 1,
+    bytes: size + nodes.length,
+  };
+}

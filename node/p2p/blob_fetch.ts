@@ -1,12 +1,16 @@
 /**
- * Fetching blobs by CID over `/zoo/blob/1.0.0`: provider after provider,
- * resuming where the last one stopped, verified against the CID, and one
- * transfer per blob however many callers want it.
+ * Fetching blobs by CID over `/zoo/blob/1.0.0`: a block provider after
+ * provider, resuming where the last one stopped; a file (a dag-pb CID)
+ * leaf by leaf from every provider at once (./file_fetch.ts); each
+ * verified against its CID, and one transfer per blob however many
+ * callers want it.
  *
  * @module
  */
 import type { CID } from "multiformats/cid";
 import { cidToString } from "../../protocol/content/cid.ts";
+import { DAG_PB_CODEC } from "../../protocol/content/unixfs.ts";
+import { fetchFile, SwarmExhausted } from "./file_fetch.ts";
 import { NodeError } from "../errors.ts";
 import {
   BlockCorruptError,
@@ -144,6 +148,25 @@ export class BlobFetches {
       }
       this.#ctx.stats.corruptLocal++;
     }
+    if (cid.code === DAG_PB_CODEC) {
+      try {
+        await fetchFile(
+          this.#ctx,
+          cid,
+          shared,
+          options,
+          report,
+          shared.stop.signal,
+        );
+      } catch (err) {
+        if (err instanceof SwarmExhausted) {
+          throw new BlobFetchError(key, report);
+        }
+        throw err;
+      }
+      this.#ctx.stats.fetched++;
+      return report;
+    }
     const order = shared.providers;
     const signal = shared.stop.signal;
     const failures = new Map<string, number>();
@@ -253,8 +276,8 @@ interface FetchState {
   deadlines: number[];
   /** Aborted when every caller has given up. */
   stop: AbortController;
-  /** The pull from one provider under way, if any. */
-  attempt: Attempt | null;
+  /** The pull from one provider (or the swarm) under way, if any. */
+  attempt: { giveWay(): void } | null;
 }
 
 /** A fetch under way, shared by every caller that wants the same blob. */

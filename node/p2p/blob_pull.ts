@@ -6,18 +6,18 @@
  *
  * @module
  */
-import type { Libp2p } from "@libp2p/interface";
-import { peerIdFromString } from "@libp2p/peer-id";
 import type { CID } from "multiformats/cid";
-import {
-  BLOB_PROTOCOL,
-  MAX_BLOB_FRAME_BYTES,
-  parseBlobResponse,
-} from "../../protocol/messages/blob_messages.ts";
 import { cidToString } from "../../protocol/content/cid.ts";
 import { NodeError } from "../errors.ts";
 import type { BlockStorage, PartialBlock } from "../store/block_storage.ts";
-import { readJsonFrame, StreamReader, writeJsonFrame } from "./stream_io.ts";
+import {
+  anySignal,
+  PeerRefused,
+  requestBlob,
+  type RequestContext,
+} from "./blob_request.ts";
+
+export { anySignal, PeerRefused };
 
 /** What one fetch did, provider by provider. */
 export interface FetchReport {
@@ -58,10 +58,8 @@ export interface FetchOptions {
 }
 
 /** What pulling from one peer uses of the blob service. */
-export interface PullContext {
-  host: Pick<Libp2p, "dialProtocol">;
+export interface PullContext extends RequestContext {
   store: Pick<BlockStorage, "partialSize" | "discardPartial" | "partial">;
-  headerTimeoutMs: number;
   idleTimeoutMs: number;
   maxBlobBytes: number;
   /** Counts the bytes received. */
@@ -81,35 +79,16 @@ export async function pullBlob(
   options: FetchOptions,
 ): Promise<void> {
   const signal = options.signal;
-  const dialSignal = anySignal(signal, ctx.headerTimeoutMs);
-  const stream = await settledFirst(
-    ctx.host.dialProtocol(peerIdFromString(peer), BLOB_PROTOCOL, {
-      signal: dialSignal,
-    }),
-    dialSignal,
-    (late) => late.abort(new Error("the fetch gave up before the stream")),
+  // A fetch cut short earlier (or by a crash) left its bytes on disk.
+  const offset = pull.partial?.offset ?? await ctx.store.partialSize(cid);
+  const { stream, reader, header } = await requestBlob(
+    ctx,
+    peer,
+    { cid: cidToString(cid), offset },
+    report.silent,
+    signal,
   );
   try {
-    const reader = new StreamReader(stream, { highWaterMark: 4 << 20 });
-    // A fetch cut short earlier (or by a crash) left its bytes on disk.
-    const offset = pull.partial?.offset ??
-      await ctx.store.partialSize(cid);
-    await writeJsonFrame(stream, { cid: cidToString(cid), offset });
-    const headerSignal = anySignal(signal, ctx.headerTimeoutMs);
-    const header = parseBlobResponse(
-      await readJsonFrame(reader, MAX_BLOB_FRAME_BYTES, headerSignal)
-        .catch((err) => {
-          if (!signal?.aborted && headerSignal.aborted) {
-            if (!report.silent.includes(peer)) report.silent.push(peer);
-            throw new NodeError(
-              `took the request and answered nothing in ${ctx.headerTimeoutMs} ms`,
-              { cause: err },
-            );
-          }
-          throw err;
-        }),
-    );
-    if (!header) throw new PeerRefused("sent a malformed response header");
     if (!header.ok) {
       if (header.error === "bad-request" && !pull.partial && offset > 0) {
         // Our leftover part file is longer than the blob: drop it.
@@ -183,37 +162,4 @@ export class RestartDownload extends NodeError {
   constructor() {
     super("a stale part file was discarded");
   }
-}
-
-/** A provider could not serve this fetch; the next one is tried. */
-export class PeerRefused extends NodeError {}
-
-/**
- * `promise`'s value, or `signal`'s reason as soon as it aborts: libp2p
- * may go on dialing a silent peer well past an aborted signal. A value
- * that comes too late is handed to `discard`.
- */
-function settledFirst<T>(
-  promise: Promise<T>,
-  signal: AbortSignal,
-  discard: (late: T) => void,
-): Promise<T> {
-  return new Promise<T>((resolve, reject) => {
-    const quit = () => reject(signal.reason);
-    if (signal.aborted) quit();
-    signal.addEventListener("abort", quit, { once: true });
-    promise.then(
-      (value) => signal.aborted ? discard(value) : resolve(value),
-      reject,
-    ).finally(() => signal.removeEventListener("abort", quit));
-  });
-}
-
-/** `signal` (if any) or a timeout of `ms`, whichever aborts first. */
-export function anySignal(
-  signal: AbortSignal | undefined,
-  ms: number,
-): AbortSignal {
-  const timeout = AbortSignal.timeout(ms);
-  return signal ? AbortSignal.any([signal, timeout]) : timeout;
 }

@@ -10,13 +10,20 @@ import { createHash } from "node:crypto";
 import {
   BLOB_PROTOCOL,
   type BlobRefusal,
+  type BlobRequest,
   type BlobResponse,
   MAX_BLOB_FRAME_BYTES,
   parseBlobRequest,
   servedRange,
 } from "../../protocol/messages/blob_messages.ts";
-import { parseCid } from "../../protocol/content/cid.ts";
-import { DAG_PB_CODEC, FileDagHasher } from "../../protocol/content/unixfs.ts";
+import { cidToString, parseCid } from "../../protocol/content/cid.ts";
+import {
+  DAG_PB_CODEC,
+  decodeDagNodes,
+  FILE_BLOCK_BYTES,
+  type FileDag,
+  fileDagOfNodes,
+} from "../../protocol/content/unixfs.ts";
 import type { BlockStorage } from "../store/block_storage.ts";
 import { BlobFetches } from "./blob_fetch.ts";
 import type { FetchOptions, FetchReport } from "./blob_pull.ts";
@@ -56,6 +63,9 @@ export interface BlobStats {
 
 type Host = Pick<Libp2p, "handle" | "unhandle" | "dialProtocol">;
 
+/** DAGs of served files kept, so each leaf asked is checked cheaply. */
+const DAGS_KEPT = 16;
+
 /**
  * Serves the local blockstore over `/zoo/blob/1.0.0` and fetches blobs from
  * other peers by CID: verified on arrival, resumable by range, falling over
@@ -77,6 +87,8 @@ export class BlobService {
   #active = 0;
   readonly #fetches: BlobFetches;
   #withholds: (cid: string, peer: string) => boolean = () => false;
+  /** DAGs of the files served lately, by CID. */
+  readonly #dags = new Map<string, FileDag>();
 
   constructor(host: Host, store: BlockStorage, options: BlobServiceOptions) {
     this.#host = host;
@@ -158,6 +170,9 @@ export class BlobService {
       if (size > this.#opts.maxBlobBytes) {
         return await this.#refuse(stream, "too-large");
       }
+      if (request.part === "dag") {
+        return await this.#serveDag(stream, cid, request);
+      }
       const range = servedRange(request, size);
       if (!range) return await this.#refuse(stream, "bad-request");
       await writeJsonFrame(
@@ -165,24 +180,19 @@ export class BlobService {
         { ok: true, size, ...range } satisfies BlobResponse,
       );
       const blob = await this.#store.readRange(cid, range.offset, range.length);
-      // A whole-blob serve checks our own copy on the way out: a block that
-      // rotted on disk is removed rather than served again.
-      const whole = range.offset === 0 && range.length === size;
-      const fileHash = whole && cid.code === DAG_PB_CODEC
-        ? new FileDagHasher()
-        : null;
-      const hash = whole && !fileHash ? createHash("sha256") : null;
+      // A serve of a whole block, or of one leaf of a file, checks our own
+      // copy on the way out: one that rotted on disk is removed rather
+      // than served again.
+      const expected = await this.#expectedDigest(cid, range, size);
+      const hash = expected ? createHash("sha256") : null;
       for await (const chunk of blob.chunks) {
         hash?.update(chunk);
-        await fileHash?.update(chunk);
         await writeAll(stream, chunk);
       }
       await stream.close();
       this.stats.served++;
       this.stats.servedBytes += range.length;
-      const digest = hash?.digest() ??
-        (await fileHash?.finish())?.root.multihash.digest;
-      if (digest && !equalBytes(digest, cid.multihash.digest)) {
+      if (expected && !equalBytes(hash!.digest(), expected)) {
         this.stats.corruptLocal++;
         await this.#store.delete(cid);
       }
@@ -192,6 +202,63 @@ export class BlobService {
     } finally {
       this.#active--;
     }
+  }
+
+  /** Serves the encoded dag-pb nodes of file `cid`. */
+  async #serveDag(stream: Stream, cid: CID, request: BlobRequest) {
+    const nodes = await this.#store.dagNodes(cid);
+    if (!nodes) return await this.#refuse(stream, "not-found");
+    const range = servedRange(request, nodes.length);
+    if (!range) return await this.#refuse(stream, "bad-request");
+    await writeJsonFrame(
+      stream,
+      { ok: true, size: nodes.length, ...range } satisfies BlobResponse,
+    );
+    await writeAll(
+      stream,
+      nodes.subarray(range.offset, range.offset + range.length),
+    );
+    await stream.close();
+    this.stats.served++;
+    this.stats.servedBytes += range.length;
+  }
+
+  /**
+   * The sha2-256 digest the served range must have, when it is a whole
+   * block or exactly one leaf of a file; else null (not checked).
+   */
+  async #expectedDigest(
+    cid: CID,
+    range: { offset: number; length: number },
+    size: number,
+  ): Promise<Uint8Array | null> {
+    if (cid.code !== DAG_PB_CODEC) {
+      return range.offset === 0 && range.length === size
+        ? cid.multihash.digest
+        : null;
+    }
+    const leaf = (await this.#dag(cid, size))?.leaves[
+      range.offset / FILE_BLOCK_BYTES
+    ];
+    return leaf && leaf.offset === range.offset &&
+        leaf.length === range.length
+      ? leaf.cid.multihash.digest
+      : null;
+  }
+
+  /** The DAG of the stored file `cid`, kept for the next leaves asked. */
+  async #dag(cid: CID, size: number): Promise<FileDag | null> {
+    const key = cidToString(cid);
+    const kept = this.#dags.get(key);
+    if (kept) return kept;
+    const nodes = await this.#store.dagNodes(cid);
+    if (!nodes) return null;
+    const dag = await fileDagOfNodes(cid, decodeDagNodes(nodes), size);
+    if (this.#dags.size >= DAGS_KEPT) {
+      this.#dags.delete(this.#dags.keys().next().value!);
+    }
+    this.#dags.set(key, dag);
+    return dag;
   }
 
   async #refuse(stream: Stream, error: BlobRefusal): Promise<void> {

@@ -4,7 +4,11 @@
  * The fetcher opens a stream and sends one {@linkcode BlobRequest}; the
  * server answers with one {@linkcode BlobResponse} header and, when `ok`,
  * exactly `length` raw bytes of the blob starting at `offset`. A range
- * request is what makes a transfer resumable, from this peer or another.
+ * request is what makes a transfer resumable, from this peer or another,
+ * and what fetches a file's leaves from many peers at once. A request with
+ * `part: "dag"` asks for a file's dag-pb nodes instead (a file is a blob
+ * named by a dag-pb CID; see protocol/content/unixfs.ts), encoded as
+ * `encodeDagNodes` encodes them, the range then counted in those bytes.
  */
 
 /** The libp2p protocol id. */
@@ -17,6 +21,8 @@ export interface BlobRequest {
   cid: string;
   offset: number;
   length?: number;
+  /** "dag": a file's encoded dag-pb nodes rather than its bytes. */
+  part?: "dag";
 }
 
 /** Why a server refused a request. */
@@ -51,15 +57,19 @@ export function parseBlobRequest(value: unknown): BlobRequest | null {
     return null;
   }
   const v = value as Record<string, unknown>;
-  if (!hasOnlyKeys(v, ["cid", "offset", "length"])) return null;
+  if (!hasOnlyKeys(v, ["cid", "offset", "length", "part"])) return null;
   if (typeof v.cid !== "string" || v.cid.length === 0 || v.cid.length > 128) {
     return null;
   }
   if (!isOffset(v.offset)) return null;
   if (v.length !== undefined && !isOffset(v.length)) return null;
-  return v.length === undefined
-    ? { cid: v.cid, offset: v.offset }
-    : { cid: v.cid, offset: v.offset, length: v.length };
+  if (v.part !== undefined && v.part !== "dag") return null;
+  return {
+    cid: v.cid,
+    offset: v.offset,
+    ...(v.length === undefined ? {} : { length: v.length }),
+    ...(v.part === undefined ? {} : { part: v.part }),
+  };
 }
 
 /** Validates a decoded response header; returns null when it is malformed. */
