@@ -167,9 +167,34 @@ export function rankLeaders(
   peers: readonly string[],
 ): string[] {
   checkId("parentCid", parentCid);
+  return rankBy(peers, (peer) => leaderScore(parentCid, peer));
+}
+
+/**
+ * The peers in the order they lead slice `slice` of a sharded round after
+ * `parentCid` (protocol/aggregation/shards.ts): the first leads, the next
+ * take over if it fails. Drawn like {@linkcode rankLeaders}, per slice.
+ */
+export function rankSliceLeaders(
+  parentCid: string,
+  slice: number,
+  peers: readonly string[],
+): string[] {
+  checkId("parentCid", parentCid);
+  return rankBy(
+    peers,
+    (peer) => sha256(`${parentCid}\0slice\0${slice}\0${peer}`),
+  );
+}
+
+/** `peers`, once each, by ascending `score` (peer id on a tie). */
+function rankBy(
+  peers: readonly string[],
+  score: (peer: string) => Uint8Array,
+): string[] {
   const scored = sortedUnique(peers).map((peer) => ({
     peer,
-    score: leaderScore(parentCid, peer),
+    score: score(peer),
   }));
   scored.sort((a, b) =>
     compareBytes(a.score, b.score) || comparePeerIds(a.peer, b.peer)

@@ -375,6 +375,39 @@ Deno.test("bench cost --json: bytes and compute per peer per round by formula, o
   assert.match(bad.stderr, /--rate 0/);
 });
 
+Deno.test("bench scale --json: sharded, no peer's bytes grow from 16 to 1000 peers and the round time barely does", async () => {
+  const out = await bench("scale", "--json");
+  assert.equal(out.code, 0, out.stderr);
+  const { rows } = JSON.parse(out.stdout).scale;
+  const sharded = rows.filter((r: { sharded: boolean }) => r.sharded);
+  const single = rows.filter((r: { sharded: boolean }) => !r.sharded);
+  assert.deepEqual(sharded.map((r: { peers: number }) => r.peers), [
+    16,
+    64,
+    256,
+    1000,
+  ]);
+  for (const r of sharded) {
+    // A checkpoint is fetched only by a joining peer, apart (catch_up_s).
+    assert.ok(
+      r.max_download_deltas <= 3,
+      `${r.peers}: ${r.max_download_deltas}`,
+    );
+    assert.ok(r.max_upload_deltas <= 3, `${r.peers}: ${r.max_upload_deltas}`);
+    assert.ok(r.shards > 1 && r.verified_fraction > 0.5);
+    assert.ok(r.caught <= r.wrong && r.caught > 0);
+  }
+  const growth = sharded.at(-1).round_s / sharded[0].round_s;
+  assert.ok(growth <= Math.log(1000) / Math.log(16), `round time x${growth}`);
+  // One leader: every peer fetches every other peer's delta.
+  for (const r of single) {
+    assert.ok(r.max_download_deltas >= 0.8 * (r.peers - 1), `${r.peers}`);
+  }
+  const bad = await bench("scale", "--peers", "1000,x");
+  assert.equal(bad.code, 2);
+  assert.match(bad.stderr, /--peers/);
+});
+
 Deno.test("bench catch --json: the audit plan catches a partial-work peer as often as 1 - (1 - rate*q)^n says", async () => {
   const { code, stdout, stderr } = await bench(
     "catch",

@@ -22,6 +22,7 @@ import { CHUNK_SIZE } from "../../node/store/block_storage.ts";
 import { writeFully } from "../../node/store/atomic_write.ts";
 import { createHost, type Host } from "../../node/p2p/host.ts";
 import type { CID } from "../../protocol/content/cid.ts";
+import { runSwarm, type SwarmResult } from "./blob_swarm.ts";
 import {
   type Bench,
   formatTable,
@@ -46,6 +47,8 @@ export interface BlobResult {
   ratio: number;
   /** libp2p / tcpWire, median over median. */
   ratioWire: number;
+  /** With `--providers N`: one file from 1 vs N capped lab hosts. */
+  swarm?: SwarmResult;
 }
 
 /** One libp2p node of the benchmark: host, store and blob service. */
@@ -165,21 +168,31 @@ function randomBytes(bytes: number): Uint8Array {
   return blob;
 }
 
-/** `--size` (MiB) and `--reps`. */
+/** `--size` (MiB), `--reps`, `--providers` and `--uplink`. */
 export interface BlobOptions {
   mib: number;
   reps: number;
+  /** Lab hosts the swarm case fetches from; 0 skips it. */
+  providers: number;
+  /** Their links' cap in Mbit/s. */
+  uplinkMbit: number;
 }
 
 function parse(flags: Record<string, string>): BlobOptions {
   return {
     mib: numberFlag(flags, "size", { min: 0.0625, max: 1024 }),
     reps: numberFlag(flags, "reps", { min: 1, max: 50, integer: true }),
+    providers: numberFlag(flags, "providers", {
+      min: 0,
+      max: 32,
+      integer: true,
+    }),
+    uplinkMbit: numberFlag(flags, "uplink", { min: 1, max: 10_000 }),
   };
 }
 
 async function run(
-  { mib, reps }: BlobOptions,
+  { mib, reps, providers, uplinkMbit }: BlobOptions,
   log: (line: string) => void,
 ): Promise<BlobResult> {
   const bytes = Math.round(mib * 2 ** 20);
@@ -218,7 +231,11 @@ async function run(
   const libp2p = rate(bytes, times.libp2p);
   const tcp = rate(bytes, times.tcp);
   const tcpWire = rate(bytes, times.wire);
+  const swarm = providers > 0
+    ? await runSwarm(blob, providers, `${uplinkMbit}mbit`, reps, log)
+    : undefined;
   return {
+    ...(swarm ? { swarm } : {}),
     bytes,
     reps,
     chunkBytes: CHUNK_SIZE,
@@ -248,14 +265,40 @@ function table(r: BlobResult): string {
     ]),
     `libp2p / raw TCP (same work): ${r.ratio.toFixed(2)}`,
     `libp2p / raw TCP (wire only): ${r.ratioWire.toFixed(2)}`,
+    ...(r.swarm ? ["", swarmTable(r.swarm)] : []),
+  ].join("\n");
+}
+
+function swarmTable(s: SwarmResult): string {
+  const row = (name: string, x: Rate) => [
+    name,
+    x.medianMBps.toFixed(1),
+    x.bestMBps.toFixed(1),
+  ];
+  return [
+    `swarm fetch from lab hosts capped at ${s.uplink} each way:`,
+    formatTable(["providers", "median MB/s", "best MB/s"], [
+      row("1", s.one),
+      row(String(s.providers), s.many),
+    ]),
+    `${s.providers} providers / 1: ${s.speedup.toFixed(2)}x; MiB from each: ${
+      s.shares.map((b) => (b / 2 ** 20).toFixed(0)).join(", ")
+    }`,
   ].join("\n");
 }
 
 const blob: Bench<BlobOptions, BlobResult> = {
-  summary: "blob transfer MB/s: libp2p BlobService vs raw TCP on loopback",
+  summary:
+    "blob transfer MB/s: libp2p BlobService vs raw TCP on loopback; with --providers, a swarm fetch from capped wan-lab hosts",
   flags: {
     size: { default: "64", help: "blob size in MiB" },
     reps: { default: "5", help: "repetitions per path" },
+    providers: {
+      default: "0",
+      help:
+        "also fetch from 1 vs N providers on wan-lab hosts (needs root); 0: skip",
+    },
+    uplink: { default: "20", help: "the providers' cap, Mbit/s each way" },
   },
   parse,
   run,

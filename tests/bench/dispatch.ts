@@ -23,6 +23,7 @@ export const BENCHES: Record<string, () => Promise<{ default: Bench }>> = {
   attacks: () => import("./attacks.ts"),
   catch: () => import("./catch.ts"),
   cost: () => import("./cost.ts"),
+  scale: () => import("./scale.ts"),
   quality: () => import("./quality.ts"),
   wan: () => import("./wan.ts"),
   soak: () => import("./soak.ts"),

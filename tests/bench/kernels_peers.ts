@@ -14,7 +14,7 @@
  * @module
  */
 import type { MatmulImpl, MatmulProblem } from "./kernels_matmul.ts";
-import { lines } from "./peers/lines.ts";
+import { lines } from "./_lines.ts";
 
 const PEERS = new URL("./peers/", import.meta.url);
 

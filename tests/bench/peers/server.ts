@@ -16,7 +16,7 @@
  *
  * @module
  */
-import { lines } from "./lines.ts";
+import { lines } from "../_lines.ts";
 import type { PeerMatmul } from "./matmul.ts";
 import { ortMatmul } from "./ort.ts";
 import { tfjsMatmul } from "./tfjs.ts";

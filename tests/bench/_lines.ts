@@ -1,6 +1,7 @@
 /**
  * The lines of a byte stream, for the JSON-line channel between the kernels
- * benchmark and a peer library's process (`server.ts`).
+ * benchmark and a peer library's process (`peers/server.ts`), and a bench and
+ * the processes it starts.
  *
  * @module
  */

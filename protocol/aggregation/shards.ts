@@ -1,0 +1,216 @@
+/**
+ * Sharded aggregation: the parameter vector cut into k slices, each
+ * combined by its own slice leader from that slice of every delta, and
+ * checked by a few verifiers drawn per slice, so that no peer moves more
+ * than a few deltas' worth of bytes a round however many peers there are.
+ *
+ * - How many slices ({@linkcode shardCount}): as many as it takes for a
+ *   slice leader to download at most {@linkcode LEADER_DELTAS} delta's worth
+ *   (N · δ / k ≤ δ, so k ≥ N), and no more than slices of
+ *   {@linkcode MIN_SLICE_PARAMS} parameters allow; one slice (today's
+ *   unsharded round) below {@linkcode SHARD_MIN_PEERS} peers.
+ * - Where they fall ({@linkcode sliceBounds}): on multiples of
+ *   {@linkcode SLICE_ALIGN} parameters, so a slice of a sign delta is whole
+ *   bytes and of a float32 vector whole 4 KiB pages, as even as that allows.
+ * - Who leads each ({@linkcode sliceLeaders}): the round's unpredictable
+ *   ranking, drawn per slice (`rankSliceLeaders`, ../peers/assignment.ts:
+ *   a hash of the parent checkpoint, the slice and the peer), the first
+ *   peer not yet leading its share of slices taking it, the next ones
+ *   backing it up.
+ * - Who checks each ({@linkcode verifierSlices}): every peer draws
+ *   `perPeer` distinct slices from a seed no one knows before the deltas
+ *   are in (the committed round's manifest CID, say), recomputes them from
+ *   the deltas and compares; a slice goes unchecked in a round with
+ *   probability (1 − 1/k)^(N · perPeer) ≈ e^−perPeer ({@linkcode checkedFraction}).
+ * - Screens that need a whole delta (norm, cosine to the median) add up
+ *   per-slice sums ({@linkcode SliceSums}) that slice leaders publish and
+ *   a verifier of a slice recomputes: {@linkcode combineSliceSums} gives
+ *   each delta's norm and cosine in one fixed order of additions, slice by
+ *   slice, so every peer reaches the same verdicts bit for bit.
+ *
+ * Pure: no I/O.
+ *
+ * @module
+ */
+import { createHash } from "node:crypto";
+import { rankSliceLeaders } from "../peers/assignment.ts";
+
+/** Fewest peers for a round to shard: below it one leader takes all. */
+export const SHARD_MIN_PEERS = 8;
+/** Deltas' worth of bytes a slice leader downloads at most. */
+export const LEADER_DELTAS = 1;
+/** Parameters per slice at least: 1 KiB of a sign delta. */
+export const MIN_SLICE_PARAMS = 8192;
+/** Slices start on multiples of this many parameters. */
+export const SLICE_ALIGN = 1024;
+
+/**
+ * The number of slices for `peers` live peers and a model of `params`
+ * parameters (see the module doc).
+ *
+ * @example
+ * ```ts
+ * import assert from "node:assert/strict";
+ * import { shardCount } from "./shards.ts";
+ * assert.equal(shardCount(4, 124e6), 1);
+ * assert.equal(shardCount(1000, 124e6), 1000);
+ * assert.equal(shardCount(1000, 2e6), 244);
+ * ```
+ */
+export function shardCount(peers: number, params: number): number {
+  if (!Number.isSafeInteger(peers) || peers < 1) {
+    throw new RangeError(
+      `Cannot shard a round of ${peers} peers: expected a positive integer`,
+    );
+  }
+  if (!(params >= 1)) {
+    throw new RangeError(
+      `Cannot shard a model of ${params} parameters: expected at least 1`,
+    );
+  }
+  if (peers < SHARD_MIN_PEERS) return 1;
+  const wanted = Math.ceil(peers / LEADER_DELTAS);
+  const most = Math.max(1, Math.floor(params / MIN_SLICE_PARAMS));
+  return Math.min(wanted, most);
+}
+
+/**
+ * The k + 1 boundaries of `k` slices of `params` parameters: slice j is
+ * [bounds[j], bounds[j + 1]). Inner bounds are multiples of
+ * {@linkcode SLICE_ALIGN}; slices differ in size by at most one unit.
+ */
+export function sliceBounds(params: number, k: number): number[] {
+  if (!Number.isSafeInteger(k) || k < 1 || k > Math.max(1, params)) {
+    throw new RangeError(
+      `Cannot cut ${params} parameters into ${k} slices`,
+    );
+  }
+  const units = Math.ceil(params / SLICE_ALIGN);
+  const bounds = [0];
+  for (let j = 1; j < k; j++) {
+    bounds.push(Math.min(params, Math.floor((units * j) / k) * SLICE_ALIGN));
+  }
+  bounds.push(params);
+  return bounds;
+}
+
+/**
+ * The leader of each of `k` slices of the round after `parentCid` among
+ * `peers`, then its backups: slice by slice, the first peer in that
+ * slice's ranking that leads fewer than ⌈k / peers⌉ slices so far, so no
+ * peer downloads more than its share.
+ */
+export function sliceLeaders(
+  parentCid: string,
+  k: number,
+  peers: readonly string[],
+  backups = 2,
+): string[][] {
+  const share = Math.ceil(k / new Set(peers).size);
+  const leading = new Map<string, number>();
+  const out: string[][] = [];
+  for (let j = 0; j < k; j++) {
+    const ranked = rankSliceLeaders(parentCid, j, peers);
+    const first = ranked.findIndex((p) => (leading.get(p) ?? 0) < share);
+    const leader = ranked[first];
+    leading.set(leader, (leading.get(leader) ?? 0) + 1);
+    out.push([
+      leader,
+      ...ranked.filter((p) => p !== leader).slice(0, backups),
+    ]);
+  }
+  return out;
+}
+
+/**
+ * The `perPeer` distinct slices (of `k`) that `peer` checks, drawn from
+ * `seed`: a hash per draw, so no one can choose them or learn them before
+ * the seed is out.
+ */
+export function verifierSlices(
+  seed: string,
+  peer: string,
+  k: number,
+  perPeer: number,
+): number[] {
+  const count = Math.min(k, perPeer);
+  const drawn = new Set<number>();
+  for (let draw = 0; drawn.size < count; draw++) {
+    const h = sha256(`${seed}\0verify\0${peer}\0${draw}`);
+    const x = new DataView(h.buffer, h.byteOffset, 8).getBigUint64(0);
+    drawn.add(Number(x % BigInt(k)));
+  }
+  return [...drawn].sort((a, b) => a - b);
+}
+
+/**
+ * The expected fraction of `k` slices that at least one of `peers` peers
+ * checks in a round, each drawing `perPeer` of them.
+ */
+export function checkedFraction(
+  peers: number,
+  k: number,
+  perPeer: number,
+): number {
+  const draws = Math.min(k, perPeer);
+  return 1 - (1 - draws / k) ** peers;
+}
+
+/** What a slice leader publishes of one delta's slice for the screens. */
+export interface SliceSums {
+  /** Σ d² over the slice. */
+  readonly norm2: number;
+  /** Σ d · c over the slice, c the slice of the screens' median. */
+  readonly dot: number;
+}
+
+/** One delta's whole-vector figures from its slices' sums. */
+export interface CombinedSums {
+  readonly norm: number;
+  /** Its cosine with the median, 0 when either is zero. */
+  readonly cosine: number;
+}
+
+/**
+ * Adds one delta's `slices` (in slice order) and the median's squared
+ * norm per slice into its norm and its cosine with the median: float64
+ * sums, slice by slice in order, the same on every peer.
+ */
+export function combineSliceSums(
+  slices: readonly SliceSums[],
+  centerNorm2: readonly number[],
+): CombinedSums {
+  if (slices.length !== centerNorm2.length) {
+    throw new RangeError(
+      `Cannot combine ${slices.length} slices' sums with ${centerNorm2.length} of the median's`,
+    );
+  }
+  let norm2 = 0, dot = 0, center2 = 0;
+  for (let j = 0; j < slices.length; j++) {
+    norm2 += slices[j].norm2;
+    dot += slices[j].dot;
+    center2 += centerNorm2[j];
+  }
+  const norm = Math.sqrt(norm2);
+  const denominator = norm * Math.sqrt(center2);
+  return { norm, cosine: denominator === 0 ? 0 : dot / denominator };
+}
+
+/** The sums of `delta` over [from, to) against `center` (same span). */
+export function sliceSums(
+  delta: Float32Array,
+  center: Float32Array,
+  from: number,
+  to: number,
+): SliceSums {
+  let norm2 = 0, dot = 0;
+  for (let i = from; i < to; i++) {
+    norm2 += delta[i] * delta[i];
+    dot += delta[i] * center[i];
+  }
+  return { norm2, dot };
+}
+
+function sha256(text: string): Uint8Array {
+  return createHash("sha256").update(text).digest();
+}

@@ -1,0 +1,322 @@
+/**
+ * The network model of `bench scale`: N peers in one process, each with an
+ * upload and a download rate and a one-way latency drawn from a mix of
+ * real connections, rounds with churn, slow peers, message loss and a few
+ * Byzantine slice leaders, and the bytes every peer moves under today's
+ * round (one leader; every peer fetches every delta to recompute the
+ * aggregate) or a sharded one (protocol/aggregation/shards.ts: slices,
+ * their leaders and their verifiers drawn by the protocol's own rules).
+ *
+ * What moves is counted exactly, per peer; how long it takes is a phase
+ * model: a round is training, then phases in turn, each lasting as long
+ * as its busiest peer needs at its link rates (bytes over rate, inflated
+ * by loss), plus the latency of its message hops. It is no packet-level
+ * simulation: it says what each peer sends and fetches and which link
+ * bounds each step, which is what grows, or does not, with N.
+ *
+ * @module
+ */
+import { Rng } from "../../kernels/data/rng.ts";
+import {
+  shardCount,
+  sliceLeaders,
+  verifierSlices,
+} from "../../protocol/aggregation/shards.ts";
+import {
+  rankLeaders,
+  rankSliceLeaders,
+} from "../../protocol/peers/assignment.ts";
+
+/** One kind of connection in the mix. */
+interface LinkKind {
+  name: string;
+  share: number;
+  downMbit: number;
+  upMbit: number;
+}
+
+/**
+ * The connections peers come with: home fiber and cable (asymmetric),
+ * cloud and university machines (symmetric), slow DSL.
+ */
+export const LINK_MIX: readonly LinkKind[] = [
+  { name: "fiber", share: 0.35, downMbit: 500, upMbit: 100 },
+  { name: "cable", share: 0.25, downMbit: 300, upMbit: 20 },
+  { name: "datacenter", share: 0.3, downMbit: 1000, upMbit: 1000 },
+  { name: "dsl", share: 0.1, downMbit: 50, upMbit: 10 },
+];
+
+/** What a simulated job is. */
+export interface ScaleSetup {
+  peers: number;
+  /** Bytes of one peer's delta. */
+  deltaBytes: number;
+  /** Bytes of a checkpoint (what a joining peer fetches). */
+  checkpointBytes: number;
+  /** Parameters of the model (for the slice count). */
+  params: number;
+  sharded: boolean;
+  /**
+   * Bits per parameter of a published aggregate slice (sharded), beside
+   * one float32 scale per slice.
+   */
+  aggregateBits: number;
+  /** Slices each peer verifies a round (sharded). */
+  verifyPerPeer: number;
+  /** Seconds of local training a round. */
+  trainSeconds: number;
+  /**
+   * Peers that leave during a round, and as many that join, as a fraction.
+   * (Slow trainers take smaller shares, as today, so a round's training
+   * time does not wait on them: slow links are in the mix.)
+   */
+  churn: number;
+  /** Messages lost and sent again, as a fraction. */
+  loss: number;
+  /** Slice leaders that publish a wrong aggregate, as a fraction (at least 1). */
+  byzantine: number;
+  rounds: number;
+  seed: number;
+}
+
+/** What one round did. */
+export interface RoundFigures {
+  /** From the round's start to its commit. */
+  seconds: number;
+  /**
+   * How long the slowest joiner took to fetch the checkpoint: it trains
+   * from the round after, and no one waits for it.
+   */
+  catchUpSeconds: number;
+  /** Bytes of the round's protocol each peer fetched and sent. */
+  download: number[];
+  upload: number[];
+  /**
+   * Bytes of catching up: what peers joining this round fetched (the
+   * checkpoint, from many peers at once) and what each peer sent them.
+   */
+  catchUpDownload: number[];
+  catchUpUpload: number[];
+  /** Slices (1 unsharded) whose aggregate some verifier recomputed. */
+  verifiedFraction: number;
+  /** Wrong aggregates published, and caught by a verifier. */
+  wrong: number;
+  caught: number;
+}
+
+interface Peer {
+  id: string;
+  downBps: number;
+  upBps: number;
+  latency: number;
+}
+
+/** Draws a peer's link from {@linkcode LINK_MIX}. */
+function drawPeer(rng: Rng, id: string): Peer {
+  let x = rng.nextFloat();
+  const kind = LINK_MIX.find((k) => (x -= k.share) < 0) ?? LINK_MIX[0];
+  return {
+    id,
+    downBps: kind.downMbit * 1e6 / 8,
+    upBps: kind.upMbit * 1e6 / 8,
+    latency: 0.005 + 0.07 * rng.nextFloat(),
+  };
+}
+
+/** Bytes one peer sends and fetches in a phase. */
+class Phase {
+  readonly up = new Map<string, number>();
+  readonly down = new Map<string, number>();
+  /** Sequential message hops the phase waits on (latency). */
+  hops = 1;
+  /** Seconds waited besides (a timeout). */
+  wait = 0;
+
+  move(from: string, to: string, bytes: number): void {
+    this.up.set(from, (this.up.get(from) ?? 0) + bytes);
+    this.down.set(to, (this.down.get(to) ?? 0) + bytes);
+  }
+
+  /** Seconds: the busiest link, inflated by loss, plus the hops. */
+  seconds(peers: Map<string, Peer>, loss: number, maxLatency: number): number {
+    let busiest = 0;
+    for (const [id, bytes] of this.up) {
+      busiest = Math.max(busiest, bytes / peers.get(id)!.upBps);
+    }
+    for (const [id, bytes] of this.down) {
+      busiest = Math.max(busiest, bytes / peers.get(id)!.downBps);
+    }
+    return busiest / (1 - loss) + this.hops * 2 * maxLatency + this.wait;
+  }
+}
+
+/** Seconds a verifier or a leader waits before it takes a missing peer for gone. */
+const MISSING_TIMEOUT_S = 10;
+/** Seconds a chain commit takes to be included. */
+const COMMIT_S = 2;
+/** Peers each peer forwards a published aggregate slice to (gossip fanout). */
+const FANOUT = 6;
+
+/** `count` distinct indices below `n`, drawn from `rng`. */
+function sample(rng: Rng, n: number, count: number): number[] {
+  const picked = new Set<number>();
+  while (picked.size < Math.min(n, count)) picked.add(rng.int(n));
+  return [...picked];
+}
+
+/** `bytes` to every one of `ids` by gossip, each passing on what it holds. */
+function spread(ids: readonly string[], bytes: number): Phase {
+  const phase = new Phase();
+  for (const [i, p] of ids.entries()) {
+    phase.move(ids[(i + 1) % ids.length], p, bytes);
+  }
+  phase.hops = Math.ceil(Math.log(ids.length) / Math.log(FANOUT));
+  return phase;
+}
+
+/** Runs `setup.rounds` rounds; one figure set per round. */
+export function simulate(setup: ScaleSetup): RoundFigures[] {
+  const rng = new Rng(setup.seed);
+  let next = 0;
+  const fresh = () => drawPeer(rng, `peer-${String(next++).padStart(5, "0")}`);
+  let live = Array.from({ length: setup.peers }, fresh);
+  let joiners: Peer[] = [];
+  const out: RoundFigures[] = [];
+  for (let r = 0; r < setup.rounds; r++) {
+    const parent = `bafybeiround${r}`;
+    const all = new Map([...live, ...joiners].map((p) => [p.id, p]));
+    const leaving = new Set(
+      sample(rng, live.length, Math.round(setup.churn * live.length))
+        .map((i) => live[i].id),
+    );
+    const contributors = live.filter((p) => !leaving.has(p.id));
+    const maxLatency = Math.max(...[...all.values()].map((p) => p.latency));
+    const phases: Phase[] = [];
+    const joinPhase = new Phase();
+    for (const j of joiners) {
+      // A joiner fetches the checkpoint from many peers at once.
+      for (const p of contributors) {
+        joinPhase.move(p.id, j.id, setup.checkpointBytes / contributors.length);
+      }
+    }
+    let verified: number, wrong = 0, caught = 0;
+    if (!setup.sharded) {
+      const ranked = rankLeaders(parent, live.map((p) => p.id));
+      const leaderGone = leaving.has(ranked[0]);
+      // Every peer fetches every delta: the leader to combine them, the
+      // others to recompute the aggregate.
+      const deltas = new Phase();
+      for (const from of contributors) {
+        for (const to of contributors) {
+          if (from !== to) deltas.move(from.id, to.id, setup.deltaBytes);
+        }
+      }
+      phases.push(deltas);
+      if (leaderGone) phases.push(timeout());
+      verified = 1;
+    } else {
+      const k = shardCount(contributors.length, setup.params);
+      const ids = contributors.map((p) => p.id);
+      const plan = sliceLeaders(parent, k, live.map((p) => p.id));
+      const sliceBytes = setup.deltaBytes / k;
+      // A leader that left is replaced by the first peer in that slice's
+      // ranking that has not taken over one already; taking over, it
+      // draws no slice to verify, so no peer fetches more than its share.
+      const takers = new Set<string>();
+      const leaders = plan.map(([leader], j) => {
+        if (!leaving.has(leader)) return leader;
+        const taker = rankSliceLeaders(parent, j, ids).find((p) =>
+          !takers.has(p)
+        )!;
+        takers.add(taker);
+        return taker;
+      });
+      const slices = new Phase();
+      const takeOvers = new Phase();
+      for (const [j, leader] of leaders.entries()) {
+        const phase = leader === plan[j][0] ? slices : takeOvers;
+        for (const from of ids) {
+          if (from !== leader) phase.move(from, leader, sliceBytes);
+        }
+      }
+      phases.push(slices);
+      if (takers.size > 0) phases.push(timeout(), takeOvers);
+      // Per-slice sums for the screens (16 bytes a delta a slice), to the
+      // next slice's leader to combine, and the combined sums (16 bytes a
+      // delta) out to every peer by gossip.
+      const sums = new Phase();
+      sums.hops = 2 + Math.ceil(Math.log(ids.length) / Math.log(FANOUT));
+      for (const [j, leader] of leaders.entries()) {
+        sums.move(leader, leaders[(j + 1) % k], 16 * ids.length / k);
+      }
+      for (const [i, p] of ids.entries()) {
+        sums.move(ids[(i + 1) % ids.length], p, 16 * ids.length);
+      }
+      phases.push(sums);
+      // The aggregate, slice by slice, spread by gossip: each peer fetches
+      // every slice once and passes what it holds on.
+      const aggregateBytes = Math.ceil(setup.params * setup.aggregateBits / 8) +
+        4 * k;
+      phases.push(spread(ids, aggregateBytes));
+      // Verifiers recompute the slices they drew, from every delta's slice.
+      const verify = new Phase();
+      const checked = new Set<number>();
+      for (const v of ids.filter((p) => !takers.has(p))) {
+        for (
+          const j of verifierSlices(
+            `${parent}-manifest`,
+            v,
+            k,
+            setup.verifyPerPeer,
+          )
+        ) {
+          checked.add(j);
+          for (const from of ids) {
+            if (from !== v) verify.move(from, v, sliceBytes);
+          }
+        }
+      }
+      phases.push(verify);
+      verified = checked.size / k;
+      const liars = sample(
+        rng,
+        k,
+        Math.max(1, Math.ceil(setup.byzantine * ids.length)),
+      );
+      wrong = liars.length;
+      caught = liars.filter((j) => checked.has(j)).length;
+      // The verifier that caught a wrong slice holds the right one, which
+      // it publishes with the proof: the corrected slices spread again.
+      if (caught > 0) phases.push(spread(ids, caught * aggregateBytes / k));
+    }
+    const seconds = setup.trainSeconds +
+      phases.reduce((s, ph) => s + ph.seconds(all, setup.loss, maxLatency), 0) +
+      COMMIT_S;
+    const ids = [...all.keys()];
+    const sum = (
+      of: readonly Phase[],
+      m: (ph: Phase) => Map<string, number>,
+      id: string,
+    ) => of.reduce((s, ph) => s + (m(ph).get(id) ?? 0), 0) / (1 - setup.loss);
+    out.push({
+      seconds,
+      catchUpSeconds: joinPhase.seconds(all, setup.loss, maxLatency),
+      download: ids.map((id) => sum(phases, (ph) => ph.down, id)),
+      upload: ids.map((id) => sum(phases, (ph) => ph.up, id)),
+      catchUpDownload: ids.map((id) => sum([joinPhase], (ph) => ph.down, id)),
+      catchUpUpload: ids.map((id) => sum([joinPhase], (ph) => ph.up, id)),
+      verifiedFraction: verified,
+      wrong,
+      caught,
+    });
+    live = [...contributors, ...joiners];
+    joiners = Array.from({ length: leaving.size }, fresh);
+  }
+  return out;
+
+  function timeout(): Phase {
+    const t = new Phase();
+    t.wait = MISSING_TIMEOUT_S;
+    return t;
+  }
+}
