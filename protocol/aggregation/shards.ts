@@ -123,6 +123,33 @@ export function sliceLeaders(
 }
 
 /**
+ * Who leads each slice once the peers in `gone` have left: a leader that
+ * left is replaced by the first of `live` in that slice's ranking that has
+ * not taken over a slice already. A peer taking over draws no slice to
+ * verify that round (`takers`), so it fetches no more than its share.
+ */
+export function takeOver(
+  parentCid: string,
+  plan: readonly (readonly string[])[],
+  gone: ReadonlySet<string>,
+  live: readonly string[],
+): { leaders: string[]; takers: Set<string> } {
+  const takers = new Set<string>();
+  const leaders = plan.map(([leader], j) => {
+    if (!gone.has(leader)) return leader;
+    const taker = rankSliceLeaders(parentCid, j, live).find((p) =>
+      !takers.has(p) && !gone.has(p)
+    );
+    if (taker === undefined) {
+      throw new RangeError(`No live peer can take over slice ${j}`);
+    }
+    takers.add(taker);
+    return taker;
+  });
+  return { leaders, takers };
+}
+
+/**
  * The `perPeer` distinct slices (of `k`) that `peer` checks, drawn from
  * `seed`: a hash per draw, so no one can choose them or learn them before
  * the seed is out.

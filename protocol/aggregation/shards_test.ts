@@ -11,6 +11,7 @@ import {
   sliceLeaders,
   type SliceSums,
   sliceSums,
+  takeOver,
   verifierSlices,
 } from "./shards.ts";
 import { rankSliceLeaders } from "../peers/assignment.ts";
@@ -67,6 +68,24 @@ Deno.test("sliceLeaders: each peer leads its share at most, backups are others",
     }
     assert.ok(Math.max(...count.values()) <= Math.ceil(k / peers.length));
   }
+});
+
+Deno.test("takeOver: a leader that left is replaced, each taker takes one slice", () => {
+  const peers = Array.from({ length: 20 }, (_, i) => `peer-${i}`);
+  const plan = sliceLeaders("bafkreiparent", 20, peers);
+  const gone = new Set(plan.slice(0, 5).map(([leader]) => leader));
+  const live = peers.filter((p) => !gone.has(p));
+  const { leaders, takers } = takeOver("bafkreiparent", plan, gone, live);
+  assert.equal(takers.size, 5);
+  assert.ok(leaders.every((l) => !gone.has(l)));
+  assert.deepEqual(leaders.slice(5), plan.slice(5).map(([l]) => l));
+  const load = new Map<string, number>();
+  for (const l of leaders) load.set(l, (load.get(l) ?? 0) + 1);
+  assert.ok(Math.max(...load.values()) <= 2);
+  assert.throws(
+    () => takeOver("bafkreiparent", plan, new Set(peers), []),
+    RangeError,
+  );
 });
 
 Deno.test("rankSliceLeaders: every peer once, a different order per slice", () => {

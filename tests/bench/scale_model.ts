@@ -20,12 +20,10 @@ import { Rng } from "../../kernels/data/rng.ts";
 import {
   shardCount,
   sliceLeaders,
+  takeOver,
   verifierSlices,
 } from "../../protocol/aggregation/shards.ts";
-import {
-  rankLeaders,
-  rankSliceLeaders,
-} from "../../protocol/peers/assignment.ts";
+import { rankLeaders } from "../../protocol/peers/assignment.ts";
 
 /** One kind of connection in the mix. */
 interface LinkKind {
@@ -219,18 +217,9 @@ export function simulate(setup: ScaleSetup): RoundFigures[] {
       const ids = contributors.map((p) => p.id);
       const plan = sliceLeaders(parent, k, live.map((p) => p.id));
       const sliceBytes = setup.deltaBytes / k;
-      // A leader that left is replaced by the first peer in that slice's
-      // ranking that has not taken over one already; taking over, it
-      // draws no slice to verify, so no peer fetches more than its share.
-      const takers = new Set<string>();
-      const leaders = plan.map(([leader], j) => {
-        if (!leaving.has(leader)) return leader;
-        const taker = rankSliceLeaders(parent, j, ids).find((p) =>
-          !takers.has(p)
-        )!;
-        takers.add(taker);
-        return taker;
-      });
+      // Leaders that left are taken over (shards.ts): those taking over
+      // verify nothing this round.
+      const { leaders, takers } = takeOver(parent, plan, leaving, ids);
       const slices = new Phase();
       const takeOvers = new Phase();
       for (const [j, leader] of leaders.entries()) {
