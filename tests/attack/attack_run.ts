@@ -506,8 +506,13 @@ async function attackCluster(
   };
 }
 
-/** How long a finished run waits for a slash still on its way, ms. */
-const SLASH_GRACE_MS = 60_000;
+/**
+ * How long a finished run waits for a slash still on its way, ms: it polls
+ * the chain and stops at the slash, so only a run that would fail waits it
+ * all. Under a full suite on 2 cores a refuted accuser's slash was seen to
+ * land more than 60 s after the last round.
+ */
+const SLASH_GRACE_MS = 150_000;
 
 /** Resolves once every one of `peers` is slashed in the job, or after `ms`. */
 async function slashedWithin(
