@@ -56,7 +56,7 @@ export async function exportCheckpoint(
 async function exportCar(config: Config, cmd: ExportCommand): Promise<number> {
   const { cid, bytes } = await readCheckpointBlock(config, cmd.checkpoint);
   const blocks = cid.code === DAG_PB_CODEC
-    ? fileCarBlocks(await fileDag(bytes), bytes)
+    ? fileCarBlocks(fileDag(bytes), bytes)
     : [{ cid, bytes }];
   await atomicWriteFile(cmd.out, await writeCar([cid], blocks));
   console.log(

@@ -253,7 +253,7 @@ export class BlobService {
     if (kept) return kept;
     const nodes = await this.#store.dagNodes(cid);
     if (!nodes) return null;
-    const dag = await fileDagOfNodes(cid, decodeDagNodes(nodes), size);
+    const dag = fileDagOfNodes(cid, decodeDagNodes(nodes), size);
     if (this.#dags.size >= DAGS_KEPT) {
       this.#dags.delete(this.#dags.keys().next().value!);
     }

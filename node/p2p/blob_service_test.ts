@@ -153,15 +153,18 @@ Deno.test("fetch: corrupt provider is bad, drops copy", LIBP2P, async () => {
     onDisk[12345] ^= 0xff;
     await Deno.writeFile(path, onDisk);
 
-    const report = await fetcher.blobs.fetch(cid, [liar.id, honest.id]);
-    await assertStored(fetcher, cid, bytes);
-    // Caught on the leaf it lied in, which the honest one then sent.
-    assert.deepEqual(report.bad, [liar.id]);
-    assert.match(report.failed[liar.id], /do not match the CID/);
-    assert.ok(report.bytesFrom[honest.id] >= MiB);
+    // Alone, it is caught on the leaf it lies in.
+    await assertFetchFails(fetcher.blobs.fetch(cid, [liar.id]), (err) => {
+      assert.deepEqual(err.report.bad, [liar.id]);
+      assert.match(err.report.failed[liar.id], /do not match the CID/);
+    });
     // Serving that leaf, the liar checked its own copy and dropped it.
     await until(() => liar.blobs.stats.corruptLocal === 1, "corruptLocal");
     assert.equal(await liar.store.has(cid), false);
+    // With an honest provider beside it, the file comes whole.
+    const report = await fetcher.blobs.fetch(cid, [liar.id, honest.id]);
+    await assertStored(fetcher, cid, bytes);
+    assert.equal(report.bytesFrom[honest.id], bytes.byteLength);
     assert.equal(honest.blobs.stats.corruptLocal, 0);
   });
 });

@@ -161,7 +161,7 @@ async function dagFrom(
     await stream.close().catch(() => {});
     let dag: FileDag;
     try {
-      dag = await fileDagOfNodes(
+      dag = fileDagOfNodes(
         cid,
         decodeDagNodes(bytes),
         Number.MAX_SAFE_INTEGER,
@@ -204,7 +204,8 @@ async function swarmLeaves(
   const { leaves } = dag;
   let next = Math.ceil(partial.offset / FILE_BLOCK_BYTES);
   const ready = new Map<number, { bytes: Uint8Array; peer: string }>();
-  const asked = new Map<number, Set<string>>();
+  /** Requests out for each leaf, by provider, each to cancel alone. */
+  const asked = new Map<number, Map<string, AbortController>>();
   const busy = new Map<string, number>();
   const stop = new AbortController();
   const signal = AbortSignal.any([s.signal, stop.signal]);
@@ -231,13 +232,21 @@ async function swarmLeaves(
 
   const start = (peer: string, i: number) => {
     busy.set(peer, (busy.get(peer) ?? 0) + 1);
-    const by = asked.get(i) ?? new Set<string>();
-    by.add(peer);
+    const by = asked.get(i) ?? new Map<string, AbortController>();
+    const own = new AbortController();
+    by.set(peer, own);
     asked.set(i, by);
-    const task = leafFrom(ctx, dag.root, leaves[i], dag.size, peer, s, signal)
+    const mine = AbortSignal.any([signal, own.signal]);
+    const task = leafFrom(ctx, dag.root, leaves[i], dag.size, peer, s, mine)
       .then((bytes) => {
-        if (i >= next) ready.set(i, { bytes, peer });
-      }, (err) => s.fail(peer, err))
+        if (i >= next && !ready.has(i)) ready.set(i, { bytes, peer });
+        // A second request for the same leaf is no longer needed.
+        for (const [other, c] of by) if (other !== peer) c.abort();
+      }, (err) => {
+        // Cancelled by us (the leaf came from another, or the fetch
+        // ended) is no fault of the provider's.
+        if (!mine.aborted) s.fail(peer, err);
+      })
       .finally(() => {
         busy.set(peer, busy.get(peer)! - 1);
         by.delete(peer);

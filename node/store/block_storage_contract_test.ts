@@ -194,13 +194,13 @@ forEachStore((test) => {
     const bytes = random(FILE_BLOCK_BYTES * 2 + 77);
     const cid = await store.put(bytes);
     assert.equal(cid.code, DAG_PB_CODEC);
-    assert.ok(cid.equals((await fileDag(bytes)).root));
+    assert.ok(cid.equals((fileDag(bytes)).root));
     assert.equal(await store.size(cid), bytes.length);
     assert.deepEqual(await store.get(cid), bytes);
     assert.ok(await store.verify(cid));
     const nodes = await store.dagNodes(cid);
     assert.ok(nodes);
-    const dag = await fileDagOfNodes(cid, decodeDagNodes(nodes), bytes.length);
+    const dag = fileDagOfNodes(cid, decodeDagNodes(nodes), bytes.length);
     assert.equal(dag.leaves.length, 3);
 
     // A small file forced into file form; a block is no file.
@@ -209,12 +209,12 @@ forEachStore((test) => {
     assert.equal((await store.get(small)).length, 10);
     assert.ok(await store.dagNodes(small));
     assert.equal(await store.dagNodes(await store.put(random(10))), null);
-    assert.equal(await store.dagNodes((await fileDag(random(5))).root), null);
+    assert.equal(await store.dagNodes((fileDag(random(5))).root), null);
   });
 
   test("a file downloads through a partial and is checked by its root", async (store) => {
     const bytes = random(FILE_BLOCK_BYTES + 5);
-    const { root } = await fileDag(bytes);
+    const { root } = fileDag(bytes);
     const part = await store.partial(root, bytes.length);
     await part.write(bytes.subarray(0, 100));
     await part.write(bytes.subarray(100));
@@ -223,7 +223,7 @@ forEachStore((test) => {
     assert.ok(await store.dagNodes(root));
 
     const lie = random(bytes.length);
-    const other = (await fileDag(random(bytes.length))).root;
+    const other = (fileDag(random(bytes.length))).root;
     const bad = await store.partial(other, lie.length);
     await bad.write(lie);
     await rejects(

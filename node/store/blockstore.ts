@@ -85,9 +85,9 @@ async function hashFileAs(
   using file = await Deno.open(path, { read: true });
   const buffer = new Uint8Array(CHUNK_SIZE);
   for (let n; (n = await file.read(buffer)) !== null;) {
-    await hasher.update(buffer.subarray(0, n));
+    hasher.update(buffer.subarray(0, n));
   }
-  const dag = await hasher.finish();
+  const dag = hasher.finish();
   return { hex: toHex(dag.root.multihash.digest), dag };
 }
 
@@ -153,7 +153,7 @@ export class Blockstore implements BlockStorage {
    * CID ({@linkcode cidForBytes}); a file's DAG nodes are stored beside it.
    */
   async put(bytes: Uint8Array, codec?: number): Promise<CID> {
-    const dag = isFile(bytes, codec) ? await fileDag(bytes) : null;
+    const dag = isFile(bytes, codec) ? fileDag(bytes) : null;
     const cid = dag?.root ?? await cidForBytes(bytes, codec);
     const path = this.#path(cid, "Cannot put block");
     // Idempotent; a same-CID file of the wrong size (damaged) is replaced.
@@ -184,7 +184,7 @@ export class Blockstore implements BlockStorage {
     const kept = await Deno.readFile(path).catch(() => null);
     if (kept) {
       try {
-        await fileDagOfNodes(cid, decodeDagNodes(kept), size);
+        fileDagOfNodes(cid, decodeDagNodes(kept), size);
         return kept;
       } catch {
         // Damaged: rebuilt below.
@@ -252,7 +252,7 @@ export class Blockstore implements BlockStorage {
     const path = this.#path(cid, "Cannot get block");
     const bytes = await orNotFound(cid, Deno.readFile(path));
     const actual = cid.code === DAG_PB_CODEC
-      ? toHex((await fileDag(bytes)).root.multihash.digest)
+      ? toHex((fileDag(bytes)).root.multihash.digest)
       : createHash("sha256").update(bytes).digest("hex");
     const expected = toHex(cid.multihash.digest);
     if (actual === expected) return bytes;

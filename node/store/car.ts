@@ -323,7 +323,7 @@ export async function filesOfCar(
     if (root.code !== DAG_PB_CODEC) continue;
     let dag: FileDag;
     try {
-      dag = await fileDagOfNodes(root, nodes, maxFileBytes);
+      dag = fileDagOfNodes(root, nodes, maxFileBytes);
     } catch (err) {
       throw new CarError(
         `Cannot read file ${root} from the CAR: ${reason(err)}`,

@@ -343,7 +343,7 @@ Deno.test("a file goes into a CAR as its DAG and comes out whole; a missing leaf
   for (let at = 0; at < bytes.length; at += 65536) {
     crypto.getRandomValues(bytes.subarray(at, at + 65536));
   }
-  const dag = await fileDag(bytes);
+  const dag = fileDag(bytes);
   const blocks = fileCarBlocks(dag, bytes);
   assert.equal(blocks.length, 4);
   const extra = {
@@ -371,7 +371,7 @@ Deno.test("a file goes into a CAR as its DAG and comes out whole; a missing leaf
     /as its leaf bafkrei\w+ \(bytes 2097152-2097251\) is not in it$/,
   );
   // Two leaves under one node and the third beside them: UnixFS, not ours.
-  const inner = await fileDagOfLeaves(dag.leaves.slice(0, 2));
+  const inner = fileDagOfLeaves(dag.leaves.slice(0, 2));
   const node = dagPB.encode(dagPB.prepare({
     Data: new UnixFS({
       type: "file",

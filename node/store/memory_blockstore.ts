@@ -45,7 +45,7 @@ export interface BlockShelf {
 /** The digest `cid` must have for `bytes`: of a file's root, if dag-pb. */
 async function digestHex(cid: CID, bytes: Uint8Array): Promise<string> {
   if (cid.code === DAG_PB_CODEC) {
-    return toHex((await fileDag(bytes)).root.multihash.digest);
+    return toHex((fileDag(bytes)).root.multihash.digest);
   }
   return toHex(
     new Uint8Array(
@@ -208,7 +208,7 @@ export class MemoryBlockstore implements BlockStorage {
     if (!block || cid.code !== DAG_PB_CODEC) return null;
     const kept = this.#dags.get(name);
     if (kept) return kept;
-    const dag = await fileDag(block.bytes);
+    const dag = fileDag(block.bytes);
     if (!dag.root.equals(cid)) {
       await this.delete(cid);
       return null;

@@ -45,7 +45,7 @@ export async function cidForBytes(
   bytes: Uint8Array,
   codec?: number,
 ): Promise<CID> {
-  if (isFile(bytes, codec)) return (await fileDag(bytes)).root;
+  if (isFile(bytes, codec)) return (fileDag(bytes)).root;
   return await blockCid(bytes, codec);
 }
 

@@ -5,9 +5,12 @@
  * auditor that re-runs a segment from the state at its start compares the
  * state it reaches with the committed hash at its end, bit for bit.
  *
- * A state is stored and served as three raw blocks, so that an auditor
- * fetches only the part it needs (the final state's parameters, for the
- * delta check, are a third of a state):
+ * A state is stored and served in three parts, so that an auditor fetches
+ * only the part it needs (the final state's parameters, for the delta
+ * check, are a third of a state): the head, one raw block, and the
+ * parameters and the moments, each a UnixFS file however small (a dag-pb
+ * root over 1 MiB leaves, ./unixfs.ts), which peers fetch leaf by leaf
+ * from many holders at once:
  *
  * - the parameters: the n float32 values, little-endian (the byte order
  *   of every platform zoo-node runs on);
@@ -16,13 +19,15 @@
  *   model): a mask of ⌈n/8⌉ bytes, bit i (LSB first) set when the i-th
  *   is not +0, then those values in order. The mask's spare bits are
  *   zero and a masked value is never +0, so each state has one encoding;
- * - the head: "ZST2" ‖ step (u32 LE) ‖ n (u32 LE) ‖ SHA-256 of the
- *   parameters block ‖ SHA-256 of the moments block, 76 bytes.
+ * - the head: "ZST2" ‖ step (u32 LE) ‖ n (u32 LE) ‖ the digest of the
+ *   parameters file's root ‖ the digest of the moments file's root, 76
+ *   bytes.
  *
  * The state's hash is the SHA-256 of its head: as a raw block, the head's
  * CID carries the very hash the trajectory commits to, and the head names
- * the other two blocks by their digests, so fetching any part by CID
- * checks it against the commitment.
+ * the other two parts by their roots' digests (dag-pb: {@linkcode
+ * STATE_PART_CODEC}), so fetching any part by CID checks it against the
+ * commitment.
  *
  * Pure: no I/O.
  *
@@ -30,6 +35,7 @@
  */
 import { createHash } from "node:crypto";
 import { ProtocolError } from "../errors.ts";
+import { DAG_PB_CODEC, FileDagHasher } from "./unixfs.ts";
 
 /** A trainer's state between two inner steps. */
 export interface TrainingState {
@@ -45,14 +51,17 @@ export interface TrainingState {
   readonly v: Float32Array;
 }
 
-/** A state's head: its step and the digests of its two other blocks. */
+/** A state's head: its step and the digests of its two other parts. */
 export interface StateHead {
   readonly step: number;
-  /** SHA-256 of the parameters block. */
+  /** Digest of the parameters file's root. */
   readonly params: Uint8Array;
-  /** SHA-256 of the moments block. */
+  /** Digest of the moments file's root. */
   readonly moments: Uint8Array;
 }
+
+/** The codec of a state's parameters and moments: files, always. */
+export const STATE_PART_CODEC: number = DAG_PB_CODEC;
 
 /** A state's three blocks (see the module doc). */
 export interface StateBlocks {
@@ -80,15 +89,19 @@ export function momentsByteLength(n: number): number {
   return 8 * n + maskBytes(n);
 }
 
-/** The three blocks `state` is stored and served as. */
+/** The three parts `state` is stored and served as. */
 export function encodeState(state: TrainingState): StateBlocks {
   const { params, moments, head } = stateParts(state);
-  return { head: head(sha256(params), sha256(moments)), params, moments };
+  return {
+    head: head(fileDigest([params]), fileDigest([moments])),
+    params,
+    moments,
+  };
 }
 
 /**
- * The parameters and moments blocks of `state`, and its head from their
- * SHA-256 digests: for a writer whose store hashes each block anyway (its
+ * The parameters and moments of `state`, and its head from their files'
+ * root digests: for a writer whose store hashes each part anyway (its
  * CID), so the head takes the digests from there, not from a second pass.
  */
 export function stateParts(state: TrainingState): {
@@ -131,17 +144,15 @@ export function stateHash(state: TrainingState): Uint8Array {
 }
 
 /**
- * The SHA-256 of the parameters block of a state holding `params`: what
- * its head names, without building the block.
+ * The root digest of the parameters file of a state holding `params`:
+ * what its head names, without building the file.
  */
 export function paramsDigest(params: Float32Array): Uint8Array {
-  const h = createHash("sha256");
-  update(h, params);
-  return new Uint8Array(h.digest());
+  return fileDigest([params]);
 }
 
 /**
- * The SHA-256 of the moments block of a state holding `m` and `v` (see
+ * The root digest of the moments file of a state holding `m` and `v` (see
  * {@linkcode paramsDigest}).
  */
 export function momentsDigest(
@@ -153,9 +164,7 @@ export function momentsDigest(
       "v",
     );
   }
-  const h = createHash("sha256");
-  for (const x of [m, ...sparse(v)]) update(h, x);
-  return new Uint8Array(h.digest());
+  return fileDigest([m, ...sparse(v)]);
 }
 
 /**
@@ -311,8 +320,13 @@ function popcount(b: number): number {
   return c;
 }
 
-function update(h: ReturnType<typeof createHash>, x: ArrayBufferView): void {
-  h.update(new Uint8Array(x.buffer, x.byteOffset, x.byteLength));
+/** The root digest of the file of `parts`' bytes, one after the other. */
+function fileDigest(parts: readonly ArrayBufferView[]): Uint8Array {
+  const hasher = new FileDagHasher();
+  for (const x of parts) {
+    hasher.update(new Uint8Array(x.buffer, x.byteOffset, x.byteLength));
+  }
+  return hasher.finish().root.multihash.digest;
 }
 
 function sha256(bytes: Uint8Array): Uint8Array {

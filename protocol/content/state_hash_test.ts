@@ -1,5 +1,6 @@
 import assert from "node:assert/strict";
 import { createHash } from "node:crypto";
+import { fileDag } from "./unixfs.ts";
 import { ProtocolError } from "../errors.ts";
 import {
   decodeStateHead,
@@ -28,20 +29,27 @@ const sha256 = (...parts: Uint8Array[]) => {
   return new Uint8Array(h.digest());
 };
 const bytesOf = (x: Float32Array) => new Uint8Array(x.buffer);
+/** The root digest of the file of `parts`, one after the other. */
+const fileRoot = (...parts: Uint8Array[]) => {
+  const all = new Uint8Array(parts.reduce((n, p) => n + p.length, 0));
+  let at = 0;
+  for (const p of parts) all.set(p, (at += p.length) - p.length);
+  return fileDag(all).root.multihash.digest;
+};
 
-Deno.test("stateHash hashes the documented bytes: the head over the digests of the parameters and of the moments", () => {
+Deno.test("stateHash hashes the documented bytes: the head over the file roots of the parameters and of the moments", () => {
   const s = state();
   const want = sha256(
     new TextEncoder().encode("ZST2"),
     new Uint8Array([3, 0, 0, 0, 3, 0, 0, 0]),
-    sha256(bytesOf(s.params)),
+    fileRoot(bytesOf(s.params)),
     // Every second moment set: the mask is 0b111, then all three.
-    sha256(bytesOf(s.m), new Uint8Array([0b111]), bytesOf(s.v)),
+    fileRoot(bytesOf(s.m), new Uint8Array([0b111]), bytesOf(s.v)),
   );
   assert.deepEqual(stateHash(s), want);
   // Zeros, as Muon leaves them, are only cleared bits of the mask.
   const muon = { ...s, v: Float32Array.from([0, 2e-3, 0]) };
-  const sparse = sha256(
+  const sparse = fileRoot(
     bytesOf(s.m),
     new Uint8Array([0b010]),
     bytesOf(Float32Array.from([2e-3])),
@@ -51,7 +59,7 @@ Deno.test("stateHash hashes the documented bytes: the head over the digests of t
     sha256(
       new TextEncoder().encode("ZST2"),
       new Uint8Array([3, 0, 0, 0, 3, 0, 0, 0]),
-      sha256(bytesOf(s.params)),
+      fileRoot(bytesOf(s.params)),
       sparse,
     ),
   );
@@ -90,8 +98,8 @@ Deno.test("a state's blocks: the head hashes to its stateHash and names the othe
   assert.deepEqual(sha256(head), stateHash(s));
   const decoded = decodeStateHead(head, 3);
   assert.equal(decoded.step, 7);
-  assert.deepEqual(decoded.params, sha256(params));
-  assert.deepEqual(decoded.moments, sha256(moments));
+  assert.deepEqual(decoded.params, fileRoot(params));
+  assert.deepEqual(decoded.moments, fileRoot(moments));
   // From unaligned views, as blocks read from disk may be.
   const unaligned = (b: Uint8Array) => {
     const padded = new Uint8Array(b.length + 1);
@@ -118,7 +126,7 @@ Deno.test("a state's blocks refuse other sizes, magic and counts", () => {
   // A writer's head from its store's digests: the same bytes.
   const parts = stateParts(state());
   assert.deepEqual(
-    parts.head(sha256(parts.params), sha256(parts.moments)),
+    parts.head(fileRoot(parts.params), fileRoot(parts.moments)),
     head,
   );
   assert.throws(() => parts.head(new Uint8Array(31), params), /32 bytes/);
@@ -147,10 +155,13 @@ Deno.test("a state's blocks refuse other sizes, magic and counts", () => {
 Deno.test("paramsDigest and momentsDigest are the digests a state's head names, without the blocks", () => {
   const s = state();
   const { head, params, moments } = encodeState(s);
-  assert.deepEqual(paramsDigest(s.params), sha256(params));
-  assert.deepEqual(momentsDigest(s), sha256(moments));
+  assert.deepEqual(paramsDigest(s.params), fileRoot(params));
+  assert.deepEqual(momentsDigest(s), fileRoot(moments));
   const h = decodeStateHead(head, s.params.length);
-  assert.deepEqual([h.params, h.moments], [sha256(params), sha256(moments)]);
+  assert.deepEqual([h.params, h.moments], [
+    fileRoot(params),
+    fileRoot(moments),
+  ]);
   assert.throws(
     () => momentsDigest({ m: s.m, v: s.v.subarray(1) }),
     ProtocolError,

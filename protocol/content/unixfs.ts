@@ -12,6 +12,9 @@
  * refused by {@linkcode fileDagOfNodes} rather than stored under a second
  * name.
  *
+ * Synchronous, as the protocol's other hashing (a training state's parts
+ * are files, hashed between training steps), on `node:crypto`'s SHA-256.
+ *
  * Pure: no I/O.
  *
  * @module
@@ -20,7 +23,8 @@ import * as dagPB from "@ipld/dag-pb";
 import { UnixFS } from "ipfs-unixfs";
 import { CID } from "multiformats/cid";
 import * as raw from "multiformats/codecs/raw";
-import { sha256 } from "multiformats/hashes/sha2";
+import * as Digest from "multiformats/hashes/digest";
+import { createHash } from "node:crypto";
 import { ProtocolError } from "../errors.ts";
 
 /** Bytes per leaf: the largest block IPFS peers exchange as a matter of course. */
@@ -63,10 +67,14 @@ export class FileDagError extends ProtocolError {
   }
 }
 
-/** The raw CID of one block. */
-async function rawCid(bytes: Uint8Array): Promise<CID> {
-  return CID.createV1(raw.code, await sha256.digest(bytes));
+/** The CIDv1 of one block under `codec`. */
+function blockCidOf(bytes: Uint8Array, codec: number): CID {
+  const digest = createHash("sha256").update(bytes).digest();
+  return CID.createV1(codec, Digest.create(SHA256, new Uint8Array(digest)));
 }
+
+/** Multihash code of sha2-256. */
+const SHA256 = 0x12;
 
 /**
  * The file DAG of `bytes` (one leaf when they fit in one, still under a
@@ -76,15 +84,15 @@ async function rawCid(bytes: Uint8Array): Promise<CID> {
  * ```ts
  * import assert from "node:assert/strict";
  * import { fileDag, FILE_BLOCK_BYTES } from "./unixfs.ts";
- * const dag = await fileDag(new Uint8Array(FILE_BLOCK_BYTES + 1));
+ * const dag = fileDag(new Uint8Array(FILE_BLOCK_BYTES + 1));
  * assert.equal(dag.leaves.length, 2);
  * assert(dag.root.toString().startsWith("bafybei"));
  * ```
  */
-export async function fileDag(bytes: Uint8Array): Promise<FileDag> {
+export function fileDag(bytes: Uint8Array): FileDag {
   const hasher = new FileDagHasher();
-  await hasher.update(bytes);
-  return await hasher.finish();
+  hasher.update(bytes);
+  return hasher.finish();
 }
 
 /**
@@ -98,20 +106,20 @@ export class FileDagHasher {
   readonly #leaves: FileLeaf[] = [];
 
   /** Takes the next bytes of the file. */
-  async update(chunk: Uint8Array): Promise<void> {
+  update(chunk: Uint8Array): void {
     for (let at = 0; at < chunk.length;) {
       const n = Math.min(chunk.length - at, FILE_BLOCK_BYTES - this.#filled);
       this.#leaf.set(chunk.subarray(at, at + n), this.#filled);
       this.#filled += n;
       at += n;
-      if (this.#filled === FILE_BLOCK_BYTES) await this.#cut();
+      if (this.#filled === FILE_BLOCK_BYTES) this.#cut();
     }
   }
 
-  async #cut(): Promise<void> {
+  #cut(): void {
     const bytes = this.#leaf.subarray(0, this.#filled);
     this.#leaves.push({
-      cid: await rawCid(bytes),
+      cid: blockCidOf(bytes, raw.code),
       offset: this.#offset,
       length: this.#filled,
     });
@@ -120,9 +128,9 @@ export class FileDagHasher {
   }
 
   /** The DAG of every byte taken. */
-  async finish(): Promise<FileDag> {
-    if (this.#filled > 0) await this.#cut();
-    return await fileDagOfLeaves(this.#leaves);
+  finish(): FileDag {
+    if (this.#filled > 0) this.#cut();
+    return fileDagOfLeaves(this.#leaves);
   }
 }
 
@@ -141,9 +149,7 @@ interface Child {
  * groups of {@linkcode FILE_LINKS_PER_NODE} from the left, level by level,
  * until one node is left.
  */
-export async function fileDagOfLeaves(
-  leaves: readonly FileLeaf[],
-): Promise<FileDag> {
+export function fileDagOfLeaves(leaves: readonly FileLeaf[]): FileDag {
   let level: Child[] = leaves.map((l) => ({
     cid: l.cid,
     fileSize: l.length,
@@ -164,7 +170,7 @@ export async function fileDagOfLeaves(
         Data: data,
         Links: group.map((c) => ({ Hash: c.cid, Name: "", Tsize: c.treeSize })),
       }));
-      const cid = CID.createV1(dagPB.code, await sha256.digest(bytes));
+      const cid = blockCidOf(bytes, dagPB.code);
       nodes.push({ cid, bytes });
       next.push({
         cid,
@@ -229,11 +235,11 @@ export function decodeFileNode(bytes: Uint8Array): FileNode {
  * at most `maxBytes`, and the DAG must be the one {@linkcode fileDag} lays
  * out for a file of that size, or a {@linkcode FileDagError} says why.
  */
-export async function fileDagOfNodes(
+export function fileDagOfNodes(
   root: CID,
   nodes: readonly Uint8Array[],
   maxBytes: number,
-): Promise<FileDag> {
+): FileDag {
   if (root.code !== DAG_PB_CODEC) {
     throw new FileDagError(
       `Cannot read file ${root} as its root is not dag-pb`,
@@ -241,10 +247,7 @@ export async function fileDagOfNodes(
   }
   const byCid = new Map<string, Uint8Array>();
   for (const bytes of nodes) {
-    byCid.set(
-      CID.createV1(dagPB.code, await sha256.digest(bytes)).toString(),
-      bytes,
-    );
+    byCid.set(blockCidOf(bytes, dagPB.code).toString(), bytes);
   }
   const maxLeaves = Math.max(1, Math.ceil(maxBytes / FILE_BLOCK_BYTES));
   const leaves: FileLeaf[] = [];
@@ -290,7 +293,7 @@ export async function fileDagOfNodes(
       } bytes: only the last leaf may be short of ${FILE_BLOCK_BYTES}`,
     );
   }
-  const dag = await fileDagOfLeaves(leaves);
+  const dag = fileDagOfLeaves(leaves);
   if (!dag.root.equals(root)) {
     throw new FileDagError(
       `Cannot read file ${root} as its DAG is not laid out as zoo-node lays out files (balanced, ${FILE_LINKS_PER_NODE} links a node): the same leaves give ${dag.root}`,

@@ -37,6 +37,7 @@ import {
   decodeStateHead,
   encodeState,
   STATE_HEAD_BYTES,
+  STATE_PART_CODEC,
   type TrainingState,
 } from "../../../protocol/content/state_hash.ts";
 import {
@@ -102,7 +103,7 @@ async function trainedRound(
     state: () => ({ round, live, deltas: new Map(), early: [] }),
     throughput: () => round === 0 ? 0 : own * slower,
     progress: (p) => own = p.throughput ?? own,
-    store: (b) => put(blocks, b),
+    store: (b, codec) => put(blocks, b, codec),
     drop: () => Promise.resolve(),
     announce: (d) => {
       delivered.push(d);
@@ -166,8 +167,12 @@ async function trainedRound(
   return { blocks, msg: announced[round], record, announced };
 }
 
-async function put(blocks: Map<string, Uint8Array>, b: Uint8Array) {
-  const cid = cidToString(await cidForBytes(b));
+async function put(
+  blocks: Map<string, Uint8Array>,
+  b: Uint8Array,
+  codec?: number,
+) {
+  const cid = cidToString(await cidForBytes(b, codec));
   blocks.set(cid, b);
   return cid;
 }
@@ -252,8 +257,8 @@ async function putState(
   state: TrainingState,
 ): Promise<string> {
   const { head, params, moments } = encodeState(state);
-  await put(blocks, params);
-  await put(blocks, moments);
+  await put(blocks, params, STATE_PART_CODEC);
+  await put(blocks, moments, STATE_PART_CODEC);
   return put(blocks, head);
 }
 
@@ -285,7 +290,7 @@ Deno.test("audit: a segment's audit fetches its start state whole and of the fin
     return [
       STATE_HEAD_BYTES,
       ...[head.params, head.moments].map((d) =>
-        blocks.get(cidToString(cidFromDigest(d)))!.length
+        blocks.get(cidToString(cidFromDigest(d, STATE_PART_CODEC)))!.length
       ),
     ];
   };

@@ -27,6 +27,7 @@ import {
   momentsByteLength,
   paramsByteLength,
   STATE_HEAD_BYTES,
+  STATE_PART_CODEC,
   type StateHead,
   type TrainingState,
 } from "../../../protocol/content/state_hash.ts";
@@ -105,7 +106,7 @@ export class WorkReader {
     const [params, { m, v }] = await Promise.all([
       this.#params(head, peer),
       this.#fetch(
-        cidFromDigest(head.moments),
+        cidFromDigest(head.moments, STATE_PART_CODEC),
         peer,
         "training state's moments",
         momentsByteLength(this.#parameterCount),
@@ -140,7 +141,7 @@ export class WorkReader {
 
   #params(head: StateHead, peer: string): Promise<Float32Array> {
     return this.#fetch(
-      cidFromDigest(head.params),
+      cidFromDigest(head.params, STATE_PART_CODEC),
       peer,
       "training state's parameters",
       paramsByteLength(this.#parameterCount),

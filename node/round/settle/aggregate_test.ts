@@ -1,6 +1,6 @@
 import assert from "node:assert/strict";
 import { Rng } from "../../../kernels/data/rng.ts";
-import { cidForBytes, cidToString } from "../../../protocol/content/cid.ts";
+import { cidToString } from "../../../protocol/content/cid.ts";
 import { maxTokensPerRound } from "../../../protocol/spec/job_spec.ts";
 import type { DeltaAnnounce } from "../../../protocol/messages/messages.ts";
 import {
@@ -83,7 +83,7 @@ Deno.test("lead aggregates the round, lists what it left out, caps tokens, annou
     behaviour: HONEST,
     delta: (d) => Promise.resolve(DELTAS.get(d.peer)!),
     evidenceAgainst: () => undefined,
-    store: (bytes) => blocks.put(bytes),
+    store: (bytes, codec) => blocks.put(bytes, codec),
     refuse: (d, reason) => refused.push([d.peer, reason]),
     reasonOf: () => "unavailable",
     sleep: (ms) => new Promise((r) => setTimeout(r, ms)),
@@ -144,7 +144,7 @@ Deno.test("lead aggregates the round, lists what it left out, caps tokens, annou
   }));
   assert.equal(
     manifest.checkpoint,
-    cidToString(await cidForBytes(expected)),
+    cidToString(await roundCheckpointCid(expected)),
   );
   const held = blocks.blocks.get(manifest.checkpoint)!;
   assert.equal(decodeRoundCheckpoint(held).round, 1);
@@ -188,7 +188,7 @@ async function leadWith(o: {
     behaviour: HONEST,
     delta: o.delta,
     evidenceAgainst: () => undefined,
-    store: (bytes) => blocks.put(bytes),
+    store: (bytes, codec) => blocks.put(bytes, codec),
     refuse: (d, reason) => refused.push([d.peer, reason]),
     reasonOf: () => "unavailable",
     sleep: (ms) => new Promise((r) => setTimeout(r, ms)),

@@ -5,6 +5,7 @@
  * @module
  */
 import { parseCid, RAW_CODEC } from "../../../protocol/content/cid.ts";
+import { STATE_PART_CODEC } from "../../../protocol/content/state_hash.ts";
 import {
   stateParts,
   type TrainingState,
@@ -44,8 +45,9 @@ export class StateWindow {
 
   /**
    * A window that stores a state's blocks with `store` (resolving with a
-   * block's CID) and deletes them with `drop`. Each part is one raw block
-   * however big: the head commits to the SHA-256 of its bytes.
+   * block's CID) and deletes them with `drop`: the head as a raw block,
+   * the parameters and moments as files however small, whose roots'
+   * digests the head names.
    */
   constructor(
     store: (bytes: Uint8Array, codec?: number) => Promise<string>,
@@ -75,7 +77,7 @@ export class StateWindow {
           return write;
         };
         const parts = [params, moments].map((b) =>
-          store(this.#store(b, RAW_CODEC))
+          store(this.#store(b, STATE_PART_CODEC))
         );
         // After its parts, so a head served is a state served.
         heads.push(store(
@@ -118,7 +120,7 @@ export class StateWindow {
   }
 }
 
-/** The SHA-256 digest a stored block's CID carries. */
+/** The sha2-256 digest a stored block's (or file root's) CID carries. */
 function digestOf(cid: string): Uint8Array {
   return parseCid(cid).multihash.digest;
 }
