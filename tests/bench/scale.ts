@@ -17,11 +17,11 @@ import {
 } from "../../protocol/aggregation/quantize.ts";
 import { shardCount } from "../../protocol/aggregation/shards.ts";
 import { formatBytes } from "../../node/format_bytes.ts";
-import { median } from "./_bench.ts";
 import {
   type Bench,
   choiceFlag,
   formatTable,
+  median,
   numberFlag,
   UsageError,
 } from "./_bench.ts";
