@@ -375,8 +375,8 @@ function roundServices(
     blocks: {
       size: (cid) => store.size(cid),
       get: (cid) => store.get(cid),
-      put: async (bytes) => {
-        const cid = await store.put(bytes);
+      put: async (bytes, codec) => {
+        const cid = await store.put(bytes, codec);
         arrived(cid);
         return cid;
       },

@@ -164,11 +164,13 @@ export class Blockstore implements BlockStorage {
     return cid;
   }
 
+  /**
+   * Keeps a file's DAG nodes beside it: a cache, checked when read and
+   * rebuilt from the file when missing or torn, so written without fsync.
+   */
   async #putDag(dag: FileDag): Promise<Uint8Array> {
     const nodes = encodeDagNodes(dag.nodes);
-    await atomicWriteFile(join(this.#dags, cidToString(dag.root)), nodes, {
-      tmpDir: this.#tmp,
-    });
+    await Deno.writeFile(join(this.#dags, cidToString(dag.root)), nodes);
     return nodes;
   }
 
