@@ -127,10 +127,11 @@ export function cidToBytes32(cid: string | CID): Bytes32 {
 
 /**
  * The CID string for a 32-byte digest read from the chain, under `codec`:
- * raw (the default) for job ids and manifests, `CHECKPOINT_CODEC`
- * (protocol/round/round_checkpoint.ts) for checkpoints.
+ * `RAW_CODEC` for job ids and manifests, `CHECKPOINT_CODEC`
+ * (protocol/round/round_checkpoint.ts) for checkpoints (a head, a genesis,
+ * a parent). Given each time: the word alone does not say.
  */
-export function bytes32ToCid(word: Bytes32, codec: number = RAW_CODEC): string {
+export function bytes32ToCid(word: Bytes32, codec: number): string {
   return cidToString(cidFromDigest(hexToBytes(word), codec));
 }
 

@@ -7,7 +7,11 @@ import { generateKeyPair } from "@libp2p/crypto/keys";
 import { peerIdFromPrivateKey } from "@libp2p/peer-id";
 import { keccak256, toHex } from "viem";
 import { generatePrivateKey, privateKeyToAccount } from "viem/accounts";
-import { cidForBytes, cidToString } from "../protocol/content/cid.ts";
+import {
+  cidForBytes,
+  cidToString,
+  RAW_CODEC,
+} from "../protocol/content/cid.ts";
 import {
   type Attestation,
   bytes32ToCid,
@@ -40,7 +44,7 @@ Deno.test("cidToBytes32 and bytes32ToCid round-trip raw sha2-256 CIDs", async ()
   const cid = cidToString(await cidForBytes(new TextEncoder().encode("zoo")));
   const word = cidToBytes32(cid);
   assert.match(word, /^0x[0-9a-f]{64}$/);
-  assert.equal(bytes32ToCid(word), cid);
+  assert.equal(bytes32ToCid(word, RAW_CODEC), cid);
   assert.throws(() => cidToBytes32("not a cid"), TypeError);
 });
 

@@ -4,6 +4,7 @@
  * so a round takes a fraction of a second of compute and the tests
  * exercise the protocol, not the kernels.
  */
+import { CHECKPOINT_CODEC } from "../protocol/round/round_checkpoint.ts";
 import { bytes32ToCid, cidToBytes32 } from "../chain/attestation.ts";
 import type { BackendChoice } from "../kernels/backend_select.ts";
 import { readJob, readRound } from "../chain/registry.ts";
@@ -144,7 +145,10 @@ export class JobCluster {
   /** Rounds committed on chain and the chain's head checkpoint CID. */
   async chainHead(): Promise<{ nextRound: number; head: string }> {
     const j = await readJob(this.chain.owner, cidToBytes32(this.job.id));
-    return { nextRound: j.nextRound, head: bytes32ToCid(j.head) };
+    return {
+      nextRound: j.nextRound,
+      head: bytes32ToCid(j.head, CHECKPOINT_CODEC),
+    };
   }
 
   /**
@@ -159,7 +163,7 @@ export class JobCluster {
     for (let r = 0; r < j.nextRound; r++) {
       const round = await readRound(this.chain.owner, job, r);
       if (round === null) throw new Error(`round ${r} is not on chain`);
-      checkpoints.push(bytes32ToCid(round.checkpoint));
+      checkpoints.push(bytes32ToCid(round.checkpoint, CHECKPOINT_CODEC));
     }
     return checkpoints;
   }

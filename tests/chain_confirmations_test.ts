@@ -1,3 +1,5 @@
+import { CHECKPOINT_CODEC } from "../protocol/round/round_checkpoint.ts";
+import { RAW_CODEC } from "../protocol/content/cid.ts";
 import assert from "node:assert/strict";
 import { bytes32ToCid } from "../chain/attestation.ts";
 import type { ChainClient } from "../chain/client.ts";
@@ -26,7 +28,7 @@ import {
  * never moves its round machine on, while with N = 0 it does.
  */
 
-const JOB_ID = bytes32ToCid(JOB);
+const JOB_ID = bytes32ToCid(JOB, RAW_CODEC);
 
 /** Mines `blocks` empty blocks. */
 async function mine(client: ChainClient, blocks: number): Promise<void> {
@@ -121,7 +123,7 @@ Deno.test({
       assert.equal(peers[0].state.round, 1);
       assert.equal(
         peers[0].state.parent,
-        bytes32ToCid(attestation(0, GENESIS, []).checkpoint),
+        bytes32ToCid(attestation(0, GENESIS, []).checkpoint, CHECKPOINT_CODEC),
       );
     }),
 });
@@ -140,7 +142,10 @@ Deno.test({
       assert.deepEqual(peer.advanced, [0]);
 
       await commitRound0(nodes);
-      const checkpoint = bytes32ToCid(attestation(0, GENESIS, []).checkpoint);
+      const checkpoint = bytes32ToCid(
+        attestation(0, GENESIS, []).checkpoint,
+        CHECKPOINT_CODEC,
+      );
       const manifest = attestation(0, GENESIS, []).manifest;
       await peer.poll();
       assert.deepEqual(peer.advanced, [0], "0 blocks on it");

@@ -10,6 +10,7 @@ import assert from "node:assert/strict";
 import { connectChain } from "../chain/client.ts";
 import { fundOnDevnet } from "../chain/deployment.ts";
 import { bytes32ToCid, peerIdToHex } from "../chain/attestation.ts";
+import { RAW_CODEC } from "../protocol/content/cid.ts";
 import { commitRound, createJob, joinJob } from "../chain/registry.ts";
 import { loadIdentity } from "../node/identity.ts";
 import {
@@ -90,7 +91,7 @@ Deno.test({
           /no reward to claim now/,
         );
         await cli(["rewards", "--job", "not-a-cid", ...d], 2);
-        const unknown = bytes32ToCid(`0x${"ab".repeat(32)}`);
+        const unknown = bytes32ToCid(`0x${"ab".repeat(32)}`, RAW_CODEC);
         assert.match(
           await cli(["rewards", "claim", "--job", unknown, ...d], 1),
           /does not exist/,
@@ -106,7 +107,7 @@ Deno.test({
           reward: REWARD,
         });
         await joinJob(node.reg, { job: JOB });
-        const job = bytes32ToCid(JOB);
+        const job = bytes32ToCid(JOB, RAW_CODEC);
         assert.match(
           await cli(["rewards", "--job", job, ...d]),
           /round 0\/1, pool 10 ETH: no contribution/,

@@ -1,3 +1,5 @@
+import { CHECKPOINT_CODEC } from "../../protocol/round/round_checkpoint.ts";
+import { RAW_CODEC } from "../../protocol/content/cid.ts";
 import { formatEther } from "viem";
 import {
   bytes32ToCid,
@@ -169,10 +171,10 @@ async function printStatus(
     const job = await readJob(reg, id);
     console.log(
       `  ${
-        bytes32ToCid(id)
+        bytes32ToCid(id, RAW_CODEC)
       }  round ${job.nextRound}/${job.rounds}  quorum ${job.quorum}  pool ${
         formatEther(job.rewardPool)
-      } ETH  head ${bytes32ToCid(job.head)}`,
+      } ETH  head ${bytes32ToCid(job.head, CHECKPOINT_CODEC)}`,
     );
   }
   return 0;
@@ -190,9 +192,9 @@ async function printRounds(
   const txs = await commitTransactions(reg, job).catch(() => new Map());
   const rows = rounds.map((r) => ({
     round: r.round,
-    checkpoint: bytes32ToCid(r.checkpoint),
-    parent: bytes32ToCid(r.parent),
-    manifest: bytes32ToCid(r.manifest),
+    checkpoint: bytes32ToCid(r.checkpoint, CHECKPOINT_CODEC),
+    parent: bytes32ToCid(r.parent, CHECKPOINT_CODEC),
+    manifest: bytes32ToCid(r.manifest, RAW_CODEC),
     signers: r.signers,
     committer: r.committer,
     committedAt: new Date(Number(r.committedAt) * 1000).toISOString(),

@@ -1,3 +1,4 @@
+import { RAW_CODEC } from "../../protocol/content/cid.ts";
 import { formatEther } from "viem";
 import {
   type AuditSettings,
@@ -208,7 +209,7 @@ export function jobCancel(
     const tx = await cancelJob(reg, { job });
     console.log(
       `cancelled job ${
-        bytes32ToCid(job)
+        bytes32ToCid(job, RAW_CODEC)
       } after ${tx.rounds} committed round(s): ${
         formatEther(tx.refund)
       } ETH refunded; contributors claim the rest once its challenge window passes (tx ${tx.hash})`,

@@ -7,6 +7,7 @@
  *
  * @module
  */
+import { RAW_CODEC } from "../../protocol/content/cid.ts";
 import { formatEther } from "viem";
 import { type Bytes32, bytes32ToCid } from "../../chain/attestation.ts";
 import { ChainError } from "../../chain/errors.ts";
@@ -105,7 +106,7 @@ export function rewardsCommand(
       return 0;
     }
     for (const s of shown) {
-      console.log(`${bytes32ToCid(s.job)}  ${describe(s)}`);
+      console.log(`${bytes32ToCid(s.job, RAW_CODEC)}  ${describe(s)}`);
     }
     return 0;
   });
@@ -144,7 +145,7 @@ export function rewardsClaim(
       const tx = await claimReward(reg, { job });
       console.log(
         `claimed ${formatEther(tx.amount)} ETH from job ${
-          bytes32ToCid(job)
+          bytes32ToCid(job, RAW_CODEC)
         } (tx ${tx.hash})`,
       );
     }
@@ -178,7 +179,7 @@ function describe(s: RewardStatus): string {
 
 function rewardJson(s: RewardStatus) {
   return {
-    job: bytes32ToCid(s.job),
+    job: bytes32ToCid(s.job, RAW_CODEC),
     stage: s.stage,
     contribution: String(s.contribution),
     totalContribution: String(s.record.totalContribution),

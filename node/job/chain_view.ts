@@ -7,6 +7,7 @@
  *
  * @module
  */
+import { RAW_CODEC } from "../../protocol/content/cid.ts";
 import { CHECKPOINT_CODEC } from "../../protocol/round/round_checkpoint.ts";
 import { contributionsOf, creditedRounds } from "../http/contributions.ts";
 import {
@@ -244,7 +245,7 @@ export class JobChainView {
       chain: {
         parent: bytes32ToCid(r.parent, CHECKPOINT_CODEC),
         checkpoint: bytes32ToCid(r.checkpoint, CHECKPOINT_CODEC),
-        manifest: bytes32ToCid(r.manifest),
+        manifest: bytes32ToCid(r.manifest, RAW_CODEC),
         committer: r.committer,
         signers: r.signers,
         committedAt: Number(r.committedAt),

@@ -5,6 +5,7 @@
  *
  * @module
  */
+import { RAW_CODEC } from "../../../protocol/content/cid.ts";
 import { bytes32ToCid } from "../../../chain/attestation.ts";
 import type { RoundManifest } from "../../../protocol/round/round_manifest.ts";
 import type { BlobGetter } from "./blob_getter.ts";
@@ -31,7 +32,7 @@ export async function committedManifest(
   try {
     const word = await o.chain.committedManifest(round);
     if (!word) return null;
-    const cid = bytes32ToCid(word);
+    const cid = bytes32ToCid(word, RAW_CODEC);
     const manifest = await o.blobs.manifest(cid, { timeoutMs });
     return manifest.round === round && manifest.checkpoint === checkpoint
       ? { cid, manifest }

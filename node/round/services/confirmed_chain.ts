@@ -8,6 +8,7 @@
  *
  * @module
  */
+import { CHECKPOINT_CODEC } from "../../../protocol/round/round_checkpoint.ts";
 import { bytes32ToCid, cidToBytes32 } from "../../../chain/attestation.ts";
 import {
   confirmedBlock,
@@ -57,7 +58,7 @@ export class ConfirmedChain {
     return {
       type: "chainHead",
       nextRound: read.record.nextRound,
-      head: bytes32ToCid(read.record.head),
+      head: bytes32ToCid(read.record.head, CHECKPOINT_CODEC),
       rounds: read.record.rounds,
     };
   }
