@@ -3,6 +3,7 @@
  * processes form a mesh, move blobs by CID, survive a killed provider, a
  * corrupt provider, and garbage on every input.
  */
+import type { BlobFetchError } from "../node/p2p/blob_fetch.ts";
 import { deepStrictEqual, ok, strictEqual } from "node:assert";
 import { multiaddr } from "@multiformats/multiaddr";
 import { peerIdFromString } from "@libp2p/peer-id";
@@ -207,7 +208,11 @@ Deno.test(
       const fromA = report.bytesFrom[a.info.peerId] ?? 0;
       const fromB = report.bytesFrom[b.info.peerId] ?? 0;
       ok(fromA >= 8 * MiB && fromA < 64 * MiB, `from a: ${fromA}`);
-      strictEqual(fromA + fromB, 64 * MiB, "b resumed where a stopped");
+      // Both served leaves at once; b sent the rest, and again only the
+      // leaves a had in flight when it died (4 at most): every leaf a
+      // delivered was kept.
+      ok(fromA + fromB >= 64 * MiB, `${fromA} + ${fromB}`);
+      ok(fromA + fromB <= 68 * MiB, `${fromA} + ${fromB}`);
       deepStrictEqual(report.bad, []);
       const stored = await f.store.get(cid);
       strictEqual(cidToString(await cidForBytes(stored)), cidToString(cid));
@@ -230,16 +235,24 @@ Deno.test(
       await Deno.writeFile(onDisk, rotten);
 
       const f = await c.inProcess([a, b]);
+      // From a alone: caught on the leaf it rotted in.
+      const alone = await f.blobs.fetch(cid, [a.info.peerId]).then(
+        () => null,
+        (err: BlobFetchError) => err.report,
+      );
+      ok(alone, "a fetch from the rotten copy alone fails");
+      deepStrictEqual(alone.bad, [a.info.peerId]);
+      // a noticed too while serving that leaf, and dropped its copy.
+      strictEqual((await statusOf(a)).blobs.corruptLocal, 1);
+      strictEqual(await Deno.stat(onDisk).catch(() => null), null);
+      // With b named too, the file comes whole: the leaves a sent before
+      // the rotten one were kept, b sends the rest.
       const report = await f.blobs.fetch(cid, [a.info.peerId, b.info.peerId]);
-      deepStrictEqual(report.bad, [a.info.peerId]);
-      strictEqual(report.bytesFrom[b.info.peerId], 8 * MiB);
+      ok(report.bytesFrom[b.info.peerId] >= 3 * MiB, JSON.stringify(report));
       strictEqual(
         cidToString(await cidForBytes(await f.store.get(cid))),
         cidToString(cid),
       );
-      // a noticed too while serving, and dropped its rotten copy.
-      strictEqual((await statusOf(a)).blobs.corruptLocal, 1);
-      strictEqual(await Deno.stat(onDisk).catch(() => null), null);
     }),
 );
 

@@ -8,12 +8,26 @@
  *
  * A change that means to change what training computes (a new default, a
  * new kernel, another rule) updates `EXPECTED`, saying so in its commit.
+ * Checkpoints were named as one raw block then; they are files now (a
+ * UnixFS root, issue 43), and a checkpoint names its parent in its
+ * metadata, so its bytes moved with the names. What training computed did
+ * not: the test checks each checkpoint's parameters and outer momentum
+ * against their SHA-256 as main (4e897b1) held them, and its name against
+ * its bytes.
  *
  * The CIDs are those of the WASM kernels' relaxed-SIMD build on an x86-64
  * CPU with FMA (the machines it has run on): on a CPU without FMA the
  * relaxed multiply-adds round differently, and so would the CIDs.
  */
 import assert from "node:assert/strict";
+import { createHash } from "node:crypto";
+import { cidToString, parseCid } from "../protocol/content/cid.ts";
+import {
+  decodeRoundCheckpoint,
+  roundCheckpointCid,
+} from "../protocol/round/round_checkpoint.ts";
+import { blockstoreDir } from "../node/node.ts";
+import { Blockstore } from "../node/store/blockstore.ts";
 import {
   closedRounds,
   JOB_TEST,
@@ -37,11 +51,31 @@ const KEYS = [
   },
 ];
 
-/** Checkpoint CIDs of rounds 0 and 1, as main committed them at 551fb64. */
+/**
+ * SHA-256 of the parameters and of the outer momentum of the checkpoints
+ * of rounds 0 and 1, as main committed them at 551fb64 (raw-named
+ * bafkreiahu5aw7llxp74ysbwauavcqpriyciatqa2r7mdighri5l632pbxu and
+ * bafkreicyvgw46oz2wq2owoxpojr3j4wwwi3ovbv3cmibfnv3465x42ioki then).
+ */
 const EXPECTED = [
-  "bafkreiahu5aw7llxp74ysbwauavcqpriyciatqa2r7mdighri5l632pbxu",
-  "bafkreicyvgw46oz2wq2owoxpojr3j4wwwi3ovbv3cmibfnv3465x42ioki",
+  {
+    params: "e2d075a0e1e027fceaebc3295d86e7d8b0a2a13183321493bbbbb0fb9ea4a482",
+    momentum:
+      "f879f6a18f67703ff154713bc7fac952a614e9d73c6cf4d8f2fffa0290ff038f",
+  },
+  {
+    params: "95dabe2926f225496e0ee9a6640f375a55eca093646a0c12210a9f50d3cb289a",
+    momentum:
+      "71c5f0cc03c187ae5a3af48bdc85c7e3776002cb7beafaa6203985d008da1a54",
+  },
 ];
+
+/** Lower-case hex SHA-256 of `x`'s bytes. */
+function sha256Hex(x: Float32Array): string {
+  return createHash("sha256")
+    .update(new Uint8Array(x.buffer, x.byteOffset, x.byteLength))
+    .digest("hex");
+}
 
 async function writeKeys(dir: string): Promise<void> {
   for (const [i, k] of KEYS.entries()) {
@@ -87,11 +121,26 @@ Deno.test({
         const [first] = await c.spawn([0, 1]);
         await c.waitForRounds(2, 90_000);
         const records = await closedRounds(first, 2);
-        assert.deepEqual(records.map((r) => r.checkpoint), EXPECTED);
+        const store = await Blockstore.open(blockstoreDir(first.dataDir));
+        const named = [];
+        for (const r of records) {
+          const bytes = await store.get(parseCid(r.checkpoint));
+          const c = decodeRoundCheckpoint(bytes);
+          // The very numbers main committed, under their file's name.
+          assert.deepEqual(
+            { params: sha256Hex(c.params), momentum: sha256Hex(c.momentum) },
+            EXPECTED[named.length],
+          );
+          assert.equal(
+            r.checkpoint,
+            cidToString(await roundCheckpointCid(bytes)),
+          );
+          named.push(r.checkpoint);
+        }
         // Round 1 was trained from this peer's own preview of C(1), before
         // the chain committed it: starting early moves no bit.
         assert.deepEqual(records.map((r) => r.early), [false, true]);
-        assert.equal((await c.chainHead()).head, EXPECTED[1]);
+        assert.equal((await c.chainHead()).head, named[1]);
       });
     } finally {
       await Deno.remove(keys, { recursive: true });
