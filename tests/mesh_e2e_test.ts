@@ -207,7 +207,8 @@ Deno.test(
       strictEqual((await a.child.status).signal, "SIGKILL");
       const fromA = report.bytesFrom[a.info.peerId] ?? 0;
       const fromB = report.bytesFrom[b.info.peerId] ?? 0;
-      ok(fromA >= 8 * MiB && fromA < 64 * MiB, `from a: ${fromA}`);
+      // Killed once 8 MiB were in, a had sent a leaf or more of them.
+      ok(fromA >= MiB && fromA < 64 * MiB, `from a: ${fromA}`);
       // Both served leaves at once; b sent the rest, and again only the
       // leaves a had in flight when it died (4 at most): every leaf a
       // delivered was kept.
