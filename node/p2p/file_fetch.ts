@@ -20,6 +20,7 @@ import {
   FileDagError,
   fileDagOfNodes,
   type FileLeaf,
+  FileTooLargeError,
   maxDagNodesBytes,
 } from "../../protocol/content/unixfs.ts";
 import { NodeError } from "../errors.ts";
@@ -161,20 +162,16 @@ async function dagFrom(
     await stream.close().catch(() => {});
     let dag: FileDag;
     try {
-      dag = fileDagOfNodes(
-        cid,
-        decodeDagNodes(bytes),
-        Number.MAX_SAFE_INTEGER,
-      );
+      dag = fileDagOfNodes(cid, decodeDagNodes(bytes), limit);
     } catch (err) {
+      if (err instanceof FileTooLargeError) {
+        throw new PeerRefused(
+          `announced ${err.size} bytes, over the limit of ${limit}`,
+        );
+      }
       if (!(err instanceof FileDagError)) throw err;
       throw new WrongBytes(
         `sent DAG nodes that do not match the CID: ${err.message}`,
-      );
-    }
-    if (dag.size > limit) {
-      throw new PeerRefused(
-        `announced ${dag.size} bytes, over the limit of ${limit}`,
       );
     }
     return dag;

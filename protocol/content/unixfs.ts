@@ -189,6 +189,16 @@ export function fileDagOfLeaves(leaves: readonly FileLeaf[]): FileDag {
   };
 }
 
+/** A file whose root claims more bytes than the reader takes. */
+export class FileTooLargeError extends FileDagError {
+  constructor(root: CID, readonly size: number, readonly limit: number) {
+    super(
+      `Cannot read file ${root} as its root claims ${size} bytes, over the limit of ${limit}`,
+    );
+    this.name = "FileTooLargeError";
+  }
+}
+
 /** A decoded file node: its children and the file bytes under each. */
 export interface FileNode {
   readonly links: readonly CID[];
@@ -232,8 +242,10 @@ export function decodeFileNode(bytes: Uint8Array): FileNode {
  * The file DAG under `root`, from its dag-pb `nodes` (in any order), as a
  * fetcher takes it from an untrusted peer before asking for the leaves:
  * every node's bytes must hash to the link that names it, the file must be
- * at most `maxBytes`, and the DAG must be the one {@linkcode fileDag} lays
- * out for a file of that size, or a {@linkcode FileDagError} says why.
+ * at most `maxBytes` (a root claiming more is a {@linkcode
+ * FileTooLargeError} before anything is walked), and the DAG must be the
+ * one {@linkcode fileDag} lays out for a file of that size, or a
+ * {@linkcode FileDagError} says why.
  */
 export function fileDagOfNodes(
   root: CID,
@@ -250,9 +262,29 @@ export function fileDagOfNodes(
     byCid.set(blockCidOf(bytes, dagPB.code).toString(), bytes);
   }
   const maxLeaves = Math.max(1, Math.ceil(maxBytes / FILE_BLOCK_BYTES));
+  const rootBytes = byCid.get(root.toString());
+  if (rootBytes) {
+    const claimed = decodeFileNode(rootBytes).blockSizes.reduce(
+      (a, b) => a + b,
+      0,
+    );
+    if (claimed > maxBytes) {
+      throw new FileTooLargeError(root, claimed, maxBytes);
+    }
+  }
   const leaves: FileLeaf[] = [];
   let offset = 0;
+  // A node may be linked more than once (equal subtrees of equal bytes),
+  // so the walk is bounded by what a file within the limit can hold, not
+  // by the nodes given: a few nodes linked 174 times a level would
+  // otherwise expand past any machine.
+  let visits = 0;
   const walk = (cid: CID, depth: number) => {
+    if (++visits > maxLeaves + MAX_DEPTH) {
+      throw new FileDagError(
+        `Cannot read file ${root}: it walks more nodes than a file of at most ${maxBytes} bytes has`,
+      );
+    }
     const bytes = byCid.get(cid.toString());
     if (!bytes) {
       throw new FileDagError(

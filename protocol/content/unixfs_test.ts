@@ -17,6 +17,7 @@ import {
   fileDagOfLeaves,
   fileDagOfNodes,
   type FileLeaf,
+  FileTooLargeError,
   maxDagNodesBytes,
 } from "./unixfs.ts";
 import { blockCid } from "./cid.ts";
@@ -195,4 +196,38 @@ Deno.test("encodeDagNodes / decodeDagNodes round-trip; cut input is refused", as
     FileDagError,
   );
   assert.throws(() => decodeDagNodes(wire.subarray(0, 2)), FileDagError);
+});
+
+Deno.test("fileDagOfNodes: a root claiming too much, or a node linked over and over, is refused at once", async () => {
+  // An empty file node linked 174 times a level, 5 levels up: a few
+  // hundred kilobytes of nodes that would walk 174^5 of them.
+  const encode = (links: CID[]) =>
+    dagPB.encode(dagPB.prepare({
+      Data: new UnixFS({
+        type: "file",
+        blockSizes: links.map(() => 0n),
+      }).marshal(),
+      Links: links.map((Hash) => ({ Hash, Name: "", Tsize: 0 })),
+    }));
+  const cidOf = async (bytes: Uint8Array) =>
+    CID.createV1(DAG_PB_CODEC, await sha256.digest(bytes));
+  let bytes = encode([]);
+  const nodes = [bytes];
+  for (let level = 0; level < 5; level++) {
+    bytes = encode(Array(FILE_LINKS_PER_NODE).fill(await cidOf(bytes)));
+    nodes.push(bytes);
+  }
+  const root = await cidOf(bytes);
+  const start = performance.now();
+  assert.throws(
+    () => fileDagOfNodes(root, nodes, 1 << 30),
+    /walks more nodes than a file of at most/,
+  );
+  assert.ok(performance.now() - start < 1000);
+
+  const big = fileDagOfLeaves(await leaves(3, 10));
+  assert.throws(
+    () => fileDagOfNodes(big.root, big.nodes.map((n) => n.bytes), 1000),
+    FileTooLargeError,
+  );
 });
