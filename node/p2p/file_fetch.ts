@@ -106,6 +106,9 @@ export async function fetchFile(
   }
   report.size = dag.size;
   const partial = await ctx.store.partial(cid, dag.size);
+  // Leaves left by an earlier process were checked then, but the disk may
+  // have changed them since: only a fetch from offset 0 vouches for all.
+  const fromStart = partial.offset === 0;
   try {
     if (partial.offset % FILE_BLOCK_BYTES !== 0 && partial.offset < dag.size) {
       // Not left by a swarm fetch, which appends whole leaves: start over.
@@ -119,7 +122,7 @@ export async function fetchFile(
       report,
       signal,
     });
-    await partial.commit();
+    await partial.commit(fromStart ? dag : undefined);
   } finally {
     await partial.close();
     if (partial.offset === 0) await ctx.store.discardPartial(cid);

@@ -10,10 +10,32 @@
  */
 import { NodeError } from "../errors.ts";
 import { type CID, cidToString } from "../../protocol/content/cid.ts";
+import type { FileDag } from "../../protocol/content/unixfs.ts";
 
 /** Lower-case hex of `bytes`: how digests appear in errors. */
 export const toHex = (bytes: Uint8Array): string =>
   Array.from(bytes, (b) => b.toString(16).padStart(2, "0")).join("");
+
+/**
+ * Throws unless `checked` is the DAG of the download of `cid` of
+ * `expectedSize` bytes: what a store asks before it takes a caller's word
+ * that the bytes were checked leaf by leaf.
+ */
+export function assertCheckedDag(
+  cid: CID,
+  expectedSize: number,
+  checked: FileDag,
+): void {
+  if (!checked.root.equals(cid) || checked.size !== expectedSize) {
+    throw new TypeError(
+      `Cannot commit download of ${
+        cidToString(cid)
+      } as checked against the DAG of ${
+        cidToString(checked.root)
+      } (${checked.size} bytes)`,
+    );
+  }
+}
 
 /** Bytes per chunk when streaming a block. */
 export const CHUNK_SIZE = 256 * 1024;
@@ -74,8 +96,13 @@ export interface PartialBlock extends AsyncDisposable {
   readonly offset: number;
   /** Appends `chunk`; RangeError if it would exceed `expectedSize`. */
   write(chunk: Uint8Array): Promise<void>;
-  /** Verifies the bytes and stores the block; closes on success. */
-  commit(): Promise<CID>;
+  /**
+   * Verifies the bytes and stores the block; closes on success. Given
+   * `checked`, the DAG of this very file (its root the CID, its size the
+   * expected one), the caller vouches that it checked every byte written
+   * against its leaf's CID in that DAG, so the bytes are not hashed again.
+   */
+  commit(checked?: FileDag): Promise<CID>;
   /** Drops the bytes written so far, restarting at offset 0. */
   truncate(): Promise<void>;
   /** Releases the download, keeping its bytes for a later resume. */

@@ -11,6 +11,12 @@ import * as raw from "multiformats/codecs/raw";
 import { identity } from "multiformats/hashes/identity";
 import { sha256 } from "multiformats/hashes/sha2";
 import { cidForBytes, cidToString } from "../../protocol/content/cid.ts";
+import {
+  DAG_PB_CODEC,
+  decodeDagNodes,
+  FILE_BLOCK_BYTES,
+  fileDag,
+} from "../../protocol/content/unixfs.ts";
 import { BlockCorruptError, CHUNK_SIZE } from "./block_storage.ts";
 import {
   forEachStore,
@@ -186,6 +192,27 @@ forEachStore((test, impl) => {
     assert.ok((await zero.commit()).equals(empty));
     assert.equal(await store.size(empty), 0);
     assert.deepEqual(await store.get(empty), new Uint8Array());
+  });
+
+  test("partial: commit with a checked DAG takes it only for this file", async (store) => {
+    const bytes = random(FILE_BLOCK_BYTES * 2 + 5);
+    const dag = fileDag(bytes);
+    const other = fileDag(random(FILE_BLOCK_BYTES + 1));
+    const cid = await cidForBytes(bytes, DAG_PB_CODEC);
+    assert.ok(dag.root.equals(cid));
+    const part = await store.partial(cid, bytes.length);
+    await part.write(bytes);
+    await rejects(
+      "commit checked against another file's DAG",
+      () => part.commit(other),
+      TypeError,
+    );
+    assert.equal(await store.has(cid), false);
+    assert.ok((await part.commit(dag)).equals(cid));
+    assert.deepEqual(await store.get(cid), bytes);
+    const nodes = await store.dagNodes(cid);
+    assert.ok(nodes);
+    assert.equal(decodeDagNodes(nodes).length, dag.nodes.length);
   });
 
   test("discardPartial drops the kept bytes", async (store) => {

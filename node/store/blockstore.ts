@@ -38,6 +38,7 @@ import {
   fileDagOfNodes,
 } from "../../protocol/content/unixfs.ts";
 import {
+  assertCheckedDag,
   BlockCorruptError,
   BlockNotFoundError,
   type BlockRange,
@@ -393,7 +394,7 @@ export class Blockstore implements BlockStorage {
           await writeFully(file, chunk);
           offset += chunk.length;
         }),
-      commit: () =>
+      commit: (checked) =>
         serial(async () => {
           assertOpen();
           if (offset !== expectedSize) {
@@ -401,8 +402,11 @@ export class Blockstore implements BlockStorage {
               `Cannot commit download of ${name} as it has ${offset} of ${expectedSize} bytes`,
             );
           }
+          if (checked) assertCheckedDag(cid, expectedSize, checked);
           await file.sync();
-          const { hex, dag } = await hashFileAs(cid, path);
+          const { hex, dag } = checked
+            ? { hex: toHex(cid.multihash.digest), dag: checked }
+            : await hashFileAs(cid, path);
           const expected = toHex(cid.multihash.digest);
           if (hex !== expected) {
             await file.truncate(0);

@@ -23,6 +23,7 @@ import {
   fileDag,
 } from "../../protocol/content/unixfs.ts";
 import {
+  assertCheckedDag,
   BlockCorruptError,
   BlockNotFoundError,
   type BlockRange,
@@ -279,14 +280,17 @@ export class MemoryBlockstore implements BlockStorage {
         buffer.set(chunk, offset);
         offset += chunk.length;
       },
-      commit: async () => {
+      commit: async (checked) => {
         assertOpen();
         if (offset !== expectedSize) {
           throw new RangeError(
             `Cannot commit download of ${name} as it has ${offset} of ${expectedSize} bytes`,
           );
         }
-        const actual = await digestHex(cid, buffer);
+        if (checked) assertCheckedDag(cid, expectedSize, checked);
+        const actual = checked
+          ? toHex(cid.multihash.digest)
+          : await digestHex(cid, buffer);
         const expected = toHex(cid.multihash.digest);
         if (actual !== expected) {
           offset = 0;
@@ -301,6 +305,7 @@ export class MemoryBlockstore implements BlockStorage {
         this.#openParts.delete(name);
         this.#parts.delete(name);
         this.#blocks.set(name, { cid, bytes: buffer });
+        if (checked) this.#dags.set(name, encodeDagNodes(checked.nodes));
         return cid;
       },
       // deno-lint-ignore require-await -- misuse rejects, as on disk
