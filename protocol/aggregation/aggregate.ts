@@ -71,6 +71,13 @@ export interface Contribution {
   /** Tokens trained on this round: a positive safe integer. */
   readonly tokens: number;
   readonly delta: Float32Array;
+  /**
+   * The L2 norm of the whole delta when `delta` is one slice of it (a
+   * sharded round, protocol/round/slice_update.ts): norm clipping scales
+   * by it, so every slice of a delta is scaled alike. Given for every
+   * contribution or for none; absent, it is `delta`'s own.
+   */
+  readonly norm?: number;
 }
 
 /**
@@ -111,9 +118,14 @@ export function aggregate(
 ): Float32Array {
   checkAggregationRule(rule);
   const sorted = checkContributions(inputs);
+  if (rule.rule === "centered-clip" && sorted[0].norm !== undefined) {
+    throw new AggregationInputError(
+      "Cannot aggregate slices under centered-clip, whose clipping needs whole deltas at every iteration",
+    );
+  }
   const weights = sorted.map((c) => c.tokens);
   const deltas = sorted.map((c) => c.delta);
-  const scales = clipScales(deltas);
+  const scales = clipScales(sorted.map(normOf));
   const total = weights.reduce((a, b) => a + b, 0);
   let out: Float64Array;
   if (rule.rule === "trimmed-mean") {
@@ -227,6 +239,20 @@ function checkContributions(
       }
     }
   }
+  const normed = sorted.filter((c) => c.norm !== undefined).length;
+  if (normed !== 0 && normed !== sorted.length) {
+    throw new AggregationInputError(
+      `Cannot aggregate as a whole-delta norm must be given for every contribution or none: ${normed} of ${sorted.length} have one`,
+    );
+  }
+  for (const { peer, norm } of sorted) {
+    if (norm !== undefined && !(Number.isFinite(norm) && norm >= 0)) {
+      throw new AggregationInputError(
+        `Cannot aggregate as the norm of ${peer} must be finite and >= 0: current value is ${norm}`,
+        peer,
+      );
+    }
+  }
   if (!Number.isSafeInteger(total)) {
     throw new AggregationInputError(
       `Cannot aggregate as the total tokens must be a safe integer, so weight sums stay exact: current total is ${total}`,
@@ -239,15 +265,10 @@ function checkContributions(
  * The norm clipping factor of each delta, min(1, τ/‖x_i‖) with τ the
  * median norm, or all 1 below 3 deltas (see the module doc).
  */
-function clipScales(deltas: readonly Float32Array[]): Float64Array {
-  const n = deltas.length;
+function clipScales(norms: readonly number[]): Float64Array {
+  const n = norms.length;
   const scales = new Float64Array(n).fill(1);
   if (n < 3) return scales;
-  const norms = deltas.map((x) => {
-    let norm2 = 0;
-    for (let j = 0; j < x.length; j++) norm2 += x[j] * x[j];
-    return Math.sqrt(norm2);
-  });
   const order = Array.from({ length: n }, (_, i) => i);
   insertionSortOrSort(order, (a, b) => norms[a] - norms[b] || a - b);
   const mid = n >> 1;
@@ -259,6 +280,14 @@ function clipScales(deltas: readonly Float32Array[]): Float64Array {
     if (norms[i] > tau) scales[i] = tau / norms[i];
   }
   return scales;
+}
+
+/** A contribution's whole-delta L2 norm: given, or of its delta. */
+function normOf({ delta, norm }: Contribution): number {
+  if (norm !== undefined) return norm;
+  let norm2 = 0;
+  for (let j = 0; j < delta.length; j++) norm2 += delta[j] * delta[j];
+  return Math.sqrt(norm2);
 }
 
 /**

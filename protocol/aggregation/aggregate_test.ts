@@ -303,3 +303,32 @@ Deno.test("one bad peer of 3, 4, 5 or 7 moves no rule far", () => {
     }
   }
 });
+
+Deno.test("aggregate: whole-delta norms clip a slice as the whole delta is clipped, given for all or none, never under centered-clip", () => {
+  const whole = [
+    c("a", 1, [1, 1, 1, 1]),
+    c("b", 1, [2, 2, 2, 2]),
+    c("c", 1, [30, 30, 30, 30]),
+  ];
+  const norms = whole.map(({ delta }) => Math.hypot(...delta));
+  const slice = whole.map((x, i) => ({
+    ...x,
+    delta: x.delta.slice(0, 2),
+    norm: norms[i],
+  }));
+  for (const rule of [TRIMMED, MEDIAN]) {
+    deepStrictEqual(
+      aggregate(slice, rule),
+      aggregate(whole, rule).slice(0, 2),
+    );
+  }
+  throws(
+    () => aggregate([slice[0], whole[1], whole[2]], TRIMMED),
+    AggregationInputError,
+  );
+  throws(() => aggregate(slice, CLIP), AggregationInputError);
+  throws(
+    () => aggregate([{ ...slice[0], norm: NaN }, ...slice.slice(1)], TRIMMED),
+    AggregationInputError,
+  );
+});

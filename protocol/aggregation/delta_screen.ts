@@ -118,29 +118,14 @@ export function screenDeltas(inputs: readonly ScreenInput[]): Exclusion[] {
     share: number;
   }[] = [];
   for (const { peer, delta, share = 1 } of inputs) {
-    if (!(share > 0 && share <= 1)) {
-      throw new RangeError(
-        `Cannot screen the delta of ${peer} as its share must be in (0, 1]: current value is ${share}`,
-      );
-    }
+    checkShare(peer, share);
     let sum = 0;
     for (let j = 0; j < delta.length; j++) sum += delta[j] * delta[j];
     if (!Number.isFinite(sum)) excluded.push({ peer, reason: "non-finite" });
     else if (sum === 0) excluded.push({ peer, reason: "zero" });
     else normed.push({ peer, delta, norm: Math.sqrt(sum), share });
   }
-  let kept = normed;
-  if (normed.length >= SCREEN_MIN_PEERS) {
-    const median = medianOf(normed.map((d) => d.norm / d.share));
-    kept = normed.filter(({ peer, norm, share }) => {
-      if (norm / share > SCREEN_RATIO * median) {
-        excluded.push({ peer, reason: "too-large" });
-      } else if ((norm / share) * SCREEN_RATIO < median) {
-        excluded.push({ peer, reason: "too-small" });
-      } else return true;
-      return false;
-    });
-  }
+  const kept = screenNorms(normed, excluded);
   const distinct = distinctDeltas(kept);
   if (distinct.length >= SCREEN_MIN_PEERS) {
     const center = coordinateMedian(
@@ -157,18 +142,69 @@ export function screenDeltas(inputs: readonly ScreenInput[]): Exclusion[] {
         centerNorm === 0 ? 0 : dot / (norm * Math.sqrt(centerNorm)),
       ];
     }));
-    const bar = Math.max(
-      0,
-      medianOf(distinct.map((d) => cosineOf.get(d.peer)!)),
-    ) / 2;
-    for (const { peer, share } of kept) {
-      const cosine = cosineOf.get(peer)!;
-      if (cosine < bar * Math.sqrt(share) || cosine < 0) {
-        excluded.push({ peer, reason: "misaligned" });
-      }
-    }
+    screenCosines(kept, cosineOf, distinct, excluded);
   }
   return excluded.sort((a, b) => comparePeerIds(a.peer, b.peer));
+}
+
+/** A finite, non-zero delta's figures for the norm test. */
+export interface Normed {
+  readonly peer: string;
+  readonly norm: number;
+  readonly share: number;
+}
+
+/**
+ * The norm test (`too-large`, `too-small`; see the module doc) over
+ * `normed`, pushing each exclusion to `excluded`: returns those kept, in
+ * their order.
+ */
+export function screenNorms<T extends Normed>(
+  normed: readonly T[],
+  excluded: Exclusion[],
+): T[] {
+  if (normed.length < SCREEN_MIN_PEERS) return [...normed];
+  const median = medianOf(normed.map((d) => d.norm / d.share));
+  return normed.filter(({ peer, norm, share }) => {
+    if (norm / share > SCREEN_RATIO * median) {
+      excluded.push({ peer, reason: "too-large" });
+    } else if ((norm / share) * SCREEN_RATIO < median) {
+      excluded.push({ peer, reason: "too-small" });
+    } else return true;
+    return false;
+  });
+}
+
+/**
+ * The alignment test (`misaligned`; see the module doc) of `kept` by
+ * their cosines with the median, the bar taken over `reference`'s,
+ * pushing each exclusion to `excluded`.
+ */
+export function screenCosines(
+  kept: readonly Normed[],
+  cosineOf: ReadonlyMap<string, number>,
+  reference: readonly { readonly peer: string }[],
+  excluded: Exclusion[],
+): void {
+  const bar = Math.max(
+    0,
+    medianOf(reference.map((d) => cosineOf.get(d.peer)!)),
+  ) / 2;
+  for (const { peer, share } of kept) {
+    const cosine = cosineOf.get(peer)!;
+    if (cosine < bar * Math.sqrt(share) || cosine < 0) {
+      excluded.push({ peer, reason: "misaligned" });
+    }
+  }
+}
+
+/** Throws a `RangeError` unless `share` is in (0, 1]. */
+export function checkShare(peer: string, share: number): void {
+  if (!(share > 0 && share <= 1)) {
+    throw new RangeError(
+      `Cannot screen the delta of ${peer} as its share must be in (0, 1]: current value is ${share}`,
+    );
+  }
 }
 
 /**

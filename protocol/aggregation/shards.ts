@@ -225,8 +225,8 @@ export function combineSliceSums(
 
 /** The sums of `delta` over [from, to) against `center` (same span). */
 export function sliceSums(
-  delta: Float32Array,
-  center: Float32Array,
+  delta: ArrayLike<number>,
+  center: ArrayLike<number>,
   from: number,
   to: number,
 ): SliceSums {

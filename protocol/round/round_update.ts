@@ -8,7 +8,11 @@
  *    claiming 10^9 tokens weighs no more than an honest full round;
  * 2. the deltas are combined with the job's robust rule (`aggregate`,
  *    which sorts by peer id, so their order here never matters);
- * 3. the outer Nesterov step is applied to copies of the parent's
+ * 3. in a job sharded by slices, the rule runs slice by slice with
+ *    whole-delta norms added up slice by slice, and the combined update is
+ *    compressed as the deltas are (slice_update.ts): what slice leaders
+ *    publish and every peer applies;
+ * 4. the outer Nesterov step is applied to copies of the parent's
  *    parameters and momentum (`outerStep`).
  *
  * Pure: no I/O.
@@ -19,9 +23,11 @@ import { GPT_CONFIG_KEYS } from "../../kernels/gpt.ts";
 import { aggregate } from "../aggregation/aggregate.ts";
 import { cidToString, parseCid } from "../content/cid.ts";
 import { creditedTokens } from "./contribution.ts";
-import type { JobSpec } from "../spec/job_spec.ts";
+import { isSharded, type JobSpec } from "../spec/job_spec.ts";
 import { outerStep } from "../aggregation/outer_step.ts";
 import { dequantize } from "../aggregation/quantize.ts";
+import { sliceBounds } from "../aggregation/shards.ts";
+import { slicedUpdate } from "./slice_update.ts";
 import { decodeQuantized } from "../aggregation/quantized_container.ts";
 import type { RoundCheckpoint } from "./round_checkpoint.ts";
 
@@ -45,6 +51,11 @@ export interface NextCheckpointArgs {
   readonly parentCid: string;
   /** The contributions to combine, in any order; at least one. */
   readonly deltas: readonly RoundDelta[];
+  /**
+   * How many slices the round is cut into (`shardCount`), in a job sharded
+   * by slices; 1 if not given. Ignored otherwise.
+   */
+  readonly slices?: number;
 }
 
 /**
@@ -98,17 +109,44 @@ export function nextCheckpoint(args: NextCheckpointArgs): RoundCheckpoint {
     }
   }
   // Self-reported tokens are the weights of every rule; capping them is
-  // what keeps one liar from outweighing everyone else. Invalid counts
-  // (0, negative, fractional, NaN) stay invalid and aggregate() names them.
-  const capped = deltas.map(({ peer, tokens, delta }) => ({
-    peer,
-    tokens: creditedTokens(spec, tokens),
-    delta,
-  }));
-  const aggregated = aggregate(capped, spec.aggregation);
+  // what keeps one liar from outweighing everyone else (the sliced update
+  // caps them too). Invalid counts (0, negative, fractional, NaN) stay
+  // invalid and aggregate() names them.
+  const update = isSharded(spec)
+    ? slicedUpdate(spec, sliceBounds(length, args.slices ?? 1), deltas)
+    : aggregate(
+      deltas.map(({ peer, tokens, delta }) => ({
+        peer,
+        tokens: creditedTokens(spec, tokens),
+        delta,
+      })),
+      spec.aggregation,
+    );
+  return checkpointOfUpdate(spec, parent, parentCid, update);
+}
+
+/**
+ * C(round + 1) from C(round) = `parent` and the round's combined `update`
+ * (one value per parameter): the outer step on copies of the parent's
+ * parameters and momentum. What every peer of a sharded round runs on
+ * the slices its leaders publish (slice_update.ts).
+ */
+export function checkpointOfUpdate(
+  spec: JobSpec,
+  parent: RoundCheckpoint,
+  parentCid: string,
+  update: Float32Array,
+): RoundCheckpoint {
+  checkParent(spec, parent);
+  checkCid(parentCid);
+  if (update.length !== parent.params.length) {
+    throw new RangeError(
+      `Cannot apply an update of ${update.length} values to a checkpoint of ${parent.params.length} parameters`,
+    );
+  }
   const params = new Float32Array(parent.params);
   const momentum = new Float32Array(parent.momentum);
-  outerStep(params, momentum, aggregated, spec.outer);
+  outerStep(params, momentum, update, spec.outer);
   return {
     config: parent.config,
     job: parent.job,

@@ -3,8 +3,8 @@
  * JSON document whose CID is the job id.
  *
  * The encoding is canonical (keys sorted recursively, no whitespace, every
- * field present but the optional `audit`, `shares`, `moments` and
- * `inner.muon`, nothing else), so one spec has one byte string and one id.
+ * field present but the optional `audit`, `shares`, `moments`, `sharding`
+ * and `inner.muon`, nothing else), so one spec has one byte string and one id.
  * {@linkcode parseJobSpec} checks every field of untrusted input and names
  * the first bad one in a {@linkcode JobSpecError}; unknown keys are
  * rejected at every level, since they would change the id while meaning
@@ -33,6 +33,7 @@ import {
 import { cidForBytes, cidToString, RAW_CODEC } from "../content/cid.ts";
 import { canonicalJson } from "../content/canonical_json.ts";
 import { DEFAULT_OUTER, type OuterConfig } from "../aggregation/outer_step.ts";
+import { SLICE_ALIGN } from "../aggregation/shards.ts";
 import {
   type Compression,
   COMPRESSIONS,
@@ -128,6 +129,29 @@ export interface JobSpec {
    * held-out loss is the same either way (BENCHMARKS: verification cost).
    */
   readonly moments?: Moments;
+  /**
+   * How a round's update is combined: `whole`, what absent means, by one
+   * leader from whole deltas, every verifier recomputing all of it;
+   * `slices`, the parameter vector cut into slices
+   * (protocol/aggregation/shards.ts), each combinable from that slice of
+   * every delta and the per-slice sums of the screens, and the combined
+   * update compressed as the deltas are (`compression`) before the outer
+   * step, so a published slice of it costs what a slice of a delta does.
+   * Needs a per-coordinate rule (`trimmed-mean`, `median`) and a
+   * `compression.blockSize` dividing 1024 (a slice is whole blocks).
+   */
+  readonly sharding?: Sharding;
+}
+
+/** How a round's update is combined; see {@linkcode JobSpec.sharding}. */
+export const SHARDINGS = ["whole", "slices"] as const;
+
+/** A value of {@linkcode JobSpec.sharding}. */
+export type Sharding = typeof SHARDINGS[number];
+
+/** Whether rounds of `spec` are combined slice by slice (see `sharding`). */
+export function isSharded(spec: Pick<JobSpec, "sharding">): boolean {
+  return spec.sharding === "slices";
 }
 
 /** Where a round's inner optimizer starts; see {@linkcode JobSpec.moments}. */
@@ -175,6 +199,7 @@ export interface JobSpecOverrides {
   readonly audit?: AuditSettings;
   readonly shares?: Shares;
   readonly moments?: Moments;
+  readonly sharding?: Sharding;
 }
 
 /** A spec's `audit` field (see {@linkcode JobSpec}). */
@@ -283,6 +308,15 @@ export function parseJobSpec(value: unknown): JobSpec {
   const moments = top.get("moments") === undefined
     ? {}
     : { moments: top.oneOf("moments", MOMENTS) };
+  const sharding = top.get("sharding") === undefined
+    ? {}
+    : { sharding: top.oneOf("sharding", SHARDINGS) };
+  const compressionFormat = compression.oneOf("format", COMPRESSIONS);
+  const blockSize = compression.int("blockSize", 1, MAX_BLOCK_SIZE);
+  const rule = parseAggregation(aggregation, minPeers);
+  if (sharding.sharding === "slices") {
+    checkShardable(rule.rule, blockSize);
+  }
   return {
     v: JOB_SPEC_VERSION,
     name,
@@ -305,11 +339,8 @@ export function parseJobSpec(value: unknown): JobSpec {
       momentum: outer.number("momentum", 0, 1, "[)"),
       nesterov: outer.boolean("nesterov"),
     },
-    compression: {
-      format: compression.oneOf("format", COMPRESSIONS),
-      blockSize: compression.int("blockSize", 1, MAX_BLOCK_SIZE),
-    },
-    aggregation: parseAggregation(aggregation, minPeers),
+    compression: { format: compressionFormat, blockSize },
+    aggregation: rule,
     // A quorum above minPeers could leave a running job unable to commit.
     quorum: top.int("quorum", 1, minPeers, "at most minPeers"),
     roundDeadlineMs: top.int("roundDeadlineMs", 1, 7 * 24 * 3600 * 1000),
@@ -319,7 +350,30 @@ export function parseJobSpec(value: unknown): JobSpec {
     ...audit,
     ...shares,
     ...moments,
+    ...sharding,
   };
+}
+
+/**
+ * Throws unless a round can be combined slice by slice under `rule` with
+ * quantization blocks of `blockSize`: centered clipping needs the whole
+ * vector at every iteration, and a block must not straddle two slices.
+ */
+function checkShardable(rule: AggregationRule["rule"], blockSize: number) {
+  if (rule === "centered-clip") {
+    throw new JobSpecError(
+      "aggregation.rule",
+      "must be a per-coordinate rule (trimmed-mean or median) with sharding slices",
+      describe(rule),
+    );
+  }
+  if (SLICE_ALIGN % blockSize !== 0) {
+    throw new JobSpecError(
+      "compression.blockSize",
+      `must divide ${SLICE_ALIGN} with sharding slices, so a slice is whole blocks`,
+      describe(blockSize),
+    );
+  }
 }
 
 function parseAudit(audit: Fields): AuditSettings {
@@ -420,4 +474,5 @@ export const TOP_KEYS = [
   "audit",
   "shares",
   "moments",
+  "sharding",
 ] as const;

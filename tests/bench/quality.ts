@@ -20,6 +20,8 @@ import {
   type JobSpec,
   MOMENTS,
   type Moments,
+  type Sharding,
+  SHARDINGS,
 } from "../../protocol/spec/job_spec.ts";
 import { parameterCount } from "../../protocol/round/round_checkpoint.ts";
 import { DEFAULT_OUTER } from "../../protocol/aggregation/outer_step.ts";
@@ -72,6 +74,8 @@ interface Options {
   trim: number;
   /** DiLoCo peers carry their inner moments across rounds, or reset them. */
   moments: Moments;
+  /** `slices`: the combined update compressed as the deltas are. */
+  sharding: Sharding;
   alone: boolean;
   ddp: boolean;
   diloco: boolean;
@@ -105,6 +109,7 @@ export interface QualityResult {
     blockSize: number;
     trimFraction: number;
     moments: Moments;
+    sharding: Sharding;
   };
   /** Tokens each run trained on in all. */
   tokens: number;
@@ -146,6 +151,7 @@ function specFor(o: Options): JobSpec {
     compression: { format: o.compression, blockSize: o.blockSize },
     aggregation: { rule: "trimmed-mean", trimFraction: o.trim },
     moments: o.moments,
+    sharding: o.sharding,
   });
 }
 
@@ -216,6 +222,11 @@ const bench: Bench<Options, QualityResult> = {
       help:
         "DiLoCo peers' inner optimizer moments across rounds: carry | reset (zero at each round's start; the spec's moments)",
     },
+    sharding: {
+      default: "whole",
+      help:
+        "whole | slices (the combined update compressed as the deltas are, as sharded rounds publish it; the spec's sharding)",
+    },
     ddp: {
       default: "true",
       help: "train the data-parallel baseline (true|false)",
@@ -263,6 +274,7 @@ const bench: Bench<Options, QualityResult> = {
       }),
       trim: numberFlag(flags, "trim", { min: 0, max: 0.49 }),
       moments: choiceFlag(flags, "moments", MOMENTS),
+      sharding: choiceFlag(flags, "sharding", SHARDINGS),
       alone: booleanFlag(flags, "alone"),
       ddp: booleanFlag(flags, "ddp"),
       diloco: booleanFlag(flags, "diloco"),
@@ -329,6 +341,7 @@ const bench: Bench<Options, QualityResult> = {
           blockSize: spec.compression.blockSize,
           trimFraction: spec.aggregation.trimFraction,
           moments: o.moments,
+          sharding: o.sharding,
         },
         tokens: o.rounds * o.innerSteps * o.peers * spec.batchSize *
           spec.contextLength,
@@ -357,7 +370,7 @@ const bench: Bench<Options, QualityResult> = {
         s.muon
           ? `Muon lr ${s.muon.lr} momentum ${s.muon.momentum} + AdamW`
           : "AdamW"
-      } lr ${s.maxLr} to ${s.minLr}, warmup ${s.warmupSteps}, clip ${s.gradClip}; ${s.compression} (blocks of ${s.blockSize}); trim ${s.trimFraction}; moments ${s.moments}`,
+      } lr ${s.maxLr} to ${s.minLr}, warmup ${s.warmupSteps}, clip ${s.gradClip}; ${s.compression} (blocks of ${s.blockSize}); trim ${s.trimFraction}; moments ${s.moments}; sharding ${s.sharding}`,
       `held-out loss per round:`,
       ...(r.diloco ? [`  diloco ${curve(r.diloco)}`] : []),
       ...(r.ddp ? [`  ddp    ${curve(r.ddp)}`] : []),

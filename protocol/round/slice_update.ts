@@ -1,0 +1,150 @@
+/**
+ * The update of a round sharded by slices (a job spec with `sharding:
+ * "slices"`), computed one slice at a time: a slice leader combines its
+ * slice of every accepted delta with the job's rule, clipping each by its
+ * whole-delta norm (from the screen's per-slice sums, slice_screen.ts),
+ * and compresses the result as the job's deltas are
+ * ({@linkcode updateSlice}); every peer then reads the published slices
+ * back into one update ({@linkcode updateOfSlices}) and takes the outer
+ * step (`checkpointOfUpdate`, round_update.ts). Slices hold whole
+ * quantization blocks (the spec makes the block size divide
+ * `SLICE_ALIGN`), and the rules act coordinate by coordinate, so the
+ * update does not depend on who computed which slice.
+ *
+ * Pure: no I/O.
+ *
+ * @module
+ */
+import { aggregate } from "../aggregation/aggregate.ts";
+import {
+  BITS_FOR_COMPRESSION,
+  dequantize,
+  quantize,
+  type QuantizedDelta,
+} from "../aggregation/quantize.ts";
+import { combineSliceSums, sliceSums } from "../aggregation/shards.ts";
+import type { JobSpec } from "../spec/job_spec.ts";
+import { creditedTokens } from "./contribution.ts";
+
+/** One accepted delta's slice, as a slice leader holds it. */
+export interface SliceContribution {
+  readonly peer: string;
+  /** Tokens as announced: capped here. */
+  readonly tokens: number;
+  /** The delta's values in the slice. */
+  readonly delta: Float32Array;
+  /** The whole delta's L2 norm (`SliceScreen.norms`). */
+  readonly norm: number;
+}
+
+/**
+ * One slice of the round's update: the job's rule over `deltas` (every
+ * accepted delta's slice, in any order; at least one), norm-clipped by
+ * their whole norms, quantized with the job's compression.
+ *
+ * @example
+ * ```ts
+ * import assert from "node:assert/strict";
+ * import { updateSlice } from "./slice_update.ts";
+ * import { defaultJobSpec } from "../spec/job_spec.ts";
+ * const spec = defaultJobSpec({
+ *   dataset: { cid: "bafkreigh2akiscaildcqabsyg3dfr6chu3fgpregiymsck7e7aqa4s52zy" },
+ *   compression: { format: "sign" },
+ *   sharding: "slices",
+ * });
+ * const slice = updateSlice(spec, [
+ *   { peer: "a", tokens: 10, delta: new Float32Array([1, -1]), norm: 2 },
+ * ]);
+ * assert.equal(slice.bits, 1);
+ * assert.equal(slice.length, 2);
+ * ```
+ */
+export function updateSlice(
+  spec: JobSpec,
+  deltas: readonly SliceContribution[],
+): QuantizedDelta {
+  const combined = aggregate(
+    deltas.map(({ peer, tokens, delta, norm }) => ({
+      peer,
+      tokens: creditedTokens(spec, tokens),
+      delta,
+      norm,
+    })),
+    spec.aggregation,
+  );
+  return quantize(combined, {
+    bits: BITS_FOR_COMPRESSION[spec.compression.format],
+    blockSize: spec.compression.blockSize,
+  });
+}
+
+/**
+ * The round's whole update from its slices, in slice order, each checked
+ * to span `bounds` (slice j is [bounds[j], bounds[j + 1])).
+ */
+export function updateOfSlices(
+  bounds: readonly number[],
+  slices: readonly QuantizedDelta[],
+): Float32Array {
+  if (slices.length !== bounds.length - 1) {
+    throw new RangeError(
+      `Cannot assemble the update from ${slices.length} slices: the round has ${
+        bounds.length - 1
+      }`,
+    );
+  }
+  const update = new Float32Array(bounds[bounds.length - 1]);
+  for (let j = 0; j < slices.length; j++) {
+    const span = bounds[j + 1] - bounds[j];
+    if (slices[j].length !== span) {
+      throw new RangeError(
+        `Cannot assemble the update as slice ${j} must hold ${span} values: current length is ${
+          slices[j].length
+        }`,
+      );
+    }
+    update.set(dequantize(slices[j]), bounds[j]);
+  }
+  return update;
+}
+
+/**
+ * The round's update computed here slice by slice from whole `deltas`, as
+ * the slice leaders compute it between them: what a peer holding every
+ * accepted delta (a test, a simulation) gets.
+ */
+export function slicedUpdate(
+  spec: JobSpec,
+  bounds: readonly number[],
+  deltas: readonly { peer: string; tokens: number; delta: Float32Array }[],
+): Float32Array {
+  const norms = deltas.map(({ delta }) => wholeNorm(delta, bounds));
+  const slices = [];
+  for (let j = 0; j + 1 < bounds.length; j++) {
+    slices.push(updateSlice(
+      spec,
+      deltas.map(({ peer, tokens, delta }, i) => ({
+        peer,
+        tokens,
+        delta: delta.subarray(bounds[j], bounds[j + 1]),
+        norm: norms[i],
+      })),
+    ));
+  }
+  return updateOfSlices(bounds, slices);
+}
+
+/**
+ * A delta's L2 norm added slice by slice, as `combineSliceSums` adds the
+ * sums slice leaders publish: the same float64 value on every peer.
+ */
+export function wholeNorm(
+  delta: Float32Array,
+  bounds: readonly number[],
+): number {
+  const sums = [];
+  for (let j = 0; j + 1 < bounds.length; j++) {
+    sums.push(sliceSums(delta, delta, bounds[j], bounds[j + 1]));
+  }
+  return combineSliceSums(sums, sums.map(() => 0)).norm;
+}
