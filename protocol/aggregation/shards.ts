@@ -9,9 +9,13 @@
  *   (N · δ / k ≤ δ, so k ≥ N), and no more than slices of
  *   {@linkcode MIN_SLICE_PARAMS} parameters allow; one slice (today's
  *   unsharded round) below {@linkcode SHARD_MIN_PEERS} peers.
- * - Where they fall ({@linkcode sliceBounds}): on multiples of
- *   {@linkcode SLICE_ALIGN} parameters, so a slice of a sign delta is whole
- *   bytes and of a float32 vector whole 4 KiB pages, as even as that allows.
+ * - Where they fall ({@linkcode sliceBounds}): on the bounds of a delta's
+ *   pieces ({@linkcode pieceBounds}: at most {@linkcode MAX_PIECES}, of at
+ *   least {@linkcode MIN_SLICE_PARAMS} parameters, each its own block, on
+ *   multiples of {@linkcode SLICE_ALIGN} parameters, so a piece of a sign
+ *   delta is whole bytes and of a float32 vector whole 4 KiB pages), a
+ *   slice being whole pieces, as even as that allows: whoever checks a
+ *   slice fetches those pieces of each delta, each checked by its CID.
  * - Who leads each ({@linkcode sliceLeaders}): the round's unpredictable
  *   ranking, drawn per slice (`rankSliceLeaders`, ../peers/assignment.ts:
  *   a hash of the parent checkpoint, the slice and the peer), the first
@@ -70,25 +74,88 @@ export function shardCount(peers: number, params: number): number {
   }
   if (peers < SHARD_MIN_PEERS) return 1;
   const wanted = Math.ceil(peers / LEADER_DELTAS);
-  const most = Math.max(1, Math.floor(params / MIN_SLICE_PARAMS));
-  return Math.min(wanted, most);
+  return Math.min(wanted, pieceCount(params));
+}
+
+/** Most pieces a delta is cut into: its root block lists every one. */
+export const MAX_PIECES = 1024;
+
+/**
+ * How many pieces a delta of `params` parameters is cut into: pieces of
+ * at least {@linkcode MIN_SLICE_PARAMS}, at most {@linkcode MAX_PIECES}.
+ *
+ * @example
+ * ```ts
+ * import assert from "node:assert/strict";
+ * import { pieceCount } from "./shards.ts";
+ * assert.equal(pieceCount(30_000), 3);
+ * assert.equal(pieceCount(124e6), 1024);
+ * ```
+ */
+export function pieceCount(params: number): number {
+  return Math.min(
+    MAX_PIECES,
+    Math.max(1, Math.floor(params / MIN_SLICE_PARAMS)),
+  );
+}
+
+/**
+ * The bounds of a delta's pieces ({@linkcode pieceCount} + 1 of them):
+ * piece i is [bounds[i], bounds[i + 1]). Inner bounds are multiples of
+ * {@linkcode SLICE_ALIGN}; pieces differ in size by at most one unit.
+ */
+export function pieceBounds(params: number): number[] {
+  return alignedBounds(params, pieceCount(params));
+}
+
+/** The pieces [from, to) that slice `j` of `k` is made of. */
+export function slicePieces(
+  params: number,
+  k: number,
+  j: number,
+): { from: number; to: number } {
+  const pieces = pieceCount(params);
+  if (!Number.isSafeInteger(k) || k < 1 || k > pieces) {
+    throw new RangeError(
+      `Cannot cut ${params} parameters (${pieces} pieces) into ${k} slices`,
+    );
+  }
+  if (!Number.isSafeInteger(j) || j < 0 || j >= k) {
+    throw new RangeError(`Cannot take slice ${j} of ${k}`);
+  }
+  return {
+    from: Math.floor((pieces * j) / k),
+    to: Math.floor((pieces * (j + 1)) / k),
+  };
 }
 
 /**
  * The k + 1 boundaries of `k` slices of `params` parameters: slice j is
- * [bounds[j], bounds[j + 1]). Inner bounds are multiples of
- * {@linkcode SLICE_ALIGN}; slices differ in size by at most one unit.
+ * [bounds[j], bounds[j + 1]), whole pieces ({@linkcode slicePieces}); k
+ * is at most the {@linkcode pieceCount}.
  */
 export function sliceBounds(params: number, k: number): number[] {
-  if (!Number.isSafeInteger(k) || k < 1 || k > Math.max(1, params)) {
+  const pieces = pieceBounds(params);
+  if (!Number.isSafeInteger(k) || k < 1 || k >= pieces.length) {
     throw new RangeError(
-      `Cannot cut ${params} parameters into ${k} slices`,
+      `Cannot cut ${params} parameters (${
+        pieces.length - 1
+      } pieces) into ${k} slices`,
     );
   }
+  const bounds = [0];
+  for (let j = 0; j < k; j++) {
+    bounds.push(pieces[slicePieces(params, k, j).to]);
+  }
+  return bounds;
+}
+
+/** `n` spans of `params` as even as multiples of SLICE_ALIGN allow. */
+function alignedBounds(params: number, n: number): number[] {
   const units = Math.ceil(params / SLICE_ALIGN);
   const bounds = [0];
-  for (let j = 1; j < k; j++) {
-    bounds.push(Math.min(params, Math.floor((units * j) / k) * SLICE_ALIGN));
+  for (let j = 1; j < n; j++) {
+    bounds.push(Math.min(params, Math.floor((units * j) / n) * SLICE_ALIGN));
   }
   bounds.push(params);
   return bounds;

@@ -3,12 +3,16 @@ import {
   checkedFraction,
   combineSliceSums,
   LEADER_DELTAS,
+  MAX_PIECES,
   MIN_SLICE_PARAMS,
+  pieceBounds,
+  pieceCount,
   SHARD_MIN_PEERS,
   shardCount,
   SLICE_ALIGN,
   sliceBounds,
   sliceLeaders,
+  slicePieces,
   type SliceSums,
   sliceSums,
   takeOver,
@@ -16,43 +20,67 @@ import {
 } from "./shards.ts";
 import { rankSliceLeaders } from "../peers/assignment.ts";
 
-Deno.test("shardCount: a slice leader downloads at most 2 deltas; slices stay big enough", () => {
+Deno.test("shardCount: a slice leader downloads at most 1 delta while a delta has pieces to cut; slices stay big enough", () => {
   for (const peers of [8, 16, 64, 256, 1000, 5000]) {
     for (const params of [1e6, 30e6, 124e6, 1e9]) {
       const k = shardCount(peers, params);
-      assert.ok(k >= 1);
+      assert.ok(k >= 1 && k <= pieceCount(params));
       assert.ok(
         params / k >= MIN_SLICE_PARAMS || k === 1,
         `${peers}/${params}`,
       );
-      if (k < Math.floor(params / MIN_SLICE_PARAMS)) {
+      if (k < pieceCount(params)) {
         assert.ok(peers / k <= LEADER_DELTAS, `${peers} peers, ${k} slices`);
       }
     }
   }
+  assert.equal(shardCount(1000, 124e6), 1000);
+  assert.equal(shardCount(5000, 124e6), MAX_PIECES);
   assert.equal(shardCount(SHARD_MIN_PEERS - 1, 1e9), 1);
   assert.throws(() => shardCount(0, 1e6), RangeError);
   assert.throws(() => shardCount(10, 0), RangeError);
 });
 
-Deno.test("sliceBounds: cover every parameter once, aligned, even", () => {
+Deno.test("pieceBounds: at most MAX_PIECES pieces of at least MIN_SLICE_PARAMS, aligned, even", () => {
+  for (const params of [1, 8191, 8192, 30_000, 1e6, 124e6, 1e9]) {
+    const b = pieceBounds(params);
+    assert.equal(b.length, pieceCount(params) + 1);
+    assert.equal(b[0], 0);
+    assert.equal(b.at(-1), params);
+    const sizes = b.slice(1).map((x, i) => x - b[i]);
+    assert.ok(sizes.every((n) => n > 0));
+    if (sizes.length > 1) {
+      assert.ok(sizes.every((n) => n >= MIN_SLICE_PARAMS - SLICE_ALIGN));
+      const inner = sizes.slice(0, -1);
+      assert.ok(Math.max(...inner) - Math.min(...inner) <= SLICE_ALIGN);
+    }
+    for (let i = 1; i + 1 < b.length; i++) {
+      assert.equal(b[i] % SLICE_ALIGN, 0);
+    }
+  }
+});
+
+Deno.test("sliceBounds: cover every parameter once, whole pieces, even", () => {
   for (let t = 0; t < 50; t++) {
     const params = 1 + Math.floor(Math.random() * 5e6);
-    const k = 1 +
-      Math.floor(Math.random() * Math.min(600, params / SLICE_ALIGN));
+    const k = 1 + Math.floor(Math.random() * pieceCount(params));
     const b = sliceBounds(params, k);
+    const pieces = new Set(pieceBounds(params));
     assert.equal(b.length, k + 1);
     assert.equal(b[0], 0);
     assert.equal(b[k], params);
     const sizes = b.slice(1).map((x, j) => x - b[j]);
-    for (let j = 1; j < k; j++) assert.equal(b[j] % SLICE_ALIGN, 0);
+    assert.ok(b.every((x) => pieces.has(x)), `${params}/${k}`);
     assert.ok(sizes.every((n) => n > 0), `${params}/${k}: ${sizes}`);
-    const inner = sizes.slice(0, -1);
-    if (inner.length > 0) {
-      assert.ok(Math.max(...inner) - Math.min(...inner) <= SLICE_ALIGN);
-    }
+    const counts = Array.from({ length: k }, (_, j) => {
+      const { from, to } = slicePieces(params, k, j);
+      return to - from;
+    });
+    assert.ok(Math.max(...counts) - Math.min(...counts) <= 1);
   }
   assert.throws(() => sliceBounds(10, 0), RangeError);
+  assert.throws(() => sliceBounds(30_000, 4), RangeError);
+  assert.throws(() => slicePieces(30_000, 3, 3), RangeError);
 });
 
 Deno.test("sliceLeaders: each peer leads its share at most, backups are others", () => {
@@ -130,7 +158,7 @@ Deno.test("verifierSlices: distinct, in range, unpredictable without the seed; c
 });
 
 Deno.test("combineSliceSums: a delta's norm and cosine from its slices match the whole vector's", () => {
-  const n = 10_000;
+  const n = 40_000;
   const delta = Float32Array.from({ length: n }, () => Math.random() - 0.5);
   const center = Float32Array.from({ length: n }, () => Math.random() - 0.4);
   const bounds = sliceBounds(n, 4);

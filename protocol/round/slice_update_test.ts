@@ -21,7 +21,7 @@ import { updateOfSlices, updateSlice } from "./slice_update.ts";
 const MODEL: GptConfig = {
   vocabSize: 256,
   contextLength: 16,
-  dModel: 32,
+  dModel: 64,
   heads: 2,
   layers: 1,
 };
@@ -111,7 +111,7 @@ Deno.test("a sharded round's update is compressed as its deltas are: sign values
       peer,
       tokens,
       delta,
-      norm: Math.hypot(...delta),
+      norm: l2(delta),
     })),
   );
   assert.equal(update.bits, 1);
@@ -158,3 +158,9 @@ Deno.test("a spec sharded by slices needs a per-coordinate rule and blocks that 
   assert.equal(defaultJobSpec({ ...base }).sharding, "slices");
   assert.equal("sharding" in defaultJobSpec({ dataset: base.dataset }), false);
 });
+
+function l2(x: Float32Array): number {
+  let sum = 0;
+  for (const v of x) sum += v * v;
+  return Math.sqrt(sum);
+}
