@@ -109,6 +109,18 @@ export function decodeDeltaBlob(
   expected: DeltaContext,
   length: number,
 ): Float32Array {
+  return decodeDelta(deltaBlobPayload(bytes, expected), length);
+}
+
+/**
+ * The payload of a delta blob bound to `expected` (what follows the
+ * context); a {@linkcode DeltaContextError} for a blob bound elsewhere or
+ * malformed.
+ */
+export function deltaBlobPayload(
+  bytes: Uint8Array,
+  expected: DeltaContext,
+): Uint8Array {
   const { context, payload } = splitBlob(bytes);
   for (const field of FIELDS) {
     if (context[field] !== expected[field]) {
@@ -120,7 +132,7 @@ export function decodeDeltaBlob(
       );
     }
   }
-  return decodeDelta(payload, length);
+  return payload;
 }
 
 function splitBlob(
