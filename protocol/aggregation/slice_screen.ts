@@ -131,3 +131,77 @@ export function screenSlices(
   excluded.sort((a, b) => comparePeerIds(a.peer, b.peer));
   return { excluded, norms };
 }
+
+/** The four ASCII bytes an encoded {@linkcode SliceScreenSums} starts with. */
+export const SLICE_SUMS_MAGIC = "ZSS1";
+const SUMS_MAGIC = new TextEncoder().encode(SLICE_SUMS_MAGIC);
+
+/** A slice's sums that cannot be read. */
+export class SliceSumsFormatError extends RangeError {
+  constructor(message: string) {
+    super(`Cannot read slice sums as ${message}`);
+    this.name = "SliceSumsFormatError";
+  }
+}
+
+/**
+ * The bytes a slice leader publishes of `sums` (integers and floats
+ * little-endian): magic `ZSS1`, n (u32), Σc² (f64), then each delta's Σd²
+ * and Σd·c (f64 each), so every reader gets the same float64 values.
+ */
+export function encodeSliceScreenSums(sums: SliceScreenSums): Uint8Array {
+  const n = sums.sums.length;
+  const out = new Uint8Array(16 + 16 * n);
+  const view = new DataView(out.buffer);
+  out.set(SUMS_MAGIC, 0);
+  view.setUint32(4, n, true);
+  view.setFloat64(8, sums.centerNorm2, true);
+  for (let i = 0; i < n; i++) {
+    view.setFloat64(16 + 16 * i, sums.sums[i].norm2, true);
+    view.setFloat64(24 + 16 * i, sums.sums[i].dot, true);
+  }
+  return out;
+}
+
+/**
+ * Reads a slice's sums over `n` deltas; a {@linkcode SliceSumsFormatError}
+ * for any other count, a wrong size, or a value that is not finite (or a
+ * square below 0).
+ */
+export function decodeSliceScreenSums(
+  bytes: Uint8Array,
+  n: number,
+): SliceScreenSums {
+  if (
+    bytes.length < 16 || !SUMS_MAGIC.every((b, i) => bytes[i] === b)
+  ) {
+    throw new SliceSumsFormatError(
+      `they must start with "${SLICE_SUMS_MAGIC}"`,
+    );
+  }
+  const view = new DataView(bytes.buffer, bytes.byteOffset, bytes.byteLength);
+  const count = view.getUint32(4, true);
+  if (count !== n || bytes.length !== 16 + 16 * n) {
+    throw new SliceSumsFormatError(
+      `they must hold ${n} deltas' sums in ${
+        16 + 16 * n
+      } bytes: they say ${count} in ${bytes.length}`,
+    );
+  }
+  const square = (at: number) => {
+    const v = view.getFloat64(at, true);
+    if (!(Number.isFinite(v) && v >= 0)) {
+      throw new SliceSumsFormatError(`the square at byte ${at} is ${v}`);
+    }
+    return v;
+  };
+  const sums: SliceSums[] = [];
+  for (let i = 0; i < n; i++) {
+    const dot = view.getFloat64(24 + 16 * i, true);
+    if (!Number.isFinite(dot)) {
+      throw new SliceSumsFormatError(`the dot product of delta ${i} is ${dot}`);
+    }
+    sums.push({ norm2: square(16 + 16 * i), dot });
+  }
+  return { sums, centerNorm2: square(8) };
+}

@@ -3,10 +3,13 @@ import { Rng } from "../../kernels/data/rng.ts";
 import { screenDeltas } from "./delta_screen.ts";
 import { sliceBounds } from "./shards.ts";
 import {
+  decodeSliceScreenSums,
+  encodeSliceScreenSums,
   screenSlices,
   type SlicedDelta,
   type SliceScreenSums,
   sliceScreenSums,
+  SliceSumsFormatError,
 } from "./slice_screen.ts";
 
 const LENGTH = 40_000;
@@ -106,3 +109,40 @@ function l2(x: Float32Array): number {
   for (const v of x) sum += v * v;
   return Math.sqrt(sum);
 }
+
+Deno.test("a slice's sums read back as the same float64 values, and bad bytes are refused", () => {
+  const rng = new Rng("slice-sums-codec");
+  const inputs = round(rng);
+  const sums = sliceScreenSums(inputs.map(({ peer, delta }) => ({
+    peer,
+    delta: delta.subarray(0, 9000),
+  })));
+  const bytes = encodeSliceScreenSums(sums);
+  assert.deepEqual(decodeSliceScreenSums(bytes, inputs.length), sums);
+  const bad = (edit: (b: Uint8Array) => void) => {
+    const b = bytes.slice();
+    edit(b);
+    return b;
+  };
+  const view = (b: Uint8Array) => new DataView(b.buffer);
+  for (
+    const [i, b] of [
+      bytes.subarray(0, bytes.length - 1),
+      bad((b) => b[0] = 0),
+      bad((b) => view(b).setUint32(4, inputs.length + 1, true)),
+      bad((b) => view(b).setFloat64(8, -1, true)),
+      bad((b) => view(b).setFloat64(16, NaN, true)),
+      bad((b) => view(b).setFloat64(24, Infinity, true)),
+    ].entries()
+  ) {
+    assert.throws(
+      () => decodeSliceScreenSums(b, inputs.length),
+      SliceSumsFormatError,
+      `case ${i}`,
+    );
+  }
+  assert.throws(
+    () => decodeSliceScreenSums(bytes, inputs.length - 1),
+    SliceSumsFormatError,
+  );
+});

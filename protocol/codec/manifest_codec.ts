@@ -27,6 +27,7 @@ import {
   isPeerId,
 } from "../messages/message_fields.ts";
 import { comparePeerIds } from "../peers/peer_table.ts";
+import { MAX_PIECES } from "../aggregation/shards.ts";
 import { describe } from "../spec/_spec_fields.ts";
 import {
   EXCLUSION_REASONS,
@@ -35,6 +36,7 @@ import {
   ManifestContribution,
   ManifestError,
   ManifestExclusion,
+  ManifestShards,
   MAX_CONTRIBUTIONS,
   MAX_MANIFEST_BYTES,
   RoundManifest,
@@ -50,7 +52,10 @@ const TOP_KEYS = [
   "contributions",
   "excluded",
   "checkpoint",
+  "shards",
 ];
+
+const SHARDS_KEYS = ["slices", "sums", "update"];
 
 const RULE_KEYS = ["rule", ...AGGREGATION_SETTINGS.map(([name]) => name)];
 
@@ -93,6 +98,10 @@ export function parseManifest(value: unknown): RoundManifest {
     isCanonicalCid,
     CID_PROBLEM,
   );
+  // Absent unless the job is sharded, so other manifests keep their CIDs.
+  const shards = top.shards === undefined
+    ? {}
+    : { shards: parseShards(top.shards) };
   return {
     v: MANIFEST_VERSION,
     job,
@@ -104,7 +113,34 @@ export function parseManifest(value: unknown): RoundManifest {
     contributions,
     excluded,
     checkpoint,
+    ...shards,
   };
+}
+
+function parseShards(value: unknown): ManifestShards {
+  const obj = objectWith(value, "shards", SHARDS_KEYS);
+  const slices = check(
+    obj.slices,
+    "shards.slices",
+    (v): v is number => isCount(v) && v >= 1 && v <= MAX_PIECES,
+    `must be an integer in [1, ${MAX_PIECES}]`,
+  );
+  const cids = (field: "sums" | "update") => {
+    const list = obj[field];
+    if (!Array.isArray(list) || list.length !== slices) {
+      throw new ManifestError(
+        `shards.${field}`,
+        `must be an array of ${slices} CIDs, one a slice`,
+        Array.isArray(list)
+          ? `current length is ${list.length}`
+          : describe(list),
+      );
+    }
+    return list.map((cid, j) =>
+      check(cid, `shards.${field}[${j}]`, isCanonicalCid, CID_PROBLEM)
+    );
+  };
+  return { slices: slices + 0, sums: cids("sums"), update: cids("update") };
 }
 
 /**

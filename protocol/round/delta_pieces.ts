@@ -26,12 +26,7 @@
  *
  * @module
  */
-import {
-  CID,
-  cidForBytes,
-  RAW_CODEC,
-  SHA256_CODE,
-} from "../content/cid.ts";
+import { CID, cidForBytes, RAW_CODEC, SHA256_CODE } from "../content/cid.ts";
 import { DAG_PB_CODEC } from "../content/unixfs.ts";
 import { BITS_FOR_COMPRESSION, quantize } from "../aggregation/quantize.ts";
 import {
@@ -41,9 +36,9 @@ import {
 import { pieceBounds } from "../aggregation/shards.ts";
 import type { JobSpec } from "../spec/job_spec.ts";
 import {
+  deltaBlobPayload,
   type DeltaContext,
   DeltaContextError,
-  deltaBlobPayload,
   encodeDeltaBlob,
   MAX_DELTA_BLOB_OVERHEAD,
 } from "./delta_blob.ts";

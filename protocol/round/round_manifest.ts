@@ -31,10 +31,10 @@ export const MANIFEST_VERSION = 2;
 
 /**
  * Largest encoded manifest accepted. The largest valid manifest (1024
- * contributions and exclusions with every field at its cap) is about
- * 400 KiB.
+ * contributions and exclusions with every field at its cap, and 1024
+ * slices' two CIDs each) is about 530 KiB.
  */
-export const MAX_MANIFEST_BYTES = 512 * 1024;
+export const MAX_MANIFEST_BYTES = 640 * 1024;
 
 /** Most contributions and exclusions one manifest may list, together. */
 export const MAX_CONTRIBUTIONS = 1024;
@@ -110,6 +110,29 @@ export interface RoundManifest {
   readonly excluded: readonly ManifestExclusion[];
   /** CID of C(round + 1). */
   readonly checkpoint: string;
+  /**
+   * In a job sharded by slices (and only there): how the round was cut and
+   * what was published of each slice (slice_update.ts).
+   */
+  readonly shards?: ManifestShards;
+}
+
+/**
+ * What a sharded round published: C(round + 1) is the parent's outer step
+ * with the update read back from `update`, which verifiers check a few
+ * slices at a time.
+ */
+export interface ManifestShards {
+  /** k, the slices the round is cut into: `shardCount` of the deltas screened. */
+  readonly slices: number;
+  /**
+   * CIDs of each slice's screen sums (`encodeSliceScreenSums`), in slice
+   * order, over the deltas screened (contributions and those excluded by
+   * the screen) sorted by peer id.
+   */
+  readonly sums: readonly string[];
+  /** CIDs of each slice of the update (a ZQD1 container), in slice order. */
+  readonly update: readonly string[];
 }
 
 /**

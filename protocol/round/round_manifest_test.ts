@@ -1,6 +1,7 @@
 import { deepStrictEqual, strictEqual, throws } from "node:assert";
 import { base58btc } from "multiformats/bases/base58";
 import { DEFAULT_AGGREGATION } from "../aggregation/aggregation_rule.ts";
+import { MAX_PIECES } from "../aggregation/shards.ts";
 import { canonicalJson } from "../content/canonical_json.ts";
 import { CID, cidForBytes, cidToString } from "../content/cid.ts";
 import { MAX_PEER_ID_LENGTH } from "../messages/messages.ts";
@@ -135,7 +136,10 @@ Deno.test("decodeManifest() refuses bytes that are not a canonical manifest", ()
     );
   }
   const huge = new Uint8Array(MAX_MANIFEST_BYTES + 1).fill(0x20);
-  throws(() => decodeManifest(huge), /must be at most 524288 bytes/);
+  throws(
+    () => decodeManifest(huge),
+    new RegExp(`must be at most ${MAX_MANIFEST_BYTES} bytes`),
+  );
   throws(
     () => decodeManifest("{}" as unknown as Uint8Array),
     /must be a Uint8Array/,
@@ -305,6 +309,11 @@ Deno.test("the largest valid manifest fits in MAX_MANIFEST_BYTES", () => {
     round: Number.MAX_SAFE_INTEGER,
     leader: "P".repeat(MAX_PEER_ID_LENGTH),
     contributions,
+    shards: {
+      slices: MAX_PIECES,
+      sums: Array(MAX_PIECES).fill(DELTA_A),
+      update: Array(MAX_PIECES).fill(DELTA_B),
+    },
   };
   const bytes = encodeManifest(largest);
   strictEqual(bytes.length < MAX_MANIFEST_BYTES, true, `${bytes.length}`);
@@ -316,6 +325,30 @@ Deno.test("the largest valid manifest fits in MAX_MANIFEST_BYTES", () => {
     }),
     "contributions",
   );
+});
+
+Deno.test("a sharded round's manifest names k slices' sums and update, and nothing else", () => {
+  const shards = {
+    slices: 2,
+    sums: [DELTA_A, DELTA_B],
+    update: [DELTA_B, DELTA_A],
+  };
+  const sharded = { ...MANIFEST, shards };
+  deepStrictEqual(decodeManifest(encodeManifest(sharded)), sharded);
+  strictEqual("shards" in decodeManifest(encodeManifest(MANIFEST)), false);
+  const cases: [unknown, string][] = [
+    [{ ...shards, slices: 0 }, "shards.slices"],
+    [{ ...shards, slices: MAX_PIECES + 1 }, "shards.slices"],
+    [{ ...shards, slices: 1.5 }, "shards.slices"],
+    [{ ...shards, sums: [DELTA_A] }, "shards.sums"],
+    [{ ...shards, update: [DELTA_A, DELTA_B, DELTA_A] }, "shards.update"],
+    [{ ...shards, update: [DELTA_A, "bafy"] }, "shards.update[1]"],
+    [{ ...shards, more: 1 }, "shards.more"],
+    [[], "shards"],
+  ];
+  for (const [value, field] of cases) {
+    strictEqual(failedField({ ...MANIFEST, shards: value }), field);
+  }
 });
 
 Deno.test("encodeManifest() refuses what decodeManifest() would", () => {

@@ -16,13 +16,28 @@
  * @module
  */
 import { aggregate } from "../aggregation/aggregate.ts";
+import type { Exclusion } from "../aggregation/delta_screen.ts";
 import {
   BITS_FOR_COMPRESSION,
   dequantize,
   quantize,
   type QuantizedDelta,
 } from "../aggregation/quantize.ts";
-import { combineSliceSums, sliceSums } from "../aggregation/shards.ts";
+import {
+  decodeQuantized,
+  QuantizeFormatError,
+} from "../aggregation/quantized_container.ts";
+import {
+  combineSliceSums,
+  shardCount,
+  sliceBounds,
+  sliceSums,
+} from "../aggregation/shards.ts";
+import {
+  screenSlices,
+  type SliceScreenSums,
+  sliceScreenSums,
+} from "../aggregation/slice_screen.ts";
 import type { JobSpec } from "../spec/job_spec.ts";
 import { creditedTokens } from "./contribution.ts";
 
@@ -147,4 +162,97 @@ export function wholeNorm(
     sums.push(sliceSums(delta, delta, bounds[j], bounds[j + 1]));
   }
   return combineSliceSums(sums, sums.map(() => 0)).norm;
+}
+
+/** A sharded round's screen, as its leader runs it over whole deltas. */
+export interface ShardedScreen {
+  /** k, the slices the round is cut into (`shardCount` of the deltas). */
+  readonly slices: number;
+  /** Their bounds (`sliceBounds`). */
+  readonly bounds: readonly number[];
+  /** Each slice's sums, over the deltas in the order given. */
+  readonly sums: readonly SliceScreenSums[];
+  /** The deltas to exclude, sorted by peer. */
+  readonly excluded: Exclusion[];
+  /** Every delta's whole norm, added slice by slice. */
+  readonly norms: ReadonlyMap<string, number>;
+}
+
+/**
+ * The screen of a sharded round over `deltas` (whole, every one read, in
+ * the order their sums are published: by peer id), slice by slice as
+ * slice leaders would run it.
+ */
+export function screenSharded(
+  deltas: readonly { peer: string; delta: Float32Array; share?: number }[],
+): ShardedScreen {
+  if (deltas.length === 0) {
+    return { slices: 0, bounds: [], sums: [], excluded: [], norms: new Map() };
+  }
+  const params = deltas[0].delta.length;
+  const slices = shardCount(deltas.length, Math.max(1, params));
+  const bounds = sliceBounds(params, slices);
+  const sums = bounds.slice(1).map((to, j) =>
+    sliceScreenSums(deltas.map(({ peer, delta, share }) => ({
+      peer,
+      share,
+      delta: delta.subarray(bounds[j], to),
+    })))
+  );
+  const { excluded, norms } = screenSlices(
+    deltas.map(({ peer, share }, i) => ({
+      peer,
+      share,
+      sums: sums.map((s) => s.sums[i]),
+    })),
+    sums.map((s) => s.centerNorm2),
+  );
+  return { slices, bounds, sums, excluded, norms };
+}
+
+/**
+ * Every slice of a sharded round's update from whole `accepted` deltas and
+ * the norms of its `screen`, as the slice leaders would publish them.
+ */
+export function updateSlices(
+  spec: JobSpec,
+  screen: Pick<ShardedScreen, "bounds" | "norms">,
+  accepted: readonly { peer: string; tokens: number; delta: Float32Array }[],
+): QuantizedDelta[] {
+  const { bounds, norms } = screen;
+  return bounds.slice(1).map((to, j) =>
+    updateSlice(
+      spec,
+      accepted.map(({ peer, tokens, delta }) => ({
+        peer,
+        tokens,
+        delta: delta.subarray(bounds[j], to),
+        norm: norms.get(peer)!,
+      })),
+    )
+  );
+}
+
+/**
+ * Reads a published slice of the update, which must hold `span` values in
+ * the job's format (its bits and block size): a `QuantizeFormatError`
+ * otherwise.
+ */
+export function decodeUpdateSlice(
+  spec: Pick<JobSpec, "compression">,
+  bytes: Uint8Array,
+  span: number,
+): QuantizedDelta {
+  const slice = decodeQuantized(bytes, { maxElements: span });
+  const bits = BITS_FOR_COMPRESSION[spec.compression.format];
+  const blockSize = bits === 32 ? 0 : spec.compression.blockSize;
+  if (
+    slice.length !== span || slice.bits !== bits ||
+    slice.blockSize !== blockSize
+  ) {
+    throw new QuantizeFormatError(
+      `Cannot use update slice as it must hold ${span} values of ${bits} bits in blocks of ${blockSize}: it holds ${slice.length} of ${slice.bits} in blocks of ${slice.blockSize}`,
+    );
+  }
+  return slice;
 }
