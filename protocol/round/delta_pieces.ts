@@ -34,11 +34,12 @@ import {
   encodeQuantized,
 } from "../aggregation/quantized_container.ts";
 import { pieceBounds } from "../aggregation/shards.ts";
-import type { JobSpec } from "../spec/job_spec.ts";
+import { isSharded, type JobSpec } from "../spec/job_spec.ts";
 import {
   deltaBlobPayload,
   type DeltaContext,
   DeltaContextError,
+  encodeDelta,
   encodeDeltaBlob,
   MAX_DELTA_BLOB_OVERHEAD,
 } from "./delta_blob.ts";
@@ -99,6 +100,20 @@ export async function encodePiecedDelta(
     list.set((await cidForBytes(piece)).bytes, 8 + CID_BYTES * i);
   }
   return { root: encodeDeltaBlob(context, list), pieces };
+}
+
+/**
+ * The blocks of `delta` as `spec`'s job sends it: pieced in a job sharded
+ * by slices, else one delta blob (delta_blob.ts) with no pieces.
+ */
+export async function deltaBlocks(
+  spec: JobSpec,
+  context: DeltaContext,
+  delta: Float32Array,
+): Promise<PiecedDelta> {
+  return isSharded(spec)
+    ? await encodePiecedDelta(spec, context, delta)
+    : { root: encodeDelta(spec, context, delta), pieces: [] };
 }
 
 /**

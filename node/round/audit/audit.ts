@@ -60,7 +60,7 @@ import type {
   AuditCheck,
   DeltaAnnounce,
 } from "../../../protocol/messages/messages.ts";
-import { encodeDelta } from "../../../protocol/round/delta_blob.ts";
+import { deltaBlocks } from "../../../protocol/round/delta_pieces.ts";
 import { pseudoGradient } from "../../../protocol/aggregation/pseudo_gradient.ts";
 import { parameterCount } from "../../../protocol/round/round_checkpoint.ts";
 import {
@@ -174,13 +174,13 @@ export class Auditor {
     // The last segment's end is the final state: replayed bit for bit,
     // or fetched.
     const finalParams = (final ? await final : committedEnd ?? end).params;
-    const blob = encodeDelta(this.#o.spec, {
+    const { root } = await deltaBlocks(this.#o.spec, {
       job: msg.job,
       round: msg.round,
       parent: msg.parent,
       peer: msg.peer,
     }, pseudoGradient(a.parent, finalParams));
-    if (cidToString(await cidForBytes(blob)) !== msg.delta) {
+    if (cidToString(await cidForBytes(root)) !== msg.delta) {
       return fail("delta", "its delta is not C(r) minus its final state");
     }
     return {

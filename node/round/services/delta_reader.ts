@@ -14,9 +14,21 @@
  */
 import {
   decodeDeltaBlob,
+  type DeltaContext,
   MAX_DELTA_BLOB_OVERHEAD,
 } from "../../../protocol/round/delta_blob.ts";
-import type { JobSpec } from "../../../protocol/spec/job_spec.ts";
+import {
+  decodeDeltaRoot,
+  decodePiece,
+  deltaRootMaxBytes,
+  pieceMaxBytes,
+} from "../../../protocol/round/delta_pieces.ts";
+import {
+  pieceBounds,
+  slicePieces,
+} from "../../../protocol/aggregation/shards.ts";
+import { type CID, cidToString } from "../../../protocol/content/cid.ts";
+import { isSharded, type JobSpec } from "../../../protocol/spec/job_spec.ts";
 import type { DeltaAnnounce } from "../../../protocol/messages/messages.ts";
 import { BITS_FOR_COMPRESSION } from "../../../protocol/aggregation/quantize.ts";
 import { encodedByteLength } from "../../../protocol/aggregation/quantized_container.ts";
@@ -44,9 +56,18 @@ export function deltaBlobMaxBytes(
     });
 }
 
+/** Pieces of one delta fetched at once. */
+const PIECES_AT_ONCE = 8;
+
+/** Where announced delta `d` belongs. */
+function contextOf(d: DeltaAnnounce): DeltaContext {
+  return { job: d.job, round: d.round, parent: d.parent, peer: d.peer };
+}
+
 /** Reads the values of announced deltas. */
 export class DeltaReader {
   readonly #blobs: Pick<BlobGetter, "get" | "has">;
+  readonly #spec: JobSpec;
   readonly #parameterCount: number;
   readonly #state: () => Pick<RoundState, "config" | "deltas" | "live">;
   /** Exact size of this job's encoded deltas. */
@@ -59,41 +80,112 @@ export class DeltaReader {
     state: () => Pick<RoundState, "config" | "deltas" | "live">,
   ) {
     this.#blobs = blobs;
+    this.#spec = spec;
     this.#parameterCount = parameterCount;
     this.#state = state;
     this.#maxBytes = deltaBlobMaxBytes(spec, parameterCount);
   }
 
   /**
-   * The values of announced delta `d`: its blob, fetched from `providers`
-   * if need be, then (after a margin g, or at once when they fail) from the
-   * round's other peers too, read only if bound to `d`'s job, round, parent
-   * and peer. With no providers, only a blob held here is read, and a
-   * {@linkcode NotHeldError} thrown when there is none: no peer is asked.
+   * The values of announced delta `d`: its blob (in a sharded job, its
+   * root and every piece), fetched from `providers` if need be, then
+   * (after a margin g, or at once when they fail) from the round's other
+   * peers too, read only if bound to `d`'s job, round, parent and peer.
+   * With no providers, only blocks held here are read, and a
+   * {@linkcode NotHeldError} thrown when one is not: no peer is asked.
    */
   async read(d: DeltaAnnounce, providers: string[]): Promise<Float32Array> {
+    if (!isSharded(this.#spec)) {
+      return await this.#fetch(d.delta, {
+        what: "delta",
+        maxBytes: this.#maxBytes,
+        decode: (bytes) =>
+          decodeDeltaBlob(bytes, contextOf(d), this.#parameterCount),
+      }, providers);
+    }
+    return await this.#pieces(
+      d,
+      providers,
+      0,
+      pieceBounds(this.#parameterCount).length - 1,
+    );
+  }
+
+  /**
+   * The CIDs of the pieces of announced delta `d` of a sharded job: its
+   * root, fetched as {@linkcode read} fetches a blob and checked to be
+   * bound to `d`.
+   */
+  async root(d: DeltaAnnounce, providers: string[]): Promise<CID[]> {
+    return await this.#fetch(d.delta, {
+      what: "delta root",
+      maxBytes: deltaRootMaxBytes(this.#parameterCount),
+      decode: (bytes) =>
+        decodeDeltaRoot(bytes, contextOf(d), this.#parameterCount),
+    }, providers);
+  }
+
+  /**
+   * The values of slice `j` of `k` (`sliceBounds`) of announced delta `d`
+   * of a sharded job: its root and that slice's pieces only.
+   */
+  async readSlice(
+    d: DeltaAnnounce,
+    providers: string[],
+    k: number,
+    j: number,
+  ): Promise<Float32Array> {
+    const { from, to } = slicePieces(this.#parameterCount, k, j);
+    return await this.#pieces(d, providers, from, to);
+  }
+
+  /** Pieces [from, to) of `d`, fetched a few at a time, as one vector. */
+  async #pieces(
+    d: DeltaAnnounce,
+    providers: string[],
+    from: number,
+    to: number,
+  ): Promise<Float32Array> {
+    const cids = await this.root(d, providers);
+    const bounds = pieceBounds(this.#parameterCount);
+    const values = new Float32Array(bounds[to] - bounds[from]);
+    let next = from;
+    const worker = async () => {
+      for (let i = next++; i < to; i = next++) {
+        const piece = await this.#fetch(cidToString(cids[i]), {
+          what: "delta piece",
+          maxBytes: pieceMaxBytes(this.#spec, this.#parameterCount, i),
+          decode: (bytes) => decodePiece(bytes, this.#parameterCount, i),
+        }, providers);
+        values.set(piece, bounds[i] - bounds[from]);
+      }
+    };
+    await Promise.all(
+      Array.from({ length: Math.min(PIECES_AT_ONCE, to - from) }, worker),
+    );
+    return values;
+  }
+
+  /**
+   * Block `cid` decoded by `want`, fetched from `providers` if need be,
+   * then (after a margin g, or at once when they fail) from the round's
+   * other peers too; with no providers, only one held here, else a
+   * {@linkcode NotHeldError}.
+   */
+  async #fetch<T>(
+    cid: string,
+    want: Omit<BlobWant<T>, "providers" | "timeoutMs">,
+    providers: string[],
+  ): Promise<T> {
     const { config } = this.#state();
     const timeoutMs = collectMs(config);
-    const want: BlobWant<Float32Array> = {
-      what: "delta",
-      maxBytes: this.#maxBytes,
-      providers,
-      timeoutMs,
-      decode: (bytes) =>
-        decodeDeltaBlob(
-          bytes,
-          { job: d.job, round: d.round, parent: d.parent, peer: d.peer },
-          this.#parameterCount,
-        ),
-    };
+    const full: BlobWant<T> = { ...want, providers, timeoutMs };
     if (providers.length === 0) {
-      if (!await this.#blobs.has(d.delta)) {
-        throw new NotHeldError("delta", d.delta);
-      }
-      return await this.#blobs.get(d.delta, want);
+      if (!await this.#blobs.has(cid)) throw new NotHeldError("delta", cid);
+      return await this.#blobs.get(cid, full);
     }
     const others = this.#holders(providers);
-    const first = this.#blobs.get(d.delta, want);
+    const first = this.#blobs.get(cid, full);
     if (others.length === 0) return await first;
     first.catch(() => {}); // awaited below, or its fetch joined
     const deadline = Date.now() + timeoutMs;
@@ -111,8 +203,8 @@ export class DeltaReader {
     }
     // Joins a fetch still under way: the others are offered to it, and a
     // provider that has sent nothing gives way.
-    return await this.#blobs.get(d.delta, {
-      ...want,
+    return await this.#blobs.get(cid, {
+      ...full,
       providers: [...providers, ...others],
       timeoutMs: Math.max(1, deadline - Date.now()),
     });

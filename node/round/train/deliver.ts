@@ -5,7 +5,10 @@
  * @module
  */
 import { CHUNK_WEIGHT_LEVELS } from "../../../protocol/peers/assignment.ts";
-import { encodeDelta } from "../../../protocol/round/delta_blob.ts";
+import {
+  deltaBlocks,
+  type PiecedDelta,
+} from "../../../protocol/round/delta_pieces.ts";
 import { pseudoGradient } from "../../../protocol/aggregation/pseudo_gradient.ts";
 import {
   dataHash,
@@ -89,7 +92,7 @@ export async function deliverDelta(
     live: () => o.state().live,
     announced: o.announced,
   });
-  const bytes = encodeDelta(
+  const blocks = await deltaBlocks(
     spec,
     behaviour.deltaContext({
       job: o.jobId,
@@ -111,8 +114,8 @@ export async function deliverDelta(
   await o.announce({
     round,
     parent,
-    cid: await o.store(bytes),
-    bytes: bytes.length,
+    cid: await storeDelta(o, blocks),
+    bytes: blocks.pieces.reduce((n, p) => n + p.length, blocks.root.length),
     tokens: result.tokens,
     loss: result.loss,
     steps: result.steps,
@@ -123,4 +126,13 @@ export async function deliverDelta(
     trajectory: trajectoryRoot(work.states),
     kernel: o.trainer.kernel,
   });
+}
+
+/** Stores a delta's pieces, then its root; resolves with the root's CID. */
+async function storeDelta(
+  o: Pick<DeliverOptions, "store">,
+  { root, pieces }: PiecedDelta,
+): Promise<string> {
+  for (const piece of pieces) await o.store(piece);
+  return await o.store(root);
 }
