@@ -20,7 +20,7 @@ import { sleep } from "./services/abortable.ts";
 import { DeltaGate } from "./services/delta_gate.ts";
 import { DeltaReader } from "./services/delta_reader.ts";
 import { privateKeyToAccount } from "viem/accounts";
-import type { JobSpec } from "../../protocol/spec/job_spec.ts";
+import { isSharded, type JobSpec } from "../../protocol/spec/job_spec.ts";
 import type {
   AttestationMessage,
   AuditFailureNotice,
@@ -118,9 +118,12 @@ export class RoundWork {
       state: o.state,
       feed: o.feed,
       // A delta that cannot be fetched or read is left out where it is
-      // used, with its reason.
+      // used, with its reason. In a sharded job only its root: a peer
+      // fetches the slices it checks, not every delta whole.
       prefetch: (msg) =>
-        void this.#deltas.read(msg, [msg.peer]).catch(() => {}),
+        void (isSharded(spec)
+          ? this.#deltas.root(msg, [msg.peer])
+          : this.#deltas.read(msg, [msg.peer])).catch(() => {}),
       log: o.log,
     });
     this.#blobs = new BlobGetter(
@@ -187,6 +190,16 @@ export class RoundWork {
       jobId,
       spec,
       delta: (d, providers) => this.#deltas.read(d, providers),
+      root: (d, providers) => this.#deltas.root(d, providers),
+      slice: (d, providers, k, j) => this.#deltas.readSlice(d, providers, k, j),
+      block: (cid, maxBytes, providers) =>
+        this.#blobs.get(cid, {
+          what: "slice",
+          maxBytes,
+          providers,
+          timeoutMs: collectMs(o.state().config),
+          decode: (bytes) => bytes,
+        }),
       manifest: (m, providers = [m.peer]) =>
         this.#blobs.manifest(m.manifest, {
           providers,

@@ -31,7 +31,7 @@ import {
 import { partitionDeltas } from "../../../protocol/aggregation/delta_screen.ts";
 import { claimedShare } from "../../../protocol/audit/inner_steps.ts";
 import { manifestContribution } from "../../../protocol/round/contribution.ts";
-import type { JobSpec } from "../../../protocol/spec/job_spec.ts";
+import { isSharded, type JobSpec } from "../../../protocol/spec/job_spec.ts";
 import type {
   DeltaAnnounce,
   ManifestAnnounce,
@@ -51,9 +51,21 @@ import { encodeManifest } from "../../../protocol/codec/manifest_codec.ts";
 import {
   type ExclusionReason,
   MANIFEST_VERSION,
+  type ManifestShards,
   type RoundManifest,
 } from "../../../protocol/round/round_manifest.ts";
-import { nextCheckpoint } from "../../../protocol/round/round_update.ts";
+import {
+  checkpointOfUpdate,
+  nextCheckpoint,
+} from "../../../protocol/round/round_update.ts";
+import {
+  screenSharded,
+  type ShardedScreen,
+  updateOfSlices,
+  updateSlices,
+} from "../../../protocol/round/slice_update.ts";
+import { encodeSliceScreenSums } from "../../../protocol/aggregation/slice_screen.ts";
+import { encodeQuantized } from "../../../protocol/aggregation/quantized_container.ts";
 import type { Attester } from "./attest.ts";
 import { HONEST, type RoundBehaviour } from "../services/behaviour.ts";
 import type { Held } from "./sync.ts";
@@ -210,6 +222,8 @@ export interface BuiltManifest {
 interface Screened {
   accepted: { peer: string; d: DeltaAnnounce; delta: Float32Array }[];
   excluded: { d: DeltaAnnounce; reason: ExclusionReason; evidence: string }[];
+  /** In a sharded job: the screen, slice by slice, of the deltas read. */
+  sharded: ShardedScreen | null;
 }
 
 /**
@@ -256,12 +270,17 @@ async function build(
   o: LeaderAggregationOptions,
   a: Extract<RoundAction, { type: "aggregate" }>,
   held: Held,
-  { accepted, excluded }: Screened,
+  { accepted, excluded, sharded }: Screened,
 ): Promise<Omit<BuiltManifest, "considered">> {
   if (accepted.length === 0) {
     throw new NothingToAggregateError(a.round);
   }
-  const next = o.behaviour.checkpoint(combine(o.spec, held, accepted));
+  const published = sharded === null
+    ? null
+    : await publishSlices(o, held, sharded, accepted);
+  const next = o.behaviour.checkpoint(
+    published?.next ?? combine(o.spec, held, accepted),
+  );
   const checkpoint = cidToString(
     await o.store(encodeRoundCheckpoint(next), CHECKPOINT_CODEC),
   );
@@ -280,16 +299,56 @@ async function build(
       evidence,
     })),
     checkpoint,
+    ...(published === null ? {} : { shards: published.shards }),
   };
   const manifestCid = cidToString(await o.store(encodeManifest(manifest)));
   return { manifest, manifestCid, checkpoint };
 }
 
-/** C(r+1) from C(r) = `held` and the accepted deltas. */
+/**
+ * A sharded round's slices as its leader publishes them: each slice's
+ * screen sums and update slice stored, and C(r+1) from the update.
+ */
+async function publishSlices(
+  o: Pick<LeaderAggregationOptions, "spec" | "store">,
+  held: Held,
+  screen: ShardedScreen,
+  accepted: Screened["accepted"],
+): Promise<{ shards: ManifestShards; next: RoundCheckpoint }> {
+  const slices = updateSlices(
+    o.spec,
+    screen,
+    accepted.map(({ d, delta }) => ({ peer: d.peer, tokens: d.tokens, delta })),
+  );
+  const cids = async (blocks: Uint8Array[]) => {
+    const out: string[] = [];
+    for (const block of blocks) out.push(cidToString(await o.store(block)));
+    return out;
+  };
+  return {
+    shards: {
+      slices: screen.slices,
+      sums: await cids(screen.sums.map(encodeSliceScreenSums)),
+      update: await cids(slices.map(encodeQuantized)),
+    },
+    next: checkpointOfUpdate(
+      o.spec,
+      held.ckpt,
+      held.cid,
+      updateOfSlices(screen.bounds, slices),
+    ),
+  };
+}
+
+/**
+ * C(r+1) from C(r) = `held` and the accepted deltas, cut into `slices`
+ * in a sharded job.
+ */
 function combine(
   spec: JobSpec,
   held: Held,
   accepted: Screened["accepted"],
+  slices?: number,
 ): RoundCheckpoint {
   return nextCheckpoint({
     spec,
@@ -300,6 +359,7 @@ function combine(
       tokens: d.tokens,
       delta,
     })),
+    slices,
   });
 }
 
@@ -323,13 +383,13 @@ export async function previewRound(
   a: Extract<RoundAction, { type: "preview" }>,
   held: Held,
 ): Promise<PreviewedCheckpoint> {
-  const { accepted } = await screen(
+  const { accepted, sharded } = await screen(
     { ...o, behaviour: HONEST, refuse: () => {}, reasonOf: () => "" },
     a.deltas,
     new Map(),
   );
   if (accepted.length === 0) throw new NothingToAggregateError(a.round);
-  const next = combine(o.spec, held, accepted);
+  const next = combine(o.spec, held, accepted, sharded?.slices);
   const cid = cidToString(
     await o.store(encodeRoundCheckpoint(next), CHECKPOINT_CODEC),
   );
@@ -406,8 +466,12 @@ async function screen(
   // from.
   const ok = o.behaviour.contributions(read.filter((f) => f !== null))
     .sort((x, y) => comparePeerIds(x.peer, y.peer));
-  const { accepted, excluded } = partitionDeltas(ok);
+  const sharded = isSharded(o.spec) ? screenSharded(ok) : null;
+  const { accepted, excluded } = sharded === null
+    ? partitionDeltas(ok)
+    : { accepted: without(ok, sharded.excluded), excluded: sharded.excluded };
   return {
+    sharded,
     accepted,
     excluded: [
       ...excluded.map((e) => ({
@@ -419,4 +483,13 @@ async function screen(
       ...unserved,
     ].sort((x, y) => comparePeerIds(x.d.peer, y.d.peer)),
   };
+}
+
+/** `all` but those `excluded`, in their order. */
+function without<T extends { peer: string }>(
+  all: readonly T[],
+  excluded: readonly { peer: string }[],
+): T[] {
+  const out = new Set(excluded.map((e) => e.peer));
+  return all.filter((x) => !out.has(x.peer));
 }

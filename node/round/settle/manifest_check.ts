@@ -35,7 +35,29 @@ import {
   supersededRefusal,
   unamendedRefusal,
 } from "../../../protocol/round/manifest_rules.ts";
-import type { JobSpec } from "../../../protocol/spec/job_spec.ts";
+import { isSharded, type JobSpec } from "../../../protocol/spec/job_spec.ts";
+import { comparePeerIds } from "../../../protocol/peers/peer_table.ts";
+import {
+  shardCount,
+  sliceBounds,
+  verifierSlices,
+} from "../../../protocol/aggregation/shards.ts";
+import {
+  decodeSliceScreenSums,
+  encodeSliceScreenSums,
+  screenSlices,
+  sliceScreenSums,
+} from "../../../protocol/aggregation/slice_screen.ts";
+import { BITS_FOR_COMPRESSION } from "../../../protocol/aggregation/quantize.ts";
+import {
+  encodedByteLength,
+  encodeQuantized,
+} from "../../../protocol/aggregation/quantized_container.ts";
+import {
+  decodeUpdateSlice,
+  updateOfSlices,
+  updateSlice,
+} from "../../../protocol/round/slice_update.ts";
 import type {
   DeltaAnnounce,
   ManifestAnnounce,
@@ -45,8 +67,14 @@ import {
   encodeRoundCheckpoint,
   roundCheckpointCid,
 } from "../../../protocol/round/round_checkpoint.ts";
-import type { RoundManifest } from "../../../protocol/round/round_manifest.ts";
-import { nextCheckpoint } from "../../../protocol/round/round_update.ts";
+import type {
+  ManifestExclusion,
+  RoundManifest,
+} from "../../../protocol/round/round_manifest.ts";
+import {
+  checkpointOfUpdate,
+  nextCheckpoint,
+} from "../../../protocol/round/round_update.ts";
 import type { Held } from "./sync.ts";
 
 /**
@@ -82,6 +110,28 @@ export function deltaRefusalReason(err: unknown): string {
     : "unavailable";
 }
 
+/** Slices of a sharded round each verifier recomputes. */
+export const VERIFY_SLICES = 2;
+
+/**
+ * `read()`, or a refusal blaming no one that names the delta of `peer`
+ * that could not be used.
+ */
+async function usable<T>(peer: string, read: () => Promise<T>): Promise<T> {
+  try {
+    return await read();
+  } catch (err) {
+    throw new ManifestRefused(
+      "invalid-delta",
+      `the delta of ${peer} cannot be used: ${(err as Error).message}`,
+    );
+  }
+}
+
+function equalBytes(a: Uint8Array, b: Uint8Array): boolean {
+  return a.length === b.length && a.every((x, i) => x === b[i]);
+}
+
 /** What a {@linkcode ManifestVerifier} uses. */
 export interface ManifestVerifierOptions {
   jobId: string;
@@ -91,6 +141,21 @@ export interface ManifestVerifierOptions {
    * with no providers, only one held here (else it throws).
    */
   delta(d: DeltaAnnounce, providers: string[]): Promise<Float32Array>;
+  /** The pieces' CIDs of an announced delta of a sharded job (its root). */
+  root(d: DeltaAnnounce, providers: string[]): Promise<unknown>;
+  /** Slice `j` of `k` of an announced delta of a sharded job. */
+  slice(
+    d: DeltaAnnounce,
+    providers: string[],
+    k: number,
+    j: number,
+  ): Promise<Float32Array>;
+  /** The bytes of block `cid` (at most `maxBytes`), from `providers`. */
+  block(
+    cid: string,
+    maxBytes: number,
+    providers: string[],
+  ): Promise<Uint8Array>;
   /**
    * A manifest by its announcement, fetched if need be from `providers`
    * (its author when not given).
@@ -288,27 +353,31 @@ export class ManifestVerifier {
         owed.set(e.peer, "unserved");
       }
     }
+    const sharded = isSharded(this.#o.spec);
+    if (sharded !== (manifest.shards !== undefined)) {
+      throw new ManifestRefused(
+        "shards-mismatch",
+        sharded
+          ? "manifest of a job sharded by slices names no slices"
+          : "manifest names slices in a job that is not sharded",
+      );
+    }
+    // Which of the deltas left out this peer can read (one it cannot read
+    // either was rightly left out); in a sharded job, whose root it can.
+    const readable = (d: DeltaAnnounce) =>
+      sharded ? this.#o.root(d, [d.peer, m.peer]) : fetch(d);
     const [values, leftOut] = await Promise.all([
-      Promise.all(listed.map(async (peer) => {
-        try {
-          const d = byPeer.get(peer)!;
-          return {
-            peer,
-            delta: await fetch(d),
-            share: claimedShare(this.#o.spec, d.tokens),
-          };
-        } catch (err) {
-          throw new ManifestRefused(
-            "invalid-delta",
-            `the delta of ${peer} cannot be used: ${(err as Error).message}`,
-          );
-        }
+      sharded ? [] : Promise.all(listed.map(async (peer) => {
+        const d = byPeer.get(peer)!;
+        return {
+          peer,
+          delta: await usable(peer, () => fetch(d)),
+          share: claimedShare(this.#o.spec, d.tokens),
+        };
       })),
-      // Which of the deltas left out this peer can read (one it cannot
-      // read either was rightly left out).
       Promise.all(
         missing.map((d) =>
-          fetch(d).then(
+          readable(d).then(
             () => d.peer,
             (err) => {
               const reason = deltaRefusalReason(err);
@@ -328,26 +397,9 @@ export class ManifestVerifier {
       throw ManifestRefused.of(censoredRefusal(censored));
     }
     for (const peer of late) owed.set(peer, "late");
-    const { accepted, excluded } = partitionDeltas(values);
-    const misscreened = screenRefusal(screened, excluded);
-    if (misscreened) throw ManifestRefused.of(misscreened);
-    for (const e of excluded) this.#o.noteDelta(byPeer.get(e.peer)!, e.reason);
-    const tokens = new Map(
-      manifest.contributions.map((c) => [c.peer, c.tokens]),
-    );
-    const held = this.#o.held(m.parent);
-    const bytes = encodeRoundCheckpoint(
-      nextCheckpoint({
-        spec: this.#o.spec,
-        parent: held.ckpt,
-        parentCid: held.cid,
-        deltas: accepted.map(({ peer, delta }) => ({
-          peer,
-          tokens: tokens.get(peer)!,
-          delta,
-        })),
-      }),
-    );
+    const bytes = sharded
+      ? await this.#slices(m, manifest, screened, byPeer)
+      : this.#recompute(m, manifest, screened, values, byPeer);
     // A match is C(r+1), stored here for free; a mismatch is not kept,
     // or a leader announcing bogus manifests would fill the disk.
     const cid = cidToString(await roundCheckpointCid(bytes));
@@ -359,6 +411,174 @@ export class ManifestVerifier {
     }
     if (owed.size > 0) await this.#amendment(m, owed, witness);
     await this.#o.store(bytes, CHECKPOINT_CODEC);
+  }
+
+  /**
+   * C(r+1) recomputed from every listed delta's values, after checking
+   * that the manifest screens out what this peer screens out.
+   */
+  #recompute(
+    m: ManifestAnnounce,
+    manifest: RoundManifest,
+    screened: readonly ManifestExclusion[],
+    values: readonly { peer: string; delta: Float32Array; share: number }[],
+    byPeer: ReadonlyMap<string, DeltaAnnounce>,
+  ): Uint8Array {
+    const { accepted, excluded } = partitionDeltas(values);
+    const misscreened = screenRefusal(screened, excluded);
+    if (misscreened) throw ManifestRefused.of(misscreened);
+    for (const e of excluded) this.#o.noteDelta(byPeer.get(e.peer)!, e.reason);
+    const tokens = new Map(
+      manifest.contributions.map((c) => [c.peer, c.tokens]),
+    );
+    const held = this.#o.held(m.parent);
+    return encodeRoundCheckpoint(
+      nextCheckpoint({
+        spec: this.#o.spec,
+        parent: held.ckpt,
+        parentCid: held.cid,
+        deltas: accepted.map(({ peer, delta }) => ({
+          peer,
+          tokens: tokens.get(peer)!,
+          delta,
+        })),
+      }),
+    );
+  }
+
+  /**
+   * A sharded round's C(r+1): the parent's outer step with the update its
+   * leader published, after checking the screen from the published sums
+   * and recomputing, from the listed deltas' pieces, the sums and the
+   * update of a few slices drawn here, where the leader cannot know
+   * which (shards.ts).
+   */
+  async #slices(
+    m: ManifestAnnounce,
+    manifest: RoundManifest,
+    screened: readonly ManifestExclusion[],
+    byPeer: ReadonlyMap<string, DeltaAnnounce>,
+  ): Promise<Uint8Array> {
+    const { spec } = this.#o;
+    const shards = manifest.shards!;
+    const held = this.#o.held(m.parent);
+    const params = held.ckpt.params.length;
+    // Every delta the screen saw, in the order of the published sums.
+    const seen = [
+      ...manifest.contributions.map((c) => c.peer),
+      ...screened.map((e) => e.peer),
+    ].sort(comparePeerIds).map((peer) => byPeer.get(peer)!);
+    const k = shardCount(seen.length, params);
+    if (shards.slices !== k) {
+      throw new ManifestRefused(
+        "shards-mismatch",
+        `manifest cuts ${seen.length} deltas into ${shards.slices} slices, not ${k}`,
+      );
+    }
+    const bounds = sliceBounds(params, k);
+    const published = async (cid: string, maxBytes: number) => {
+      try {
+        return await this.#o.block(cid, maxBytes, [m.peer]);
+      } catch (err) {
+        throw new ManifestRefused(
+          "unserved-slice",
+          `its block ${cid} cannot be had: ${(err as Error).message}`,
+        );
+      }
+    };
+    const [sumBytes, updateBytes] = await Promise.all([
+      Promise.all(
+        shards.sums.map((cid) => published(cid, 16 + 16 * seen.length)),
+      ),
+      Promise.all(shards.update.map((cid, j) =>
+        published(
+          cid,
+          encodedByteLength(bounds[j + 1] - bounds[j], {
+            bits: BITS_FOR_COMPRESSION[spec.compression.format],
+            blockSize: spec.compression.blockSize,
+          }),
+        )
+      )),
+    ]);
+    const malformed = (what: string, err: unknown): never => {
+      throw new ManifestRefused(
+        "malformed-slice",
+        `its ${what} cannot be read: ${(err as Error).message}`,
+      );
+    };
+    const sums = sumBytes.map((bytes, j) => {
+      try {
+        return decodeSliceScreenSums(bytes, seen.length);
+      } catch (err) {
+        return malformed(`slice ${j}'s sums`, err);
+      }
+    });
+    const update = updateBytes.map((bytes, j) => {
+      try {
+        return decodeUpdateSlice(spec, bytes, bounds[j + 1] - bounds[j]);
+      } catch (err) {
+        return malformed(`update slice ${j}`, err);
+      }
+    });
+    const shares = seen.map((d) => claimedShare(spec, d.tokens));
+    const { excluded, norms } = screenSlices(
+      seen.map((d, i) => ({
+        peer: d.peer,
+        share: shares[i],
+        sums: sums.map((s) => s.sums[i]),
+      })),
+      sums.map((s) => s.centerNorm2),
+    );
+    const misscreened = screenRefusal(screened, excluded);
+    if (misscreened) throw ManifestRefused.of(misscreened);
+    const out = new Set(excluded.map((e) => e.peer));
+    const draw = crypto.getRandomValues(new Uint8Array(16)).join(".");
+    for (const j of verifierSlices(draw, m.peer, k, VERIFY_SLICES)) {
+      const values = await Promise.all(seen.map((d) =>
+        usable(
+          d.peer,
+          () => this.#o.slice(d, [d.peer, m.peer], k, j),
+        )
+      ));
+      const mine = encodeSliceScreenSums(
+        sliceScreenSums(seen.map((d, i) => ({
+          peer: d.peer,
+          share: shares[i],
+          delta: values[i],
+        }))),
+      );
+      if (!equalBytes(mine, sumBytes[j])) {
+        throw new ManifestRefused(
+          "slice-mismatch",
+          `slice ${j}'s screen sums differ from those recomputed`,
+        );
+      }
+      const slice = encodeQuantized(updateSlice(
+        spec,
+        seen.flatMap((d, i) =>
+          out.has(d.peer) ? [] : [{
+            peer: d.peer,
+            tokens: d.tokens,
+            delta: values[i],
+            norm: norms.get(d.peer)!,
+          }]
+        ),
+      ));
+      if (!equalBytes(slice, updateBytes[j])) {
+        throw new ManifestRefused(
+          "slice-mismatch",
+          `update slice ${j} differs from the one recomputed`,
+        );
+      }
+    }
+    return encodeRoundCheckpoint(
+      checkpointOfUpdate(
+        spec,
+        held.ckpt,
+        held.cid,
+        updateOfSlices(bounds, update),
+      ),
+    );
   }
 
   /**

@@ -1,7 +1,23 @@
 import { FULL_TIER } from "../../../tests/_tier.ts";
 import assert from "node:assert/strict";
 import { Rng } from "../../../kernels/data/rng.ts";
-import { cidToString } from "../../../protocol/content/cid.ts";
+import { cidForBytes, cidToString } from "../../../protocol/content/cid.ts";
+import type { JobSpec } from "../../../protocol/spec/job_spec.ts";
+import { sliceBounds } from "../../../protocol/aggregation/shards.ts";
+import {
+  encodeSliceScreenSums,
+  type SliceScreenSums,
+} from "../../../protocol/aggregation/slice_screen.ts";
+import {
+  dequantize,
+  quantize,
+} from "../../../protocol/aggregation/quantize.ts";
+import { encodeQuantized } from "../../../protocol/aggregation/quantized_container.ts";
+import {
+  screenSharded,
+  updateOfSlices,
+  updateSlices,
+} from "../../../protocol/round/slice_update.ts";
 import {
   cidOf,
   JOB,
@@ -23,7 +39,10 @@ import {
   MANIFEST_VERSION,
   type RoundManifest,
 } from "../../../protocol/round/round_manifest.ts";
-import { nextCheckpoint } from "../../../protocol/round/round_update.ts";
+import {
+  checkpointOfUpdate,
+  nextCheckpoint,
+} from "../../../protocol/round/round_update.ts";
 import {
   ManifestRefused,
   ManifestVerifier,
@@ -104,14 +123,25 @@ async function manifestOf(
 function verifier(
   manifests: Map<string, RoundManifest>,
   held: readonly string[] = PEERS,
+  sharded?: { spec: JobSpec; blocks: Map<string, Uint8Array> },
 ) {
+  const bounds = (k: number) => sliceBounds(GENESIS.params.length, k);
   return new ManifestVerifier({
     jobId: JOB,
-    spec: SPEC,
+    spec: sharded?.spec ?? SPEC,
     delta: (d, providers) =>
       providers.length === 0 && !held.includes(d.peer)
         ? Promise.reject(new NotHeldError("delta", d.delta))
         : Promise.resolve(DELTAS.get(d.peer)!),
+    root: () => Promise.resolve([]),
+    slice: (d, _, k, j) =>
+      Promise.resolve(
+        DELTAS.get(d.peer)!.slice(bounds(k)[j], bounds(k)[j + 1]),
+      ),
+    block: (cid) => {
+      const bytes = sharded?.blocks.get(cid);
+      return bytes ? Promise.resolve(bytes) : Promise.reject(new Error(cid));
+    },
     manifest: (m) => {
       const found = manifests.get(m.manifest);
       return found
@@ -163,6 +193,82 @@ Deno.test("ManifestVerifier: an honest manifest checks out", async () => {
   const v = verifier(new Map([["bafkreihonest", m]]));
   const back = await v.check(announce("bafkreihonest", m), WITNESS);
   assert.equal(back.checkpoint, m.checkpoint);
+});
+
+/** PEERS' deltas as a sharded round's leader publishes them. */
+async function shardedRound(
+  tamper: (update: Float32Array[], sums: SliceScreenSums[]) => void = () => {},
+) {
+  const spec: JobSpec = { ...SPEC, sharding: "slices" };
+  const deltas = PEERS.map((peer) => ({
+    peer,
+    tokens: TOKENS,
+    delta: DELTAS.get(peer)!,
+  }));
+  const screen = screenSharded(deltas);
+  const slices = updateSlices(spec, screen, deltas);
+  const values = slices.map(dequantize);
+  const sums = [...screen.sums];
+  tamper(values, sums);
+  const update = values.map((v) =>
+    quantize(v, { bits: slices[0].bits, blockSize: slices[0].blockSize })
+  );
+  const blocks = new Map<string, Uint8Array>();
+  const put = async (bytes: Uint8Array) => {
+    const cid = cidToString(await cidForBytes(bytes));
+    blocks.set(cid, bytes);
+    return cid;
+  };
+  const next = checkpointOfUpdate(
+    spec,
+    GENESIS,
+    PARENT,
+    updateOfSlices(screen.bounds, update),
+  );
+  const m: RoundManifest = {
+    ...await manifestOf(PEERS[0], PEERS),
+    checkpoint: cidToString(
+      await roundCheckpointCid(encodeRoundCheckpoint(next)),
+    ),
+    shards: {
+      slices: screen.slices,
+      sums: await Promise.all(sums.map((x) => put(encodeSliceScreenSums(x)))),
+      update: await Promise.all(update.map((x) => put(encodeQuantized(x)))),
+    },
+  };
+  const v = verifier(new Map([["bafkreisharded", m]]), PEERS, {
+    spec,
+    blocks,
+  });
+  return { m, check: () => v.check(announce("bafkreisharded", m), WITNESS) };
+}
+
+Deno.test("ManifestVerifier: a sharded round's manifest checks out from its published slices", async () => {
+  const { m, check } = await shardedRound();
+  assert.equal((await check()).checkpoint, m.checkpoint);
+});
+
+Deno.test("ManifestVerifier: a sharded round's update slice or sums changed by its leader are caught where recomputed", async () => {
+  const bumped = await shardedRound((update) => update[0][5] += 1e-3);
+  assert.equal((await refusal(bumped.check())).code, "slice-mismatch");
+  const summed = await shardedRound((_, sums) =>
+    sums[0] = { ...sums[0], centerNorm2: sums[0].centerNorm2 * 1.01 }
+  );
+  assert.equal((await refusal(summed.check())).code, "slice-mismatch");
+});
+
+Deno.test("ManifestVerifier: slices named outside a sharded job, or none in one, are refused", async () => {
+  const { m } = await shardedRound();
+  const v = verifier(new Map([["bafkreislices", m]]));
+  const err = await refusal(v.check(announce("bafkreislices", m), WITNESS));
+  assert.equal(err.code, "shards-mismatch");
+  const { shards: _, ...plain } = m;
+  const w = verifier(new Map([["bafkreiplain", plain]]), PEERS, {
+    spec: { ...SPEC, sharding: "slices" },
+    blocks: new Map(),
+  });
+  const err2 = await refusal(w.check(announce("bafkreiplain", plain), WITNESS));
+  assert.equal(err2.code, "shards-mismatch");
 });
 
 Deno.test("ManifestVerifier: leaving out a delta seen well before is censorship", async () => {
