@@ -16,6 +16,7 @@ export function crashRecord(round: number): RoundRecord {
     leader: null,
     tx: null,
     contributors: 3,
+    slices: 0,
     trainLoss: null,
     valLoss: 4 - round / 1000,
     contributed: true,

@@ -112,6 +112,7 @@ export function record(round: number): RoundRecord {
     leader: "12D3KooWA",
     tx: `0x${String(round).padStart(64, "0")}`,
     contributors: 2,
+    slices: 0,
     trainLoss: 5 - round / 10,
     valLoss: 5.1 - round / 10,
     contributed: true,

@@ -37,6 +37,11 @@ export interface RoundRecord {
   /** The commit transaction, when known. */
   tx: string | null;
   contributors: number;
+  /**
+   * Slices its update was cut into and published by, in a job sharded by
+   * slices (each verifier recomputed a few of them); 0 otherwise.
+   */
+  slices: number;
   /** Token-weighted mean training loss the contributors reported. */
   trainLoss: number | null;
   /** Held-out loss of C(round + 1), measured by this peer. */
@@ -331,6 +336,7 @@ export class RoundLedger {
       leader: m?.leader ?? commit?.peer ?? null,
       tx: commit?.tx ?? null,
       contributors: m?.contributions.length ?? 0,
+      slices: m?.shards?.slices ?? 0,
       trainLoss,
       valLoss: r.valLoss,
       contributed: m?.contributions.some((c) => c.peer === r.self) ?? false,

@@ -122,6 +122,7 @@ export class RoundRecordLog {
 const NUMBERS = [
   "round",
   "contributors",
+  "slices",
   "valLoss",
   "tokens",
   "bytesSent",
@@ -145,6 +146,8 @@ function parseRecord(line: string): RoundRecord | null {
   if (r.valLoss === null) r.valLoss = NaN;
   // Records written before compute time was counted.
   r.busyMs ??= r.trainMs;
+  // Records written before rounds were sharded.
+  r.slices ??= 0;
   const ok = NUMBERS.every((k) => typeof r[k] === "number") &&
     Number.isSafeInteger(r.round) && (r.round as number) >= 0 &&
     typeof r.checkpoint === "string" &&

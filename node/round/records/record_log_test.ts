@@ -9,6 +9,7 @@ function record(round: number, over: Partial<RoundRecord> = {}): RoundRecord {
     leader: "peerB",
     tx: null,
     contributors: 3,
+    slices: 0,
     trainLoss: 4.5,
     valLoss: 4.25,
     contributed: true,
