@@ -640,6 +640,40 @@ Deno.test({
 
 Deno.test({
   name:
+    "bench shards --json: 8 peers and a late one commit rounds sharded into 2 slices, every peer credited, the late one in the round it starts",
+  sanitizeOps: false,
+  sanitizeResources: false,
+  fn: async () => {
+    const { code, stdout, stderr } = await bench(
+      "shards",
+      "--json",
+      "--peers",
+      "8",
+      "--rounds",
+      "2",
+      "--model",
+      "tiny",
+      "--inner-steps",
+      "5",
+    );
+    assert.equal(code, 0, stderr);
+    const { shards } = JSON.parse(stdout);
+    const rounds = shards.perRound as {
+      slices: number;
+      contributors: number;
+      received: number[];
+    }[];
+    // The tiny model is 2 pieces: 8 peers cut it into both.
+    assert.deepEqual(rounds.map((r) => r.slices), [2, 2]);
+    assert.deepEqual(rounds.map((r) => r.contributors), [8, 9]);
+    assert.equal(shards.credited, 9);
+    assert.deepEqual(shards.late, { started: 1, firstContributed: 1 });
+    assert.ok(rounds.every((r) => r.received.every((n) => n > 0)));
+  },
+});
+
+Deno.test({
+  name:
     "bench chaos --json: a peer killed in each stage of a round, leader included, is restarted and nothing is lost or stalled",
   sanitizeOps: false,
   sanitizeResources: false,

@@ -28,6 +28,7 @@ export const BENCHES: Record<string, () => Promise<{ default: Bench }>> = {
   wan: () => import("./wan.ts"),
   soak: () => import("./soak.ts"),
   chaos: () => import("./chaos.ts"),
+  shards: () => import("./shards.ts"),
 };
 
 /** Where and on what the numbers were taken. */
