@@ -60,6 +60,32 @@ for (const attack of FAST.filter((a) => !SLASHED_ATTACKS.includes(a))) {
 }
 
 Deno.test({
+  name:
+    "attacks: a lying leader in a job sharded by slices (a tampered update slice, the checkpoint made from it) is caught each round it attacks",
+  ...JOB_TEST,
+  fn: async () => {
+    const r = await runAttack({
+      attack: "lying-leader",
+      peers: 3,
+      spec: { ...spec, sharding: "slices" },
+      keys,
+    });
+    assert.ok(r.attackedRounds.length > 0, "the attack never happened");
+    assert.deepEqual(
+      r.detectedRounds,
+      r.attackedRounds,
+      JSON.stringify(r.refusals),
+    );
+    assert.ok(
+      r.refusals.some((x) => JSON.stringify(x).includes("slice-mismatch")),
+      JSON.stringify(r.refusals),
+    );
+    assert.equal(r.creditedToAttackers, 0);
+    assert.deepEqual(r.falsePositives, []);
+  },
+});
+
+Deno.test({
   name: "attacks: a clean run of the same peers wrongs no one",
   ...JOB_TEST,
   fn: async () => {

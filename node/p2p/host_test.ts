@@ -70,3 +70,59 @@ Deno.test({
     }
   },
 });
+
+Deno.test({
+  name:
+    "16 hosts on one IP (a lab, a devnet, peers behind one NAT) hear each other's gossip: colocation costs no score",
+  sanitizeOps: false,
+  sanitizeResources: false,
+  fn: async () => {
+    const topic = "zoo-colocated";
+    const first = await createHost({
+      privateKey: await generateKeyPair("Ed25519"),
+      listen: ["/ip4/127.0.0.1/tcp/0"],
+      bootstrap: [],
+      mdns: false,
+    });
+    const bootstrap = [first.getMultiaddrs()[0].toString()];
+    const hosts = [first];
+    // One at a time: libp2p takes at most 5 new connections a second
+    // from one IP (its inboundConnectionThreshold).
+    while (hosts.length < 16) {
+      hosts.push(
+        await createHost({
+          privateKey: await generateKeyPair("Ed25519"),
+          listen: ["/ip4/127.0.0.1/tcp/0"],
+          bootstrap,
+          mdns: false,
+        }),
+      );
+      await new Promise((r) => setTimeout(r, 600));
+    }
+    try {
+      const heard = hosts.map(() => new Set<string>());
+      for (const [i, h] of hosts.entries()) {
+        h.services.pubsub.subscribe(topic);
+        h.services.pubsub.addEventListener("message", (e) => {
+          if (e.detail.topic === topic) {
+            heard[i].add(new TextDecoder().decode(e.detail.data));
+          }
+        });
+      }
+      const everyone = () => heard.every((s) => s.size === hosts.length - 1);
+      const deadline = Date.now() + 30_000;
+      while (!everyone() && Date.now() < deadline) {
+        await Promise.all(hosts.map((h, i) =>
+          h.services.pubsub.publish(
+            topic,
+            new TextEncoder().encode(`host ${i}`),
+          ).catch(() => {})
+        ));
+        await new Promise((r) => setTimeout(r, 1_000));
+      }
+      assert.ok(everyone(), heard.map((s) => s.size).join(" "));
+    } finally {
+      await Promise.all(hosts.map((h) => h.stop()));
+    }
+  },
+});

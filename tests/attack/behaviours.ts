@@ -15,7 +15,9 @@
  *   previous round and parent.
  * - `censoring-leader`: when it aggregates, leaves out the honest delta
  *   that reached it first (the one it plainly had).
- * - `lying-leader`: when it aggregates, publishes a tampered checkpoint.
+ * - `lying-leader`: when it aggregates, publishes a tampered checkpoint (in
+ *   a job sharded by slices, a tampered update slice and the checkpoint
+ *   made from it).
  * - `late-censor`: when it aggregates, leaves out the honest delta that
  *   reached it last (a slow peer's) and publishes at once, about 100 ms
  *   after that delta came, without settling: a delta its verifiers hold
@@ -99,6 +101,7 @@ import {
 } from "../../node/round/services/behaviour.ts";
 import { rankLeaders } from "../../protocol/peers/assignment.ts";
 import { pseudoGradient } from "../../protocol/aggregation/pseudo_gradient.ts";
+import { dequantize, quantize } from "../../protocol/aggregation/quantize.ts";
 import { collectMs, settleMs } from "../../protocol/round/round_timing.ts";
 import type { TrainingState } from "../../protocol/content/state_hash.ts";
 
@@ -339,6 +342,13 @@ export function attackBehaviour(setup: AttackSetup): RoundBehaviour {
           const params = new Float32Array(next.params);
           params[0] += 1;
           return { ...next, params };
+        },
+        // Sharded: the checkpoint is made from the update it publishes, so
+        // the lie is in a slice, found by the verifiers that draw it.
+        update: ([first, ...rest]) => {
+          const values = dequantize(first);
+          values[0] += 1;
+          return [quantize(values, first), ...rest];
         },
       };
   }

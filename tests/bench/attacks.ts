@@ -20,6 +20,8 @@ import {
   type JobSpec,
   MOMENTS,
   type Moments,
+  type Sharding,
+  SHARDINGS,
 } from "../../protocol/spec/job_spec.ts";
 import {
   type Compression,
@@ -53,6 +55,8 @@ interface Options {
   compression: Compression;
   /** Where rounds' inner optimizer starts (the spec's `moments`). */
   moments: Moments;
+  /** How rounds are combined (the spec's `sharding`). */
+  sharding: Sharding;
   only: AttackName[];
   /** Where the peers' keys live; null for a fresh temp dir. */
   keys: string | null;
@@ -98,6 +102,8 @@ export interface AttacksResult {
   compression: Compression;
   /** The spec's `moments`: reset has audits replay from C(r). */
   moments: Moments;
+  /** The spec's `sharding`. */
+  sharding: Sharding;
   clean: {
     heldoutLoss: number;
     falsePositives: number;
@@ -129,6 +135,7 @@ function specFor(o: Options, attack: AttackName | null = null): JobSpec {
     aggregation: { rule: o.rule },
     compression: { format: o.compression },
     moments: o.moments,
+    sharding: o.sharding,
     ...(slashed ? { minPeers: o.peers - leavingPeers(attack, o.peers) } : {}),
   });
 }
@@ -182,6 +189,11 @@ const bench: Bench<Options, AttacksResult> = {
       help:
         "carry | reset (rounds from zero moments, audits replay from C(r), as job create makes jobs)",
     },
+    sharding: {
+      default: "whole",
+      help:
+        "whole | slices (deltas as pieces, the update published by slice, verifiers recompute slices)",
+    },
     keys: {
       default: "",
       help:
@@ -228,6 +240,7 @@ const bench: Bench<Options, AttacksResult> = {
       rule: flags.rule as AggregationRuleName,
       compression: choiceFlag(flags, "compression", COMPRESSIONS),
       moments: choiceFlag(flags, "moments", MOMENTS),
+      sharding: choiceFlag(flags, "sharding", SHARDINGS),
       only: only as AttackName[],
       keys: flags.keys === "" ? null : flags.keys,
     };
@@ -272,6 +285,7 @@ const bench: Bench<Options, AttacksResult> = {
         rule: JSON.stringify(spec.aggregation),
         compression: spec.compression.format,
         moments: spec.moments ?? "carry",
+        sharding: spec.sharding ?? "whole",
         clean: {
           heldoutLoss: clean.heldoutLoss,
           falsePositives: clean.falsePositives.length,
@@ -291,7 +305,7 @@ const bench: Bench<Options, AttacksResult> = {
   },
   table(r) {
     return [
-      `${r.peers} peers x ${r.rounds} rounds x ${r.innerSteps} steps (${r.model} model, ${r.compression} deltas), rule ${r.rule}`,
+      `${r.peers} peers x ${r.rounds} rounds x ${r.innerSteps} steps (${r.model} model, ${r.compression} deltas, sharding ${r.sharding}), rule ${r.rule}`,
       `clean run: held-out loss ${
         r.clean.heldoutLoss.toFixed(4)
       }, audits ${r.clean.audits.passed} passed / ${r.clean.audits.failed} failed, audit overhead ${

@@ -10,6 +10,7 @@
 import type { DeltaContext } from "../../../protocol/round/delta_blob.ts";
 import type { DeltaAnnounce } from "../../../protocol/messages/messages.ts";
 import type { RoundCheckpoint } from "../../../protocol/round/round_checkpoint.ts";
+import type { QuantizedDelta } from "../../../protocol/aggregation/quantize.ts";
 import type { TrainingState } from "../../../protocol/content/state_hash.ts";
 import type { WorkRecord } from "../../../protocol/audit/work_record.ts";
 import type { AuditVerdict } from "./audit_verdict.ts";
@@ -94,8 +95,13 @@ export interface RoundBehaviour {
    * for deltas that came while it built (aggregate.ts).
    */
   leaderWait(ms: number): number;
-  /** The checkpoint a leader publishes as C(round + 1). */
+  /** The checkpoint a leader publishes as C(round + 1), unsharded. */
   checkpoint(next: RoundCheckpoint): RoundCheckpoint;
+  /**
+   * The update slices a leader of a sharded round publishes (C(round + 1)
+   * is made from them).
+   */
+  update(slices: QuantizedDelta[]): QuantizedDelta[];
 }
 
 /** The protocol as written. */
@@ -116,4 +122,5 @@ export const HONEST: RoundBehaviour = {
   contributions: (fetched) => fetched,
   leaderWait: (ms) => ms,
   checkpoint: (next) => next,
+  update: (slices) => slices,
 };

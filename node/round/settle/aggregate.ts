@@ -278,9 +278,8 @@ async function build(
   const published = sharded === null
     ? null
     : await publishSlices(o, held, sharded, accepted);
-  const next = o.behaviour.checkpoint(
-    published?.next ?? combine(o.spec, held, accepted),
-  );
+  const next = published?.next ??
+    o.behaviour.checkpoint(combine(o.spec, held, accepted));
   const checkpoint = cidToString(
     await o.store(encodeRoundCheckpoint(next), CHECKPOINT_CODEC),
   );
@@ -310,16 +309,16 @@ async function build(
  * screen sums and update slice stored, and C(r+1) from the update.
  */
 async function publishSlices(
-  o: Pick<LeaderAggregationOptions, "spec" | "store">,
+  o: Pick<LeaderAggregationOptions, "spec" | "store" | "behaviour">,
   held: Held,
   screen: ShardedScreen,
   accepted: Screened["accepted"],
 ): Promise<{ shards: ManifestShards; next: RoundCheckpoint }> {
-  const slices = updateSlices(
+  const slices = o.behaviour.update(updateSlices(
     o.spec,
     screen,
     accepted.map(({ d, delta }) => ({ peer: d.peer, tokens: d.tokens, delta })),
-  );
+  ));
   const cids = async (blocks: Uint8Array[]) => {
     const out: string[] = [];
     for (const block of blocks) out.push(cidToString(await o.store(block)));
