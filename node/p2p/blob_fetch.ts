@@ -21,6 +21,7 @@ import {
   anySignal,
   type FetchOptions,
   type FetchReport,
+  PeerBusy,
   PeerRefused,
   pullBlob,
   type PullContext,
@@ -178,10 +179,14 @@ export class BlobFetches {
     let contributors = new Set<string>();
     // Fewest failures first (a stable sort keeps the caller's order among
     // equals), so a peer that just failed is retried only after the others.
+    // A busy peer goes after those less busy, and stays eligible.
+    const busy = new Map<string, number>();
+    const rank = (p: string) =>
+      (failures.get(p) ?? 0) + (busy.get(p) ?? 0) / 1024;
     const eligible = () =>
       order.filter((p) =>
         !report.bad.includes(p) && (failures.get(p) ?? 0) < MAX_TRIES
-      ).sort((a, b) => (failures.get(a) ?? 0) - (failures.get(b) ?? 0));
+      ).sort((a, b) => rank(a) - rank(b));
     try {
       while (true) {
         signal.throwIfAborted();
@@ -219,6 +224,14 @@ export class BlobFetches {
         } catch (err) {
           signal.throwIfAborted();
           if (err instanceof RestartDownload) continue;
+          if (err instanceof PeerBusy) {
+            // Serving all it can: asked again after a pause (others are
+            // asked meanwhile), never given up on for that alone.
+            report.failed[peer] = errorText(err);
+            busy.set(peer, (busy.get(peer) ?? 0) + 1);
+            await pause(busyPause(busy.get(peer)!), signal);
+            continue;
+          }
           // A refusal is an answer, and so is taking the request and
           // saying nothing for the header timeout; a reset, a stall or
           // giving way may pass, so such a peer gets one more chance.
@@ -267,6 +280,26 @@ export class BlobFetches {
 
 /** Failed attempts after which a provider is not asked again in a fetch. */
 const MAX_TRIES = 2;
+
+/**
+ * The pause before asking again after the `n`th "busy": 50 ms doubling to
+ * 1.6 s, jittered so the peers a busy one turned away do not come back
+ * together.
+ */
+function busyPause(n: number): number {
+  return (50 << Math.min(n - 1, 5)) * (0.5 + Math.random());
+}
+
+/** Resolves after `ms`, or rejects when `signal` aborts. */
+function pause(ms: number, signal: AbortSignal): Promise<void> {
+  return new Promise((resolve, reject) => {
+    const timer = setTimeout(resolve, ms);
+    signal.addEventListener("abort", () => {
+      clearTimeout(timer);
+      reject(signal.reason);
+    }, { once: true });
+  });
+}
 
 /** What a fetch under way reads, and its callers change. */
 interface FetchState {

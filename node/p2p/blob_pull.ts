@@ -12,12 +12,13 @@ import { NodeError } from "../errors.ts";
 import type { BlockStorage, PartialBlock } from "../store/block_storage.ts";
 import {
   anySignal,
+  PeerBusy,
   PeerRefused,
   requestBlob,
   type RequestContext,
 } from "./blob_request.ts";
 
-export { anySignal, PeerRefused };
+export { anySignal, PeerBusy, PeerRefused };
 
 /** What one fetch did, provider by provider. */
 export interface FetchReport {
@@ -95,6 +96,7 @@ export async function pullBlob(
         await ctx.store.discardPartial(cid);
         throw new RestartDownload();
       }
+      if (header.error === "busy") throw new PeerBusy("refused: busy");
       throw new PeerRefused(`refused: ${header.error}`);
     }
     const limit = Math.min(

@@ -20,6 +20,12 @@ import { readJsonFrame, StreamReader, writeJsonFrame } from "./stream_io.ts";
 /** A provider could not serve this fetch; the next one is tried. */
 export class PeerRefused extends NodeError {}
 
+/**
+ * A provider serving all it can at once ("busy"): a refusal for now, not
+ * for this fetch, which asks it again after a pause.
+ */
+export class PeerBusy extends NodeError {}
+
 /** What a request uses of the blob service. */
 export interface RequestContext {
   host: Pick<Libp2p, "dialProtocol">;

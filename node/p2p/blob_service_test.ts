@@ -217,6 +217,30 @@ Deno.test("fetch: refusals fall over, then fail", LIBP2P, async () => {
   });
 });
 
+Deno.test(
+  "fetch: a provider busy serving others is asked again, not given up on",
+  LIBP2P,
+  async () => {
+    await withNodes(
+      [{}, { maxConcurrentServes: 2 }],
+      async ([fetcher, provider]) => {
+        const blobs = Array.from({ length: 12 }, () => random(300_000));
+        const cids = await Promise.all(blobs.map((b) => putBlob(b, provider)));
+        const reports = await Promise.all(
+          cids.map((cid) => fetcher.blobs.fetch(cid, [provider.id])),
+        );
+        for (const [i, cid] of cids.entries()) {
+          await assertStored(fetcher, cid, blobs[i]);
+        }
+        assert.ok(provider.blobs.stats.refused.busy > 0, "never busy");
+        assert.ok(
+          reports.some((r) => r.failed[provider.id] === "refused: busy"),
+        );
+      },
+    );
+  },
+);
+
 Deno.test("fetch: a silent provider times out", LIBP2P, async () => {
   await withNodes([{ headerTimeoutMs: 500 }, {}], async ([fetcher, ok]) => {
     await withSilentPeer(fetcher, async (silent) => {
