@@ -32,13 +32,16 @@ export interface ManifestRefusal {
 }
 
 /**
- * Refusal codes that blame no one: a delta this peer could not fetch, an
- * exclusion or a wait it could not judge, and a manifest its leader
- * amended (not refused, not attested: the amendment is checked instead).
- * Every other refusal blames the leader and costs it the round.
+ * Refusal codes that blame no one: a delta, or a block a sharded round's
+ * leader published, this peer could not fetch (as for the manifest
+ * itself: the network may be at fault), an exclusion or a wait it could
+ * not judge, and a manifest its leader amended (not refused, not
+ * attested: the amendment is checked instead). Every other refusal blames
+ * the leader and costs it the round.
  */
 export const NO_BLAME: readonly string[] = [
   "invalid-delta",
+  "unserved-slice",
   "cannot-check",
   "superseded",
 ];

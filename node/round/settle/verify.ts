@@ -24,7 +24,11 @@ import type {
 import type { RoundManifest } from "../../../protocol/round/round_manifest.ts";
 import type { RoundLedger } from "../records/ledger.ts";
 import type { LoopWatch } from "../services/loop_watch.ts";
-import { ManifestRefused, type ManifestVerifier } from "./manifest_check.ts";
+import {
+  ManifestRefused,
+  type ManifestVerifier,
+  type Witness,
+} from "./manifest_check.ts";
 
 /** What verifying a manifest uses. */
 export interface VerifyOptions {
@@ -38,6 +42,17 @@ export interface VerifyOptions {
   feed(event: RoundEvent): void;
   /** Keeps a manifest that checked out, for attesting and closing. */
   remember(cid: string, manifest: RoundManifest): void;
+}
+
+/** Checks of one manifest at most, when what it needs cannot be fetched. */
+const VERIFY_TRIES = 3;
+/** The pause before the second check, ms; twice that before the third. */
+const VERIFY_RETRY_MS = 1_000;
+
+/** Whether a failed check failed for want of bytes, which may yet come. */
+function transient(err: unknown): boolean {
+  return !(err instanceof ManifestRefused) || err.code === "invalid-delta" ||
+    err.code === "unserved-slice";
 }
 
 /** Checks the manifest of action `a` and feeds back the verdict. */
@@ -57,30 +72,46 @@ export async function verifyManifest(
   // when the leader had them.
   const watchedBefore = (arrived: number) =>
     o.loop.since !== null && arrived - o.loop.since >= REANNOUNCE_MS + grace;
+  const witness: Witness = {
+    announced: a.announced,
+    expected: expectedDeltas(a.announced, a.seenAt, a.at, config)
+      .filter((d) => steady(a.seenAt.get(d.peer)!)),
+    preceding: precedingDeltas(a.announced, a.seenAt, a.at),
+    amendBy: a.at + amendMs(config),
+    steadySince: () => o.loop.steady(a.at, Date.now(), grace),
+    // From when each delta first reached this peer: one that came before
+    // the round began here may have reached the leader as early.
+    hasty: (listed) => {
+      const latest = Math.max(
+        ...listed.map((p) => a.arrivedAt.get(p) ?? a.at),
+      );
+      return isHasty(listed, a.arrivedAt, a.at, config) && steady(latest) &&
+        watchedBefore(latest);
+    },
+    current: () => {
+      const state = o.state();
+      return state.round === m.round && state.parent === m.parent
+        ? [...state.deltas.values()]
+        : a.announced;
+    },
+  };
+  const inRound = () => {
+    const state = o.state();
+    return state.round === m.round && state.parent === m.parent;
+  };
   try {
-    manifest = await o.verifier.check(m, {
-      announced: a.announced,
-      expected: expectedDeltas(a.announced, a.seenAt, a.at, config)
-        .filter((d) => steady(a.seenAt.get(d.peer)!)),
-      preceding: precedingDeltas(a.announced, a.seenAt, a.at),
-      amendBy: a.at + amendMs(config),
-      steadySince: () => o.loop.steady(a.at, Date.now(), grace),
-      // From when each delta first reached this peer: one that came before
-      // the round began here may have reached the leader as early.
-      hasty: (listed) => {
-        const latest = Math.max(
-          ...listed.map((p) => a.arrivedAt.get(p) ?? a.at),
-        );
-        return isHasty(listed, a.arrivedAt, a.at, config) && steady(latest) &&
-          watchedBefore(latest);
-      },
-      current: () => {
-        const state = o.state();
-        return state.round === m.round && state.parent === m.parent
-          ? [...state.deltas.values()]
-          : a.announced;
-      },
-    });
+    for (let tries = 1;; tries++) {
+      try {
+        manifest = await o.verifier.check(m, witness);
+        break;
+      } catch (err) {
+        // What could not be fetched may come a moment later (a leader
+        // serving its whole round at once): the same check, as this peer
+        // saw the round when the manifest came, is run again.
+        if (tries === VERIFY_TRIES || !transient(err) || !inRound()) throw err;
+        await new Promise((r) => setTimeout(r, VERIFY_RETRY_MS * tries));
+      }
+    }
   } catch (err) {
     const code = err instanceof ManifestRefused ? err.code : "unreadable";
     if (code !== "superseded") {

@@ -151,3 +151,27 @@ Deno.test("verifyManifest owes an amendment for any delta that came before the m
   assert.ok(w.amendBy > Date.now());
   assert.equal(w.steadySince(), true);
 });
+
+Deno.test("verifyManifest checks again what it could not fetch, within the round, and never a refusal that blames", async () => {
+  let calls = 0;
+  const flaky = run(() =>
+    ++calls === 1
+      ? Promise.reject(new Error("Cannot fetch blob: no provider delivered it"))
+      : Promise.resolve(MANIFEST)
+  );
+  await flaky.done;
+  assert.equal(calls, 2);
+  assert.deepEqual(flaky.events, [{
+    type: "verified",
+    msg: ANNOUNCE,
+    ok: true,
+  }]);
+  assert.equal(flaky.ledger.refusals.length, 0);
+  let refusals = 0;
+  const refused = run(() => {
+    refusals++;
+    return Promise.reject(new ManifestRefused("slice-mismatch", "differs"));
+  });
+  await refused.done;
+  assert.equal(refusals, 1);
+});
