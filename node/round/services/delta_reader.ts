@@ -40,6 +40,7 @@ import {
 } from "../../../protocol/round/round_timing.ts";
 import type { BlobGetter, BlobWant } from "./blob_getter.ts";
 import { NotHeldError } from "./failures.ts";
+import { mapAtMost } from "./at_most.ts";
 
 /**
  * The size of this job's encoded delta blobs over `parameterCount`
@@ -57,7 +58,7 @@ export function deltaBlobMaxBytes(
 }
 
 /** Pieces of one delta fetched at once. */
-const PIECES_AT_ONCE = 8;
+const PIECES_AT_ONCE = 4;
 
 /** Where announced delta `d` belongs. */
 function contextOf(d: DeltaAnnounce): DeltaContext {
@@ -149,20 +150,15 @@ export class DeltaReader {
     const cids = await this.root(d, providers);
     const bounds = pieceBounds(this.#parameterCount);
     const values = new Float32Array(bounds[to] - bounds[from]);
-    let next = from;
-    const worker = async () => {
-      for (let i = next++; i < to; i = next++) {
-        const piece = await this.#fetch(cidToString(cids[i]), {
-          what: "delta piece",
-          maxBytes: pieceMaxBytes(this.#spec, this.#parameterCount, i),
-          decode: (bytes) => decodePiece(bytes, this.#parameterCount, i),
-        }, providers);
-        values.set(piece, bounds[i] - bounds[from]);
-      }
-    };
-    await Promise.all(
-      Array.from({ length: Math.min(PIECES_AT_ONCE, to - from) }, worker),
-    );
+    const indices = Array.from({ length: to - from }, (_, k) => from + k);
+    await mapAtMost(indices, PIECES_AT_ONCE, async (i) => {
+      const piece = await this.#fetch(cidToString(cids[i]), {
+        what: "delta piece",
+        maxBytes: pieceMaxBytes(this.#spec, this.#parameterCount, i),
+        decode: (bytes) => decodePiece(bytes, this.#parameterCount, i),
+      }, providers);
+      values.set(piece, bounds[i] - bounds[from]);
+    });
     return values;
   }
 

@@ -76,6 +76,7 @@ import {
   nextCheckpoint,
 } from "../../../protocol/round/round_update.ts";
 import type { Held } from "./sync.ts";
+import { mapAtMost } from "../services/at_most.ts";
 
 /**
  * Why a manifest is not attested; `code` is the refusal's reason. Most
@@ -112,6 +113,8 @@ export function deltaRefusalReason(err: unknown): string {
 
 /** Slices of a sharded round each verifier recomputes. */
 export const VERIFY_SLICES = 2;
+/** Blocks a sharded round's leader published fetched at once. */
+const BLOCKS_AT_ONCE = 4;
 
 /**
  * `read()`, or a refusal blaming no one that names the delta of `peer`
@@ -486,20 +489,25 @@ export class ManifestVerifier {
         );
       }
     };
-    const [sumBytes, updateBytes] = await Promise.all([
-      Promise.all(
-        shards.sums.map((cid) => published(cid, 16 + 16 * seen.length)),
-      ),
-      Promise.all(shards.update.map((cid, j) =>
+    // A few at a time: all from the leader, whose connection takes a few
+    // streams of a protocol at once.
+    const sumBytes = await mapAtMost(
+      shards.sums,
+      BLOCKS_AT_ONCE,
+      (cid) => published(cid, 16 + 16 * seen.length),
+    );
+    const updateBytes = await mapAtMost(
+      shards.update,
+      BLOCKS_AT_ONCE,
+      (cid, j) =>
         published(
           cid,
           encodedByteLength(bounds[j + 1] - bounds[j], {
             bits: BITS_FOR_COMPRESSION[spec.compression.format],
             blockSize: spec.compression.blockSize,
           }),
-        )
-      )),
-    ]);
+        ),
+    );
     const malformed = (what: string, err: unknown): never => {
       throw new ManifestRefused(
         "malformed-slice",
