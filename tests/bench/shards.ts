@@ -15,7 +15,12 @@ import { callRpc } from "../../node/http/rpc_client.ts";
 import type { NodeStatus } from "../../node/http/types.ts";
 import type { LocalPeer } from "../../node/devnet/local_peer.ts";
 import type { RoundRecord } from "../../node/round/records/ledger.ts";
-import { type Sharding, SHARDINGS } from "../../protocol/spec/job_spec.ts";
+import {
+  MOMENTS,
+  type Moments,
+  type Sharding,
+  SHARDINGS,
+} from "../../protocol/spec/job_spec.ts";
 import { parameterCount } from "../../protocol/round/round_checkpoint.ts";
 import {
   BENCH_MODELS,
@@ -41,6 +46,7 @@ interface ShardsOptions {
   model: BenchModel;
   sharding: Sharding;
   late: boolean;
+  moments: Moments;
 }
 
 /** One committed round as the bench saw it. */
@@ -65,9 +71,12 @@ export interface ShardsResult {
   model: BenchModel;
   parameters: number;
   sharding: Sharding;
+  moments: Moments;
   perRound: ShardsRound[];
   /** Peers credited in every round they were live for, of all started. */
   credited: number;
+  /** Each round a peer (by index; the late one last) was not credited. */
+  uncredited: { peer: number; round: number }[];
   /** With `--late`: the round it started training in, and first contributed to. */
   late: { started: number; firstContributed: number | null } | null;
 }
@@ -133,12 +142,15 @@ async function watch(
   const finals = await Promise.all(
     (late ? [...peers, late] : peers).map(roundsOf),
   );
-  const credited =
-    finals.filter((rec, i) =>
-      rec.filter((r) => i < o.peers || r.round > lateStarted).every((r) =>
-        r.contributed
-      )
-    ).length;
+  // The late peer is judged from the round after the one it started in:
+  // it may start mid-round, after the others' deltas are in.
+  const uncredited = finals.flatMap((rec, peer) =>
+    rec.filter((r) =>
+      !r.contributed && (peer < o.peers || r.round > lateStarted)
+    ).map((r) => ({ peer, round: r.round }))
+  );
+  const credited = finals.length -
+    new Set(uncredited.map((u) => u.peer)).size;
   const lateRecords = late ? finals.at(-1)! : [];
   return {
     peers: o.peers,
@@ -146,8 +158,10 @@ async function watch(
     innerSteps: o.innerSteps,
     model: o.model,
     sharding: o.sharding,
+    moments: o.moments,
     perRound,
     credited,
+    uncredited,
     late: late
       ? {
         started: lateStarted,
@@ -173,6 +187,11 @@ const bench: Bench<ShardsOptions, ShardsResult> = {
       default: "true",
       help: "one more peer joins after round 0 commits (true|false)",
     },
+    moments: {
+      default: "reset",
+      help:
+        "reset (rounds from zero moments, as job create makes jobs) | carry",
+    },
   },
   parse: (f) => ({
     peers: numberFlag(f, "peers", { min: 2, max: 32, integer: true }),
@@ -185,6 +204,7 @@ const bench: Bench<ShardsOptions, ShardsResult> = {
     model: choiceFlag(f, "model", BENCH_MODELS),
     sharding: choiceFlag(f, "sharding", SHARDINGS),
     late: booleanFlag(f, "late"),
+    moments: choiceFlag(f, "moments", MOMENTS),
   }),
   async run(o, log) {
     const spec = benchSpec({ name: "bench-shards", ...o }, {
@@ -192,6 +212,7 @@ const bench: Bench<ShardsOptions, ShardsResult> = {
       // this loaded machine, so each one's credit says what it did.
       roundDeadlineMs: 300_000,
       sharding: o.sharding,
+      moments: o.moments,
     });
     let result: Omit<ShardsResult, "parameters"> | null = null;
     await withJobCluster(
@@ -206,7 +227,7 @@ const bench: Bench<ShardsOptions, ShardsResult> = {
     return [
       `${r.peers} peers${
         r.late ? " and one late" : ""
-      } x ${r.rounds} rounds x ${r.innerSteps} steps, ${r.model} model (${r.parameters} params), sharding ${r.sharding}`,
+      } x ${r.rounds} rounds x ${r.innerSteps} steps, ${r.model} model (${r.parameters} params), sharding ${r.sharding}, moments ${r.moments}`,
       formatTable(
         [
           "round",
@@ -232,6 +253,13 @@ const bench: Bench<ShardsOptions, ShardsResult> = {
       `credited in every round they were in: ${r.credited} of ${
         r.peers + (r.late ? 1 : 0)
       } peers${
+        r.uncredited.length === 0
+          ? ""
+          : ` (not credited: ${
+            r.uncredited.map((u) => `peer ${u.peer} in round ${u.round}`)
+              .join(", ")
+          })`
+      }${
         r.late
           ? `; the late peer started in round ${r.late.started} and first contributed to round ${
             r.late.firstContributed ?? "none"
