@@ -67,7 +67,8 @@ Deno.test({
     const r = await runAttack({
       attack: "lying-leader",
       peers: 3,
-      spec: { ...spec, sharding: "slices" },
+      // Two rounds: the lie is in every round it leads.
+      spec: { ...spec, rounds: 2, sharding: "slices" },
       keys,
     });
     assert.ok(r.attackedRounds.length > 0, "the attack never happened");

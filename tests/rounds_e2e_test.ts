@@ -9,7 +9,6 @@ import type { PeerSummary } from "../node/http/types.ts";
 import { waitFor } from "../node/devnet/local_peer.ts";
 import { callRpc } from "../node/http/rpc_client.ts";
 import { statusOf } from "./_cluster.ts";
-import type { JobSpecOverrides } from "../protocol/spec/job_spec.ts";
 import {
   closedRounds,
   JOB_TEST,
@@ -23,15 +22,12 @@ import {
  * quorum, every peer closes the last on the chain's head, and the held-out
  * loss falls.
  */
-function threePeersThreeRounds(
-  args: string[],
-  over: Partial<JobSpecOverrides> = {},
-) {
+function threePeersThreeRounds(args: string[]) {
   // A long deadline: on a loaded machine a slow peer is waited for, not
   // left out (the leader aggregates once all three have announced).
   return withJobCluster({
     nodes: 3,
-    spec: tinySpec({ minPeers: 3, roundDeadlineMs: 30_000, ...over }),
+    spec: tinySpec({ minPeers: 3, roundDeadlineMs: 30_000 }),
   }, async (c) => {
     const peers = await c.spawn([0, 1, 2], { args });
     await c.waitForRounds(3, 90_000);
@@ -44,9 +40,7 @@ function threePeersThreeRounds(
     for (const rec of records) {
       assert.equal(rec[2].checkpoint, head);
       assert.ok(rec.every((r) => r.contributors === 3), JSON.stringify(rec));
-      // Below 8 peers a sharded round is one slice, published as such.
-      const slices = over.sharding === "slices" ? 1 : 0;
-      assert.ok(rec.every((r) => r.slices === slices), JSON.stringify(rec));
+      assert.ok(rec.every((r) => r.slices === 0), JSON.stringify(rec));
     }
     const val = records[0].map((r) => r.valLoss);
     assert.ok(
@@ -82,13 +76,6 @@ Deno.test({
     "rounds e2e: the same with --overlap (training ahead while rounds commit)",
   ...JOB_TEST,
   fn: () => threePeersThreeRounds(["--overlap"]),
-});
-
-Deno.test({
-  name:
-    "rounds e2e: the same in a job sharded by slices (deltas as pieces, the update published by slice, verifiers recompute slices)",
-  ...JOB_TEST,
-  fn: () => threePeersThreeRounds([], { sharding: "slices" }),
 });
 
 // Lavapipe (software Vulkan) stands in for a GPU where there is none; CI
