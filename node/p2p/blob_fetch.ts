@@ -226,10 +226,13 @@ export class BlobFetches {
           if (err instanceof RestartDownload) continue;
           if (err instanceof PeerBusy) {
             // Serving all it can: asked again after a pause (others are
-            // asked meanwhile), never given up on for that alone.
+            // asked meanwhile), up to MAX_BUSY times.
             report.failed[peer] = errorText(err);
-            busy.set(peer, (busy.get(peer) ?? 0) + 1);
-            await pause(busyPause(busy.get(peer)!), signal);
+            const times = (busy.get(peer) ?? 0) + 1;
+            busy.set(peer, times);
+            // Busy for good (a fetch may have no deadline): given up on.
+            if (times >= MAX_BUSY) failures.set(peer, MAX_TRIES);
+            else await pause(busyPause(times), signal);
             continue;
           }
           // A refusal is an answer, and so is taking the request and
@@ -280,6 +283,9 @@ export class BlobFetches {
 
 /** Failed attempts after which a provider is not asked again in a fetch. */
 const MAX_TRIES = 2;
+
+/** "busy" answers after which a provider is not asked again: about 20 s. */
+const MAX_BUSY = 16;
 
 /**
  * The pause before asking again after the `n`th "busy": 50 ms doubling to

@@ -241,6 +241,25 @@ Deno.test(
   },
 );
 
+Deno.test(
+  "fetch: a provider busy every time is given up on, even with no deadline",
+  LIBP2P,
+  async () => {
+    await withNodes(
+      [{}, { maxConcurrentServes: 0 }],
+      async ([fetcher, provider]) => {
+        const bytes = random(1000);
+        const cid = await putBlob(bytes, provider);
+        await assertFetchFails(
+          fetcher.blobs.fetch(cid, [provider.id]),
+          (err) => assert.match(err.message, /refused: busy/),
+        );
+        assert.equal(await fetcher.store.has(cid), false);
+      },
+    );
+  },
+);
+
 Deno.test("fetch: a silent provider times out", LIBP2P, async () => {
   await withNodes([{ headerTimeoutMs: 500 }, {}], async ([fetcher, ok]) => {
     await withSilentPeer(fetcher, async (silent) => {

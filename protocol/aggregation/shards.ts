@@ -237,6 +237,9 @@ export function verifierSlices(
   return [...drawn].sort((a, b) => a - b);
 }
 
+/** Slices of a sharded round each verifier recomputes. */
+export const VERIFY_SLICES = 2;
+
 /**
  * The expected fraction of `k` slices that at least one of `peers` peers
  * checks in a round, each drawing `perPeer` of them.

@@ -39,6 +39,8 @@ import {
   sliceScreenSums,
 } from "../aggregation/slice_screen.ts";
 import type { JobSpec } from "../spec/job_spec.ts";
+import { comparePeerIds } from "../peers/peer_table.ts";
+import type { RoundManifest } from "./round_manifest.ts";
 import { creditedTokens } from "./contribution.ts";
 
 /** One accepted delta's slice, as a slice leader holds it. */
@@ -255,4 +257,21 @@ export function decodeUpdateSlice(
     );
   }
   return slice;
+}
+
+/**
+ * The peers whose deltas a sharded round's screen saw, in the order its
+ * published sums list them: the manifest's contributions and those the
+ * screen excluded (not the refused or unserved, which were never read),
+ * sorted by peer id. k is `shardCount` of their number.
+ */
+export function screenedPeers(
+  manifest: Pick<RoundManifest, "contributions" | "excluded">,
+): string[] {
+  return [
+    ...manifest.contributions.map((c) => c.peer),
+    ...manifest.excluded.filter((e) =>
+      e.reason !== "refused-manifest" && e.reason !== "unserved"
+    ).map((e) => e.peer),
+  ].sort(comparePeerIds);
 }

@@ -16,7 +16,7 @@ import {
   roundCheckpointCid,
 } from "./round_checkpoint.ts";
 import { checkpointOfUpdate, nextCheckpoint } from "./round_update.ts";
-import { updateOfSlices, updateSlice } from "./slice_update.ts";
+import { screenedPeers, updateOfSlices, updateSlice } from "./slice_update.ts";
 
 const MODEL: GptConfig = {
   vocabSize: 256,
@@ -164,3 +164,28 @@ function l2(x: Float32Array): number {
   for (const v of x) sum += v * v;
   return Math.sqrt(sum);
 }
+
+Deno.test("screenedPeers: contributions and screened-out deltas, by peer id, not the refused or unserved", () => {
+  const c = (peer: string) => ({
+    peer,
+    account: "0x70997970C51812dc3A010C7d01b50e0d17dc79C8" as const,
+    delta: "bafk",
+    tokens: 1,
+    loss: 1,
+  });
+  const e = (
+    peer: string,
+    reason: "zero" | "unserved" | "refused-manifest",
+  ) => ({ peer, delta: "bafk", reason, evidence: "" });
+  assert.deepEqual(
+    screenedPeers({
+      contributions: [c("12D3KooWd"), c("12D3KooWb")],
+      excluded: [
+        e("12D3KooWa", "unserved"),
+        e("12D3KooWc", "zero"),
+        e("12D3KooWe", "refused-manifest"),
+      ],
+    }),
+    ["12D3KooWb", "12D3KooWc", "12D3KooWd"],
+  );
+});

@@ -36,11 +36,11 @@ import {
   unamendedRefusal,
 } from "../../../protocol/round/manifest_rules.ts";
 import { isSharded, type JobSpec } from "../../../protocol/spec/job_spec.ts";
-import { comparePeerIds } from "../../../protocol/peers/peer_table.ts";
 import {
   shardCount,
   sliceBounds,
   verifierSlices,
+  VERIFY_SLICES,
 } from "../../../protocol/aggregation/shards.ts";
 import {
   decodeSliceScreenSums,
@@ -55,6 +55,7 @@ import {
 } from "../../../protocol/aggregation/quantized_container.ts";
 import {
   decodeUpdateSlice,
+  screenedPeers,
   updateOfSlices,
   updateSlice,
 } from "../../../protocol/round/slice_update.ts";
@@ -111,8 +112,6 @@ export function deltaRefusalReason(err: unknown): string {
     : "unavailable";
 }
 
-/** Slices of a sharded round each verifier recomputes. */
-export const VERIFY_SLICES = 2;
 /** Blocks a sharded round's leader published fetched at once. */
 const BLOCKS_AT_ONCE = 4;
 
@@ -467,10 +466,7 @@ export class ManifestVerifier {
     const held = this.#o.held(m.parent);
     const params = held.ckpt.params.length;
     // Every delta the screen saw, in the order of the published sums.
-    const seen = [
-      ...manifest.contributions.map((c) => c.peer),
-      ...screened.map((e) => e.peer),
-    ].sort(comparePeerIds).map((peer) => byPeer.get(peer)!);
+    const seen = screenedPeers(manifest).map((peer) => byPeer.get(peer)!);
     const k = shardCount(seen.length, params);
     if (shards.slices !== k) {
       throw new ManifestRefused(
