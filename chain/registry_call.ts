@@ -11,6 +11,7 @@ import type { Address } from "./attestation.ts";
 import type { ChainClient } from "./client.ts";
 import { ChainError } from "./errors.ts";
 import { toChainError } from "./revert_messages.ts";
+import { inTurn } from "./send_turns.ts";
 
 /** A deployed registry as seen through one client. */
 export interface Registry {
@@ -75,10 +76,11 @@ export async function write(
     const estimate = await client.public.estimateContractGas(
       request as never,
     );
-    const hash = await client.wallet.writeContract({
-      ...(request as object),
-      gas: estimate + (estimate * GAS_HEADROOM_QUARTERS) / 4n,
-    } as never);
+    const hash = await inTurn(client, () =>
+      client.wallet.writeContract({
+        ...(request as object),
+        gas: estimate + (estimate * GAS_HEADROOM_QUARTERS) / 4n,
+      } as never));
     const receipt = await client.public.waitForTransactionReceipt({ hash });
     if (receipt.status !== "success") {
       throw new ChainError(

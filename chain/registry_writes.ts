@@ -12,6 +12,7 @@ import type { Address, Attestation, Bytes32 } from "./attestation.ts";
 import type { ChainClient } from "./client.ts";
 import { ChainError } from "./errors.ts";
 import { type Registry, type TxResult, write } from "./registry_call.ts";
+import { inTurn } from "./send_turns.ts";
 import { toChainError } from "./revert_messages.ts";
 
 /** A registry's deployment parameters, fixed for its life. */
@@ -39,15 +40,16 @@ export async function deployRegistry(
   params: RegistryParams,
 ): Promise<TxResult & { address: Address }> {
   try {
-    const hash = await client.wallet.deployContract({
-      abi: zooRegistryAbi,
-      bytecode: zooRegistryBytecode,
-      args: [
-        params.minNodeStake,
-        params.unbondingDelay,
-        params.challengeWindow,
-      ],
-    });
+    const hash = await inTurn(client, () =>
+      client.wallet.deployContract({
+        abi: zooRegistryAbi,
+        bytecode: zooRegistryBytecode,
+        args: [
+          params.minNodeStake,
+          params.unbondingDelay,
+          params.challengeWindow,
+        ],
+      }));
     const receipt = await client.public.waitForTransactionReceipt({ hash });
     if (receipt.status !== "success" || !receipt.contractAddress) {
       throw new ChainError(`deployment ${hash} reverted`, null);

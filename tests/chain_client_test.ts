@@ -6,7 +6,7 @@ import assert from "node:assert/strict";
 import { generatePrivateKey } from "viem/accounts";
 import { connectChain } from "../chain/client.ts";
 import { ChainError } from "../chain/errors.ts";
-import { joinJob } from "../chain/registry.ts";
+import { createJob, joinJob } from "../chain/registry.ts";
 import { CHAIN_TEST, digestOf, withChain } from "./_chain.ts";
 
 Deno.test({
@@ -83,4 +83,31 @@ Deno.test({
     // Backoff 20 + 40 + 80 ms: retried, not failed at once.
     assert.ok(performance.now() - started >= 100);
   },
+});
+
+Deno.test({
+  name:
+    "chain client: writes sent at once from one account all land (no nonce race)",
+  ...CHAIN_TEST,
+  fn: () =>
+    withChain(async (chain) => {
+      // A peer's slashes, commit and lost-work declarations run from
+      // separate tasks: they share one account and so its nonces.
+      const a = await chain.account();
+      const jobs = Array.from({ length: 8 }, (_, i) => digestOf(`job ${i}`));
+      const results = await Promise.allSettled(jobs.map((job) =>
+        createJob(a.reg, {
+          job,
+          genesis: digestOf("genesis"),
+          quorum: 1,
+          rounds: 1,
+          minStake: 0n,
+          reward: 1n,
+        })
+      ));
+      const failed = results.flatMap((r) =>
+        r.status === "rejected" ? [(r.reason as Error).message] : []
+      );
+      assert.deepEqual(failed, []);
+    }),
 });
