@@ -83,6 +83,15 @@ export async function write(
       } as never));
     const receipt = await client.public.waitForTransactionReceipt({ hash });
     if (receipt.status !== "success") {
+      // It passed simulation: something mined before it changed the state
+      // (often the same evidence from another peer). The same call at its
+      // block says what.
+      await client.public.simulateContract({
+        ...(request as object),
+        // The request's ABI is the function alone; the errors decode here.
+        abi: zooRegistryAbi,
+        blockNumber: receipt.blockNumber,
+      } as never);
       throw new ChainError(
         `Cannot ${action}: transaction ${hash} reverted`,
         null,

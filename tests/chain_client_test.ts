@@ -111,3 +111,42 @@ Deno.test({
       assert.deepEqual(failed, []);
     }),
 });
+
+Deno.test({
+  name:
+    "chain client: a transaction that passed simulation and reverted in its block says why",
+  ...CHAIN_TEST,
+  fn: () =>
+    withChain(async (chain) => {
+      // Two peers submit the same thing: both simulate against the same
+      // state, both are mined in one block, and the second reverts.
+      const [a, b] = [await chain.account(), await chain.account()];
+      await a.client.public.request({
+        method: "evm_setAutomine" as never,
+        params: [false] as never,
+      });
+      const job = {
+        job: digestOf("one job"),
+        genesis: digestOf("genesis"),
+        quorum: 1,
+        rounds: 1,
+        minStake: 0n,
+        reward: 1n,
+      };
+      const sent = [createJob(a.reg, job), createJob(b.reg, job)];
+      // Both are in the pool before the block that holds them is mined.
+      while (
+        (await a.client.public.request({
+          method: "txpool_status" as never,
+        }) as { pending: string }).pending !== "0x2"
+      ) await new Promise((r) => setTimeout(r, 20));
+      await a.client.public.request({ method: "evm_mine" as never });
+      const results = await Promise.allSettled(sent);
+      const reasons = results.map((r) =>
+        r.status === "fulfilled"
+          ? "landed"
+          : (r.reason as ChainError).reason ?? (r.reason as Error).message
+      );
+      assert.deepEqual(reasons.sort(), ["JobExists", "landed"]);
+    }),
+});
