@@ -362,8 +362,13 @@ export class RoundWork {
     };
   }
 
-  /** Starts the next round from its previewed checkpoint. */
+  /**
+   * Starts the next round from its previewed checkpoint. Not in a job
+   * sharded by slices: a preview reads every delta whole, the N deltas a
+   * round a sharded job spares each peer; its peers start at the commit.
+   */
   async #preview(a: Extract<RoundAction, { type: "preview" }>): Promise<void> {
+    if (isSharded(this.#o.spec)) return;
     const held = this.#sync.held(a.parent);
     const { cid, params } = await previewRound(this.#combining(), a, held);
     await this.#training.early(a.round + 1, cid, params);

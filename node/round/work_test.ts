@@ -3,6 +3,7 @@ import type {
   RoundEvent,
   RoundState,
 } from "../../protocol/round/round_state.ts";
+import { DELTA } from "../../protocol/codec/_message_fixtures.ts";
 import { memoryNotes } from "../store/state_notes.ts";
 import { RoundLedger } from "./records/ledger.ts";
 import * as fake from "./services/_fakes.ts";
@@ -18,7 +19,7 @@ import {
 } from "./_wiring_fixtures.ts";
 
 /** A RoundWork on in-memory services, with what it fed back and logged. */
-async function setup() {
+async function setup(spec = SPEC) {
   const services = fake.memoryServices();
   const { blocks, gossip } = services;
   const c0 = await storeGenesis(blocks);
@@ -26,10 +27,10 @@ async function setup() {
   const events: RoundEvent[] = [];
   const logged: string[] = [];
   const trainer = jsTrainer();
-  const ledger = new RoundLedger(SPEC, trainer.parameterCount);
+  const ledger = new RoundLedger(spec, trainer.parameterCount);
   const work = new RoundWork({
     jobId: JOB,
-    spec: SPEC,
+    spec,
     identity: await identity(),
     trainer,
     services,
@@ -45,6 +46,7 @@ async function setup() {
   return {
     work,
     c0,
+    services,
     events,
     logged,
     gossip,
@@ -108,4 +110,28 @@ Deno.test("RoundWork: once aborted, work under way ends without a word", async (
   await new Promise((r) => setTimeout(r, 300));
   assert.deepEqual(t.logged, []);
   assert.ok(!t.events.some((e) => e.type === "trained"));
+});
+
+Deno.test("RoundWork: in a job sharded by slices a peer previews nothing, as that reads every delta whole", async () => {
+  const sharded = { ...SPEC, sharding: "slices" as const };
+  for (const spec of [SPEC, sharded]) {
+    const t = await setup(spec);
+    try {
+      t.work.run({ type: "advance", round: 0, checkpoint: t.c0 });
+      await until(() => t.events.some((e) => e.type === "enter"));
+      const other = {
+        ...DELTA,
+        round: 0,
+        peer: fake.PEERS[1],
+        parent: t.c0,
+        delta: await fake.cidOf("a delta no one serves"),
+      };
+      t.work.run({ type: "preview", round: 0, parent: t.c0, deltas: [other] });
+      await new Promise((r) => setTimeout(r, 100));
+      const asked = t.services.fetcher.calls.map((c) => c.cid);
+      assert.deepEqual(asked, spec === SPEC ? [other.delta] : []);
+    } finally {
+      t.work.abort();
+    }
+  }
 });
