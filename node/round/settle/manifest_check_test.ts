@@ -123,17 +123,31 @@ async function manifestOf(
 function verifier(
   manifests: Map<string, RoundManifest>,
   held: readonly string[] = PEERS,
-  sharded?: { spec: JobSpec; blocks: Map<string, Uint8Array> },
+  sharded?: {
+    spec: JobSpec;
+    blocks: Map<string, Uint8Array>;
+    /** Whose roots it holds (all when absent). */
+    roots?: readonly string[];
+    /** Whose deltas can be fetched whole (all when absent). */
+    served?: readonly string[];
+  },
 ) {
   const bounds = (k: number) => sliceBounds(GENESIS.params.length, k);
+  const has = (peers: readonly string[] | undefined, peer: string) =>
+    peers === undefined || peers.includes(peer);
   return new ManifestVerifier({
     jobId: JOB,
     spec: sharded?.spec ?? SPEC,
     delta: (d, providers) =>
-      providers.length === 0 && !held.includes(d.peer)
+      (providers.length === 0
+          ? !held.includes(d.peer)
+          : !has(sharded?.served, d.peer))
         ? Promise.reject(new NotHeldError("delta", d.delta))
         : Promise.resolve(DELTAS.get(d.peer)!),
-    root: () => Promise.resolve([]),
+    root: (d, providers) =>
+      providers.length === 0 && !has(sharded?.roots, d.peer)
+        ? Promise.reject(new NotHeldError("delta", d.delta))
+        : Promise.resolve([]),
     slice: (d, _, k, j) =>
       Promise.resolve(
         DELTAS.get(d.peer)!.slice(bounds(k)[j], bounds(k)[j + 1]),
@@ -198,9 +212,11 @@ Deno.test("ManifestVerifier: an honest manifest checks out", async () => {
 /** PEERS' deltas as a sharded round's leader publishes them. */
 async function shardedRound(
   tamper: (update: Float32Array[], sums: SliceScreenSums[]) => void = () => {},
+  contributors: readonly string[] = PEERS,
+  excluded: RoundManifest["excluded"] = [],
 ) {
   const spec: JobSpec = { ...SPEC, sharding: "slices" };
-  const deltas = PEERS.map((peer) => ({
+  const deltas = contributors.map((peer) => ({
     peer,
     tokens: TOKENS,
     delta: DELTAS.get(peer)!,
@@ -226,7 +242,7 @@ async function shardedRound(
     updateOfSlices(screen.bounds, update),
   );
   const m: RoundManifest = {
-    ...await manifestOf(PEERS[0], PEERS),
+    ...await manifestOf(PEERS[0], [...contributors], excluded),
     checkpoint: cidToString(
       await roundCheckpointCid(encodeRoundCheckpoint(next)),
     ),
@@ -240,8 +256,45 @@ async function shardedRound(
     spec,
     blocks,
   });
-  return { m, check: () => v.check(announce("bafkreisharded", m), WITNESS) };
+  return {
+    m,
+    check: () => v.check(announce("bafkreisharded", m), WITNESS),
+    /** A verifier holding no delta whole, `roots`' roots, `served` fetchable. */
+    checkAs: (roots: readonly string[], served: readonly string[]) =>
+      verifier(new Map([["bafkreisharded", m]]), [], {
+        spec,
+        blocks,
+        roots,
+        served,
+      }).check(announce("bafkreisharded", m), {
+        ...WITNESS,
+        amendBy: Date.now() + AMEND_MS,
+      }),
+  };
 }
+
+Deno.test("ManifestVerifier: in a sharded round an unserved delta is owed when its root was held as the manifest came and its pieces are served", async () => {
+  const unserved = {
+    peer: PEERS[1],
+    delta: ANNOUNCED[1].delta,
+    reason: "unserved" as const,
+    evidence: "",
+  };
+  const { checkAs } = await shardedRound(
+    () => {},
+    [PEERS[0], PEERS[2]],
+    [unserved],
+  );
+  // Its author served no one in time: the withholder's loss.
+  await checkAs([PEERS[0], PEERS[2]], PEERS);
+  // Its root served, its pieces withheld from everyone: no leader could
+  // have read it.
+  await checkAs(PEERS, [PEERS[0], PEERS[2]]);
+  // Root and pieces served: the leader could have had it, and must amend.
+  const err = await refusal(checkAs(PEERS, PEERS));
+  assert.equal(err.code, "unjustified-exclusion");
+  assert.equal(err.blames, true);
+});
 
 Deno.test("ManifestVerifier: a sharded round's manifest checks out from its published slices", async () => {
   const { m, check } = await shardedRound();
