@@ -16,6 +16,8 @@ import type {
   Heartbeat,
   ManifestAnnounce,
   RefutationNotice,
+  SliceAnnounce,
+  SlicePlanAnnounce,
 } from "../messages/messages.ts";
 import { validateFields } from "./message_check.ts";
 
@@ -111,6 +113,28 @@ export const REFUTE: RefutationNotice = {
   account: ACCOUNT,
   signature: `0x${"ef".repeat(64)}1c`,
 };
+export const PLAN: SlicePlanAnnounce = {
+  v: 1,
+  type: "plan",
+  ...ROUND,
+  rank: 0,
+  pass: 1,
+  deltas: [
+    { peer: "12D3KooWAAAA", delta: DELTA_CID, tokens: 1024 },
+    { peer: PEER, delta: MANIFEST_CID, tokens: 512 },
+  ],
+  sums: [CHECKPOINT],
+};
+export const SLICE: SliceAnnounce = {
+  v: 1,
+  type: "slice",
+  ...ROUND,
+  leader: "12D3KooWAAAA",
+  pass: 1,
+  slice: 3,
+  sums: DELTA_CID,
+  update: CHECKPOINT,
+};
 export const ROUND_MESSAGES: readonly GossipMessage[] = [
   DELTA,
   MANIFEST,
@@ -118,6 +142,8 @@ export const ROUND_MESSAGES: readonly GossipMessage[] = [
   COMMITTED,
   AUDIT,
   REFUTE,
+  PLAN,
+  SLICE,
 ];
 
 /** The field of `base` (edited by `edit`) that fails, or "ok". */

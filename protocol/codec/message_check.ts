@@ -18,6 +18,8 @@ import {
   validateDeltaAnnounce,
   validateManifestAnnounce,
   validateRefutation,
+  validateSlice,
+  validateSlicePlan,
 } from "./round_message_check.ts";
 
 /**
@@ -36,6 +38,8 @@ export const MESSAGE_VALIDATORS: {
   committed: validateCommitNotice,
   audit: validateAuditFailure,
   refute: validateRefutation,
+  plan: validateSlicePlan,
+  slice: validateSlice,
 };
 
 /** Whether `type` names a message type this version of zoo-node knows. */

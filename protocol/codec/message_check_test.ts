@@ -6,11 +6,13 @@ import {
   MAX_LEADER_RANK,
   MAX_MESSAGE_BYTES,
   MAX_PEER_ID_LENGTH,
+  MAX_PLAN_DELTAS,
   type MessageType,
 } from "../messages/messages.ts";
+import { MAX_PLAN_PASSES } from "./round_message_check.ts";
 import { isCanonicalCid } from "../messages/message_fields.ts";
 import { isMessageType, validateFields } from "./message_check.ts";
-import { HEARTBEAT, ROUND_MESSAGES } from "./_message_fixtures.ts";
+import { HEARTBEAT, PLAN, ROUND_MESSAGES } from "./_message_fixtures.ts";
 
 Deno.test("isMessageType() knows every union member and nothing inherited", () => {
   for (
@@ -21,6 +23,9 @@ Deno.test("isMessageType() knows every union member and nothing inherited", () =
       "attest",
       "committed",
       "audit",
+      "refute",
+      "plan",
+      "slice",
     ]
   ) {
     strictEqual(isMessageType(type), true, type);
@@ -48,6 +53,8 @@ Deno.test("the bounds keep every message type far under MAX_MESSAGE_BYTES", () =
     committed: {},
     audit: {},
     refute: {},
+    plan: { rank: MAX_LEADER_RANK },
+    slice: {},
   };
   const messages: GossipMessage[] = [HEARTBEAT, ...ROUND_MESSAGES];
   for (const message of messages) {
@@ -65,4 +72,42 @@ Deno.test("the bounds keep every message type far under MAX_MESSAGE_BYTES", () =
     strictEqual(size < 2048, true, `${message.type}: ${size} bytes`);
     strictEqual(size < MAX_MESSAGE_BYTES, true);
   }
+});
+
+Deno.test("a slice plan at its longest stays under MAX_MESSAGE_BYTES", () => {
+  const cid = (i: number) => `b${String(i).padStart(MAX_CID_LENGTH - 1, "a")}`;
+  const peer = (i: number) =>
+    `P${String(i).padStart(MAX_PEER_ID_LENGTH - 1, "0")}`;
+  // Every string at its cap, bar the validity of the CIDs themselves.
+  const longest = {
+    ...PLAN,
+    peer: peer(MAX_PLAN_DELTAS),
+    job: "j".repeat(MAX_JOB_ID_LENGTH),
+    round: Number.MAX_SAFE_INTEGER,
+    parent: cid(0),
+    rank: MAX_LEADER_RANK,
+    pass: MAX_PLAN_PASSES,
+    deltas: Array.from({ length: MAX_PLAN_DELTAS }, (_, i) => ({
+      peer: peer(i),
+      delta: cid(i),
+      tokens: Number.MAX_SAFE_INTEGER,
+    })),
+    sums: Array.from({ length: MAX_PLAN_DELTAS }, (_, i) => cid(i)),
+  };
+  const size = new TextEncoder().encode(JSON.stringify(longest)).byteLength;
+  strictEqual(size < MAX_MESSAGE_BYTES, true, `${size} bytes`);
+  // One delta more is refused.
+  const over = validateFields("plan", {
+    ...PLAN,
+    deltas: [...PLAN.deltas, ...PLAN.deltas].map((d, i) => ({
+      ...d,
+      peer: peer(i),
+    })).concat(
+      Array.from(
+        { length: MAX_PLAN_DELTAS },
+        (_, i) => ({ ...PLAN.deltas[0], peer: peer(i + 4) }),
+      ),
+    ),
+  });
+  strictEqual(over.ok ? "ok" : over.field, "deltas");
 });

@@ -1,7 +1,8 @@
 /**
  * The validators of the messages of a round's life: delta announcement,
  * manifest announcement, attestation, commit notice, audit failure
- * notice and its refutation. Each also carries
+ * notice and its refutation, and a sharded round's slice plan and slice
+ * announcements. Each also carries
  * `round` and `parent`.
  *
  * @module
@@ -35,10 +36,15 @@ import {
   type ManifestAnnounce,
   MAX_KERNEL_LENGTH,
   MAX_LEADER_RANK,
+  MAX_PLAN_DELTAS,
+  type PlanDelta,
   PROTOCOL_VERSION,
   type RefutationNotice,
   type RoundFields,
+  type SliceAnnounce,
+  type SlicePlanAnnounce,
 } from "../messages/messages.ts";
+import { comparePeerIds } from "../peers/peer_table.ts";
 import { MAX_SEGMENTS } from "../audit/work_record.ts";
 
 const ROUND_FIELDS = ["v", "type", "peer", "job", "round", "parent"];
@@ -302,6 +308,118 @@ export function validateRefutation(
     accuser,
     account,
     signature,
+  };
+  return { ok: true, message };
+}
+
+const PLAN_FIELDS = new Set([
+  ...ROUND_FIELDS,
+  "rank",
+  "pass",
+  "deltas",
+  "sums",
+]);
+
+const SLICE_FIELDS = new Set([
+  ...ROUND_FIELDS,
+  "leader",
+  "pass",
+  "slice",
+  "sums",
+  "update",
+]);
+
+/** Passes a leader may make of one round (see `SlicePlanAnnounce`). */
+export const MAX_PLAN_PASSES = 8;
+
+/**
+ * Checks a parsed slice plan: at most {@linkcode MAX_PLAN_DELTAS} deltas,
+ * sorted by peer id with no peer twice, and as many agreed sums.
+ */
+export function validateSlicePlan(
+  obj: Readonly<Record<string, unknown>>,
+): FieldCheck<SlicePlanAnnounce> {
+  const common = checkRoundFields(obj, PLAN_FIELDS, "a slice plan");
+  if (!common.ok) return common;
+  const { rank, pass, deltas, sums } = obj;
+  if (!isCount(rank) || rank > MAX_LEADER_RANK) {
+    return fail("rank", `must be an integer in [0, ${MAX_LEADER_RANK}]`);
+  }
+  if (!isCount(pass) || pass < 1 || pass > MAX_PLAN_PASSES) {
+    return fail("pass", `must be an integer in [1, ${MAX_PLAN_PASSES}]`);
+  }
+  if (
+    !Array.isArray(deltas) || deltas.length < 1 ||
+    deltas.length > MAX_PLAN_DELTAS
+  ) {
+    return fail("deltas", `must list 1 to ${MAX_PLAN_DELTAS} deltas`);
+  }
+  const listed: PlanDelta[] = [];
+  for (const [i, d] of deltas.entries()) {
+    const field = `deltas[${i}]`;
+    if (typeof d !== "object" || d === null || Array.isArray(d)) {
+      return fail(field, "must be an object");
+    }
+    const unknown = unknownField(d, DELTA_ENTRY_FIELDS);
+    if (unknown !== undefined) return fail(`${field}.${unknown}`, "is unknown");
+    const { peer, delta, tokens } = d as Record<string, unknown>;
+    if (!isPeerId(peer)) return fail(`${field}.peer`, PEER_ID_PROBLEM);
+    if (i > 0 && comparePeerIds(listed[i - 1].peer, peer) >= 0) {
+      return fail(`${field}.peer`, "must sort after the one before it");
+    }
+    if (!isCanonicalCid(delta)) return fail(`${field}.delta`, CID_PROBLEM);
+    if (!isCount(tokens) || tokens < 1) {
+      return fail(`${field}.tokens`, "must be a safe integer >= 1");
+    }
+    listed.push({ peer, delta, tokens: tokens + 0 });
+  }
+  if (!Array.isArray(sums) || sums.length > listed.length) {
+    return fail("sums", "must list at most one CID per delta");
+  }
+  for (const [i, cid] of sums.entries()) {
+    if (!isCanonicalCid(cid)) return fail(`sums[${i}]`, CID_PROBLEM);
+  }
+  const message: SlicePlanAnnounce = {
+    v: PROTOCOL_VERSION,
+    type: "plan",
+    ...common.message,
+    rank: rank + 0,
+    pass: pass + 0,
+    deltas: listed,
+    sums: [...sums],
+  };
+  return { ok: true, message };
+}
+
+const DELTA_ENTRY_FIELDS = new Set(["peer", "delta", "tokens"]);
+
+/** Checks a parsed slice announcement. */
+export function validateSlice(
+  obj: Readonly<Record<string, unknown>>,
+): FieldCheck<SliceAnnounce> {
+  const common = checkRoundFields(obj, SLICE_FIELDS, "a slice announcement");
+  if (!common.ok) return common;
+  const { leader, pass, slice, sums, update } = obj;
+  if (!isPeerId(leader)) return fail("leader", PEER_ID_PROBLEM);
+  if (!isCount(pass) || pass < 1 || pass > MAX_PLAN_PASSES) {
+    return fail("pass", `must be an integer in [1, ${MAX_PLAN_PASSES}]`);
+  }
+  if (!isCount(slice) || slice >= MAX_PLAN_DELTAS) {
+    return fail("slice", `must be an integer in [0, ${MAX_PLAN_DELTAS})`);
+  }
+  if (!isCanonicalCid(sums)) return fail("sums", CID_PROBLEM);
+  if (update !== "" && !isCanonicalCid(update)) {
+    return fail("update", `${CID_PROBLEM}, or empty`);
+  }
+  const message: SliceAnnounce = {
+    v: PROTOCOL_VERSION,
+    type: "slice",
+    ...common.message,
+    leader,
+    pass: pass + 0,
+    slice: slice + 0,
+    sums,
+    update,
   };
   return { ok: true, message };
 }

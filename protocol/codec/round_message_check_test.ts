@@ -20,9 +20,13 @@ import {
   MANIFEST_CID,
   PARENT,
   PEER,
+  PLAN,
   REFUTE,
   ROUND_MESSAGES,
+  SLICE,
 } from "./_message_fixtures.ts";
+import { MAX_PLAN_PASSES } from "./round_message_check.ts";
+import { MAX_PLAN_DELTAS } from "../messages/messages.ts";
 
 // Round messages: delta announcements, manifests, attestations, commits.
 
@@ -220,4 +224,30 @@ Deno.test("the codec carries every round message", () => {
       `${message.type}.parent must be a CIDv1 (sha2-256) in base32, at most ${MAX_CID_LENGTH} chars`,
     );
   }
+});
+
+Deno.test("validateSlicePlan() wants deltas sorted by peer, each once, and at most one sums CID per delta", () => {
+  const [a, b] = PLAN.deltas;
+  const cases: [Record<string, unknown>, string][] = [
+    [{}, "ok"],
+    [{ deltas: [b, a] }, "deltas[1].peer"],
+    [{ deltas: [a, a] }, "deltas[1].peer"],
+    [{ deltas: [] }, "deltas"],
+    [{ deltas: [{ ...a, tokens: 0 }] }, "deltas[0].tokens"],
+    [{ deltas: [{ ...a, extra: 1 }] }, "deltas[0].extra"],
+    [{ deltas: [a], sums: [PARENT, PARENT] }, "sums"],
+    [{ sums: ["QmYwAPJzv5CZsnA625s3Xf2nemtYgPpHdWEz79ojWnPbdG"] }, "sums[0]"],
+    [{ pass: 0 }, "pass"],
+    [{ pass: MAX_PLAN_PASSES + 1 }, "pass"],
+  ];
+  for (const [edit, expected] of cases) {
+    strictEqual(failedRoundField(PLAN, edit), expected, JSON.stringify(edit));
+  }
+});
+
+Deno.test("validateSlice() takes an update CID or none, and a slice below the plan's bound", () => {
+  strictEqual(failedRoundField(SLICE, { update: "" }), "ok");
+  strictEqual(failedRoundField(SLICE, { update: "x" }), "update");
+  strictEqual(failedRoundField(SLICE, { slice: MAX_PLAN_DELTAS }), "slice");
+  strictEqual(failedRoundField(SLICE, { leader: "" }), "leader");
 });

@@ -267,6 +267,53 @@ export type RefutationNotice = RoundHeader<"refute"> & {
   readonly signature: `0x${string}`;
 };
 
+/** Deltas a slice plan may list (its message stays under the size limit). */
+export const MAX_PLAN_DELTAS = 128;
+
+/** One delta a slice plan lists: whose, its announced CID and tokens. */
+export type PlanDelta = {
+  readonly peer: string;
+  /** CID of the delta's root (protocol/round/delta_pieces.ts). */
+  readonly delta: string;
+  /** Tokens as announced. */
+  readonly tokens: number;
+};
+
+/**
+ * "I lead round `round` of a job sharded by slices (`rank` says which
+ * leader I am): these are the deltas it screens." Sent by a round's
+ * leader, once per pass (`pass`, from 1, a pass taking in deltas that came
+ * late or leaving out unserved ones), so that each slice's producers
+ * (protocol/round/slice_plan.ts) fetch that slice of every delta and
+ * publish its screen sums; sent again with `sums` (every slice's agreed
+ * sums, in slice order) once they are in, for the producers to publish
+ * their update slices.
+ */
+export type SlicePlanAnnounce = RoundHeader<"plan"> & {
+  readonly rank: number;
+  readonly pass: number;
+  /** The deltas, sorted by peer id, at most {@linkcode MAX_PLAN_DELTAS}. */
+  readonly deltas: readonly PlanDelta[];
+  /** CIDs of every slice's screen sums (ZSS1), once agreed; else empty. */
+  readonly sums: readonly string[];
+};
+
+/**
+ * "For the plan of `leader`'s pass `pass`, slice `slice`'s screen sums are
+ * the block `sums` (and, once the plan's sums are agreed, its update slice
+ * is `update`)." Sent by a producer of the slice.
+ */
+export type SliceAnnounce = RoundHeader<"slice"> & {
+  /** The round leader whose plan this answers. */
+  readonly leader: string;
+  readonly pass: number;
+  readonly slice: number;
+  /** CID of the slice's screen sums (ZSS1). */
+  readonly sums: string;
+  /** CID of the slice's update (ZQD1), or "" before the sums are agreed. */
+  readonly update: string;
+};
+
 /** Every message that travels on the job gossip topic. */
 export type GossipMessage =
   | Heartbeat
@@ -275,7 +322,9 @@ export type GossipMessage =
   | AttestationMessage
   | CommitNotice
   | AuditFailureNotice
-  | RefutationNotice;
+  | RefutationNotice
+  | SlicePlanAnnounce
+  | SliceAnnounce;
 
 /** The `type` tag of a {@linkcode GossipMessage}. */
 export type MessageType = GossipMessage["type"];

@@ -213,6 +213,48 @@ export function screenSharded(
 }
 
 /**
+ * The screen of a round led by slices (slice_plan.ts) from every slice's
+ * published sums: `sums[j]` lists slice j's sums of `deltas` in their
+ * order (sorted by peer), for a model of `params` parameters. What its
+ * leader and each producer of an update slice compute, the same as
+ * {@linkcode screenSharded} over the whole deltas.
+ */
+export function screenOfSums(
+  deltas: readonly { peer: string; share?: number }[],
+  params: number,
+  sums: readonly SliceScreenSums[],
+): ShardedScreen {
+  const slices = shardCount(deltas.length, params);
+  if (sums.length !== slices) {
+    throw new RangeError(
+      `Cannot screen ${deltas.length} deltas from ${sums.length} slices' sums: the round has ${slices}`,
+    );
+  }
+  for (const [j, s] of sums.entries()) {
+    if (s.sums.length !== deltas.length) {
+      throw new RangeError(
+        `Cannot screen ${deltas.length} deltas with slice ${j}'s sums of ${s.sums.length}`,
+      );
+    }
+  }
+  const { excluded, norms } = screenSlices(
+    deltas.map(({ peer, share }, i) => ({
+      peer,
+      share,
+      sums: sums.map((s) => s.sums[i]),
+    })),
+    sums.map((s) => s.centerNorm2),
+  );
+  return {
+    slices,
+    bounds: sliceBounds(params, slices),
+    sums,
+    excluded,
+    norms,
+  };
+}
+
+/**
  * Every slice of a sharded round's update from whole `accepted` deltas and
  * the norms of its `screen`, as the slice leaders would publish them.
  */

@@ -1,0 +1,125 @@
+/**
+ * Who computes what in a round led by slices: the round's leader lists the
+ * deltas it screens (a plan, `SlicePlanAnnounce`), and each of the round's
+ * k slices (shards.ts) is computed by {@linkcode SLICE_PRODUCERS} of the
+ * plan's peers, drawn from the slice's unpredictable ranking. Each
+ * producer fetches that slice of every listed delta, publishes the
+ * slice's screen sums and, once the leader has every slice's sums, the
+ * slice of the update. The leader takes a slice's result when its
+ * producers agree on it (the same CID: the work is deterministic) and
+ * computes a slice itself when they do not, or are silent: a lying
+ * producer is outvoted by the other, or costs the leader one slice's
+ * fetch, and cannot change what is published.
+ *
+ * So a peer fetches about {@linkcode SLICE_PRODUCERS} · N / k deltas'
+ * worth for the slices it produces (k ≥ N: a few deltas), not the N
+ * deltas a leader fetching everything would.
+ *
+ * Pure: no I/O.
+ *
+ * @module
+ */
+import { rankSliceLeaders } from "../peers/assignment.ts";
+import { shardCount } from "../aggregation/shards.ts";
+import { MAX_PLAN_DELTAS } from "../messages/messages.ts";
+
+/** Peers that compute each slice of a plan, so that a liar is outvoted. */
+export const SLICE_PRODUCERS = 2;
+
+/**
+ * The slices of a plan over `deltas` deltas of a model of `params`
+ * parameters, or 0 when the round is not led by slices: one slice (below
+ * `SHARD_MIN_PEERS`, or a model of one piece), where a leader computes it
+ * alone, or more deltas than a plan message lists.
+ *
+ * @example
+ * ```ts
+ * import assert from "node:assert/strict";
+ * import { plannedSlices } from "./slice_plan.ts";
+ * assert.equal(plannedSlices(4, 1e6), 0);
+ * assert.equal(plannedSlices(16, 1e6), 16);
+ * assert.equal(plannedSlices(16, 20_000), 2);
+ * ```
+ */
+export function plannedSlices(deltas: number, params: number): number {
+  if (deltas < 1 || deltas > MAX_PLAN_DELTAS) return 0;
+  const k = shardCount(deltas, params);
+  return k >= 2 ? k : 0;
+}
+
+/**
+ * The {@linkcode SLICE_PRODUCERS} producers of each of `k` slices of the
+ * plan `leader` makes of the round after `parent` over `peers` (its
+ * deltas' authors): slice by slice, the first peers in the slice's
+ * ranking (drawn from the parent and the leader, so a backup leader's plan
+ * draws others) that produce fewer than their share,
+ * ⌈SLICE_PRODUCERS · k / peers⌉, so far.
+ *
+ * @example
+ * ```ts
+ * import assert from "node:assert/strict";
+ * import { sliceProducers } from "./slice_plan.ts";
+ * const parent = "bafkreigh2akiscaildcqabsyg3dfr6chu3fgpregiymsck7e7aqa4s52zy";
+ * const producers = sliceProducers(parent, "a", 4, ["a", "b", "c", "d"]);
+ * assert.equal(producers.length, 4);
+ * // Every peer produces two slices, none one slice twice.
+ * const counts = new Map<string, number>();
+ * for (const [x, y] of producers) {
+ *   assert.notEqual(x, y);
+ *   for (const p of [x, y]) counts.set(p, (counts.get(p) ?? 0) + 1);
+ * }
+ * assert.deepEqual([...counts.values()], [2, 2, 2, 2]);
+ * ```
+ */
+export function sliceProducers(
+  parent: string,
+  leader: string,
+  k: number,
+  peers: readonly string[],
+): string[][] {
+  const distinct = new Set(peers).size;
+  const per = Math.min(SLICE_PRODUCERS, distinct);
+  const share = Math.ceil(per * k / distinct);
+  const producing = new Map<string, number>();
+  const out: string[][] = [];
+  for (let j = 0; j < k; j++) {
+    const ranked = rankSliceLeaders(`${parent}/${leader}`, j, peers);
+    // Under their share first; a ranking whose last peers are all at
+    // theirs (an uneven k) takes the least loaded.
+    const chosen = ranked
+      .map((peer, rank) => ({ peer, rank, n: producing.get(peer) ?? 0 }))
+      .sort((x, y) =>
+        Number(x.n >= share) - Number(y.n >= share) || x.rank - y.rank
+      )
+      .slice(0, per)
+      .map((x) => x.peer);
+    for (const p of chosen) producing.set(p, (producing.get(p) ?? 0) + 1);
+    out.push(chosen);
+  }
+  return out;
+}
+
+/** The slices `self` produces under `producers` (sliceProducers). */
+export function producedBy(
+  producers: readonly (readonly string[])[],
+  self: string,
+): number[] {
+  return producers.flatMap((ps, j) => ps.includes(self) ? [j] : []);
+}
+
+/**
+ * The result of each slice its producers agree on: the CID every one of
+ * them reported (`reports`: slice → producer → CID), or null when one is
+ * missing or any differ.
+ */
+export function agreedSlices(
+  producers: readonly (readonly string[])[],
+  reports: ReadonlyMap<number, ReadonlyMap<string, string>>,
+): (string | null)[] {
+  return producers.map((ps, j) => {
+    const got = ps.map((p) => reports.get(j)?.get(p));
+    return got.every((cid) => cid !== undefined && cid === got[0])
+      ? got[0]!
+      : null;
+  });
+}

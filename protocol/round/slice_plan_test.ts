@@ -1,0 +1,96 @@
+import assert from "node:assert/strict";
+import { Rng } from "../../kernels/data/rng.ts";
+import { sliceBounds } from "../aggregation/shards.ts";
+import { sliceScreenSums } from "../aggregation/slice_screen.ts";
+import {
+  agreedSlices,
+  plannedSlices,
+  producedBy,
+  SLICE_PRODUCERS,
+  sliceProducers,
+} from "./slice_plan.ts";
+import { screenOfSums, screenSharded } from "./slice_update.ts";
+
+const PARENT = "bafkreigh2akiscaildcqabsyg3dfr6chu3fgpregiymsck7e7aqa4s52zy";
+const peers = (n: number) =>
+  Array.from({ length: n }, (_, i) => `12D3KooPeer${i}`);
+
+Deno.test("sliceProducers: two distinct producers a slice, no peer past its share, another draw for another leader", () => {
+  for (const [n, k] of [[8, 8], [16, 16], [9, 2], [100, 100], [12, 5]]) {
+    const all = peers(n);
+    const producers = sliceProducers(PARENT, all[0], k, all);
+    assert.equal(producers.length, k);
+    const share = Math.ceil(SLICE_PRODUCERS * k / n);
+    const counts = new Map<string, number>();
+    for (const ps of producers) {
+      assert.equal(new Set(ps).size, SLICE_PRODUCERS, `${n} peers, ${k}`);
+      for (const p of ps) counts.set(p, (counts.get(p) ?? 0) + 1);
+    }
+    assert.ok(
+      Math.max(...counts.values()) <= share,
+      `${n} peers, ${k} slices: ${Math.max(...counts.values())} > ${share}`,
+    );
+    for (const p of all) {
+      assert.equal(
+        producedBy(producers, p).length,
+        counts.get(p) ?? 0,
+      );
+    }
+  }
+  const all = peers(16);
+  assert.notDeepEqual(
+    sliceProducers(PARENT, all[0], 16, all),
+    sliceProducers(PARENT, all[1], 16, all),
+  );
+});
+
+Deno.test("plannedSlices: none for one slice or more deltas than a plan lists", () => {
+  assert.equal(plannedSlices(7, 1e6), 0);
+  assert.equal(plannedSlices(8, 1e6), 8);
+  assert.equal(plannedSlices(8, 8192), 0);
+  assert.equal(plannedSlices(128, 124e6), 128);
+  assert.equal(plannedSlices(129, 124e6), 0);
+});
+
+Deno.test("agreedSlices: a slice's result stands when all its producers named the same CID", () => {
+  const producers = [["a", "b"], ["b", "c"], ["c", "a"]];
+  const reports = new Map([
+    [0, new Map([["a", "x"], ["b", "x"]])],
+    [1, new Map([["b", "y"], ["c", "z"]])],
+    [2, new Map([["c", "w"], ["b", "w"]])],
+  ]);
+  assert.deepEqual(agreedSlices(producers, reports), ["x", null, null]);
+});
+
+Deno.test("screenOfSums: the screen from published sums is the screen of the whole deltas", () => {
+  const rng = new Rng("screen-of-sums");
+  const P = 9 * 8192;
+  const common = Float32Array.from({ length: P }, () => rng.normal());
+  const deltas = peers(9).map((peer, i) => ({
+    peer,
+    share: 1 - i / 20,
+    delta: Float32Array.from(
+      common,
+      (v) => (v + rng.normal()) * (i === 0 ? -1 : 1) * (i === 1 ? 100 : 1),
+    ),
+  }));
+  const whole = screenSharded(deltas);
+  const bounds = sliceBounds(P, whole.slices);
+  const sums = bounds.slice(1).map((to, j) =>
+    sliceScreenSums(deltas.map(({ peer, share, delta }) => ({
+      peer,
+      share,
+      delta: delta.subarray(bounds[j], to),
+    })))
+  );
+  const fromSums = screenOfSums(deltas, P, sums);
+  assert.deepEqual(fromSums.excluded, whole.excluded);
+  assert.ok(fromSums.excluded.length >= 2, JSON.stringify(fromSums.excluded));
+  assert.deepEqual(fromSums.norms, whole.norms);
+  assert.deepEqual(fromSums.bounds, whole.bounds);
+  assert.throws(() => screenOfSums(deltas, P, sums.slice(1)), RangeError);
+  assert.throws(
+    () => screenOfSums(deltas.slice(1), P, sums),
+    RangeError,
+  );
+});
