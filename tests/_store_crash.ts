@@ -23,6 +23,7 @@ export function crashRecord(round: number): RoundRecord {
     tokens: 1024,
     early: false,
     bytesSent: round * 1000,
+    slicesComputed: 0,
     auditBytes: 0,
     dataParallelBytes: 0,
     trainMs: 10,

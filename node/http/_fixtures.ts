@@ -119,6 +119,7 @@ export function record(round: number): RoundRecord {
     tokens: 16384,
     early: false,
     bytesSent: 1000,
+    slicesComputed: 0,
     auditBytes: 600,
     dataParallelBytes: 90000,
     trainMs: 40,

@@ -304,6 +304,21 @@ export class RoundDriver {
           this.#log(`refutation from ${msg.peer}: ${(err as Error).message}`)
         );
         return;
+      case "plan":
+        // Producing a slice costs fetches: members' plans only.
+        this.#ifMember(
+          msg.peer,
+          () =>
+            this.#work.checkPlan(msg).catch((err) =>
+              this.#log(
+                `slice plan from ${msg.peer}: ${(err as Error).message}`,
+              )
+            ),
+        );
+        return;
+      case "slice":
+        this.#ifMember(msg.peer, () => this.#work.takeSlice(msg));
+        return;
       case "committed":
         // A member's claim: the round's record shows its transaction unless
         // this peer committed the round itself (zoo_round reads the chain's),

@@ -6,7 +6,9 @@
  * 1. `train.ts`: H inner steps from C(r), then Δ = C(r) − θ_end is
  *    quantized, stored and announced;
  * 2. `aggregate.ts` (the round's leader): the announced deltas are
- *    fetched, screened and combined into C(r+1), listed in a manifest;
+ *    fetched, screened and combined into C(r+1), listed in a manifest; in
+ *    a job sharded by slices, each slice by its producers
+ *    (`slice_produce.ts`), gathered by the leader (`slice_gather.ts`);
  * 3. `verify.ts` (every other peer): the manifest is checked and
  *    recomputed (`manifest_check.ts`);
  * 4. `attest.ts`: peers that agree sign it;
@@ -26,13 +28,18 @@ import type {
   AuditFailureNotice,
   DeltaAnnounce,
   RefutationNotice,
+  SliceAnnounce,
+  SlicePlanAnnounce,
 } from "../../protocol/messages/messages.ts";
+import { rankLeaders } from "../../protocol/peers/assignment.ts";
+import { collectMs, sliceWaitMs } from "../../protocol/round/round_timing.ts";
+import { SliceProducer } from "./settle/slice_produce.ts";
+import { gatherSlices, SliceReports } from "./settle/slice_gather.ts";
 import type {
   RoundAction,
   RoundEvent,
   RoundState,
 } from "../../protocol/round/round_state.ts";
-import { collectMs } from "../../protocol/round/round_timing.ts";
 import type { Identity } from "../identity.ts";
 import { eagerCheckpoint, lead, previewRound } from "./settle/aggregate.ts";
 import { Attester } from "./settle/attest.ts";
@@ -85,6 +92,13 @@ export interface RoundWorkOptions {
 /** Manifests kept for attesting, committing and closing rounds. */
 const KEEP_MANIFESTS = 16;
 
+/**
+ * The lowest leader rank whose slice plans a peer works on: the leader and
+ * its first backups, so a member cannot make others fetch for a plan no
+ * round will use.
+ */
+const MAX_PLANNING_RANK = 3;
+
 /** Carries out round actions for one peer. */
 export class RoundWork {
   readonly #o: RoundWorkOptions;
@@ -96,6 +110,8 @@ export class RoundWork {
   readonly #verifier: ManifestVerifier;
   readonly #sync: RoundSync;
   readonly #behaviour: RoundBehaviour;
+  readonly #producer: SliceProducer;
+  readonly #sliceReports = new SliceReports();
   readonly #deltas: DeltaReader;
   /** Manifests this peer built or verified. */
   readonly #manifests = new RecentManifests(KEEP_MANIFESTS);
@@ -185,6 +201,30 @@ export class RoundWork {
       known: (round, checkpoint) =>
         this.#manifests.committing(round, checkpoint),
       recomputing: (checkpoint) => this.#recomputing.get(checkpoint),
+    });
+    this.#producer = new SliceProducer({
+      spec,
+      self: identity.peerId,
+      parameterCount: trainer.parameterCount,
+      readSlice: (d, k, j) => this.#deltas.readSlice(d, [d.peer], k, j),
+      block: (cid, maxBytes, providers) =>
+        this.#blobs.get(cid, {
+          what: "slice",
+          maxBytes,
+          providers,
+          timeoutMs: collectMs(o.state().config),
+          decode: (bytes) => bytes,
+        }),
+      store: (bytes) => services.blocks.put(bytes),
+      publisher: this.#publisher,
+      computed: () => o.ledger.noteSliceComputed(),
+      current: (plan) => {
+        const { round, parent, live } = o.state();
+        const rank = rankLeaders(parent, live).indexOf(plan.peer);
+        return plan.round === round && plan.parent === parent &&
+          rank >= 0 && rank <= MAX_PLANNING_RANK;
+      },
+      log: o.log,
     });
     this.#verifier = new ManifestVerifier({
       jobId,
@@ -344,6 +384,30 @@ export class RoundWork {
         attester: this.#attester,
         feed,
         remember: (cid, m) => this.#manifests.remember(cid, m),
+        slices: (plan, rank, k) =>
+          gatherSlices(
+            {
+              spec: this.#o.spec,
+              self: identity.peerId,
+              producer: this.#producer,
+              reports: this.#sliceReports,
+              publisher: this.#publisher,
+              block: (cid, maxBytes, providers) =>
+                this.#blobs.get(cid, {
+                  what: "slice",
+                  maxBytes,
+                  providers,
+                  timeoutMs: collectMs(state().config),
+                  decode: (bytes) => bytes,
+                }),
+              waitMs: sliceWaitMs(state().config),
+              sleep: (ms) => sleep(ms, this.#abort.signal),
+              log: this.#o.log,
+            },
+            plan,
+            rank,
+            k,
+          ),
       },
       a,
       this.#sync.held(a.parent),
@@ -410,6 +474,16 @@ export class RoundWork {
   /** Takes a member's refutation of a failure verdict (see audit_duty.ts). */
   checkRefutation(msg: RefutationNotice): Promise<void> {
     return this.#audits.duty.refuted(msg);
+  }
+
+  /** Works on a member's slice plan, when this peer produces a slice of it. */
+  checkPlan(msg: SlicePlanAnnounce): Promise<void> {
+    return this.#producer.onPlan(msg);
+  }
+
+  /** Keeps a member's slice announcement for the leader of its plan. */
+  takeSlice(msg: SliceAnnounce): void {
+    if (msg.leader === this.#o.identity.peerId) this.#sliceReports.take(msg);
   }
 
   /** Passes a member's gossiped delta through the {@linkcode DeltaGate}. */

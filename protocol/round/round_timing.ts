@@ -61,6 +61,16 @@ export function takeoverMs(config: RoundClock): number {
 }
 
 /**
+ * How long the leader of a round led by slices (slice_plan.ts) waits for
+ * the slices' producers at each of its two steps (sums, then update)
+ * before computing the rest itself, in ms: half the collect window, so
+ * both fit well inside a backup's takeover.
+ */
+export function sliceWaitMs(config: RoundClock): number {
+  return collectMs(config) / 2;
+}
+
+/**
  * How long a leader holds its commit after it publishes a manifest, in ms,
  * watching for what its verifiers may hold that the manifest leaves out
  * (censorship.ts, rules 3 and 4): 2g, for a delta that reached a verifier

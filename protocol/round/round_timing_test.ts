@@ -7,6 +7,7 @@ import {
   commitHoldMs,
   REANNOUNCE_MS,
   settleMs,
+  sliceWaitMs,
   takeoverMs,
 } from "./round_timing.ts";
 
@@ -29,6 +30,16 @@ Deno.test("a backup waits for the leader to settle, build and be heard", () => {
   for (const roundDeadlineMs of [1, 1_000, 4_000, 8_000]) {
     const c = { ...CONFIG, roundDeadlineMs };
     assert.ok(takeoverMs(c) >= settleMs(c) + 4 * censorGraceMs(c));
+  }
+});
+
+Deno.test("a leader of a round led by slices waits for both steps' producers and builds before a backup takes over", () => {
+  for (const roundDeadlineMs of [20_000, 60_000, 300_000, 3_600_000]) {
+    const c = { ...CONFIG, roundDeadlineMs };
+    assert.ok(
+      settleMs(c) + 2 * sliceWaitMs(c) + 4 * censorGraceMs(c) <= takeoverMs(c),
+      `${roundDeadlineMs} ms`,
+    );
   }
 });
 

@@ -662,6 +662,8 @@ Deno.test({
       slices: number;
       contributors: number;
       received: number[];
+      slicesComputed: number[];
+      leaderSlicesComputed: number;
     }[];
     // The tiny model is 2 pieces: 8 peers cut it into both.
     assert.deepEqual(rounds.map((r) => r.slices), [2, 2]);
@@ -669,6 +671,16 @@ Deno.test({
     assert.equal(shards.credited, 9);
     assert.deepEqual(shards.late, { started: 1, firstContributed: 1 });
     assert.ok(rounds.every((r) => r.received.every((n) => n > 0)));
+    // Led by slices: 2 producers a slice compute its sums and update, for
+    // each plan (a delta late for one makes another); the leader computes
+    // its own slice, no more than the busiest producer.
+    for (const r of rounds) {
+      const total = r.slicesComputed.reduce((a, b) => a + b, 0);
+      assert.ok(total >= 2 * 2 * r.slices, JSON.stringify(r));
+      const others = [...r.slicesComputed].sort((a, b) => b - a);
+      others.splice(others.indexOf(r.leaderSlicesComputed), 1);
+      assert.ok(r.leaderSlicesComputed <= others[0], JSON.stringify(r));
+    }
   },
 });
 

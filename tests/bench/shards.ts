@@ -61,6 +61,13 @@ export interface ShardsRound {
   received: number[];
   /** Bytes each peer sent during the round. */
   sent: number[];
+  /**
+   * Slice steps each peer computed for the round (its slices' sums and
+   * updates as a producer; as its leader, those left unsettled too).
+   */
+  slicesComputed: number[];
+  /** Of them, the round's leader's. */
+  leaderSlicesComputed: number;
 }
 
 /** What `shards` reports. */
@@ -118,6 +125,10 @@ async function watch(
     const held = (performance.now() - committedAt) / 1000;
     const after = await Promise.all(all.map(bytesOf));
     const record = records[0].find((x) => x.round === round)!;
+    const computed = records.map((r) =>
+      r.find((x) => x.round === round)!.slicesComputed
+    );
+    const leader = all.findIndex((p) => p.info.peerId === record.leader);
     perRound.push({
       round,
       slices: record.slices,
@@ -125,6 +136,8 @@ async function watch(
       commitToAllHeldSeconds: held,
       received: after.map((b, i) => b.in - (before[i]?.in ?? 0)),
       sent: after.map((b, i) => b.out - (before[i]?.out ?? 0)),
+      slicesComputed: computed,
+      leaderSlicesComputed: computed[leader] ?? 0,
     });
     log(
       `round ${round}: ${record.contributors} contributors, ${record.slices} slice(s), every peer held C(${
@@ -238,6 +251,7 @@ const bench: Bench<ShardsOptions, ShardsResult> = {
           "median in",
           "max out",
           "median out",
+          "slice steps: leader / max / total",
         ],
         r.perRound.map((x) => [
           String(x.round),
@@ -248,6 +262,9 @@ const bench: Bench<ShardsOptions, ShardsResult> = {
           formatBytes(median(x.received)),
           formatBytes(Math.max(...x.sent)),
           formatBytes(median(x.sent)),
+          `${x.leaderSlicesComputed} / ${Math.max(...x.slicesComputed)} / ${
+            x.slicesComputed.reduce((a, b) => a + b, 0)
+          }`,
         ]),
       ),
       `credited in every round they were in: ${r.credited} of ${

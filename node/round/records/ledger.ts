@@ -63,6 +63,12 @@ export interface RoundRecord {
   /** Bytes this peer sent during the round (gossip and blobs). */
   bytesSent: number;
   /**
+   * Slice steps (a slice's screen sums, or its update slice) this peer
+   * computed during the round, as a slice's producer or as a leader
+   * computing what its producers left unsettled (slice_plan.ts).
+   */
+  slicesComputed: number;
+  /**
    * Bytes of other peers' work records and states this peer fetched to
    * audit them during the round: verification traffic, not training's
    * (what its peers served for audits, summed over peers).
@@ -147,6 +153,7 @@ export const KEEP_REFUSALS = 512;
 /** A round's own counters, cut when the next round begins. */
 export interface RoundCounters {
   bytesSent: number;
+  slicesComputed: number;
   auditBytes: number;
   trainMs: number;
   busyMs: number;
@@ -190,6 +197,7 @@ export class RoundLedger {
   readonly auditCounts = { passed: 0, failed: 0 };
   readonly #commits = new Map<number, { tx: string; peer: string }>();
   #sent = 0;
+  #slicesComputed = 0;
   #auditBytes = 0;
   #trainMs = 0;
   #busyAt = 0;
@@ -224,6 +232,11 @@ export class RoundLedger {
   /** Counts bytes this peer sent (published gossip, served blobs). */
   noteSent(bytes: number): void {
     this.#sent += bytes;
+  }
+
+  /** Counts a slice step this peer computed (see `slicesComputed`). */
+  noteSliceComputed(): void {
+    this.#slicesComputed++;
   }
 
   /** Records a refusal, once per round, peer, kind and reason. */
@@ -292,6 +305,7 @@ export class RoundLedger {
   cut(at: number): RoundCounters {
     const counters = {
       bytesSent: this.#sent,
+      slicesComputed: this.#slicesComputed,
       auditBytes: this.#auditBytes,
       trainMs: this.#trainMs,
       busyMs: this.#busyClock() - this.#busyAt,
@@ -299,6 +313,7 @@ export class RoundLedger {
     };
     this.#busyAt += counters.busyMs;
     this.#sent = 0;
+    this.#slicesComputed = 0;
     this.#auditBytes = 0;
     this.#trainMs = 0;
     this.#enteredAt = at;

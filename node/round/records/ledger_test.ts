@@ -16,6 +16,8 @@ Deno.test("RoundLedger: counters are cut when the next round begins, whenever th
   ledger.noteSent(100);
   ledger.noteAuditFetched(60);
   ledger.noteTraining(40);
+  ledger.noteSliceComputed();
+  ledger.noteSliceComputed();
   const round0 = ledger.cut(start + 500);
   // The next round's work, while round 0's record is still being made.
   ledger.noteSent(7);
@@ -32,6 +34,7 @@ Deno.test("RoundLedger: counters are cut when the next round begins, whenever th
     livePeers: 2,
   });
   assert.equal(record.bytesSent, 100);
+  assert.equal(record.slicesComputed, 2);
   assert.equal(record.auditBytes, 60);
   assert.equal(record.trainMs, 40);
   // Compute time counts from the ledger's start, not the trainer's.
@@ -39,6 +42,7 @@ Deno.test("RoundLedger: counters are cut when the next round begins, whenever th
   assert.ok(record.wallMs >= 500 && record.wallMs < 1000, `${record.wallMs}`);
   assert.deepEqual(ledger.cut(start + 800), {
     bytesSent: 7,
+    slicesComputed: 0,
     auditBytes: 5,
     trainMs: 3,
     busyMs: 4,

@@ -126,6 +126,7 @@ const NUMBERS = [
   "valLoss",
   "tokens",
   "bytesSent",
+  "slicesComputed",
   "auditBytes",
   "dataParallelBytes",
   "trainMs",
@@ -146,8 +147,9 @@ function parseRecord(line: string): RoundRecord | null {
   if (r.valLoss === null) r.valLoss = NaN;
   // Records written before compute time was counted.
   r.busyMs ??= r.trainMs;
-  // Records written before rounds were sharded.
+  // Records written before rounds were sharded, or led by slices.
   r.slices ??= 0;
+  r.slicesComputed ??= 0;
   const ok = NUMBERS.every((k) => typeof r[k] === "number") &&
     Number.isSafeInteger(r.round) && (r.round as number) >= 0 &&
     typeof r.checkpoint === "string" &&

@@ -16,6 +16,7 @@ function record(round: number, over: Partial<RoundRecord> = {}): RoundRecord {
     tokens: 1024,
     early: false,
     bytesSent: 1000,
+    slicesComputed: 0,
     auditBytes: 20,
     dataParallelBytes: 123_456,
     trainMs: 900,

@@ -60,8 +60,14 @@ export function deltaBlobMaxBytes(
 /** Pieces of one delta fetched at once. */
 const PIECES_AT_ONCE = 4;
 
+/** What names a delta: its author, its round and its CID. */
+export type DeltaRef = Pick<
+  DeltaAnnounce,
+  "job" | "round" | "parent" | "peer" | "delta"
+>;
+
 /** Where announced delta `d` belongs. */
-function contextOf(d: DeltaAnnounce): DeltaContext {
+function contextOf(d: DeltaRef): DeltaContext {
   return { job: d.job, round: d.round, parent: d.parent, peer: d.peer };
 }
 
@@ -117,7 +123,7 @@ export class DeltaReader {
    * root, fetched as {@linkcode read} fetches a blob and checked to be
    * bound to `d`.
    */
-  async root(d: DeltaAnnounce, providers: string[]): Promise<CID[]> {
+  async root(d: DeltaRef, providers: string[]): Promise<CID[]> {
     return await this.#fetch(d.delta, {
       what: "delta root",
       maxBytes: deltaRootMaxBytes(this.#parameterCount),
@@ -131,7 +137,7 @@ export class DeltaReader {
    * of a sharded job: its root and that slice's pieces only.
    */
   async readSlice(
-    d: DeltaAnnounce,
+    d: DeltaRef,
     providers: string[],
     k: number,
     j: number,
@@ -142,7 +148,7 @@ export class DeltaReader {
 
   /** Pieces [from, to) of `d`, fetched a few at a time, as one vector. */
   async #pieces(
-    d: DeltaAnnounce,
+    d: DeltaRef,
     providers: string[],
     from: number,
     to: number,

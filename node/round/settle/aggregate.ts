@@ -67,6 +67,10 @@ import {
 import { encodeSliceScreenSums } from "../../../protocol/aggregation/slice_screen.ts";
 import { encodeQuantized } from "../../../protocol/aggregation/quantized_container.ts";
 import type { Attester } from "./attest.ts";
+import type { Gathered } from "./slice_gather.ts";
+import { type Plan, SliceReadError } from "./slice_produce.ts";
+import { plannedSlices } from "../../../protocol/round/slice_plan.ts";
+import { MAX_PLAN_PASSES } from "../../../protocol/codec/round_message_check.ts";
 import { HONEST, type RoundBehaviour } from "../services/behaviour.ts";
 import type { Held } from "./sync.ts";
 import type { RoundPublisher } from "../services/publisher.ts";
@@ -98,6 +102,12 @@ export interface LeaderAggregationOptions {
   reasonOf(err: unknown): string;
   /** Resolves after `ms`, or rejects when the round work stops. */
   sleep(ms: number): Promise<void>;
+  /**
+   * In a job sharded by slices: gathers the `k` slices of a plan this
+   * peer leads as rank `rank` from their producers (slice_gather.ts).
+   * Absent, or for a round no plan fits, the leader reads every delta.
+   */
+  slices?: (plan: Plan, rank: number, k: number) => Promise<Gathered>;
 }
 
 /** What the leader's whole phase uses: the aggregation's, and more. */
@@ -122,7 +132,8 @@ export async function lead(
   a: Extract<RoundAction, { type: "aggregate" }>,
   held: Held,
 ): Promise<void> {
-  let built = await aggregateRound(o, a, held);
+  const plans = { made: 0 };
+  let built = await aggregateRound(o, a, held, plans);
   for (let amendments = 0;; amendments++) {
     const unserved = built.manifest.excluded.some((e) =>
       e.reason === "unserved"
@@ -139,6 +150,7 @@ export async function lead(
       o,
       { ...a, contributions: [...built.considered, ...late] },
       held,
+      plans,
     );
   }
 }
@@ -226,6 +238,13 @@ interface Screened {
   sharded: ShardedScreen | null;
 }
 
+/** A round led by slices, as its producers and leader computed it. */
+interface SlicedRound {
+  accepted: { peer: string; d: DeltaAnnounce }[];
+  excluded: Screened["excluded"];
+  gathered: Gathered;
+}
+
 /**
  * C(r+1) and the manifest of round `a.round` from C(r) = `held`, both
  * stored (see the module doc). Throws when no delta can be aggregated.
@@ -234,11 +253,14 @@ export async function aggregateRound(
   o: LeaderAggregationOptions,
   a: Extract<RoundAction, { type: "aggregate" }>,
   held: Held,
+  plans = { made: 0 },
 ): Promise<BuiltManifest> {
   const fetched = new Map<string, Promise<Float32Array>>();
+  const sliced = isSharded(o.spec) && o.slices !== undefined;
   let announced = a.contributions;
   for (let pass = 1;; pass++) {
-    const round = await screen(o, announced, fetched);
+    // Deltas are read while the leader settles; a plan is made after.
+    const read = sliced ? null : await screen(o, announced, fetched);
     const { deltaSeenAt, config } = o.state();
     const wait = settleWaitMs(
       announced.map((d) => d.peer),
@@ -247,6 +269,8 @@ export async function aggregateRound(
       Date.now(),
     );
     if (wait > 0) await o.sleep(o.behaviour.leaderWait(wait));
+    const round = read ??
+      await screenSliced(o, a, held, announced, fetched, plans);
     const built = await build(o, a, held, round);
     // Building holds the event loop; gossip that came meanwhile is
     // handled now, before the last look for late deltas.
@@ -270,16 +294,20 @@ async function build(
   o: LeaderAggregationOptions,
   a: Extract<RoundAction, { type: "aggregate" }>,
   held: Held,
-  { accepted, excluded, sharded }: Screened,
+  round: Screened | SlicedRound,
 ): Promise<Omit<BuiltManifest, "considered">> {
+  const { accepted, excluded } = round;
   if (accepted.length === 0) {
     throw new NothingToAggregateError(a.round);
   }
-  const published = sharded === null
-    ? null
-    : await publishSlices(o, held, sharded, accepted);
-  const next = published?.next ??
-    o.behaviour.checkpoint(combine(o.spec, held, accepted));
+  const { next, shards } = "gathered" in round
+    ? await publishGathered(o, held, round.gathered)
+    : round.sharded !== null
+    ? await publishSlices(o, held, round.sharded, round.accepted)
+    : {
+      next: o.behaviour.checkpoint(combine(o.spec, held, round.accepted)),
+      shards: null,
+    };
   const checkpoint = cidToString(
     await o.store(encodeRoundCheckpoint(next), CHECKPOINT_CODEC),
   );
@@ -298,7 +326,7 @@ async function build(
       evidence,
     })),
     checkpoint,
-    ...(published === null ? {} : { shards: published.shards }),
+    ...(shards === null ? {} : { shards }),
   };
   const manifestCid = cidToString(await o.store(encodeManifest(manifest)));
   return { manifest, manifestCid, checkpoint };
@@ -335,6 +363,40 @@ async function publishSlices(
       held.ckpt,
       held.cid,
       updateOfSlices(screen.bounds, slices),
+    ),
+  };
+}
+
+/**
+ * A round led by slices as its leader publishes it: the sums and update
+ * slices its producers agreed on (or it computed), and C(r+1) from them.
+ */
+async function publishGathered(
+  o: Pick<LeaderAggregationOptions, "spec" | "store" | "behaviour">,
+  held: Held,
+  gathered: Gathered,
+): Promise<{ shards: ManifestShards; next: RoundCheckpoint }> {
+  const slices = o.behaviour.update(gathered.update);
+  const update: string[] = [];
+  for (const [j, slice] of slices.entries()) {
+    // Held here already, as fetched; stored again only if changed.
+    update.push(
+      slice === gathered.update[j]
+        ? gathered.updateCids[j]
+        : cidToString(await o.store(encodeQuantized(slice))),
+    );
+  }
+  return {
+    shards: {
+      slices: gathered.screen.slices,
+      sums: gathered.sums,
+      update,
+    },
+    next: checkpointOfUpdate(
+      o.spec,
+      held.ckpt,
+      held.cid,
+      updateOfSlices(gathered.screen.bounds, slices),
     ),
   };
 }
@@ -482,6 +544,85 @@ async function screen(
       ...unserved,
     ].sort((x, y) => comparePeerIds(x.d.peer, y.d.peer)),
   };
+}
+
+/**
+ * A round of a job sharded by slices screened and combined by its slices'
+ * producers (slice_gather.ts) under plans this peer leads, one pass each
+ * (counted in `plans`): a delta whose slice this peer cannot read is left
+ * out (`unserved`, or refused when it cannot be read at all) and the round
+ * planned again. A round no plan fits (one slice, too many deltas, or its
+ * passes spent) is read whole, as an unsharded leader reads it.
+ */
+async function screenSliced(
+  o: LeaderAggregationOptions,
+  a: Extract<RoundAction, { type: "aggregate" }>,
+  held: Held,
+  all: readonly DeltaAnnounce[],
+  fetched: Map<string, Promise<Float32Array>>,
+  plans: { made: number },
+): Promise<Screened | SlicedRound> {
+  const refused: Screened["excluded"] = [];
+  const rest: DeltaAnnounce[] = [];
+  for (const d of all) {
+    const evidence = o.evidenceAgainst(d.round, d.peer);
+    if (evidence === undefined) rest.push(d);
+    else refused.push({ d, reason: "refused-manifest", evidence });
+  }
+  const unserved: Screened["excluded"] = [];
+  let listed = o.behaviour.contributions(rest)
+    .sort((x, y) => comparePeerIds(x.peer, y.peer));
+  for (;;) {
+    const k = plannedSlices(listed.length, held.ckpt.params.length);
+    if (k === 0 || plans.made === MAX_PLAN_PASSES) {
+      return await screen(o, all, fetched);
+    }
+    plans.made++;
+    const plan: Plan = {
+      job: o.jobId,
+      round: a.round,
+      parent: a.parent,
+      peer: o.self,
+      pass: plans.made,
+      deltas: listed.map((d) => ({
+        peer: d.peer,
+        delta: d.delta,
+        tokens: d.tokens,
+      })),
+    };
+    let gathered: Gathered;
+    try {
+      gathered = await o.slices!(plan, a.rank, k);
+    } catch (err) {
+      if (!(err instanceof SliceReadError)) throw err;
+      const failed = new Set(err.failed.map((f) => f.peer));
+      for (const { peer, err: why } of err.failed) {
+        const d = listed.find((x) => x.peer === peer)!;
+        const reason = o.reasonOf(why);
+        if (reason === "unavailable") {
+          unserved.push({ d, reason: "unserved", evidence: "" });
+        } else o.refuse(d, reason, why);
+      }
+      listed = listed.filter((d) => !failed.has(d.peer));
+      continue;
+    }
+    const out = new Map(gathered.screen.excluded.map((e) => [e.peer, e]));
+    return {
+      gathered,
+      accepted: listed.filter((d) => !out.has(d.peer)).map((d) => ({
+        peer: d.peer,
+        d,
+      })),
+      excluded: [
+        ...listed.flatMap((d) => {
+          const e = out.get(d.peer);
+          return e ? [{ d, reason: e.reason, evidence: "" }] : [];
+        }),
+        ...refused,
+        ...unserved,
+      ].sort((x, y) => comparePeerIds(x.d.peer, y.d.peer)),
+    };
+  }
 }
 
 /** `all` but those `excluded`, in their order. */

@@ -58,6 +58,7 @@ const RETRY_MS = 500;
 /** What a round closed out of turn counts: its traffic went to a later one. */
 const NO_COUNTS: RoundCounters = {
   bytesSent: 0,
+  slicesComputed: 0,
   auditBytes: 0,
   trainMs: 0,
   busyMs: 0,

@@ -1,0 +1,216 @@
+/**
+ * The leader's side of a round led by slices (protocol/round/slice_plan.ts):
+ * it announces its plan, computes the slices it produces, and takes each
+ * other slice's sums when its producers agree on them; once every slice's
+ * sums are settled, it announces them, and takes each slice of the update
+ * the same way. A slice its producers disagree on, or leave unannounced
+ * for {@linkcode sliceWaitMs}, it computes itself, so a silent or lying
+ * producer costs time and one slice's fetch, never the round. A delta
+ * whose slice cannot be read (by the leader itself) ends the plan: the
+ * caller leaves it out and plans again.
+ *
+ * @module
+ */
+import type { QuantizedDelta } from "../../../protocol/aggregation/quantize.ts";
+import { encodedByteLength } from "../../../protocol/aggregation/quantized_container.ts";
+import { BITS_FOR_COMPRESSION } from "../../../protocol/aggregation/quantize.ts";
+import type { SliceAnnounce } from "../../../protocol/messages/messages.ts";
+import {
+  agreedSlices,
+  producedBy,
+  sliceProducers,
+} from "../../../protocol/round/slice_plan.ts";
+import {
+  decodeUpdateSlice,
+  type ShardedScreen,
+} from "../../../protocol/round/slice_update.ts";
+import type { JobSpec } from "../../../protocol/spec/job_spec.ts";
+import type { RoundPublisher } from "../services/publisher.ts";
+import { mapAtMost } from "../services/at_most.ts";
+import { type Plan, planKey, type SliceProducer } from "./slice_produce.ts";
+
+/** Plans whose announced slices are kept. */
+const KEEP_PLANS = 16;
+
+/** How often the leader looks for the slices announced, ms. */
+const LOOK_MS = 100;
+
+/** Blocks fetched at once. */
+const BLOCKS_AT_ONCE = 4;
+
+/** The CIDs producers announced for one plan, by slice, then producer. */
+interface PlanReports {
+  sums: Map<number, Map<string, string>>;
+  update: Map<number, Map<string, string>>;
+}
+
+/** Slices producers announced, by plan, until a leader gathers them. */
+export class SliceReports {
+  readonly #plans = new Map<string, PlanReports>();
+
+  /** Keeps a producer's slice announcement (a member's; checked on use). */
+  take(msg: SliceAnnounce): void {
+    const reports = this.of(planKey(msg));
+    note(reports.sums, msg.slice, msg.peer, msg.sums);
+    if (msg.update !== "") {
+      note(reports.update, msg.slice, msg.peer, msg.update);
+    }
+  }
+
+  /** What was announced for the plan `key`, kept as more comes. */
+  of(key: string): PlanReports {
+    let reports = this.#plans.get(key);
+    if (!reports) {
+      this.#plans.set(key, reports = { sums: new Map(), update: new Map() });
+      if (this.#plans.size > KEEP_PLANS) {
+        this.#plans.delete(this.#plans.keys().next().value!);
+      }
+    }
+    return reports;
+  }
+}
+
+function note(
+  by: Map<number, Map<string, string>>,
+  slice: number,
+  producer: string,
+  cid: string,
+): void {
+  let m = by.get(slice);
+  if (!m) by.set(slice, m = new Map());
+  m.set(producer, cid);
+}
+
+/** What {@linkcode gatherSlices} uses. */
+export interface GatherOptions {
+  spec: JobSpec;
+  /** This peer's id: the plan's leader. */
+  self: string;
+  producer: Pick<SliceProducer, "sums" | "screen" | "update">;
+  reports: SliceReports;
+  publisher: Pick<RoundPublisher, "header" | "publish">;
+  /** A block of at most `maxBytes`, fetched from `providers` if need be. */
+  block(
+    cid: string,
+    maxBytes: number,
+    providers: string[],
+  ): Promise<Uint8Array>;
+  /** How long to wait for producers at each step, ms (`sliceWaitMs`). */
+  waitMs: number;
+  /** Resolves after `ms`, or rejects when the round work stops. */
+  sleep(ms: number): Promise<void>;
+  log(line: string): void;
+}
+
+/** A plan gathered: the screen and the update, slice by slice, stored. */
+export interface Gathered {
+  screen: ShardedScreen;
+  /** CIDs of every slice's sums. */
+  sums: string[];
+  /** Every slice of the update, and their CIDs. */
+  update: QuantizedDelta[];
+  updateCids: string[];
+}
+
+/**
+ * Gathers the `k` slices of `plan` (led by this peer, as rank `rank`):
+ * see the module doc. Throws a `SliceReadError` (slice_produce.ts) naming
+ * the deltas whose slice this peer could not read.
+ */
+export async function gatherSlices(
+  o: GatherOptions,
+  plan: Plan,
+  rank: number,
+  k: number,
+): Promise<Gathered> {
+  const { publisher } = o;
+  const peers = plan.deltas.map((d) => d.peer);
+  const producers = sliceProducers(plan.parent, o.self, k, peers);
+  const reports = o.reports.of(planKey({ ...plan, leader: o.self }));
+  const announce = (sums: string[]) =>
+    publisher.publish({
+      ...publisher.header("plan", plan.round, plan.parent),
+      rank,
+      pass: plan.pass,
+      deltas: plan.deltas,
+      sums,
+    });
+  const own = producedBy(producers, o.self);
+  await announce([]);
+  const step = { round: plan.round, producers, own };
+  const sums = await settle(
+    o,
+    step,
+    reports.sums,
+    "sums",
+    (j) => o.producer.sums(plan, k, j).then((s) => s.cid),
+  );
+  // Held here once the screen is read: every producer fetches them here.
+  const screen = await o.producer.screen(plan, sums, (j) => producers[j]);
+  await announce(sums);
+  const updateCids = await settle(
+    o,
+    step,
+    reports.update,
+    "update",
+    (j) => o.producer.update(plan, screen, j).then((u) => u.cid),
+  );
+  const bounds = screen.bounds;
+  const update = await mapAtMost(updateCids, BLOCKS_AT_ONCE, async (cid, j) => {
+    const span = bounds[j + 1] - bounds[j];
+    const bytes = await o.block(
+      cid,
+      encodedByteLength(span, {
+        bits: BITS_FOR_COMPRESSION[o.spec.compression.format],
+        blockSize: o.spec.compression.blockSize,
+      }),
+      producers[j],
+    );
+    return decodeUpdateSlice(o.spec, bytes, span);
+  });
+  return { screen, sums, update, updateCids };
+}
+
+/**
+ * Each slice's result of one step: its producers' agreed CID, or, for a
+ * slice they leave unsettled after `o.waitMs` (this peer's own slices at
+ * once), what this peer computes (`compute`). A producer whose CID differs
+ * from this peer's is logged: its slice is not taken.
+ */
+async function settle(
+  o: GatherOptions,
+  { round, producers, own }: {
+    round: number;
+    producers: readonly (readonly string[])[];
+    own: readonly number[];
+  },
+  reported: Map<number, Map<string, string>>,
+  step: "sums" | "update",
+  compute: (j: number) => Promise<string>,
+): Promise<string[]> {
+  for (const j of own) note(reported, j, o.self, await compute(j));
+  const until = Date.now() + o.waitMs;
+  let agreed = agreedSlices(producers, reported);
+  while (agreed.includes(null) && Date.now() < until) {
+    await o.sleep(LOOK_MS);
+    agreed = agreedSlices(producers, reported);
+  }
+  const missing = agreed.flatMap((cid, j) => cid === null ? [j] : []);
+  const computed = await mapAtMost(missing, 2, compute);
+  for (const [i, j] of missing.entries()) {
+    agreed[j] = computed[i];
+    for (const [producer, cid] of reported.get(j) ?? []) {
+      if (cid !== computed[i]) {
+        o.log(
+          `round ${round}: slice ${j}'s ${step} from ${producer} is not what its leader computes: not taken`,
+        );
+      }
+    }
+  }
+  if (missing.length > 0) {
+    o.log(
+      `round ${round}: computed ${missing.length} of ${producers.length} slices' ${step} that their producers left unsettled`,
+    );
+  }
+  return agreed as string[];
+}

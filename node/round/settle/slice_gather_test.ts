@@ -1,0 +1,208 @@
+import assert from "node:assert/strict";
+import { Rng } from "../../../kernels/data/rng.ts";
+import { sliceBounds } from "../../../protocol/aggregation/shards.ts";
+import type {
+  GossipMessage,
+  SlicePlanAnnounce,
+} from "../../../protocol/messages/messages.ts";
+import { plannedSlices } from "../../../protocol/round/slice_plan.ts";
+import {
+  screenSharded,
+  updateSlices,
+} from "../../../protocol/round/slice_update.ts";
+import type { JobSpec } from "../../../protocol/spec/job_spec.ts";
+import { claimedShare } from "../../../protocol/audit/inner_steps.ts";
+import { MemoryBlocks, SPEC } from "../services/_fakes.ts";
+import { gatherSlices, SliceReports } from "./slice_gather.ts";
+import { type Plan, SliceProducer, SliceReadError } from "./slice_produce.ts";
+
+const spec: JobSpec = { ...SPEC, sharding: "slices" };
+const P = 4 * 8192;
+const N = 8;
+const PEERS = Array.from({ length: N }, (_, i) => `12D3KooWPeer${i}`);
+const TOKENS = spec.innerSteps * spec.batchSize * spec.contextLength;
+const PARENT = "bafkreigh2akiscaildcqabsyg3dfr6chu3fgpregiymsck7e7aqa4s52zy";
+
+const rng = new Rng("slice-gather");
+const common = Float32Array.from({ length: P }, () => rng.normal());
+const DELTAS = new Map(PEERS.map((peer, i) => [
+  peer,
+  Float32Array.from(
+    common,
+    (v) => 1e-3 * (v + 0.3 * rng.normal()) * (i === 3 ? 40 : 1),
+  ),
+]));
+
+/** How a producer misbehaves: its sums or update changed, or silence. */
+type Fault = "lying-sums" | "lying-update" | "silent";
+
+/**
+ * N peers on one in-memory bus, each producing the slices it is drawn
+ * for; PEERS[0] leads. `faults` by peer; `unserved` peers' deltas cannot
+ * be read by anyone.
+ */
+function network(
+  faults: ReadonlyMap<string, Fault> = new Map(),
+  unserved: readonly string[] = [],
+) {
+  const stores = new Map(PEERS.map((p) => [p, new MemoryBlocks()]));
+  const reads = new Map(PEERS.map((p) => [p, 0]));
+  const computed = new Map(PEERS.map((p) => [p, 0]));
+  const logged: string[] = [];
+  const reports = new SliceReports();
+  const producers = new Map<string, SliceProducer>();
+  const block = (cid: string, _max: number, providers: string[]) => {
+    for (const p of [...providers, ...PEERS]) {
+      const bytes = stores.get(p)!.blocks.get(cid);
+      if (bytes) return Promise.resolve(bytes);
+    }
+    return Promise.reject(new Error(`${cid}: no provider`));
+  };
+  const publisherOf = (self: string) => ({
+    header: <T extends string>(type: T, round: number, parent: string) => ({
+      v: 1 as const,
+      type,
+      peer: self,
+      job: "bafkjob",
+      round,
+      parent,
+    }),
+    publish: (msg: GossipMessage) => {
+      if (msg.type === "plan") {
+        for (const [peer, producer] of producers) {
+          if (peer !== self) {
+            producer.onPlan(msg as SlicePlanAnnounce).catch(() => {});
+          }
+        }
+      } else if (msg.type === "slice") {
+        const fault = faults.get(self);
+        if (fault === "silent") return Promise.resolve();
+        const lie = fault === "lying-sums" && msg.update === ""
+          ? { sums: PARENT }
+          : fault === "lying-update" && msg.update !== ""
+          ? { update: PARENT }
+          : {};
+        reports.take({ ...msg, ...lie });
+      }
+      return Promise.resolve();
+    },
+  });
+  for (const peer of PEERS) {
+    producers.set(
+      peer,
+      new SliceProducer({
+        spec,
+        self: peer,
+        parameterCount: P,
+        readSlice: (d, k, j) => {
+          reads.set(peer, reads.get(peer)! + 1);
+          if (unserved.includes(d.peer)) {
+            return Promise.reject(new Error(`${d.peer} serves nothing`));
+          }
+          const b = sliceBounds(P, k);
+          return Promise.resolve(DELTAS.get(d.peer)!.slice(b[j], b[j + 1]));
+        },
+        block,
+        store: (bytes) => stores.get(peer)!.put(bytes),
+        publisher: publisherOf(peer),
+        computed: () => computed.set(peer, computed.get(peer)! + 1),
+        current: () => true,
+        log: (line) => logged.push(line),
+      }),
+    );
+  }
+  const plan: Plan = {
+    job: "bafkjob",
+    round: 0,
+    parent: PARENT,
+    peer: PEERS[0],
+    pass: 1,
+    deltas: PEERS.map((peer) => ({
+      peer,
+      delta: PARENT,
+      tokens: TOKENS,
+    })),
+  };
+  const k = plannedSlices(N, P);
+  const gather = () =>
+    gatherSlices(
+      {
+        spec,
+        self: PEERS[0],
+        producer: producers.get(PEERS[0])!,
+        reports,
+        publisher: publisherOf(PEERS[0]),
+        block,
+        waitMs: 1_000,
+        sleep: (ms) => new Promise((r) => setTimeout(r, ms)),
+        log: (line) => logged.push(line),
+      },
+      plan,
+      0,
+      k,
+    );
+  return { gather, reads, computed, logged, k };
+}
+
+/** The update and screen the whole deltas make. */
+function whole() {
+  const deltas = PEERS.map((peer) => ({
+    peer,
+    tokens: TOKENS,
+    delta: DELTAS.get(peer)!,
+    share: claimedShare(spec, TOKENS),
+  }));
+  const screen = screenSharded(deltas);
+  const out = new Set(screen.excluded.map((e) => e.peer));
+  return {
+    screen,
+    update: updateSlices(spec, screen, deltas.filter((d) => !out.has(d.peer))),
+  };
+}
+
+Deno.test("gatherSlices: producers holding only their slices give the leader, bit for bit, the screen and update of the whole deltas; none reads past its share", async () => {
+  const net = network();
+  assert.equal(net.k, 4);
+  const got = await net.gather();
+  const expected = whole();
+  assert.deepEqual(got.screen.excluded, expected.screen.excluded);
+  assert.ok(got.screen.excluded.some((e) => e.peer === PEERS[3]));
+  assert.deepEqual(got.update, expected.update);
+  // Two producers a slice, each peer at most its share: one slice here
+  // (2 · 4 / 8), so N reads; none computed by the leader.
+  for (const [peer, n] of net.reads) {
+    assert.ok(n <= N, `${peer} read ${n} slices of deltas`);
+  }
+  // Each peer its slice's sums and update, the leader no more.
+  assert.deepEqual([...net.computed.values()], PEERS.map(() => 2));
+  assert.deepEqual(net.logged, []);
+});
+
+Deno.test("gatherSlices: a lying or silent producer is outvoted, and the leader computes its slice", async () => {
+  const expected = whole();
+  for (const fault of ["lying-sums", "lying-update", "silent"] as const) {
+    const net = network(new Map([[PEERS[5], fault]]));
+    const got = await net.gather();
+    assert.deepEqual(got.update, expected.update, fault);
+    assert.ok(
+      net.logged.some((l) => l.includes("computed 1 of 4 slices")),
+      `${fault}: ${JSON.stringify(net.logged)}`,
+    );
+    // The leader computed the slice steps its producers left unsettled:
+    // both of a silent producer's, the one a liar lied in.
+    assert.equal(net.computed.get(PEERS[0]), fault === "silent" ? 4 : 3);
+    if (fault !== "silent") {
+      assert.ok(
+        net.logged.some((l) => l.includes(`from ${PEERS[5]} is not what`)),
+        JSON.stringify(net.logged),
+      );
+    }
+  }
+});
+
+Deno.test("gatherSlices: a delta whose slice no one can read ends the plan, naming it", async () => {
+  const net = network(new Map(), [PEERS[6]]);
+  const err = await net.gather().then(() => null, (e) => e);
+  assert.ok(err instanceof SliceReadError, String(err));
+  assert.deepEqual(err.failed.map((f) => f.peer), [PEERS[6]]);
+});

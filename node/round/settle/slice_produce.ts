@@ -1,0 +1,255 @@
+/**
+ * A peer's part in a round led by slices (protocol/round/slice_plan.ts):
+ * for a plan its round's leader announces, it computes the slices it is
+ * drawn to produce from that slice of every listed delta: first each
+ * slice's screen sums, then, once the plan names every slice's agreed
+ * sums, its update slices, each stored here (its producers serve it) and
+ * announced. The leader computes the slices it produces, and any it takes
+ * over, through the same methods.
+ *
+ * @module
+ */
+import type { CID } from "../../../protocol/content/cid.ts";
+import { cidToString } from "../../../protocol/content/cid.ts";
+import {
+  decodeSliceScreenSums,
+  encodeSliceScreenSums,
+  type SliceScreenSums,
+  sliceScreenSums,
+} from "../../../protocol/aggregation/slice_screen.ts";
+import { encodeQuantized } from "../../../protocol/aggregation/quantized_container.ts";
+import type { QuantizedDelta } from "../../../protocol/aggregation/quantize.ts";
+import { claimedShare } from "../../../protocol/audit/inner_steps.ts";
+import type {
+  SliceAnnounce,
+  SlicePlanAnnounce,
+} from "../../../protocol/messages/messages.ts";
+import {
+  plannedSlices,
+  producedBy,
+  sliceProducers,
+} from "../../../protocol/round/slice_plan.ts";
+import {
+  screenOfSums,
+  type ShardedScreen,
+  updateSlice,
+} from "../../../protocol/round/slice_update.ts";
+import type { JobSpec } from "../../../protocol/spec/job_spec.ts";
+import type { DeltaRef } from "../services/delta_reader.ts";
+import type { RoundPublisher } from "../services/publisher.ts";
+import { mapAtMost } from "../services/at_most.ts";
+
+/** What a plan names: its round, its leader and pass, its deltas. */
+export type Plan = Pick<
+  SlicePlanAnnounce,
+  "job" | "round" | "parent" | "peer" | "pass" | "deltas"
+>;
+
+/** A plan's key: its round, parent, leader and pass. */
+export function planKey(
+  p: Pick<Plan, "round" | "parent" | "pass"> & { leader: string },
+): string {
+  return `${p.round} ${p.parent} ${p.leader} ${p.pass}`;
+}
+
+/** Plans whose slices' values are kept (a round's passes, and the last's). */
+const KEEP_PLANS = 4;
+
+/** Deltas whose slice was read at once. */
+const READS_AT_ONCE = 4;
+
+/** One or more of a plan's deltas whose slice could not be read. */
+export class SliceReadError extends Error {
+  constructor(
+    /** The deltas, with what went wrong reading each. */
+    readonly failed: readonly { peer: string; err: unknown }[],
+  ) {
+    super(
+      `Cannot read the slice of ${failed.map((f) => f.peer).join(", ")}: ${
+        (failed[0].err as Error).message
+      }`,
+    );
+    this.name = "SliceReadError";
+  }
+}
+
+/** What a {@linkcode SliceProducer} uses. */
+export interface SliceProducerOptions {
+  spec: JobSpec;
+  /** This peer's id. */
+  self: string;
+  /** The model's parameters. */
+  parameterCount: number;
+  /** Slice `j` of `k` of a delta (its root and that slice's pieces). */
+  readSlice(d: DeltaRef, k: number, j: number): Promise<Float32Array>;
+  /** A block of at most `maxBytes`, fetched from `providers` if need be. */
+  block(
+    cid: string,
+    maxBytes: number,
+    providers: string[],
+  ): Promise<Uint8Array>;
+  /** Stores a block. */
+  store(bytes: Uint8Array): Promise<CID>;
+  publisher: Pick<RoundPublisher, "header" | "publish">;
+  /** Counts a slice step computed here (a slice's sums or update). */
+  computed(): void;
+  /**
+   * Whether a plan is one to work on: for the round under way, from a
+   * peer that may lead it.
+   */
+  current(plan: SlicePlanAnnounce): boolean;
+  log(line: string): void;
+}
+
+/** Computes and announces the slices of plans this peer produces. */
+export class SliceProducer {
+  readonly #o: SliceProducerOptions;
+  /** Per plan, per slice: that slice of every listed delta, in order. */
+  readonly #values = new Map<string, Map<number, Promise<Float32Array[]>>>();
+
+  constructor(o: SliceProducerOptions) {
+    this.#o = o;
+  }
+
+  /**
+   * Works on a plan its leader announced: announces the sums of each
+   * slice this peer produces, or, when the plan names every slice's sums,
+   * their update slices. Nothing when it produces none, or cannot read
+   * a slice (its leader then computes it).
+   */
+  async onPlan(plan: SlicePlanAnnounce): Promise<void> {
+    const { self, parameterCount, publisher } = this.#o;
+    if (!this.#o.current(plan)) return;
+    const k = plannedSlices(plan.deltas.length, parameterCount);
+    if (k === 0 || (plan.sums.length !== 0 && plan.sums.length !== k)) return;
+    const peers = plan.deltas.map((d) => d.peer);
+    const mine = producedBy(
+      sliceProducers(plan.parent, plan.peer, k, peers),
+      self,
+    );
+    if (mine.length === 0) return;
+    const screen = plan.sums.length === 0
+      ? null
+      : await this.screen(plan, plan.sums, () => [plan.peer]);
+    for (const j of mine) {
+      const announce: SliceAnnounce = {
+        ...publisher.header("slice", plan.round, plan.parent),
+        leader: plan.peer,
+        pass: plan.pass,
+        slice: j,
+        sums: screen === null
+          ? (await this.sums(plan, k, j)).cid
+          : plan.sums[j],
+        update: screen === null ? "" : (await this.update(plan, screen, j)).cid,
+      };
+      await publisher.publish(announce);
+    }
+  }
+
+  /** Slice `j`'s screen sums over the plan's deltas, stored. */
+  async sums(
+    plan: Plan,
+    k: number,
+    j: number,
+  ): Promise<{ cid: string; sums: SliceScreenSums }> {
+    const values = await this.#read(plan, k, j);
+    const sums = sliceScreenSums(plan.deltas.map((d, i) => ({
+      peer: d.peer,
+      share: claimedShare(this.#o.spec, d.tokens),
+      delta: values[i],
+    })));
+    this.#o.computed();
+    const cid = cidToString(await this.#o.store(encodeSliceScreenSums(sums)));
+    return { cid, sums };
+  }
+
+  /**
+   * The plan's screen from every slice's sums (`sums`, the blocks' CIDs in
+   * slice order, slice j's fetched from `providers(j)`).
+   */
+  async screen(
+    plan: Plan,
+    sums: readonly string[],
+    providers: (j: number) => string[],
+  ): Promise<ShardedScreen> {
+    const n = plan.deltas.length;
+    const blocks = await mapAtMost(
+      sums,
+      READS_AT_ONCE,
+      (cid, j) => this.#o.block(cid, 16 + 16 * n, providers(j)),
+    );
+    return screenOfSums(
+      plan.deltas.map((d) => ({
+        peer: d.peer,
+        share: claimedShare(this.#o.spec, d.tokens),
+      })),
+      this.#o.parameterCount,
+      blocks.map((bytes) => decodeSliceScreenSums(bytes, n)),
+    );
+  }
+
+  /** Slice `j` of the update under `screen`, stored. */
+  async update(
+    plan: Plan,
+    screen: ShardedScreen,
+    j: number,
+  ): Promise<{ cid: string; slice: QuantizedDelta }> {
+    const values = await this.#read(plan, screen.slices, j);
+    const out = new Set(screen.excluded.map((e) => e.peer));
+    const slice = updateSlice(
+      this.#o.spec,
+      plan.deltas.flatMap((d, i) =>
+        out.has(d.peer) ? [] : [{
+          peer: d.peer,
+          tokens: d.tokens,
+          delta: values[i],
+          norm: screen.norms.get(d.peer)!,
+        }]
+      ),
+    );
+    this.#o.computed();
+    const cid = cidToString(await this.#o.store(encodeQuantized(slice)));
+    return { cid, slice };
+  }
+
+  /**
+   * Slice `j` of `k` of every delta of `plan`, read once per plan; a
+   * {@linkcode SliceReadError} naming those that could not be read.
+   */
+  #read(plan: Plan, k: number, j: number): Promise<Float32Array[]> {
+    const key = planKey({ ...plan, leader: plan.peer });
+    let slices = this.#values.get(key);
+    if (!slices) {
+      this.#values.set(key, slices = new Map());
+      if (this.#values.size > KEEP_PLANS) {
+        this.#values.delete(this.#values.keys().next().value!);
+      }
+    }
+    let values = slices.get(j);
+    if (!values) {
+      values = this.#readAll(plan, k, j);
+      slices.set(j, values);
+      // A failed read is tried afresh by whoever asks next.
+      values.catch(() => slices.delete(j));
+    }
+    return values;
+  }
+
+  async #readAll(plan: Plan, k: number, j: number): Promise<Float32Array[]> {
+    const got = await mapAtMost(
+      plan.deltas,
+      READS_AT_ONCE,
+      (d) =>
+        this.#o.readSlice({ ...plan, peer: d.peer, delta: d.delta }, k, j)
+          .then(
+            (values) => ({ values, err: null }),
+            (err: unknown) => ({ values: null, err }),
+          ),
+    );
+    const failed = got.flatMap((g, i) =>
+      g.values === null ? [{ peer: plan.deltas[i].peer, err: g.err }] : []
+    );
+    if (failed.length > 0) throw new SliceReadError(failed);
+    return got.map((g) => g.values!);
+  }
+}
