@@ -232,6 +232,8 @@ export class RoundWork {
       delta: (d, providers) => this.#deltas.read(d, providers),
       root: (d, providers) => this.#deltas.root(d, providers),
       slice: (d, providers, k, j) => this.#deltas.readSlice(d, providers, k, j),
+      produced: (round, parent, leader, seen) =>
+        this.#producer.produced(round, parent, leader, seen),
       block: (cid, maxBytes, providers) =>
         this.#blobs.get(cid, {
           what: "slice",

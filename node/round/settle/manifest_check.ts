@@ -152,6 +152,18 @@ export interface ManifestVerifierOptions {
     k: number,
     j: number,
   ): Promise<Float32Array>;
+  /**
+   * The slices this peer computed as a producer of the plan `leader` led
+   * round `round` after `parent` by over the deltas `seen` (by slice: its
+   * sums' and update's CIDs); none for another plan, or when it produced
+   * none (slice_produce.ts).
+   */
+  produced?(
+    round: number,
+    parent: string,
+    leader: string,
+    seen: readonly Pick<DeltaAnnounce, "peer" | "delta">[],
+  ): ReadonlyMap<number, { sums: string; update: string }>;
   /** The bytes of block `cid` (at most `maxBytes`), from `providers`. */
   block(
     cid: string,
@@ -564,8 +576,24 @@ export class ManifestVerifier {
     const misscreened = screenRefusal(screened, excluded);
     if (misscreened) throw ManifestRefused.of(misscreened);
     const out = new Set(excluded.map((e) => e.peer));
+    // Slices this peer produced for the plan are checked without a fetch:
+    // it holds what they must be. They count among the slices it checks,
+    // the rest drawn where the leader cannot know.
+    const own = this.#o.produced?.(m.round, m.parent, m.peer, seen) ??
+      new Map();
+    for (const [j, cids] of own) {
+      if (shards.sums[j] !== cids.sums || shards.update[j] !== cids.update) {
+        throw new ManifestRefused(
+          "slice-mismatch",
+          `slice ${j} differs from the one this peer computed as its producer`,
+        );
+      }
+    }
     const draw = crypto.getRandomValues(new Uint8Array(16)).join(".");
-    for (const j of verifierSlices(draw, m.peer, k, VERIFY_SLICES)) {
+    const drawn = verifierSlices(draw, m.peer, k, VERIFY_SLICES + own.size)
+      .filter((j) => !own.has(j))
+      .slice(0, Math.max(0, VERIFY_SLICES - own.size));
+    for (const j of drawn) {
       const values = await Promise.all(seen.map((d) =>
         usable(
           d.peer,

@@ -130,6 +130,10 @@ function verifier(
     roots?: readonly string[];
     /** Whose deltas can be fetched whole (all when absent). */
     served?: readonly string[];
+    /** The slices this peer produced, by slice. */
+    produced?: ReadonlyMap<number, { sums: string; update: string }>;
+    /** Counts the slices of deltas read. */
+    reads?: { n: number };
   },
 ) {
   const bounds = (k: number) => sliceBounds(GENESIS.params.length, k);
@@ -148,10 +152,13 @@ function verifier(
       providers.length === 0 && !has(sharded?.roots, d.peer)
         ? Promise.reject(new NotHeldError("delta", d.delta))
         : Promise.resolve([]),
-    slice: (d, _, k, j) =>
-      Promise.resolve(
+    slice: (d, _, k, j) => {
+      if (sharded?.reads) sharded.reads.n++;
+      return Promise.resolve(
         DELTAS.get(d.peer)!.slice(bounds(k)[j], bounds(k)[j + 1]),
-      ),
+      );
+    },
+    produced: () => sharded?.produced ?? new Map(),
     block: (cid) => {
       const bytes = sharded?.blocks.get(cid);
       return bytes ? Promise.resolve(bytes) : Promise.reject(new Error(cid));
@@ -258,6 +265,8 @@ async function shardedRound(
   });
   return {
     m,
+    blocks,
+    spec,
     check: () => v.check(announce("bafkreisharded", m), WITNESS),
     /** A verifier holding no delta whole, `roots`' roots, `served` fetchable. */
     checkAs: (roots: readonly string[], served: readonly string[]) =>
@@ -308,6 +317,36 @@ Deno.test("ManifestVerifier: a sharded round's update slice or sums changed by i
     sums[0] = { ...sums[0], centerNorm2: sums[0].centerNorm2 * 1.01 }
   );
   assert.equal((await refusal(summed.check())).code, "slice-mismatch");
+});
+
+Deno.test("ManifestVerifier: a slice this peer produced is checked against what it computed, without a fetch", async () => {
+  const honest = await shardedRound();
+  const tampered = await shardedRound((update) => update[0][5] += 1e-3);
+  // What this peer computed as slice 0's producer: the honest slice.
+  const produced = new Map([[0, {
+    sums: honest.m.shards!.sums[0],
+    update: honest.m.shards!.update[0],
+  }]]);
+  const checkAs = (r: typeof honest) => {
+    const reads = { n: 0 };
+    const v = verifier(new Map([["bafkreisharded", r.m]]), PEERS, {
+      spec: r.spec,
+      blocks: r.blocks,
+      produced,
+      reads,
+    });
+    return { reads, check: v.check(announce("bafkreisharded", r.m), WITNESS) };
+  };
+  const ok = checkAs(honest);
+  assert.equal((await ok.check).checkpoint, honest.m.checkpoint);
+  // One slice, its own: nothing more to draw.
+  assert.equal(honest.m.shards!.slices, 1);
+  assert.equal(ok.reads.n, 0);
+  const bad = checkAs(tampered);
+  const err = await refusal(bad.check);
+  assert.equal(err.code, "slice-mismatch");
+  assert.match(err.message, /as its producer/);
+  assert.equal(bad.reads.n, 0);
 });
 
 Deno.test("ManifestVerifier: slices named outside a sharded job, or none in one, are refused", async () => {

@@ -141,7 +141,7 @@ function network(
       0,
       k,
     );
-  return { gather, reads, computed, logged, k };
+  return { gather, reads, computed, logged, k, producers, plan };
 }
 
 /** The update and screen the whole deltas make. */
@@ -175,6 +175,22 @@ Deno.test("gatherSlices: producers holding only their slices give the leader, bi
   }
   // Each peer its slice's sums and update, the leader no more.
   assert.deepEqual([...net.computed.values()], PEERS.map(() => 2));
+  // Each producer remembers what it published, to check the manifest's
+  // slices without a fetch (manifest_check.ts).
+  const { round, parent, peer, deltas } = net.plan;
+  let remembered = 0;
+  for (const [p, producer] of net.producers) {
+    if (p === PEERS[0]) continue;
+    for (const [j, cids] of producer.produced(round, parent, peer, deltas)) {
+      assert.deepEqual(cids, { sums: got.sums[j], update: got.updateCids[j] });
+      remembered++;
+    }
+    assert.equal(
+      producer.produced(round, parent, peer, deltas.slice(1)).size,
+      0,
+    );
+  }
+  assert.ok(remembered >= 2 * net.k - 2, `${remembered}`);
   assert.deepEqual(net.logged, []);
 });
 

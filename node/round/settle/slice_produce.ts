@@ -52,6 +52,11 @@ export function planKey(
   return `${p.round} ${p.parent} ${p.leader} ${p.pass}`;
 }
 
+/** A plan's deltas as one string, to tell two plans' apart. */
+function deltasKey(deltas: readonly { peer: string; delta: string }[]): string {
+  return deltas.map((d) => `${d.peer}:${d.delta}`).join(",");
+}
+
 /** Plans whose slices' values are kept (a round's passes, and the last's). */
 const KEEP_PLANS = 4;
 
@@ -106,6 +111,14 @@ export class SliceProducer {
   readonly #o: SliceProducerOptions;
   /** Per plan, per slice: that slice of every listed delta, in order. */
   readonly #values = new Map<string, Map<number, Promise<Float32Array[]>>>();
+  /**
+   * The slices announced with an update, per round, parent and leader:
+   * for the latest plan's deltas, each slice's sums' and update's CIDs.
+   */
+  readonly #made = new Map<
+    string,
+    { deltas: string; slices: Map<number, { sums: string; update: string }> }
+  >();
 
   constructor(o: SliceProducerOptions) {
     this.#o = o;
@@ -131,6 +144,7 @@ export class SliceProducer {
     const screen = plan.sums.length === 0
       ? null
       : await this.screen(plan, plan.sums, () => [plan.peer]);
+    const made = this.#madeFor(plan);
     for (const j of mine) {
       const announce: SliceAnnounce = {
         ...publisher.header("slice", plan.round, plan.parent),
@@ -142,8 +156,41 @@ export class SliceProducer {
           : plan.sums[j],
         update: screen === null ? "" : (await this.update(plan, screen, j)).cid,
       };
+      if (announce.update !== "") {
+        made.set(j, { sums: announce.sums, update: announce.update });
+      }
       await publisher.publish(announce);
     }
+  }
+
+  /**
+   * The slices this peer announced with an update for the latest plan of
+   * `leader`'s in round `round` after `parent`, by slice; none unless that
+   * plan listed exactly `deltas` (by peer and CID, in order).
+   */
+  produced(
+    round: number,
+    parent: string,
+    leader: string,
+    deltas: readonly { peer: string; delta: string }[],
+  ): ReadonlyMap<number, { sums: string; update: string }> {
+    const made = this.#made.get(`${round} ${parent} ${leader}`);
+    return made?.deltas === deltasKey(deltas) ? made.slices : new Map();
+  }
+
+  /** Where the slices announced for `plan` are kept (a new plan's afresh). */
+  #madeFor(plan: Plan): Map<number, { sums: string; update: string }> {
+    const key = `${plan.round} ${plan.parent} ${plan.peer}`;
+    const deltas = deltasKey(plan.deltas);
+    let made = this.#made.get(key);
+    if (made?.deltas !== deltas) {
+      this.#made.delete(key);
+      this.#made.set(key, made = { deltas, slices: new Map() });
+      if (this.#made.size > KEEP_PLANS) {
+        this.#made.delete(this.#made.keys().next().value!);
+      }
+    }
+    return made.slices;
   }
 
   /** Slice `j`'s screen sums over the plan's deltas, stored. */
