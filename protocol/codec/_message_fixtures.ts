@@ -124,6 +124,7 @@ export const PLAN: SlicePlanAnnounce = {
     { peer: PEER, delta: MANIFEST_CID, tokens: 512 },
   ],
   sums: [CHECKPOINT],
+  extra: [1],
 };
 export const SLICE: SliceAnnounce = {
   v: 1,

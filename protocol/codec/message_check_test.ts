@@ -93,6 +93,7 @@ Deno.test("a slice plan at its longest stays under MAX_MESSAGE_BYTES", () => {
       tokens: Number.MAX_SAFE_INTEGER,
     })),
     sums: Array.from({ length: MAX_PLAN_DELTAS }, (_, i) => cid(i)),
+    extra: Array.from({ length: MAX_PLAN_DELTAS }, (_, i) => i),
   };
   const size = new TextEncoder().encode(JSON.stringify(longest)).byteLength;
   strictEqual(size < MAX_MESSAGE_BYTES, true, `${size} bytes`);

@@ -318,6 +318,7 @@ const PLAN_FIELDS = new Set([
   "pass",
   "deltas",
   "sums",
+  "extra",
 ]);
 
 const SLICE_FIELDS = new Set([
@@ -334,7 +335,8 @@ export const MAX_PLAN_PASSES = 8;
 
 /**
  * Checks a parsed slice plan: at most {@linkcode MAX_PLAN_DELTAS} deltas,
- * sorted by peer id with no peer twice, and as many agreed sums.
+ * sorted by peer id with no peer twice, at most as many agreed sums, and
+ * ascending slices for backups.
  */
 export function validateSlicePlan(
   obj: Readonly<Record<string, unknown>>,
@@ -379,6 +381,18 @@ export function validateSlicePlan(
   for (const [i, cid] of sums.entries()) {
     if (!isCanonicalCid(cid)) return fail(`sums[${i}]`, CID_PROBLEM);
   }
+  const { extra } = obj;
+  if (!Array.isArray(extra) || extra.length > listed.length) {
+    return fail("extra", "must list at most one slice per delta");
+  }
+  for (const [i, j] of extra.entries()) {
+    if (!isCount(j) || j >= listed.length || (i > 0 && j <= extra[i - 1])) {
+      return fail(
+        `extra[${i}]`,
+        "must be a slice below the deltas' count, after the one before it",
+      );
+    }
+  }
   const message: SlicePlanAnnounce = {
     v: PROTOCOL_VERSION,
     type: "plan",
@@ -387,6 +401,7 @@ export function validateSlicePlan(
     pass: pass + 0,
     deltas: listed,
     sums: [...sums],
+    extra: extra.map((j: number) => j + 0),
   };
   return { ok: true, message };
 }

@@ -237,6 +237,10 @@ Deno.test("validateSlicePlan() wants deltas sorted by peer, each once, and at mo
     [{ deltas: [{ ...a, extra: 1 }] }, "deltas[0].extra"],
     [{ deltas: [a], sums: [PARENT, PARENT] }, "sums"],
     [{ sums: ["QmYwAPJzv5CZsnA625s3Xf2nemtYgPpHdWEz79ojWnPbdG"] }, "sums[0]"],
+    [{ extra: [1, 1] }, "extra[1]"],
+    [{ extra: [2] }, "extra[0]"],
+    [{ extra: [-1] }, "extra[0]"],
+    [{ extra: [0, 1] }, "ok"],
     [{ pass: 0 }, "pass"],
     [{ pass: MAX_PLAN_PASSES + 1 }, "pass"],
   ];

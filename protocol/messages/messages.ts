@@ -287,7 +287,8 @@ export type PlanDelta = {
  * (protocol/round/slice_plan.ts) fetch that slice of every delta and
  * publish its screen sums; sent again with `sums` (every slice's agreed
  * sums, in slice order) once they are in, for the producers to publish
- * their update slices.
+ * their update slices; and at either step with `extra`, the slices whose
+ * producers disagree or are silent, for a backup to compute.
  */
 export type SlicePlanAnnounce = RoundHeader<"plan"> & {
   readonly rank: number;
@@ -296,6 +297,11 @@ export type SlicePlanAnnounce = RoundHeader<"plan"> & {
   readonly deltas: readonly PlanDelta[];
   /** CIDs of every slice's screen sums (ZSS1), once agreed; else empty. */
   readonly sums: readonly string[];
+  /**
+   * Slices whose producers did not agree in time, ascending: their backup
+   * (slice_plan.ts `sliceBackup`) computes them too, for this step.
+   */
+  readonly extra: readonly number[];
 };
 
 /**

@@ -5,15 +5,18 @@
  * plan's peers, drawn from the slice's unpredictable ranking. Each
  * producer fetches that slice of every listed delta, publishes the
  * slice's screen sums and, once the leader has every slice's sums, the
- * slice of the update. The leader takes a slice's result when its
- * producers agree on it (the same CID: the work is deterministic) and
- * computes a slice itself when they do not, or are silent: a lying
- * producer is outvoted by the other, or costs the leader one slice's
- * fetch, and cannot change what is published.
+ * slice of the update. The leader takes a slice's result when
+ * {@linkcode SLICE_PRODUCERS} of those asked name the same CID (the work
+ * is deterministic). When a slice's producers disagree or are silent, the
+ * leader asks the slice's backup ({@linkcode sliceBackup}, the next peer in
+ * its ranking) too, and computes the slice itself only when that does not
+ * settle it either: a lying producer is outvoted, and costs one more
+ * peer one slice's fetch; it cannot change what is published.
  *
  * So a peer fetches about {@linkcode SLICE_PRODUCERS} · N / k deltas'
- * worth for the slices it produces (k ≥ N: a few deltas), not the N
- * deltas a leader fetching everything would.
+ * worth for the slices it produces (k ≥ N: a few deltas), plus a slice for
+ * each dispute it backs, not the N deltas a leader fetching everything
+ * would.
  *
  * Pure: no I/O.
  *
@@ -99,6 +102,23 @@ export function sliceProducers(
   return out;
 }
 
+/**
+ * The backup of slice `j` of the plan `leader` makes of the round after
+ * `parent` over `peers`, under `producers` (sliceProducers): the first
+ * peer in the slice's ranking that is not one of its producers, or null
+ * when every peer is.
+ */
+export function sliceBackup(
+  parent: string,
+  leader: string,
+  j: number,
+  peers: readonly string[],
+  producers: readonly (readonly string[])[],
+): string | null {
+  return rankSliceLeaders(`${parent}/${leader}`, j, peers)
+    .find((p) => !producers[j].includes(p)) ?? null;
+}
+
 /** The slices `self` produces under `producers` (sliceProducers). */
 export function producedBy(
   producers: readonly (readonly string[])[],
@@ -108,18 +128,23 @@ export function producedBy(
 }
 
 /**
- * The result of each slice its producers agree on: the CID every one of
- * them reported (`reports`: slice → producer → CID), or null when one is
- * missing or any differ.
+ * The result of each slice: a CID that {@linkcode SLICE_PRODUCERS} of
+ * those asked for it (`asked`: each slice's producers, and its backup once
+ * asked) reported (`reports`: slice → peer → CID), or null when none has
+ * that many. Reports of peers not asked do not count.
  */
 export function agreedSlices(
-  producers: readonly (readonly string[])[],
+  asked: readonly (readonly string[])[],
   reports: ReadonlyMap<number, ReadonlyMap<string, string>>,
 ): (string | null)[] {
-  return producers.map((ps, j) => {
-    const got = ps.map((p) => reports.get(j)?.get(p));
-    return got.every((cid) => cid !== undefined && cid === got[0])
-      ? got[0]!
-      : null;
+  return asked.map((ps, j) => {
+    const votes = new Map<string, number>();
+    for (const p of ps) {
+      const cid = reports.get(j)?.get(p);
+      if (cid !== undefined) votes.set(cid, (votes.get(cid) ?? 0) + 1);
+    }
+    const need = Math.min(SLICE_PRODUCERS, ps.length);
+    for (const [cid, n] of votes) if (n >= need) return cid;
+    return null;
   });
 }

@@ -7,6 +7,7 @@ import {
   plannedSlices,
   producedBy,
   SLICE_PRODUCERS,
+  sliceBackup,
   sliceProducers,
 } from "./slice_plan.ts";
 import { screenOfSums, screenSharded } from "./slice_update.ts";
@@ -52,14 +53,27 @@ Deno.test("plannedSlices: none for one slice or more deltas than a plan lists", 
   assert.equal(plannedSlices(129, 124e6), 0);
 });
 
-Deno.test("agreedSlices: a slice's result stands when all its producers named the same CID", () => {
-  const producers = [["a", "b"], ["b", "c"], ["c", "a"]];
+Deno.test("agreedSlices: a slice's result stands when two of those asked name the same CID", () => {
+  const asked = [["a", "b"], ["b", "c"], ["c", "a"], ["a", "b", "d"]];
   const reports = new Map([
     [0, new Map([["a", "x"], ["b", "x"]])],
     [1, new Map([["b", "y"], ["c", "z"]])],
+    // b was not asked for slice 2: its report does not count.
     [2, new Map([["c", "w"], ["b", "w"]])],
+    // A liar outvoted by the other producer and the backup.
+    [3, new Map([["a", "v"], ["b", "lie"], ["d", "v"]])],
   ]);
-  assert.deepEqual(agreedSlices(producers, reports), ["x", null, null]);
+  assert.deepEqual(agreedSlices(asked, reports), ["x", null, null, "v"]);
+});
+
+Deno.test("sliceBackup: the next peer of the slice's ranking that is not one of its producers", () => {
+  const all = peers(12);
+  const producers = sliceProducers(PARENT, all[0], 6, all);
+  for (let j = 0; j < 6; j++) {
+    const backup = sliceBackup(PARENT, all[0], j, all, producers);
+    assert.ok(backup !== null && !producers[j].includes(backup));
+  }
+  assert.equal(sliceBackup(PARENT, "a", 0, ["a", "b"], [["a", "b"]]), null);
 });
 
 Deno.test("screenOfSums: the screen from published sums is the screen of the whole deltas", () => {

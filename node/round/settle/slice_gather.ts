@@ -4,8 +4,9 @@
  * other slice's sums when its producers agree on them; once every slice's
  * sums are settled, it announces them, and takes each slice of the update
  * the same way. A slice its producers disagree on, or leave unannounced
- * for {@linkcode sliceWaitMs}, it computes itself, so a silent or lying
- * producer costs time and one slice's fetch, never the round. A delta
+ * for `sliceWaitMs`, goes to its backup as well, and one still unsettled
+ * after as long the leader computes itself: a silent or lying producer
+ * costs time and a slice's fetch, never the round. A delta
  * whose slice cannot be read (by the leader itself) ends the plan: the
  * caller leaves it out and plans again.
  *
@@ -18,6 +19,7 @@ import type { SliceAnnounce } from "../../../protocol/messages/messages.ts";
 import {
   agreedSlices,
   producedBy,
+  sliceBackup,
   sliceProducers,
 } from "../../../protocol/round/slice_plan.ts";
 import {
@@ -127,23 +129,28 @@ export async function gatherSlices(
   const peers = plan.deltas.map((d) => d.peer);
   const producers = sliceProducers(plan.parent, o.self, k, peers);
   const reports = o.reports.of(planKey({ ...plan, leader: o.self }));
-  const announce = (sums: string[]) =>
+  const announce = (sums: string[], extra: number[] = []) =>
     publisher.publish({
       ...publisher.header("plan", plan.round, plan.parent),
       rank,
       pass: plan.pass,
       deltas: plan.deltas,
       sums,
+      extra,
     });
   const own = producedBy(producers, o.self);
+  const backups = producers.map((_, j) =>
+    sliceBackup(plan.parent, o.self, j, peers, producers)
+  );
   await announce([]);
-  const step = { round: plan.round, producers, own };
+  const step = { round: plan.round, producers, backups, own };
   const sums = await settle(
     o,
     step,
     reports.sums,
     "sums",
     (j) => o.producer.sums(plan, k, j).then((s) => s.cid),
+    (extra) => announce([], extra),
   );
   // Held here once the screen is read: every producer fetches them here.
   const screen = await o.producer.screen(plan, sums, (j) => producers[j]);
@@ -154,6 +161,7 @@ export async function gatherSlices(
     reports.update,
     "update",
     (j) => o.producer.update(plan, screen, j).then((u) => u.cid),
+    (extra) => announce(sums, extra),
   );
   const bounds = screen.bounds;
   const update = await mapAtMost(updateCids, BLOCKS_AT_ONCE, async (cid, j) => {
@@ -172,37 +180,61 @@ export async function gatherSlices(
 }
 
 /**
- * Each slice's result of one step: its producers' agreed CID, or, for a
- * slice they leave unsettled after `o.waitMs` (this peer's own slices at
- * once), what this peer computes (`compute`). A producer whose CID differs
- * from this peer's is logged: its slice is not taken.
+ * Each slice's result of one step: the CID two of those asked agree on
+ * (its producers, this peer's own slices computed at once); for a slice
+ * still unsettled after `o.waitMs`, its backup is asked too (`escalate`,
+ * or computed here when this peer is the backup) and given as long; what
+ * is still unsettled then, this peer computes (`compute`). A peer whose
+ * CID differs from the one taken is logged: its slice is not taken.
  */
 async function settle(
   o: GatherOptions,
-  { round, producers, own }: {
+  { round, producers, backups, own }: {
     round: number;
     producers: readonly (readonly string[])[];
+    backups: readonly (string | null)[];
     own: readonly number[];
   },
   reported: Map<number, Map<string, string>>,
   step: "sums" | "update",
   compute: (j: number) => Promise<string>,
+  escalate: (slices: number[]) => Promise<void>,
 ): Promise<string[]> {
   for (const j of own) note(reported, j, o.self, await compute(j));
-  const until = Date.now() + o.waitMs;
-  let agreed = agreedSlices(producers, reported);
-  while (agreed.includes(null) && Date.now() < until) {
-    await o.sleep(LOOK_MS);
-    agreed = agreedSlices(producers, reported);
+  const asked = producers.map((ps) => [...ps]);
+  const wait = async () => {
+    const until = Date.now() + o.waitMs;
+    let agreed = agreedSlices(asked, reported);
+    while (agreed.includes(null) && Date.now() < until) {
+      await o.sleep(LOOK_MS);
+      agreed = agreedSlices(asked, reported);
+    }
+    return agreed;
+  };
+  let agreed = await wait();
+  const disputed = agreed.flatMap((cid, j) =>
+    cid === null && backups[j] !== null ? [j] : []
+  );
+  if (disputed.length > 0) {
+    for (const j of disputed) asked[j].push(backups[j]!);
+    const theirs = disputed.filter((j) => backups[j] !== o.self);
+    if (theirs.length > 0) await escalate(theirs);
+    for (const j of disputed) {
+      if (backups[j] === o.self) note(reported, j, o.self, await compute(j));
+    }
+    o.log(
+      `round ${round}: asked the backups of ${disputed.length} of ${producers.length} slices' ${step}, their producers unsettled`,
+    );
+    agreed = await wait();
   }
   const missing = agreed.flatMap((cid, j) => cid === null ? [j] : []);
   const computed = await mapAtMost(missing, 2, compute);
-  for (const [i, j] of missing.entries()) {
-    agreed[j] = computed[i];
-    for (const [producer, cid] of reported.get(j) ?? []) {
-      if (cid !== computed[i]) {
+  for (const [i, j] of missing.entries()) agreed[j] = computed[i];
+  for (const [j, cid] of agreed.entries()) {
+    for (const [peer, theirs] of reported.get(j) ?? []) {
+      if (theirs !== cid && asked[j].includes(peer)) {
         o.log(
-          `round ${round}: slice ${j}'s ${step} from ${producer} is not what its leader computes: not taken`,
+          `round ${round}: slice ${j}'s ${step} from ${peer} is not the one taken`,
         );
       }
     }

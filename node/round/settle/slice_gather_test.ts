@@ -194,26 +194,43 @@ Deno.test("gatherSlices: producers holding only their slices give the leader, bi
   assert.deepEqual(net.logged, []);
 });
 
-Deno.test("gatherSlices: a lying or silent producer is outvoted, and the leader computes its slice", async () => {
+Deno.test("gatherSlices: a lying or silent producer is outvoted by the other and the slice's backup; the leader computes nothing more", async () => {
   const expected = whole();
   for (const fault of ["lying-sums", "lying-update", "silent"] as const) {
     const net = network(new Map([[PEERS[5], fault]]));
     const got = await net.gather();
     assert.deepEqual(got.update, expected.update, fault);
     assert.ok(
-      net.logged.some((l) => l.includes("computed 1 of 4 slices")),
+      net.logged.some((l) => l.includes("asked the backups of 1 of 4 slices")),
       `${fault}: ${JSON.stringify(net.logged)}`,
     );
-    // The leader computed the slice steps its producers left unsettled:
-    // both of a silent producer's, the one a liar lied in.
-    assert.equal(net.computed.get(PEERS[0]), fault === "silent" ? 4 : 3);
+    assert.ok(
+      !net.logged.some((l) => l.includes("left unsettled")),
+      JSON.stringify(net.logged),
+    );
+    // The backup computed the steps a silent producer left undone, or the
+    // one a liar lied in, on top of the 16 of a round without faults (4
+    // slices, 2 producers, 2 steps).
+    const total = [...net.computed.values()].reduce((a, b) => a + b, 0);
+    assert.equal(total, fault === "silent" ? 18 : 17, fault);
+    assert.ok(net.computed.get(PEERS[0])! <= 4, fault);
     if (fault !== "silent") {
       assert.ok(
-        net.logged.some((l) => l.includes(`from ${PEERS[5]} is not what`)),
+        net.logged.some((l) => l.includes(`from ${PEERS[5]} is not the one`)),
         JSON.stringify(net.logged),
       );
     }
   }
+});
+
+Deno.test("gatherSlices: a slice neither its producers nor its backup settle, the leader computes", async () => {
+  const net = network(new Map(PEERS.slice(1).map((p) => [p, "silent"])));
+  const got = await net.gather();
+  assert.deepEqual(got.update, whole().update);
+  assert.ok(
+    net.logged.some((l) => l.includes("that their producers left unsettled")),
+    JSON.stringify(net.logged),
+  );
 });
 
 Deno.test("gatherSlices: a delta whose slice no one can read ends the plan, naming it", async () => {

@@ -1,10 +1,10 @@
 /**
  * A peer's part in a round led by slices (protocol/round/slice_plan.ts):
  * for a plan its round's leader announces, it computes the slices it is
- * drawn to produce from that slice of every listed delta: first each
- * slice's screen sums, then, once the plan names every slice's agreed
- * sums, its update slices, each stored here (its producers serve it) and
- * announced. The leader computes the slices it produces, and any it takes
+ * drawn to produce (or backs, when the plan asks) from that slice of
+ * every listed delta: first each slice's screen sums, then, once the plan
+ * names every slice's agreed sums, its update slices, each stored here
+ * (its producers serve it) and announced. The leader computes the slices it produces, and any it takes
  * over, through the same methods.
  *
  * @module
@@ -27,6 +27,7 @@ import type {
 import {
   plannedSlices,
   producedBy,
+  sliceBackup,
   sliceProducers,
 } from "../../../protocol/round/slice_plan.ts";
 import {
@@ -136,10 +137,15 @@ export class SliceProducer {
     const k = plannedSlices(plan.deltas.length, parameterCount);
     if (k === 0 || (plan.sums.length !== 0 && plan.sums.length !== k)) return;
     const peers = plan.deltas.map((d) => d.peer);
-    const mine = producedBy(
-      sliceProducers(plan.parent, plan.peer, k, peers),
-      self,
-    );
+    const producers = sliceProducers(plan.parent, plan.peer, k, peers);
+    // A plan naming `extra` slices asks their backups, for this step:
+    // their producers have already answered it.
+    const mine = plan.extra.length === 0
+      ? producedBy(producers, self)
+      : plan.extra.filter((j) =>
+        j < k && sliceBackup(plan.parent, plan.peer, j, peers, producers) ===
+          self
+      );
     if (mine.length === 0) return;
     const screen = plan.sums.length === 0
       ? null
