@@ -267,7 +267,13 @@ const bench: Bench<Options, AttacksResult> = {
       log(`clean: held-out loss ${clean.heldoutLoss.toFixed(4)}`);
       const attacks: AttackFigures[] = [];
       for (const name of o.only) {
-        const f = figures(await run(name), clean);
+        const r = await run(name);
+        for (const fp of r.falsePositives) {
+          log(
+            `${name}: false positive: ${fp.peer} in round ${fp.round}: ${fp.why}`,
+          );
+        }
+        const f = figures(r, clean);
         log(
           `${name}: detected ${f.detectedRounds.length}/${f.attackedRounds.length} attacked rounds, credited ${f.creditedToAttackers}${
             f.slashed ? ", slashed" : ""

@@ -209,13 +209,6 @@ export interface Witness {
 
 /** Verdicts kept, for the rounds still in play. */
 const KEEP_VERDICTS = 64;
-/**
- * What this peer held of each announced delta as a manifest came, by peer:
- * its values, or in a sharded job `true` for its root alone; null for
- * nothing.
- */
-type HeldHere = ReadonlyMap<string, Promise<Float32Array | true | null>>;
-
 /** Leaders' rounds whose fetched manifests are kept, to find amendments. */
 const KEEP_LEADS = 64;
 /**
@@ -252,14 +245,12 @@ export class ManifestVerifier {
     const key = `${m.manifest} ${m.peer}`;
     // What this peer holds as the manifest comes: an `unserved` exclusion
     // of one of these the leader could have had from it. In a sharded job
-    // a peer holds only roots (see #servedWhole).
-    const sharded = isSharded(this.#o.spec);
-    const held: HeldHere = new Map(
+    // a peer holds a delta whole only when it read every piece (a root, or
+    // a slice, shows it served, not that the leader could have had it).
+    const held = new Map(
       witness.announced.map((d) => [
         d.peer,
-        sharded
-          ? this.#o.root(d, []).then(() => true as const, () => null)
-          : this.#o.delta(d, []).catch(() => null),
+        this.#o.delta(d, []).catch(() => null),
       ]),
     );
     const task = (async () => {
@@ -322,7 +313,7 @@ export class ManifestVerifier {
     m: ManifestAnnounce,
     manifest: RoundManifest,
     witness: Witness,
-    heldHere: HeldHere,
+    heldHere: ReadonlyMap<string, Promise<Float32Array | null>>,
   ): Promise<void> {
     const announced = await this.#announcing(manifest, witness);
     const { expected, preceding } = witness;
@@ -365,12 +356,8 @@ export class ManifestVerifier {
     const left = new Set([...listed, ...manifest.excluded.map((e) => e.peer)]);
     // Held here already, or fetched: the author first, as the leader would
     // otherwise serve every delta to every verifier.
-    const fetch = async (d: DeltaAnnounce) => {
-      const values = await heldHere.get(d.peer);
-      return values instanceof Float32Array
-        ? values
-        : await this.#o.delta(d, [d.peer, m.peer]);
-    };
+    const fetch = async (d: DeltaAnnounce) =>
+      await heldHere.get(d.peer) ?? await this.#o.delta(d, [d.peer, m.peer]);
     const sharded = isSharded(this.#o.spec);
     const missing = announced.filter((d) => !left.has(d.peer));
     const expectedPeers = new Set(expected.map((d) => d.peer));
@@ -379,8 +366,7 @@ export class ManifestVerifier {
     const owed = new Map<string, "late" | "unserved">();
     for (const e of manifest.excluded) {
       // One this peer held when the manifest came, it would have served.
-      if (e.reason !== "unserved" || !await heldHere.get(e.peer)) continue;
-      if (!sharded || await this.#servedWhole(byPeer.get(e.peer)!, m)) {
+      if (e.reason === "unserved" && await heldHere.get(e.peer)) {
         owed.set(e.peer, "unserved");
       }
     }
@@ -441,18 +427,6 @@ export class ManifestVerifier {
     }
     if (owed.size > 0) await this.#amendment(m, owed, witness);
     await this.#o.store(bytes, CHECKPOINT_CODEC);
-  }
-
-  /**
-   * Whether every piece of `d`, a delta of a sharded job whose root this
-   * peer held as manifest `m` named it `unserved`, can be fetched now (from
-   * its author, the leader, then the round's other peers). A root alone
-   * does not show its author serving: one serving roots and withholding
-   * pieces would have every leader refused. Fetched whole, the delta is
-   * also here for the leader to amend with.
-   */
-  #servedWhole(d: DeltaAnnounce, m: ManifestAnnounce): Promise<boolean> {
-    return this.#o.delta(d, [d.peer, m.peer]).then(() => true, () => false);
   }
 
   /**

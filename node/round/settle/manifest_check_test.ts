@@ -268,9 +268,16 @@ async function shardedRound(
     blocks,
     spec,
     check: () => v.check(announce("bafkreisharded", m), WITNESS),
-    /** A verifier holding no delta whole, `roots`' roots, `served` fetchable. */
-    checkAs: (roots: readonly string[], served: readonly string[]) =>
-      verifier(new Map([["bafkreisharded", m]]), [], {
+    /**
+     * A verifier holding `held`'s deltas whole and `roots`' roots as the
+     * manifest comes, `served`'s fetchable after.
+     */
+    checkAs: (
+      held: readonly string[],
+      roots: readonly string[],
+      served: readonly string[],
+    ) =>
+      verifier(new Map([["bafkreisharded", m]]), held, {
         spec,
         blocks,
         roots,
@@ -282,7 +289,7 @@ async function shardedRound(
   };
 }
 
-Deno.test("ManifestVerifier: in a sharded round an unserved delta is owed when its root was held as the manifest came and its pieces are served", async () => {
+Deno.test("ManifestVerifier: in a sharded round an unserved delta is owed only when this peer held it whole as the manifest came, not for a root or a late fetch", async () => {
   const unserved = {
     peer: PEERS[1],
     delta: ANNOUNCED[1].delta,
@@ -295,12 +302,14 @@ Deno.test("ManifestVerifier: in a sharded round an unserved delta is owed when i
     [unserved],
   );
   // Its author served no one in time: the withholder's loss.
-  await checkAs([PEERS[0], PEERS[2]], PEERS);
-  // Its root served, its pieces withheld from everyone: no leader could
-  // have read it.
-  await checkAs(PEERS, [PEERS[0], PEERS[2]]);
-  // Root and pieces served: the leader could have had it, and must amend.
-  const err = await refusal(checkAs(PEERS, PEERS));
+  await checkAs([], [PEERS[0], PEERS[2]], PEERS);
+  // Its root served, its pieces only after the manifest (a withholder
+  // serving all but the leader, late): no leader could have had them, and
+  // none is refused for it.
+  await checkAs([], PEERS, PEERS);
+  // Held whole as the manifest came: the leader could have had it from
+  // this peer, and must amend.
+  const err = await refusal(checkAs([PEERS[1]], PEERS, PEERS));
   assert.equal(err.code, "unjustified-exclusion");
   assert.equal(err.blames, true);
 });

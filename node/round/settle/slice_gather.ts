@@ -6,8 +6,9 @@
  * the same way. A slice its producers disagree on, or leave unannounced
  * for `sliceWaitMs`, goes to its backup as well, and one still unsettled
  * after as long the leader computes itself: a silent or lying producer
- * costs time and a slice's fetch, never the round. A delta
- * whose slice cannot be read (by the leader itself) ends the plan: the
+ * costs time and a slice's fetch, never the round. A delta withheld from
+ * the leader alone counts when the slices' producers read it; one whose
+ * slice the leader cannot read when it must compute it ends the plan: the
  * caller leaves it out and plans again.
  *
  * @module
@@ -181,11 +182,12 @@ export async function gatherSlices(
 
 /**
  * Each slice's result of one step: the CID two of those asked agree on
- * (its producers, this peer's own slices computed at once); for a slice
+ * (its producers, this peer's own slices computed meanwhile); for a slice
  * still unsettled after `o.waitMs`, its backup is asked too (`escalate`,
  * or computed here when this peer is the backup) and given as long; what
- * is still unsettled then, this peer computes (`compute`). A peer whose
- * CID differs from the one taken is logged: its slice is not taken.
+ * is still unsettled then, this peer computes (`compute`), which throws a
+ * `SliceReadError` for a delta no one served. A peer whose CID differs
+ * from the one taken is logged: its slice is not taken.
  */
 async function settle(
   o: GatherOptions,
@@ -200,7 +202,11 @@ async function settle(
   compute: (j: number) => Promise<string>,
   escalate: (slices: number[]) => Promise<void>,
 ): Promise<string[]> {
-  for (const j of own) note(reported, j, o.self, await compute(j));
+  // This peer's own slices count as one producer's answer: one it cannot
+  // read (a delta withheld from it alone) is left to the others.
+  const answer = (j: number) =>
+    compute(j).then((cid) => note(reported, j, o.self, cid), () => {});
+  for (const j of own) answer(j);
   const asked = producers.map((ps) => [...ps]);
   const wait = async () => {
     const until = Date.now() + o.waitMs;
@@ -219,9 +225,7 @@ async function settle(
     for (const j of disputed) asked[j].push(backups[j]!);
     const theirs = disputed.filter((j) => backups[j] !== o.self);
     if (theirs.length > 0) await escalate(theirs);
-    for (const j of disputed) {
-      if (backups[j] === o.self) note(reported, j, o.self, await compute(j));
-    }
+    for (const j of disputed) if (backups[j] === o.self) answer(j);
     o.log(
       `round ${round}: asked the backups of ${disputed.length} of ${producers.length} slices' ${step}, their producers unsettled`,
     );

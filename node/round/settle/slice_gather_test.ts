@@ -39,11 +39,13 @@ type Fault = "lying-sums" | "lying-update" | "silent";
 /**
  * N peers on one in-memory bus, each producing the slices it is drawn
  * for; PEERS[0] leads. `faults` by peer; `unserved` peers' deltas cannot
- * be read by anyone.
+ * be read by anyone (by `withheldFrom` alone, when given).
  */
 function network(
   faults: ReadonlyMap<string, Fault> = new Map(),
   unserved: readonly string[] = [],
+  /** When given, only this peer is refused the `unserved` deltas. */
+  withheldFrom?: string,
 ) {
   const stores = new Map(PEERS.map((p) => [p, new MemoryBlocks()]));
   const reads = new Map(PEERS.map((p) => [p, 0]));
@@ -96,7 +98,10 @@ function network(
         parameterCount: P,
         readSlice: (d, k, j) => {
           reads.set(peer, reads.get(peer)! + 1);
-          if (unserved.includes(d.peer)) {
+          if (
+            unserved.includes(d.peer) &&
+            (withheldFrom === undefined || withheldFrom === peer)
+          ) {
             return Promise.reject(new Error(`${d.peer} serves nothing`));
           }
           const b = sliceBounds(P, k);
@@ -238,4 +243,14 @@ Deno.test("gatherSlices: a delta whose slice no one can read ends the plan, nami
   const err = await net.gather().then(() => null, (e) => e);
   assert.ok(err instanceof SliceReadError, String(err));
   assert.deepEqual(err.failed.map((f) => f.peer), [PEERS[6]]);
+});
+
+Deno.test("gatherSlices: a delta withheld from the leader alone counts, read by its slices' producers", async () => {
+  const net = network(new Map(), [PEERS[6]], PEERS[0]);
+  const got = await net.gather();
+  assert.deepEqual(got.update, whole().update);
+  assert.ok(
+    !net.logged.some((l) => l.includes("left unsettled")),
+    JSON.stringify(net.logged),
+  );
 });
