@@ -208,13 +208,7 @@ export class RoundWork {
       parameterCount: trainer.parameterCount,
       readSlice: (d, k, j) => this.#deltas.readSlice(d, [d.peer], k, j),
       block: (cid, maxBytes, providers) =>
-        this.#blobs.get(cid, {
-          what: "slice",
-          maxBytes,
-          providers,
-          timeoutMs: collectMs(o.state().config),
-          decode: (bytes) => bytes,
-        }),
+        this.#sliceBlock(cid, maxBytes, providers),
       store: (bytes) => services.blocks.put(bytes),
       publisher: this.#publisher,
       computed: () => o.ledger.noteSliceComputed(),
@@ -235,13 +229,7 @@ export class RoundWork {
       produced: (round, parent, leader, seen) =>
         this.#producer.produced(round, parent, leader, seen),
       block: (cid, maxBytes, providers) =>
-        this.#blobs.get(cid, {
-          what: "slice",
-          maxBytes,
-          providers,
-          timeoutMs: collectMs(o.state().config),
-          decode: (bytes) => bytes,
-        }),
+        this.#sliceBlock(cid, maxBytes, providers),
       manifest: (m, providers = [m.peer]) =>
         this.#blobs.manifest(m.manifest, {
           providers,
@@ -279,6 +267,24 @@ export class RoundWork {
       holds: (msg) => this.#audits.holds(msg),
       ledger: o.ledger,
       log: o.log,
+    });
+  }
+
+  /**
+   * A block of a sharded round (sums, an update slice) of at most
+   * `maxBytes`, fetched from `providers` within a collect window.
+   */
+  #sliceBlock(
+    cid: string,
+    maxBytes: number,
+    providers: string[],
+  ): Promise<Uint8Array> {
+    return this.#blobs.get(cid, {
+      what: "slice",
+      maxBytes,
+      providers,
+      timeoutMs: collectMs(this.#o.state().config),
+      decode: (bytes) => bytes,
     });
   }
 
@@ -395,13 +401,7 @@ export class RoundWork {
               reports: this.#sliceReports,
               publisher: this.#publisher,
               block: (cid, maxBytes, providers) =>
-                this.#blobs.get(cid, {
-                  what: "slice",
-                  maxBytes,
-                  providers,
-                  timeoutMs: collectMs(state().config),
-                  decode: (bytes) => bytes,
-                }),
+                this.#sliceBlock(cid, maxBytes, providers),
               waitMs: sliceWaitMs(state().config),
               sleep: (ms) => sleep(ms, this.#abort.signal),
               log: this.#o.log,

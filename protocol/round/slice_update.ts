@@ -201,15 +201,7 @@ export function screenSharded(
       delta: delta.subarray(bounds[j], to),
     })))
   );
-  const { excluded, norms } = screenSlices(
-    deltas.map(({ peer, share }, i) => ({
-      peer,
-      share,
-      sums: sums.map((s) => s.sums[i]),
-    })),
-    sums.map((s) => s.centerNorm2),
-  );
-  return { slices, bounds, sums, excluded, norms };
+  return screenOfSums(deltas, params, sums);
 }
 
 /**

@@ -496,15 +496,7 @@ async function screen(
   all: readonly DeltaAnnounce[],
   fetched: Map<string, Promise<Float32Array>>,
 ): Promise<Screened> {
-  // A peer whose manifest for this round this peer refused earns nothing
-  // in it: its delta is listed with that manifest as the reason.
-  const refused: Screened["excluded"] = [];
-  const rest: DeltaAnnounce[] = [];
-  for (const d of all) {
-    const evidence = o.evidenceAgainst(d.round, d.peer);
-    if (evidence === undefined) rest.push(d);
-    else refused.push({ d, reason: "refused-manifest", evidence });
-  }
+  const { refused, rest } = splitRefused(o, all);
   const unserved: Screened["excluded"] = [];
   const read = await Promise.all(rest.map(async (d) => {
     if (!fetched.has(d.delta)) fetched.set(d.delta, o.delta(d));
@@ -562,13 +554,7 @@ async function screenSliced(
   fetched: Map<string, Promise<Float32Array>>,
   plans: { made: number },
 ): Promise<Screened | SlicedRound> {
-  const refused: Screened["excluded"] = [];
-  const rest: DeltaAnnounce[] = [];
-  for (const d of all) {
-    const evidence = o.evidenceAgainst(d.round, d.peer);
-    if (evidence === undefined) rest.push(d);
-    else refused.push({ d, reason: "refused-manifest", evidence });
-  }
+  const { refused, rest } = splitRefused(o, all);
   const unserved: Screened["excluded"] = [];
   let listed = o.behaviour.contributions(rest)
     .sort((x, y) => comparePeerIds(x.peer, y.peer));
@@ -623,6 +609,24 @@ async function screenSliced(
       ].sort((x, y) => comparePeerIds(x.d.peer, y.d.peer)),
     };
   }
+}
+
+/**
+ * `all` split: a peer whose manifest for this round this peer refused earns
+ * nothing in it, its delta listed with that manifest as the reason.
+ */
+function splitRefused(
+  o: Pick<LeaderAggregationOptions, "evidenceAgainst">,
+  all: readonly DeltaAnnounce[],
+): { refused: Screened["excluded"]; rest: DeltaAnnounce[] } {
+  const refused: Screened["excluded"] = [];
+  const rest: DeltaAnnounce[] = [];
+  for (const d of all) {
+    const evidence = o.evidenceAgainst(d.round, d.peer);
+    if (evidence === undefined) rest.push(d);
+    else refused.push({ d, reason: "refused-manifest", evidence });
+  }
+  return { refused, rest };
 }
 
 /** `all` but those `excluded`, in their order. */
