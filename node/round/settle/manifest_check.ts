@@ -77,6 +77,10 @@ import {
   nextCheckpoint,
 } from "../../../protocol/round/round_update.ts";
 import type { Held } from "./sync.ts";
+import {
+  plannedSlices,
+  sliceProducers,
+} from "../../../protocol/round/slice_plan.ts";
 import { mapAtMost } from "../services/at_most.ts";
 
 /**
@@ -489,9 +493,17 @@ export class ManifestVerifier {
       );
     }
     const bounds = sliceBounds(params, k);
-    const published = async (cid: string, maxBytes: number) => {
+    // A round led by slices: slice j's blocks from its producers first,
+    // which hold them, so that its leader does not serve every peer.
+    const producers = plannedSlices(seen.length, params) === 0
+      ? null
+      : sliceProducers(m.parent, m.peer, k, seen.map((d) => d.peer));
+    const published = async (cid: string, maxBytes: number, j: number) => {
       try {
-        return await this.#o.block(cid, maxBytes, [m.peer]);
+        return await this.#o.block(cid, maxBytes, [
+          ...(producers?.[j] ?? []).filter((p) => p !== m.peer),
+          m.peer,
+        ]);
       } catch (err) {
         throw new ManifestRefused(
           "unserved-slice",
@@ -499,12 +511,12 @@ export class ManifestVerifier {
         );
       }
     };
-    // A few at a time: all from the leader, whose connection takes a few
-    // streams of a protocol at once.
+    // A few at a time: a peer's connection takes a few streams of a
+    // protocol at once.
     const sumBytes = await mapAtMost(
       shards.sums,
       BLOCKS_AT_ONCE,
-      (cid) => published(cid, 16 + 16 * seen.length),
+      (cid, j) => published(cid, 16 + 16 * seen.length, j),
     );
     const updateBytes = await mapAtMost(
       shards.update,
@@ -516,6 +528,7 @@ export class ManifestVerifier {
             bits: BITS_FOR_COMPRESSION[spec.compression.format],
             blockSize: spec.compression.blockSize,
           }),
+          j,
         ),
     );
     const malformed = (what: string, err: unknown): never => {

@@ -149,7 +149,9 @@ export class SliceProducer {
     if (mine.length === 0) return;
     const screen = plan.sums.length === 0
       ? null
-      : await this.screen(plan, plan.sums, () => [plan.peer]);
+      // Each slice's sums from its producers, who hold them, then the
+      // leader.
+      : await this.screen(plan, plan.sums, (j) => [...producers[j], plan.peer]);
     const made = this.#madeFor(plan);
     for (const j of mine) {
       const announce: SliceAnnounce = {
