@@ -403,6 +403,24 @@ Deno.test("bench scale --json: sharded, no peer's bytes grow from 16 to 1000 pee
   for (const r of single) {
     assert.ok(r.max_download_deltas >= 0.8 * (r.peers - 1), `${r.peers}`);
   }
+  // The node's rounds led by slices: two producers check every slice, and
+  // every lie is outvoted.
+  const node = await bench(
+    "scale",
+    "--json",
+    "--producers",
+    "2",
+    "--verify",
+    "2",
+    "--peers",
+    "16,64",
+  );
+  assert.equal(node.code, 0, node.stderr);
+  for (const r of JSON.parse(node.stdout).scale.rows) {
+    if (!r.sharded) continue;
+    assert.equal(r.verified_fraction, 1, JSON.stringify(r));
+    assert.ok(r.wrong > 0 && r.caught === r.wrong, JSON.stringify(r));
+  }
   const bad = await bench("scale", "--peers", "1000,x");
   assert.equal(bad.code, 2);
   assert.match(bad.stderr, /--peers/);

@@ -33,6 +33,7 @@ interface Options {
   compression: Compression;
   aggregateBits: number;
   verify: number;
+  producers: 1 | 2;
   rounds: number;
   churn: number;
   loss: number;
@@ -75,6 +76,7 @@ export interface ScaleResult {
   checkpointBytes: number;
   aggregateBits: number;
   verifyPerPeer: number;
+  producers: 1 | 2;
   rounds: number;
   churn: number;
   loss: number;
@@ -95,6 +97,13 @@ function parse(flags: Record<string, string>): Options {
     compression: choiceFlag(flags, "compression", COMPRESSIONS),
     aggregateBits: numberFlag(flags, "aggregate-bits", { min: 1, max: 32 }),
     verify: numberFlag(flags, "verify", { min: 1, max: 16, integer: true }),
+    producers: numberFlag(flags, "producers", {
+      min: 1,
+      max: 2,
+      integer: true,
+    }) as
+      | 1
+      | 2,
     rounds: numberFlag(flags, "rounds", { min: 1, max: 100, integer: true }),
     churn: numberFlag(flags, "churn", { min: 0, max: 0.5 }),
     loss: numberFlag(flags, "loss", { min: 0, max: 0.5 }),
@@ -126,6 +135,7 @@ async function run(
         sharded,
         aggregateBits: o.aggregateBits,
         verifyPerPeer: o.verify,
+        producers: o.producers,
         trainSeconds: o.trainSeconds,
         churn: o.churn,
         loss: o.loss,
@@ -171,6 +181,7 @@ async function run(
     checkpointBytes,
     aggregateBits: o.aggregateBits,
     verifyPerPeer: o.verify,
+    producers: o.producers,
     rounds: o.rounds,
     churn: o.churn,
     loss: o.loss,
@@ -197,7 +208,7 @@ function table(r: ScaleResult): string {
       (r.params / 1e6).toFixed(0)
     }M parameters, ${r.compression} deltas of ${
       formatBytes(r.deltaBytes)
-    }, aggregate ${r.aggregateBits} bit(s)/parameter, ${r.verifyPerPeer} slice(s) verified per peer; ${
+    }, aggregate ${r.aggregateBits} bit(s)/parameter, ${r.producers} producer(s) a slice, ${r.verifyPerPeer} slice(s) verified per peer; ${
       r.churn * 100
     }% churn, ${r.loss * 100}% loss, ${
       r.byzantine * 100
@@ -237,6 +248,11 @@ const scale: Bench<Options, ScaleResult> = {
         "bits per parameter of a published aggregate slice (and a scale per slice)",
     },
     verify: { default: "1", help: "slices each peer verifies a round" },
+    producers: {
+      default: "1",
+      help:
+        "peers computing each slice: 1, a slice leader (the model); 2, the node's rounds led by slices",
+    },
     rounds: { default: "3", help: "rounds simulated per row" },
     churn: { default: "0.1", help: "peers leaving (and joining) a round" },
     loss: { default: "0.01", help: "messages lost and sent again" },

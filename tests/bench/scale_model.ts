@@ -24,6 +24,11 @@ import {
   verifierSlices,
 } from "../../protocol/aggregation/shards.ts";
 import { rankLeaders } from "../../protocol/peers/assignment.ts";
+import {
+  producedBy,
+  sliceBackup,
+  sliceProducers,
+} from "../../protocol/round/slice_plan.ts";
 
 /** One kind of connection in the mix. */
 interface LinkKind {
@@ -61,6 +66,13 @@ export interface ScaleSetup {
   aggregateBits: number;
   /** Slices each peer verifies a round (sharded). */
   verifyPerPeer: number;
+  /**
+   * Peers computing each slice (sharded): 1, one slice leader taken over
+   * when it leaves and corrected by its verifiers; 2, the node's rounds
+   * led by slices (protocol/round/slice_plan.ts: two producers, a backup
+   * for a slice they disagree on, a producer's own slices its checks).
+   */
+  producers: 1 | 2;
   /** Seconds of local training a round. */
   trainSeconds: number;
   /**
@@ -212,6 +224,8 @@ export function simulate(setup: ScaleSetup): RoundFigures[] {
       phases.push(deltas);
       if (leaderGone) phases.push(timeout());
       verified = 1;
+    } else if (setup.producers === 2) {
+      ({ verified, wrong, caught } = ledBySlices(parent, contributors, phases));
     } else {
       const k = shardCount(contributors.length, setup.params);
       const ids = contributors.map((p) => p.id);
@@ -302,6 +316,99 @@ export function simulate(setup: ScaleSetup): RoundFigures[] {
     joiners = Array.from({ length: leaving.size }, fresh);
   }
   return out;
+
+  /**
+   * A round led by slices as the node runs it: two producers a slice fetch
+   * it from every delta; a slice a liar produces goes to its backup after
+   * the leader's wait; every peer fetches every slice's sums and update
+   * from the slice's producers; each verifies its own slices free and
+   * draws the rest.
+   */
+  function ledBySlices(
+    parent: string,
+    contributors: readonly Peer[],
+    phases: Phase[],
+  ): { verified: number; wrong: number; caught: number } {
+    const ids = contributors.map((p) => p.id);
+    const k = shardCount(ids.length, setup.params);
+    const leader = rankLeaders(parent, ids)[0];
+    const producers = sliceProducers(parent, leader, k, ids);
+    const sliceBytes = setup.deltaBytes / k;
+    const liars = new Set(
+      sample(
+        rng,
+        ids.length,
+        Math.max(1, Math.ceil(setup.byzantine * ids.length)),
+      )
+        .map((i) => ids[i]),
+    );
+    const produce = new Phase();
+    for (const ps of producers) {
+      for (const p of ps) {
+        for (const from of ids) {
+          if (from !== p) produce.move(from, p, sliceBytes);
+        }
+      }
+    }
+    phases.push(produce);
+    const disputed = producers.flatMap((ps, j) =>
+      ps.some((p) => liars.has(p)) ? [j] : []
+    );
+    if (disputed.length > 0) {
+      const backups = new Phase();
+      backups.wait = MISSING_TIMEOUT_S;
+      for (const j of disputed) {
+        const backup = sliceBackup(parent, leader, j, ids, producers);
+        const by = backup === null || liars.has(backup) ? leader : backup;
+        for (const from of ids) {
+          if (from !== by) backups.move(from, by, sliceBytes);
+        }
+      }
+      phases.push(backups);
+    }
+    // Every slice's sums (16 bytes a delta) and update slice, to every
+    // peer from the slice's first honest producer.
+    const sums = new Phase();
+    const update = new Phase();
+    sums.hops = 2;
+    const aggregateBytes = Math.ceil(setup.params * setup.aggregateBits / 8) +
+      4 * k;
+    for (const [j, ps] of producers.entries()) {
+      const from = ps.find((p) => !liars.has(p)) ?? leader;
+      for (const to of ids) {
+        if (to === from) continue;
+        sums.move(from, to, 16 * ids.length);
+        update.move(from, to, aggregateBytes / k);
+      }
+    }
+    phases.push(sums, update);
+    const verify = new Phase();
+    const checked = new Set<number>();
+    for (const v of ids) {
+      const own = producedBy(producers, v);
+      for (const j of own) checked.add(j);
+      const draws = verifierSlices(
+        `${parent}-manifest`,
+        v,
+        k,
+        setup.verifyPerPeer + own.length,
+      ).filter((j) => !own.includes(j))
+        .slice(0, Math.max(0, setup.verifyPerPeer - own.length));
+      for (const j of draws) {
+        checked.add(j);
+        for (const from of ids) {
+          if (from !== v) verify.move(from, v, sliceBytes);
+        }
+      }
+    }
+    phases.push(verify);
+    return {
+      verified: checked.size / k,
+      wrong: disputed.length,
+      // Outvoted by the other producer and the backup, or by the leader.
+      caught: disputed.length,
+    };
+  }
 
   function timeout(): Phase {
     const t = new Phase();
