@@ -373,7 +373,7 @@ export function simulate(setup: ScaleSetup): RoundFigures[] {
     sums.hops = 2;
     const aggregateBytes = Math.ceil(setup.params * setup.aggregateBits / 8) +
       4 * k;
-    for (const [j, ps] of producers.entries()) {
+    for (const ps of producers) {
       const from = ps.find((p) => !liars.has(p)) ?? leader;
       for (const to of ids) {
         if (to === from) continue;
