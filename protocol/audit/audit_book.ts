@@ -25,10 +25,13 @@
  *   members, its own among them and neither the accused's nor the
  *   accuser's, are evidence of a false verdict against the accuser
  *   (`expose`), submitted at once.
- * - A member whose computation verdict this peer's own passed replay
- *   refuted is discredited here: a later verdict of its alone draws no
- *   replay (it still counts toward a quorum), so a lying auditor makes each
- *   peer replay once, not every round.
+ * - A member whose computation verdicts this peer's own passed replays
+ *   refuted {@linkcode REFUTED_BEFORE_DISCREDIT} times is discredited here:
+ *   a later verdict of its alone draws no replay (it still counts toward a
+ *   quorum), so a lying auditor makes each peer replay twice, not every
+ *   round. Twice, as the registry slashes at the second refuted verdict: a
+ *   peer that stopped at the first could leave the second one no quorum
+ *   of refutations when the lies come one at a time.
  * - Failure verdicts from `quorum` distinct members, on any drawn segments
  *   of the work, convict the account
  *   (`convict`): the registry would slash on them, so the peer stops
@@ -135,6 +138,13 @@ interface Case {
 export const KEEP_AUDIT_ROUNDS = 8;
 
 /**
+ * Verdicts of one accuser a peer's replays refute before its verdicts
+ * alone draw no more replays: the registry's `FALSE_VERDICT_STRIKES`
+ * (ZooRegistry.sol), whose last refuted verdict slashes.
+ */
+export const REFUTED_BEFORE_DISCREDIT = 2;
+
+/**
  * Rounds behind the newest for which a peer keeps what evidence is made
  * of (the signed commitments, the verdicts): a case may hold evidence up
  * to `KEEP_AUDIT_ROUNDS` rounds after its own, and submits it again for
@@ -151,6 +161,8 @@ export class AuditBook {
   readonly #submitted = new Set<string>();
   /** Accusers whose verdict this peer's own replay refuted. */
   readonly #discredited = new Set<string>();
+  /** Verdicts of each accuser this peer's replays refuted. */
+  readonly #refutedOf = new Map<string, number>();
 
   /**
    * @param self this peer's account, which signs its verdicts
@@ -405,7 +417,11 @@ export class AuditBook {
         c.segments?.get(c.failures.get(a)!) === "passed"
       )
       .flatMap((accuser): AuditAction[] => {
-        this.#discredited.add(accuser);
+        const refuted = (this.#refutedOf.get(accuser) ?? 0) + 1;
+        this.#refutedOf.set(accuser, refuted);
+        if (refuted >= REFUTED_BEFORE_DISCREDIT) {
+          this.#discredited.add(accuser);
+        }
         return [
           { type: "refute", round: c.round, account: c.account, accuser },
           ...this.refuted(c.round, c.account, accuser, this.#self),

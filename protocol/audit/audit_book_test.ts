@@ -203,12 +203,23 @@ Deno.test("AuditBook: silence verdicts make others try the segment, a quorum wit
   assert.deepEqual(other.closed(9), []);
 });
 
-Deno.test("AuditBook: an accuser this peer's replay refuted draws no replay on its word alone afterwards; with another accuser it does", () => {
+Deno.test("AuditBook: an accuser this peer's replays refuted twice draws no replay on its word alone afterwards; with another accuser it does", () => {
   const book = new AuditBook(ME, 3);
   book.planned(3, A, [{ segment: 5, mine: false }], 4);
   book.failed(3, A, 5, B, 4, true);
   assert.deepEqual(
     book.judged(3, A, 5, { passed: true }, 4).map((a) => a.type),
+    ["refute"],
+  );
+  // Its lie on another peer's work, coming after the first was refuted,
+  // is still replayed: the registry slashes at the second refuted verdict,
+  // which needs this peer's refutation as much as the first did.
+  book.planned(3, C, [{ segment: 2, mine: false }], 4);
+  assert.deepEqual(book.failed(3, C, 2, B, 4, true), [
+    { type: "replay", round: 3, account: "0xccc", segment: 2, urgent: true },
+  ]);
+  assert.deepEqual(
+    book.judged(3, C, 2, { passed: true }, 4).map((a) => a.type),
     ["refute"],
   );
   // Round 4: B alone accuses again; it counts, but no replay here.
