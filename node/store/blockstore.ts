@@ -132,13 +132,19 @@ export class Blockstore implements BlockStorage {
     for await (const entry of Deno.readDir(store.#tmp)) {
       if (!entry.isFile) continue;
       const path = join(store.#tmp, entry.name);
-      if (entry.name.endsWith(".tmp")) {
-        await Deno.remove(path);
-      } else if (entry.name.endsWith(".part")) {
-        const { mtime } = await Deno.stat(path);
-        if (mtime && Date.now() - mtime.getTime() > PART_RETENTION_MS) {
+      // A file gone since the listing (another process that shares the
+      // directory renamed it into place) needs no cleaning.
+      try {
+        if (entry.name.endsWith(".tmp")) {
           await Deno.remove(path);
+        } else if (entry.name.endsWith(".part")) {
+          const { mtime } = await Deno.stat(path);
+          if (mtime && Date.now() - mtime.getTime() > PART_RETENTION_MS) {
+            await Deno.remove(path);
+          }
         }
+      } catch (err) {
+        if (!(err instanceof Deno.errors.NotFound)) throw err;
       }
     }
     return store;
