@@ -38,18 +38,20 @@ async function check(
   const a = rng.fill(new Float32Array(batch * m * k));
   const b = rng.fill(new Float32Array(batch * k * n));
   const out = rng.fill(new Float32Array(batch * m * n));
-  const refs = await references({ a, b, out }, (be, x) => {
-    be.matmul(
-      x.out as Float32Array,
-      x.a as Float32Array,
-      x.b as Float32Array,
-      m,
-      k,
-      n,
-      opts,
-    );
-    return { out: x.out as Float32Array };
-  });
+  const product = (inputs: Record<"a" | "b" | "out", Float32Array>) =>
+    references(inputs, (be, x) => {
+      be.matmul(
+        x.out as Float32Array,
+        x.a as Float32Array,
+        x.b as Float32Array,
+        m,
+        k,
+        n,
+        opts,
+      );
+      return { out: x.out as Float32Array };
+    });
+  const refs = await product({ a, b, out });
   const gOut = uploadF32(ctx, out);
   ctx.run([
     matmul(
@@ -66,21 +68,7 @@ async function check(
   // the error is measured against, which a sum that cancels to near zero
   // (a 1x1x1 out + a·b) does not shrink.
   const abs = (v: Float32Array) => v.map(Math.abs);
-  const scale = await references(
-    { a: abs(a), b: abs(b), out: abs(out) },
-    (be, x) => {
-      be.matmul(
-        x.out as Float32Array,
-        x.a as Float32Array,
-        x.b as Float32Array,
-        m,
-        k,
-        n,
-        opts,
-      );
-      return { out: x.out as Float32Array };
-    },
-  );
+  const scale = await product({ a: abs(a), b: abs(b), out: abs(out) });
   const what = `matmul ${m}x${k}x${n} ${JSON.stringify(opts)}`;
   for (
     const [name, want] of [["float64", refs.f64.out], [

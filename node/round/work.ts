@@ -31,7 +31,7 @@ import type {
   SliceAnnounce,
   SlicePlanAnnounce,
 } from "../../protocol/messages/messages.ts";
-import { rankLeaders } from "../../protocol/peers/assignment.ts";
+import { worksOnPlan } from "../../protocol/round/slice_plan.ts";
 import { collectMs, sliceWaitMs } from "../../protocol/round/round_timing.ts";
 import { SliceProducer } from "./settle/slice_produce.ts";
 import { gatherSlices, SliceReports } from "./settle/slice_gather.ts";
@@ -91,13 +91,6 @@ export interface RoundWorkOptions {
 
 /** Manifests kept for attesting, committing and closing rounds. */
 const KEEP_MANIFESTS = 16;
-
-/**
- * The lowest leader rank whose slice plans a peer works on: the leader and
- * its first backups, so a member cannot make others fetch for a plan no
- * round will use.
- */
-const MAX_PLANNING_RANK = 3;
 
 /** Carries out round actions for one peer. */
 export class RoundWork {
@@ -214,9 +207,8 @@ export class RoundWork {
       computed: () => o.ledger.noteSliceComputed(),
       current: (plan) => {
         const { round, parent, live } = o.state();
-        const rank = rankLeaders(parent, live).indexOf(plan.peer);
         return plan.round === round && plan.parent === parent &&
-          rank >= 0 && rank <= MAX_PLANNING_RANK;
+          worksOnPlan(parent, live, plan.peer);
       },
       log: o.log,
     });

@@ -22,8 +22,12 @@
  *
  * @module
  */
-import { rankSliceLeaders } from "../peers/assignment.ts";
-import { shardCount } from "../aggregation/shards.ts";
+import { rankLeaders, rankSliceLeaders } from "../peers/assignment.ts";
+import {
+  shardCount,
+  verifierSlices,
+  VERIFY_SLICES,
+} from "../aggregation/shards.ts";
 import { MAX_PLAN_DELTAS } from "../messages/messages.ts";
 
 /** Peers that compute each slice of a plan, so that a liar is outvoted. */
@@ -147,4 +151,51 @@ export function agreedSlices(
     for (const [cid, n] of votes) if (n >= need) return cid;
     return null;
   });
+}
+
+/**
+ * The lowest leader rank whose plans a peer works on: the leader and its
+ * first backups, so a member cannot make others fetch for a plan no round
+ * will use.
+ */
+export const MAX_PLANNING_RANK = 3;
+
+/**
+ * Whether a peer works on a plan `leader` announced for the round after
+ * `parent`, with `live` the members it counts live: `leader` ranks at most
+ * {@linkcode MAX_PLANNING_RANK} among them.
+ */
+export function worksOnPlan(
+  parent: string,
+  live: readonly string[],
+  leader: string,
+): boolean {
+  const rank = rankLeaders(parent, live).indexOf(leader);
+  return rank >= 0 && rank <= MAX_PLANNING_RANK;
+}
+
+/**
+ * The slices of `k` a verifier recomputes from the deltas' pieces: of the
+ * `VERIFY_SLICES` it checks, those it produced for the plan (`own`,
+ * checked against what it published, with no fetch) count first; the rest
+ * are drawn from `seed` (`verifierSlices`), which the leader cannot know.
+ *
+ * @example
+ * ```ts
+ * import assert from "node:assert/strict";
+ * import { slicesToRecompute } from "./slice_plan.ts";
+ * assert.deepEqual(slicesToRecompute("seed", "a", 8, new Set([1, 5])), []);
+ * assert.equal(slicesToRecompute("seed", "a", 8, new Set([1])).length, 1);
+ * assert.equal(slicesToRecompute("seed", "a", 8, new Set()).length, 2);
+ * ```
+ */
+export function slicesToRecompute(
+  seed: string,
+  peer: string,
+  k: number,
+  own: ReadonlySet<number>,
+): number[] {
+  return verifierSlices(seed, peer, k, VERIFY_SLICES + own.size)
+    .filter((j) => !own.has(j))
+    .slice(0, Math.max(0, VERIFY_SLICES - own.size));
 }

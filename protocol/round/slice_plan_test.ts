@@ -4,12 +4,15 @@ import { sliceBounds } from "../aggregation/shards.ts";
 import { sliceScreenSums } from "../aggregation/slice_screen.ts";
 import {
   agreedSlices,
+  MAX_PLANNING_RANK,
   plannedSlices,
   producedBy,
   SLICE_PRODUCERS,
   sliceBackup,
   sliceProducers,
+  worksOnPlan,
 } from "./slice_plan.ts";
+import { rankLeaders } from "../peers/assignment.ts";
 import { screenOfSums, screenSharded } from "./slice_update.ts";
 
 const PARENT = "bafkreigh2akiscaildcqabsyg3dfr6chu3fgpregiymsck7e7aqa4s52zy";
@@ -107,4 +110,17 @@ Deno.test("screenOfSums: the screen from published sums is the screen of the who
     () => screenOfSums(deltas.slice(1), P, sums),
     RangeError,
   );
+});
+
+Deno.test("worksOnPlan: plans of the round's first four leaders only, and of live members", () => {
+  const all = peers(10);
+  const ranked = rankLeaders(PARENT, all);
+  for (const [rank, leader] of ranked.entries()) {
+    assert.equal(
+      worksOnPlan(PARENT, all, leader),
+      rank <= MAX_PLANNING_RANK,
+      `rank ${rank}`,
+    );
+  }
+  assert.equal(worksOnPlan(PARENT, all, "12D3KooWStranger"), false);
 });

@@ -39,8 +39,6 @@ import { isSharded, type JobSpec } from "../../../protocol/spec/job_spec.ts";
 import {
   shardCount,
   sliceBounds,
-  verifierSlices,
-  VERIFY_SLICES,
 } from "../../../protocol/aggregation/shards.ts";
 import {
   decodeSliceScreenSums,
@@ -80,6 +78,7 @@ import type { Held } from "./sync.ts";
 import {
   plannedSlices,
   sliceProducers,
+  slicesToRecompute,
 } from "../../../protocol/round/slice_plan.ts";
 import { mapAtMost } from "../services/at_most.ts";
 
@@ -577,10 +576,7 @@ export class ManifestVerifier {
       }
     }
     const draw = crypto.getRandomValues(new Uint8Array(16)).join(".");
-    const drawn = verifierSlices(draw, m.peer, k, VERIFY_SLICES + own.size)
-      .filter((j) => !own.has(j))
-      .slice(0, Math.max(0, VERIFY_SLICES - own.size));
-    for (const j of drawn) {
+    for (const j of slicesToRecompute(draw, m.peer, k, new Set(own.keys()))) {
       const values = await Promise.all(seen.map((d) =>
         usable(
           d.peer,
