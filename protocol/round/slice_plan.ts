@@ -29,6 +29,7 @@ import {
   VERIFY_SLICES,
 } from "../aggregation/shards.ts";
 import { MAX_PLAN_DELTAS } from "../messages/messages.ts";
+import { MAX_PLAN_PASSES } from "../codec/round_message_check.ts";
 
 /** Peers that compute each slice of a plan, so that a liar is outvoted. */
 export const SLICE_PRODUCERS = 2;
@@ -159,6 +160,13 @@ export function agreedSlices(
  * will use.
  */
 export const MAX_PLANNING_RANK = 3;
+
+/**
+ * Plan messages a peer works on per leader and round: a pass announces its
+ * plan twice (its deltas, then their sums) and may ask backups at each
+ * step; past that, a leader replaying plans would only make others fetch.
+ */
+export const MAX_PLAN_MESSAGES = 4 * MAX_PLAN_PASSES;
 
 /**
  * Whether a peer works on a plan `leader` announced for the round after

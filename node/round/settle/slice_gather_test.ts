@@ -5,7 +5,10 @@ import type {
   GossipMessage,
   SlicePlanAnnounce,
 } from "../../../protocol/messages/messages.ts";
-import { plannedSlices } from "../../../protocol/round/slice_plan.ts";
+import {
+  MAX_PLAN_MESSAGES,
+  plannedSlices,
+} from "../../../protocol/round/slice_plan.ts";
 import {
   screenSharded,
   updateSlices,
@@ -253,4 +256,23 @@ Deno.test("gatherSlices: a delta withheld from the leader alone counts, read by 
     !net.logged.some((l) => l.includes("left unsettled")),
     JSON.stringify(net.logged),
   );
+});
+
+Deno.test("SliceProducer works on at most MAX_PLAN_MESSAGES plans of one leader a round", async () => {
+  const net = network();
+  const msg: SlicePlanAnnounce = {
+    v: 1,
+    type: "plan",
+    ...net.plan,
+    rank: 0,
+    sums: [],
+    extra: [],
+  };
+  const producer = net.producers.get(PEERS[1])!;
+  for (let i = 0; i < MAX_PLAN_MESSAGES + 5; i++) await producer.onPlan(msg);
+  // One slice's sums a plan.
+  assert.equal(net.computed.get(PEERS[1]), MAX_PLAN_MESSAGES);
+  // Another leader's plans are counted apart.
+  await producer.onPlan({ ...msg, peer: PEERS[2] });
+  assert.equal(net.computed.get(PEERS[1]), MAX_PLAN_MESSAGES + 1);
 });

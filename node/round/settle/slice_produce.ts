@@ -25,6 +25,7 @@ import type {
   SlicePlanAnnounce,
 } from "../../../protocol/messages/messages.ts";
 import {
+  MAX_PLAN_MESSAGES,
   plannedSlices,
   producedBy,
   sliceBackup,
@@ -110,6 +111,8 @@ export interface SliceProducerOptions {
 /** Computes and announces the slices of plans this peer produces. */
 export class SliceProducer {
   readonly #o: SliceProducerOptions;
+  /** Plan messages taken per round, parent and leader. */
+  readonly #planned = new Map<string, number>();
   /** Per plan, per slice: that slice of every listed delta, in order. */
   readonly #values = new Map<string, Map<number, Promise<Float32Array[]>>>();
   /**
@@ -133,7 +136,7 @@ export class SliceProducer {
    */
   async onPlan(plan: SlicePlanAnnounce): Promise<void> {
     const { self, parameterCount, publisher } = this.#o;
-    if (!this.#o.current(plan)) return;
+    if (!this.#o.current(plan) || !this.#count(plan)) return;
     const k = plannedSlices(plan.deltas.length, parameterCount);
     if (k === 0 || (plan.sums.length !== 0 && plan.sums.length !== k)) return;
     const peers = plan.deltas.map((d) => d.peer);
@@ -199,6 +202,21 @@ export class SliceProducer {
       }
     }
     return made.slices;
+  }
+
+  /**
+   * Counts a plan message of its leader's in its round; false past
+   * `MAX_PLAN_MESSAGES` of them (kept for the last few rounds).
+   */
+  #count(plan: SlicePlanAnnounce): boolean {
+    const key = `${plan.round} ${plan.parent} ${plan.peer}`;
+    const n = (this.#planned.get(key) ?? 0) + 1;
+    this.#planned.delete(key);
+    this.#planned.set(key, n);
+    if (this.#planned.size > KEEP_PLANS * 4) {
+      this.#planned.delete(this.#planned.keys().next().value!);
+    }
+    return n <= MAX_PLAN_MESSAGES;
   }
 
   /** Slice `j`'s screen sums over the plan's deltas, stored. */
