@@ -7,9 +7,9 @@ import {
   MAX_MESSAGE_BYTES,
   MAX_PEER_ID_LENGTH,
   MAX_PLAN_DELTAS,
+  MAX_PLAN_PASSES,
   type MessageType,
 } from "../messages/messages.ts";
-import { MAX_PLAN_PASSES } from "./round_message_check.ts";
 import { isCanonicalCid } from "../messages/message_fields.ts";
 import { isMessageType, validateFields } from "./message_check.ts";
 import { HEARTBEAT, PLAN, ROUND_MESSAGES } from "./_message_fixtures.ts";

@@ -37,6 +37,7 @@ import {
   MAX_KERNEL_LENGTH,
   MAX_LEADER_RANK,
   MAX_PLAN_DELTAS,
+  MAX_PLAN_PASSES,
   type PlanDelta,
   PROTOCOL_VERSION,
   type RefutationNotice,
@@ -329,9 +330,6 @@ const SLICE_FIELDS = new Set([
   "sums",
   "update",
 ]);
-
-/** Passes a leader may make of one round (see `SlicePlanAnnounce`). */
-export const MAX_PLAN_PASSES = 8;
 
 /**
  * Checks a parsed slice plan: at most {@linkcode MAX_PLAN_DELTAS} deltas,

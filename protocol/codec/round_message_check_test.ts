@@ -25,8 +25,7 @@ import {
   ROUND_MESSAGES,
   SLICE,
 } from "./_message_fixtures.ts";
-import { MAX_PLAN_PASSES } from "./round_message_check.ts";
-import { MAX_PLAN_DELTAS } from "../messages/messages.ts";
+import { MAX_PLAN_DELTAS, MAX_PLAN_PASSES } from "../messages/messages.ts";
 
 // Round messages: delta announcements, manifests, attestations, commits.
 

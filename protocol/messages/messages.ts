@@ -270,6 +270,9 @@ export type RefutationNotice = RoundHeader<"refute"> & {
 /** Deltas a slice plan may list (its message stays under the size limit). */
 export const MAX_PLAN_DELTAS = 128;
 
+/** Passes a leader may make of one round (see `SlicePlanAnnounce`). */
+export const MAX_PLAN_PASSES = 8;
+
 /** One delta a slice plan lists: whose, its announced CID and tokens. */
 export type PlanDelta = {
   readonly peer: string;

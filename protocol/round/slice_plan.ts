@@ -28,8 +28,7 @@ import {
   verifierSlices,
   VERIFY_SLICES,
 } from "../aggregation/shards.ts";
-import { MAX_PLAN_DELTAS } from "../messages/messages.ts";
-import { MAX_PLAN_PASSES } from "../codec/round_message_check.ts";
+import { MAX_PLAN_DELTAS, MAX_PLAN_PASSES } from "../messages/messages.ts";
 
 /** Peers that compute each slice of a plan, so that a liar is outvoted. */
 export const SLICE_PRODUCERS = 2;

@@ -70,7 +70,7 @@ import type { Attester } from "./attest.ts";
 import type { Gathered } from "./slice_gather.ts";
 import { type Plan, SliceReadError } from "./slice_produce.ts";
 import { plannedSlices } from "../../../protocol/round/slice_plan.ts";
-import { MAX_PLAN_PASSES } from "../../../protocol/codec/round_message_check.ts";
+import { MAX_PLAN_PASSES } from "../../../protocol/messages/messages.ts";
 import { HONEST, type RoundBehaviour } from "../services/behaviour.ts";
 import type { Held } from "./sync.ts";
 import type { RoundPublisher } from "../services/publisher.ts";
