@@ -215,6 +215,7 @@ export class RoundWork {
     this.#verifier = new ManifestVerifier({
       jobId,
       spec,
+      self: identity.peerId,
       delta: (d, providers) => this.#deltas.read(d, providers),
       root: (d, providers) => this.#deltas.root(d, providers),
       slice: (d, providers, k, j) => this.#deltas.readSlice(d, providers, k, j),

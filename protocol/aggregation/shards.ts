@@ -4,9 +4,9 @@
  * checked by a few verifiers drawn per slice, so that no peer moves more
  * than a few deltas' worth of bytes a round however many peers there are.
  *
- * - How many slices ({@linkcode shardCount}): as many as it takes for a
- *   slice leader to download at most {@linkcode LEADER_DELTAS} delta's worth
- *   (N · δ / k ≤ δ, so k ≥ N), and no more than slices of
+ * - How many slices ({@linkcode shardCount}): as many as it takes for one
+ *   slice of every delta to be at most {@linkcode SLICE_DELTAS} delta's
+ *   worth (N · δ / k ≤ 0.7 δ, so k ≥ N / 0.7), and no more than slices of
  *   {@linkcode MIN_SLICE_PARAMS} parameters allow; one slice (today's
  *   unsharded round) below {@linkcode SHARD_MIN_PEERS} peers.
  * - Where they fall ({@linkcode sliceBounds}): on the bounds of a delta's
@@ -41,8 +41,14 @@ import { rankSliceLeaders } from "../peers/assignment.ts";
 
 /** Fewest peers for a round to shard: below it one leader takes all. */
 export const SHARD_MIN_PEERS = 8;
-/** Deltas' worth of bytes a slice leader downloads at most. */
-export const LEADER_DELTAS = 1;
+/**
+ * Deltas' worth of bytes in one slice of every delta, at most. Under 1 so
+ * that, with two producers a slice (../round/slice_plan.ts), most peers
+ * produce ⌈2k/N⌉ = 3 slices (2.1 deltas) and the rest 2, who back up a
+ * disputed slice without becoming the busiest: at k = N every peer
+ * produced 2 and a backup fetched 3 deltas.
+ */
+export const SLICE_DELTAS = 0.7;
 /** Parameters per slice at least: 1 KiB of a sign delta. */
 export const MIN_SLICE_PARAMS = 8192;
 /** Slices start on multiples of this many parameters. */
@@ -57,7 +63,8 @@ export const SLICE_ALIGN = 1024;
  * import assert from "node:assert/strict";
  * import { shardCount } from "./shards.ts";
  * assert.equal(shardCount(4, 124e6), 1);
- * assert.equal(shardCount(1000, 124e6), 1000);
+ * assert.equal(shardCount(700, 124e6), 1000);
+ * assert.equal(shardCount(1000, 124e6), 1024);
  * assert.equal(shardCount(1000, 2e6), 244);
  * ```
  */
@@ -73,7 +80,8 @@ export function shardCount(peers: number, params: number): number {
     );
   }
   if (peers < SHARD_MIN_PEERS) return 1;
-  const wanted = Math.ceil(peers / LEADER_DELTAS);
+  // 700 / 0.7 is 1000.0000000000001 in floating point.
+  const wanted = Math.ceil(peers / SLICE_DELTAS - 1e-9);
   return Math.min(wanted, pieceCount(params));
 }
 

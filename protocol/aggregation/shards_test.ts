@@ -2,7 +2,6 @@ import assert from "node:assert/strict";
 import {
   checkedFraction,
   combineSliceSums,
-  LEADER_DELTAS,
   MAX_PIECES,
   MIN_SLICE_PARAMS,
   pieceBounds,
@@ -10,6 +9,7 @@ import {
   SHARD_MIN_PEERS,
   shardCount,
   SLICE_ALIGN,
+  SLICE_DELTAS,
   sliceBounds,
   sliceLeaders,
   slicePieces,
@@ -20,7 +20,7 @@ import {
 } from "./shards.ts";
 import { rankSliceLeaders } from "../peers/assignment.ts";
 
-Deno.test("shardCount: a slice leader downloads at most 1 delta while a delta has pieces to cut; slices stay big enough", () => {
+Deno.test("shardCount: a slice of every delta is at most 0.7 delta while a delta has pieces to cut; slices stay big enough", () => {
   for (const peers of [8, 16, 64, 256, 1000, 5000]) {
     for (const params of [1e6, 30e6, 124e6, 1e9]) {
       const k = shardCount(peers, params);
@@ -30,11 +30,12 @@ Deno.test("shardCount: a slice leader downloads at most 1 delta while a delta ha
         `${peers}/${params}`,
       );
       if (k < pieceCount(params)) {
-        assert.ok(peers / k <= LEADER_DELTAS, `${peers} peers, ${k} slices`);
+        assert.ok(peers / k <= SLICE_DELTAS, `${peers} peers, ${k} slices`);
       }
     }
   }
-  assert.equal(shardCount(1000, 124e6), 1000);
+  assert.equal(shardCount(700, 124e6), 1000);
+  assert.equal(shardCount(1000, 124e6), MAX_PIECES);
   assert.equal(shardCount(5000, 124e6), MAX_PIECES);
   assert.equal(shardCount(SHARD_MIN_PEERS - 1, 1e9), 1);
   assert.throws(() => shardCount(0, 1e6), RangeError);

@@ -8,6 +8,7 @@ import {
   MAX_PEER_ID_LENGTH,
   MAX_PLAN_DELTAS,
   MAX_PLAN_PASSES,
+  MAX_PLAN_SLICES,
   type MessageType,
 } from "../messages/messages.ts";
 import { isCanonicalCid } from "../messages/message_fields.ts";
@@ -92,8 +93,8 @@ Deno.test("a slice plan at its longest stays under MAX_MESSAGE_BYTES", () => {
       delta: cid(i),
       tokens: Number.MAX_SAFE_INTEGER,
     })),
-    sums: Array.from({ length: MAX_PLAN_DELTAS }, (_, i) => cid(i)),
-    extra: Array.from({ length: MAX_PLAN_DELTAS }, (_, i) => i),
+    sums: Array.from({ length: MAX_PLAN_SLICES }, (_, i) => cid(i)),
+    extra: Array.from({ length: MAX_PLAN_SLICES }, (_, i) => i),
   };
   const size = new TextEncoder().encode(JSON.stringify(longest)).byteLength;
   strictEqual(size < MAX_MESSAGE_BYTES, true, `${size} bytes`);

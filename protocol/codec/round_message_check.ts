@@ -38,6 +38,7 @@ import {
   MAX_LEADER_RANK,
   MAX_PLAN_DELTAS,
   MAX_PLAN_PASSES,
+  MAX_PLAN_SLICES,
   type PlanDelta,
   PROTOCOL_VERSION,
   type RefutationNotice,
@@ -333,8 +334,8 @@ const SLICE_FIELDS = new Set([
 
 /**
  * Checks a parsed slice plan: at most {@linkcode MAX_PLAN_DELTAS} deltas,
- * sorted by peer id with no peer twice, at most as many agreed sums, and
- * ascending slices for backups.
+ * sorted by peer id with no peer twice, at most
+ * {@linkcode MAX_PLAN_SLICES} agreed sums, and ascending slices for backups.
  */
 export function validateSlicePlan(
   obj: Readonly<Record<string, unknown>>,
@@ -373,21 +374,21 @@ export function validateSlicePlan(
     }
     listed.push({ peer, delta, tokens: tokens + 0 });
   }
-  if (!Array.isArray(sums) || sums.length > listed.length) {
-    return fail("sums", "must list at most one CID per delta");
+  if (!Array.isArray(sums) || sums.length > MAX_PLAN_SLICES) {
+    return fail("sums", `must list at most ${MAX_PLAN_SLICES} CIDs`);
   }
   for (const [i, cid] of sums.entries()) {
     if (!isCanonicalCid(cid)) return fail(`sums[${i}]`, CID_PROBLEM);
   }
   const { extra } = obj;
-  if (!Array.isArray(extra) || extra.length > listed.length) {
-    return fail("extra", "must list at most one slice per delta");
+  if (!Array.isArray(extra) || extra.length > MAX_PLAN_SLICES) {
+    return fail("extra", `must list at most ${MAX_PLAN_SLICES} slices`);
   }
   for (const [i, j] of extra.entries()) {
-    if (!isCount(j) || j >= listed.length || (i > 0 && j <= extra[i - 1])) {
+    if (!isCount(j) || j >= MAX_PLAN_SLICES || (i > 0 && j <= extra[i - 1])) {
       return fail(
         `extra[${i}]`,
-        "must be a slice below the deltas' count, after the one before it",
+        `must be a slice below ${MAX_PLAN_SLICES}, after the one before it`,
       );
     }
   }
@@ -417,8 +418,8 @@ export function validateSlice(
   if (!isCount(pass) || pass < 1 || pass > MAX_PLAN_PASSES) {
     return fail("pass", `must be an integer in [1, ${MAX_PLAN_PASSES}]`);
   }
-  if (!isCount(slice) || slice >= MAX_PLAN_DELTAS) {
-    return fail("slice", `must be an integer in [0, ${MAX_PLAN_DELTAS})`);
+  if (!isCount(slice) || slice >= MAX_PLAN_SLICES) {
+    return fail("slice", `must be an integer in [0, ${MAX_PLAN_SLICES})`);
   }
   if (!isCanonicalCid(sums)) return fail("sums", CID_PROBLEM);
   if (update !== "" && !isCanonicalCid(update)) {

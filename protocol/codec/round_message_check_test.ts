@@ -25,7 +25,12 @@ import {
   ROUND_MESSAGES,
   SLICE,
 } from "./_message_fixtures.ts";
-import { MAX_PLAN_DELTAS, MAX_PLAN_PASSES } from "../messages/messages.ts";
+import {
+  MAX_PLAN_DELTAS,
+  MAX_PLAN_PASSES,
+  MAX_PLAN_SLICES,
+} from "../messages/messages.ts";
+import { shardCount } from "../aggregation/shards.ts";
 
 // Round messages: delta announcements, manifests, attestations, commits.
 
@@ -225,7 +230,7 @@ Deno.test("the codec carries every round message", () => {
   }
 });
 
-Deno.test("validateSlicePlan() wants deltas sorted by peer, each once, and at most one sums CID per delta", () => {
+Deno.test("validateSlicePlan() wants deltas sorted by peer, each once, and at most MAX_PLAN_SLICES sums and slices", () => {
   const [a, b] = PLAN.deltas;
   const cases: [Record<string, unknown>, string][] = [
     [{}, "ok"],
@@ -234,10 +239,11 @@ Deno.test("validateSlicePlan() wants deltas sorted by peer, each once, and at mo
     [{ deltas: [] }, "deltas"],
     [{ deltas: [{ ...a, tokens: 0 }] }, "deltas[0].tokens"],
     [{ deltas: [{ ...a, extra: 1 }] }, "deltas[0].extra"],
-    [{ deltas: [a], sums: [PARENT, PARENT] }, "sums"],
+    [{ sums: Array(MAX_PLAN_SLICES + 1).fill(PARENT) }, "sums"],
     [{ sums: ["QmYwAPJzv5CZsnA625s3Xf2nemtYgPpHdWEz79ojWnPbdG"] }, "sums[0]"],
     [{ extra: [1, 1] }, "extra[1]"],
-    [{ extra: [2] }, "extra[0]"],
+    [{ extra: [MAX_PLAN_SLICES] }, "extra[0]"],
+    [{ extra: [MAX_PLAN_SLICES - 1] }, "ok"],
     [{ extra: [-1] }, "extra[0]"],
     [{ extra: [0, 1] }, "ok"],
     [{ pass: 0 }, "pass"],
@@ -251,6 +257,11 @@ Deno.test("validateSlicePlan() wants deltas sorted by peer, each once, and at mo
 Deno.test("validateSlice() takes an update CID or none, and a slice below the plan's bound", () => {
   strictEqual(failedRoundField(SLICE, { update: "" }), "ok");
   strictEqual(failedRoundField(SLICE, { update: "x" }), "update");
-  strictEqual(failedRoundField(SLICE, { slice: MAX_PLAN_DELTAS }), "slice");
+  strictEqual(failedRoundField(SLICE, { slice: MAX_PLAN_SLICES }), "slice");
+  strictEqual(failedRoundField(SLICE, { slice: MAX_PLAN_SLICES - 1 }), "ok");
+});
+
+Deno.test("MAX_PLAN_SLICES: the slices of a plan of MAX_PLAN_DELTAS deltas of the largest model", () => {
+  strictEqual(shardCount(MAX_PLAN_DELTAS, 1e12), MAX_PLAN_SLICES);
   strictEqual(failedRoundField(SLICE, { leader: "" }), "leader");
 });

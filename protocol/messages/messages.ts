@@ -270,6 +270,13 @@ export type RefutationNotice = RoundHeader<"refute"> & {
 /** Deltas a slice plan may list (its message stays under the size limit). */
 export const MAX_PLAN_DELTAS = 128;
 
+/**
+ * Slices a slice plan may cut its deltas into: `shardCount` of
+ * {@linkcode MAX_PLAN_DELTAS} (protocol/aggregation/shards.ts, slices of
+ * at most 0.7 delta's worth of every delta), which a test holds equal.
+ */
+export const MAX_PLAN_SLICES = 183;
+
 /** Passes a leader may make of one round (see `SlicePlanAnnounce`). */
 export const MAX_PLAN_PASSES = 8;
 
@@ -298,7 +305,10 @@ export type SlicePlanAnnounce = RoundHeader<"plan"> & {
   readonly pass: number;
   /** The deltas, sorted by peer id, at most {@linkcode MAX_PLAN_DELTAS}. */
   readonly deltas: readonly PlanDelta[];
-  /** CIDs of every slice's screen sums (ZSS1), once agreed; else empty. */
+  /**
+   * CIDs of every slice's screen sums (ZSS1), once agreed; else empty. At
+   * most {@linkcode MAX_PLAN_SLICES}.
+   */
   readonly sums: readonly string[];
   /**
    * Slices whose producers did not agree in time, ascending: their backup

@@ -44,7 +44,7 @@ export const SLICE_PRODUCERS = 2;
  * import assert from "node:assert/strict";
  * import { plannedSlices } from "./slice_plan.ts";
  * assert.equal(plannedSlices(4, 1e6), 0);
- * assert.equal(plannedSlices(16, 1e6), 16);
+ * assert.equal(plannedSlices(16, 1e6), 23);
  * assert.equal(plannedSlices(16, 20_000), 2);
  * ```
  */
@@ -59,8 +59,8 @@ export function plannedSlices(deltas: number, params: number): number {
  * plan `leader` makes of the round after `parent` over `peers` (its
  * deltas' authors): slice by slice, the first peers in the slice's
  * ranking (drawn from the parent and the leader, so a backup leader's plan
- * draws others) that produce fewer than their share,
- * ⌈SLICE_PRODUCERS · k / peers⌉, so far.
+ * draws others) among those producing the fewest slices so far: every
+ * peer produces ⌊SLICE_PRODUCERS · k / peers⌋ slices or one more.
  *
  * @example
  * ```ts
@@ -86,18 +86,15 @@ export function sliceProducers(
 ): string[][] {
   const distinct = new Set(peers).size;
   const per = Math.min(SLICE_PRODUCERS, distinct);
-  const share = Math.ceil(per * k / distinct);
   const producing = new Map<string, number>();
   const out: string[][] = [];
   for (let j = 0; j < k; j++) {
     const ranked = rankSliceLeaders(`${parent}/${leader}`, j, peers);
-    // Under their share first; a ranking whose last peers are all at
-    // theirs (an uneven k) takes the least loaded.
+    // The least loaded first: loads stay within one of each other (a
+    // greedy draw under a share left some peers short by all of it).
     const chosen = ranked
       .map((peer, rank) => ({ peer, rank, n: producing.get(peer) ?? 0 }))
-      .sort((x, y) =>
-        Number(x.n >= share) - Number(y.n >= share) || x.rank - y.rank
-      )
+      .sort((x, y) => x.n - y.n || x.rank - y.rank)
       .slice(0, per)
       .map((x) => x.peer);
     for (const p of chosen) producing.set(p, (producing.get(p) ?? 0) + 1);
@@ -107,20 +104,65 @@ export function sliceProducers(
 }
 
 /**
- * The backup of slice `j` of the plan `leader` makes of the round after
- * `parent` over `peers`, under `producers` (sliceProducers): the first
- * peer in the slice's ranking that is not one of its producers, or null
- * when every peer is.
+ * The backups of the slices `disputed` (ascending) of the plan `leader`
+ * makes of the round after `parent` over `peers`, under `producers`
+ * (sliceProducers), in that order: for each, of the peers in the slice's
+ * ranking that are not its producers, the first of those producing the
+ * fewest slices so far, counting the backups already drawn (a backup so
+ * takes no more than the busiest peer fetches while some peer has room:
+ * `SLICE_DELTAS`); null when every peer is one of its producers.
+ *
+ * @example
+ * ```ts
+ * import assert from "node:assert/strict";
+ * import { sliceBackups } from "./slice_plan.ts";
+ * const producers = [["a", "b"], ["b", "c"], ["c", "a"]];
+ * const peers = ["a", "b", "c", "d"];
+ * // d, producing none, backs both slices: it has the fewest throughout.
+ * assert.deepEqual(sliceBackups("p", "a", [0, 1], peers, producers), ["d", "d"]);
+ * ```
  */
-export function sliceBackup(
+export function sliceBackups(
   parent: string,
   leader: string,
-  j: number,
+  disputed: readonly number[],
   peers: readonly string[],
   producers: readonly (readonly string[])[],
-): string | null {
-  return rankSliceLeaders(`${parent}/${leader}`, j, peers)
-    .find((p) => !producers[j].includes(p)) ?? null;
+): (string | null)[] {
+  const load = new Map<string, number>(peers.map((p) => [p, 0]));
+  for (const p of producers.flat()) load.set(p, (load.get(p) ?? 0) + 1);
+  return disputed.map((j) => {
+    const others = rankSliceLeaders(`${parent}/${leader}`, j, peers)
+      .filter((p) => !producers[j].includes(p));
+    if (others.length === 0) return null;
+    const least = Math.min(...others.map((p) => load.get(p)!));
+    const backup = others.find((p) => load.get(p) === least)!;
+    load.set(backup, least + 1);
+    return backup;
+  });
+}
+
+/**
+ * The order in which `self` asks slice `j`'s producers (`producers`) for
+ * the slice's published blocks (sums, update): a draw of its own, so that
+ * the peers fetching a slice split between its producers, who then serve
+ * it to half the peers each, not the first one to all.
+ *
+ * @example
+ * ```ts
+ * import assert from "node:assert/strict";
+ * import { producersToAsk } from "./slice_plan.ts";
+ * const firsts = ["p1", "p2", "p3", "p4", "p5", "p6"]
+ *   .map((self) => producersToAsk(self, 0, ["a", "b"])[0]);
+ * assert.ok(firsts.includes("a") && firsts.includes("b"));
+ * ```
+ */
+export function producersToAsk(
+  self: string,
+  j: number,
+  producers: readonly string[],
+): string[] {
+  return rankSliceLeaders(`ask/${self}`, j, producers);
 }
 
 /** The slices `self` produces under `producers` (sliceProducers). */

@@ -7,24 +7,32 @@ import {
   MAX_PLANNING_RANK,
   plannedSlices,
   producedBy,
+  producersToAsk,
   SLICE_PRODUCERS,
-  sliceBackup,
+  sliceBackups,
   sliceProducers,
   worksOnPlan,
 } from "./slice_plan.ts";
 import { rankLeaders } from "../peers/assignment.ts";
+import { MAX_PLAN_SLICES } from "../messages/messages.ts";
 import { screenOfSums, screenSharded } from "./slice_update.ts";
 
 const PARENT = "bafkreigh2akiscaildcqabsyg3dfr6chu3fgpregiymsck7e7aqa4s52zy";
 const peers = (n: number) =>
   Array.from({ length: n }, (_, i) => `12D3KooPeer${i}`);
 
-Deno.test("sliceProducers: two distinct producers a slice, no peer past its share, another draw for another leader", () => {
-  for (const [n, k] of [[8, 8], [16, 16], [9, 2], [100, 100], [12, 5]]) {
+Deno.test("sliceProducers: two distinct producers a slice, every peer within one slice of the others, another draw for another leader", () => {
+  for (
+    const [n, k] of [[8, 8], [16, 16], [9, 2], [100, 100], [12, 5], [
+      230,
+      329,
+    ], [900, 1024]]
+  ) {
     const all = peers(n);
     const producers = sliceProducers(PARENT, all[0], k, all);
     assert.equal(producers.length, k);
     const share = Math.ceil(SLICE_PRODUCERS * k / n);
+    const floor = Math.floor(SLICE_PRODUCERS * k / n);
     const counts = new Map<string, number>();
     for (const ps of producers) {
       assert.equal(new Set(ps).size, SLICE_PRODUCERS, `${n} peers, ${k}`);
@@ -33,6 +41,14 @@ Deno.test("sliceProducers: two distinct producers a slice, no peer past its shar
     assert.ok(
       Math.max(...counts.values()) <= share,
       `${n} peers, ${k} slices: ${Math.max(...counts.values())} > ${share}`,
+    );
+    // No peer short of the others by more than one slice (a greedy draw
+    // under the share left some at 0 of 3).
+    assert.ok(
+      all.every((p) => (counts.get(p) ?? 0) >= floor),
+      `${n} peers, ${k} slices: ${
+        Math.min(...all.map((p) => counts.get(p) ?? 0))
+      } < ${floor}`,
     );
     for (const p of all) {
       assert.equal(
@@ -50,9 +66,9 @@ Deno.test("sliceProducers: two distinct producers a slice, no peer past its shar
 
 Deno.test("plannedSlices: none for one slice or more deltas than a plan lists", () => {
   assert.equal(plannedSlices(7, 1e6), 0);
-  assert.equal(plannedSlices(8, 1e6), 8);
+  assert.equal(plannedSlices(8, 1e6), 12);
   assert.equal(plannedSlices(8, 8192), 0);
-  assert.equal(plannedSlices(128, 124e6), 128);
+  assert.equal(plannedSlices(128, 124e6), MAX_PLAN_SLICES);
   assert.equal(plannedSlices(129, 124e6), 0);
 });
 
@@ -69,14 +85,35 @@ Deno.test("agreedSlices: a slice's result stands when two of those asked name th
   assert.deepEqual(agreedSlices(asked, reports), ["x", null, null, "v"]);
 });
 
-Deno.test("sliceBackup: the next peer of the slice's ranking that is not one of its producers", () => {
-  const all = peers(12);
-  const producers = sliceProducers(PARENT, all[0], 6, all);
-  for (let j = 0; j < 6; j++) {
-    const backup = sliceBackup(PARENT, all[0], j, all, producers);
-    assert.ok(backup !== null && !producers[j].includes(backup));
+Deno.test("sliceBackups: each disputed slice to a peer not its producer with the fewest slices, backups counted", () => {
+  // 10 peers, 14 slices: 8 peers produce 3, 2 produce 2. A liar's three
+  // slices disputed: the two with room back two of them, and the third
+  // goes to a peer at 3, not to one of those two again.
+  const ten = peers(10);
+  const cut = sliceProducers(PARENT, ten[0], 14, ten);
+  const load = (p: string) => cut.flat().filter((x) => x === p).length;
+  assert.deepEqual(
+    ten.map(load).sort(),
+    [2, 2, 3, 3, 3, 3, 3, 3, 3, 3],
+  );
+  const liar = cut[0][0];
+  const disputed = cut.flatMap((ps, j) => ps.includes(liar) ? [j] : []);
+  assert.equal(disputed.length, 3);
+  const backups = sliceBackups(PARENT, ten[0], disputed, ten, cut);
+  assert.equal(new Set(backups).size, 3);
+  for (const [i, j] of disputed.entries()) {
+    assert.ok(!cut[j].includes(backups[i]!));
   }
-  assert.equal(sliceBackup(PARENT, "a", 0, ["a", "b"], [["a", "b"]]), null);
+  assert.deepEqual(backups.map((b) => load(b!)).sort(), [2, 2, 3]);
+  // Each slice alone goes to a peer with room.
+  for (let j = 0; j < 14; j++) {
+    const [backup] = sliceBackups(PARENT, ten[0], [j], ten, cut);
+    assert.equal(load(backup!), 2, `slice ${j}`);
+  }
+  assert.deepEqual(
+    sliceBackups(PARENT, "a", [0], ["a", "b"], [["a", "b"]]),
+    [null],
+  );
 });
 
 Deno.test("screenOfSums: the screen from published sums is the screen of the whole deltas", () => {
@@ -123,4 +160,13 @@ Deno.test("worksOnPlan: plans of the round's first four leaders only, and of liv
     );
   }
   assert.equal(worksOnPlan(PARENT, all, "12D3KooWStranger"), false);
+});
+
+Deno.test("producersToAsk: a slice's fetchers split between its producers", () => {
+  const fetchers = peers(1000);
+  const first =
+    fetchers.filter((self) => producersToAsk(self, 3, ["a", "b"])[0] === "a")
+      .length;
+  assert.ok(first > 450 && first < 550, `${first} of 1000 ask a first`);
+  assert.deepEqual(producersToAsk("x", 1, ["a", "b"]).sort(), ["a", "b"]);
 });

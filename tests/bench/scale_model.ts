@@ -26,7 +26,8 @@ import {
 import { rankLeaders } from "../../protocol/peers/assignment.ts";
 import {
   producedBy,
-  sliceBackup,
+  producersToAsk,
+  sliceBackups,
   sliceProducers,
 } from "../../protocol/round/slice_plan.ts";
 
@@ -357,8 +358,8 @@ export function simulate(setup: ScaleSetup): RoundFigures[] {
     if (disputed.length > 0) {
       const backups = new Phase();
       backups.wait = MISSING_TIMEOUT_S;
-      for (const j of disputed) {
-        const backup = sliceBackup(parent, leader, j, ids, producers);
+      const drawn = sliceBackups(parent, leader, disputed, ids, producers);
+      for (const backup of drawn) {
         const by = backup === null || liars.has(backup) ? leader : backup;
         for (const from of ids) {
           if (from !== by) backups.move(from, by, sliceBytes);
@@ -367,15 +368,16 @@ export function simulate(setup: ScaleSetup): RoundFigures[] {
       phases.push(backups);
     }
     // Every slice's sums (16 bytes a delta) and update slice, to every
-    // peer from the slice's first honest producer.
+    // peer from the first honest producer in its own order of asking.
     const sums = new Phase();
     const update = new Phase();
     sums.hops = 2;
     const aggregateBytes = Math.ceil(setup.params * setup.aggregateBits / 8) +
       4 * k;
-    for (const ps of producers) {
-      const from = ps.find((p) => !liars.has(p)) ?? leader;
+    for (const [j, ps] of producers.entries()) {
       for (const to of ids) {
+        const from = producersToAsk(to, j, ps).find((p) => !liars.has(p)) ??
+          leader;
         if (to === from) continue;
         sums.move(from, to, 16 * ids.length);
         update.move(from, to, aggregateBytes / k);

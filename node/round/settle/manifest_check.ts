@@ -77,6 +77,7 @@ import {
 import type { Held } from "./sync.ts";
 import {
   plannedSlices,
+  producersToAsk,
   sliceProducers,
   slicesToRecompute,
 } from "../../../protocol/round/slice_plan.ts";
@@ -141,6 +142,8 @@ function equalBytes(a: Uint8Array, b: Uint8Array): boolean {
 export interface ManifestVerifierOptions {
   jobId: string;
   spec: JobSpec;
+  /** This peer's id: which of a slice's producers it asks first. */
+  self: string;
   /**
    * The values of an announced delta, fetched from `providers` if need be;
    * with no providers, only one held here (else it throws).
@@ -500,7 +503,8 @@ export class ManifestVerifier {
     const published = async (cid: string, maxBytes: number, j: number) => {
       try {
         return await this.#o.block(cid, maxBytes, [
-          ...(producers?.[j] ?? []).filter((p) => p !== m.peer),
+          ...producersToAsk(this.#o.self, j, producers?.[j] ?? [])
+            .filter((p) => p !== m.peer),
           m.peer,
         ]);
       } catch (err) {

@@ -142,6 +142,7 @@ function verifier(
   return new ManifestVerifier({
     jobId: JOB,
     spec: sharded?.spec ?? SPEC,
+    self: "12D3KooVerifier",
     delta: (d, providers) =>
       (providers.length === 0
           ? !held.includes(d.peer)

@@ -20,7 +20,7 @@ import type { SliceAnnounce } from "../../../protocol/messages/messages.ts";
 import {
   agreedSlices,
   producedBy,
-  sliceBackup,
+  sliceBackups,
   sliceProducers,
 } from "../../../protocol/round/slice_plan.ts";
 import {
@@ -140,9 +140,8 @@ export async function gatherSlices(
       extra,
     });
   const own = producedBy(producers, o.self);
-  const backups = producers.map((_, j) =>
-    sliceBackup(plan.parent, o.self, j, peers, producers)
-  );
+  const backups = (disputed: readonly number[]) =>
+    sliceBackups(plan.parent, o.self, disputed, peers, producers);
   await announce([]);
   const step = { round: plan.round, producers, backups, own };
   const sums = await settle(
@@ -194,7 +193,8 @@ async function settle(
   { round, producers, backups, own }: {
     round: number;
     producers: readonly (readonly string[])[];
-    backups: readonly (string | null)[];
+    /** The backups of the disputed slices, in order (`sliceBackups`). */
+    backups: (disputed: readonly number[]) => (string | null)[];
     own: readonly number[];
   },
   reported: Map<number, Map<string, string>>,
@@ -218,14 +218,16 @@ async function settle(
     return agreed;
   };
   let agreed = await wait();
-  const disputed = agreed.flatMap((cid, j) =>
-    cid === null && backups[j] !== null ? [j] : []
-  );
+  const unsettled = agreed.flatMap((cid, j) => cid === null ? [j] : []);
+  const drawn = backups(unsettled);
+  const disputed = unsettled.filter((_, i) => drawn[i] !== null);
   if (disputed.length > 0) {
-    for (const j of disputed) asked[j].push(backups[j]!);
-    const theirs = disputed.filter((j) => backups[j] !== o.self);
-    if (theirs.length > 0) await escalate(theirs);
-    for (const j of disputed) if (backups[j] === o.self) answer(j);
+    // Every disputed slice is named, this peer's own to back among them:
+    // producers draw the backups from the whole list, as here.
+    const backup = (j: number) => drawn[unsettled.indexOf(j)]!;
+    for (const j of disputed) asked[j].push(backup(j));
+    if (disputed.some((j) => backup(j) !== o.self)) await escalate(disputed);
+    for (const j of disputed) if (backup(j) === o.self) answer(j);
     o.log(
       `round ${round}: asked the backups of ${disputed.length} of ${producers.length} slices' ${step}, their producers unsettled`,
     );

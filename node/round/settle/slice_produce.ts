@@ -28,7 +28,8 @@ import {
   MAX_PLAN_MESSAGES,
   plannedSlices,
   producedBy,
-  sliceBackup,
+  producersToAsk,
+  sliceBackups,
   sliceProducers,
 } from "../../../protocol/round/slice_plan.ts";
 import {
@@ -143,18 +144,26 @@ export class SliceProducer {
     const producers = sliceProducers(plan.parent, plan.peer, k, peers);
     // A plan naming `extra` slices asks their backups, for this step:
     // their producers have already answered it.
+    if (plan.extra.some((j) => j >= k)) return;
+    const backups = sliceBackups(
+      plan.parent,
+      plan.peer,
+      plan.extra,
+      peers,
+      producers,
+    );
     const mine = plan.extra.length === 0
       ? producedBy(producers, self)
-      : plan.extra.filter((j) =>
-        j < k && sliceBackup(plan.parent, plan.peer, j, peers, producers) ===
-          self
-      );
+      : plan.extra.filter((_, i) => backups[i] === self);
     if (mine.length === 0) return;
     const screen = plan.sums.length === 0
       ? null
       // Each slice's sums from its producers, who hold them, then the
       // leader.
-      : await this.screen(plan, plan.sums, (j) => [...producers[j], plan.peer]);
+      : await this.screen(plan, plan.sums, (j) => [
+        ...producersToAsk(self, j, producers[j]),
+        plan.peer,
+      ]);
     const made = this.#madeFor(plan);
     for (const j of mine) {
       const announce: SliceAnnounce = {
