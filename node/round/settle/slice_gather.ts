@@ -23,6 +23,7 @@ import {
   sliceBackups,
   sliceProducers,
 } from "../../../protocol/round/slice_plan.ts";
+import { decodeSliceScreenSums } from "../../../protocol/aggregation/slice_screen.ts";
 import {
   decodeUpdateSlice,
   type ShardedScreen,
@@ -144,6 +145,7 @@ export async function gatherSlices(
     sliceBackups(plan.parent, o.self, disputed, peers, producers);
   await announce([]);
   const step = { round: plan.round, producers, backups, own };
+  const n = plan.deltas.length;
   const sums = await settle(
     o,
     step,
@@ -151,20 +153,14 @@ export async function gatherSlices(
     "sums",
     (j) => o.producer.sums(plan, k, j).then((s) => s.cid),
     (extra) => announce([], extra),
+    (j, cid, from) =>
+      o.block(cid, 16 + 16 * n, from).then((b) => decodeSliceScreenSums(b, n)),
   );
   // Held here once the screen is read: every producer fetches them here.
   const screen = await o.producer.screen(plan, sums, (j) => producers[j]);
   await announce(sums);
-  const updateCids = await settle(
-    o,
-    step,
-    reports.update,
-    "update",
-    (j) => o.producer.update(plan, screen, j).then((u) => u.cid),
-    (extra) => announce(sums, extra),
-  );
   const bounds = screen.bounds;
-  const update = await mapAtMost(updateCids, BLOCKS_AT_ONCE, async (cid, j) => {
+  const updateSlice = async (j: number, cid: string, from: string[]) => {
     const span = bounds[j + 1] - bounds[j];
     const bytes = await o.block(
       cid,
@@ -172,10 +168,24 @@ export async function gatherSlices(
         bits: BITS_FOR_COMPRESSION[o.spec.compression.format],
         blockSize: o.spec.compression.blockSize,
       }),
-      producers[j],
+      from,
     );
     return decodeUpdateSlice(o.spec, bytes, span);
-  });
+  };
+  const updateCids = await settle(
+    o,
+    step,
+    reports.update,
+    "update",
+    (j) => o.producer.update(plan, screen, j).then((u) => u.cid),
+    (extra) => announce(sums, extra),
+    updateSlice,
+  );
+  const update = await mapAtMost(
+    updateCids,
+    BLOCKS_AT_ONCE,
+    (cid, j) => updateSlice(j, cid, producers[j]),
+  );
   return { screen, sums, update, updateCids };
 }
 
@@ -201,6 +211,8 @@ async function settle(
   step: "sums" | "update",
   compute: (j: number) => Promise<string>,
   escalate: (slices: number[]) => Promise<void>,
+  /** Fetches and decodes slice `j`'s block `cid` from `from`, or throws. */
+  read: (j: number, cid: string, from: string[]) => Promise<unknown>,
 ): Promise<string[]> {
   // This peer's own slices count as one producer's answer: one it cannot
   // read (a delta withheld from it alone) is left to the others.
@@ -232,6 +244,27 @@ async function settle(
       `round ${round}: asked the backups of ${disputed.length} of ${producers.length} slices' ${step}, their producers unsettled`,
     );
     agreed = await wait();
+  }
+  // A block its producers agree on but no one serves, or that does not
+  // decode, settles nothing: computed here, or it would fail the round.
+  const unread = await mapAtMost(
+    agreed,
+    BLOCKS_AT_ONCE,
+    (cid, j) =>
+      cid === null ? Promise.resolve(null) : read(
+        j,
+        cid,
+        asked[j].filter((p) => reported.get(j)?.get(p) === cid),
+      ).then(() => null, (err: unknown) => err as Error),
+  );
+  for (const [j, err] of unread.entries()) {
+    if (err === null) continue;
+    o.log(
+      `round ${round}: slice ${j}'s ${step} ${
+        agreed[j]
+      }, agreed on, cannot be used: ${err.message}`,
+    );
+    agreed[j] = null;
   }
   const missing = agreed.flatMap((cid, j) => cid === null ? [j] : []);
   const computed = await mapAtMost(missing, 2, compute);

@@ -8,7 +8,9 @@ import type {
 import {
   MAX_PLAN_MESSAGES,
   plannedSlices,
+  sliceProducers,
 } from "../../../protocol/round/slice_plan.ts";
+import { cidToString } from "../../../protocol/content/cid.ts";
 import {
   screenSharded,
   updateSlices,
@@ -36,8 +38,16 @@ const DELTAS = new Map(PEERS.map((peer, i) => [
   ),
 ]));
 
-/** How a producer misbehaves: its sums or update changed, or silence. */
-type Fault = "lying-sums" | "lying-update" | "silent";
+/**
+ * How a producer misbehaves: its sums or update changed, silence, or its
+ * sums (update) a block of garbage it stores and serves.
+ */
+type Fault =
+  | "lying-sums"
+  | "lying-update"
+  | "silent"
+  | "garbage-sums"
+  | "garbage-update";
 
 /**
  * N peers on one in-memory bus, each producing the slices it is drawn
@@ -82,6 +92,18 @@ function network(
       } else if (msg.type === "slice") {
         const fault = faults.get(self);
         if (fault === "silent") return Promise.resolve();
+        if (fault === "garbage-sums" || fault === "garbage-update") {
+          // The same garbage from every producer of the fault: they agree.
+          const garbage = new TextEncoder().encode(`garbage ${msg.slice}`);
+          return stores.get(self)!.put(garbage).then((cid) => {
+            const lie = fault === "garbage-sums" && msg.update === ""
+              ? { sums: cidToString(cid) }
+              : fault === "garbage-update" && msg.update !== ""
+              ? { update: cidToString(cid) }
+              : {};
+            reports.take({ ...msg, ...lie });
+          });
+        }
         const lie = fault === "lying-sums" && msg.update === ""
           ? { sums: PARENT }
           : fault === "lying-update" && msg.update !== ""
@@ -239,6 +261,30 @@ Deno.test("gatherSlices: a slice neither its producers nor its backup settle, th
     net.logged.some((l) => l.includes("that their producers left unsettled")),
     JSON.stringify(net.logged),
   );
+});
+
+Deno.test("gatherSlices: a slice's producers agreeing on a block of garbage settle nothing: the leader computes it and names them", async () => {
+  const expected = whole();
+  const k = plannedSlices(N, P);
+  const producers = sliceProducers(PARENT, PEERS[0], k, PEERS);
+  const j = producers.findIndex((ps) => !ps.includes(PEERS[0]));
+  for (const fault of ["garbage-sums", "garbage-update"] as const) {
+    const net = network(new Map(producers[j].map((p) => [p, fault])));
+    const got = await net.gather();
+    assert.deepEqual(got.update, expected.update, fault);
+    assert.ok(
+      net.logged.some((l) =>
+        l.includes(`slice ${j}'s`) && l.includes("cannot be used")
+      ),
+      `${fault}: ${JSON.stringify(net.logged)}`,
+    );
+    for (const p of producers[j]) {
+      assert.ok(
+        net.logged.some((l) => l.includes(`from ${p} is not the one taken`)),
+        `${fault}: ${JSON.stringify(net.logged)}`,
+      );
+    }
+  }
 });
 
 Deno.test("gatherSlices: a delta whose slice no one can read ends the plan, naming it", async () => {
