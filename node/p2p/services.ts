@@ -10,7 +10,7 @@ import { gossipsub } from "@libp2p/gossipsub";
 import { identify } from "@libp2p/identify";
 import type { Libp2p } from "@libp2p/interface";
 import { ping } from "@libp2p/ping";
-import { MAX_MESSAGE_BYTES } from "../../protocol/messages/messages.ts";
+import { MAX_PLAN_MESSAGE_BYTES } from "../../protocol/messages/messages.ts";
 
 /** The gossipsub service as this node uses it. */
 export type PubSub = ReturnType<ReturnType<typeof gossipsub>>;
@@ -30,9 +30,10 @@ export function hostServices() {
     pubsub: gossipsub({
       allowPublishToZeroTopicPeers: true,
       emitSelf: false,
-      // Our messages are at most 64 KiB; an RPC may batch a few of them
-      // with control data, so a few times that bounds what a peer can push.
-      maxInboundDataLength: 4 * MAX_MESSAGE_BYTES,
+      // Our messages are at most 64 KiB, a slice plan 512 KiB; an RPC may
+      // batch a few with control data, so a few times that bounds what a
+      // peer can push.
+      maxInboundDataLength: 4 * MAX_PLAN_MESSAGE_BYTES,
       // The default scores every peer down by 5 x (peers on its IP - 10)^2,
       // a Sybil defence: past 10 peers on one address (a lab, a devnet,
       // a NAT) every one of them falls under the graylist and no gossip

@@ -319,6 +319,9 @@ export class RoundDriver {
       case "slice":
         this.#ifMember(msg.peer, () => this.#work.takeSlice(msg));
         return;
+      case "fault":
+        this.#ifMember(msg.peer, () => this.#work.takeFault(msg));
+        return;
       case "committed":
         // A member's claim: the round's record shows its transaction unless
         // this peer committed the round itself (zoo_round reads the chain's),

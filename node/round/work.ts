@@ -29,12 +29,14 @@ import type {
   DeltaAnnounce,
   RefutationNotice,
   SliceAnnounce,
+  SliceFaultNotice,
   SlicePlanAnnounce,
 } from "../../protocol/messages/messages.ts";
 import { worksOnPlan } from "../../protocol/round/slice_plan.ts";
 import { collectMs, sliceWaitMs } from "../../protocol/round/round_timing.ts";
 import { SliceProducer } from "./settle/slice_produce.ts";
 import { gatherSlices, SliceReports } from "./settle/slice_gather.ts";
+import { SliceFaults } from "./settle/slice_faults.ts";
 import type {
   RoundAction,
   RoundEvent,
@@ -105,6 +107,7 @@ export class RoundWork {
   readonly #behaviour: RoundBehaviour;
   readonly #producer: SliceProducer;
   readonly #sliceReports = new SliceReports();
+  readonly #sliceFaults = new SliceFaults();
   readonly #deltas: DeltaReader;
   /** Manifests this peer built or verified. */
   readonly #manifests = new RecentManifests(KEEP_MANIFESTS);
@@ -221,6 +224,24 @@ export class RoundWork {
       slice: (d, providers, k, j) => this.#deltas.readSlice(d, providers, k, j),
       produced: (round, parent, leader, seen) =>
         this.#producer.produced(round, parent, leader, seen),
+      faults: (cid) => this.#sliceFaults.of(cid),
+      fault: (m, j) =>
+        this.#publisher.publish({
+          ...this.#publisher.header("fault", m.round, m.parent),
+          manifest: m.manifest,
+          slice: j,
+        }),
+      falseFault: (m, j, peer) => {
+        o.log(
+          `round ${m.round}: ${peer} said slice ${j} of manifest ${m.manifest} differs from what it produced; it does not`,
+        );
+        o.ledger.noteRefusal({
+          round: m.round,
+          peer,
+          what: "fault",
+          reason: "false-fault",
+        });
+      },
       block: (cid, maxBytes, providers) =>
         this.#sliceBlock(cid, maxBytes, providers),
       manifest: (m, providers = [m.peer]) =>
@@ -479,6 +500,11 @@ export class RoundWork {
   /** Keeps a member's slice announcement for the leader of its plan. */
   takeSlice(msg: SliceAnnounce): void {
     if (msg.leader === this.#o.identity.peerId) this.#sliceReports.take(msg);
+  }
+
+  /** Keeps a member's fault notice for the verifiers of its manifest. */
+  takeFault(msg: SliceFaultNotice): void {
+    this.#sliceFaults.take(msg);
   }
 
   /** Passes a member's gossiped delta through the {@linkcode DeltaGate}. */

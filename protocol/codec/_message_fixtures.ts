@@ -17,6 +17,7 @@ import type {
   ManifestAnnounce,
   RefutationNotice,
   SliceAnnounce,
+  SliceFaultNotice,
   SlicePlanAnnounce,
 } from "../messages/messages.ts";
 import { validateFields } from "./message_check.ts";
@@ -136,6 +137,13 @@ export const SLICE: SliceAnnounce = {
   sums: DELTA_CID,
   update: CHECKPOINT,
 };
+export const FAULT: SliceFaultNotice = {
+  v: 1,
+  type: "fault",
+  ...ROUND,
+  manifest: MANIFEST_CID,
+  slice: 3,
+};
 export const ROUND_MESSAGES: readonly GossipMessage[] = [
   DELTA,
   MANIFEST,
@@ -145,6 +153,7 @@ export const ROUND_MESSAGES: readonly GossipMessage[] = [
   REFUTE,
   PLAN,
   SLICE,
+  FAULT,
 ];
 
 /** The field of `base` (edited by `edit`) that fails, or "ok". */

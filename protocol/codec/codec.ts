@@ -12,6 +12,8 @@
 import {
   type GossipMessage,
   MAX_MESSAGE_BYTES,
+  MAX_PLAN_MESSAGE_BYTES,
+  type MessageType,
   PROTOCOL_VERSION,
 } from "../messages/messages.ts";
 import { isMessageType, validateFields } from "./message_check.ts";
@@ -64,7 +66,8 @@ const utf8Decoder = new TextDecoder("utf-8", { fatal: true, ignoreBOM: true });
  * node never sends what its peers would reject.
  *
  * @throws {TypeError} If the message is not a valid {@linkcode GossipMessage}.
- * @throws {RangeError} If the encoding exceeds {@linkcode MAX_MESSAGE_BYTES}.
+ * @throws {RangeError} If the encoding exceeds {@linkcode MAX_MESSAGE_BYTES}
+ *   ({@linkcode MAX_PLAN_MESSAGE_BYTES} for a slice plan).
  *
  * @example Round trip
  * ```ts
@@ -87,9 +90,10 @@ export function encodeMessage(msg: GossipMessage): Uint8Array {
     );
   }
   const bytes = utf8Encoder.encode(JSON.stringify(checked.message));
-  if (bytes.byteLength > MAX_MESSAGE_BYTES) {
+  const max = maxBytesOf(checked.message.type);
+  if (bytes.byteLength > max) {
     throw new RangeError(
-      `Cannot encode message as its size must be <= ${MAX_MESSAGE_BYTES} bytes: current size is ${bytes.byteLength}`,
+      `Cannot encode message as its size must be <= ${max} bytes: current size is ${bytes.byteLength}`,
     );
   }
   return bytes;
@@ -118,11 +122,11 @@ export function decodeMessage(
   if (!(bytes instanceof Uint8Array)) {
     return drop("reject", "malformed", "input is not a Uint8Array");
   }
-  if (bytes.byteLength > MAX_MESSAGE_BYTES) {
+  if (bytes.byteLength > MAX_PLAN_MESSAGE_BYTES) {
     return drop(
       "reject",
       "oversized",
-      `${bytes.byteLength} bytes > ${MAX_MESSAGE_BYTES}`,
+      `${bytes.byteLength} bytes > ${MAX_PLAN_MESSAGE_BYTES}`,
     );
   }
   let value: unknown;
@@ -133,6 +137,10 @@ export function decodeMessage(
   }
   const checked = checkObject(value);
   if (checked.verdict !== "accept") return checked;
+  const max = maxBytesOf(checked.message.type);
+  if (bytes.byteLength > max) {
+    return drop("reject", "oversized", `${bytes.byteLength} bytes > ${max}`);
+  }
   const from = opts?.from;
   if (from !== undefined && checked.message.peer !== from) {
     return drop(
@@ -142,6 +150,11 @@ export function decodeMessage(
     );
   }
   return checked;
+}
+
+/** The most bytes a message of `type` may take on gossip. */
+function maxBytesOf(type: MessageType): number {
+  return type === "plan" ? MAX_PLAN_MESSAGE_BYTES : MAX_MESSAGE_BYTES;
 }
 
 // Everything after parsing, shared by both directions so that encode and

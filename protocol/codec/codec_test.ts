@@ -12,8 +12,10 @@ import {
   MAX_JOB_ID_LENGTH,
   MAX_MESSAGE_BYTES,
   MAX_PEER_ID_LENGTH,
+  MAX_PLAN_MESSAGE_BYTES,
   MAX_VERSION_LENGTH,
 } from "../messages/messages.ts";
+import { PLAN } from "./_message_fixtures.ts";
 
 const PEER = "12D3KooWQYhTNQdmr3ArTeUHRYzFg94BKyTkoWBDWez9kSCVe2Xo";
 const HEARTBEAT: Heartbeat = {
@@ -97,14 +99,26 @@ Deno.test("encodeMessage() keeps the largest heartbeat far under the limit", () 
   strictEqual(size < 1024, true, `largest heartbeat is ${size} bytes`);
 });
 
-Deno.test("decodeMessage() checks the size before parsing", () => {
+Deno.test("decodeMessage() checks the size before parsing, and each type's own after", () => {
   // Invalid UTF-8 that would be "malformed" if it were ever parsed.
-  const huge = new Uint8Array(MAX_MESSAGE_BYTES + 1).fill(0xff);
+  const huge = new Uint8Array(MAX_PLAN_MESSAGE_BYTES + 1).fill(0xff);
   deepStrictEqual(decodeMessage(huge), {
     verdict: "reject",
     reason: "oversized",
-    detail: `${MAX_MESSAGE_BYTES + 1} bytes > ${MAX_MESSAGE_BYTES}`,
+    detail: `${MAX_PLAN_MESSAGE_BYTES + 1} bytes > ${MAX_PLAN_MESSAGE_BYTES}`,
   });
+  // A slice plan may pass MAX_MESSAGE_BYTES, up to its own bound.
+  const plan = JSON.stringify(PLAN);
+  const pad = (json: string, to: number) =>
+    utf8.encode(json + " ".repeat(to - json.length));
+  strictEqual(
+    dropOf(decodeMessage(pad(plan, MAX_MESSAGE_BYTES + 1))),
+    "accept",
+  );
+  strictEqual(
+    dropOf(decodeMessage(pad(plan, MAX_PLAN_MESSAGE_BYTES))),
+    "accept",
+  );
   // A valid heartbeat padded to one byte over the limit is still oversized.
   const json = JSON.stringify(HEARTBEAT);
   const over = json + " ".repeat(MAX_MESSAGE_BYTES + 1 - json.length);
@@ -235,7 +249,7 @@ Deno.test("decodeMessage() rejects a peer speaking for another", () => {
 Deno.test("decodeMessage() reaches every drop reason", () => {
   const seen = new Set<DropReason>();
   const inputs: [Uint8Array, string?][] = [
-    [new Uint8Array(MAX_MESSAGE_BYTES + 1)],
+    [new Uint8Array(MAX_PLAN_MESSAGE_BYTES + 1)],
     [utf8.encode("[")],
     [utf8.encode(JSON.stringify({ ...HEARTBEAT, v: 2 }))],
     [utf8.encode(JSON.stringify({ ...HEARTBEAT, type: "from-the-future" }))],

@@ -19,6 +19,7 @@ import {
   validateManifestAnnounce,
   validateRefutation,
   validateSlice,
+  validateSliceFault,
   validateSlicePlan,
 } from "./round_message_check.ts";
 
@@ -40,6 +41,7 @@ export const MESSAGE_VALIDATORS: {
   refute: validateRefutation,
   plan: validateSlicePlan,
   slice: validateSlice,
+  fault: validateSliceFault,
 };
 
 /** Whether `type` names a message type this version of zoo-node knows. */

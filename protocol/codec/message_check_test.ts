@@ -7,6 +7,7 @@ import {
   MAX_MESSAGE_BYTES,
   MAX_PEER_ID_LENGTH,
   MAX_PLAN_DELTAS,
+  MAX_PLAN_MESSAGE_BYTES,
   MAX_PLAN_PASSES,
   MAX_PLAN_SLICES,
   type MessageType,
@@ -56,6 +57,7 @@ Deno.test("the bounds keep every message type far under MAX_MESSAGE_BYTES", () =
     refute: {},
     plan: { rank: MAX_LEADER_RANK },
     slice: {},
+    fault: {},
   };
   const messages: GossipMessage[] = [HEARTBEAT, ...ROUND_MESSAGES];
   for (const message of messages) {
@@ -75,7 +77,7 @@ Deno.test("the bounds keep every message type far under MAX_MESSAGE_BYTES", () =
   }
 });
 
-Deno.test("a slice plan at its longest stays under MAX_MESSAGE_BYTES", () => {
+Deno.test("a slice plan at its longest stays under MAX_PLAN_MESSAGE_BYTES", () => {
   const cid = (i: number) => `b${String(i).padStart(MAX_CID_LENGTH - 1, "a")}`;
   const peer = (i: number) =>
     `P${String(i).padStart(MAX_PEER_ID_LENGTH - 1, "0")}`;
@@ -97,7 +99,8 @@ Deno.test("a slice plan at its longest stays under MAX_MESSAGE_BYTES", () => {
     extra: Array.from({ length: MAX_PLAN_SLICES }, (_, i) => i),
   };
   const size = new TextEncoder().encode(JSON.stringify(longest)).byteLength;
-  strictEqual(size < MAX_MESSAGE_BYTES, true, `${size} bytes`);
+  strictEqual(size < MAX_PLAN_MESSAGE_BYTES, true, `${size} bytes`);
+  strictEqual(size > MAX_MESSAGE_BYTES, true, `${size} bytes`);
   // One delta more is refused.
   const over = validateFields("plan", {
     ...PLAN,

@@ -44,6 +44,7 @@ import {
   type RefutationNotice,
   type RoundFields,
   type SliceAnnounce,
+  type SliceFaultNotice,
   type SlicePlanAnnounce,
 } from "../messages/messages.ts";
 import { comparePeerIds } from "../peers/peer_table.ts";
@@ -434,6 +435,29 @@ export function validateSlice(
     slice: slice + 0,
     sums,
     update,
+  };
+  return { ok: true, message };
+}
+
+const FAULT_FIELDS = new Set([...ROUND_FIELDS, "manifest", "slice"]);
+
+/** Checks a parsed slice fault notice. */
+export function validateSliceFault(
+  obj: Readonly<Record<string, unknown>>,
+): FieldCheck<SliceFaultNotice> {
+  const common = checkRoundFields(obj, FAULT_FIELDS, "a slice fault notice");
+  if (!common.ok) return common;
+  const { manifest, slice } = obj;
+  if (!isCanonicalCid(manifest)) return fail("manifest", CID_PROBLEM);
+  if (!isCount(slice) || slice >= MAX_PLAN_SLICES) {
+    return fail("slice", `must be an integer in [0, ${MAX_PLAN_SLICES})`);
+  }
+  const message: SliceFaultNotice = {
+    v: PROTOCOL_VERSION,
+    type: "fault",
+    ...common.message,
+    manifest,
+    slice: slice + 0,
   };
   return { ok: true, message };
 }

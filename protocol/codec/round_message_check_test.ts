@@ -16,6 +16,7 @@ import {
   DELTA,
   DELTA_CID,
   failedRoundField,
+  FAULT,
   MANIFEST,
   MANIFEST_CID,
   PARENT,
@@ -252,6 +253,14 @@ Deno.test("validateSlicePlan() wants deltas sorted by peer, each once, and at mo
   for (const [edit, expected] of cases) {
     strictEqual(failedRoundField(PLAN, edit), expected, JSON.stringify(edit));
   }
+});
+
+Deno.test("validateSliceFault() wants a manifest CID and a slice below the plan's bound", () => {
+  strictEqual(failedRoundField(FAULT, {}), "ok");
+  strictEqual(failedRoundField(FAULT, { manifest: "x" }), "manifest");
+  strictEqual(failedRoundField(FAULT, { slice: MAX_PLAN_SLICES }), "slice");
+  strictEqual(failedRoundField(FAULT, { slice: -1 }), "slice");
+  strictEqual(failedRoundField(FAULT, { leader: PEER }), "leader");
 });
 
 Deno.test("validateSlice() takes an update CID or none, and a slice below the plan's bound", () => {

@@ -16,7 +16,8 @@
  *
  * Every field is bounded, so every valid message is far below
  * {@linkcode MAX_MESSAGE_BYTES} (under 2 KiB) without the validators
- * having to measure it.
+ * having to measure it; a slice plan, which lists a round's deltas, is
+ * bounded by {@linkcode MAX_PLAN_MESSAGE_BYTES}.
  *
  * @module
  */
@@ -30,6 +31,14 @@ export const PROTOCOL_VERSION = 1;
  * this on gossip is a bug or an attack.
  */
 export const MAX_MESSAGE_BYTES = 64 * 1024;
+
+/**
+ * Largest encoded slice plan (`SlicePlanAnnounce`): it lists up to
+ * {@linkcode MAX_PLAN_DELTAS} deltas and {@linkcode MAX_PLAN_SLICES} CIDs,
+ * what a round of a thousand peers needs in one message; gossip spreads it
+ * as it spreads every message, each peer passing it to a few others.
+ */
+export const MAX_PLAN_MESSAGE_BYTES = 512 * 1024;
 
 /** Longest accepted peer id; real ones are about 52 characters. */
 export const MAX_PEER_ID_LENGTH = 128;
@@ -267,15 +276,20 @@ export type RefutationNotice = RoundHeader<"refute"> & {
   readonly signature: `0x${string}`;
 };
 
-/** Deltas a slice plan may list (its message stays under the size limit). */
-export const MAX_PLAN_DELTAS = 128;
+/**
+ * Deltas a slice plan may list (its message stays under
+ * {@linkcode MAX_PLAN_MESSAGE_BYTES}): a round of more is read whole by
+ * its leader.
+ */
+export const MAX_PLAN_DELTAS = 1024;
 
 /**
  * Slices a slice plan may cut its deltas into: `shardCount` of
- * {@linkcode MAX_PLAN_DELTAS} (protocol/aggregation/shards.ts, slices of
- * at most 0.7 delta's worth of every delta), which a test holds equal.
+ * {@linkcode MAX_PLAN_DELTAS} (protocol/aggregation/shards.ts: slices of
+ * at most 0.7 delta's worth of every delta, and at most `MAX_PIECES`),
+ * which a test holds equal.
  */
-export const MAX_PLAN_SLICES = 183;
+export const MAX_PLAN_SLICES = 1024;
 
 /** Passes a leader may make of one round (see `SlicePlanAnnounce`). */
 export const MAX_PLAN_PASSES = 8;
@@ -333,6 +347,21 @@ export type SliceAnnounce = RoundHeader<"slice"> & {
   readonly update: string;
 };
 
+/**
+ * "Slice `slice` of the manifest `manifest` is not the one I computed as
+ * its producer." Sent by a producer of the slice as it finds the slice
+ * differs, so that every verifier of the manifest recomputes that slice
+ * before it attests, not only the few who drew it: one honest producer
+ * then has the whole round refuse a tampered slice. A verifier that finds
+ * the slice as the manifest names it counts the notice against its
+ * sender.
+ */
+export type SliceFaultNotice = RoundHeader<"fault"> & {
+  /** CID of the manifest. */
+  readonly manifest: string;
+  readonly slice: number;
+};
+
 /** Every message that travels on the job gossip topic. */
 export type GossipMessage =
   | Heartbeat
@@ -343,7 +372,8 @@ export type GossipMessage =
   | AuditFailureNotice
   | RefutationNotice
   | SlicePlanAnnounce
-  | SliceAnnounce;
+  | SliceAnnounce
+  | SliceFaultNotice;
 
 /** The `type` tag of a {@linkcode GossipMessage}. */
 export type MessageType = GossipMessage["type"];

@@ -71,6 +71,17 @@ export function sliceWaitMs(config: RoundClock): number {
 }
 
 /**
+ * How long a verifier of a round led by slices waits for fault notices
+ * before it attests, in ms from when the manifest came: 4g. A slice's
+ * producers compare its CIDs with theirs as the manifest comes, without a
+ * fetch, and a notice is one gossip hop; the verifier's own fetches of the
+ * update mostly take longer.
+ */
+export function faultWaitMs(config: RoundClock): number {
+  return 4 * censorGraceMs(config);
+}
+
+/**
  * How long a leader holds its commit after it publishes a manifest, in ms,
  * watching for what its verifiers may hold that the manifest leaves out
  * (censorship.ts, rules 3 and 4): 2g, for a delta that reached a verifier

@@ -14,7 +14,7 @@ import {
   worksOnPlan,
 } from "./slice_plan.ts";
 import { rankLeaders } from "../peers/assignment.ts";
-import { MAX_PLAN_SLICES } from "../messages/messages.ts";
+import { MAX_PLAN_DELTAS, MAX_PLAN_SLICES } from "../messages/messages.ts";
 import { screenOfSums, screenSharded } from "./slice_update.ts";
 
 const PARENT = "bafkreigh2akiscaildcqabsyg3dfr6chu3fgpregiymsck7e7aqa4s52zy";
@@ -68,8 +68,9 @@ Deno.test("plannedSlices: none for one slice or more deltas than a plan lists", 
   assert.equal(plannedSlices(7, 1e6), 0);
   assert.equal(plannedSlices(8, 1e6), 12);
   assert.equal(plannedSlices(8, 8192), 0);
-  assert.equal(plannedSlices(128, 124e6), MAX_PLAN_SLICES);
-  assert.equal(plannedSlices(129, 124e6), 0);
+  assert.equal(plannedSlices(128, 124e6), 183);
+  assert.equal(plannedSlices(MAX_PLAN_DELTAS, 124e6), MAX_PLAN_SLICES);
+  assert.equal(plannedSlices(MAX_PLAN_DELTAS + 1, 124e6), 0);
 });
 
 Deno.test("agreedSlices: a slice's result stands when two of those asked name the same CID", () => {

@@ -99,7 +99,8 @@ export interface Refusal {
   round: number;
   /** The peer that sent what was refused. */
   peer: string;
-  what: "delta" | "manifest";
+  /** A fault notice (about a slice of a manifest) found false, besides. */
+  what: "delta" | "manifest" | "fault";
   /** A short code, e.g. "wrong-round", "zero", "censored". */
   reason: string;
 }

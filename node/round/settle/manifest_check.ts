@@ -170,6 +170,15 @@ export interface ManifestVerifierOptions {
     leader: string,
     seen: readonly Pick<DeltaAnnounce, "peer" | "delta">[],
   ): ReadonlyMap<number, { sums: string; update: string }>;
+  /**
+   * The fault notices members sent about the manifest `cid` so far, by
+   * slice (slice_faults.ts).
+   */
+  faults?(cid: string): ReadonlyMap<number, readonly string[]>;
+  /** Announces that slice `j` of `m` is not the one this peer produced. */
+  fault?(m: ManifestAnnounce, j: number): Promise<void>;
+  /** Notes a fault notice `peer` sent about slice `j` of `m`, found false. */
+  falseFault?(m: ManifestAnnounce, j: number, peer: string): void;
   /** The bytes of block `cid` (at most `maxBytes`), from `providers`. */
   block(
     cid: string,
@@ -202,6 +211,11 @@ export interface Witness {
   readonly preceding: readonly DeltaAnnounce[];
   /** When (Date.now() ms) an amendment it waits for is due. */
   readonly amendBy: number;
+  /**
+   * When (Date.now() ms) the fault notices of a sharded manifest's
+   * producers are in (`faultWaitMs` after it came).
+   */
+  readonly faultsBy: number;
   /**
    * Whether this peer's event loop kept time since the manifest came: an
    * amendment sent meanwhile would have been heard.
@@ -420,7 +434,7 @@ export class ManifestVerifier {
     }
     for (const peer of late) owed.set(peer, "late");
     const bytes = sharded
-      ? await this.#slices(m, manifest, screened, byPeer)
+      ? await this.#slices(m, manifest, screened, byPeer, witness)
       : this.#recompute(m, manifest, screened, values, byPeer);
     // A match is C(r+1), stored here for free; a mismatch is not kept,
     // or a leader announcing bogus manifests would fill the disk.
@@ -480,6 +494,7 @@ export class ManifestVerifier {
     manifest: RoundManifest,
     screened: readonly ManifestExclusion[],
     byPeer: ReadonlyMap<string, DeltaAnnounce>,
+    witness: Witness,
   ): Promise<Uint8Array> {
     const { spec } = this.#o;
     const shards = manifest.shards!;
@@ -500,6 +515,20 @@ export class ManifestVerifier {
     const producers = plannedSlices(seen.length, params) === 0
       ? null
       : sliceProducers(m.parent, m.peer, k, seen.map((d) => d.peer));
+    // Slices this peer produced for the plan are checked first, without a
+    // fetch: it holds what they must be. A tampered one is announced at
+    // once, for every verifier to recompute it (see #faulted).
+    const own = this.#o.produced?.(m.round, m.parent, m.peer, seen) ??
+      new Map();
+    for (const [j, cids] of own) {
+      if (shards.sums[j] !== cids.sums || shards.update[j] !== cids.update) {
+        await this.#o.fault?.(m, j).catch(() => {});
+        throw new ManifestRefused(
+          "slice-mismatch",
+          `slice ${j} differs from the one this peer computed as its producer`,
+        );
+      }
+    }
     const published = async (cid: string, maxBytes: number, j: number) => {
       try {
         return await this.#o.block(cid, maxBytes, [
@@ -566,21 +595,9 @@ export class ManifestVerifier {
     const misscreened = screenRefusal(screened, excluded);
     if (misscreened) throw ManifestRefused.of(misscreened);
     const out = new Set(excluded.map((e) => e.peer));
-    // Slices this peer produced for the plan are checked without a fetch:
-    // it holds what they must be. They count among the slices it checks,
-    // the rest drawn where the leader cannot know.
-    const own = this.#o.produced?.(m.round, m.parent, m.peer, seen) ??
-      new Map();
-    for (const [j, cids] of own) {
-      if (shards.sums[j] !== cids.sums || shards.update[j] !== cids.update) {
-        throw new ManifestRefused(
-          "slice-mismatch",
-          `slice ${j} differs from the one this peer computed as its producer`,
-        );
-      }
-    }
-    const draw = crypto.getRandomValues(new Uint8Array(16)).join(".");
-    for (const j of slicesToRecompute(draw, m.peer, k, new Set(own.keys()))) {
+    // Its own slices count among those it checks, the rest drawn where the
+    // leader cannot know.
+    const recompute = async (j: number) => {
       const values = await Promise.all(seen.map((d) =>
         usable(
           d.peer,
@@ -617,6 +634,15 @@ export class ManifestVerifier {
           `update slice ${j} differs from the one recomputed`,
         );
       }
+    };
+    const draw = crypto.getRandomValues(new Uint8Array(16)).join(".");
+    const checked = new Set(own.keys());
+    for (const j of slicesToRecompute(draw, m.peer, k, checked)) {
+      checked.add(j);
+      await recompute(j);
+    }
+    if (producers !== null) {
+      await this.#faulted(m, producers, checked, recompute, witness.faultsBy);
     }
     return encodeRoundCheckpoint(
       checkpointOfUpdate(
@@ -626,6 +652,49 @@ export class ManifestVerifier {
         updateOfSlices(bounds, update),
       ),
     );
+  }
+
+  /**
+   * Recomputes the slices of `m` that one of their `producers` says differ
+   * from what it produced (fault notices), besides those `checked`, until
+   * the notices are in (`faultsBy`): one honest producer so has every
+   * verifier refuse a tampered slice, not only the few that drew it. A
+   * slice found as `m` names it counts the notice against its senders.
+   */
+  async #faulted(
+    m: ManifestAnnounce,
+    producers: readonly (readonly string[])[],
+    checked: Set<number>,
+    recompute: (j: number) => Promise<void>,
+    faultsBy: number,
+  ): Promise<void> {
+    for (;;) {
+      const claimed = [...this.#o.faults?.(m.manifest) ?? []].flatMap((
+        [j, senders],
+      ) => {
+        const by = senders.filter((p) => producers[j]?.includes(p));
+        return checked.has(j) || by.length === 0 ? [] : [{ j, by }];
+      });
+      for (const { j, by } of claimed) {
+        checked.add(j);
+        try {
+          await recompute(j);
+        } catch (err) {
+          if (err instanceof ManifestRefused && err.code === "slice-mismatch") {
+            throw new ManifestRefused(
+              "slice-mismatch",
+              `${err.message}, as its producer ${by.join(", ")} said`,
+            );
+          }
+          throw err;
+        }
+        for (const p of by) this.#o.falseFault?.(m, j, p);
+      }
+      if (claimed.length === 0) {
+        if (Date.now() >= faultsBy) return;
+        await new Promise((r) => setTimeout(r, POLL_MS));
+      }
+    }
   }
 
   /**

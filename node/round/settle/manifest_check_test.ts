@@ -196,6 +196,7 @@ const WITNESS: Witness = {
   expected: ANNOUNCED,
   preceding: ANNOUNCED,
   amendBy: 0,
+  faultsBy: 0,
   steadySince: () => true,
   hasty: () => false,
   current: () => ANNOUNCED,

@@ -14,6 +14,7 @@ import {
 import {
   amendMs,
   censorGraceMs,
+  faultWaitMs,
   REANNOUNCE_MS,
 } from "../../../protocol/round/round_timing.ts";
 import type {
@@ -78,6 +79,7 @@ export async function verifyManifest(
       .filter((d) => steady(a.seenAt.get(d.peer)!)),
     preceding: precedingDeltas(a.announced, a.seenAt, a.at),
     amendBy: a.at + amendMs(config),
+    faultsBy: a.at + faultWaitMs(config),
     steadySince: () => o.loop.steady(a.at, Date.now(), grace),
     // From when each delta first reached this peer: one that came before
     // the round began here may have reached the leader as early.

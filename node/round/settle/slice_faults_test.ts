@@ -1,0 +1,298 @@
+import assert from "node:assert/strict";
+import { Rng } from "../../../kernels/data/rng.ts";
+import { cidForBytes, cidToString } from "../../../protocol/content/cid.ts";
+import type { JobSpec } from "../../../protocol/spec/job_spec.ts";
+import { sliceBounds } from "../../../protocol/aggregation/shards.ts";
+import { encodeSliceScreenSums } from "../../../protocol/aggregation/slice_screen.ts";
+import {
+  dequantize,
+  quantize,
+} from "../../../protocol/aggregation/quantize.ts";
+import { encodeQuantized } from "../../../protocol/aggregation/quantized_container.ts";
+import {
+  plannedSlices,
+  sliceProducers,
+} from "../../../protocol/round/slice_plan.ts";
+import {
+  screenSharded,
+  updateOfSlices,
+  updateSlices,
+} from "../../../protocol/round/slice_update.ts";
+import type {
+  DeltaAnnounce,
+  ManifestAnnounce,
+  SliceFaultNotice,
+} from "../../../protocol/messages/messages.ts";
+import {
+  encodeRoundCheckpoint,
+  genesisCheckpoint,
+  roundCheckpointCid,
+} from "../../../protocol/round/round_checkpoint.ts";
+import {
+  MANIFEST_VERSION,
+  type RoundManifest,
+} from "../../../protocol/round/round_manifest.ts";
+import { checkpointOfUpdate } from "../../../protocol/round/round_update.ts";
+import { WORK_FIELDS } from "../../../protocol/codec/_message_fixtures.ts";
+import { cidOf, JOB, MODEL, SPEC, TEST_ADDRESS } from "../services/_fakes.ts";
+import {
+  ManifestRefused,
+  ManifestVerifier,
+  type Witness,
+} from "./manifest_check.ts";
+import { SliceFaults } from "./slice_faults.ts";
+
+// Two layers of d_model 32: four pieces, so a round of 8 is led by slices.
+const model = { ...MODEL, dModel: 32, layers: 2 };
+const spec: JobSpec = { ...SPEC, model, sharding: "slices" };
+const GENESIS = genesisCheckpoint(JOB, model, 0);
+const P = GENESIS.params.length;
+const PEERS = Array.from({ length: 8 }, (_, i) => `12D3KooWPeer${i}`);
+const PARENT = await cidOf("C(0)");
+const TOKENS = 32;
+const K = plannedSlices(PEERS.length, P);
+const PRODUCERS = sliceProducers(PARENT, PEERS[0], K, PEERS);
+
+const rng = new Rng("slice-faults");
+const common = Float32Array.from(GENESIS.params, () => rng.normal());
+const DELTAS = new Map(PEERS.map((peer) => [
+  peer,
+  Float32Array.from(common, (v) => 1e-3 * (v + 0.2 * rng.normal())),
+]));
+const ANNOUNCED: DeltaAnnounce[] = await Promise.all(
+  PEERS.map(async (peer) => ({
+    v: 1,
+    type: "delta",
+    peer,
+    job: JOB,
+    round: 0,
+    parent: PARENT,
+    delta: await cidOf(`delta of ${peer}`),
+    tokens: TOKENS,
+    loss: 3,
+    account: TEST_ADDRESS,
+    ...WORK_FIELDS,
+  })),
+);
+
+/**
+ * PEERS[0]'s manifest of the round, update slice `tampered` changed (the
+ * checkpoint built from it), and the blocks it names.
+ */
+async function round(tampered: number | null) {
+  const deltas = PEERS.map((peer) => ({
+    peer,
+    tokens: TOKENS,
+    delta: DELTAS.get(peer)!,
+  }));
+  const screen = screenSharded(deltas);
+  const slices = updateSlices(spec, screen, deltas);
+  const values = slices.map(dequantize);
+  if (tampered !== null) values[tampered][3] += 1e-2;
+  const update = values.map((v) =>
+    quantize(v, { bits: slices[0].bits, blockSize: slices[0].blockSize })
+  );
+  const blocks = new Map<string, Uint8Array>();
+  const put = async (bytes: Uint8Array) => {
+    const cid = cidToString(await cidForBytes(bytes));
+    blocks.set(cid, bytes);
+    return cid;
+  };
+  const next = checkpointOfUpdate(
+    spec,
+    GENESIS,
+    PARENT,
+    updateOfSlices(screen.bounds, update),
+  );
+  const m: RoundManifest = {
+    v: MANIFEST_VERSION,
+    job: JOB,
+    round: 0,
+    parent: PARENT,
+    leader: PEERS[0],
+    rule: spec.aggregation,
+    contributions: ANNOUNCED.map((d) => ({
+      peer: d.peer,
+      account: TEST_ADDRESS,
+      delta: d.delta,
+      tokens: TOKENS,
+      loss: 3,
+    })),
+    excluded: [],
+    checkpoint: cidToString(
+      await roundCheckpointCid(encodeRoundCheckpoint(next)),
+    ),
+    shards: {
+      slices: screen.slices,
+      sums: await Promise.all(
+        screen.sums.map((x) => put(encodeSliceScreenSums(x))),
+      ),
+      update: await Promise.all(update.map((x) => put(encodeQuantized(x)))),
+    },
+  };
+  const announce: ManifestAnnounce = {
+    v: 1,
+    type: "manifest",
+    peer: PEERS[0],
+    job: JOB,
+    round: 0,
+    parent: PARENT,
+    manifest: await cidOf(`manifest ${tampered}`),
+    checkpoint: m.checkpoint,
+    rank: 0,
+  };
+  return { m, announce, blocks };
+}
+
+/**
+ * A verifier that produced `own` slices of the plan (honest CIDs, so it
+ * draws no others), with `faults` the notices it holds.
+ */
+function verifier(
+  r: Awaited<ReturnType<typeof round>>,
+  honest: RoundManifest,
+  own: readonly number[],
+  faults: SliceFaults,
+  noted: string[],
+  sent: number[] = [],
+) {
+  const bounds = sliceBounds(P, K);
+  return new ManifestVerifier({
+    jobId: JOB,
+    spec,
+    self: PEERS[7],
+    delta: () => Promise.resolve(new Float32Array(P)),
+    root: () => Promise.resolve([]),
+    slice: (d, _, k, j) => {
+      assert.equal(k, K);
+      return Promise.resolve(
+        DELTAS.get(d.peer)!.slice(bounds[j], bounds[j + 1]),
+      );
+    },
+    produced: () =>
+      new Map(own.map((j) => [j, {
+        sums: honest.shards!.sums[j],
+        update: honest.shards!.update[j],
+      }])),
+    faults: (cid) => faults.of(cid),
+    fault: (_, j) => {
+      sent.push(j);
+      return Promise.resolve();
+    },
+    falseFault: (_, j, peer) => noted.push(`${peer} ${j}`),
+    block: (cid) => {
+      const bytes = r.blocks.get(cid);
+      return bytes ? Promise.resolve(bytes) : Promise.reject(new Error(cid));
+    },
+    manifest: () => Promise.resolve(r.m),
+    held: (cid) => ({ cid, ckpt: GENESIS }),
+    store: () => Promise.resolve(),
+    noteDelta: () => {},
+  });
+}
+
+const WITNESS: Witness = {
+  announced: ANNOUNCED,
+  expected: ANNOUNCED,
+  preceding: ANNOUNCED,
+  amendBy: 0,
+  faultsBy: 0,
+  steadySince: () => true,
+  hasty: () => false,
+  current: () => ANNOUNCED,
+};
+
+function notice(
+  m: ManifestAnnounce,
+  peer: string,
+  j: number,
+): SliceFaultNotice {
+  return {
+    v: 1,
+    type: "fault",
+    peer,
+    job: JOB,
+    round: 0,
+    parent: PARENT,
+    manifest: m.manifest,
+    slice: j,
+  };
+}
+
+Deno.test("a tampered slice no verifier drew is refused by every verifier once one of its producers says so", async () => {
+  assert.ok(K >= 3, `${K} slices`);
+  const honest = await round(null);
+  const bad = await round(2);
+  const own = [0, 1];
+  // Drawing nothing past its own two slices, a verifier misses slice 2.
+  const none = new SliceFaults();
+  const passed = await verifier(bad, honest.m, own, none, []).check(
+    bad.announce,
+    WITNESS,
+  );
+  assert.equal(passed.checkpoint, bad.m.checkpoint);
+  // A producer of slice 2 says it differs: the verifier recomputes it.
+  const faults = new SliceFaults();
+  faults.take(notice(bad.announce, PRODUCERS[2][0], 2));
+  const err = await verifier(bad, honest.m, own, faults, []).check(
+    bad.announce,
+    WITNESS,
+  ).then(() => null, (e) => e);
+  assert.ok(err instanceof ManifestRefused, String(err));
+  assert.equal(err.code, "slice-mismatch");
+  assert.match(err.message, new RegExp(`as its producer ${PRODUCERS[2][0]}`));
+});
+
+Deno.test("a producer that finds its slice tampered sends a fault notice as it refuses", async () => {
+  const honest = await round(null);
+  const bad = await round(2);
+  const sent: number[] = [];
+  const err = await verifier(bad, honest.m, [0, 2], new SliceFaults(), [], sent)
+    .check(bad.announce, WITNESS).then(() => null, (e) => e);
+  assert.ok(err instanceof ManifestRefused, String(err));
+  assert.equal(err.code, "slice-mismatch");
+  assert.deepEqual(sent, [2]);
+});
+
+Deno.test("a fault notice about a slice found as the manifest names it counts against its sender; one from a non-producer is not acted on", async () => {
+  const honest = await round(null);
+  const outsider = PEERS.find((p) => !PRODUCERS[2].includes(p))!;
+  const faults = new SliceFaults();
+  faults.take(notice(honest.announce, PRODUCERS[2][1], 2));
+  faults.take(notice(honest.announce, outsider, 3));
+  const noted: string[] = [];
+  const back = await verifier(honest, honest.m, [0, 1], faults, noted).check(
+    honest.announce,
+    WITNESS,
+  );
+  assert.equal(back.checkpoint, honest.m.checkpoint);
+  assert.deepEqual(noted, [`${PRODUCERS[2][1]} 2`]);
+});
+
+Deno.test("a verifier waits for fault notices until faultsBy, and takes one that comes meanwhile", async () => {
+  const honest = await round(null);
+  const bad = await round(2);
+  const faults = new SliceFaults();
+  setTimeout(
+    () => faults.take(notice(bad.announce, PRODUCERS[2][0], 2)),
+    150,
+  );
+  const err = await verifier(bad, honest.m, [0, 1], faults, []).check(
+    bad.announce,
+    { ...WITNESS, faultsBy: Date.now() + 600 },
+  ).then(() => null, (e) => e);
+  assert.ok(err instanceof ManifestRefused, String(err));
+  assert.equal(err.code, "slice-mismatch");
+});
+
+Deno.test("SliceFaults keeps each sender's notices once, a few a manifest", () => {
+  const faults = new SliceFaults();
+  const m = { manifest: "bafkreim" } as ManifestAnnounce;
+  for (let j = 0; j < 20; j++) faults.take(notice(m, "a", j));
+  faults.take(notice(m, "a", 0));
+  faults.take(notice(m, "b", 0));
+  const of = faults.of("bafkreim");
+  assert.equal(of.size, 8);
+  assert.deepEqual(of.get(0), ["a", "b"]);
+  assert.equal(faults.of("bafkreiother").size, 0);
+});
