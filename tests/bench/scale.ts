@@ -15,7 +15,6 @@ import {
   COMPRESSIONS,
   DEFAULT_BLOCK_SIZE,
 } from "../../protocol/aggregation/quantize.ts";
-import { shardCount } from "../../protocol/aggregation/shards.ts";
 import { formatBytes } from "../../node/format_bytes.ts";
 import {
   type Bench,
@@ -25,7 +24,7 @@ import {
   numberFlag,
   UsageError,
 } from "./_bench.ts";
-import { simulate } from "./scale_model.ts";
+import { modelSlices, simulate } from "./scale_model.ts";
 
 interface Options {
   peers: number[];
@@ -151,7 +150,11 @@ async function run(
         peers,
         sharded,
         shards: sharded
-          ? shardCount(peers - Math.round(o.churn * peers), o.params)
+          ? modelSlices(
+            o.producers,
+            peers - Math.round(o.churn * peers),
+            o.params,
+          )
           : 1,
         round_s: median(rounds.map((r) => r.seconds)),
         max_peer_download_bytes: maxDown,

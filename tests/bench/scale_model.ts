@@ -18,6 +18,8 @@
  */
 import { Rng } from "../../kernels/data/rng.ts";
 import {
+  pieceCount,
+  SHARD_MIN_PEERS,
   shardCount,
   sliceLeaders,
   takeOver,
@@ -168,6 +170,21 @@ const COMMIT_S = 2;
 /** Peers each peer forwards a published aggregate slice to (gossip fanout). */
 const FANOUT = 6;
 
+/**
+ * The slices of a round of `peers` contributors: the protocol's
+ * (`shardCount`, slices of 0.7 delta, which leave two producers room to
+ * back one another up) for the node's design, one a peer for one slice
+ * leader a peer (a slice leader leading two would fetch two slices).
+ */
+export function modelSlices(
+  producers: 1 | 2,
+  peers: number,
+  params: number,
+): number {
+  if (producers === 2) return shardCount(peers, params);
+  return peers < SHARD_MIN_PEERS ? 1 : Math.min(peers, pieceCount(params));
+}
+
 /** `count` distinct indices below `n`, drawn from `rng`. */
 function sample(rng: Rng, n: number, count: number): number[] {
   const picked = new Set<number>();
@@ -228,7 +245,7 @@ export function simulate(setup: ScaleSetup): RoundFigures[] {
     } else if (setup.producers === 2) {
       ({ verified, wrong, caught } = ledBySlices(parent, contributors, phases));
     } else {
-      const k = shardCount(contributors.length, setup.params);
+      const k = modelSlices(1, contributors.length, setup.params);
       const ids = contributors.map((p) => p.id);
       const plan = sliceLeaders(parent, k, live.map((p) => p.id));
       const sliceBytes = setup.deltaBytes / k;
@@ -331,7 +348,7 @@ export function simulate(setup: ScaleSetup): RoundFigures[] {
     phases: Phase[],
   ): { verified: number; wrong: number; caught: number } {
     const ids = contributors.map((p) => p.id);
-    const k = shardCount(ids.length, setup.params);
+    const k = modelSlices(2, ids.length, setup.params);
     const leader = rankLeaders(parent, ids)[0];
     const producers = sliceProducers(parent, leader, k, ids);
     const sliceBytes = setup.deltaBytes / k;
