@@ -202,7 +202,8 @@ export class RoundWork {
       spec,
       self: identity.peerId,
       parameterCount: trainer.parameterCount,
-      readSlice: (d, k, j) => this.#deltas.readSlice(d, [d.peer], k, j),
+      readSlice: (d, k, j, providers) =>
+        this.#deltas.readSlice(d, providers, k, j),
       block: (cid, maxBytes, providers) =>
         this.#sliceBlock(cid, maxBytes, providers),
       store: (bytes) => services.blocks.put(bytes),

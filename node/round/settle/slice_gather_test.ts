@@ -64,6 +64,8 @@ function network(
   const reads = new Map(PEERS.map((p) => [p, 0]));
   const computed = new Map(PEERS.map((p) => [p, 0]));
   const logged: string[] = [];
+  /** Which peer read which delta's slice: it then serves those pieces. */
+  const holds = new Set<string>();
   const reports = new SliceReports();
   const producers = new Map<string, SliceProducer>();
   const block = (cid: string, _max: number, providers: string[]) => {
@@ -121,14 +123,16 @@ function network(
         spec,
         self: peer,
         parameterCount: P,
-        readSlice: (d, k, j) => {
+        readSlice: (d, k, j, providers) => {
           reads.set(peer, reads.get(peer)! + 1);
-          if (
-            unserved.includes(d.peer) &&
-            (withheldFrom === undefined || withheldFrom === peer)
-          ) {
+          // Withheld by its author; served by a provider that read it.
+          const withheld = unserved.includes(d.peer) &&
+            (withheldFrom === undefined || withheldFrom === peer) &&
+            !providers.some((p) => holds.has(`${p} ${d.peer} ${k} ${j}`));
+          if (withheld) {
             return Promise.reject(new Error(`${d.peer} serves nothing`));
           }
+          holds.add(`${peer} ${d.peer} ${k} ${j}`);
           const b = sliceBounds(P, k);
           return Promise.resolve(DELTAS.get(d.peer)!.slice(b[j], b[j + 1]));
         },
@@ -300,6 +304,27 @@ Deno.test("gatherSlices: a delta withheld from the leader alone counts, read by 
   assert.deepEqual(got.update, whole().update);
   assert.ok(
     !net.logged.some((l) => l.includes("left unsettled")),
+    JSON.stringify(net.logged),
+  );
+});
+
+Deno.test("gatherSlices: a delta withheld from the leader alone counts when the leader must compute its slice: read from the slice's producers", async () => {
+  const k = plannedSlices(N, P);
+  const producers = sliceProducers(PARENT, PEERS[0], k, PEERS);
+  const j = producers.findIndex((ps) => !ps.includes(PEERS[0]));
+  const [liar, honest] = producers[j];
+  // Its producers disagree on slice j's update and every other peer is
+  // silent, so the backup settles nothing: the leader computes slice j.
+  const faults = new Map<string, Fault>(
+    PEERS.slice(1).map((p) => [p, p === liar ? "lying-update" : "silent"]),
+  );
+  faults.delete(honest);
+  const withheld = PEERS.find((p) => p !== PEERS[0] && p !== honest)!;
+  const net = network(faults, [withheld], PEERS[0]);
+  const got = await net.gather();
+  assert.deepEqual(got.update, whole().update);
+  assert.ok(
+    net.logged.some((l) => l.includes("left unsettled")),
     JSON.stringify(net.logged),
   );
 });

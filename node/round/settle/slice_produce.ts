@@ -88,8 +88,16 @@ export interface SliceProducerOptions {
   self: string;
   /** The model's parameters. */
   parameterCount: number;
-  /** Slice `j` of `k` of a delta (its root and that slice's pieces). */
-  readSlice(d: DeltaRef, k: number, j: number): Promise<Float32Array>;
+  /**
+   * Slice `j` of `k` of a delta (its root and that slice's pieces), from
+   * `providers`.
+   */
+  readSlice(
+    d: DeltaRef,
+    k: number,
+    j: number,
+    providers: string[],
+  ): Promise<Float32Array>;
   /** A block of at most `maxBytes`, fetched from `providers` if need be. */
   block(
     cid: string,
@@ -114,6 +122,8 @@ export class SliceProducer {
   readonly #o: SliceProducerOptions;
   /** Plan messages taken per round, parent and leader. */
   readonly #planned = new Map<string, number>();
+  /** Per plan and slice count, the producers of each slice. */
+  readonly #producers = new Map<string, string[][]>();
   /** Per plan, per slice: that slice of every listed delta, in order. */
   readonly #values = new Map<string, Map<number, Promise<Float32Array[]>>>();
   /**
@@ -141,7 +151,7 @@ export class SliceProducer {
     const k = plannedSlices(plan.deltas.length, parameterCount);
     if (k === 0 || (plan.sums.length !== 0 && plan.sums.length !== k)) return;
     const peers = plan.deltas.map((d) => d.peer);
-    const producers = sliceProducers(plan.parent, plan.peer, k, peers);
+    const producers = this.#producersOf(plan, k);
     // A plan naming `extra` slices asks their backups, for this step:
     // their producers have already answered it.
     if (plan.extra.some((j) => j >= k)) return;
@@ -196,6 +206,28 @@ export class SliceProducer {
   ): ReadonlyMap<number, { sums: string; update: string }> {
     const made = this.#made.get(`${round} ${parent} ${leader}`);
     return made?.deltas === deltasKey(deltas) ? made.slices : new Map();
+  }
+
+  /**
+   * The producers of `plan`'s `k` slices (sliceProducers), drawn once a
+   * plan: k rankings of every peer, a million hashes at a thousand.
+   */
+  #producersOf(plan: Plan, k: number): string[][] {
+    const key = `${planKey({ ...plan, leader: plan.peer })} ${k}`;
+    let producers = this.#producers.get(key);
+    if (!producers) {
+      producers = sliceProducers(
+        plan.parent,
+        plan.peer,
+        k,
+        plan.deltas.map((d) => d.peer),
+      );
+      this.#producers.set(key, producers);
+      if (this.#producers.size > KEEP_PLANS) {
+        this.#producers.delete(this.#producers.keys().next().value!);
+      }
+    }
+    return producers;
   }
 
   /** Where the slices announced for `plan` are kept (a new plan's afresh). */
@@ -318,11 +350,21 @@ export class SliceProducer {
   }
 
   async #readAll(plan: Plan, k: number, j: number): Promise<Float32Array[]> {
+    // From each delta's author, then the slice's other producers, who hold
+    // the pieces once they have read them: a delta withheld from a backup
+    // or the leader alone is still read where its producers read it.
+    const producers = this.#producersOf(plan, k)[j]
+      .filter((p) => p !== this.#o.self);
     const got = await mapAtMost(
       plan.deltas,
       READS_AT_ONCE,
       (d) =>
-        this.#o.readSlice({ ...plan, peer: d.peer, delta: d.delta }, k, j)
+        this.#o.readSlice(
+          { ...plan, peer: d.peer, delta: d.delta },
+          k,
+          j,
+          [d.peer, ...producers.filter((p) => p !== d.peer)],
+        )
           .then(
             (values) => ({ values, err: null }),
             (err: unknown) => ({ values: null, err }),
