@@ -250,6 +250,8 @@ export class ManifestVerifier {
   readonly #pending = new Map<string, Promise<unknown>>();
   /** Manifests fetched, by "round parent peer": a leader's amendments. */
   readonly #leads = new Map<string, RoundManifest[]>();
+  /** Peers a fault notice of which was found false: no longer heard. */
+  readonly #discredited = new Set<string>();
 
   constructor(o: ManifestVerifierOptions) {
     this.#o = o;
@@ -639,7 +641,16 @@ export class ManifestVerifier {
     const checked = new Set(own.keys());
     for (const j of slicesToRecompute(draw, m.peer, k, checked)) {
       checked.add(j);
-      await recompute(j);
+      try {
+        await recompute(j);
+      } catch (err) {
+        // Both its producers may have lied with the leader: this peer's
+        // draw is then the only check, and the notice makes it everyone's.
+        if (err instanceof ManifestRefused && err.code === "slice-mismatch") {
+          await this.#o.fault?.(m, j).catch(() => {});
+        }
+        throw err;
+      }
     }
     if (producers !== null) {
       await this.#faulted(m, producers, checked, recompute, witness.faultsBy);
@@ -655,11 +666,14 @@ export class ManifestVerifier {
   }
 
   /**
-   * Recomputes the slices of `m` that one of their `producers` says differ
-   * from what it produced (fault notices), besides those `checked`, until
-   * the notices are in (`faultsBy`): one honest producer so has every
-   * verifier refuse a tampered slice, not only the few that drew it. A
-   * slice found as `m` names it counts the notice against its senders.
+   * Recomputes the slices of `m` a fault notice says differ, besides those
+   * `checked`, until the notices are in (`faultsBy`): one honest producer,
+   * or one verifier that drew the slice, so has every verifier refuse a
+   * tampered slice, not only the few that checked it. A slice's producers
+   * are heard on each of their slices; any other peer on one slice a
+   * manifest, and never again once a notice of its is found false (each
+   * costs every verifier a slice's fetch). A slice found as `m` names it
+   * counts the notice against its senders.
    */
   async #faulted(
     m: ManifestAnnounce,
@@ -669,10 +683,21 @@ export class ManifestVerifier {
     faultsBy: number,
   ): Promise<void> {
     for (;;) {
-      const claimed = [...this.#o.faults?.(m.manifest) ?? []].flatMap((
-        [j, senders],
-      ) => {
-        const by = senders.filter((p) => producers[j]?.includes(p));
+      const notices = [...this.#o.faults?.(m.manifest) ?? []]
+        .filter(([j]) => j < producers.length)
+        .sort(([a], [b]) => a - b);
+      // Each other peer's first notice about this manifest.
+      const first = new Map<string, number>();
+      for (const [j, senders] of notices) {
+        for (const p of senders) {
+          if (!producers[j].includes(p) && !first.has(p)) first.set(p, j);
+        }
+      }
+      const claimed = notices.flatMap(([j, senders]) => {
+        const by = senders.filter((p) =>
+          !this.#discredited.has(p) &&
+          (producers[j].includes(p) || first.get(p) === j)
+        );
         return checked.has(j) || by.length === 0 ? [] : [{ j, by }];
       });
       for (const { j, by } of claimed) {
@@ -683,12 +708,15 @@ export class ManifestVerifier {
           if (err instanceof ManifestRefused && err.code === "slice-mismatch") {
             throw new ManifestRefused(
               "slice-mismatch",
-              `${err.message}, as its producer ${by.join(", ")} said`,
+              `${err.message}, as ${by.join(", ")} said in a fault notice`,
             );
           }
           throw err;
         }
-        for (const p of by) this.#o.falseFault?.(m, j, p);
+        for (const p of by) {
+          this.#discredited.add(p);
+          this.#o.falseFault?.(m, j, p);
+        }
       }
       if (claimed.length === 0) {
         if (Date.now() >= faultsBy) return;

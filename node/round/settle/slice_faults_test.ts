@@ -149,7 +149,7 @@ async function round(tampered: number | null) {
  * draws no others), with `faults` the notices it holds.
  */
 function verifier(
-  r: Awaited<ReturnType<typeof round>>,
+  r: Awaited<ReturnType<typeof round>> | Awaited<ReturnType<typeof round>>[],
   honest: RoundManifest,
   own: readonly number[],
   faults: SliceFaults,
@@ -157,6 +157,7 @@ function verifier(
   sent: number[] = [],
 ) {
   const bounds = sliceBounds(P, K);
+  const rounds = Array.isArray(r) ? r : [r];
   return new ManifestVerifier({
     jobId: JOB,
     spec,
@@ -181,10 +182,13 @@ function verifier(
     },
     falseFault: (_, j, peer) => noted.push(`${peer} ${j}`),
     block: (cid) => {
-      const bytes = r.blocks.get(cid);
+      const bytes = rounds.find((x) => x.blocks.has(cid))?.blocks.get(cid);
       return bytes ? Promise.resolve(bytes) : Promise.reject(new Error(cid));
     },
-    manifest: () => Promise.resolve(r.m),
+    manifest: (a) =>
+      Promise.resolve(
+        rounds.find((x) => x.announce.manifest === a.manifest)!.m,
+      ),
     held: (cid) => ({ cid, ckpt: GENESIS }),
     store: () => Promise.resolve(),
     noteDelta: () => {},
@@ -240,7 +244,7 @@ Deno.test("a tampered slice no verifier drew is refused by every verifier once o
   ).then(() => null, (e) => e);
   assert.ok(err instanceof ManifestRefused, String(err));
   assert.equal(err.code, "slice-mismatch");
-  assert.match(err.message, new RegExp(`as its producer ${PRODUCERS[2][0]}`));
+  assert.match(err.message, new RegExp(`as ${PRODUCERS[2][0]} said`));
 });
 
 Deno.test("a producer that finds its slice tampered sends a fault notice as it refuses", async () => {
@@ -254,19 +258,64 @@ Deno.test("a producer that finds its slice tampered sends a fault notice as it r
   assert.deepEqual(sent, [2]);
 });
 
-Deno.test("a fault notice about a slice found as the manifest names it counts against its sender; one from a non-producer is not acted on", async () => {
+Deno.test("a fault notice about a slice found as the manifest names it counts against its sender, who is not heard again", async () => {
   const honest = await round(null);
-  const outsider = PEERS.find((p) => !PRODUCERS[2].includes(p))!;
+  const bad = await round(3);
+  const outsider = PEERS.find((p) =>
+    !PRODUCERS[2].includes(p) && !PRODUCERS[3].includes(p)
+  )!;
   const faults = new SliceFaults();
   faults.take(notice(honest.announce, PRODUCERS[2][1], 2));
-  faults.take(notice(honest.announce, outsider, 3));
+  faults.take(notice(honest.announce, outsider, 2));
   const noted: string[] = [];
-  const back = await verifier(honest, honest.m, [0, 1], faults, noted).check(
-    honest.announce,
-    WITNESS,
-  );
+  const v = verifier([honest, bad], honest.m, [0, 1], faults, noted);
+  const back = await v.check(honest.announce, WITNESS);
   assert.equal(back.checkpoint, honest.m.checkpoint);
-  assert.deepEqual(noted, [`${PRODUCERS[2][1]} 2`]);
+  assert.deepEqual(
+    noted.sort(),
+    [`${PRODUCERS[2][1]} 2`, `${outsider} 2`].sort(),
+  );
+  // The outsider now says, of a manifest whose slice 3 is tampered, that
+  // it is: it is not heard, and the verifier draws nothing past its own.
+  faults.take(notice(bad.announce, outsider, 3));
+  const passed = await v.check(bad.announce, WITNESS);
+  assert.equal(passed.checkpoint, bad.m.checkpoint);
+});
+
+Deno.test("a verifier that drew a tampered slice sends a fault notice, and any peer's first notice a manifest is heard", async () => {
+  const honest = await round(null);
+  const bad = await round(3);
+  const outsider = PEERS.find((p) =>
+    !PRODUCERS[0].includes(p) && !PRODUCERS[3].includes(p)
+  )!;
+  const faults = new SliceFaults();
+  // Its first notice, about an honest slice, is heard and found false; its
+  // second, about the tampered one, is not heard (one a manifest).
+  faults.take(notice(bad.announce, outsider, 0));
+  faults.take(notice(bad.announce, outsider, 3));
+  const noted: string[] = [];
+  assert.equal(
+    (await verifier(bad, honest.m, [1, 2], faults, noted).check(
+      bad.announce,
+      WITNESS,
+    )).checkpoint,
+    bad.m.checkpoint,
+  );
+  assert.deepEqual(noted, [`${outsider} 0`]);
+  // A verifier that produced nothing draws two slices; one that draws
+  // slice 3 refuses and says so.
+  for (let tries = 0;; tries++) {
+    const sent: number[] = [];
+    const err = await verifier(bad, honest.m, [], new SliceFaults(), [], sent)
+      .check(bad.announce, WITNESS).then(() => null, (e) => e);
+    if (err === null) {
+      assert.ok(tries < 50, "slice 3 never drawn");
+      continue;
+    }
+    assert.equal(err.code, "slice-mismatch");
+    assert.deepEqual(sent, [3]);
+    break;
+  }
 });
 
 Deno.test("a verifier waits for fault notices until faultsBy, and takes one that comes meanwhile", async () => {
