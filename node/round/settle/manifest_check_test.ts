@@ -26,10 +26,7 @@ import {
   SPEC,
   TEST_ADDRESS,
 } from "../services/_fakes.ts";
-import type {
-  DeltaAnnounce,
-  ManifestAnnounce,
-} from "../../../protocol/messages/messages.ts";
+import type { ManifestAnnounce } from "../../../protocol/messages/messages.ts";
 import {
   encodeRoundCheckpoint,
   genesisCheckpoint,
@@ -43,12 +40,8 @@ import {
   checkpointOfUpdate,
   nextCheckpoint,
 } from "../../../protocol/round/round_update.ts";
-import {
-  ManifestRefused,
-  ManifestVerifier,
-  type Witness,
-} from "./manifest_check.ts";
-import { WORK_FIELDS } from "../../../protocol/codec/_message_fixtures.ts";
+import { ManifestRefused, ManifestVerifier } from "./manifest_check.ts";
+import { announcements, witnessOf } from "./_verify_fixtures.ts";
 import { NotHeldError } from "../services/failures.ts";
 
 const PARENT = await cidOf("C(0)");
@@ -63,21 +56,7 @@ const DELTAS = new Map(PEERS.map((peer) => [
   peer,
   Float32Array.from(common, (v) => 1e-3 * (v + 0.2 * rng.normal())),
 ]));
-const ANNOUNCED: DeltaAnnounce[] = await Promise.all(
-  PEERS.map(async (peer) => ({
-    v: 1,
-    type: "delta",
-    peer,
-    job: JOB,
-    round: 0,
-    parent: PARENT,
-    delta: await cidOf(`delta of ${peer}`),
-    tokens: TOKENS,
-    loss: 3,
-    account: ACCOUNT,
-    ...WORK_FIELDS,
-  })),
-);
+const ANNOUNCED = await announcements(PEERS, PARENT, TOKENS);
 
 /** The manifest `leader` would build over `peers`, excluding `excluded`. */
 async function manifestOf(
@@ -191,16 +170,7 @@ function announce(manifestCid: string, m: RoundManifest): ManifestAnnounce {
 }
 
 /** A witness that saw every delta long before, none in time to doubt. */
-const WITNESS: Witness = {
-  announced: ANNOUNCED,
-  expected: ANNOUNCED,
-  preceding: ANNOUNCED,
-  amendBy: 0,
-  faultsBy: 0,
-  steadySince: () => true,
-  hasty: () => false,
-  current: () => ANNOUNCED,
-};
+const WITNESS = witnessOf(ANNOUNCED);
 
 /** How long the tests below give a leader to amend, ms. */
 const AMEND_MS = 300;

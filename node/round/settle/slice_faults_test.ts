@@ -19,7 +19,6 @@ import {
   updateSlices,
 } from "../../../protocol/round/slice_update.ts";
 import type {
-  DeltaAnnounce,
   ManifestAnnounce,
   SliceFaultNotice,
 } from "../../../protocol/messages/messages.ts";
@@ -33,13 +32,9 @@ import {
   type RoundManifest,
 } from "../../../protocol/round/round_manifest.ts";
 import { checkpointOfUpdate } from "../../../protocol/round/round_update.ts";
-import { WORK_FIELDS } from "../../../protocol/codec/_message_fixtures.ts";
 import { cidOf, JOB, MODEL, SPEC, TEST_ADDRESS } from "../services/_fakes.ts";
-import {
-  ManifestRefused,
-  ManifestVerifier,
-  type Witness,
-} from "./manifest_check.ts";
+import { ManifestRefused, ManifestVerifier } from "./manifest_check.ts";
+import { announcements, witnessOf } from "./_verify_fixtures.ts";
 import { SliceFaults } from "./slice_faults.ts";
 
 // Two layers of d_model 32: four pieces, so a round of 8 is led by slices.
@@ -59,21 +54,7 @@ const DELTAS = new Map(PEERS.map((peer) => [
   peer,
   Float32Array.from(common, (v) => 1e-3 * (v + 0.2 * rng.normal())),
 ]));
-const ANNOUNCED: DeltaAnnounce[] = await Promise.all(
-  PEERS.map(async (peer) => ({
-    v: 1,
-    type: "delta",
-    peer,
-    job: JOB,
-    round: 0,
-    parent: PARENT,
-    delta: await cidOf(`delta of ${peer}`),
-    tokens: TOKENS,
-    loss: 3,
-    account: TEST_ADDRESS,
-    ...WORK_FIELDS,
-  })),
-);
+const ANNOUNCED = await announcements(PEERS, PARENT, TOKENS);
 
 /**
  * PEERS[0]'s manifest of the round, update slice `tampered` changed (the
@@ -195,16 +176,7 @@ function verifier(
   });
 }
 
-const WITNESS: Witness = {
-  announced: ANNOUNCED,
-  expected: ANNOUNCED,
-  preceding: ANNOUNCED,
-  amendBy: 0,
-  faultsBy: 0,
-  steadySince: () => true,
-  hasty: () => false,
-  current: () => ANNOUNCED,
-};
+const WITNESS = witnessOf(ANNOUNCED);
 
 function notice(
   m: ManifestAnnounce,

@@ -153,7 +153,7 @@ export async function gatherSlices(
     "sums",
     (j) => o.producer.sums(plan, k, j).then((s) => s.cid),
     (extra) => announce([], extra),
-    (j, cid, from) =>
+    (_j, cid, from) =>
       o.block(cid, 16 + 16 * n, from).then((b) => decodeSliceScreenSums(b, n)),
   );
   // Held here once the screen is read: every producer fetches them here.
