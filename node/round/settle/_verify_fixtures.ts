@@ -1,6 +1,7 @@
 /**
- * Fixtures shared by the verifier's tests: a round's delta announcements
- * and a witness that saw them all long before the manifest.
+ * Fixtures shared by the verifier's tests: a round's delta announcements,
+ * a witness that saw them all long before the manifest, and what a
+ * sharded round's leader publishes.
  *
  * @module
  */
@@ -8,6 +9,29 @@ import type { DeltaAnnounce } from "../../../protocol/messages/messages.ts";
 import { WORK_FIELDS } from "../../../protocol/codec/_message_fixtures.ts";
 import { cidOf, JOB, TEST_ADDRESS } from "../services/_fakes.ts";
 import type { Witness } from "./manifest_check.ts";
+import { cidForBytes, cidToString } from "../../../protocol/content/cid.ts";
+import type { JobSpec } from "../../../protocol/spec/job_spec.ts";
+import {
+  encodeSliceScreenSums,
+  type SliceScreenSums,
+} from "../../../protocol/aggregation/slice_screen.ts";
+import {
+  dequantize,
+  quantize,
+} from "../../../protocol/aggregation/quantize.ts";
+import { encodeQuantized } from "../../../protocol/aggregation/quantized_container.ts";
+import {
+  screenSharded,
+  updateOfSlices,
+  updateSlices,
+} from "../../../protocol/round/slice_update.ts";
+import {
+  encodeRoundCheckpoint,
+  type RoundCheckpoint,
+  roundCheckpointCid,
+} from "../../../protocol/round/round_checkpoint.ts";
+import type { ManifestShards } from "../../../protocol/round/round_manifest.ts";
+import { checkpointOfUpdate } from "../../../protocol/round/round_update.ts";
 
 /** Round 0's delta announcements of `peers` after `parent`. */
 export function announcements(
@@ -41,5 +65,54 @@ export function witnessOf(announced: readonly DeltaAnnounce[]): Witness {
     steadySince: () => true,
     hasty: () => false,
     current: () => announced,
+  };
+}
+
+/**
+ * What a sharded round's leader publishes from whole `deltas` over
+ * `parent` (its checkpoint and CID): the update slices and sums as blocks
+ * by CID, the manifest's `shards` naming them, and C(r+1)'s CID;
+ * `tamper` changes update slices or sums first.
+ */
+export async function publishSharded(
+  spec: JobSpec,
+  parent: { ckpt: RoundCheckpoint; cid: string },
+  deltas: readonly { peer: string; tokens: number; delta: Float32Array }[],
+  tamper: (update: Float32Array[], sums: SliceScreenSums[]) => void = () => {},
+): Promise<{
+  shards: ManifestShards;
+  blocks: Map<string, Uint8Array>;
+  checkpoint: string;
+}> {
+  const screen = screenSharded(deltas);
+  const slices = updateSlices(spec, screen, deltas);
+  const values = slices.map(dequantize);
+  const sums = [...screen.sums];
+  tamper(values, sums);
+  const update = values.map((v) =>
+    quantize(v, { bits: slices[0].bits, blockSize: slices[0].blockSize })
+  );
+  const blocks = new Map<string, Uint8Array>();
+  const put = async (bytes: Uint8Array) => {
+    const cid = cidToString(await cidForBytes(bytes));
+    blocks.set(cid, bytes);
+    return cid;
+  };
+  const next = checkpointOfUpdate(
+    spec,
+    parent.ckpt,
+    parent.cid,
+    updateOfSlices(screen.bounds, update),
+  );
+  return {
+    shards: {
+      slices: screen.slices,
+      sums: await Promise.all(sums.map((x) => put(encodeSliceScreenSums(x)))),
+      update: await Promise.all(update.map((x) => put(encodeQuantized(x)))),
+    },
+    blocks,
+    checkpoint: cidToString(
+      await roundCheckpointCid(encodeRoundCheckpoint(next)),
+    ),
   };
 }

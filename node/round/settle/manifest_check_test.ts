@@ -1,23 +1,10 @@
 import { FULL_TIER } from "../../../tests/_tier.ts";
 import assert from "node:assert/strict";
 import { Rng } from "../../../kernels/data/rng.ts";
-import { cidForBytes, cidToString } from "../../../protocol/content/cid.ts";
+import { cidToString } from "../../../protocol/content/cid.ts";
 import type { JobSpec } from "../../../protocol/spec/job_spec.ts";
 import { sliceBounds } from "../../../protocol/aggregation/shards.ts";
-import {
-  encodeSliceScreenSums,
-  type SliceScreenSums,
-} from "../../../protocol/aggregation/slice_screen.ts";
-import {
-  dequantize,
-  quantize,
-} from "../../../protocol/aggregation/quantize.ts";
-import { encodeQuantized } from "../../../protocol/aggregation/quantized_container.ts";
-import {
-  screenSharded,
-  updateOfSlices,
-  updateSlices,
-} from "../../../protocol/round/slice_update.ts";
+import { type SliceScreenSums } from "../../../protocol/aggregation/slice_screen.ts";
 import {
   cidOf,
   JOB,
@@ -36,12 +23,13 @@ import {
   MANIFEST_VERSION,
   type RoundManifest,
 } from "../../../protocol/round/round_manifest.ts";
-import {
-  checkpointOfUpdate,
-  nextCheckpoint,
-} from "../../../protocol/round/round_update.ts";
+import { nextCheckpoint } from "../../../protocol/round/round_update.ts";
 import { ManifestRefused, ManifestVerifier } from "./manifest_check.ts";
-import { announcements, witnessOf } from "./_verify_fixtures.ts";
+import {
+  announcements,
+  publishSharded,
+  witnessOf,
+} from "./_verify_fixtures.ts";
 import { NotHeldError } from "../services/failures.ts";
 
 const PARENT = await cidOf("C(0)");
@@ -200,36 +188,16 @@ async function shardedRound(
     tokens: TOKENS,
     delta: DELTAS.get(peer)!,
   }));
-  const screen = screenSharded(deltas);
-  const slices = updateSlices(spec, screen, deltas);
-  const values = slices.map(dequantize);
-  const sums = [...screen.sums];
-  tamper(values, sums);
-  const update = values.map((v) =>
-    quantize(v, { bits: slices[0].bits, blockSize: slices[0].blockSize })
-  );
-  const blocks = new Map<string, Uint8Array>();
-  const put = async (bytes: Uint8Array) => {
-    const cid = cidToString(await cidForBytes(bytes));
-    blocks.set(cid, bytes);
-    return cid;
-  };
-  const next = checkpointOfUpdate(
+  const { shards, blocks, checkpoint } = await publishSharded(
     spec,
-    GENESIS,
-    PARENT,
-    updateOfSlices(screen.bounds, update),
+    { ckpt: GENESIS, cid: PARENT },
+    deltas,
+    tamper,
   );
   const m: RoundManifest = {
     ...await manifestOf(PEERS[0], [...contributors], excluded),
-    checkpoint: cidToString(
-      await roundCheckpointCid(encodeRoundCheckpoint(next)),
-    ),
-    shards: {
-      slices: screen.slices,
-      sums: await Promise.all(sums.map((x) => put(encodeSliceScreenSums(x)))),
-      update: await Promise.all(update.map((x) => put(encodeQuantized(x)))),
-    },
+    checkpoint,
+    shards,
   };
   const v = verifier(new Map([["bafkreisharded", m]]), PEERS, {
     spec,

@@ -1,40 +1,27 @@
 import assert from "node:assert/strict";
 import { Rng } from "../../../kernels/data/rng.ts";
-import { cidForBytes, cidToString } from "../../../protocol/content/cid.ts";
 import type { JobSpec } from "../../../protocol/spec/job_spec.ts";
 import { sliceBounds } from "../../../protocol/aggregation/shards.ts";
-import { encodeSliceScreenSums } from "../../../protocol/aggregation/slice_screen.ts";
-import {
-  dequantize,
-  quantize,
-} from "../../../protocol/aggregation/quantize.ts";
-import { encodeQuantized } from "../../../protocol/aggregation/quantized_container.ts";
 import {
   plannedSlices,
   sliceProducers,
 } from "../../../protocol/round/slice_plan.ts";
-import {
-  screenSharded,
-  updateOfSlices,
-  updateSlices,
-} from "../../../protocol/round/slice_update.ts";
 import type {
   ManifestAnnounce,
   SliceFaultNotice,
 } from "../../../protocol/messages/messages.ts";
-import {
-  encodeRoundCheckpoint,
-  genesisCheckpoint,
-  roundCheckpointCid,
-} from "../../../protocol/round/round_checkpoint.ts";
+import { genesisCheckpoint } from "../../../protocol/round/round_checkpoint.ts";
 import {
   MANIFEST_VERSION,
   type RoundManifest,
 } from "../../../protocol/round/round_manifest.ts";
-import { checkpointOfUpdate } from "../../../protocol/round/round_update.ts";
 import { cidOf, JOB, MODEL, SPEC, TEST_ADDRESS } from "../services/_fakes.ts";
 import { ManifestRefused, ManifestVerifier } from "./manifest_check.ts";
-import { announcements, witnessOf } from "./_verify_fixtures.ts";
+import {
+  announcements,
+  publishSharded,
+  witnessOf,
+} from "./_verify_fixtures.ts";
 import { SliceFaults } from "./slice_faults.ts";
 
 // Two layers of d_model 32: four pieces, so a round of 8 is led by slices.
@@ -66,24 +53,13 @@ async function round(tampered: number | null) {
     tokens: TOKENS,
     delta: DELTAS.get(peer)!,
   }));
-  const screen = screenSharded(deltas);
-  const slices = updateSlices(spec, screen, deltas);
-  const values = slices.map(dequantize);
-  if (tampered !== null) values[tampered][3] += 1e-2;
-  const update = values.map((v) =>
-    quantize(v, { bits: slices[0].bits, blockSize: slices[0].blockSize })
-  );
-  const blocks = new Map<string, Uint8Array>();
-  const put = async (bytes: Uint8Array) => {
-    const cid = cidToString(await cidForBytes(bytes));
-    blocks.set(cid, bytes);
-    return cid;
-  };
-  const next = checkpointOfUpdate(
+  const { shards, blocks, checkpoint } = await publishSharded(
     spec,
-    GENESIS,
-    PARENT,
-    updateOfSlices(screen.bounds, update),
+    { ckpt: GENESIS, cid: PARENT },
+    deltas,
+    (update) => {
+      if (tampered !== null) update[tampered][3] += 1e-2;
+    },
   );
   const m: RoundManifest = {
     v: MANIFEST_VERSION,
@@ -100,16 +76,8 @@ async function round(tampered: number | null) {
       loss: 3,
     })),
     excluded: [],
-    checkpoint: cidToString(
-      await roundCheckpointCid(encodeRoundCheckpoint(next)),
-    ),
-    shards: {
-      slices: screen.slices,
-      sums: await Promise.all(
-        screen.sums.map((x) => put(encodeSliceScreenSums(x))),
-      ),
-      update: await Promise.all(update.map((x) => put(encodeQuantized(x)))),
-    },
+    checkpoint,
+    shards,
   };
   const announce: ManifestAnnounce = {
     v: 1,
