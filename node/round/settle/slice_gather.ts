@@ -90,7 +90,7 @@ export interface GatherOptions {
   spec: JobSpec;
   /** This peer's id: the plan's leader. */
   self: string;
-  producer: Pick<SliceProducer, "sums" | "screen" | "update">;
+  producer: Pick<SliceProducer, "sums" | "screenOf" | "update">;
   reports: SliceReports;
   publisher: Pick<RoundPublisher, "header" | "publish">;
   /** A block of at most `maxBytes`, fetched from `providers` if need be. */
@@ -156,9 +156,9 @@ export async function gatherSlices(
     (_j, cid, from) =>
       o.block(cid, 16 + 16 * n, from).then((b) => decodeSliceScreenSums(b, n)),
   );
-  // Held here once the screen is read: every producer fetches them here.
-  const screen = await o.producer.screen(plan, sums, (j) => producers[j]);
-  await announce(sums);
+  // Held here once read: every producer fetches them here too.
+  const screen = o.producer.screenOf(plan, sums.values);
+  await announce(sums.cids);
   const bounds = screen.bounds;
   const updateSlice = async (j: number, cid: string, from: string[]) => {
     const span = bounds[j + 1] - bounds[j];
@@ -172,21 +172,21 @@ export async function gatherSlices(
     );
     return decodeUpdateSlice(o.spec, bytes, span);
   };
-  const updateCids = await settle(
+  const update = await settle(
     o,
     step,
     reports.update,
     "update",
     (j) => o.producer.update(plan, screen, j).then((u) => u.cid),
-    (extra) => announce(sums, extra),
+    (extra) => announce(sums.cids, extra),
     updateSlice,
   );
-  const update = await mapAtMost(
-    updateCids,
-    BLOCKS_AT_ONCE,
-    (cid, j) => updateSlice(j, cid, producers[j]),
-  );
-  return { screen, sums, update, updateCids };
+  return {
+    screen,
+    sums: sums.cids,
+    update: update.values,
+    updateCids: update.cids,
+  };
 }
 
 /**
@@ -198,7 +198,7 @@ export async function gatherSlices(
  * `SliceReadError` for a delta no one served. A peer whose CID differs
  * from the one taken is logged: its slice is not taken.
  */
-async function settle(
+async function settle<T>(
   o: GatherOptions,
   { round, producers, backups, own }: {
     round: number;
@@ -212,8 +212,8 @@ async function settle(
   compute: (j: number) => Promise<string>,
   escalate: (slices: number[]) => Promise<void>,
   /** Fetches and decodes slice `j`'s block `cid` from `from`, or throws. */
-  read: (j: number, cid: string, from: string[]) => Promise<unknown>,
-): Promise<string[]> {
+  read: (j: number, cid: string, from: string[]) => Promise<T>,
+): Promise<{ cids: string[]; values: T[] }> {
   // This peer's own slices count as one producer's answer: one it cannot
   // read (a delta withheld from it alone) is left to the others.
   const answer = (j: number) =>
@@ -247,6 +247,7 @@ async function settle(
   }
   // A block its producers agree on but no one serves, or that does not
   // decode, settles nothing: computed here, or it would fail the round.
+  const values = new Map<number, T>();
   const unread = await mapAtMost(
     agreed,
     BLOCKS_AT_ONCE,
@@ -255,7 +256,10 @@ async function settle(
         j,
         cid,
         asked[j].filter((p) => reported.get(j)?.get(p) === cid),
-      ).then(() => null, (err: unknown) => err as Error),
+      ).then((value) => {
+        values.set(j, value);
+        return null;
+      }, (err: unknown) => err as Error),
   );
   for (const [j, err] of unread.entries()) {
     if (err === null) continue;
@@ -267,7 +271,15 @@ async function settle(
     agreed[j] = null;
   }
   const missing = agreed.flatMap((cid, j) => cid === null ? [j] : []);
-  const computed = await mapAtMost(missing, 2, compute);
+  const computed = await mapAtMost(
+    missing,
+    2,
+    async (j) => {
+      const cid = await compute(j);
+      values.set(j, await read(j, cid, [o.self]));
+      return cid;
+    },
+  );
   for (const [i, j] of missing.entries()) agreed[j] = computed[i];
   for (const [j, cid] of agreed.entries()) {
     for (const [peer, theirs] of reported.get(j) ?? []) {
@@ -283,5 +295,8 @@ async function settle(
       `round ${round}: computed ${missing.length} of ${producers.length} slices' ${step} that their producers left unsettled`,
     );
   }
-  return agreed as string[];
+  return {
+    cids: agreed as string[],
+    values: agreed.map((_, j) => values.get(j)!),
+  };
 }

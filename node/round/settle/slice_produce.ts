@@ -292,13 +292,21 @@ export class SliceProducer {
       READS_AT_ONCE,
       (cid, j) => this.#o.block(cid, 16 + 16 * n, providers(j)),
     );
+    return this.screenOf(
+      plan,
+      blocks.map((bytes) => decodeSliceScreenSums(bytes, n)),
+    );
+  }
+
+  /** The plan's screen from every slice's sums, decoded, in slice order. */
+  screenOf(plan: Plan, sums: readonly SliceScreenSums[]): ShardedScreen {
     return screenOfSums(
       plan.deltas.map((d) => ({
         peer: d.peer,
         share: claimedShare(this.#o.spec, d.tokens),
       })),
       this.#o.parameterCount,
-      blocks.map((bytes) => decodeSliceScreenSums(bytes, n)),
+      sums,
     );
   }
 
