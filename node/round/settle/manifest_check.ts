@@ -81,6 +81,7 @@ import {
   sliceProducers,
   slicesToRecompute,
 } from "../../../protocol/round/slice_plan.ts";
+import { heardFaults } from "../../../protocol/round/fault_notices.ts";
 import { mapAtMost } from "../services/at_most.ts";
 
 /**
@@ -666,14 +667,13 @@ export class ManifestVerifier {
   }
 
   /**
-   * Recomputes the slices of `m` a fault notice says differ, besides those
-   * `checked`, until the notices are in (`faultsBy`): one honest producer,
-   * or one verifier that drew the slice, so has every verifier refuse a
-   * tampered slice, not only the few that checked it. A slice's producers
-   * are heard on each of their slices; any other peer on one slice a
-   * manifest, and never again once a notice of its is found false (each
-   * costs every verifier a slice's fetch). A slice found as `m` names it
-   * counts the notice against its senders.
+   * Recomputes the slices of `m` a fault notice heard says differ
+   * (protocol/round/fault_notices.ts), besides those `checked`, until the
+   * notices are in (`faultsBy`): one honest producer, or one verifier that
+   * drew the slice, so has every verifier refuse a tampered slice, not
+   * only the few that checked it. A notice about a slice found as `m`
+   * names it, recomputed or checked already, counts against its sender,
+   * who is not heard again.
    */
   async #faulted(
     m: ManifestAnnounce,
@@ -682,25 +682,23 @@ export class ManifestVerifier {
     recompute: (j: number) => Promise<void>,
     faultsBy: number,
   ): Promise<void> {
-    for (;;) {
-      const notices = [...this.#o.faults?.(m.manifest) ?? []]
-        .filter(([j]) => j < producers.length)
-        .sort(([a], [b]) => a - b);
-      // Each other peer's first notice about this manifest.
-      const first = new Map<string, number>();
-      for (const [j, senders] of notices) {
-        for (const p of senders) {
-          if (!producers[j].includes(p) && !first.has(p)) first.set(p, j);
-        }
+    const falseOf = (j: number, by: readonly string[]) => {
+      for (const p of by) {
+        this.#discredited.add(p);
+        this.#o.falseFault?.(m, j, p);
       }
-      const claimed = notices.flatMap(([j, senders]) => {
-        const by = senders.filter((p) =>
-          !this.#discredited.has(p) &&
-          (producers[j].includes(p) || first.get(p) === j)
-        );
-        return checked.has(j) || by.length === 0 ? [] : [{ j, by }];
-      });
-      for (const { j, by } of claimed) {
+    };
+    for (;;) {
+      const heard = heardFaults(
+        this.#o.faults?.(m.manifest) ?? new Map(),
+        producers,
+        this.#discredited,
+      );
+      for (const { slice: j, by } of heard) {
+        if (checked.has(j)) {
+          falseOf(j, by);
+          continue;
+        }
         checked.add(j);
         try {
           await recompute(j);
@@ -713,12 +711,9 @@ export class ManifestVerifier {
           }
           throw err;
         }
-        for (const p of by) {
-          this.#discredited.add(p);
-          this.#o.falseFault?.(m, j, p);
-        }
+        falseOf(j, by);
       }
-      if (claimed.length === 0) {
+      if (heard.length === 0) {
         if (Date.now() >= faultsBy) return;
         await new Promise((r) => setTimeout(r, POLL_MS));
       }

@@ -1,11 +1,11 @@
 /**
  * The fault notices members send about the manifests of rounds led by
  * slices (`fault` messages): by manifest, the slices a peer says differ
- * from the ones it produced, and who says so. A verifier recomputes each
- * such slice before it attests (manifest_check.ts), so that one honest
- * producer has every verifier refuse a tampered slice, not only the few
- * that drew it; who may send one for a slice (its producers) is checked
- * there, where the plan is known.
+ * from what it computed, and who says so, a few a sender. A verifier
+ * recomputes the slices of those it hears before it attests
+ * (manifest_check.ts; whose are heard is protocol/round/fault_notices.ts's
+ * rule), so that one honest producer has every verifier refuse a
+ * tampered slice, not only the few that drew it.
  *
  * @module
  */

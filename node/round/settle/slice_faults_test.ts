@@ -258,6 +258,20 @@ Deno.test("a verifier that drew a tampered slice sends a fault notice, and any p
   }
 });
 
+Deno.test("a notice about a slice the verifier checked already counts against its sender, without a fetch", async () => {
+  const honest = await round(null);
+  const faults = new SliceFaults();
+  // Slice 0 is this verifier's own, checked against what it computed.
+  faults.take(notice(honest.announce, PRODUCERS[0][0], 0));
+  const noted: string[] = [];
+  const back = await verifier(honest, honest.m, [0, 1], faults, noted).check(
+    honest.announce,
+    WITNESS,
+  );
+  assert.equal(back.checkpoint, honest.m.checkpoint);
+  assert.deepEqual(noted, [`${PRODUCERS[0][0]} 0`]);
+});
+
 Deno.test("a verifier waits for fault notices until faultsBy, and takes one that comes meanwhile", async () => {
   const honest = await round(null);
   const bad = await round(2);
