@@ -329,6 +329,20 @@ Deno.test("gatherSlices: a delta withheld from the leader alone counts when the 
   );
 });
 
+Deno.test("SliceProducer works on two plans of one pass with other deltas each as itself", async () => {
+  const net = network();
+  const producer = net.producers.get(PEERS[1])!;
+  const k = plannedSlices(N, P);
+  const all = await producer.sums(net.plan, k, 0);
+  // The same leader and pass, one delta fewer (a liar's second plan).
+  const fewer = { ...net.plan, deltas: net.plan.deltas.slice(1) };
+  const some = await producer.sums(fewer, k, 0);
+  const fresh = await net.producers.get(PEERS[2])!.sums(fewer, k, 0);
+  assert.equal(some.sums.sums.length, N - 1);
+  assert.equal(some.cid, fresh.cid);
+  assert.notEqual(some.cid, all.cid);
+});
+
 Deno.test("SliceProducer works on at most MAX_PLAN_MESSAGES plans of one leader a round", async () => {
   const net = network();
   const msg: SlicePlanAnnounce = {

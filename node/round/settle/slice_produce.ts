@@ -60,6 +60,14 @@ function deltasKey(deltas: readonly { peer: string; delta: string }[]): string {
   return deltas.map((d) => `${d.peer}:${d.delta}`).join(",");
 }
 
+/**
+ * A plan's key with its deltas: a leader sending two plans of one pass
+ * (a liar) gets each worked on as itself, not from the other's cache.
+ */
+function contentKey(plan: Plan): string {
+  return `${planKey({ ...plan, leader: plan.peer })} ${deltasKey(plan.deltas)}`;
+}
+
 /** Plans whose slices' values are kept (a round's passes, and the last's). */
 const KEEP_PLANS = 4;
 
@@ -213,7 +221,7 @@ export class SliceProducer {
    * plan: k rankings of every peer, a million hashes at a thousand.
    */
   #producersOf(plan: Plan, k: number): string[][] {
-    const key = `${planKey({ ...plan, leader: plan.peer })} ${k}`;
+    const key = `${contentKey(plan)} ${k}`;
     let producers = this.#producers.get(key);
     if (!producers) {
       producers = sliceProducers(
@@ -339,7 +347,7 @@ export class SliceProducer {
    * {@linkcode SliceReadError} naming those that could not be read.
    */
   #read(plan: Plan, k: number, j: number): Promise<Float32Array[]> {
-    const key = planKey({ ...plan, leader: plan.peer });
+    const key = contentKey(plan);
     let slices = this.#values.get(key);
     if (!slices) {
       this.#values.set(key, slices = new Map());
