@@ -1,14 +1,11 @@
 import { TopicValidatorResult } from "@libp2p/gossipsub";
 import type { Message } from "@libp2p/gossipsub";
-import {
-  decodeMessage,
-  type DropReason,
-  encodeMessage,
-} from "../../protocol/codec/codec.ts";
+import { decodeMessage, encodeMessage } from "../../protocol/codec/codec.ts";
 import {
   countDrop,
   type DropCounts,
   emptyDropCounts,
+  type GossipDropReason,
 } from "../../protocol/codec/drop_counts.ts";
 import {
   type Backend,
@@ -16,6 +13,9 @@ import {
   type Heartbeat,
   MAX_ADDR_LENGTH,
   MAX_ADDRS,
+  MAX_MESSAGE_BYTES,
+  MAX_PLAN_MESSAGE_BYTES,
+  MAX_PLAN_PASSES,
 } from "../../protocol/messages/messages.ts";
 import {
   DEFAULT_HEARTBEAT_INTERVAL_MS,
@@ -28,7 +28,18 @@ import {
   type PeerTable,
 } from "../../protocol/peers/peer_table.ts";
 import type { Host } from "./host.ts";
+import { SenderBudget } from "./sender_budget.ts";
 import { VERSION } from "../version.ts";
+
+/**
+ * Bytes of messages over `MAX_MESSAGE_BYTES` (slice plans) one sender may
+ * have relayed a minute: a leader announces a pass's plan up to 4 times
+ * (bare, then naming disputed slices, with the sums, naming disputed
+ * update slices), for at most `MAX_PLAN_PASSES` passes a round, and a
+ * round with plans that large takes minutes.
+ */
+export const LARGE_BYTES_PER_MINUTE = 4 * MAX_PLAN_PASSES *
+  MAX_PLAN_MESSAGE_BYTES;
 
 /** The gossip topic of a job. */
 export function jobTopic(job: string): string {
@@ -60,7 +71,12 @@ export interface GossipServiceOptions {
   peerTtlMs?: number;
   /** Wall clock, injectable so tests can move time. */
   now?: () => number;
+  /** Bytes a sender's large messages may take a minute; see {@linkcode LARGE_BYTES_PER_MINUTE}. */
+  largeBytesPerMinute?: number;
 }
+
+/** Whether `peer` is a member of the job (its registry lookup). */
+export type MemberCheck = (peer: string) => Promise<boolean>;
 
 /**
  * The job's gossip topic: validates every message before gossipsub relays
@@ -87,6 +103,8 @@ export class GossipService {
   readonly #ttlMs: number;
   readonly #now: () => number;
   readonly #listeners = new Set<(msg: GossipMessage) => void>();
+  readonly #largeBudget: SenderBudget;
+  #isMember: MemberCheck | null = null;
 
   constructor(host: Host, options: GossipServiceOptions) {
     this.#host = host;
@@ -96,6 +114,10 @@ export class GossipService {
       DEFAULT_HEARTBEAT_INTERVAL_MS;
     this.#ttlMs = options.peerTtlMs ?? DEFAULT_PEER_TTL_MS;
     this.#now = options.now ?? Date.now;
+    this.#largeBudget = new SenderBudget(
+      options.largeBytesPerMinute ?? LARGE_BYTES_PER_MINUTE,
+      60_000,
+    );
     // Starting from the clock keeps a restarted node's heartbeats newer
     // than the ones peers remember from its previous run.
     this.#seq = this.#now();
@@ -128,6 +150,20 @@ export class GossipService {
     pubsub.removeEventListener("message", this.#onMessage);
     pubsub.topicValidators.delete(this.topic);
     pubsub.unsubscribe(this.topic);
+  }
+
+  /**
+   * Relays messages over `MAX_MESSAGE_BYTES` (slice plans) only from the
+   * members `isMember` admits, until the returned function is called: a
+   * non-member's plan of up to 512 KiB would otherwise cross the mesh
+   * before the round judges it. A node that follows no round (no check)
+   * relays them from anyone, within the budget.
+   */
+  gateLarge(isMember: MemberCheck): () => void {
+    this.#isMember = isMember;
+    return () => {
+      if (this.#isMember === isMember) this.#isMember = null;
+    };
   }
 
   /** Messages dropped so far, by reason. */
@@ -200,27 +236,47 @@ export class GossipService {
     this.#send(encodeMessage(hb)).catch(() => {});
   }
 
-  #validate(msg: Message): TopicValidatorResult {
+  #validate(
+    msg: Message,
+  ): TopicValidatorResult | Promise<TopicValidatorResult> {
     // Counted before judging: dropped messages cost bandwidth too.
     this.#traffic.receivedBytes += msg.data.length;
     const from = msg.type === "signed" ? msg.from.toString() : undefined;
     if (from === undefined) return this.#drop("sender-mismatch");
     const verdict = decodeMessage(msg.data, { from });
-    if (verdict.verdict === "accept") {
-      // A heartbeat for another job on our topic is somebody's bug or game.
-      return verdict.message.job === this.#job
-        ? TopicValidatorResult.Accept
-        : this.#drop("invalid-field");
+    if (verdict.verdict !== "accept") {
+      this.#drop(verdict.reason);
+      return verdict.verdict === "ignore"
+        ? TopicValidatorResult.Ignore
+        : TopicValidatorResult.Reject;
     }
-    this.#drop(verdict.reason);
-    return verdict.verdict === "ignore"
-      ? TopicValidatorResult.Ignore
-      : TopicValidatorResult.Reject;
+    // A heartbeat for another job on our topic is somebody's bug or game.
+    if (verdict.message.job !== this.#job) return this.#drop("invalid-field");
+    if (msg.data.length <= MAX_MESSAGE_BYTES) {
+      return TopicValidatorResult.Accept;
+    }
+    // Ignored, not rejected: a relay is not to blame, and membership seen
+    // from here may lag the chain by a lookup.
+    if (!this.#largeBudget.spend(from, msg.data.length, this.#now())) {
+      return this.#ignore("over-budget");
+    }
+    const isMember = this.#isMember;
+    if (isMember === null) return TopicValidatorResult.Accept;
+    return isMember(from).then(
+      (member) =>
+        member ? TopicValidatorResult.Accept : this.#ignore("not-member"),
+      () => this.#ignore("not-member"),
+    );
   }
 
-  #drop(reason: DropReason): TopicValidatorResult.Reject {
+  #drop(reason: GossipDropReason): TopicValidatorResult.Reject {
     this.#drops = countDrop(this.#drops, reason);
     return TopicValidatorResult.Reject;
+  }
+
+  #ignore(reason: GossipDropReason): TopicValidatorResult.Ignore {
+    this.#drops = countDrop(this.#drops, reason);
+    return TopicValidatorResult.Ignore;
   }
 
   // Only messages the validator accepted reach this listener; decoding again

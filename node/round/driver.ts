@@ -64,6 +64,8 @@ export interface RoundDriverParts {
   gossip: {
     onMessage(listener: (msg: GossipMessage) => void): () => void;
     livePeers(): readonly { peer: string }[];
+    /** Relays large messages (plans) from the members it admits only. */
+    gateLarge(isMember: (peer: string) => Promise<boolean>): () => void;
   };
   /** The chain's committed head, as deep as the peer counts commits. */
   chain: {
@@ -230,7 +232,14 @@ export class RoundDriver {
 
   /** Starts listening, ticking and polling the chain. */
   start(): void {
-    this.#unsubscribe = this.#parts.gossip.onMessage((m) => this.#onGossip(m));
+    const unheard = this.#parts.gossip.onMessage((m) => this.#onGossip(m));
+    const ungated = this.#parts.gossip.gateLarge((peer) =>
+      this.members.lookup(peer).then((m) => m.member)
+    );
+    this.#unsubscribe = () => {
+      unheard();
+      ungated();
+    };
     const note = confirmationsNote(
       this.confirmations,
       this.#parts.chain.chainId,

@@ -22,6 +22,8 @@ async function setup() {
   const services = fake.memoryServices();
   const c0 = await storeGenesis(services.blocks);
   const listeners: ((msg: GossipMessage) => void)[] = [];
+  const gates: ((peer: string) => Promise<boolean>)[] = [];
+  const members = fake.everyoneMember();
   const chain = {
     at: { type: "chainHead", nextRound: 0, head: c0 } as ChainHeadEvent | null,
     reads: 0,
@@ -42,6 +44,10 @@ async function setup() {
         return () => listeners.splice(listeners.indexOf(listener), 1);
       },
       livePeers: () => fake.PEERS.slice(1).map((peer) => ({ peer })),
+      gateLarge: (isMember) => {
+        gates.push(isMember);
+        return () => gates.splice(gates.indexOf(isMember), 1);
+      },
     },
     chain: {
       head: () => {
@@ -51,10 +57,20 @@ async function setup() {
       confirmations: 0,
       chainId: 31337,
     },
-    members: fake.everyoneMember(),
+    members,
     services,
   });
-  return { driver, services, c0, chain, logged, listeners, trainer };
+  return {
+    driver,
+    services,
+    c0,
+    chain,
+    logged,
+    listeners,
+    gates,
+    members,
+    trainer,
+  };
 }
 
 Deno.test("RoundDriver: from the chain's head it enters round 0 with its live members, trains and announces", async () => {
@@ -68,12 +84,19 @@ Deno.test("RoundDriver: from the chain's head it enters round 0 with its live me
     assert.equal(t.driver.state.parent, t.c0);
     assert.deepEqual([...t.driver.state.live].sort(), [...fake.PEERS].sort());
     assert.ok(t.listeners.length === 1, "it listens to gossip");
+    // Large gossip (plans) is relayed from the job's members only.
+    assert.equal(t.gates.length, 1);
+    assert.equal(await t.gates[0](fake.PEERS[1]), true);
+    t.members.lookup = () =>
+      Promise.resolve({ account: fake.TEST_ADDRESS, member: false });
+    assert.equal(await t.gates[0](fake.PEERS[1]), false);
   } finally {
     t.driver.stop();
     t.trainer.dispose();
   }
-  // Stopped: it no longer listens, nor reads the chain.
+  // Stopped: it no longer listens, gates, nor reads the chain.
   assert.equal(t.listeners.length, 0);
+  assert.equal(t.gates.length, 0);
   const reads = t.chain.reads;
   await new Promise((r) => setTimeout(r, 100));
   assert.equal(t.chain.reads, reads);

@@ -9,6 +9,8 @@ Deno.test("emptyDropCounts() lists every reason at zero", () => {
     "unknown-type": 0,
     "invalid-field": 0,
     "sender-mismatch": 0,
+    "not-member": 0,
+    "over-budget": 0,
   });
 });
 
