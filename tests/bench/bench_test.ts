@@ -553,6 +553,81 @@ Deno.test("the bench bundle, alone in an empty dir, runs bench quality on two th
   }
 });
 
+/** Whether this machine can cut a command off the network (`unshare -n`). */
+const canCutNetwork = await new Deno.Command("unshare", {
+  args: ["-n", "true"],
+  stdout: "null",
+  stderr: "null",
+}).output().then((o) => o.success, () => false);
+
+Deno.test({
+  name:
+    "the offline GPU recipe runs bench quality and kernels with the network cut, runs side by side",
+  ignore: !canCutNetwork,
+  fn: async () => {
+    const dev = await Deno.makeTempDir({ prefix: "zoo-offline-dev-" });
+    const tmp = await Deno.makeTempDir({ prefix: "zoo-offline-tmp-" });
+    const script = `${ROOT}tests/bench/offline_gpu.sh`;
+    const sh = (args: string[], env: Record<string, string>) =>
+      new Deno.Command("bash", {
+        args,
+        cwd: ROOT,
+        // A bare machine: nothing cached under TMPDIR or HOME.
+        env: { OFFLINE_DEV: dev, TMPDIR: tmp, HOME: tmp, ...env },
+        stdout: "piped",
+        stderr: "piped",
+      }).output().then((o) => {
+        const stdout = new TextDecoder().decode(o.stdout);
+        const out = stdout + new TextDecoder().decode(o.stderr);
+        return { code: o.code, stdout, out };
+      });
+    try {
+      const prepared = await sh([script, "prepare"], {});
+      assert.equal(prepared.code, 0, prepared.out);
+      const offline = (...args: string[]) =>
+        sh(["-c", 'exec unshare -n bash "$0" run "$@"', script, ...args], {});
+      const quality = [
+        "quality",
+        "--json",
+        "--model",
+        "tiny",
+        "--peers",
+        "2",
+        "--rounds",
+        "1",
+        "--inner-steps",
+        "2",
+        "--eval-batches",
+        "1",
+        "--alone",
+        "false",
+        "--ddp",
+        "false",
+      ];
+      // Two at once on a fresh unpack: both unpack or wait, neither fails.
+      const runs = await Promise.all([
+        offline(...quality),
+        offline(...quality),
+      ]);
+      for (const run of runs) {
+        assert.equal(run.code, 0, run.out);
+        assert.equal(
+          JSON.parse(run.stdout).quality
+            .diloco.valLoss.length,
+          1,
+        );
+      }
+      // The kernels bench reads the corpus from the data dir's cache.
+      const kernels = await offline("kernels", "--quick", "--skip-torch");
+      assert.equal(kernels.code, 0, kernels.out);
+      assert.match(kernels.out, /^train\s+zoo wasm/m);
+    } finally {
+      await Deno.remove(dev, { recursive: true });
+      await Deno.remove(tmp, { recursive: true });
+    }
+  },
+});
+
 Deno.test("bench quality --optimizer adamw trains every run with AdamW alone and reports it", async () => {
   const { code, stdout, stderr } = await bench(
     "quality",

@@ -12,10 +12,12 @@
 # which the NVIDIA driver's Vulkan ICD needs. `run` unpacks them (the
 # packages only where no Vulkan loader is installed) and runs the bench as
 # `deno task bench BENCH FLAGS...` would, from the bundle, fetching nothing.
+# Several `run` calls may go side by side. OFFLINE_DEV names another folder
+# than .dev (a test's).
 
 set -euo pipefail
 cd "$(dirname "$0")/../.."
-DEV=.dev
+DEV="${OFFLINE_DEV:-.dev}"
 NVIDIA_ICD=/usr/local/nvidia/share/vulkan/icd.d/nvidia_icd.json
 
 case "${1:-}" in
@@ -35,21 +37,42 @@ run)
     echo "$0 run: no $DEV/bench.js or $DEV/deno.xz: run '$0 prepare' where the network is, and carry $DEV" >&2
     exit 1
   fi
+  # Several runs may start at once (benches side by side): one unpacks,
+  # the others wait for it, and what is unpacked lands whole (a binary
+  # written in place while another run executes it is "Text file busy").
+  exec 9>"$DEV/.unpack.lock"
+  flock 9
   if ! ldconfig -p | grep -q 'libvulkan\.so\.1 '; then
-    for deb in "$DEV"/gl/*.deb; do dpkg -x "$deb" /; done
+    for deb in "$DEV"/gl/*.deb; do
+      if [ -e "$deb" ]; then dpkg -x "$deb" /; fi
+    done
     ldconfig
   fi
+  if [ ! -x "$DEV/deno" ]; then
+    xz -dc "$DEV/deno.xz" >"$DEV/deno.partial"
+    chmod +x "$DEV/deno.partial"
+    mv -f "$DEV/deno.partial" "$DEV/deno"
+  fi
+  # The corpus where every bench reads it: the tests' cache under TMPDIR
+  # (the cluster benches), its cache/ folder (bench quality), and the data
+  # dir's cache/ (the kernels benches), which is that same folder unless
+  # ZOO_DATA_DIR is set.
+  TMPDIR="${TMPDIR:-/tmp}"
+  export ZOO_DATA_DIR="${ZOO_DATA_DIR:-$TMPDIR/zoo-test-cache}"
+  for dir in "$TMPDIR/zoo-test-cache" "$TMPDIR/zoo-test-cache/cache" \
+    "$ZOO_DATA_DIR/cache"; do
+    mkdir -p "$dir"
+    for file in "$DEV"/cache/*; do
+      [ -f "$dir/${file##*/}" ] && continue
+      cp "$file" "$dir/${file##*/}.partial"
+      mv -f "$dir/${file##*/}.partial" "$dir/${file##*/}"
+    done
+  done
+  flock -u 9
   if [ -z "${VK_DRIVER_FILES:-}" ] && [ -f "$NVIDIA_ICD" ]; then
     export VK_DRIVER_FILES="$NVIDIA_ICD"
   fi
-  if [ ! -x "$DEV/deno" ]; then
-    xz -dc "$DEV/deno.xz" >"$DEV/deno"
-    chmod +x "$DEV/deno"
-  fi
-  # The benches read the corpus from the tests' cache, under TMPDIR.
-  TMPDIR="${TMPDIR:-/tmp}"
-  mkdir -p "$TMPDIR/zoo-test-cache"
-  cp -n "$DEV"/cache/* "$TMPDIR/zoo-test-cache/"
+  exec 9>&-
   exec "$DEV/deno" run --cached-only -A "$DEV/bench.js" "$@"
   ;;
 *)
