@@ -111,6 +111,34 @@ Deno.test("chain CLI: status, register, job create and rounds on the embedded de
     );
     assert.deepEqual(json, { job, rounds: [] });
 
+    // A job whose model cannot fit this node is refused before the join,
+    // with the need and the limit: batches of 65536 x 16 on this model
+    // take more than a wasm32 memory holds.
+    const hugePath = `${dir}/huge.json`;
+    await Deno.writeTextFile(
+      hugePath,
+      JSON.stringify({ ...SPEC, name: "too-big", batchSize: 65536 }),
+    );
+    const huge = /job\s+(baf\S+)/.exec(
+      await ok(["job", "create", hugePath, "--reward", "0.05", ...d]),
+    )![1];
+    const refused = await zooNode([
+      "--join",
+      "--job",
+      huge,
+      "--backend",
+      "wasm",
+      ...d,
+    ]);
+    assert.equal(refused.code, 1, refused.stderr);
+    assert.match(
+      refused.stderr,
+      new RegExp(
+        `Cannot join job ${huge} on wasm-\\w+ .*: its model needs [\\d.]+ GB of WASM memory for 2 trainers \\(training and an audit's replay, batches of 65536 x 16\\) and a wasm32 memory holds 4.29 GB: train it on a GPU \\(--backend webgpu\\)`,
+      ),
+    );
+    assert.doesNotMatch(refused.stdout, /joined/);
+
     const dup = await zooNode([
       "job",
       "create",

@@ -180,6 +180,13 @@ Deno.test({
         const cards = await page.locator("#cards").innerText();
         assert.ok(cards.includes(short(c.job.id)), cards);
         assert.ok(cards.includes(`/ ${c.spec.rounds}`), cards);
+        // Beside the backend, what the job needs of its memory.
+        assert.match(
+          await page.locator(".card", {
+            has: page.locator(".label", { hasText: /^backend$/ }),
+          }).locator(".note").innerText(),
+          /^needs about [\d.]+ [kMG]?B; .+ [\d.]+ [kMG]?B of [\d.]+ [kMG]?B \((RAM|wasm32|max\w+)\)$/,
+        );
         // The contribution tile shows the chain's figure whole, with
         // thousands separators, and the reward tile when claims open;
         // no tile cuts its value.

@@ -16,8 +16,8 @@ import { GpuLimitError } from "./device.ts";
 import { layernormScratch } from "./layernorm.ts";
 import { sumRowsScratch, sumSquaresGroups } from "./reduce.ts";
 
-/** Element counts of every buffer, by name; `sizes` below is the table. */
-export type ActivationName = keyof ReturnType<typeof sizes>;
+/** Element counts of every buffer, by name; see {@linkcode activationSizes}. */
+export type ActivationName = keyof ReturnType<typeof activationSizes>;
 
 /** The buffers of one (B, T); `tensors` by name. */
 export interface Activations {
@@ -26,7 +26,17 @@ export interface Activations {
   readonly tensors: Record<ActivationName, GpuTensor>;
 }
 
-function sizes(c: GptConfig, B: number, T: number, params: number) {
+/**
+ * Elements (4 bytes each) of every activation buffer of batches of B x T
+ * of a model of `params` parameters, by name: what
+ * {@linkcode allocActivations} allocates.
+ */
+export function activationSizes(
+  c: GptConfig,
+  B: number,
+  T: number,
+  params: number,
+) {
   const { layers: L, dModel: C, heads: NH, vocabSize: V } = c;
   const BT = B * T, att = B * NH * T * T;
   return {
@@ -89,7 +99,7 @@ export function allocActivations(
   params: number,
 ): Activations {
   const limit = ctx.device.limits.maxStorageBufferBindingSize;
-  const table = sizes(c, B, T, params);
+  const table = activationSizes(c, B, T, params);
   for (const [name, n] of Object.entries(table)) {
     if (n * 4 > limit) {
       throw new GpuLimitError(

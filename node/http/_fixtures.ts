@@ -172,6 +172,13 @@ export function fakeJob(rounds = 2): JobSource & {
       parent: "bafkreiparent",
       rounds: 3,
       innerSteps: 3,
+      memory: {
+        peerBytes: 25_000_000,
+        what: 'one buffer (activation "logits")',
+        needBytes: 4_200_000,
+        limitBytes: 134_217_728,
+        limit: "maxStorageBufferBindingSize",
+      },
       leader: "12D3KooWA",
       live: 2,
       waiting: null,

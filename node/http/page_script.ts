@@ -91,7 +91,10 @@ export const PAGE_SCRIPT = String.raw`"use strict";
       card("leader", t ? short(t.leader) : "-", t && t.leader ? t.leader : ""),
       card("live peers", s.livePeers),
       card("tokens/s", num(s.progress.throughput, 0)),
-      card("backend", s.progress.backend, s.progress.device),
+      card("backend", s.progress.backend, s.progress.device,
+        t ? "needs about " + bytes(t.memory.peerBytes) + "; " +
+          t.memory.what + " " + bytes(t.memory.needBytes) + " of " +
+          bytes(t.memory.limitBytes) + " (" + t.memory.limit + ")" : ""),
       card("sent", bytes(sent)),
       card("received", bytes(received)),
       card("contribution", c ? tokens(c.contribution) + " tokens" : "-", "",

@@ -25,6 +25,7 @@ import type {
   SlashRecord,
 } from "../round/records/ledger.ts";
 import type { StepLoss } from "../round/records/step_log.ts";
+import type { MemoryStatus } from "../train/memory_check.ts";
 
 export type {
   AuditRecord,
@@ -87,6 +88,11 @@ export interface TrainingStatus {
   rounds: number;
   /** Inner steps per round (H). */
   innerSteps: number;
+  /**
+   * The memory the job needs on this node's compute, checked before it
+   * joined: the whole peer's, and the need closest to its limit.
+   */
+  memory: MemoryStatus;
   /** The elected leader of the round, as this node ranks the live peers. */
   leader: string | null;
   /** Live job members this node counts, itself included. */

@@ -1,8 +1,10 @@
 /**
  * What a registered peer does to take part in a job, wherever it runs (a
- * Deno process or a browser tab): join it on chain, fetch the spec and
- * dataset by CID, open the compute and a trainer, then start the round
- * driver and report it through the peer's status. The caller opens the
+ * Deno process or a browser tab): fetch the spec by CID, open the compute
+ * and check that the job's model fits it (`memory_check.ts`), join the job
+ * on chain, fetch the dataset, open a trainer, then start the round
+ * driver and report it through the peer's status. A model that does not
+ * fit is refused before the join. The caller opens the
  * chain and says where state is kept (`runner.ts` for a node with a data
  * dir, `node/browser/peer.ts` for a tab).
  *
@@ -31,7 +33,14 @@ import { type RoundDriver, roundDriver } from "../round/driver.ts";
 import { RoundTrainer } from "../round/trainer/inner_loop.ts";
 import type { KeptRecords } from "../round/records/record_log.ts";
 import type { StateNotes } from "../store/state_notes.ts";
-import { openCompute } from "../train/compute.ts";
+import { type Compute, openCompute } from "../train/compute.ts";
+import {
+  ComputeFitError,
+  fitRefusal,
+  jobMemoryFit,
+  memoryStatus,
+} from "../train/memory_check.ts";
+import { formatBytes } from "../format_bytes.ts";
 import { loadJobDataset } from "./dataset.ts";
 import { createJobView } from "./view.ts";
 
@@ -88,35 +97,36 @@ export async function enterJob(o: EnterJobOptions): Promise<JobRun> {
     }
     throw err;
   });
-  const memberBefore = await isMember(registry, job, identity.address);
-  if (!memberBefore) {
-    await joinJob(registry, { job });
-    log(`joined job ${jobId} on chain`);
-  }
   const spec = await fetchSpec(node, jobId, signal);
-  const dataset = await loadJobDataset(spec, {
-    store: node.store,
-    dataDir: o.dataDir,
-    signal,
-    // A failed fetch throws, so the dataset error says why (no
-    // provider, over the size limit, a lying peer).
-    fetchBlob: async (cid, maxBytes) => {
-      await node.fetchBlob(cid, undefined, { maxBytes });
-      return await node.store.get(parseCid(cid));
-    },
-  });
-  signal?.throwIfAborted();
-  const compute = await openCompute(o.backend, o.threads, {
-    thread: o.computeThread ?? true,
-  });
-  if (signal?.aborted) {
-    compute.dispose();
-    signal.throwIfAborted();
-  }
-  log(`compute: ${compute.label}`);
-  node.gossip.setProgress(compute.heartbeat);
+  const { compute, fit } = await fittingCompute(o, spec);
   let trainer: RoundTrainer | null = null;
   try {
+    signal?.throwIfAborted();
+    const memberBefore = await isMember(registry, job, identity.address);
+    if (!memberBefore) {
+      await joinJob(registry, { job });
+      log(`joined job ${jobId} on chain`);
+    }
+    const dataset = await loadJobDataset(spec, {
+      store: node.store,
+      dataDir: o.dataDir,
+      signal,
+      // A failed fetch throws, so the dataset error says why (no
+      // provider, over the size limit, a lying peer).
+      fetchBlob: async (cid, maxBytes) => {
+        await node.fetchBlob(cid, undefined, { maxBytes });
+        return await node.store.get(parseCid(cid));
+      },
+    });
+    signal?.throwIfAborted();
+    log(
+      `compute: ${compute.label}; the job needs about ${
+        formatBytes(fit.peerBytes)
+      } (${fit.tightest.what}: ${formatBytes(fit.tightest.needBytes)} of ${
+        formatBytes(fit.tightest.limitBytes)
+      }, ${fit.tightest.limit})`,
+    );
+    node.gossip.setProgress(compute.heartbeat);
     trainer = new RoundTrainer({
       createTrainer: (init) => compute.createTrainer(init),
       spec,
@@ -147,6 +157,7 @@ export async function enterJob(o: EnterJobOptions): Promise<JobRun> {
       jobId,
       spec,
       account: identity.address,
+      memory: memoryStatus(fit),
     }));
     driver.start();
     log(
@@ -167,6 +178,37 @@ export async function enterJob(o: EnterJobOptions): Promise<JobRun> {
     compute.dispose();
     throw err;
   }
+}
+
+/**
+ * The compute `o` asks for, if the job's model fits it; with `--backend
+ * auto`, a GPU that cannot hold it gives way to the CPU backend when that
+ * can. Throws a {@linkcode ComputeFitError} naming the need and the limit
+ * otherwise (nothing is left open).
+ */
+async function fittingCompute(
+  o: EnterJobOptions,
+  spec: JobSpec,
+): Promise<{ compute: Compute; fit: ReturnType<typeof jobMemoryFit> }> {
+  const open = (backend: EnterJobOptions["backend"]) =>
+    openCompute(backend, o.threads, { thread: o.computeThread ?? true });
+  const compute = await open(o.backend);
+  const fit = jobMemoryFit(spec, compute);
+  if (fit.fits) return { compute, fit };
+  const refusal = `Cannot join job ${o.jobId} on ${compute.label}: ${
+    fitRefusal(fit, spec)
+  }`;
+  compute.dispose();
+  if (o.backend === "auto" && compute.limits.kind === "webgpu") {
+    const cpu = await open("wasm");
+    const cpuFit = jobMemoryFit(spec, cpu);
+    if (cpuFit.fits) {
+      o.log(`${refusal}; training on ${cpu.label} instead`);
+      return { compute: cpu, fit: cpuFit };
+    }
+    cpu.dispose();
+  }
+  throw new ComputeFitError(refusal, fit);
 }
 
 /** The job spec: from the store, else from connected peers by its CID. */

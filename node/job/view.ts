@@ -24,6 +24,7 @@ import { departureChain, Departures } from "./departures.ts";
 import type { JobSource, TrainingStatus } from "../http/types.ts";
 import type { PeerNode } from "../peer_node.ts";
 import type { RoundDriver } from "../round/driver.ts";
+import type { MemoryStatus } from "../train/memory_check.ts";
 
 /** What a job view is built from. */
 export interface JobViewOptions {
@@ -34,6 +35,8 @@ export interface JobViewOptions {
   spec: JobSpec;
   /** This node's chain account. */
   account: Address;
+  /** What the job needs of this node's memory (node/train/memory_check.ts). */
+  memory: MemoryStatus;
 }
 
 /** The {@linkcode JobSource} of a job this node trains with `driver`. */
@@ -66,6 +69,7 @@ export function createJobView(o: JobViewOptions): JobSource {
       // The chain's count: fewer than the spec's once the job is cancelled.
       rounds: s.config.rounds,
       innerSteps: spec.innerSteps,
+      memory: o.memory,
       leader: ranked[0] ?? null,
       live: s.live.length,
       waiting: left ? null : departures.waiting(memberShortfall(s)),

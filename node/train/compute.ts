@@ -18,6 +18,7 @@ import {
   MAX_DEVICE_LENGTH,
 } from "../../protocol/messages/messages.ts";
 import { createGpuTrainer } from "../../kernels/webgpu/gpu_trainer.ts";
+import type { MemoryLimits } from "../../kernels/memory_need.ts";
 import { openComputeThread } from "./compute_thread.ts";
 
 /** The CPU backend choices: what runs without a GPU (`sample`, fallbacks). */
@@ -55,9 +56,22 @@ export interface Compute {
   readonly label: string;
   /** What heartbeats report: the backend kind and what it runs on. */
   readonly heartbeat: { backend: HeartbeatBackend; device: string };
+  /** What memory it offers (kernels/memory_need.ts). */
+  readonly limits: MemoryLimits;
   /** A trainer on this compute (dispose it before the compute). */
   createTrainer(init: TrainerInit): Trainer;
   dispose(): void;
+}
+
+/**
+ * The machine's RAM in bytes: Deno's reading, a browser's rough
+ * `navigator.deviceMemory` (GiB), or unknown (Infinity).
+ */
+export function machineRam(): number {
+  const deno = (globalThis as { Deno?: typeof Deno }).Deno;
+  if (deno?.systemMemoryInfo) return deno.systemMemoryInfo().total;
+  const gib = (navigator as { deviceMemory?: number }).deviceMemory;
+  return gib ? gib * 2 ** 30 : Infinity;
 }
 
 /** How {@linkcode openCompute} runs a CPU backend. */
@@ -90,6 +104,13 @@ export async function openCompute(
         backend: "webgpu",
         device: heartbeatDevice(adapterLabel(gpu.info)),
       },
+      limits: {
+        kind: "webgpu",
+        maxBufferSize: gpu.device.limits.maxBufferSize,
+        maxStorageBufferBindingSize:
+          gpu.device.limits.maxStorageBufferBindingSize,
+        ramBytes: machineRam(),
+      },
       createTrainer: (init) =>
         createGpuTrainer({ device: gpu.device, ...init }),
       dispose: () => gpu.device.destroy(),
@@ -107,6 +128,7 @@ export async function openCompute(
         backend: "wasm",
         device: `${thread.name} x${thread.threads}`,
       },
+      limits: { kind: "wasm", ramBytes: machineRam() },
       createTrainer: (init) => thread.createTrainer(init),
       dispose: () => thread.dispose(),
     };
@@ -124,6 +146,7 @@ export async function openCompute(
       backend: be.name === "js" ? "js" : "wasm",
       device: `${be.name} x${be.threads}`,
     },
+    limits: { kind: be.name === "js" ? "js" : "wasm", ramBytes: machineRam() },
     createTrainer: (init) => createCpuTrainer(be, init),
     dispose: () => be.dispose(),
   };

@@ -1,0 +1,127 @@
+import assert from "node:assert/strict";
+import { DEFAULT_ADAMW } from "./adamw.ts";
+import { type GptConfig, parameterLayout } from "./gpt.ts";
+import { memoryFit, trainerMemory } from "./memory_need.ts";
+import { createCpuTrainer, initialParameters } from "./trainer.ts";
+import { createWasmBackend } from "../wasm/modules.ts";
+import { GpuLimitError } from "./webgpu/device.ts";
+import { allocActivations, freeActivations } from "./webgpu/activations.ts";
+import { gpuTest } from "./webgpu/_test_gpu.ts";
+
+const MODEL: GptConfig = {
+  vocabSize: 256,
+  contextLength: 64,
+  dModel: 128,
+  heads: 4,
+  layers: 2,
+};
+
+const batch = (B: number, T: number) => {
+  const ids = new Int32Array(B * T).map((_, i) => i % 256);
+  return { inputs: ids, targets: ids, B, T };
+};
+
+Deno.test("trainerMemory() holds a WASM trainer's step: above what it takes, by at most a third", async () => {
+  const params = initialParameters(MODEL, 1);
+  for (const B of [16, 64]) {
+    const be = await createWasmBackend({ threads: 1 });
+    try {
+      const before = be.memory.buffer.byteLength;
+      const t = createCpuTrainer(be, {
+        model: MODEL,
+        adamw: DEFAULT_ADAMW,
+        params,
+      });
+      await t.step(batch(B, MODEL.contextLength));
+      // The memory grows exactly as the arena asks and never shrinks.
+      const took = be.memory.buffer.byteLength - before;
+      const { total } = trainerMemory(MODEL, B, MODEL.contextLength, {
+        muon: false,
+        cpu: true,
+      });
+      assert.ok(total >= took, `${B}: estimate ${total} < ${took} taken`);
+      assert.ok(
+        total <= 1.35 * took,
+        `${B}: estimate ${total} > 1.35 x ${took}`,
+      );
+    } finally {
+      be.dispose();
+    }
+  }
+});
+
+Deno.test("memoryFit(): a 124M GPT at 16 x 512 exceeds a wasm32 memory; its parameters, gradients and moments alone take 16 bytes each", () => {
+  const gpt2: GptConfig = {
+    vocabSize: 50257,
+    contextLength: 1024,
+    dModel: 768,
+    heads: 12,
+    layers: 12,
+  };
+  const n = parameterLayout(gpt2).total;
+  assert.ok(n > 124e6 && n < 125e6, `${n}`);
+  const cpu = trainerMemory(gpt2, 16, 512, { muon: true, cpu: true });
+  assert.equal(cpu.state, 16 * n);
+  const onWasm = memoryFit(cpu, n, { kind: "wasm", ramBytes: 1e12 });
+  assert.equal(onWasm.fits, false);
+  assert.equal(onWasm.tightest.limit, "wasm32");
+  assert.equal(onWasm.tightest.needBytes, 2 * cpu.total);
+  // On a GPU that binds 2 GiB, its attention scores of 16 x 12 x 512 x 512
+  // per layer, for 12 layers, are one buffer too many.
+  const gpu = trainerMemory(gpt2, 16, 512, { muon: true, cpu: false });
+  const onGpu = memoryFit(gpu, n, {
+    kind: "webgpu",
+    maxBufferSize: 2 ** 31,
+    maxStorageBufferBindingSize: 2 ** 31 - 4,
+    ramBytes: 64e9,
+  });
+  assert.equal(onGpu.fits, false);
+  assert.equal(onGpu.tightest.what, 'one buffer (activation "att")');
+  assert.equal(onGpu.tightest.needBytes, 4 * 12 * 16 * 12 * 512 * 512);
+  // At 4 x 512 it fits, the host's copies within 64 GB of RAM.
+  const small = memoryFit(
+    trainerMemory(gpt2, 4, 512, { muon: true, cpu: false }),
+    n,
+    {
+      kind: "webgpu",
+      maxBufferSize: 2 ** 31,
+      maxStorageBufferBindingSize: 2 ** 31 - 4,
+      ramBytes: 64e9,
+    },
+  );
+  assert.equal(small.fits, true);
+});
+
+gpuTest(
+  "memoryFit() refuses exactly the batch whose buffer the GPU trainer cannot bind",
+  (ctx) => {
+    const device = ctx.device;
+    const model = { ...MODEL, dModel: 32, heads: 2, layers: 1 };
+    const n = parameterLayout(model).total;
+    const limits = {
+      kind: "webgpu" as const,
+      maxBufferSize: device.limits.maxBufferSize,
+      maxStorageBufferBindingSize: device.limits.maxStorageBufferBindingSize,
+      ramBytes: 1e12,
+    };
+    // The logits of B x 64 tokens over 256 values: the largest buffer.
+    const over = Math.ceil(limits.maxStorageBufferBindingSize / (64 * 256 * 4));
+    for (const B of [4, over - 1, over]) {
+      const need = trainerMemory(model, B, 64, { muon: false, cpu: false });
+      const fit = memoryFit(need, n, limits);
+      // What the trainer allocates for a batch shape, and checks first.
+      let refused: unknown = null;
+      try {
+        freeActivations(ctx, allocActivations(ctx, model, B, 64, n));
+      } catch (err) {
+        refused = err;
+      }
+      assert.equal(fit.fits, refused === null, `${B}: ${refused}`);
+      if (!fit.fits) {
+        assert.ok(refused instanceof GpuLimitError);
+        assert.equal(fit.tightest.what, 'one buffer (activation "logits")');
+        assert.match(refused.message, /activation "logits"/);
+      }
+    }
+  },
+);
