@@ -57,6 +57,7 @@ Deno.test("bench exits 2 with one stderr line on a bad command line", async () =
       ["quality", "--backend", "cuda"],
       ["quality", "--grad-clip", "0"],
       ["quality", "--optimizer", "sgd"],
+      ["live", "--d-model", "30", "--heads", "4"],
       ["quality", "--optimizer", "muon", "--muon-lr", "0"],
       ["quality", "--optimizer", "muon", "--muon-momentum", "1"],
       ["rounds", "--optimizer", "lion"],
@@ -555,14 +556,14 @@ Deno.test("the bench bundle, alone in an empty dir, runs bench quality on two th
 
 /** Whether this machine can cut a command off the network (`unshare -n`). */
 const canCutNetwork = await new Deno.Command("unshare", {
-  args: ["-n", "true"],
+  args: ["-n", "ip", "link", "set", "lo", "up"],
   stdout: "null",
   stderr: "null",
 }).output().then((o) => o.success, () => false);
 
 Deno.test({
   name:
-    "the offline GPU recipe runs bench quality and kernels with the network cut, runs side by side",
+    "the offline GPU recipe runs bench quality, kernels and live rounds with the network cut, runs side by side",
   ignore: !canCutNetwork,
   fn: async () => {
     const dev = await Deno.makeTempDir({ prefix: "zoo-offline-dev-" });
@@ -585,7 +586,12 @@ Deno.test({
       const prepared = await sh([script, "prepare"], {});
       assert.equal(prepared.code, 0, prepared.out);
       const offline = (...args: string[]) =>
-        sh(["-c", 'exec unshare -n bash "$0" run "$@"', script, ...args], {});
+        sh([
+          "-c",
+          'exec unshare -n sh -c \'ip link set lo up && exec bash "$0" run "$@"\' "$0" "$@"',
+          script,
+          ...args,
+        ], {});
       const quality = [
         "quality",
         "--json",
@@ -621,6 +627,39 @@ Deno.test({
       const kernels = await offline("kernels", "--quick", "--skip-torch");
       assert.equal(kernels.code, 0, kernels.out);
       assert.match(kernels.out, /^train\s+zoo wasm/m);
+      // Live rounds: the zoo-node bundle's peers on the packed anvil.
+      const live = await offline(
+        "live",
+        "--json",
+        "--backend",
+        "wasm",
+        "--rounds",
+        "2",
+        "--inner-steps",
+        "4",
+        "--layers",
+        "1",
+        "--d-model",
+        "32",
+        "--heads",
+        "2",
+        "--context",
+        "16",
+        "--batch",
+        "4",
+      );
+      assert.equal(live.code, 0, live.out);
+      const rounds = JSON.parse(live.stdout).live;
+      assert.equal(rounds.rounds.length, 2);
+      assert.ok(
+        rounds.rounds.every((r: { commitGas: number }) => r.commitGas > 0),
+      );
+      assert.ok(
+        rounds.memory.every((m: { peakRssBytes: number }) =>
+          m.peakRssBytes > 0
+        ),
+      );
+      assert.equal(rounds.audits.failed, 0);
     } finally {
       await Deno.remove(dev, { recursive: true });
       await Deno.remove(tmp, { recursive: true });

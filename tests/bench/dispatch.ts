@@ -29,6 +29,7 @@ export const BENCHES: Record<string, () => Promise<{ default: Bench }>> = {
   soak: () => import("./soak.ts"),
   chaos: () => import("./chaos.ts"),
   shards: () => import("./shards.ts"),
+  live: () => import("./live.ts"),
 };
 
 /** Where and on what the numbers were taken. */

@@ -8,8 +8,9 @@
 # `prepare` packs into .dev/ (gitignored: the device tool carries it when a
 # call names it in `carry`) what a bare machine lacks: this Deno (xz), the
 # benches in one file with the WASM kernels packed in (build_bundle.ts),
-# the corpus, and the Debian packages of the Vulkan loader and libglvnd,
-# which the NVIDIA driver's Vulkan ICD needs. `run` unpacks them (the
+# zoo-node in one file (node/build_bundle.ts) and anvil (xz) for the live
+# rounds of `bench live`, the corpus, and the Debian packages of the
+# Vulkan loader and libglvnd, which the NVIDIA driver's Vulkan ICD needs. `run` unpacks them (the
 # packages only where no Vulkan loader is installed) and runs the bench as
 # `deno task bench BENCH FLAGS...` would, from the bundle, fetching nothing.
 # Several `run` calls may go side by side. OFFLINE_DEV names another folder
@@ -23,7 +24,12 @@ NVIDIA_ICD=/usr/local/nvidia/share/vulkan/icd.d/nvidia_icd.json
 case "${1:-}" in
 prepare)
   mkdir -p "$DEV/gl" "$DEV/cache"
+  # What a run unpacked here would not fit in a carry (64 MiB in all).
+  rm -f "$DEV/deno" "$DEV/anvil"
   deno run -A tests/bench/build_bundle.ts --out "$DEV/bench.js"
+  deno run -A node/build_bundle.ts --out "$DEV/zoo-node.js"
+  xz -T0 -6 -c "$(deno eval "import { anvilBinary } from './chain/anvil.ts';
+    console.log(anvilBinary());")" >"$DEV/anvil.xz"
   xz -T0 -3 -c "$(deno eval 'console.log(Deno.execPath())')" >"$DEV/deno.xz"
   deno eval "import { loadBrownCorpus } from './node/job/corpus.ts';
     await loadBrownCorpus({ cacheDir: '$DEV/cache' });"
@@ -48,11 +54,17 @@ run)
     done
     ldconfig
   fi
-  if [ ! -x "$DEV/deno" ]; then
-    xz -dc "$DEV/deno.xz" >"$DEV/deno.partial"
-    chmod +x "$DEV/deno.partial"
-    mv -f "$DEV/deno.partial" "$DEV/deno"
-  fi
+  for exe in deno anvil; do
+    if [ ! -x "$DEV/$exe" ] && [ -f "$DEV/$exe.xz" ]; then
+      xz -dc "$DEV/$exe.xz" >"$DEV/$exe.partial"
+      chmod +x "$DEV/$exe.partial"
+      mv -f "$DEV/$exe.partial" "$DEV/$exe"
+    fi
+  done
+  # bench live's peers run the zoo-node bundle on the packed anvil.
+  DEV_ABS="$(cd "$DEV" && pwd)"
+  export ZOO_ANVIL="${ZOO_ANVIL:-$DEV_ABS/anvil}"
+  export ZOO_NODE_ENTRY="${ZOO_NODE_ENTRY:-$DEV_ABS/zoo-node.js}"
   # The corpus where every bench reads it: the tests' cache under TMPDIR
   # (the cluster benches), its cache/ folder (bench quality), and the data
   # dir's cache/ (the kernels benches), which is that same folder unless
