@@ -3,9 +3,11 @@
  * two trainers (its own, and the one an audit replays another peer's
  * work on), each holding the parameters, their gradients, AdamW's two
  * moments, Muon's scratch and the activations of a batch (the WebGPU
- * trainer's buffers, `webgpu/activations.ts`, exactly; the CPU trainers'
- * autograd tape keeps more, {@linkcode CPU_ACTIVATIONS_FACTOR} times as
- * much, measured), and the float32 copies of the parameters the round
+ * trainer's buffers, `webgpu/activations.ts`, exactly, each trainer its
+ * own; the CPU trainers' autograd tape keeps more,
+ * {@linkcode CPU_ACTIVATIONS_FACTOR} times as much, measured, but the two
+ * take turns on one backend's arena, so their activations share one
+ * high-water mark), and the float32 copies of the parameters the round
  * keeps on the host. {@linkcode memoryFit} compares that with what a
  * backend offers: WebGPU's largest buffer and binding (the API has no
  * total to ask), the 4 GiB of a wasm32 memory, and the machine's RAM.
@@ -49,6 +51,12 @@ export interface TrainerMemory {
   readonly muon: number;
   /** The activations of one batch shape. */
   readonly activations: number;
+  /**
+   * Whether the trainers of one backend take turns on one memory for
+   * their activations (the CPU trainers' arena) rather than each keeping
+   * its own (WebGPU's buffers).
+   */
+  readonly sharedActivations: boolean;
   readonly total: number;
   /** The largest single buffer: one binding on WebGPU. */
   readonly largest: { readonly name: string; readonly bytes: number };
@@ -123,6 +131,7 @@ export function trainerMemory(
     state,
     muon: muonBytes,
     activations,
+    sharedActivations: cpu,
     total: state + muonBytes + activations,
     largest: { name, bytes: 4 * elements },
   };
@@ -183,7 +192,8 @@ export function memoryFit(
   params: number,
   limits: MemoryLimits,
 ): MemoryFit {
-  const trainers = TRAINERS_PER_PEER * trainer.total;
+  const trainers = TRAINERS_PER_PEER * (trainer.state + trainer.muon) +
+    (trainer.sharedActivations ? 1 : TRAINERS_PER_PEER) * trainer.activations;
   const host = HOST_PARAM_COPIES * 4 * params;
   const checks: MemoryCheck[] = [];
   if (limits.kind === "webgpu") {
