@@ -45,6 +45,8 @@ interface Options {
   vocab: number;
   batch: number;
   auditRate: number;
+  /** The spec's round deadline, s. */
+  deadlineS: number;
 }
 
 /** One peer's figures for one round. */
@@ -145,8 +147,7 @@ function specOf(o: Options): JobSpec {
     },
     batchSize: o.batch,
     contextLength: o.context,
-    // A large model's round takes minutes on a shared GPU.
-    roundDeadlineMs: 900_000,
+    roundDeadlineMs: o.deadlineS * 1000,
     audit: { rate: o.auditRate },
   };
 }
@@ -166,6 +167,10 @@ const bench: Bench<Options, LiveResult> = {
     vocab: { default: "256", help: "vocabulary (the corpus is bytes: 256)" },
     batch: { default: "16", help: "sequences per step, 1-1024" },
     "audit-rate": { default: "1", help: "share of work audited, (0, 1]" },
+    deadline: {
+      default: "120",
+      help: "round deadline, s (a large model's rounds take minutes)",
+    },
   },
   parse(flags) {
     const o: Options = {
@@ -196,6 +201,11 @@ const bench: Bench<Options, LiveResult> = {
       }),
       batch: numberFlag(flags, "batch", { min: 1, max: 1024, integer: true }),
       auditRate: numberFlag(flags, "audit-rate", { min: 0.01, max: 1 }),
+      deadlineS: numberFlag(flags, "deadline", {
+        min: 10,
+        max: 3600,
+        integer: true,
+      }),
     };
     if (o.dModel % o.heads !== 0) {
       throw new UsageError(
