@@ -7,10 +7,11 @@
  * own; the CPU trainers' autograd tape keeps more,
  * {@linkcode CPU_ACTIVATIONS_FACTOR} times as much, measured, but the two
  * take turns on one backend's arena, so their activations share one
- * high-water mark), and the float32 copies of the parameters the round
- * keeps on the host. {@linkcode memoryFit} compares that with what a
- * backend offers: WebGPU's largest buffer and binding (the API has no
- * total to ask), the 4 GiB of a wasm32 memory, and the machine's RAM.
+ * high-water mark), and the float32 copies of the parameters the process
+ * holds on the host, with the runtime. {@linkcode memoryFit} compares that
+ * with what a backend offers: WebGPU's largest buffer and binding (the API
+ * has no total to ask), the 4 GiB of a wasm32 memory, and the machine's
+ * RAM.
  *
  * Pure: the caller reads the limits.
  *
@@ -22,12 +23,26 @@ import { activationSizes } from "./webgpu/activations.ts";
 import { sumSquaresGroups } from "./webgpu/reduce.ts";
 
 /**
- * Float32 copies of the parameters a peer's round keeps on the host at
- * once besides its trainers: the checkpoint C(r), the outer momentum, the
- * trained parameters read back, the pseudo-gradient, the two carried
- * moments, and an audit's start state (parameters and two moments).
+ * Float32 copies of the parameters a peer's process holds at its peak
+ * besides its trainers: the checkpoint C(r) and the outer momentum, the
+ * trained parameters, the pseudo-gradient, the carried moments, and the
+ * blobs in flight (checkpoints encoded and hashed, work-record states
+ * stored for audits, states served to auditors and fetched from peers).
+ * Measured, not listed: with `bench live` at 3.2M parameters (2 peers,
+ * WASM) a peer peaked at 1.11-1.33 GB, of which the runtime and the
+ * trainers took about 600 MB; the rest is 40-60 copies (the spread is
+ * the allocator's: with glibc's mmap threshold fixed the peaks were 20%
+ * lower), counted at the top. A smaller figure needs the node to hold
+ * fewer copies.
  */
-export const HOST_PARAM_COPIES = 9;
+export const HOST_PARAM_COPIES = 60;
+
+/**
+ * Bytes of the process before any model: Deno, libp2p, the node (199-204
+ * MB measured on WASM with a 21k-parameter model; a GPU driver adds its
+ * own, 110 MB more on lavapipe).
+ */
+export const RUNTIME_BYTES = 256e6;
 
 /**
  * The CPU trainers' activations (the tape's tensors and their gradients)
@@ -194,7 +209,7 @@ export function memoryFit(
 ): MemoryFit {
   const trainers = TRAINERS_PER_PEER * (trainer.state + trainer.muon) +
     (trainer.sharedActivations ? 1 : TRAINERS_PER_PEER) * trainer.activations;
-  const host = HOST_PARAM_COPIES * 4 * params;
+  const host = RUNTIME_BYTES + HOST_PARAM_COPIES * 4 * params;
   const checks: MemoryCheck[] = [];
   if (limits.kind === "webgpu") {
     const buffer = `one buffer (${trainer.largest.name})`;

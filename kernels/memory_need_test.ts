@@ -1,7 +1,12 @@
 import assert from "node:assert/strict";
 import { DEFAULT_ADAMW } from "./adamw.ts";
 import { type GptConfig, parameterLayout } from "./gpt.ts";
-import { HOST_PARAM_COPIES, memoryFit, trainerMemory } from "./memory_need.ts";
+import {
+  HOST_PARAM_COPIES,
+  memoryFit,
+  RUNTIME_BYTES,
+  trainerMemory,
+} from "./memory_need.ts";
 import { createCpuTrainer, initialParameters } from "./trainer.ts";
 import { createWasmBackend } from "../wasm/modules.ts";
 import { GpuLimitError } from "./webgpu/device.ts";
@@ -41,7 +46,8 @@ Deno.test("memoryFit() holds two WASM trainers stepping in turn: above what they
         muon: false,
         cpu: true,
       });
-      const host = HOST_PARAM_COPIES * 4 * parameterLayout(MODEL).total;
+      const host = RUNTIME_BYTES +
+        HOST_PARAM_COPIES * 4 * parameterLayout(MODEL).total;
       const need = memoryFit(trainer, parameterLayout(MODEL).total, {
         kind: "wasm",
         ramBytes: Infinity,
