@@ -338,6 +338,16 @@ gpuTest(
       );
       assertPositive(gpu?.gflops, `webgpu n=${c.n} ${c.layout} gflops`);
       assert.ok(gpu.maxError <= 1e-4, `webgpu error ${gpu.maxError}`);
+      // Beside it, its operands stored as f16 where the adapter can.
+      const half = c.entries.find((e: { impl: string }) =>
+        e.impl === "zoo webgpu f16"
+      );
+      assert.equal(half !== undefined, kernels.adapter.f16);
+      if (half) {
+        assertPositive(half.gflops, `f16 n=${c.n} ${c.layout} gflops`);
+        assert.ok(half.maxError <= 2e-3, `f16 error ${half.maxError}`);
+        assert.ok(half.maxError > gpu.maxError, "f16 rounds its operands");
+      }
     }
     const [run] = kernels.train.runs;
     assert.deepEqual(

@@ -2,8 +2,10 @@
  * `deno task bench kernels --backend webgpu`: the WebGPU path.
  *
  *   matmul  f32 GFLOP/s of our WGSL kernel, square n = 256 .. 8192, plain
- *           (A @ B) and transposed (A @ B^T), next to our WASM kernel up to
- *           n = 1024; timed as one compute pass of repeated products after
+ *           (A @ B) and transposed (A @ B^T), next to the same kernel with
+ *           its operands stored as f16 (f32 accumulation; where the adapter
+ *           offers `shader-f16`, checked against float64 within
+ *           F16_SCALED_ERROR) and our WASM kernel up to n = 1024; timed as one compute pass of repeated products after
  *           an untimed warm-up three times as long, with GPU timestamps
  *           where the device offers `timestamp-query` (else the wall clock
  *           from submit to completion; see timeProducts); kernels_matmul.ts
@@ -139,8 +141,19 @@ const SMALL_GPT2: GptConfig = {
   heads: 12,
 };
 
-/** Our WGSL matmul as a timed implementation. */
-function webgpuMatmul(ctx: GpuContext): MatmulImpl {
+/**
+ * The scaled error of the f16-storage product: rounding each operand to
+ * f16 moves it by up to 2^-11 of itself, a product by up to 2^-10 of
+ * |a||b|, so the sum by up to 1e-3 of the scale (Σ|a||b|), f32
+ * accumulation's error besides.
+ */
+export const F16_SCALED_ERROR = 2e-3;
+
+/**
+ * Our WGSL matmul as a timed implementation; with `f16`, its operands
+ * stored as f16 (`shader-f16`), accumulated in f32.
+ */
+function webgpuMatmul(ctx: GpuContext, f16 = false): MatmulImpl {
   let held: GpuTensor[] = [];
   let out: GpuTensor | null = null;
   let product: Dispatch | null = null;
@@ -150,15 +163,18 @@ function webgpuMatmul(ctx: GpuContext): MatmulImpl {
     held = [];
   };
   return {
-    name: "zoo webgpu",
+    name: f16 ? "zoo webgpu f16" : "zoo webgpu",
     threads: 1,
+    ...(f16 ? { tolerance: F16_SCALED_ERROR } : {}),
     load(p) {
       drop();
-      const a = ctx.upload(p.a), b = ctx.upload(p.b);
+      const a = ctx.upload(f16 ? new Float16Array(p.a) : p.a);
+      const b = ctx.upload(f16 ? new Float16Array(p.b) : p.b);
       out = ctx.tensor(p.n * p.n);
       held = [a, b, out];
       product = matmul(ctx, { out, a, b }, p.n, p.n, p.n, {
         transB: p.layout === "transposed",
+        f16,
       });
       return Promise.resolve();
     },
@@ -270,18 +286,22 @@ export async function runWebgpu(
   const wasm = await createWasmBackend({ threads: defaultThreads() });
   try {
     const ours = webgpuMatmul(ctx);
+    const half = gpu.info.f16 ? [webgpuMatmul(ctx, true)] : [];
     const wasmImpl = backendMatmul(wasm, `zoo ${wasm.name}`);
     const cases: MatmulCase[] = [];
     for (const n of sizes) {
       for (const layout of ["plain", "transposed"] as Layout[]) {
-        const impls = n <= plan.wasmMaxN ? [ours, wasmImpl] : [ours];
+        const impls = [
+          ours,
+          ...half,
+          ...(n <= plan.wasmMaxN ? [wasmImpl] : []),
+        ];
         cases.push(
           await measureMatmul(makeProblem(n, layout), impls, plan, log),
         );
       }
     }
-    await ours.dispose();
-    await wasmImpl.dispose();
+    for (const impl of [ours, ...half, wasmImpl]) await impl.dispose();
     const python = await findCudaTorch();
     const torch = python === null
       ? { note: "no python with a CUDA torch" }

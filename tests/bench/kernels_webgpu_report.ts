@@ -35,9 +35,17 @@ export function webgpuTable(r: WebgpuKernelsResult): string {
       rows.set(impl, row);
     }
   }
-  const maxError = Math.max(
-    ...r.matmul.cases.flatMap((c) => c.entries.map((e) => e.maxError)),
-  );
+  const isF16 = (impl: string) => impl.endsWith(" f16");
+  const maxError = (f16: boolean) =>
+    Math.max(
+      ...r.matmul.cases.flatMap((c) =>
+        c.entries.filter((e) => isF16(e.impl) === f16).map((e) => e.maxError)
+      ),
+    );
+  const f16Ratios = r.matmul.cases.flatMap((c) => {
+    const half = c.entries.find((e) => isF16(e.impl));
+    return half ? [`${(half.gflops / c.entries[0].gflops).toFixed(2)}x`] : [];
+  });
   const lines = [
     `webgpu adapter: ${adapterLabel(r.adapter)}${
       r.adapter.software
@@ -45,11 +53,20 @@ export function webgpuTable(r: WebgpuKernelsResult): string {
         : ""
     }${r.adapter.f16 ? ", shader-f16" : ""}`,
     "",
-    "matmul f32 GFLOP/s, square n (A@B^T: B stored [n,k])",
+    "matmul GFLOP/s, square n (A@B^T: B stored [n,k])",
     formatTable(["impl", ...heads], [...rows.values()]),
     `check vs float64 on sampled rows: max scaled error ${
-      maxError.toExponential(1)
+      maxError(false).toExponential(1)
     }`,
+    ...(f16Ratios.length > 0
+      ? [
+        `f16 storage (f32 accumulation) over f32, by case: ${
+          f16Ratios.join(" ")
+        }; max scaled error ${
+          maxError(true).toExponential(1)
+        } (its operands rounded to f16)`,
+      ]
+      : []),
     ...(r.matmul.skipped
       ? [
         `skipped n = ${
