@@ -20,10 +20,22 @@ import {
  */
 export const KEEP_STATE_ROUNDS = 3;
 
+/**
+ * States of a round being written at once, at most: each holds the
+ * parameters and both moments until its blocks are stored, so steps
+ * faster than the disk would pile them up in memory (16 states of a 124M
+ * model are 24 GB).
+ */
+export const STATES_IN_FLIGHT = 2;
+
 /** One round's states being written (see {@linkcode StateWindow.writer}). */
 export interface RoundStateWriter {
-  /** Starts writing `state` as its three blocks; does not wait. */
-  write(state: TrainingState): void;
+  /**
+   * Starts writing `state` as its three blocks; resolves once at most
+   * {@linkcode STATES_IN_FLIGHT} of the round's states, this one among
+   * them, are still being written.
+   */
+  write(state: TrainingState): Promise<void>;
   /**
    * Once every block is written, keeps them in the window; resolves with
    * the states' CIDs (their heads'), what the round's work record names.
@@ -60,9 +72,10 @@ export class StateWindow {
   /**
    * Writes `round`'s states while it trains: waiting for each write (and
    * its fsync) at every bound would stall the steps (measured: 5-10% of a
-   * default round on WASM). `from`, the head of the state its moments
-   * continue (the end of round − 1), is kept as long as the round's own
-   * states: its audits read it.
+   * default round on WASM), so a step waits only when
+   * {@linkcode STATES_IN_FLIGHT} states are still being written. `from`,
+   * the head of the state its moments continue (the end of round − 1), is
+   * kept as long as the round's own states: its audits read it.
    */
   writer(round: number, from = ""): RoundStateWriter {
     const heads: Promise<string>[] = [];
@@ -85,6 +98,9 @@ export class StateWindow {
             this.#store(head(digestOf(p), digestOf(m)), RAW_CODEC)
           ),
         ));
+        // A failed write is the round's to report (done, abandon).
+        const oldest = heads.at(-STATES_IN_FLIGHT - 1);
+        return oldest ? oldest.then(() => {}, () => {}) : Promise.resolve();
       },
       done: async () => {
         const states = await Promise.all(heads);
