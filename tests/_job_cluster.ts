@@ -64,15 +64,23 @@ export function tinySpec(
 }
 
 /** The models a benchmark trains; see {@linkcode benchSpec}. */
-export const BENCH_MODELS = ["tiny", "default", "large"] as const;
+export const BENCH_MODELS = ["tiny", "default", "large", "xl"] as const;
+
+/** The layers and width of the models past the default one. */
+const BIGGER_MODELS = {
+  large: { layers: 4, dModel: 256 },
+  xl: { layers: 8, dModel: 512, heads: 8 },
+};
 
 /** The name of a benchmark's model. */
 export type BenchModel = typeof BENCH_MODELS[number];
 
 /**
  * A benchmark's job: the tiny model, the default one (2 layers, d_model
- * 128, batch 16x64) or a large one (4 layers, d_model 256, batch 16x64),
- * every one of `peers` needed per round and a majority quorum, then `over`.
+ * 128, batch 16x64), a large one (4 layers, d_model 256: 3.2M parameters)
+ * or an xl one (8 layers, d_model 512, 8 heads: 25.3M, the size of the
+ * DiLoCo-at-size question), every one of `peers` needed per round and a
+ * majority quorum, then `over`.
  */
 export function benchSpec(
   o: {
@@ -87,9 +95,9 @@ export function benchSpec(
   return tinySpec({
     name: o.name,
     ...(o.model === "tiny" ? {} : {
-      model: o.model === "large"
-        ? { ...DEFAULT_MODEL, layers: 4, dModel: 256 }
-        : DEFAULT_MODEL,
+      model: o.model === "default"
+        ? DEFAULT_MODEL
+        : { ...DEFAULT_MODEL, ...BIGGER_MODELS[o.model] },
       batchSize: 16,
       inner: {},
     }),
