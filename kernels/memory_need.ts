@@ -164,7 +164,7 @@ export type MemoryLimits =
 
 /** One need set against one limit. */
 export interface MemoryCheck {
-  /** What is needed: "one buffer (activation "att")", "WASM memory", "RAM". */
+  /** What is needed: "one buffer (activation "att")", "WASM memory", "RAM for ...". */
   readonly what: string;
   readonly needBytes: number;
   readonly limitBytes: number;
@@ -224,7 +224,7 @@ export function memoryFit(
       limitBytes: limits.maxBufferSize,
       limit: "maxBufferSize",
     }, {
-      what: "RAM",
+      what: "RAM for the process and its copies of the parameters",
       needBytes: host,
       limitBytes: limits.ramBytes,
       limit: "RAM",
@@ -239,7 +239,8 @@ export function memoryFit(
       });
     }
     checks.push({
-      what: "RAM",
+      what:
+        `RAM for ${TRAINERS_PER_PEER} trainers, the process and its copies of the parameters`,
       needBytes: trainers + host,
       limitBytes: limits.ramBytes,
       limit: "RAM",

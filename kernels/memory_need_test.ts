@@ -104,6 +104,24 @@ Deno.test("memoryFit(): a 124M GPT at 16 x 512 exceeds a wasm32 memory; its para
     },
   );
   assert.equal(small.fits, true);
+  // On a GPU the host holds the process and its copies, not the trainers.
+  const host = memoryFit(
+    trainerMemory(gpt2, 4, 512, { muon: true, cpu: false }),
+    n,
+    {
+      kind: "webgpu",
+      maxBufferSize: 2 ** 31,
+      maxStorageBufferBindingSize: 2 ** 31 - 4,
+      ramBytes: 16e9,
+    },
+  );
+  assert.equal(host.fits, false);
+  assert.equal(host.tightest.limit, "RAM");
+  assert.equal(
+    host.tightest.what,
+    "RAM for the process and its copies of the parameters",
+  );
+  assert.equal(host.tightest.needBytes, 256e6 + 60 * 4 * n);
 });
 
 gpuTest(

@@ -15,8 +15,8 @@ import {
   MAX_ADDRS,
   MAX_MESSAGE_BYTES,
   MAX_PLAN_MESSAGE_BYTES,
-  MAX_PLAN_PASSES,
 } from "../../protocol/messages/messages.ts";
+import { MAX_PLAN_MESSAGES } from "../../protocol/round/slice_plan.ts";
 import {
   DEFAULT_HEARTBEAT_INTERVAL_MS,
   DEFAULT_PEER_TTL_MS,
@@ -33,12 +33,11 @@ import { VERSION } from "../version.ts";
 
 /**
  * Bytes of messages over `MAX_MESSAGE_BYTES` (slice plans) one sender may
- * have relayed a minute: a leader announces a pass's plan up to 4 times
- * (bare, then naming disputed slices, with the sums, naming disputed
- * update slices), for at most `MAX_PLAN_PASSES` passes a round, and a
- * round with plans that large takes minutes.
+ * have relayed a minute: the plan messages a peer works on per leader and
+ * round (`MAX_PLAN_MESSAGES`), each at its largest; a round with plans
+ * that large takes minutes.
  */
-export const LARGE_BYTES_PER_MINUTE = 4 * MAX_PLAN_PASSES *
+export const LARGE_BYTES_PER_MINUTE = MAX_PLAN_MESSAGES *
   MAX_PLAN_MESSAGE_BYTES;
 
 /** The gossip topic of a job. */

@@ -91,7 +91,7 @@ export function fitRefusal(
         formatBytes(limitBytes)
       }: train it on a GPU (--backend webgpu)`;
     case "RAM":
-      return `${need} of RAM (${TRAINERS_PER_PEER} trainers on ${shape} and the round's copies of the parameters) and this machine has ${
+      return `${need} of ${what} (${shape}) and this machine has ${
         formatBytes(limitBytes)
       }`;
     default:
