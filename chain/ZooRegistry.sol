@@ -6,12 +6,15 @@ pragma solidity 0.8.37;
 /// training jobs with a reward pool, round commits carrying a quorum of
 /// EIP-712 attestations (ZooAttestations), slashing on evidence
 /// (ZooEvidence), contribution accounting and pro-rata reward claims.
+/// Priced jobs, whose members hold seats won by bids and are paid per
+/// verified token, live in the market it deploys (ZooMarket).
 /// @dev Every digest here is the sha2-256 digest inside a CIDv1 (raw codec),
 /// so off-chain content ids map to bytes32 and back without loss. Rounds are
 /// numbered from 0: the commit for round r records checkpoint C(r+1), whose
 /// parent is the job's head, starting from the genesis checkpoint C(0).
 import "./ZooAttestations.sol";
 import "./ZooEvidence.sol";
+import "./ZooMarket.sol";
 import "./ZooStaking.sol";
 
 contract ZooRegistry is ZooStaking, ZooAttestations, ZooEvidence {
@@ -27,6 +30,10 @@ contract ZooRegistry is ZooStaking, ZooAttestations, ZooEvidence {
         uint32 nextRound;
         /// Ended by its creator: `rounds` was cut to the rounds committed.
         bool cancelled;
+        /// A priced job: members are the market's seat holders, not joiners.
+        bool seated;
+        /// The most one contributor is credited in a round (0: no cap).
+        uint64 maxWeight;
         /// The checkpoint the next commit must name as its parent.
         bytes32 head;
         bytes32 genesis;
@@ -63,6 +70,8 @@ contract ZooRegistry is ZooStaking, ZooAttestations, ZooEvidence {
     /// parameter: an hour on a public chain, a minute or two on a devnet
     /// whose rounds and audits take seconds.
     uint64 public immutable challengeWindow;
+    /// The market of priced jobs, deployed with the registry.
+    ZooMarket public immutable market;
 
     // ---------------------------------------------------------------- state
 
@@ -82,6 +91,9 @@ contract ZooRegistry is ZooStaking, ZooAttestations, ZooEvidence {
     /// Credit a member gave back for a round whose work it lost, per job,
     /// member and round (0: none declared).
     mapping(bytes32 => mapping(address => mapping(uint32 => uint64))) public lostTokens;
+    /// In a priced job, the round after the last one that credited a member
+    /// (0: none): how the market tells a silent seat.
+    mapping(bytes32 => mapping(address => uint32)) public lastCredited;
 
     // --------------------------------------------------------------- events
 
@@ -107,6 +119,8 @@ contract ZooRegistry is ZooStaking, ZooAttestations, ZooEvidence {
         uint256 minStake
     );
     event JobJoined(bytes32 indexed job, address indexed account);
+    /// The market took `account`'s seat of `job`: it is no longer a member.
+    event SeatVacated(bytes32 indexed job, address indexed account);
     event RoundCommitted(
         bytes32 indexed job,
         uint32 indexed round,
@@ -145,11 +159,20 @@ contract ZooRegistry is ZooStaking, ZooAttestations, ZooEvidence {
     error AlreadyPunished(bytes32 offence);
     error NotCreator(bytes32 job, address caller);
     error AlreadyDeclared(bytes32 job, address account, uint32 round);
+    error SeatsByBid(bytes32 job);
+    error NotMarket(address caller);
 
-    constructor(uint256 minNodeStake_, uint64 unbondingDelay_, uint64 challengeWindow_)
-        ZooStaking(minNodeStake_, unbondingDelay_)
-    {
+    /// @param treasury_ receives the market's network fee, `feeBps_` basis
+    /// points of every payment.
+    constructor(
+        uint256 minNodeStake_,
+        uint64 unbondingDelay_,
+        uint64 challengeWindow_,
+        address treasury_,
+        uint16 feeBps_
+    ) ZooStaking(minNodeStake_, unbondingDelay_) {
         challengeWindow = challengeWindow_;
+        market = new ZooMarket(treasury_, feeBps_);
     }
 
     // ------------------------------------------------------------- slashing
@@ -246,13 +269,36 @@ contract ZooRegistry is ZooStaking, ZooAttestations, ZooEvidence {
         external
         payable
     {
+        if (msg.value == 0) revert BadArgument("reward pool must be > 0");
+        newJob(job, genesis, quorum, rounds, minStake);
+    }
+
+    /// @notice Creates priced job `job` for the market (its creator here),
+    /// whose members are seat holders credited at most `maxWeight` a round.
+    function createSeatedJob(
+        bytes32 job,
+        bytes32 genesis,
+        uint32 quorum,
+        uint32 rounds,
+        uint256 minStake,
+        uint64 maxWeight
+    ) external {
+        if (msg.sender != address(market)) revert NotMarket(msg.sender);
+        Job storage j = newJob(job, genesis, quorum, rounds, minStake);
+        j.seated = true;
+        j.maxWeight = maxWeight;
+    }
+
+    function newJob(bytes32 job, bytes32 genesis, uint32 quorum, uint32 rounds, uint256 minStake)
+        private
+        returns (Job storage j)
+    {
         if (jobs[job].creator != address(0)) revert JobExists(job);
         if (job == bytes32(0)) revert BadArgument("job id is zero");
         if (genesis == bytes32(0)) revert BadArgument("genesis checkpoint is zero");
         if (quorum == 0) revert BadArgument("quorum must be > 0");
         if (rounds == 0) revert BadArgument("rounds must be > 0");
-        if (msg.value == 0) revert BadArgument("reward pool must be > 0");
-        Job storage j = jobs[job];
+        j = jobs[job];
         j.creator = msg.sender;
         j.rewardPool = msg.value;
         j.minStake = minStake;
@@ -264,10 +310,21 @@ contract ZooRegistry is ZooStaking, ZooAttestations, ZooEvidence {
         emit JobCreated(job, msg.sender, genesis, msg.value, quorum, rounds, minStake);
     }
 
+    /// @notice Gives (`seated`) or takes `account`'s seat of priced job
+    /// `job`: its membership. The market's alone to call.
+    function setSeat(bytes32 job, address account, bool seated) external {
+        if (msg.sender != address(market)) revert NotMarket(msg.sender);
+        isMember[job][account] = seated;
+        if (seated) emit JobJoined(job, account);
+        else emit SeatVacated(job, account);
+    }
+
     /// @notice Makes the caller a member of `job`: members attest rounds and
-    /// earn rewards for their contributions.
+    /// earn rewards for their contributions. Priced jobs seat their members
+    /// by bid instead (`SeatsByBid`).
     function joinJob(bytes32 job) external {
         Job storage j = knownJob(job);
+        if (j.seated) revert SeatsByBid(job);
         Node storage node = activeNode(msg.sender);
         if (node.stake < j.minStake) revert InsufficientStake(msg.sender, node.stake, j.minStake);
         if (isMember[job][msg.sender]) revert AlreadyMember(job, msg.sender);
@@ -287,7 +344,7 @@ contract ZooRegistry is ZooStaking, ZooAttestations, ZooEvidence {
         if (c.checkpoint == bytes32(0) || c.manifest == bytes32(0)) {
             revert BadArgument("checkpoint and manifest must be set");
         }
-        checkContributions(c.contributors, c.weights);
+        checkContributions(c.contributors, c.weights, j.maxWeight);
         address[] memory signers = checkSignatures(c.job, j.quorum, attestationDigest(c), signatures);
 
         // A member that left, fell below the stake or was slashed since it
@@ -301,6 +358,7 @@ contract ZooRegistry is ZooStaking, ZooAttestations, ZooEvidence {
             if (!isAuditor(c.job, c.contributors[i])) continue;
             contributionOf[c.job][c.contributors[i]] += c.weights[i];
             nodes[c.contributors[i]].slashableUntil = slashable;
+            if (j.seated) lastCredited[c.job][c.contributors[i]] = c.round + 1;
             added += c.weights[i];
         }
         j.totalContribution += added;
@@ -386,6 +444,22 @@ contract ZooRegistry is ZooStaking, ZooAttestations, ZooEvidence {
         parent = round == 0 ? jobs[job].genesis : roundsOf[job][round - 1].checkpoint;
     }
 
+    /// @notice Where `job` stands: the round the next commit carries, its
+    /// round count, and when its claims open (0 until its last round).
+    function progress(bytes32 job) external view returns (uint32 nextRound, uint32 rounds, uint64 claimsFrom) {
+        Job storage j = knownJob(job);
+        nextRound = j.nextRound;
+        rounds = j.rounds;
+        if (nextRound >= rounds) claimsFrom = claimsOpenAt(job, j);
+    }
+
+    /// @notice Whether `account` could hold a seat of `job`: registered,
+    /// not leaving, staked at least the job's minimum.
+    function stakedFor(bytes32 job, address account) external view returns (bool) {
+        Node storage node = nodes[account];
+        return node.registered && node.unbondingEnds == 0 && node.stake >= jobs[job].minStake;
+    }
+
     function jobCount() external view returns (uint256) {
         return jobIds.length;
     }
@@ -418,7 +492,10 @@ contract ZooRegistry is ZooStaking, ZooAttestations, ZooEvidence {
             && node.stake >= jobs[job].minStake;
     }
 
-    function checkContributions(address[] calldata contributors, uint256[] calldata weights) private pure {
+    function checkContributions(address[] calldata contributors, uint256[] calldata weights, uint64 maxWeight)
+        private
+        pure
+    {
         if (contributors.length == 0) revert BadContributions("no contributors");
         if (contributors.length > MAX_CONTRIBUTORS) revert BadContributions("too many contributors");
         if (contributors.length != weights.length) revert BadContributions("contributors and weights differ in length");
@@ -427,6 +504,7 @@ contract ZooRegistry is ZooStaking, ZooAttestations, ZooEvidence {
             if (contributors[i] <= previous) revert BadContributions("contributors not sorted ascending and distinct");
             previous = contributors[i];
             if (weights[i] == 0) revert BadContributions("zero weight");
+            if (maxWeight != 0 && weights[i] > maxWeight) revert BadContributions("weight above the job's cap");
         }
     }
 

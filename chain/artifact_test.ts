@@ -2,13 +2,14 @@ import { FULL_TIER } from "../tests/_tier.ts";
 import assert from "node:assert/strict";
 import {
   ZOO_REGISTRY_COMPILER,
+  zooMarketAbi,
   zooRegistryAbi,
   zooRegistryBytecode,
 } from "./artifact.ts";
 import { compileRegistry, EVM_VERSION, OPTIMIZER_RUNS } from "./build.ts";
 
 Deno.test(
-  "the committed artifact matches a fresh compile of ZooRegistry.sol",
+  "the committed artifact matches a fresh compile of ZooRegistry.sol and its market",
   FULL_TIER,
   async () => {
     const fresh = await compileRegistry();
@@ -24,6 +25,11 @@ Deno.test(
       zooRegistryAbi,
       fresh.abi,
       "ABI differs: run `deno task build:contracts` and commit chain/artifact.ts",
+    );
+    assert.deepEqual(
+      zooMarketAbi,
+      fresh.marketAbi,
+      "market ABI differs: run `deno task build:contracts` and commit chain/artifact.ts",
     );
     assert.equal(
       zooRegistryBytecode,

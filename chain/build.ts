@@ -4,7 +4,8 @@
 /**
  * Compiles `ZooRegistry.sol` with solc-js (offline, pinned version and EVM
  * version) and writes the ABI and bytecode as a TypeScript `const` module,
- * `chain/artifact.ts`, which is committed. `artifact_test.ts` recompiles and
+ * `chain/artifact.ts`, which is committed; the registry deploys the market
+ * (`ZooMarket.sol`), whose ABI the module carries too. `artifact_test.ts` recompiles and
  * checks the committed artifact still matches the source.
  *
  *   deno task build:contracts
@@ -16,10 +17,11 @@ import { ChainError } from "./errors.ts";
 
 /** The contract source file. */
 export const SOURCE_URL = new URL("./ZooRegistry.sol", import.meta.url);
-/** The contracts it inherits from, by the name it imports them under. */
+/** The contracts it inherits from or deploys, by the name it imports them under. */
 const BASE_SOURCES = [
   "ZooAttestations.sol",
   "ZooEvidence.sol",
+  "ZooMarket.sol",
   "ZooStaking.sol",
 ];
 /** The generated module. */
@@ -36,6 +38,8 @@ export interface CompiledRegistry {
   compiler: string;
   abi: unknown[];
   bytecode: `0x${string}`;
+  /** The ABI of the market the registry deploys. */
+  marketAbi: unknown[];
 }
 
 /** A compile that reported errors; `errors` are solc's messages. */
@@ -88,6 +92,7 @@ export async function compileRegistry(): Promise<CompiledRegistry> {
     compiler: solc.version(),
     abi: contract.abi,
     bytecode: `0x${contract.evm.bytecode.object}`,
+    marketAbi: output.contracts["ZooMarket.sol"].ZooMarket.abi,
   };
 }
 
@@ -113,6 +118,9 @@ export function renderArtifact(c: CompiledRegistry): string {
     `export const zooRegistryBytecode = ${
       JSON.stringify(c.bytecode)
     } as const;`,
+    "",
+    "/** The ABI of `ZooMarket`, which the registry deploys, typed for viem. */",
+    `export const zooMarketAbi = ${JSON.stringify(c.marketAbi)} as const;`,
     "",
   ].join("\n");
 }

@@ -6,7 +6,7 @@
  * @module
  */
 import type { Hash, TransactionReceipt } from "viem";
-import { zooRegistryAbi } from "./artifact.ts";
+import { zooMarketAbi, zooRegistryAbi } from "./artifact.ts";
 import type { Address } from "./attestation.ts";
 import type { ChainClient } from "./client.ts";
 import { ChainError } from "./errors.ts";
@@ -18,6 +18,25 @@ export interface Registry {
   client: ChainClient;
   address: Address;
 }
+
+/** The market a registry deployed, as seen through one client. */
+export interface Market {
+  client: ChainClient;
+  address: Address;
+}
+
+/**
+ * The market's ABI with the registry's errors beside it: a market call
+ * that the registry refuses (a job id taken) reverts with the registry's
+ * error, which must decode.
+ */
+const MARKET_CALL_ABI = [
+  ...zooMarketAbi,
+  ...zooRegistryAbi.filter((item) =>
+    item.type === "error" &&
+    !zooMarketAbi.some((m) => m.type === "error" && m.name === item.name)
+  ),
+];
 
 /** What a mined transaction reports. */
 export interface TxResult {
@@ -41,6 +60,18 @@ export type WriteName =
   | "slash"
   | "declareLost";
 
+/** The market functions that send a transaction. */
+export type MarketWriteName =
+  | "createJob"
+  | "bid"
+  | "proveBenchmark"
+  | "fillSeats"
+  | "reopenSeat"
+  | "cancel"
+  | "claim"
+  | "settle"
+  | "withdrawFees";
+
 /**
  * Headroom over the gas estimate, in quarters of it. An estimate holds only
  * for the block it was made in: `commitRound` stores a time (`slashableUntil`)
@@ -56,21 +87,58 @@ const GAS_HEADROOM_QUARTERS = 1n;
  * over its gas estimate and awaited to its receipt. `action` names it in
  * error messages ("Cannot <action>: ...").
  */
-export async function write(
+export function write(
   reg: Registry,
   action: string,
   functionName: WriteName,
   args: readonly unknown[],
   value?: bigint,
 ): Promise<TxResult> {
-  const { client } = reg;
+  return send(reg, zooRegistryAbi, action, functionName, args, value);
+}
+
+/**
+ * Sends one market transaction, as {@linkcode write} sends the registry's.
+ * `pending` simulates it in the next block rather than the last: a
+ * benchmark proof must land after its bid's block, which on a dev chain
+ * may be the last one mined.
+ */
+export function writeMarket(
+  market: Market,
+  action: string,
+  functionName: MarketWriteName,
+  args: readonly unknown[],
+  options: { value?: bigint; pending?: boolean } = {},
+): Promise<TxResult> {
+  return send(
+    market,
+    MARKET_CALL_ABI,
+    action,
+    functionName,
+    args,
+    options.value,
+    options.pending ? "pending" : undefined,
+  );
+}
+
+async function send(
+  contract: Registry | Market,
+  abi: readonly unknown[],
+  action: string,
+  functionName: string,
+  args: readonly unknown[],
+  value?: bigint,
+  blockTag?: "pending",
+): Promise<TxResult> {
+  const { client } = contract;
   try {
     const { request } = await client.public.simulateContract({
-      address: reg.address,
-      abi: zooRegistryAbi,
+      address: contract.address,
+      abi,
       functionName,
       args,
       value,
+      blockTag,
       account: client.account,
     } as never);
     const estimate = await client.public.estimateContractGas(
@@ -89,7 +157,7 @@ export async function write(
       await client.public.simulateContract({
         ...(request as object),
         // The request's ABI is the function alone; the errors decode here.
-        abi: zooRegistryAbi,
+        abi,
         blockNumber: receipt.blockNumber,
       } as never);
       throw new ChainError(
@@ -129,5 +197,19 @@ export function read<T>(
     functionName,
     args,
     blockNumber: at.blockNumber,
+  } as never) as Promise<T>;
+}
+
+/** Calls one view function of the market. */
+export function readMarketView<T>(
+  market: Market,
+  functionName: string,
+  args: readonly unknown[],
+): Promise<T> {
+  return market.client.public.readContract({
+    address: market.address,
+    abi: zooMarketAbi,
+    functionName,
+    args,
   } as never) as Promise<T>;
 }

@@ -10,7 +10,12 @@ import type { Hash } from "viem";
 import { zooRegistryAbi } from "./artifact.ts";
 import type { Address, Bytes32 } from "./attestation.ts";
 import { ChainError } from "./errors.ts";
-import { read, type ReadAt, type Registry } from "./registry_call.ts";
+import {
+  read,
+  type ReadAt,
+  readMarketView,
+  type Registry,
+} from "./registry_call.ts";
 import type { RegistryParams } from "./registry_writes.ts";
 
 /** A node's registration. */
@@ -38,6 +43,10 @@ export interface JobRecord {
   nextRound: number;
   /** Ended by its creator before its last round. */
   cancelled: boolean;
+  /** A priced job: its members hold seats won by bids in the market. */
+  seated: boolean;
+  /** The most one contributor is credited in a round (0: no cap). */
+  maxWeight: bigint;
   head: Bytes32;
   genesis: Bytes32;
   totalContribution: bigint;
@@ -65,16 +74,36 @@ export function withdrawableFrom(node: NodeRecord): bigint {
   return node.unbondingEnds > slashable ? node.unbondingEnds : slashable;
 }
 
-/** The registry's fixed parameters. */
+/** The registry's fixed parameters, its market's fee and treasury with them. */
 export async function readRegistryParams(
   reg: Registry,
-): Promise<RegistryParams> {
-  const [minNodeStake, unbondingDelay, challengeWindow] = await Promise.all([
-    read<bigint>(reg, "minNodeStake", []),
-    read<bigint>(reg, "unbondingDelay", []),
-    read<bigint>(reg, "challengeWindow", []),
+): Promise<Required<RegistryParams>> {
+  const [minNodeStake, unbondingDelay, challengeWindow, market] = await Promise
+    .all([
+      read<bigint>(reg, "minNodeStake", []),
+      read<bigint>(reg, "unbondingDelay", []),
+      read<bigint>(reg, "challengeWindow", []),
+      read<Address>(reg, "market", []),
+    ]);
+  const [feeBps, treasury] = await Promise.all([
+    readMarketView<number>(
+      { client: reg.client, address: market },
+      "feeBps",
+      [],
+    ),
+    readMarketView<Address>(
+      { client: reg.client, address: market },
+      "treasury",
+      [],
+    ),
   ]);
-  return { minNodeStake, unbondingDelay, challengeWindow };
+  return {
+    minNodeStake,
+    unbondingDelay,
+    challengeWindow,
+    feeBps,
+    treasury,
+  };
 }
 
 /** A node's registration (all zero when unregistered). */

@@ -27,7 +27,17 @@ export interface RegistryParams {
    * the time the last round's audits have to land their evidence.
    */
   challengeWindow: bigint;
+  /**
+   * The market's network fee, in basis points of every payment for a
+   * priced job ({@linkcode DEFAULT_FEE_BPS} unless given).
+   */
+  feeBps?: number;
+  /** Where the fee goes (the deploying account unless given). */
+  treasury?: Address;
 }
+
+/** The network fee a registry's market takes unless told: 5%. */
+export const DEFAULT_FEE_BPS = 500;
 
 /**
  * Deploys a registry with `params`: nodes stake at least `minNodeStake`
@@ -48,6 +58,8 @@ export async function deployRegistry(
           params.minNodeStake,
           params.unbondingDelay,
           params.challengeWindow,
+          params.treasury ?? client.account.address,
+          params.feeBps ?? DEFAULT_FEE_BPS,
         ],
       }));
     const receipt = await client.public.waitForTransactionReceipt({ hash });

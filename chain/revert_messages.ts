@@ -69,7 +69,8 @@ const MESSAGES: Record<string, Describe> = {
   BelowQuorum: ([have, need]) =>
     `${have} attestations are below the job's quorum of ${need}`,
   AlreadyClaimed: ([, a]) => `account ${a} has already claimed this job`,
-  NothingToClaim: ([, a]) => `account ${a} has no contributions in this job`,
+  NothingToClaim: ([, a]) =>
+    `account ${a} has no credited contributions in this job`,
   EvidenceNotSupported: ([kind]) =>
     `slashing evidence of kind ${kind} is not supported: 1 is equivocation, 2 a failed audit, 3 a false verdict, 4 an audit left unanswered while live`,
   BadEvidence: ([reason]) => `the evidence proves no offence: ${reason}`,
@@ -77,6 +78,42 @@ const MESSAGES: Record<string, Describe> = {
   AlreadyPunished: () => "this offence has already been punished",
   AlreadyDeclared: ([, a, round]) =>
     `account ${a} has already declared its work of round ${round} lost`,
+  SeatsByBid: ([job]) =>
+    `job ${job} is priced: its seats are won by bids ("zoo-node market bid"), not joined`,
+  NotMarket: ([a]) => `only the registry's market may do this, not ${a}`,
+  NotRegistry: () => "only the registry sends the market value",
+  UnknownMarket: ([job]) => `job ${job} is not a priced job of this market`,
+  BudgetShort: ([budget, needed]) =>
+    `a budget of ${
+      eth(budget)
+    } cannot pay the job's rounds at its maximum price, which cost ${
+      eth(needed)
+    }: raise --budget or lower --max-price, --seats or --rounds`,
+  BidAboveMax: ([price, max]) =>
+    `a bid of ${price} wei a token is not within the job's maximum price of ${max} wei a token (and above 0)`,
+  NotStaked: ([, a]) =>
+    `account ${a} is not a node staked for this job (registered, not leaving, staked the job's minimum): run "zoo-node chain register" or "zoo-node stake add"`,
+  TooManyBids: ([job]) => `job ${job} has taken as many bids as it can`,
+  BidClosed: ([, a]) =>
+    `account ${a} cannot bid now: the job has ended, or its bid was seated or left, or the new price is not lower`,
+  NoBid: ([, a]) => `account ${a} has no bid whose benchmark is running`,
+  BenchmarkTooSoon: ([block]) =>
+    `the benchmark's seed comes from the bid's block ${block}: prove it in a later block`,
+  BenchmarkExpired: ([block]) =>
+    `the bid's block ${block} is more than 256 blocks old, so its seed is gone: bid again`,
+  BiddingOpen: ([, until]) =>
+    `bidding is open until ${new Date(Number(until) * 1000).toISOString()}`,
+  SeatActive: ([, a]) =>
+    `account ${a}'s seat is held: it is in good standing and was credited within the last 2 rounds (or it holds no seat)`,
+  ClaimsClosed: ([job, from]) =>
+    Number(from) === 0
+      ? `job ${job} has rounds left; it pays once it ends`
+      : `job ${job} is in its challenge window; it pays from ${
+        new Date(Number(from) * 1000).toISOString()
+      }`,
+  AlreadyPaid: ([, a]) => `account ${a} has already been paid for this job`,
+  AlreadySettled: ([job]) => `job ${job}'s refund has already been settled`,
+  BadTerms: ([reason]) => `bad job terms: ${reason}`,
 };
 
 /**
