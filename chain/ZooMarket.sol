@@ -1,6 +1,8 @@
 // SPDX-License-Identifier: MIT
 pragma solidity 0.8.37;
 
+import "./ZooEvidence.sol";
+
 /// What the market needs of the registry that deployed it.
 interface IZooSeats {
     function createSeatedJob(
@@ -18,6 +20,10 @@ interface IZooSeats {
     function contributionOf(bytes32 job, address account) external view returns (uint256);
     function lastCredited(bytes32 job, address account) external view returns (uint32);
     function progress(bytes32 job) external view returns (uint32 nextRound, uint32 rounds, uint64 claimsFrom);
+    function workSigner(ZooEvidence.WorkCommitment calldata w, bytes calldata signature)
+        external
+        view
+        returns (address signer, bytes32 digest);
 }
 
 /// @title ZooMarket
@@ -29,6 +35,11 @@ interface IZooSeats {
 /// or went silent for SILENT_ROUNDS committed rounds reopens to the next
 /// bid. A network fee (`feeBps` of every payment) goes to the treasury;
 /// what the seats did not earn goes back to the creator.
+/// A benchmark is a signed work commitment for round BENCHMARK_ROUND: the
+/// job's model trained from its genesis checkpoint on batches drawn from
+/// the bid's block hash. The chain times it; the job's members replay it
+/// like any audit, and a quorum's failure verdicts on it slash the bidder
+/// through the registry (evidence kind 2), which vacates its seat.
 /// @dev The market is deployed by the registry and is the registry-side
 /// creator of every priced job: membership of such a job is a seat, given
 /// and taken here. Payments are not moved per round: what a provider is
@@ -61,6 +72,7 @@ contract ZooMarket {
 
     struct Market {
         address creator;
+        bytes32 genesis;
         uint128 budget;
         uint128 maxPrice;
         uint64 tokensPerSeat;
@@ -97,7 +109,7 @@ contract ZooMarket {
         Stage stage;
         /// The registry round the seat was taken at (silence counts from it).
         uint32 seatedRound;
-        /// The digest of the benchmark's trained state, for replay audits.
+        /// The digest of the benchmark's signed work commitment.
         bytes32 result;
     }
 
@@ -108,6 +120,8 @@ contract ZooMarket {
     /// Capability classes: class c is at least 2^(c-1) times the bar.
     uint8 public constant MAX_CLASS = 4;
     uint16 public constant MAX_FEE_BPS = 10_000;
+    /// The round number a benchmark's work commitment carries.
+    uint32 public constant BENCHMARK_ROUND = type(uint32).max;
 
     IZooSeats public immutable registry;
     address public immutable treasury;
@@ -133,6 +147,10 @@ contract ZooMarket {
     event BidPlaced(bytes32 indexed job, address indexed account, uint256 price);
     event Admitted(bytes32 indexed job, address indexed account, uint64 tokensPerSecond, uint8 class);
     event BenchmarkRefused(bytes32 indexed job, address indexed account, uint64 tokensPerSecond, uint64 required);
+    /// A benchmark's signed work commitment, for the members who replay it.
+    event BenchmarkProved(
+        bytes32 indexed job, address indexed account, ZooEvidence.WorkCommitment work, bytes signature
+    );
     event SeatTaken(bytes32 indexed job, address indexed account, uint256 price, uint32 round);
     /// `reason`: 1 left or slashed (no longer in good standing), 2 silent.
     event SeatReopened(bytes32 indexed job, address indexed account, uint8 reason);
@@ -161,6 +179,7 @@ contract ZooMarket {
     error NothingToClaim(bytes32 job, address account);
     error AlreadySettled(bytes32 job);
     error BadTerms(string reason);
+    error BadBenchmark(string reason);
     error TransferFailed();
 
     constructor(address treasury_, uint16 feeBps_) {
@@ -190,6 +209,7 @@ contract ZooMarket {
         registry.createSeatedJob(t.job, t.genesis, t.quorum, t.rounds, t.minStake, t.tokensPerSeat);
         Market storage m = markets[t.job];
         m.creator = msg.sender;
+        m.genesis = t.genesis;
         m.budget = uint128(msg.value);
         m.maxPrice = t.maxPrice;
         m.tokensPerSeat = t.tokensPerSeat;
@@ -245,22 +265,34 @@ contract ZooMarket {
         return keccak256(abi.encode(hash, job, account));
     }
 
-    /// @notice Ends the caller's benchmark with `result`, the digest of the
-    /// state it trained (auditors replay it from the seed): its speed,
-    /// benchTokens over the seconds since its bid, admits it in a class or
-    /// refuses it, and an admitted bid takes an open seat at once once
-    /// bidding has closed.
-    function proveBenchmark(bytes32 job, bytes32 result) external {
+    /// @notice Ends the caller's benchmark with `work`, its work commitment
+    /// signed by the caller (`signature`, EIP-712 in the registry's domain):
+    /// round BENCHMARK_ROUND from the genesis checkpoint, on the batches of
+    /// the bid's seed, benchTokens tokens. Its speed, benchTokens over the
+    /// seconds since the bid's block, admits it in a class or refuses it;
+    /// an admitted bid takes an open seat at once once bidding has closed.
+    function proveBenchmark(bytes32 job, ZooEvidence.WorkCommitment calldata work, bytes calldata signature)
+        external
+    {
         Market storage m = knownMarket(job);
         Bid storage b = bids[job][msg.sender];
         if (b.stage != Stage.Bid) revert NoBid(job, msg.sender);
         if (block.number <= b.placedBlock) revert BenchmarkTooSoon(b.placedBlock);
-        if (benchmarkSeed(job, msg.sender) == bytes32(0)) revert BenchmarkExpired(b.placedBlock);
+        bytes32 seed = benchmarkSeed(job, msg.sender);
+        if (seed == bytes32(0)) revert BenchmarkExpired(b.placedBlock);
+        if (work.job != job || work.round != BENCHMARK_ROUND || work.parent != m.genesis) {
+            revert BadBenchmark("not a benchmark of this job from its genesis");
+        }
+        if (work.data != seed) revert BadBenchmark("not trained on the bid's seed");
+        if (work.tokens != m.benchTokens) revert BadBenchmark("not the job's benchmark tokens");
+        (address signer, bytes32 digest) = registry.workSigner(work, signature);
+        if (signer != msg.sender) revert BadBenchmark("not signed by the bidder");
         uint64 elapsed = uint64(block.timestamp) - b.placedAt;
         if (elapsed == 0) elapsed = 1;
         uint64 speed = m.benchTokens / elapsed;
         b.tokensPerSecond = speed;
-        b.result = result;
+        b.result = digest;
+        emit BenchmarkProved(job, msg.sender, work, signature);
         if (speed < m.minTokensPerSecond) {
             b.stage = Stage.Refused;
             emit BenchmarkRefused(job, msg.sender, speed, m.minTokensPerSecond);

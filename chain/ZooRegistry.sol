@@ -453,6 +453,17 @@ contract ZooRegistry is ZooStaking, ZooAttestations, ZooEvidence {
         if (nextRound >= rounds) claimsFrom = claimsOpenAt(job, j);
     }
 
+    /// @notice Who signed work commitment `w` (zero for a malformed
+    /// signature) and its digest: the market checks benchmarks with it.
+    function workSigner(WorkCommitment calldata w, bytes calldata signature)
+        external
+        view
+        returns (address signer, bytes32 digest)
+    {
+        digest = workCommitmentDigest(w);
+        signer = signerOf(digest, signature);
+    }
+
     /// @notice Whether `account` could hold a seat of `job`: registered,
     /// not leaving, staked at least the job's minimum.
     function stakedFor(bytes32 job, address account) external view returns (bool) {

@@ -7,10 +7,11 @@
  *
  * @module
  */
-import { decodeEventLog } from "viem";
+import { decodeEventLog, encodeAbiParameters, keccak256 } from "viem";
 import { zooMarketAbi } from "./artifact.ts";
 import type { Address, Bytes32 } from "./attestation.ts";
 import { ChainError } from "./errors.ts";
+import type { WorkCommitment } from "./work_commitment.ts";
 import {
   type Market,
   read,
@@ -76,15 +77,42 @@ export function createPricedJob(
   );
 }
 
-/** Bids `price` wei per verified token for a seat; starts the benchmark clock. */
-export function placeBid(
+/**
+ * Bids `price` wei per verified token for a seat; starts the benchmark
+ * clock. `seed` is the benchmark's seed, from the bid's block hash: on a
+ * chain that mines a block per transaction no later block may exist yet,
+ * so the view cannot answer, but the receipt can.
+ */
+export async function placeBid(
   market: Market,
   params: { job: Bytes32; price: bigint },
-): Promise<TxResult> {
-  return writeMarket(market, "bid for a seat", "bid", [
+): Promise<TxResult & { seed: Bytes32 }> {
+  const tx = await writeMarket(market, "bid for a seat", "bid", [
     params.job,
     params.price,
   ]);
+  return {
+    ...tx,
+    seed: seedOf(
+      tx.receipt.blockHash,
+      params.job,
+      market.client.account.address,
+    ),
+  };
+}
+
+/** A benchmark's seed: what `benchmarkSeed` computes on chain. */
+export function seedOf(
+  blockHash: Bytes32,
+  job: Bytes32,
+  account: Address,
+): Bytes32 {
+  return keccak256(
+    encodeAbiParameters(
+      [{ type: "bytes32" }, { type: "bytes32" }, { type: "address" }],
+      [blockHash, job, account],
+    ),
+  );
 }
 
 /** What a benchmark proof decided. */
@@ -98,16 +126,26 @@ export interface BenchmarkOutcome extends TxResult {
   required: bigint;
 }
 
-/** Ends the account's benchmark with `result`, the trained state's digest. */
+/**
+ * The round number a benchmark's work commitment carries: no training
+ * round reaches it, so a benchmark never equivocates with a round's work.
+ */
+export const BENCHMARK_ROUND = 2 ** 32 - 1;
+
+/**
+ * Ends the account's benchmark with its work commitment (round
+ * {@linkcode BENCHMARK_ROUND}, from the genesis, on the bid's seed, the
+ * job's benchmark tokens) and its signature.
+ */
 export async function proveBenchmark(
   market: Market,
-  params: { job: Bytes32; result: Bytes32 },
+  params: { job: Bytes32; work: WorkCommitment; signature: `0x${string}` },
 ): Promise<BenchmarkOutcome> {
   const tx = await writeMarket(
     market,
     "prove the benchmark",
     "proveBenchmark",
-    [params.job, params.result],
+    [params.job, params.work, params.signature],
     { pending: true },
   );
   const [event] = marketEvents(market, tx, ["Admitted", "BenchmarkRefused"]);
@@ -194,6 +232,7 @@ export function withdrawFees(market: Market): Promise<TxResult> {
 /** A priced job's terms and state, as the market records them. */
 export interface MarketRecord {
   creator: Address;
+  genesis: Bytes32;
   budget: bigint;
   maxPrice: bigint;
   tokensPerSeat: bigint;

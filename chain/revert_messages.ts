@@ -114,6 +114,7 @@ const MESSAGES: Record<string, Describe> = {
   AlreadyPaid: ([, a]) => `account ${a} has already been paid for this job`,
   AlreadySettled: ([job]) => `job ${job}'s refund has already been settled`,
   BadTerms: ([reason]) => `bad job terms: ${reason}`,
+  BadBenchmark: ([reason]) => `bad benchmark: ${reason}`,
 };
 
 /**

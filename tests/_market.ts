@@ -9,8 +9,15 @@ import { type Hash, parseAbiItem, parseEther } from "viem";
 import { generatePrivateKey, privateKeyToAddress } from "viem/accounts";
 import type { Address, Attestation, Bytes32 } from "../chain/attestation.ts";
 import type { ChainError } from "../chain/errors.ts";
+import {
+  kernelId,
+  signWorkCommitment,
+  type WorkCommitment,
+} from "../chain/work_commitment.ts";
 import { sortContributions } from "../chain/attestation.ts";
 import {
+  BENCHMARK_ROUND,
+  benchmarkSeed,
   budgetFor,
   claimPay,
   createPricedJob,
@@ -41,6 +48,36 @@ import {
   type TestChain,
   withChain,
 } from "./_chain.ts";
+
+/**
+ * A benchmark commitment for `node`'s bid, signed by it, as the contract
+ * checks it (job, round, genesis, the bid's seed, the job's tokens); the
+ * trained state's digests are stand-ins here, where nothing replays them.
+ */
+export async function signedBenchmark(
+  node: TestAccount,
+  seed: Bytes32,
+  terms: JobTerms,
+  label: string,
+): Promise<{ job: Bytes32; work: WorkCommitment; signature: `0x${string}` }> {
+  const work: WorkCommitment = {
+    job: terms.job,
+    round: BENCHMARK_ROUND,
+    parent: terms.genesis,
+    data: seed,
+    delta: digestOf(`benchmark state of ${label}`),
+    steps: 2,
+    tokens: terms.benchTokens,
+    segments: 1,
+    trajectory: digestOf(`benchmark trajectory of ${label}`),
+    kernel: kernelId("wasm-relaxed"),
+  };
+  const signature = await signWorkCommitment(node.client.account, {
+    chainId: node.client.chainId,
+    registry: node.reg.address,
+  }, work);
+  return { job: terms.job, work, signature };
+}
 
 /** The priced job's terms (job id and genesis fixed). */
 export const MARKET_TERMS: JobTerms = {
@@ -168,13 +205,18 @@ async function scenario(
   let bidGas = 0n;
   let proveGas = 0n;
   for (const p of providers) {
-    bidGas = (await placeBid(at(p), { job: terms.job, price: p.price }))
-      .gasUsed;
+    const bid = await placeBid(at(p), { job: terms.job, price: p.price });
+    bidGas = bid.gasUsed;
     await passTime(chain.deployer.client, p.benchSeconds - 1);
-    proveGas = (await proveBenchmark(at(p), {
-      job: terms.job,
-      result: digestOf(`benchmark of ${p.name}`),
-    })).gasUsed;
+    // Once a later block exists, the chain's view agrees with the receipt.
+    if (
+      bid.seed !==
+        await benchmarkSeed(market, terms.job, p.node.client.account.address)
+    ) throw new Error("the seed from the receipt is not the chain's");
+    proveGas = (await proveBenchmark(
+      at(p),
+      await signedBenchmark(p.node, bid.seed, terms, p.name),
+    )).gasUsed;
   }
   await passTime(chain.deployer.client, Number(terms.biddingWindow));
   const fill = await fillSeats(market, { job: terms.job });

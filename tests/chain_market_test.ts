@@ -1,6 +1,12 @@
 import assert from "node:assert/strict";
 import { parseEther } from "viem";
 import {
+  EVIDENCE_FAILED_AUDIT,
+  failedAuditEvidence,
+  signAuditFailure,
+} from "../chain/audit_verdict.ts";
+import {
+  BENCHMARK_ROUND,
   budgetFor,
   cancelPricedJob,
   claimPay,
@@ -22,19 +28,27 @@ import {
   readJob,
   readRegistryParams,
   registerNode,
+  slash,
 } from "../chain/registry.ts";
 import { sortContributions } from "../chain/attestation.ts";
 import {
   CHAIN_TEST,
   digestOf,
+  domainOf,
   passTime,
   rejects,
   signAll,
   type TestAccount,
   type TestChain,
+  verdictOn,
   withChain,
 } from "./_chain.ts";
-import { MARKET_TERMS, runMarketScenario, SILENT } from "./_market.ts";
+import {
+  MARKET_TERMS,
+  runMarketScenario,
+  signedBenchmark,
+  SILENT,
+} from "./_market.ts";
 
 /**
  * The market of priced jobs on a real anvil: seats go to the lowest bids
@@ -117,11 +131,11 @@ async function pricedJob(chain: TestChain, n: number, terms = MARKET_TERMS) {
     address: market.address,
   });
   const admit = async (node: TestAccount, price: bigint) => {
-    await placeBid(as(node), { job: terms.job, price });
-    return await proveBenchmark(as(node), {
-      job: terms.job,
-      result: digestOf("state"),
-    });
+    const { seed } = await placeBid(as(node), { job: terms.job, price });
+    return await proveBenchmark(
+      as(node),
+      await signedBenchmark(node, seed, terms, "state"),
+    );
   };
   return { market, nodes, as, admit };
 }
@@ -163,10 +177,46 @@ Deno.test({
       );
       await rejects(joinJob(staked.reg, { job: terms.job }), "SeatsByBid");
       assert.deepEqual(await listBidders(as(staked), terms.job), []);
+      assert.equal(
+        (await readBid(as(staked), terms.job, staked.client.account.address))
+          .stage,
+        "none",
+      );
       // A proof without a bid; seats before bidding closes.
+      const early = await signedBenchmark(staked, digestOf("s"), terms, "x");
+      await rejects(proveBenchmark(as(staked), early), "NoBid");
+      // A benchmark must be the bidder's own, on its bid's seed.
+      const { seed } = await placeBid(as(staked), {
+        job: terms.job,
+        price: 1n,
+      });
+      const own = await signedBenchmark(staked, seed, terms, "x");
       await rejects(
-        proveBenchmark(as(staked), { job: terms.job, result: digestOf("x") }),
-        "NoBid",
+        proveBenchmark(as(staked), {
+          ...own,
+          work: { ...own.work, data: digestOf("a seed of my choosing") },
+        }),
+        "BadBenchmark",
+      );
+      const forged = await signedBenchmark(stranger, seed, terms, "x");
+      await rejects(
+        proveBenchmark(as(staked), {
+          ...forged,
+          work: own.work,
+        }),
+        "BadBenchmark",
+      );
+      await rejects(
+        proveBenchmark(as(staked), {
+          ...own,
+          work: { ...own.work, tokens: own.work.tokens - 1n },
+        }),
+        "BadBenchmark",
+      );
+      assert.equal(
+        (await readBid(as(staked), terms.job, staked.client.account.address))
+          .stage,
+        "bid",
       );
       await rejects(fillSeats(as(staked), { job: terms.job }), "BiddingOpen");
       // Nothing is paid before the job ends.
@@ -302,5 +352,58 @@ Deno.test({
         "AlreadySettled",
       );
       await rejects(claimPay(as(b), { job: terms.job }), "AlreadyPaid");
+    }),
+});
+
+Deno.test({
+  name:
+    "market: a benchmark that a quorum of members failed in replay slashes its bidder through the registry, and its seat goes to the next bid",
+  ...CHAIN_TEST,
+  fn: () =>
+    withChain(async (chain) => {
+      const terms = { ...MARKET_TERMS, seats: 3, quorum: 2, biddingWindow: 0n };
+      const { market, nodes, as } = await pricedJob(chain, 4, terms);
+      const benchmarks = [];
+      for (const [i, node] of nodes.entries()) {
+        const { seed } = await placeBid(as(node), {
+          job: terms.job,
+          price: BigInt(100 + i),
+        });
+        const proof = await signedBenchmark(node, seed, terms, `n${i}`);
+        await proveBenchmark(as(node), proof);
+        benchmarks.push(proof);
+      }
+      const [cheat, b, c, next] = nodes;
+      const stage = async (n: TestAccount) =>
+        (await readBid(market, terms.job, n.client.account.address)).stage;
+      assert.deepEqual(
+        await Promise.all(nodes.map(stage)),
+        ["seated", "seated", "seated", "admitted"],
+      );
+      // b and c replayed cheat's benchmark and got another state.
+      const accused = cheat.client.account.address;
+      const failure = verdictOn(b, benchmarks[0].work, accused);
+      assert.equal(failure.round, BENCHMARK_ROUND);
+      const verdicts = await Promise.all([b, c].map(async (auditor) => ({
+        signer: auditor.client.account.address,
+        signature: await signAuditFailure(
+          auditor.client.account,
+          domainOf(auditor),
+          failure,
+        ),
+      })));
+      await slash(b.reg, {
+        account: accused,
+        job: terms.job,
+        kind: EVIDENCE_FAILED_AUDIT,
+        evidence: failedAuditEvidence(
+          benchmarks[0].work,
+          benchmarks[0].signature,
+          verdicts,
+        ),
+      });
+      await reopenSeat(market, { job: terms.job, account: accused });
+      assert.equal(await stage(cheat), "left");
+      assert.equal(await stage(next), "seated");
     }),
 });
