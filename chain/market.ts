@@ -169,12 +169,18 @@ export async function proveBenchmark(
   };
 }
 
-/** Seats the lowest admitted bids once bidding has closed (anyone may). */
+/**
+ * Seats the lowest admitted bids once bidding has closed (anyone may).
+ * Simulated in the next block: a dev chain mines only for transactions,
+ * so its last block may be older than the close.
+ */
 export function fillSeats(
   market: Market,
   params: { job: Bytes32 },
 ): Promise<TxResult> {
-  return writeMarket(market, "fill the seats", "fillSeats", [params.job]);
+  return writeMarket(market, "fill the seats", "fillSeats", [params.job], {
+    pending: true,
+  });
 }
 
 /** Reopens a seat whose holder left, was slashed or went silent. */
@@ -185,7 +191,7 @@ export function reopenSeat(
   return writeMarket(market, "reopen the seat", "reopenSeat", [
     params.job,
     params.account,
-  ]);
+  ], { pending: true });
 }
 
 /** Ends a priced job after its committed rounds (its creator only). */
@@ -336,6 +342,11 @@ export function wasPaid(
   account: Address,
 ): Promise<boolean> {
   return readMarketView<boolean>(market, "paid", [job, account]);
+}
+
+/** The market's network fee, in basis points of every payment. */
+export function readMarketFee(market: Market): Promise<number> {
+  return readMarketView<number>(market, "feeBps", []);
 }
 
 /** The fees the treasury is owed and has not been sent. */

@@ -100,8 +100,9 @@ export function write(
 /**
  * Sends one market transaction, as {@linkcode write} sends the registry's.
  * `pending` simulates it in the next block rather than the last: a
- * benchmark proof must land after its bid's block, which on a dev chain
- * may be the last one mined.
+ * benchmark proof must land after its bid's block, and seats fill after
+ * bidding closes, while on a dev chain the last block mined may be the
+ * bid's, or older than the close.
  */
 export function writeMarket(
   market: Market,

@@ -74,6 +74,11 @@ export interface Config {
    * between steps for the rest (a machine shared with other work).
    */
   dutyCycle: number;
+  /**
+   * What this node bids for a seat of a priced job, in wei per verified
+   * token as decimal text (a price is a uint128 on chain); null: no bid.
+   */
+  bid: string | null;
 }
 
 /** A setting that failed validation; `source` says where it came from. */
@@ -141,6 +146,7 @@ export const SETTINGS = {
   threads: { env: "ZOO_THREADS", flag: "threads", form: "text" },
   overlap: { env: "ZOO_OVERLAP", flag: "overlap", form: "switch" },
   dutyCycle: { env: "ZOO_DUTY_CYCLE", flag: "duty-cycle", form: "text" },
+  bid: { env: "ZOO_BID", flag: "bid", form: "text" },
 } as const satisfies Record<
   keyof Config,
   { env: string; flag: string; form: SettingForm }
@@ -179,6 +185,7 @@ export function defaultConfig(home: string | undefined): Config {
     threads: null,
     overlap: false,
     dutyCycle: 1,
+    bid: null,
   };
 }
 
@@ -244,9 +251,27 @@ export function parseSetting<K extends keyof Config>(
         return fail("expected a number above 0, at most 1");
       }
       return validateSetting(source, key, Number(text)) as Config[K];
+    case "bid":
+      return validateSetting(source, key, weiText(text) ?? text) as Config[K];
     default:
       return validateSetting(source, key, text) as Config[K];
   }
+}
+
+/** What a price per verified token (`--bid`, `--max-price`) looks like. */
+export const BID_EXPECTED =
+  "expected a price per verified token above 0: wei (500000000) or gwei (0.5gwei)";
+
+/**
+ * A price as wei decimal text: `500000000` as it is, `0.5gwei` converted;
+ * null for anything else.
+ */
+export function weiText(text: string): string | null {
+  if (/^\d+$/.test(text)) return text;
+  const gwei = /^(\d+)(?:\.(\d{1,9}))?gwei$/.exec(text);
+  if (!gwei) return null;
+  return (BigInt(gwei[1]) * 10n ** 9n + BigInt((gwei[2] ?? "").padEnd(9, "0")))
+    .toString();
 }
 
 /** Parses `[host:]port` or `off`, the text form of `http`. */
@@ -390,6 +415,15 @@ export function validateSetting<K extends keyof Config>(
     case "dutyCycle":
       if (typeof value !== "number" || !(value > 0 && value <= 1)) {
         fail("expected a number above 0, at most 1");
+      }
+      break;
+    case "bid":
+      if (value === null) break;
+      if (
+        typeof value !== "string" || !/^\d+$/.test(value) ||
+        BigInt(value) === 0n || BigInt(value) >= 2n ** 128n
+      ) {
+        fail(BID_EXPECTED);
       }
       break;
   }

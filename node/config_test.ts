@@ -71,6 +71,7 @@ Deno.test("defaults: every setting when no source gives one", async () => {
     threads: null,
     overlap: false,
     dutyCycle: 1,
+    bid: null,
   });
   assert.equal(defaultConfig(undefined).dataDir, "./.zoo");
 });
@@ -95,6 +96,7 @@ const FILE = {
   threads: 1,
   overlap: false,
   dutyCycle: 0.5,
+  bid: "1001",
 };
 const ENV: Record<string, string> = {
   ZOO_LISTEN: "/ip4/127.0.0.1/tcp/2002,/ip4/127.0.0.1/tcp/2003",
@@ -115,6 +117,7 @@ const ENV: Record<string, string> = {
   ZOO_THREADS: "2",
   ZOO_OVERLAP: "true",
   ZOO_DUTY_CYCLE: "0.25",
+  ZOO_BID: "2002",
 };
 const FLAGS: Omit<Config, "dataDir" | "mdns"> = {
   listen: ["/ip4/127.0.0.1/tcp/3003"],
@@ -134,6 +137,7 @@ const FLAGS: Omit<Config, "dataDir" | "mdns"> = {
   threads: 3,
   overlap: false,
   dutyCycle: 1,
+  bid: "3003",
 };
 
 Deno.test("zoo.json overrides every default", () =>
@@ -169,8 +173,20 @@ Deno.test("ZOO_* env overrides zoo.json, lists comma-separated", () =>
       threads: 2,
       overlap: true,
       dutyCycle: 0.25,
+      bid: "2002",
     });
   }));
+
+Deno.test("--bid takes wei or gwei and keeps wei", () => {
+  assert.deepEqual(parseCommand(["--join", "--bid", "0.5gwei"]), {
+    kind: "join",
+    flags: { bid: "500000000" },
+  });
+  assert.deepEqual(parseCommand(["--join", "--bid=7"]), {
+    kind: "join",
+    flags: { bid: "7" },
+  });
+});
 
 Deno.test("flags override env and zoo.json", () =>
   withDataDir(FILE, async (dir) => {
@@ -285,6 +301,9 @@ const BAD: [keyof Config, string, unknown, string][] = [
   ["dutyCycle", "0", 0, "0"],
   ["dutyCycle", "1.5", 1.5, "1.5"],
   ["dutyCycle", "half", "half", "half"],
+  ["bid", "0", "0", "0"],
+  ["bid", "-5", "-5", "-5"],
+  ["bid", "cheap", "cheap", "cheap"],
 ];
 
 Deno.test("bad values in zoo.json name the file and the value", async () => {
@@ -318,6 +337,7 @@ Deno.test("bad values in flags name the flag and the value", () => {
     backend: "--backend",
     threads: "--threads",
     dutyCycle: "--duty-cycle",
+    bid: "--bid",
   };
   for (const [key, text, , shown] of BAD) {
     // boolean flags

@@ -10,6 +10,7 @@ import type { BackendChoice } from "../kernels/backend_select.ts";
 import { readJob, readRound } from "../chain/registry.ts";
 import { type DevnetChain, startDevnetChain } from "../node/devnet/chain.ts";
 import {
+  DEVNET_REWARD,
   type DevnetPeerSlot,
   publishDevnetJob,
   registerDevnetPeers,
@@ -24,7 +25,7 @@ import {
   stopPeer,
   waitFor,
 } from "../node/devnet/local_peer.ts";
-import type { PublishedJob } from "../node/job/publish.ts";
+import type { JobFunding, PublishedJob } from "../node/job/publish.ts";
 import type { RoundRecord } from "../node/round/records/ledger.ts";
 import { callRpc } from "../node/http/rpc_client.ts";
 import { ensureIdentity } from "../node/identity.ts";
@@ -283,6 +284,8 @@ export interface JobClusterOptions {
   keys?: string;
   /** The job's reward pool, wei (default: the devnet's). */
   reward?: bigint;
+  /** A priced job's market terms instead of a pool. */
+  priced?: Extract<JobFunding, { priced: unknown }>["priced"];
 }
 
 async function runJobCluster(
@@ -302,7 +305,15 @@ async function runJobCluster(
       `${CORPUS_CACHE}/${BROWN_CACHE_FILE}`,
       `${root}/cache/${BROWN_CACHE_FILE}`,
     );
-    const job = await publishDevnetJob(chain, root, slots, o.spec, o.reward);
+    const job = await publishDevnetJob(
+      chain,
+      root,
+      slots,
+      o.spec,
+      o.priced
+        ? { priced: o.priced, minStake: 0n }
+        : { reward: o.reward ?? DEVNET_REWARD, minStake: 0n },
+    );
     cluster = new JobCluster(root, chain, o.spec, slots, job);
     await fn(cluster);
   } catch (err) {

@@ -57,8 +57,9 @@ const ROUND_WIRING = ["node/round/work.ts", "node/round/driver.ts"];
  * hashes; the message types; the live peers, their order and shards; the
  * numbers of an update (rules, screens, quantization, the outer step); the
  * job spec; the round (its machine, manifest, checkpoint, credit); the
- * audits (work records, plans, the book of verdicts); and on top the
- * codecs that decode and check what arrives. `errors.ts` sits beside them.
+ * audits (work records, plans, the book of verdicts); the market (a
+ * priced job's admission benchmark); and on top the codecs that decode and
+ * check what arrives. `errors.ts` sits beside them.
  */
 const PROTOCOL_FLOORS: string[][] = [
   ["content"],
@@ -68,6 +69,7 @@ const PROTOCOL_FLOORS: string[][] = [
   ["spec"],
   ["round"],
   ["audit"],
+  ["market"],
   ["codec"],
 ];
 

@@ -111,6 +111,8 @@ export async function startBrowserPeer(
       threads: config.threads ?? 1,
       computeThread: false,
       dutyCycle: 1,
+      // A tab trains pool jobs: a seat of a priced job is bid for from a node.
+      bid: null,
       overlap: false,
       confirmations: config.confirmations,
       notes,

@@ -50,6 +50,8 @@ export function chainCommand(
           unbondingDelay: command.unbondingDelay ??
             DEVNET_REGISTRY.unbondingDelay,
           challengeWindow: command.challengeWindow ?? DEFAULT_CHALLENGE_WINDOW,
+          feeBps: command.feeBps ?? undefined,
+          treasury: command.treasury ?? undefined,
         });
         console.log(`registry  ${reg.address}`);
         console.log(
@@ -148,7 +150,9 @@ async function printStatus(
   console.log(
     `registry  ${reg.address}: min stake ${
       formatEther(params.minNodeStake)
-    } ETH, unbonding ${params.unbondingDelay} s, claims ${params.challengeWindow} s after a job's last commit`,
+    } ETH, unbonding ${params.unbondingDelay} s, claims ${params.challengeWindow} s after a job's last commit; market fee ${
+      params.feeBps / 100
+    }% to ${params.treasury}`,
   );
   console.log(`account   ${identity.address}, ${formatEther(balance)} ETH`);
   if (!node.registered) {

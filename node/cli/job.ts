@@ -12,7 +12,6 @@ import { chunkBytesFor, chunkDataset } from "../../protocol/content/dataset.ts";
 import { DEFAULT_CORPUS_DATASET_ID, storeDataset } from "../job/dataset.ts";
 import { loadLocalText } from "../job/local_text.ts";
 import { Blockstore } from "../store/blockstore.ts";
-import { publishJob } from "../job/publish.ts";
 import { sessionRegistry } from "../chain_session.ts";
 import type { Config } from "../config.ts";
 import { blockstoreDir } from "../node.ts";
@@ -30,12 +29,21 @@ import {
 } from "../../protocol/audit/deterrence.ts";
 import { bytes32ToCid } from "../../chain/attestation.ts";
 import { UsageError } from "./flags.ts";
-import type { ChainCommand } from "./parse_chain.ts";
+import type { ChainCommand, PricedTerms } from "./parse_chain.ts";
+import { type JobFunding, publishJob } from "../job/publish.ts";
+import { roundCost } from "../../chain/market.ts";
+import {
+  benchmarkSteps,
+  defaultAdmissionBar,
+  tokensPerSeat,
+} from "../../protocol/market/benchmark.ts";
+import { priceText } from "../job/seat.ts";
 
 /**
  * `zoo-node job create <spec.json>`: validates the spec, stores it (its CID
  * is the job id) and its genesis checkpoint in the blockstore, so peers can
- * fetch both by CID, and creates the job on chain funded with `--reward`.
+ * fetch both by CID, and creates the job on chain funded with `--reward`,
+ * or, with `--max-price`, as a priced job whose seats providers bid for.
  * With `--data PATH` the job trains on that text file or directory: it is
  * chunked and stored as a dataset the creator's node serves.
  */
@@ -89,8 +97,10 @@ export async function jobCreate(
   }
   return await withSession(config, async (session) => {
     const reg = await sessionRegistry(session, config);
+    const market = command.priced && marketTerms(command.priced, spec);
     const terms = {
-      pool: command.reward,
+      // A priced job's budget is what it pays at most, as a pool is.
+      pool: market?.budget ?? command.reward,
       minStake: command.minStake,
       minNodeStake: (await readRegistryParams(reg)).minNodeStake,
     };
@@ -100,18 +110,25 @@ export async function jobCreate(
     // Rounds from zero moments: audits replay from C(r), fetching no state.
     if (fields.moments === undefined) spec = { ...spec, moments: "reset" };
     const deterrence = checkedDeterrence(command.spec, spec, terms);
-    const { id: job, genesis, tx } = await publishJob([store], reg, spec, {
-      reward: command.reward,
-      minStake: command.minStake,
-    });
+    const { id: job, genesis, tx } = await publishJob(
+      [store],
+      reg,
+      spec,
+      market
+        ? { priced: market, minStake: command.minStake }
+        : { reward: command.reward, minStake: command.minStake },
+    );
     console.log(`job       ${job}`);
     if (datasetLine !== null) console.log(datasetLine);
     console.log(`genesis   ${genesis}`);
     console.log(
-      `chain     registry ${reg.address}, pool ${
-        formatEther(command.reward)
-      } ETH, quorum ${spec.quorum}, ${spec.rounds} rounds (tx ${tx.hash})`,
+      `chain     registry ${reg.address}, ${
+        market
+          ? `budget ${formatEther(market.budget)} ETH`
+          : `pool ${formatEther(command.reward)} ETH`
+      }, quorum ${spec.quorum}, ${spec.rounds} rounds (tx ${tx.hash})`,
     );
+    if (market) console.log(marketLine(spec, market));
     console.log(
       `audits    ${deterrenceLine(deterrence)}; ${
         resetsMoments(spec)
@@ -121,6 +138,46 @@ export async function jobCreate(
     );
     return 0;
   });
+}
+
+/** The market terms of `job create --max-price ...`, defaults filled in. */
+function marketTerms(
+  priced: PricedTerms,
+  spec: JobSpec,
+): Extract<JobFunding, { priced: unknown }>["priced"] {
+  const seats = priced.seats ?? spec.minPeers;
+  const perRound = roundCost(
+    priced.maxPrice,
+    seats,
+    BigInt(tokensPerSeat(spec)),
+  );
+  return {
+    maxPrice: priced.maxPrice,
+    seats,
+    budget: priced.budget ?? perRound * BigInt(spec.rounds),
+    biddingWindow: priced.biddingWindow,
+    minTokensPerSecond: priced.minTokensPerSecond ?? defaultAdmissionBar(spec),
+  };
+}
+
+/**
+ * What `job create` says of a priced job: the price, what a round costs,
+ * how many rounds the budget buys, the bidding and the admission bar.
+ */
+function marketLine(
+  spec: JobSpec,
+  m: Extract<JobFunding, { priced: unknown }>["priced"],
+): string {
+  const seat = tokensPerSeat(spec);
+  const perRound = roundCost(m.maxPrice, m.seats, BigInt(seat));
+  const steps = benchmarkSteps(spec, m.minTokensPerSecond);
+  return `market    at most ${
+    priceText(m.maxPrice)
+  }, ${m.seats} seats of ${seat} tokens a round: a round costs at most ${
+    formatEther(perRound)
+  } ETH, so the budget buys ${
+    m.budget / perRound
+  } rounds at the maximum price (the unspent part is refunded); bids close ${m.biddingWindow} s from now; admission: ${m.minTokensPerSecond} tokens/s, timed on chain over a ${steps}-step benchmark`;
 }
 
 /**

@@ -1,5 +1,5 @@
 import { parseEther } from "viem";
-import type { PartialConfig } from "../config.ts";
+import { BID_EXPECTED, type PartialConfig, weiText } from "../config.ts";
 import {
   DATA_DIR,
   type Parsed,
@@ -16,6 +16,10 @@ export type ChainCommand =
     minStake: bigint | null;
     unbondingDelay: bigint | null;
     challengeWindow: bigint | null;
+    /** The market's fee, basis points; null: DEFAULT_FEE_BPS. */
+    feeBps: number | null;
+    /** Where the fee goes; null: the deploying account. */
+    treasury: `0x${string}` | null;
     flags: PartialConfig;
   }
   | { kind: "chain-status"; flags: PartialConfig }
@@ -35,6 +39,8 @@ export type ChainCommand =
     minStake: bigint;
     /** A text file or directory to train on, instead of the spec's dataset. */
     data: string | null;
+    /** A priced job's terms; null for a reward pool job. */
+    priced: PricedTerms | null;
     flags: PartialConfig;
   }
   | { kind: "job-cancel"; job: string; flags: PartialConfig }
@@ -48,6 +54,20 @@ export type ChainCommand =
     flags: PartialConfig;
   }
   | { kind: "rewards-claim"; job: string | null; flags: PartialConfig };
+
+/** What `job create --max-price ...` asks of the market. */
+export interface PricedTerms {
+  /** Wei per verified token. */
+  maxPrice: bigint;
+  /** Wei; null: exactly what the rounds cost at the maximum price. */
+  budget: bigint | null;
+  /** Null: the spec's minPeers. */
+  seats: number | null;
+  /** Seconds bids gather before seats fill. */
+  biddingWindow: number;
+  /** Null: the speed that trains a seat's round within the deadline. */
+  minTokensPerSecond: number | null;
+}
 
 /** Flags of every command that talks to the chain. */
 export const CHAIN_FLAGS: Spec = {
@@ -67,7 +87,20 @@ export function parseChain(argv: string[]): ChainCommand {
         "min-stake": { type: "string" },
         "unbonding-delay": { type: "string" },
         "challenge-window": { type: "string" },
+        "fee-bps": { type: "string" },
+        treasury: { type: "string" },
       }, 0);
+      const treasury = p.values.treasury;
+      if (
+        treasury !== undefined &&
+        (typeof treasury !== "string" || !/^0x[0-9a-fA-F]{40}$/.test(treasury))
+      ) {
+        throw new UsageError(
+          `--treasury must be a 0x-prefixed 20-byte address: current value is ${
+            JSON.stringify(treasury)
+          }`,
+        );
+      }
       return {
         kind: "chain-deploy",
         minStake: optionalEther(p, "min-stake"),
@@ -77,6 +110,10 @@ export function parseChain(argv: string[]): ChainCommand {
         challengeWindow: p.values["challenge-window"] === undefined
           ? null
           : BigInt(integer(p, "challenge-window", 0, 10 * 365 * 86400)),
+        feeBps: p.values["fee-bps"] === undefined
+          ? null
+          : integer(p, "fee-bps", 0, 10_000),
+        treasury: (treasury as `0x${string}` | undefined) ?? null,
         flags: settings(p),
       };
     }
@@ -147,6 +184,11 @@ export function parseJob(argv: string[]): ChainCommand {
     reward: { type: "string" },
     "min-stake": { type: "string" },
     data: { type: "string" },
+    "max-price": { type: "string" },
+    budget: { type: "string" },
+    seats: { type: "string" },
+    "bidding-window": { type: "string" },
+    "min-tokens-per-second": { type: "string" },
   }, 1);
   const data = p.values.data;
   if (data !== undefined && (typeof data !== "string" || data === "")) {
@@ -158,7 +200,48 @@ export function parseJob(argv: string[]): ChainCommand {
     reward: optionalEther(p, "reward") ?? parseEther("1"),
     minStake: optionalEther(p, "min-stake") ?? 0n,
     data: data ?? null,
+    priced: pricedTerms(p),
     flags: settings(p),
+  };
+}
+
+const MARKET_FLAGS = [
+  "max-price",
+  "budget",
+  "seats",
+  "bidding-window",
+  "min-tokens-per-second",
+];
+
+/** The market flags of `job create`, or null when none is given. */
+function pricedTerms(p: Parsed): PricedTerms | null {
+  const given = MARKET_FLAGS.filter((f) => p.values[f] !== undefined);
+  if (given.length === 0) return null;
+  if (p.values.reward !== undefined) {
+    throw new UsageError(
+      `--reward funds a pool job, --${given[0]} a priced one: keep one`,
+    );
+  }
+  const text = p.values["max-price"];
+  const maxPrice = typeof text === "string" ? weiText(text) : null;
+  if (maxPrice === null || BigInt(maxPrice) === 0n) {
+    throw new UsageError(
+      `a priced job needs --max-price, ${BID_EXPECTED}: current value is ${
+        JSON.stringify(text ?? "")
+      }`,
+    );
+  }
+  const has = (f: string) => p.values[f] !== undefined;
+  return {
+    maxPrice: BigInt(maxPrice),
+    budget: optionalEther(p, "budget"),
+    seats: has("seats") ? integer(p, "seats", 1, 64) : null,
+    biddingWindow: has("bidding-window")
+      ? integer(p, "bidding-window", 0, 30 * 24 * 3600)
+      : 60,
+    minTokensPerSecond: has("min-tokens-per-second")
+      ? integer(p, "min-tokens-per-second", 1, 1e12)
+      : null,
   };
 }
 

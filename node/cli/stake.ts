@@ -19,10 +19,13 @@ import {
   readNode,
   readRewardStatus,
   type RewardStatus,
+  type SeatEarnings,
   withdrawableFrom,
   withdrawStake,
 } from "../../chain/registry.ts";
 import { sessionRegistry } from "../chain_session.ts";
+import { claimPay, marketOf } from "../../chain/market.ts";
+import { priceText } from "../job/seat.ts";
 import type { Config } from "../config.ts";
 import { parseJobId, withSession } from "./chain.ts";
 import type { ChainCommand } from "./parse_chain.ts";
@@ -92,7 +95,9 @@ export function rewardsCommand(
     );
     // Every job when asked for one; else those the account trained in.
     const shown = command.job === null
-      ? all.filter((s) => s.stage !== "none")
+      ? all.filter((s) =>
+        s.stage !== "none" || (s.seat !== null && s.seat.stage !== "none")
+      )
       : all;
     if (command.json) {
       console.log(JSON.stringify({
@@ -142,18 +147,39 @@ export function rewardsClaim(
       }
     }
     for (const job of jobs) {
-      const tx = await claimReward(reg, { job });
+      const id = bytes32ToCid(job, RAW_CODEC);
+      const status = await readRewardStatus(reg, job, identity.address);
+      if (status.seat === null) {
+        const tx = await claimReward(reg, { job });
+        console.log(
+          `claimed ${
+            formatEther(tx.amount)
+          } ETH from job ${id} (tx ${tx.hash})`,
+        );
+        continue;
+      }
+      const tx = await claimPay(await marketOf(reg), { job });
       console.log(
-        `claimed ${formatEther(tx.amount)} ETH from job ${
-          bytes32ToCid(job, RAW_CODEC)
-        } (tx ${tx.hash})`,
+        `claimed ${formatEther(tx.amount)} ETH for job ${id}: ${
+          formatEther(tx.amount + tx.fee)
+        } ETH earned, ${formatEther(tx.fee)} ETH network fee (tx ${tx.hash})`,
       );
+      // Slashed stake shared out to a priced job's honest seats.
+      if (status.claimable > 0n) {
+        const share = await claimReward(reg, { job });
+        console.log(
+          `claimed ${
+            formatEther(share.amount)
+          } ETH of stake slashed in job ${id} (tx ${share.hash})`,
+        );
+      }
     }
     return 0;
   });
 }
 
 function describe(s: RewardStatus): string {
+  if (s.seat) return describeSeat(s, s.seat);
   const { record: j } = s;
   const share = `, ${s.contribution} of ${j.totalContribution} tokens`;
   const progress = `round ${j.nextRound}/${j.rounds}${
@@ -177,6 +203,63 @@ function describe(s: RewardStatus): string {
   }
 }
 
+/** A priced job's line: the seat's bid, class, credit, pay and standing. */
+function describeSeat(s: RewardStatus, seat: SeatEarnings): string {
+  const j = s.record;
+  const head = `round ${j.nextRound}/${j.rounds}${
+    j.cancelled ? " (cancelled)" : ""
+  }, priced: bid ${priceText(seat.price)}, ${seat.stage}${
+    seat.capabilityClass > 0
+      ? `, class ${seat.capabilityClass} (${seat.tokensPerSecond} tokens/s)`
+      : ""
+  }`;
+  const earned =
+    `${seat.roundsCredited} rounds credited, ${seat.tokens} tokens verified, ${
+      formatEther(seat.net)
+    } ETH earned after the ${formatEther(seat.fee)} ETH fee`;
+  const slashed = seat.slashed > 0n
+    ? `; ${formatEther(seat.slashed)} ETH of stake slashed`
+    : "";
+  switch (s.stage) {
+    case "none":
+      return `${head}: nothing credited${slashed}`;
+    case "running":
+      return `${head}; ${earned}${slashed}: paid once the job ends`;
+    case "window":
+      return `${head}; ${earned}${slashed}: in its challenge window, paid from ${
+        isoTime(s.claimsOpenAt ?? 0n)
+      }`;
+    case "claimable":
+      return `${head}; ${earned}${slashed}: ${
+        formatEther(seat.claimable)
+      } ETH claimable ("zoo-node rewards claim")`;
+    case "claimed":
+      return `${head}; ${earned}${slashed}: paid ${formatEther(seat.paid)} ETH`;
+  }
+}
+
+function seatJson(seat: SeatEarnings) {
+  return {
+    price: String(seat.price),
+    stage: seat.stage,
+    capabilityClass: seat.capabilityClass,
+    tokensPerSecond: String(seat.tokensPerSecond),
+    roundsCredited: seat.roundsCredited,
+    tokens: String(seat.tokens),
+    earned: String(seat.gross),
+    fee: String(seat.fee),
+    net: String(seat.net),
+    paid: String(seat.paid),
+    claimable: String(seat.claimable),
+    slashed: String(seat.slashed),
+    rounds: seat.rounds.map((r) => ({
+      round: r.round,
+      tokens: String(r.tokens),
+      earned: String(r.earned),
+    })),
+  };
+}
+
 function rewardJson(s: RewardStatus) {
   return {
     job: bytes32ToCid(s.job, RAW_CODEC),
@@ -189,6 +272,7 @@ function rewardJson(s: RewardStatus) {
     roundsCommitted: s.record.nextRound,
     rounds: s.record.rounds,
     cancelled: s.record.cancelled,
+    seat: s.seat === null ? null : seatJson(s.seat),
   };
 }
 

@@ -24,7 +24,11 @@ import {
   loadJobDataset,
   storeDataset,
 } from "../job/dataset.ts";
-import { type PublishedJob, publishJob } from "../job/publish.ts";
+import {
+  type JobFunding,
+  type PublishedJob,
+  publishJob,
+} from "../job/publish.ts";
 import {
   type LocalPeer,
   loopbackAddr,
@@ -70,26 +74,23 @@ export async function registerDevnetPeers(
 
 /**
  * Seeds the job's dataset, spec and genesis into every peer's store and
- * creates the job on chain with a pool of `reward` wei. The default corpus
- * is built once, cached in `<root>/cache`; any other dataset must already
- * be in `<root>`'s store.
+ * creates the job on chain as `funding` says (default: a pool of
+ * {@linkcode DEVNET_REWARD}). The default corpus is built once, cached in
+ * `<root>/cache`; any other dataset must already be in `<root>`'s store.
  */
 export async function publishDevnetJob(
   chain: DevnetChain,
   root: string,
   slots: readonly DevnetPeerSlot[],
   spec: JobSpec,
-  reward: bigint = DEVNET_REWARD,
+  funding: JobFunding = { reward: DEVNET_REWARD, minStake: 0n },
 ): Promise<PublishedJob> {
   const stores = await Promise.all(
     slots.map((s) => Blockstore.open(blockstoreDir(s.dataDir))),
   );
   const dataset = await devnetDataset(root, spec);
   for (const store of stores) await storeDataset(store, dataset);
-  return await publishJob(stores, chain.owner, spec, {
-    reward,
-    minStake: 0n,
-  });
+  return await publishJob(stores, chain.owner, spec, funding);
 }
 
 async function devnetDataset(root: string, spec: JobSpec): Promise<Dataset> {

@@ -12,6 +12,7 @@ import type {
   NodeStatus,
   PeerSummary,
   RoundRecord,
+  SeatStatus,
   TrainingStatus,
   WaitingStatus,
 } from "./types.ts";
@@ -128,6 +129,26 @@ export function record(round: number): RoundRecord {
   };
 }
 
+/** A seat of a priced job: 0.5 gwei a token, two rounds credited. */
+export const SEAT: SeatStatus = {
+  price: "500000000",
+  stage: "seated",
+  capabilityClass: 3,
+  tokensPerSecond: "5120",
+  roundsCredited: 2,
+  tokens: "10240",
+  earned: "5120000000000",
+  fee: "256000000000",
+  net: "4864000000000",
+  paid: "0",
+  claimable: "0",
+  slashed: "0",
+  rounds: [
+    { round: 0, tokens: "5120", earned: "2560000000000" },
+    { round: 1, tokens: "5120", earned: "2560000000000" },
+  ],
+};
+
 /** A job with `rounds` closed and 3 steps noted per round; calls are logged. */
 export function fakeJob(rounds = 2): JobSource & {
   steps_: StepLog;
@@ -155,6 +176,7 @@ export function fakeJob(rounds = 2): JobSource & {
     roundsCommitted: rounds,
     rounds: 3,
     contributedRounds: records.map((r) => r.round),
+    seat: null,
     readAt: 0,
   };
   const job = {

@@ -5,8 +5,8 @@
  *
  * @module
  */
-import type { RewardStatus } from "../../chain/reward_status.ts";
-import type { Contributions } from "./types.ts";
+import type { RewardStatus, SeatEarnings } from "../../chain/reward_status.ts";
+import type { Contributions, SeatStatus } from "./types.ts";
 
 /** The rounds whose credits name `account` (any case), in order. */
 export function creditedRounds(
@@ -42,6 +42,30 @@ export function contributionsOf(
     roundsCommitted: j.nextRound,
     rounds: j.rounds,
     contributedRounds,
+    seat: reward.seat === null ? null : seatStatus(reward.seat),
     readAt: Date.now(),
+  };
+}
+
+/** A seat's earnings with its amounts as decimal strings. */
+export function seatStatus(seat: SeatEarnings): SeatStatus {
+  return {
+    price: String(seat.price),
+    stage: seat.stage,
+    capabilityClass: seat.capabilityClass,
+    tokensPerSecond: String(seat.tokensPerSecond),
+    roundsCredited: seat.roundsCredited,
+    tokens: String(seat.tokens),
+    earned: String(seat.gross),
+    fee: String(seat.fee),
+    net: String(seat.net),
+    paid: String(seat.paid),
+    claimable: String(seat.claimable),
+    slashed: String(seat.slashed),
+    rounds: seat.rounds.map((r) => ({
+      round: r.round,
+      tokens: String(r.tokens),
+      earned: String(r.earned),
+    })),
   };
 }

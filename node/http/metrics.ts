@@ -230,6 +230,46 @@ function jobMetrics(out: Exposition, job: JobSource): void {
       [[{ job: t.job }, Number(mine.contribution)]],
     );
   }
+  if (mine?.seat) {
+    const seat = mine.seat;
+    const gauge = (name: string, help: string, value: string | number) =>
+      out.family(name, "gauge", help, [[{ job: t.job }, Number(value)]]);
+    gauge(
+      "zoo_seat_price_wei",
+      "This node's bid for its seat of the priced job: wei per verified token.",
+      seat.price,
+    );
+    gauge(
+      "zoo_seat_class",
+      "The capability class its benchmark earned (1-4; 0 before or refused).",
+      seat.capabilityClass,
+    );
+    gauge(
+      "zoo_seat_rounds_credited",
+      "Rounds whose commit credited this node's seat.",
+      seat.roundsCredited,
+    );
+    gauge(
+      "zoo_seat_earned_wei",
+      "What the seat earned after the network fee: bid x credited tokens, less the fee.",
+      seat.net,
+    );
+    gauge(
+      "zoo_seat_paid_wei",
+      "What the market has paid this node.",
+      seat.paid,
+    );
+    gauge(
+      "zoo_seat_claimable_wei",
+      "What this node could claim from the market now.",
+      seat.claimable,
+    );
+    gauge(
+      "zoo_seat_slashed_wei",
+      "Stake slashed from this node in the job.",
+      seat.slashed,
+    );
+  }
   out.histogram(
     "zoo_commit_latency_seconds",
     "Seconds from sending this node's round commit transactions to their receipts.",

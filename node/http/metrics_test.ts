@@ -13,7 +13,7 @@ import {
 } from "../../tests/_metrics.ts";
 import { skipWithout } from "../../tests/_tools.ts";
 import { createApp } from "./app.ts";
-import { fakeJob, fakeSource, STATUS } from "./_fixtures.ts";
+import { fakeJob, fakeSource, SEAT, STATUS } from "./_fixtures.ts";
 import { renderMetrics } from "./metrics.ts";
 
 Deno.test({
@@ -111,6 +111,27 @@ Deno.test("metrics: values read back through an independent parser", () => {
     };
   deepStrictEqual(latency.buckets, { "0.1": "1", "1": "1", "+Inf": "1" });
   strictEqual(latency.count, "1");
+});
+
+Deno.test("metrics: a priced job's seat: bid, class, rounds, earned, paid, claimable, slashed", () => {
+  const job = fakeJob(2);
+  const mine = { ...job.cachedContributions()!, seat: SEAT };
+  const families: Family[] = parseMetrics(
+    renderMetrics(fakeSource({
+      job: () => ({ ...job, cachedContributions: () => mine }),
+    })),
+  );
+  const at = (name: string) => sample(families, name, { job: "bafkreijob" });
+  strictEqual(at("zoo_seat_price_wei"), 500000000);
+  strictEqual(at("zoo_seat_class"), 3);
+  strictEqual(at("zoo_seat_rounds_credited"), 2);
+  strictEqual(at("zoo_seat_earned_wei"), 4864000000000);
+  strictEqual(at("zoo_seat_paid_wei"), 0);
+  strictEqual(at("zoo_seat_claimable_wei"), 0);
+  strictEqual(at("zoo_seat_slashed_wei"), 0);
+  // A pool job has no seat series.
+  const pool = parseMetrics(renderMetrics(fakeSource({ job: () => job })));
+  strictEqual(pool.some((f) => f.name.startsWith("zoo_seat_")), false);
 });
 
 Deno.test("metrics: label values with quotes, backslashes and newlines are escaped", () => {

@@ -50,6 +50,11 @@ export const PAGE_HTML = `<!doctype html>
       <span class="key val"></span>held-out loss per round
       <span class="key train"></span>round training loss</p>
   </section>
+  <section id="earnings" hidden>
+    <h2>Earnings</h2>
+    <svg id="earnings-chart" viewBox="0 0 600 240" role="img" aria-label="What this node's seat earned per credited round"></svg>
+    <p class="legend">wei earned per credited round at this node's bid, before the network fee</p>
+  </section>
   <section>
     <h2>Peers <span id="peer-count" class="muted"></span></h2>
     <div class="scroll"><table id="peers">
@@ -105,7 +110,8 @@ main { padding: 0 1rem 2rem; max-width: 1100px; }
 .card .label { color: var(--muted); font-size: .75rem; text-transform: uppercase; letter-spacing: .03em; }
 .card .value { font-size: 1.1rem; overflow-wrap: anywhere; }
 .card .note { color: var(--muted); font-size: .75rem; overflow-wrap: anywhere; }
-svg#loss-chart { width: 100%; height: auto; background: var(--card); border: 1px solid var(--line); border-radius: .4rem; }
+svg#loss-chart, svg#earnings-chart { width: 100%; height: auto; background: var(--card); border: 1px solid var(--line); border-radius: .4rem; }
+rect.earning { fill: #22c55e; }
 #step-line { fill: none; stroke: var(--step); stroke-width: 1.5; }
 .round-marker.val { fill: var(--val); }
 .round-marker.train { fill: var(--train); }

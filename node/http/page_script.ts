@@ -104,6 +104,37 @@ export const PAGE_SCRIPT = String.raw`"use strict";
         c ? c.claimable + " wei" : "", c ? claimsLine(c, Date.now()) : ""),
       deterrenceCard(f.deterrence),
     );
+    if (c && c.seat) seatCards(c.seat).forEach(function (d) { $("cards").appendChild(d); });
+  }
+  // A priced job's seat: the bid and class, then what it earned.
+  function seatCards(seat) {
+    return [
+      card("seat", (Number(seat.price) / 1e9) + " gwei a token",
+        seat.price + " wei per verified token",
+        seat.stage + (seat.capabilityClass > 0 ? ", class " + seat.capabilityClass +
+          " (" + seat.tokensPerSecond + " tokens/s)" : "")),
+      card("earned", ether(seat.net), "after the network fee of " + ether(seat.fee),
+        seat.roundsCredited + " round(s), " + tokens(seat.tokens) + " tokens; paid " +
+          ether(seat.paid) + ", claimable " + ether(seat.claimable) +
+          (seat.slashed !== "0" ? ", slashed " + ether(seat.slashed) : "")),
+    ];
+  }
+  // What each credited round earned at the bid, as bars.
+  function renderEarnings(f) {
+    var c = f.contributions, seat = c && c.seat, box = $("earnings");
+    box.hidden = !seat;
+    if (!seat) return;
+    var chart = $("earnings-chart"), rounds = seat.rounds;
+    var top = Math.max.apply(null, rounds.map(function (r) { return Number(r.earned); }).concat([1]));
+    var w = 600 / Math.max(rounds.length, 1);
+    chart.replaceChildren.apply(chart, rounds.map(function (r, i) {
+      var h = 200 * Number(r.earned) / top;
+      var bar = svg("rect", { x: i * w + 2, y: 220 - h, width: Math.max(w - 4, 1), height: h, "class": "earning" });
+      var tip = svg("title", {});
+      tip.textContent = "round " + r.round + ": " + ether(r.earned) + " for " + tokens(r.tokens) + " tokens";
+      bar.appendChild(tip);
+      return bar;
+    }));
   }
   // What cheating a round risks against what it pays (zoo_job's deterrence).
   function deterrenceCard(d) {
@@ -282,6 +313,7 @@ export const PAGE_SCRIPT = String.raw`"use strict";
     $("self").textContent = f.status.peerId + " · v" + f.status.version +
       " · up " + f.status.uptimeSeconds + " s";
     renderCards(f);
+    renderEarnings(f);
     renderWaiting(f);
     renderChart(f);
     renderPeers(f);

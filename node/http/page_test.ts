@@ -6,7 +6,7 @@
 import { deepStrictEqual, strictEqual } from "node:assert";
 import { createApp } from "./app.ts";
 import { dashboard } from "./dashboard.ts";
-import { fakeJob, fakeSource, STATUS, WAITING } from "./_fixtures.ts";
+import { fakeJob, fakeSource, SEAT, STATUS, WAITING } from "./_fixtures.ts";
 import { PAGE_CSS } from "./page_html.ts";
 import { PAGE_SCRIPT } from "./page_script.ts";
 import type { Contributions, WaitingStatus } from "./types.ts";
@@ -199,6 +199,27 @@ Deno.test("page: contribution and reward tiles show whole figures and when claim
     tiles(drawPage(null, { stage: "claimed" })).get("claimable")!.note,
     "claimed",
   );
+});
+
+Deno.test("page: a priced job's seat shows its bid and class, what it earned, and a bar per credited round", () => {
+  const byId = drawPage(null, { seat: SEAT });
+  const t = tiles(byId);
+  deepStrictEqual(t.get("seat"), {
+    value: "0.5 gwei a token",
+    title: "500000000 wei per verified token",
+    note: "seated, class 3 (5120 tokens/s)",
+  });
+  deepStrictEqual(t.get("earned"), {
+    value: "0.000004 ETH",
+    title: "after the network fee of 0.000000256 ETH",
+    note: "2 round(s), 10,240 tokens; paid 0 ETH, claimable 0 ETH",
+  });
+  strictEqual(byId("earnings").hidden, false);
+  strictEqual(byId("earnings-chart").children.length, 2);
+  // A pool job has neither.
+  const pool = drawPage(null);
+  strictEqual(tiles(pool).has("seat"), false);
+  strictEqual(pool("earnings").hidden, true);
 });
 
 Deno.test("page: the deterrence tile says what cheating a round risks against its pay", () => {

@@ -23,6 +23,7 @@ const MINE: Contributions = {
   roundsCommitted: 3,
   rounds: 10,
   contributedRounds: [0, 2],
+  seat: null,
   readAt: 0,
 };
 

@@ -233,8 +233,38 @@ export interface Contributions {
   rounds: number;
   /** Rounds whose commit on chain credited this node's account. */
   contributedRounds: number[];
+  /** In a priced job, this node's seat and what it earned; null in a pool job. */
+  seat: SeatStatus | null;
   /** When the chain was read, ms since the epoch. */
   readAt: number;
+}
+
+/**
+ * A provider's seat in a priced job as the chain has it (`zoo-node
+ * rewards` prints the same): amounts in wei, as decimal strings.
+ */
+export interface SeatStatus {
+  /** Its bid: wei per verified token. */
+  price: string;
+  /** `bid`, `admitted`, `refused`, `seated` or `left`. */
+  stage: string;
+  /** 1-4 from its benchmark's speed; 0 before or when refused. */
+  capabilityClass: number;
+  /** Its benchmark's speed as the chain timed it. */
+  tokensPerSecond: string;
+  roundsCredited: number;
+  /** Verified tokens credited. */
+  tokens: string;
+  /** price x tokens, the network fee, and the provider's part. */
+  earned: string;
+  fee: string;
+  net: string;
+  paid: string;
+  claimable: string;
+  /** Stake slashed in this job. */
+  slashed: string;
+  /** What each round credited and earned at the bid. */
+  rounds: { round: number; tokens: string; earned: string }[];
 }
 
 /**

@@ -1,10 +1,11 @@
 /**
  * What a registered peer does to take part in a job, wherever it runs (a
  * Deno process or a browser tab): fetch the spec by CID, open the compute
- * and check that the job's model fits it (`memory_check.ts`), join the job
- * on chain, fetch the dataset, open a trainer, then start the round
- * driver and report it through the peer's status. A model that does not
- * fit is refused before the join. The caller opens the
+ * and check that the job's model fits it (`memory_check.ts`), fetch the
+ * dataset, join the job on chain (a priced job: bid, benchmark and wait
+ * for a seat, `seat.ts`), open a trainer, then start the round driver and
+ * report it through the peer's status. A model that does not fit is
+ * refused before the join. The caller opens the
  * chain and says where state is kept (`runner.ts` for a node with a data
  * dir, `node/browser/peer.ts` for a tab).
  *
@@ -42,6 +43,8 @@ import {
 } from "../train/memory_check.ts";
 import { formatBytes } from "../format_bytes.ts";
 import { loadJobDataset } from "./dataset.ts";
+import { takeSeat } from "./seat.ts";
+import { marketOf } from "../../chain/market.ts";
 import { createJobView } from "./view.ts";
 
 /** How long to look for the job spec among peers before giving up, ms. */
@@ -63,6 +66,8 @@ export interface EnterJobOptions {
   backend: BackendChoice;
   threads: number | null;
   dutyCycle: number;
+  /** The price bid for a seat of a priced job (wei a token), if any. */
+  bid: bigint | null;
   overlap: boolean;
   confirmations: number | null;
   /**
@@ -87,7 +92,7 @@ export interface EnterJobOptions {
 export async function enterJob(o: EnterJobOptions): Promise<JobRun> {
   const { node, identity, registry, jobId, log, signal } = o;
   const job = cidToBytes32(jobId);
-  await readJob(registry, job).catch((err) => {
+  const record = await readJob(registry, job).catch((err) => {
     if (err instanceof ChainError && err.reason === "UnknownJob") {
       throw new ChainError(
         `Cannot join job ${jobId}: no such job on registry ${registry.address} (check the job id, and that --rpc-url and --registry name the chain it was created on)`,
@@ -103,10 +108,6 @@ export async function enterJob(o: EnterJobOptions): Promise<JobRun> {
   try {
     signal?.throwIfAborted();
     const memberBefore = await isMember(registry, job, identity.address);
-    if (!memberBefore) {
-      await joinJob(registry, { job });
-      log(`joined job ${jobId} on chain`);
-    }
     const dataset = await loadJobDataset(spec, {
       store: node.store,
       dataDir: o.dataDir,
@@ -119,6 +120,24 @@ export async function enterJob(o: EnterJobOptions): Promise<JobRun> {
       },
     });
     signal?.throwIfAborted();
+    if (!memberBefore && record.seated) {
+      await takeSeat({
+        registry,
+        market: await marketOf(registry),
+        jobId,
+        job,
+        spec,
+        dataset,
+        compute,
+        price: o.bid,
+        dutyCycle: o.dutyCycle,
+        log,
+        signal,
+      });
+    } else if (!memberBefore) {
+      await joinJob(registry, { job });
+      log(`joined job ${jobId} on chain`);
+    }
     log(
       `compute: ${compute.label}; the job needs about ${
         formatBytes(fit.peerBytes)

@@ -2,11 +2,21 @@
  * Publishing a training job: its canonical spec bytes (whose CID is the
  * job id) and its genesis checkpoint C(0) go into a blockstore, so peers
  * can fetch both by CID, and the job is created on chain with its reward
- * pool. Used by `zoo-node job create` and by the devnet.
+ * pool, or in the market as a priced job. Used by `zoo-node job create` and by the devnet.
  *
  * @module
  */
-import { cidToBytes32 } from "../../chain/attestation.ts";
+import { type Bytes32, cidToBytes32 } from "../../chain/attestation.ts";
+import {
+  createPricedJob,
+  type JobTerms,
+  marketOf,
+} from "../../chain/market.ts";
+import {
+  benchmarkSteps,
+  tokensPerSeat,
+  tokensPerStep,
+} from "../../protocol/market/benchmark.ts";
 import {
   createJob,
   type Registry,
@@ -32,14 +42,56 @@ export interface PublishedJob {
 }
 
 /**
+ * What pays a job: a reward pool split over credited tokens, or a priced
+ * job's market terms (the seats' price, budget and admission bar; the
+ * tokens a seat trains and the benchmark's follow from the spec).
+ */
+export type JobFunding =
+  | { reward: bigint; minStake: bigint }
+  | {
+    priced: {
+      maxPrice: bigint;
+      budget: bigint;
+      seats: number;
+      biddingWindow: number;
+      minTokensPerSecond: number;
+    };
+    minStake: bigint;
+  };
+
+/** The market terms `spec` and `priced` make for job `job`. */
+export function pricedTerms(
+  spec: JobSpec,
+  ids: { job: Bytes32; genesis: Bytes32 },
+  priced: Extract<JobFunding, { priced: unknown }>,
+): JobTerms {
+  const { maxPrice, seats, biddingWindow, minTokensPerSecond } = priced.priced;
+  return {
+    ...ids,
+    quorum: spec.quorum,
+    rounds: spec.rounds,
+    minStake: priced.minStake,
+    maxPrice,
+    seats,
+    tokensPerSeat: BigInt(tokensPerSeat(spec)),
+    benchTokens: BigInt(
+      benchmarkSteps(spec, minTokensPerSecond) * tokensPerStep(spec),
+    ),
+    minTokensPerSecond: BigInt(minTokensPerSecond),
+    biddingWindow: BigInt(biddingWindow),
+  };
+}
+
+/**
  * Stores the job's spec and genesis checkpoint in every store of `stores`
- * and creates the job on `registry`, funded with `reward` wei.
+ * and creates the job on `registry`: funded with `reward` wei, or priced
+ * in its market.
  */
 export async function publishJob(
   stores: readonly BlockStorage[],
   registry: Registry,
   spec: JobSpec,
-  options: { reward: bigint; minStake: bigint },
+  options: JobFunding,
 ): Promise<PublishedJob> {
   const specBytes = encodeJobSpec(spec);
   let id = "", genesis = "";
@@ -52,13 +104,18 @@ export async function publishJob(
       ),
     );
   }
-  const tx = await createJob(registry, {
-    job: cidToBytes32(id),
-    genesis: cidToBytes32(genesis),
-    quorum: spec.quorum,
-    rounds: spec.rounds,
-    minStake: options.minStake,
-    reward: options.reward,
-  });
+  const ids = { job: cidToBytes32(id), genesis: cidToBytes32(genesis) };
+  const tx = "priced" in options
+    ? await createPricedJob(await marketOf(registry), {
+      terms: pricedTerms(spec, ids, options),
+      budget: options.priced.budget,
+    })
+    : await createJob(registry, {
+      ...ids,
+      quorum: spec.quorum,
+      rounds: spec.rounds,
+      minStake: options.minStake,
+      reward: options.reward,
+    });
   return { id, genesis, tx };
 }

@@ -61,6 +61,7 @@ export async function runJob(
       backend: config.backend,
       threads: config.threads,
       dutyCycle: config.dutyCycle,
+      bid: config.bid === null ? null : BigInt(config.bid),
       overlap: config.overlap,
       confirmations: config.confirmations,
       dataDir: config.dataDir,

@@ -30,6 +30,7 @@ export const BENCHES: Record<string, () => Promise<{ default: Bench }>> = {
   chaos: () => import("./chaos.ts"),
   shards: () => import("./shards.ts"),
   live: () => import("./live.ts"),
+  market: () => import("./market.ts"),
 };
 
 /** Where and on what the numbers were taken. */

@@ -1,0 +1,52 @@
+import assert from "node:assert/strict";
+import { JOB_TEST } from "./_job_cluster.ts";
+import { liveMarket } from "./bench/market.ts";
+
+/**
+ * A priced job run end to end by real `zoo-node --join --bid` processes on
+ * a devnet chain (`bench market`): the issue's floors, checked.
+ */
+Deno.test({
+  name:
+    "market e2e: the lowest admitted bids take the seats, the slow bidder is refused with its figure, a silent seat passes to the next bid within 2 rounds, every wei is accounted for",
+  ...JOB_TEST,
+  fn: async () => {
+    const r = await liveMarket(6, () => {});
+    const by = Object.fromEntries(r.providers.map((p) => [p.name, p]));
+
+    // The cheapest bid trained too slowly for the bar: refused, its
+    // measured figure in the line its --join exited with.
+    assert.equal(by["node-5"].stage, "refused");
+    assert.ok(by["node-5"].tokensPerSecond < r.admissionBar);
+    assert.match(
+      by["node-5"].refusal ?? "",
+      new RegExp(
+        `benchmark measured ${
+          by["node-5"].tokensPerSecond
+        } tokens/s .* below the job's bar of ${r.admissionBar} tokens/s`,
+      ),
+    );
+    // Seats: the three lowest admitted bids.
+    assert.deepEqual(r.firstSeats, ["node-1", "node-2", "node-3"]);
+    for (const name of ["node-1", "node-2", "node-3", "node-4"]) {
+      assert.ok(by[name].capabilityClass >= 1, name);
+    }
+    // The killed holder's seat reopened after at most 2 rounds without
+    // its credit, to the next bid, which was credited from then on.
+    assert.equal(by[r.silent].stage, "left");
+    assert.ok(r.reopenedAtRound - r.silentLastCredited <= 3);
+    assert.equal(by[r.takenBy].stage, "seated");
+    assert.ok(BigInt(by[r.takenBy].tokens) > 0n);
+    // Each is paid its bid for its credited tokens, less 5%.
+    for (const p of r.providers) {
+      const gross = BigInt(p.price) * BigInt(p.tokens);
+      assert.equal(BigInt(p.paid), gross - (gross * 500n) / 10_000n, p.name);
+    }
+    // paid + fees + refund = budget, from the events; the market keeps 0.
+    const [accounted, of] = r.accountedFor.split(" of ");
+    assert.equal(accounted, of);
+    assert.equal(of, r.budget);
+    assert.equal(r.marketBalanceAfter, "0");
+    assert.equal(r.commitGas.length, r.rounds);
+  },
+});
