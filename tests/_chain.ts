@@ -41,15 +41,20 @@ export interface TestAccount {
   peerIdHex: `0x${string}`;
 }
 
-/** A test chain: anvil, a deployed registry and funded accounts. */
-export interface TestChain {
-  anvil: Anvil;
-  dir: string;
+/** A chain with a deployed registry and a way to make funded accounts. */
+export interface RegistryChain {
+  rpcUrl: string;
   /** The account that deployed the registry. */
   deployer: TestAccount;
   registry: `0x${string}`;
   /** Makes a new funded account bound to a fresh peer id. */
   account(): Promise<TestAccount>;
+}
+
+/** A test chain: anvil, a deployed registry and funded accounts. */
+export interface TestChain extends RegistryChain {
+  anvil: Anvil;
+  dir: string;
 }
 
 /** Seconds after a job's last commit before claims open (TEST_REGISTRY's). */
@@ -89,30 +94,41 @@ export async function withChain(
   const root = dir ?? await Deno.makeTempDir({ prefix: "zoo-chain-test-" });
   const anvil = await startAnvil(root, { writeFile: atomicWriteFile });
   try {
-    const account = async (): Promise<TestAccount> => {
-      const client = await connectChain({
-        rpcUrl: anvil.rpcUrl,
-        accountKey: generatePrivateKey(),
-      });
-      await fundOnDevnet(client, [client.account.address]);
-      const peerId = peerIdFromPrivateKey(await generateKeyPair("Ed25519"))
-        .toString();
-      return {
-        client,
-        reg: { client, address: registry },
-        peerId,
-        peerIdHex: peerIdToHex(peerId),
-      };
-    };
-    let registry: `0x${string}` = "0x";
-    const deployer = await account();
-    registry = (await deployRegistry(deployer.client, params)).address;
-    deployer.reg.address = registry;
-    await fn({ anvil, dir: root, deployer, registry, account });
+    await fn({ ...await deployOn(anvil.rpcUrl, params), anvil, dir: root });
   } finally {
     await anvil.stop();
     if (dir === undefined) await Deno.remove(root, { recursive: true });
   }
+}
+
+/**
+ * Deploys a registry with `params` on the dev chain at `rpcUrl` (anvil or
+ * Hardhat's node: accounts are funded through their cheat methods).
+ */
+export async function deployOn(
+  rpcUrl: string,
+  params: RegistryParams = TEST_REGISTRY,
+): Promise<RegistryChain> {
+  let registry: `0x${string}` = "0x";
+  const account = async (): Promise<TestAccount> => {
+    const client = await connectChain({
+      rpcUrl,
+      accountKey: generatePrivateKey(),
+    });
+    await fundOnDevnet(client, [client.account.address]);
+    const peerId = peerIdFromPrivateKey(await generateKeyPair("Ed25519"))
+      .toString();
+    return {
+      client,
+      reg: { client, address: registry },
+      peerId,
+      peerIdHex: peerIdToHex(peerId),
+    };
+  };
+  const deployer = await account();
+  registry = (await deployRegistry(deployer.client, params)).address;
+  deployer.reg.address = registry;
+  return { rpcUrl, deployer, registry, account };
 }
 
 /** A deterministic fake digest for test checkpoints and manifests. */

@@ -40,12 +40,13 @@ import {
   registerNode,
 } from "../chain/registry.ts";
 import {
+  deployOn,
   digestOf,
   passTime,
+  type RegistryChain,
   signAll,
   TEST_REGISTRY,
   type TestAccount,
-  type TestChain,
   withChain,
 } from "./_chain.ts";
 
@@ -166,21 +167,31 @@ interface Provider extends ProviderPlan {
   node: TestAccount;
 }
 
-/** Runs the scenario on a fresh chain; `treasury` is a fresh address. */
-export function runMarketScenario(): Promise<MarketReport> {
+/**
+ * Runs the scenario on a fresh anvil, or on the dev chain at `rpcUrl`
+ * (Hardhat's node); the treasury is a fresh address.
+ */
+export async function runMarketScenario(
+  rpcUrl?: string,
+): Promise<MarketReport> {
   const treasury = privateKeyToAddress(generatePrivateKey());
+  const params = { ...TEST_REGISTRY, treasury, feeBps: 500 };
+  if (rpcUrl !== undefined) {
+    return await scenario(await deployOn(rpcUrl, params), treasury);
+  }
   let report: MarketReport | null = null;
-  return withChain(
+  await withChain(
     async (chain) => {
       report = await scenario(chain, treasury);
     },
     undefined,
-    { ...TEST_REGISTRY, treasury, feeBps: 500 },
-  ).then(() => report!);
+    params,
+  );
+  return report!;
 }
 
 async function scenario(
-  chain: TestChain,
+  chain: RegistryChain,
   treasury: Address,
 ): Promise<MarketReport> {
   const terms = MARKET_TERMS;
@@ -398,7 +409,7 @@ async function eventSums(
 }
 
 /** Gas of the first commit of 3 contributors in a pool job, for scale. */
-async function poolCommitGas(chain: TestChain): Promise<bigint> {
+async function poolCommitGas(chain: RegistryChain): Promise<bigint> {
   const job = digestOf("pool job spec");
   const nodes = await Promise.all([0, 1, 2].map(() => chain.account()));
   for (const n of nodes) {
