@@ -24,6 +24,11 @@ interface IZooSeats {
         external
         view
         returns (address signer, bytes32 digest);
+    function verdictSigner(ZooEvidence.AuditFailure calldata f, bytes calldata signature)
+        external
+        view
+        returns (address);
+    function slash(address account, bytes32 job, uint8 kind, bytes calldata evidence) external;
 }
 
 /// @title ZooMarket
@@ -38,8 +43,10 @@ interface IZooSeats {
 /// A benchmark is a signed work commitment for round BENCHMARK_ROUND: the
 /// job's model trained from its genesis checkpoint on batches drawn from
 /// the bid's block hash. The chain times it; the job's members replay it
-/// like any audit, and a quorum's failure verdicts on it slash the bidder
-/// through the registry (evidence kind 2), which vacates its seat.
+/// like any audit, and post their failure verdicts here
+/// (`failBenchmark`); once the job's quorum of members in good standing
+/// has, the market lays the evidence before the registry (kind 2, a
+/// failed audit), which slashes the bidder, and its seat reopens.
 /// @dev The market is deployed by the registry and is the registry-side
 /// creator of every priced job: membership of such a job is a seat, given
 /// and taken here. Payments are not moved per round: what a provider is
@@ -81,6 +88,8 @@ contract ZooMarket {
         uint64 biddingEnds;
         uint32 seats;
         uint32 filled;
+        /// The job's quorum: failure verdicts a faked benchmark needs.
+        uint32 quorum;
         bool settled;
         /// Refunds the registry sent back on a cancel (its pool's share of
         /// slashed stake for rounds never committed), owed to the creator.
@@ -113,6 +122,12 @@ contract ZooMarket {
         bytes32 result;
     }
 
+    /// A member's signed failure verdict on a bidder's benchmark.
+    struct Verdict {
+        address signer;
+        bytes signature;
+    }
+
     /// At most this many bids per job: seat filling scans them.
     uint256 public constant MAX_BIDS = 64;
     /// Committed rounds without credit after which a seat reopens.
@@ -132,6 +147,8 @@ contract ZooMarket {
     mapping(bytes32 => mapping(address => Bid)) private bids;
     mapping(bytes32 => address[]) private bidders;
     mapping(bytes32 => mapping(address => bool)) public paid;
+    /// Failure verdicts posted on a bidder's benchmark, by job and bidder.
+    mapping(bytes32 => mapping(address => Verdict[])) private verdicts;
     /// Fees earned by the treasury and not yet sent.
     uint256 public feesOwed;
 
@@ -152,13 +169,17 @@ contract ZooMarket {
         bytes32 indexed job, address indexed account, ZooEvidence.WorkCommitment work, bytes signature
     );
     event SeatTaken(bytes32 indexed job, address indexed account, uint256 price, uint32 round);
-    /// `reason`: 1 left or slashed (no longer in good standing), 2 silent.
+    /// `reason`: 1 left or slashed (no longer in good standing), 2 silent,
+    /// 3 its benchmark failed a quorum's replays.
     event SeatReopened(bytes32 indexed job, address indexed account, uint8 reason);
     event SeatsOpen(bytes32 indexed job, uint32 open);
     event Paid(
         bytes32 indexed job, address indexed account, uint256 tokens, uint256 price, uint256 amount, uint256 fee
     );
     event Refunded(bytes32 indexed job, address indexed creator, uint256 amount);
+    /// `signer` replayed `account`'s benchmark and got another state:
+    /// the `count`-th such verdict.
+    event BenchmarkFailed(bytes32 indexed job, address indexed account, address signer, uint256 count);
     event FeesWithdrawn(address indexed treasury, uint256 amount);
 
     error NotRegistry();
@@ -180,6 +201,7 @@ contract ZooMarket {
     error AlreadySettled(bytes32 job);
     error BadTerms(string reason);
     error BadBenchmark(string reason);
+    error BadVerdict(string reason);
     error TransferFailed();
 
     constructor(address treasury_, uint16 feeBps_) {
@@ -217,6 +239,7 @@ contract ZooMarket {
         m.minTokensPerSecond = t.minTokensPerSecond;
         m.biddingEnds = uint64(block.timestamp) + t.biddingWindow;
         m.seats = t.seats;
+        m.quorum = t.quorum;
         emit MarketOpened(t.job, msg.sender, msg.value, t.maxPrice, t.seats, t.tokensPerSeat, m.biddingEnds);
     }
 
@@ -343,6 +366,95 @@ contract ZooMarket {
         registry.setSeat(job, account, false);
         emit SeatReopened(job, account, reason);
         fill(job, m);
+    }
+
+    /// @notice Posts `verdict`, a member's signed AuditFailure on
+    /// `account`'s benchmark `work` (round BENCHMARK_ROUND, its commitment
+    /// digest), which the member's replay did not reproduce. Once members
+    /// in good standing other than the bidder have posted the job's quorum
+    /// of them, its bid ends; a seat holder's verdicts go to the registry
+    /// as failed-audit evidence, which slashes it (the reporter's tenth to
+    /// the caller), and its seat goes to the next bid.
+    function failBenchmark(
+        bytes32 job,
+        address account,
+        ZooEvidence.WorkCommitment calldata work,
+        bytes calldata workSignature,
+        bytes calldata verdict
+    ) external {
+        Market storage m = knownMarket(job);
+        Verdict[] storage held = postVerdict(job, account, work, workSignature, verdict);
+        bytes[] memory counted = standingVerdicts(job, held);
+        if (counted.length < m.quorum) return;
+        convict(job, m, account, abi.encode(work, workSignature, counted));
+    }
+
+    /// Checks `verdict` on `account`'s benchmark and keeps it.
+    function postVerdict(
+        bytes32 job,
+        address account,
+        ZooEvidence.WorkCommitment calldata work,
+        bytes calldata workSignature,
+        bytes calldata verdict
+    ) private returns (Verdict[] storage held) {
+        Bid storage b = bids[job][account];
+        if (b.stage != Stage.Admitted && b.stage != Stage.Seated) revert BadVerdict("no admitted benchmark");
+        (address worker, bytes32 digest) = registry.workSigner(work, workSignature);
+        if (worker != account || digest != b.result) revert BadVerdict("not the bidder's benchmark");
+        address signer = registry.verdictSigner(
+            ZooEvidence.AuditFailure(job, BENCHMARK_ROUND, account, digest), verdict
+        );
+        if (signer == address(0) || signer == account || !registry.inGoodStanding(job, signer)) {
+            revert BadVerdict("not by another member in good standing");
+        }
+        held = verdicts[job][account];
+        for (uint256 i = 0; i < held.length; i++) {
+            if (held[i].signer == signer) revert BadVerdict("already posted");
+        }
+        held.push(Verdict(signer, verdict));
+        emit BenchmarkFailed(job, account, signer, held.length);
+    }
+
+    /// Ends `account`'s bid: a seat holder's evidence goes to the
+    /// registry, which slashes it (the reporter's bounty to the caller), and
+    /// its seat reopens; a bidder not seated yet, not a member the registry
+    /// can slash, only loses its bid.
+    function convict(bytes32 job, Market storage m, address account, bytes memory evidence) private {
+        Bid storage b = bids[job][account];
+        bool seated = b.stage == Stage.Seated;
+        b.stage = Stage.Left;
+        if (!seated) return;
+        uint256 before_ = address(this).balance;
+        registry.slash(account, job, 2, evidence);
+        uint256 bounty = address(this).balance - before_;
+        m.filled--;
+        emit SeatReopened(job, account, 3);
+        fill(job, m);
+        send(msg.sender, bounty);
+    }
+
+    /// The signatures of `held` whose signers are in good standing now,
+    /// sorted by signer as the registry requires.
+    function standingVerdicts(bytes32 job, Verdict[] storage held) private view returns (bytes[] memory out) {
+        address[] memory signers = new address[](held.length);
+        bytes[] memory sigs = new bytes[](held.length);
+        uint256 n = 0;
+        for (uint256 i = 0; i < held.length; i++) {
+            if (!registry.inGoodStanding(job, held[i].signer)) continue;
+            // Insertion sort: a handful of verdicts.
+            uint256 j = n++;
+            while (j > 0 && signers[j - 1] > held[i].signer) {
+                signers[j] = signers[j - 1];
+                sigs[j] = sigs[j - 1];
+                j--;
+            }
+            signers[j] = held[i].signer;
+            sigs[j] = held[i].signature;
+        }
+        out = new bytes[](n);
+        for (uint256 i = 0; i < n; i++) {
+            out[i] = sigs[i];
+        }
     }
 
     function fill(bytes32 job, Market storage m) private {

@@ -464,6 +464,12 @@ contract ZooRegistry is ZooStaking, ZooAttestations, ZooEvidence {
         signer = signerOf(digest, signature);
     }
 
+    /// @notice Who signed failure verdict `f` (zero for a malformed
+    /// signature): the market checks verdicts on benchmarks with it.
+    function verdictSigner(AuditFailure calldata f, bytes calldata signature) external view returns (address) {
+        return signerOf(auditFailureDigest(f), signature);
+    }
+
     /// @notice Whether `account` could hold a seat of `job`: registered,
     /// not leaving, staked at least the job's minimum.
     function stakedFor(bytes32 job, address account) external view returns (bool) {

@@ -169,6 +169,53 @@ export async function proveBenchmark(
   };
 }
 
+/** A benchmark as a bidder proved it: its signed work commitment. */
+export interface BenchmarkProof {
+  account: Address;
+  work: WorkCommitment;
+  signature: `0x${string}`;
+}
+
+/** Every benchmark proved for `job` (from the BenchmarkProved logs). */
+export async function benchmarkProofs(
+  market: Market,
+  job: Bytes32,
+  fromBlock = 0n,
+): Promise<BenchmarkProof[]> {
+  const logs = await market.client.public.getContractEvents({
+    address: market.address,
+    abi: zooMarketAbi,
+    eventName: "BenchmarkProved",
+    args: { job },
+    fromBlock,
+  });
+  return logs.map(({ args }) => ({
+    account: args.account!,
+    work: args.work as WorkCommitment,
+    signature: args.signature!,
+  }));
+}
+
+/**
+ * Posts `verdict`, this account's signed AuditFailure on `proof` (whose
+ * replay here did not reproduce it). `convicted`: the job's quorum of
+ * verdicts stands, and the bidder lost its bid (a seat holder slashed).
+ */
+export async function failBenchmark(
+  market: Market,
+  params: { job: Bytes32; proof: BenchmarkProof; verdict: `0x${string}` },
+): Promise<TxResult & { convicted: boolean }> {
+  const { job, proof, verdict } = params;
+  const tx = await writeMarket(
+    market,
+    "post the benchmark verdict",
+    "failBenchmark",
+    [job, proof.account, proof.work, proof.signature, verdict],
+  );
+  const ended = (await readBid(market, job, proof.account)).stage === "left";
+  return { ...tx, convicted: ended };
+}
+
 /**
  * Seats the lowest admitted bids once bidding has closed (anyone may).
  * Simulated in the next block: a dev chain mines only for transactions,

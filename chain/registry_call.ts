@@ -70,7 +70,8 @@ export type MarketWriteName =
   | "cancel"
   | "claim"
   | "settle"
-  | "withdrawFees";
+  | "withdrawFees"
+  | "failBenchmark";
 
 /**
  * Headroom over the gas estimate, in quarters of it. An estimate holds only

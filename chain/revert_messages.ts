@@ -115,6 +115,7 @@ const MESSAGES: Record<string, Describe> = {
   AlreadySettled: ([job]) => `job ${job}'s refund has already been settled`,
   BadTerms: ([reason]) => `bad job terms: ${reason}`,
   BadBenchmark: ([reason]) => `bad benchmark: ${reason}`,
+  BadVerdict: ([reason]) => `bad benchmark verdict: ${reason}`,
 };
 
 /**

@@ -1,16 +1,13 @@
 import assert from "node:assert/strict";
 import { parseEther } from "viem";
-import {
-  EVIDENCE_FAILED_AUDIT,
-  failedAuditEvidence,
-  signAuditFailure,
-} from "../chain/audit_verdict.ts";
+import { signAuditFailure } from "../chain/audit_verdict.ts";
 import {
   BENCHMARK_ROUND,
   budgetFor,
   cancelPricedJob,
   claimPay,
   createPricedJob,
+  failBenchmark,
   fillSeats,
   listBidders,
   marketOf,
@@ -26,9 +23,9 @@ import {
   commitRound,
   joinJob,
   readJob,
+  readNode,
   readRegistryParams,
   registerNode,
-  slash,
 } from "../chain/registry.ts";
 import { sortContributions } from "../chain/attestation.ts";
 import {
@@ -357,7 +354,7 @@ Deno.test({
 
 Deno.test({
   name:
-    "market: a benchmark that a quorum of members failed in replay slashes its bidder through the registry, and its seat goes to the next bid",
+    "market: a benchmark that a quorum of members failed in replay, their verdicts posted to the market, slashes its bidder through the registry, and its seat goes to the next bid",
   ...CHAIN_TEST,
   fn: () =>
     withChain(async (chain) => {
@@ -380,29 +377,53 @@ Deno.test({
         await Promise.all(nodes.map(stage)),
         ["seated", "seated", "seated", "admitted"],
       );
-      // b and c replayed cheat's benchmark and got another state.
+      // b and c replayed cheat's benchmark and got another state; each
+      // posts its verdict, and the second completes the quorum.
       const accused = cheat.client.account.address;
       const failure = verdictOn(b, benchmarks[0].work, accused);
       assert.equal(failure.round, BENCHMARK_ROUND);
-      const verdicts = await Promise.all([b, c].map(async (auditor) => ({
-        signer: auditor.client.account.address,
-        signature: await signAuditFailure(
-          auditor.client.account,
-          domainOf(auditor),
-          failure,
-        ),
-      })));
-      await slash(b.reg, {
-        account: accused,
+      const verdictOf = (auditor: TestAccount) =>
+        signAuditFailure(auditor.client.account, domainOf(auditor), failure);
+      const proof = { account: accused, ...benchmarks[0] };
+      const stranger = await chain.account();
+      await rejects(
+        failBenchmark(as(stranger), {
+          job: terms.job,
+          proof,
+          verdict: await verdictOf(stranger),
+        }),
+        "BadVerdict",
+      );
+      await rejects(
+        failBenchmark(as(cheat), {
+          job: terms.job,
+          proof,
+          verdict: await verdictOf(cheat),
+        }),
+        "BadVerdict",
+      );
+      const first = await failBenchmark(as(b), {
         job: terms.job,
-        kind: EVIDENCE_FAILED_AUDIT,
-        evidence: failedAuditEvidence(
-          benchmarks[0].work,
-          benchmarks[0].signature,
-          verdicts,
-        ),
+        proof,
+        verdict: await verdictOf(b),
       });
-      await reopenSeat(market, { job: terms.job, account: accused });
+      assert.equal(first.convicted, false);
+      await rejects(
+        failBenchmark(as(b), {
+          job: terms.job,
+          proof,
+          verdict: await verdictOf(b),
+        }),
+        "BadVerdict",
+      );
+      const stakeBefore = (await readNode(b.reg, accused)).stake;
+      const second = await failBenchmark(as(c), {
+        job: terms.job,
+        proof,
+        verdict: await verdictOf(c),
+      });
+      assert.equal(second.convicted, true);
+      assert.ok((await readNode(b.reg, accused)).stake < stakeBefore);
       assert.equal(await stage(cheat), "left");
       assert.equal(await stage(next), "seated");
     }),

@@ -48,5 +48,8 @@ Deno.test({
     assert.equal(of, r.budget);
     assert.equal(r.marketBalanceAfter, "0");
     assert.equal(r.commitGas.length, r.rounds);
+    // The members replayed each other's benchmarks, and every one held.
+    assert.ok(r.replaysPassed >= 3, `${r.replaysPassed} replays`);
+    assert.equal(r.replaysFailed, 0);
   },
 });

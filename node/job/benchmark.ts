@@ -19,7 +19,7 @@ import { benchmarkStream } from "../../protocol/market/benchmark.ts";
 import { genesisCheckpoint } from "../../protocol/round/round_checkpoint.ts";
 import type { JobSpec } from "../../protocol/spec/job_spec.ts";
 import { RoundTrainer } from "../round/trainer/inner_loop.ts";
-import type { Compute } from "../train/compute.ts";
+import type { Trainer, TrainerInit } from "../../kernels/trainer.ts";
 
 /** What {@linkcode runBenchmark} needs. */
 export interface BenchmarkInput {
@@ -29,7 +29,8 @@ export interface BenchmarkInput {
   job: Bytes32;
   genesis: Bytes32;
   dataset: Dataset;
-  compute: Compute;
+  /** Makes the trainer it runs on (`Compute.createTrainer`). */
+  createTrainer: (init: TrainerInit) => Trainer;
   /** The bid's seed (`seedOf` in chain/market.ts). */
   seed: Bytes32;
   steps: number;
@@ -44,14 +45,14 @@ export interface BenchmarkRun {
 }
 
 /**
- * Trains the benchmark on `o.compute` and returns its commitment: round
+ * Trains the benchmark on a trainer of its own and returns its commitment: round
  * {@linkcode BENCHMARK_ROUND}, parent the genesis, data the seed. The
  * steps follow round 0's schedule; the batches come from the seed's own
  * stream (`benchmarkStream`), so they are no round's.
  */
 export async function runBenchmark(o: BenchmarkInput): Promise<BenchmarkRun> {
   const trainer = new RoundTrainer({
-    createTrainer: (init) => o.compute.createTrainer(init),
+    createTrainer: o.createTrainer,
     spec: o.spec,
     dataset: o.dataset,
     peerId: benchmarkStream(o.seed),

@@ -44,6 +44,7 @@ import {
 import { formatBytes } from "../format_bytes.ts";
 import { loadJobDataset } from "./dataset.ts";
 import { takeSeat } from "./seat.ts";
+import { BenchmarkAudits } from "./benchmark_audit.ts";
 import { marketOf } from "../../chain/market.ts";
 import { createJobView } from "./view.ts";
 
@@ -179,6 +180,21 @@ export async function enterJob(o: EnterJobOptions): Promise<JobRun> {
       memory: memoryStatus(fit),
     }));
     driver.start();
+    const audits = record.seated
+      ? new BenchmarkAudits({
+        registry,
+        market: await marketOf(registry),
+        jobId,
+        job,
+        spec,
+        dataset,
+        createTrainer: (init) => compute.createTrainer(init),
+        kernel: trainer.kernel,
+        schedule: (task) => trainer!.afterSteps(task),
+        log,
+      })
+      : null;
+    audits?.start();
     log(
       `training job ${jobId}: ${spec.rounds} rounds of ${spec.innerSteps} steps, dataset ${dataset.id} (${dataset.chunks.length} chunks)`,
     );
@@ -186,6 +202,7 @@ export async function enterJob(o: EnterJobOptions): Promise<JobRun> {
       driver,
       spec,
       stop() {
+        audits?.stop();
         driver.stop();
         trainer?.dispose();
         compute.dispose();

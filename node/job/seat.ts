@@ -145,7 +145,7 @@ async function benchmarkBid(
     job: o.job,
     genesis: terms.genesis,
     dataset: o.dataset,
-    compute: o.compute,
+    createTrainer: (init) => o.compute.createTrainer(init),
     seed: placed.seed,
     steps,
     dutyCycle: o.dutyCycle,

@@ -81,6 +81,9 @@ export interface MarketResult {
   marketBalanceAfter: string;
   /** Gas of the live job's round commits. */
   commitGas: number[];
+  /** Members' replays of each other's benchmarks that passed, and failed. */
+  replaysPassed: number;
+  replaysFailed: number;
   /** Contract scenario: a 3-seat commit, priced against pool. */
   contract: { commitGasPriced: number; commitGasPool: number };
 }
@@ -204,6 +207,15 @@ async function run(
   );
 
   await c.waitForRounds(terms.rounds, 240_000);
+  // The members' replays of each other's benchmarks, from their logs.
+  let replaysPassed = 0, replaysFailed = 0;
+  for (const p of peers.values()) {
+    const lines = (await Deno.readTextFile(p.log)).split("\n");
+    replaysPassed += lines.filter((l) => l.includes("replayed bit for bit"))
+      .length;
+    replaysFailed += lines.filter((l) => l.includes("did not replay")).length;
+  }
+  log(`benchmark replays: ${replaysPassed} passed, ${replaysFailed} failed`);
   for (const p of peers.values()) await stopPeer(p);
   // Past the challenge window, then each provider claims from the CLI.
   const { challengeWindow, treasury } = await readRegistryParams(reg);
@@ -287,6 +299,8 @@ async function run(
       await reg.client.public.getBalance({ address: market.address }),
     ),
     commitGas,
+    replaysPassed,
+    replaysFailed,
   };
 }
 
@@ -381,6 +395,7 @@ const bench: Bench<Options, MarketResult> = {
       } ETH, fees ${
         formatEther(BigInt(r.fees))
       } ETH; accounted ${r.accountedFor}; market keeps ${r.marketBalanceAfter} wei`,
+      `benchmarks replayed by members: ${r.replaysPassed} bit for bit, ${r.replaysFailed} failed`,
       `commit gas (live): ${
         r.commitGas.join(", ")
       }; contract: priced ${r.contract.commitGasPriced} against pool ${r.contract.commitGasPool}`,
