@@ -224,6 +224,7 @@ function peerSummaries(
       backend: e?.backend ?? null,
       device: e?.device ?? null,
       throughput: e?.throughput ?? null,
+      capabilityClass: e?.capabilityClass ?? null,
       version: e?.version ?? null,
       contribution: job?.peerContribution(peerId) ?? null,
     };

@@ -51,5 +51,10 @@ Deno.test({
     // The members replayed each other's benchmarks, and every one held.
     assert.ok(r.replaysPassed >= 3, `${r.replaysPassed} replays`);
     assert.equal(r.replaysFailed, 0);
+    // Seat holders say their class in their heartbeats: the chain's.
+    assert.ok(r.heartbeatClasses.length >= 2, `${r.heartbeatClasses}`);
+    for (const c of r.heartbeatClasses) {
+      assert.ok(r.providers.some((p) => p.capabilityClass === c));
+    }
   },
 });

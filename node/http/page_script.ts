@@ -166,7 +166,8 @@ export const PAGE_SCRIPT = String.raw`"use strict";
     var s = f.status;
     var me = row([
       { text: short(s.peerId), title: s.peerId },
-      { text: s.progress.backend, title: s.progress.device },
+      { text: s.progress.backend + (s.progress.capabilityClass ? ", class " + s.progress.capabilityClass : ""),
+        title: s.progress.device },
       num(s.progress.throughput, 0),
       "now",
       s.progress.round + "." + s.progress.step,
@@ -175,7 +176,8 @@ export const PAGE_SCRIPT = String.raw`"use strict";
     var others = f.peers.map(function (p) {
       return row([
         { text: short(p.peerId), title: p.peerId },
-        { text: p.backend || "-", title: p.device || "" },
+        { text: (p.backend || "-") + (p.capabilityClass ? ", class " + p.capabilityClass : ""),
+          title: p.device || "" },
         num(p.throughput, 0),
         p.lastSeenMs === null ? (p.connected ? "connected" : "-")
           : (p.lastSeenMs / 1000).toFixed(1) + " s ago",

@@ -151,6 +151,8 @@ export interface PeerSummary {
   device: string | null;
   /** Its reported throughput (tokens per second); null if unknown. */
   throughput: number | null;
+  /** In a priced job, the capability class it reports; null if none. */
+  capabilityClass: number | null;
   /** Its zoo-node version; null if unknown. */
   version: string | null;
   /**

@@ -45,7 +45,7 @@ import { formatBytes } from "../format_bytes.ts";
 import { loadJobDataset } from "./dataset.ts";
 import { takeSeat } from "./seat.ts";
 import { BenchmarkAudits } from "./benchmark_audit.ts";
-import { marketOf } from "../../chain/market.ts";
+import { marketOf, readBid } from "../../chain/market.ts";
 import { createJobView } from "./view.ts";
 
 /** How long to look for the job spec among peers before giving up, ms. */
@@ -121,20 +121,24 @@ export async function enterJob(o: EnterJobOptions): Promise<JobRun> {
       },
     });
     signal?.throwIfAborted();
-    if (!memberBefore && record.seated) {
-      await takeSeat({
-        registry,
-        market: await marketOf(registry),
-        jobId,
-        job,
-        spec,
-        dataset,
-        compute,
-        price: o.bid,
-        dutyCycle: o.dutyCycle,
-        log,
-        signal,
-      });
+    let capabilityClass = 0;
+    if (record.seated) {
+      const market = await marketOf(registry);
+      capabilityClass = memberBefore
+        ? (await readBid(market, job, identity.address)).capabilityClass
+        : await takeSeat({
+          registry,
+          market,
+          jobId,
+          job,
+          spec,
+          dataset,
+          compute,
+          price: o.bid,
+          dutyCycle: o.dutyCycle,
+          log,
+          signal,
+        });
     } else if (!memberBefore) {
       await joinJob(registry, { job });
       log(`joined job ${jobId} on chain`);
@@ -146,7 +150,10 @@ export async function enterJob(o: EnterJobOptions): Promise<JobRun> {
         formatBytes(fit.tightest.limitBytes)
       }, ${fit.tightest.limit})`,
     );
-    node.gossip.setProgress(compute.heartbeat);
+    node.gossip.setProgress({
+      ...compute.heartbeat,
+      ...(capabilityClass > 0 ? { capabilityClass } : {}),
+    });
     trainer = new RoundTrainer({
       createTrainer: (init) => compute.createTrainer(init),
       spec,

@@ -55,11 +55,12 @@ export function priceText(wei: bigint): string {
 }
 
 /**
- * Bids, benchmarks and waits until this account holds a seat of `o.job`.
- * Throws a {@linkcode ChainError} when it cannot: no `--bid`, a bid above
- * the maximum, a benchmark below the bar, a seat lost before, the job over.
+ * Bids, benchmarks and waits until this account holds a seat of `o.job`;
+ * the capability class its benchmark earned. Throws a
+ * {@linkcode ChainError} when it cannot: no `--bid`, a bid above the
+ * maximum, a benchmark below the bar, a seat lost before, the job over.
  */
-export async function takeSeat(o: SeatOptions): Promise<void> {
+export async function takeSeat(o: SeatOptions): Promise<number> {
   const { market, job, log } = o;
   const me = o.registry.client.account.address;
   const terms = await readMarket(market, job);
@@ -115,6 +116,7 @@ export async function takeSeat(o: SeatOptions): Promise<void> {
       priceText(bid.price)
     } from round ${bid.seatedRound}`,
   );
+  return bid.capabilityClass;
 }
 
 /** Places the bid, runs the benchmark and proves it; refused: throws. */

@@ -53,6 +53,8 @@ export interface Progress {
   /** The GPU adapter or CPU kernels it trains on; "" when idle. */
   device: string;
   throughput: number;
+  /** In a priced job, the class its benchmark earned on chain. */
+  capabilityClass?: number;
 }
 
 /** Bytes of gossip on the job topic, for the status page and metrics. */

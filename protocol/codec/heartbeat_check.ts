@@ -23,6 +23,7 @@ import {
   type Heartbeat,
   MAX_ADDR_LENGTH,
   MAX_ADDRS,
+  MAX_CAPABILITY_CLASS,
   MAX_DEVICE_LENGTH,
   MAX_THROUGHPUT,
   MAX_VERSION_LENGTH,
@@ -42,6 +43,7 @@ const HEARTBEAT_FIELDS = new Set([
   "throughput",
   "seq",
   "addrs",
+  "capabilityClass",
 ]);
 
 /**
@@ -77,6 +79,7 @@ export function validateHeartbeat(
     throughput,
     seq,
     addrs,
+    capabilityClass,
   } = obj;
   if (!isPeerId(peer)) return fail("peer", PEER_ID_PROBLEM);
   if (!isBoundedString(version, MAX_VERSION_LENGTH, SEMVER_PATTERN)) {
@@ -116,6 +119,16 @@ export function validateHeartbeat(
       `must be at most ${MAX_ADDRS} multiaddr strings of <= ${MAX_ADDR_LENGTH} chars`,
     );
   }
+  if (
+    capabilityClass !== undefined &&
+    !(Number.isInteger(capabilityClass) && (capabilityClass as number) >= 1 &&
+      (capabilityClass as number) <= MAX_CAPABILITY_CLASS)
+  ) {
+    return fail(
+      "capabilityClass",
+      `must be an integer from 1 to ${MAX_CAPABILITY_CLASS} when present`,
+    );
+  }
   // Rebuilt field by field so the result holds nothing unchecked and its key
   // order, hence its encoding, is the same whoever built the input. Adding 0
   // turns a received -0 into 0, which is what re-encoding it would give.
@@ -132,6 +145,9 @@ export function validateHeartbeat(
     throughput: throughput + 0,
     seq: seq + 0,
     addrs: [...addrs],
+    ...(capabilityClass === undefined
+      ? {}
+      : { capabilityClass: capabilityClass as number }),
   };
   return { ok: true, message };
 }

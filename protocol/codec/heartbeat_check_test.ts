@@ -120,3 +120,21 @@ Deno.test("validateHeartbeat() bounds numeric fields", () => {
     );
   }
 });
+
+Deno.test("validateHeartbeat() takes a priced job's capability class, 1 to 4, or none", () => {
+  for (const value of [1, 2, 3, 4]) {
+    const check = validateHeartbeat({ ...HEARTBEAT, capabilityClass: value });
+    if (!check.ok) throw new Error(check.problem);
+    strictEqual(check.message.capabilityClass, value);
+  }
+  for (const value of [0, 5, 1.5, -1, "3", null]) {
+    strictEqual(
+      failedField({ ...HEARTBEAT, capabilityClass: value }),
+      "capabilityClass",
+      JSON.stringify(value),
+    );
+  }
+  const none = validateHeartbeat({ ...HEARTBEAT });
+  if (!none.ok) throw new Error(none.problem);
+  strictEqual("capabilityClass" in none.message, false);
+});

@@ -90,6 +90,9 @@ export const BACKENDS = ["webgpu", "wasm", "js", "none"] as const;
 export type Backend = typeof BACKENDS[number];
 
 /** Liveness and progress beacon, sent every couple of seconds by each peer. */
+/** The highest capability class a priced job's benchmark gives (ZooMarket). */
+export const MAX_CAPABILITY_CLASS = 4;
+
 export type Heartbeat = {
   readonly v: typeof PROTOCOL_VERSION;
   readonly type: "heartbeat";
@@ -119,6 +122,12 @@ export type Heartbeat = {
   readonly seq: number;
   /** Sender's listen multiaddrs, so peers met through gossip can dial it. */
   readonly addrs: readonly string[];
+  /**
+   * In a priced job, the capability class (1-4) the sender's admission
+   * benchmark earned; absent otherwise. What it says of itself: the
+   * market's record (`getBid`) is what counts.
+   */
+  readonly capabilityClass?: number;
 };
 
 /** An EVM account address: `0x` and 40 hex digits, any case. */

@@ -34,6 +34,8 @@ import {
   waitFor,
 } from "../../node/devnet/local_peer.ts";
 import { ensureIdentity } from "../../node/identity.ts";
+import { callRpc } from "../../node/http/rpc_client.ts";
+import type { PeerSummary } from "../../node/http/types.ts";
 import { zooNode } from "../_cli.ts";
 import { type JobCluster, tinySpec, withJobCluster } from "../_job_cluster.ts";
 import { runMarketScenario } from "../_market.ts";
@@ -84,6 +86,8 @@ export interface MarketResult {
   /** Members' replays of each other's benchmarks that passed, and failed. */
   replaysPassed: number;
   replaysFailed: number;
+  /** Capability classes in the heartbeats node-1 heard at the end. */
+  heartbeatClasses: number[];
   /** Contract scenario: a 3-seat commit, priced against pool. */
   contract: { commitGasPriced: number; commitGasPool: number };
 }
@@ -216,6 +220,11 @@ async function run(
     replaysFailed += lines.filter((l) => l.includes("did not replay")).length;
   }
   log(`benchmark replays: ${replaysPassed} passed, ${replaysFailed} failed`);
+  // The classes the seat holders' heartbeats report, as node-1 sees them.
+  const seen = await callRpc<PeerSummary[]>(first.info.http!, "zoo_peers");
+  const heartbeatClasses = seen
+    .filter((p) => p.capabilityClass !== null)
+    .map((p) => p.capabilityClass!);
   for (const p of peers.values()) await stopPeer(p);
   // Past the challenge window, then each provider claims from the CLI.
   const { challengeWindow, treasury } = await readRegistryParams(reg);
@@ -301,6 +310,7 @@ async function run(
     commitGas,
     replaysPassed,
     replaysFailed,
+    heartbeatClasses,
   };
 }
 
