@@ -230,3 +230,108 @@ Deno.test("chain CLI: bad input exits 2 or 1 with one clear line", async () => {
     }
   });
 });
+
+Deno.test("chain CLI: a priced job: job create --max-price prints its market, job market its open seats, --join without a fitting --bid is refused before any work", async () => {
+  await withTempDir("chain-cli-market", async (dir) => {
+    const d = ["--data-dir", dir];
+    await ok(["keys", "init", ...d]);
+    await ok(["chain", "register", ...d]);
+    const specPath = `${dir}/spec.json`;
+    await Deno.writeTextFile(specPath, JSON.stringify(SPEC));
+
+    // --reward pays a pool; a market flag prices the job: not both.
+    const both = await zooNode([
+      "job",
+      "create",
+      specPath,
+      "--reward",
+      "1",
+      "--max-price",
+      "1gwei",
+      ...d,
+    ]);
+    assert.equal(both.code, 2, both.stderr);
+    assert.match(
+      both.stderr,
+      /--reward funds a pool job, --max-price a priced one/,
+    );
+    // A budget that cannot pay its rounds at the maximum price.
+    const short = await zooNode([
+      "job",
+      "create",
+      specPath,
+      "--max-price",
+      "1gwei",
+      "--budget",
+      "0.00000001",
+      ...d,
+    ]);
+    assert.equal(short.code, 1, short.stderr);
+    assert.match(
+      short.stderr,
+      /cannot pay the job's rounds at its maximum price/,
+    );
+
+    const created = await ok([
+      "job",
+      "create",
+      specPath,
+      "--max-price",
+      "1gwei",
+      "--seats",
+      "2",
+      "--bidding-window",
+      "0",
+      ...d,
+    ]);
+    const job = /job\s+(baf\S+)/.exec(created)![1];
+    // 50 steps x 16 x 16 tokens a seat a round; 2 seats at 1 gwei a token
+    // for 3 rounds; the bar trains a round in the 60 s deadline, and the
+    // benchmark lasts 10 s at it (9 steps of 256 tokens).
+    assert.match(created, /budget 0.0000768 ETH, quorum 2, 3 rounds/);
+    assert.match(
+      created,
+      /market\s+at most 1 gwei a token, 2 seats of 12800 tokens a round: a round costs at most 0.0000256 ETH, so the budget buys 3 rounds at the maximum price \(the unspent part is refunded\); bids close 0 s from now; admission: 213 tokens\/s, timed on chain over a 9-step benchmark/,
+    );
+
+    const market = await ok(["job", "market", job, ...d]);
+    assert.match(market, /0 of 2 seats taken/);
+    assert.match(
+      market,
+      /seats\s+2 open and no admitted bid waits for them/,
+    );
+    const json = JSON.parse(await ok(["job", "market", job, "--json", ...d]));
+    assert.equal(json.seats, 2);
+    assert.equal(json.filled, 0);
+    assert.equal(json.maxPrice, "1000000000");
+    assert.deepEqual(json.bids, []);
+
+    // No bid, and a bid above the maximum: refused before the spec is
+    // fetched (its dataset does not exist here).
+    const noBid = await zooNode(["--join", "--job", job, ...d]);
+    assert.equal(noBid.code, 1, noBid.stderr);
+    assert.match(
+      noBid.stderr,
+      /it is a priced job \(at most 1 gwei a token, 2 seats\): bid for a seat with --bid PRICE/,
+    );
+    const tooHigh = await zooNode([
+      "--join",
+      "--job",
+      job,
+      "--bid",
+      "2gwei",
+      ...d,
+    ]);
+    assert.equal(tooHigh.code, 1, tooHigh.stderr);
+    assert.match(
+      tooHigh.stderr,
+      /a bid of 2 gwei a token is above the job's maximum/,
+    );
+
+    // The registry's terms name the market's fee.
+    assert.match(
+      await ok(["chain", "status", ...d]),
+      /market fee 5% to 0x[0-9a-fA-F]{40}/,
+    );
+  });
+});

@@ -44,6 +44,7 @@ export type ChainCommand =
     flags: PartialConfig;
   }
   | { kind: "job-cancel"; job: string; flags: PartialConfig }
+  | { kind: "job-market"; job: string; json: boolean; flags: PartialConfig }
   | { kind: "stake-add"; amount: bigint; flags: PartialConfig }
   | { kind: "stake-exit"; flags: PartialConfig }
   | { kind: "stake-withdraw"; flags: PartialConfig }
@@ -172,9 +173,21 @@ export function parseJob(argv: string[]): ChainCommand {
     const p = parseFlags(argv.slice(1), CHAIN_FLAGS, 1);
     return { kind: "job-cancel", job: p.positionals[0], flags: settings(p) };
   }
+  if (argv[0] === "market") {
+    const p = parseFlags(argv.slice(1), {
+      ...CHAIN_FLAGS,
+      json: { type: "boolean" },
+    }, 1);
+    return {
+      kind: "job-market",
+      job: p.positionals[0],
+      json: p.values.json === true,
+      flags: settings(p),
+    };
+  }
   if (argv[0] !== "create") {
     throw new UsageError(
-      `"job" needs "create <spec.json>" or "cancel <job id>": current value is ${
+      `"job" needs "create <spec.json>", "cancel <job id>" or "market <job id>": current value is ${
         JSON.stringify(argv[0] ?? "")
       }`,
     );

@@ -69,7 +69,11 @@ const PARSED_AS: { [T in HelpTopic]: string[][] } = {
     "chain",
     "rounds",
   ]],
-  job: [["job", "create", "spec.json"], ["job", "cancel", "bafk"]],
+  job: [["job", "create", "spec.json"], ["job", "cancel", "bafk"], [
+    "job",
+    "market",
+    "bafk",
+  ]],
   stake: [["stake", "add", "1"], ["stake", "exit"], ["stake", "withdraw"]],
   rewards: [["rewards"], ["rewards", "claim"]],
   train: [["train", "--local"]],

@@ -10,6 +10,7 @@ import { VERSION } from "../version.ts";
 import { blobGet, blobPut } from "./blob.ts";
 import { chainCommand } from "./chain.ts";
 import { jobCancel, jobCreate } from "./job.ts";
+import { jobMarket } from "./market.ts";
 import { rewardsClaim, rewardsCommand, stakeCommand } from "./stake.ts";
 import { devnet } from "./devnet.ts";
 import { join } from "./join.ts";
@@ -103,6 +104,8 @@ async function dispatch(command: Command): Promise<number> {
       return await jobCreate(await config(command.flags), command);
     case "job-cancel":
       return await jobCancel(await config(command.flags), command);
+    case "job-market":
+      return await jobMarket(await config(command.flags), command);
     case "stake-add":
     case "stake-exit":
     case "stake-withdraw":

@@ -97,6 +97,9 @@ Options:
   --threads N             CPU backend threads, 1-64 (default: every core, at most 8)
   --overlap               train ahead while a round commits
   --duty-cycle F          share of the time spent training, 0 < F <= 1 (default 1)
+  --bid PRICE             a priced job: bid this price per verified token for a
+                          seat (wei, or gwei as 0.4gwei), run its benchmark and
+                          wait for a seat
 
 ${SETTINGS}
 
@@ -166,6 +169,8 @@ ${EXIT_CODES}`,
     --min-stake ETH         least stake to register (default 1)
     --unbonding-delay S     seconds from exit to withdrawal (default 60)
     --challenge-window S    seconds from a job's last commit to its claims (default 3600)
+    --fee-bps N             the market's fee on priced jobs, basis points (default 500)
+    --treasury 0xADDRESS    where the fee goes (default: this account)
   status                  chain, registry, this account and every job
   register                register this node's account bound to its peer id
     --stake ETH             stake to put up (default: the registry's minimum)
@@ -178,7 +183,8 @@ Options of every action:
 ${CHAIN_OPTIONS}
 
 ${EXIT_CODES}`,
-  job: `zoo-node job create <spec.json> | cancel <job id> [options]
+  job:
+    `zoo-node job create <spec.json> | cancel <job id> | market <job id> [options]
 
   create <spec.json>      fill the spec's missing fields with their defaults,
                           validate it, store it and the genesis checkpoint in
@@ -190,10 +196,22 @@ ${EXIT_CODES}`,
                             under this directory, instead of the spec's
                             dataset: it is chunked and stored here, and this
                             data dir's node serves it to the job's peers
+    --max-price PRICE       a priced job instead of a pool: the most a seat
+                            is paid per verified token (wei, or gwei as 1gwei)
+    --seats N               its seats, 1-64 (default: the spec's minPeers)
+    --budget ETH            what it may spend (default: every round at the
+                            maximum price; the unspent part is refunded)
+    --bidding-window S      seconds bids gather before seats fill (default 60)
+    --min-tokens-per-second N  the admission bar (default: the speed that
+                            trains a seat's round within the round deadline)
   cancel <job id>         end a job this account created after its committed
                           rounds: the pool's share of the rounds never
                           committed is refunded at once, its contributors
-                          claim the rest
+                          claim the rest (a priced job: what its seats did not
+                          earn, once its challenge window has passed)
+  market <job id>         a priced job's terms, seats and every bid: price,
+                          stage, benchmark speed and class, tokens credited
+    --json                  one JSON object
 
 Options of every action:
 ${CHAIN_OPTIONS}

@@ -43,7 +43,7 @@ import {
 } from "../train/memory_check.ts";
 import { formatBytes } from "../format_bytes.ts";
 import { loadJobDataset } from "./dataset.ts";
-import { takeSeat } from "./seat.ts";
+import { checkBid, takeSeat } from "./seat.ts";
 import { BenchmarkAudits } from "./benchmark_audit.ts";
 import { marketOf, readBid } from "../../chain/market.ts";
 import { createJobView } from "./view.ts";
@@ -103,12 +103,22 @@ export async function enterJob(o: EnterJobOptions): Promise<JobRun> {
     }
     throw err;
   });
+  const memberBefore = await isMember(registry, job, identity.address);
+  if (record.seated && !memberBefore) {
+    // A join that cannot bid is refused before anything is fetched.
+    await checkBid({
+      registry,
+      market: await marketOf(registry),
+      job,
+      jobId,
+      price: o.bid,
+    });
+  }
   const spec = await fetchSpec(node, jobId, signal);
   const { compute, fit } = await fittingCompute(o, spec);
   let trainer: RoundTrainer | null = null;
   try {
     signal?.throwIfAborted();
-    const memberBefore = await isMember(registry, job, identity.address);
     const dataset = await loadJobDataset(spec, {
       store: node.store,
       dataDir: o.dataDir,

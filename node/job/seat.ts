@@ -12,6 +12,7 @@ import { formatGwei } from "viem";
 import type { Address, Bytes32 } from "../../chain/attestation.ts";
 import { ChainError } from "../../chain/errors.ts";
 import {
+  type BidRecord,
   fillSeats,
   listBidders,
   type Market,
@@ -64,23 +65,9 @@ export async function takeSeat(o: SeatOptions): Promise<number> {
   const { market, job, log } = o;
   const me = o.registry.client.account.address;
   const terms = await readMarket(market, job);
-  let bid = await readBid(market, job, me);
-  if (bid.stage === "left") {
-    throw new ChainError(
-      `Cannot join job ${o.jobId}: this account lost its seat (it left, was slashed or went silent) and cannot bid again`,
-      "BidClosed",
-    );
-  }
+  let bid = await checkBid(o);
   if (bid.stage !== "seated" && bid.stage !== "admitted") {
-    if (o.price === null) {
-      throw new ChainError(
-        `Cannot join job ${o.jobId}: it is a priced job (at most ${
-          priceText(terms.maxPrice)
-        }, ${terms.seats} seats): bid for a seat with --bid PRICE (wei or gwei a verified token)`,
-        null,
-      );
-    }
-    await benchmarkBid(o, terms, o.price);
+    await benchmarkBid(o, terms, o.price!);
     bid = await readBid(market, job, me);
   }
   let waitingSaid = false;
@@ -117,6 +104,45 @@ export async function takeSeat(o: SeatOptions): Promise<number> {
     } from round ${bid.seatedRound}`,
   );
   return bid.capabilityClass;
+}
+
+/**
+ * This account's bid for `o.job` as it stands, once it is clear a seat can
+ * be sought: throws a {@linkcode ChainError} before anything heavy runs
+ * when this account lost its seat before, or has no admitted bid and no
+ * `--bid` within the job's maximum price.
+ */
+export async function checkBid(
+  o: Pick<SeatOptions, "market" | "job" | "jobId" | "price" | "registry">,
+): Promise<BidRecord> {
+  const me = o.registry.client.account.address;
+  const [terms, bid] = await Promise.all([
+    readMarket(o.market, o.job),
+    readBid(o.market, o.job, me),
+  ]);
+  if (bid.stage === "left") {
+    throw new ChainError(
+      `Cannot join job ${o.jobId}: this account lost its seat (it left, was slashed or went silent) and cannot bid again`,
+      "BidClosed",
+    );
+  }
+  if (bid.stage === "seated" || bid.stage === "admitted") return bid;
+  const offer = `at most ${priceText(terms.maxPrice)}, ${terms.seats} seats`;
+  if (o.price === null) {
+    throw new ChainError(
+      `Cannot join job ${o.jobId}: it is a priced job (${offer}): bid for a seat with --bid PRICE (wei or gwei a verified token)`,
+      null,
+    );
+  }
+  if (o.price > terms.maxPrice) {
+    throw new ChainError(
+      `Cannot join job ${o.jobId}: a bid of ${
+        priceText(o.price)
+      } is above the job's maximum (${offer})`,
+      "BidAboveMax",
+    );
+  }
+  return bid;
 }
 
 /** Places the bid, runs the benchmark and proves it; refused: throws. */
