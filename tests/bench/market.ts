@@ -88,8 +88,15 @@ export interface MarketResult {
   replaysFailed: number;
   /** Capability classes in the heartbeats node-1 heard at the end. */
   heartbeatClasses: number[];
-  /** Contract scenario: a 3-seat commit, priced against pool. */
-  contract: { commitGasPriced: number; commitGasPool: number };
+  /**
+   * Contract scenario: a 3-seat first commit, priced against pool, and the
+   * gas of each market call.
+   */
+  contract: {
+    commitGasPriced: number;
+    commitGasPool: number;
+    gas: Record<string, number>;
+  };
 }
 
 /** The providers: name, bid (gwei a token), duty cycle. */
@@ -368,6 +375,9 @@ const bench: Bench<Options, MarketResult> = {
       contract: {
         commitGasPriced: Number(contract.commitGasPriced),
         commitGasPool: Number(contract.commitGasPool),
+        gas: Object.fromEntries(
+          Object.entries(contract.gas).map(([k, v]) => [k, Number(v)]),
+        ),
       },
     };
   },
@@ -409,6 +419,9 @@ const bench: Bench<Options, MarketResult> = {
       `commit gas (live): ${
         r.commitGas.join(", ")
       }; contract: priced ${r.contract.commitGasPriced} against pool ${r.contract.commitGasPool}`,
+      `market calls' gas: ${
+        Object.entries(r.contract.gas).map(([k, v]) => `${k} ${v}`).join(", ")
+      }`,
     ].join("\n");
   },
 };
