@@ -1,5 +1,5 @@
 import assert from "node:assert/strict";
-import { parseEther } from "viem";
+import { parseAbiItem, parseEther } from "viem";
 import { signAuditFailure } from "../chain/audit_verdict.ts";
 import {
   BENCHMARK_ROUND,
@@ -17,9 +17,11 @@ import {
   readMarket,
   reopenSeat,
   settlePricedJob,
+  withdrawFees,
 } from "../chain/market.ts";
 import {
   beginExit,
+  claimReward,
   commitRound,
   joinJob,
   readJob,
@@ -354,7 +356,7 @@ Deno.test({
 
 Deno.test({
   name:
-    "market: a benchmark that a quorum of members failed in replay, their verdicts posted to the market, slashes its bidder through the registry, and its seat goes to the next bid",
+    "market: a benchmark that a quorum of members failed in replay, their verdicts posted to the market, slashes its bidder through the registry, its seat goes to the next bid, and payments + fees + refund + the slashed stake shared = budget + slashes, to the wei",
   ...CHAIN_TEST,
   fn: () =>
     withChain(async (chain) => {
@@ -426,5 +428,92 @@ Deno.test({
       assert.ok((await readNode(b.reg, accused)).stake < stakeBefore);
       assert.equal(await stage(cheat), "left");
       assert.equal(await stage(next), "seated");
+
+      // The job runs to its end with the seats b, c and next; then every
+      // wei is accounted for from the events of both contracts: payments
+      // + fees + refund + the slashed stake's bounty and pool shares =
+      // the budget + the stake slashed.
+      const holders = [b, c, next];
+      let parent = terms.genesis;
+      for (let round = 0; round < terms.rounds; round++) {
+        const att = {
+          job: terms.job,
+          round,
+          parent,
+          checkpoint: digestOf(`slashed job checkpoint ${round + 1}`),
+          manifest: digestOf(`slashed job manifest ${round}`),
+          ...sortContributions(holders.map((n) => ({
+            account: n.client.account.address,
+            weight: terms.tokensPerSeat,
+          }))),
+        };
+        await commitRound(b.reg, {
+          attestation: att,
+          signatures: await signAll([b, c], att),
+        });
+        parent = att.checkpoint;
+      }
+      await passTime(chain.deployer.client, 3600);
+      for (const n of holders) {
+        await claimPay(as(n), { job: terms.job });
+        await claimReward(n.reg, { job: terms.job });
+      }
+      const settled = await settlePricedJob(market, { job: terms.job });
+      await withdrawFees(market);
+      const events = async (
+        address: `0x${string}`,
+        event: string,
+      ) => (await chain.deployer.client.public.getLogs({
+        address,
+        event: parseAbiItem(event) as never,
+        fromBlock: 0n,
+      }) as unknown as { args: Record<string, bigint> }[]);
+      const sum = (rows: { args: Record<string, bigint> }[], f: string) =>
+        rows.reduce((t, r) => t + r.args[f], 0n);
+      const paid = await events(
+        market.address,
+        "event Paid(bytes32 indexed job, address indexed account, uint256 tokens, uint256 price, uint256 amount, uint256 fee)",
+      );
+      const budget = sum(
+        await events(
+          market.address,
+          "event MarketOpened(bytes32 indexed job, address indexed creator, uint256 budget, uint256 maxPrice, uint32 seats, uint64 tokensPerSeat, uint64 biddingEnds)",
+        ),
+        "budget",
+      );
+      const refund = sum(
+        await events(
+          market.address,
+          "event Refunded(bytes32 indexed job, address indexed creator, uint256 amount)",
+        ),
+        "amount",
+      );
+      const slashed = sum(
+        await events(
+          chain.registry,
+          "event NodeSlashed(address indexed account, bytes32 indexed job, uint256 amount)",
+        ),
+        "amount",
+      );
+      const poolClaims = sum(
+        await events(
+          chain.registry,
+          "event RewardClaimed(bytes32 indexed job, address indexed account, uint256 amount)",
+        ),
+        "amount",
+      );
+      assert.equal(refund, settled.refund);
+      assert.ok(slashed > 0n);
+      const bounty = slashed / 10n; // the registry's REPORTER_SHARE
+      assert.equal(
+        sum(paid, "amount") + refund + poolClaims + bounty,
+        budget + slashed,
+      );
+      assert.equal(
+        await chain.deployer.client.public.getBalance({
+          address: market.address,
+        }),
+        0n,
+      );
     }),
 });
