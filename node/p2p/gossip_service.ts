@@ -154,13 +154,14 @@ export class GossipService {
   }
 
   /**
-   * Relays messages over `MAX_MESSAGE_BYTES` (slice plans) only from the
-   * members `isMember` admits, until the returned function is called: a
-   * non-member's plan of up to 512 KiB would otherwise cross the mesh
-   * before the round judges it. A node that follows no round (no check)
-   * relays them from anyone, within the budget.
+   * Relays only heartbeats from peers `isMember` does not admit, until the
+   * returned function is called: every other message is a round's, which
+   * the round ignores from a non-member, so relaying it would only carry a
+   * stranger's traffic (a plan of up to 512 KiB among them) across the
+   * mesh. A node that follows no round (no check) relays anyone's, within
+   * the budget for messages over `MAX_MESSAGE_BYTES`.
    */
-  gateLarge(isMember: MemberCheck): () => void {
+  gateMembers(isMember: MemberCheck): () => void {
     this.#isMember = isMember;
     return () => {
       if (this.#isMember === isMember) this.#isMember = null;
@@ -253,16 +254,18 @@ export class GossipService {
     }
     // A heartbeat for another job on our topic is somebody's bug or game.
     if (verdict.message.job !== this.#job) return this.#drop("invalid-field");
-    if (msg.data.length <= MAX_MESSAGE_BYTES) {
-      return TopicValidatorResult.Accept;
-    }
     // Ignored, not rejected: a relay is not to blame, and membership seen
     // from here may lag the chain by a lookup.
-    if (!this.#largeBudget.spend(from, msg.data.length, this.#now())) {
+    if (
+      msg.data.length > MAX_MESSAGE_BYTES &&
+      !this.#largeBudget.spend(from, msg.data.length, this.#now())
+    ) {
       return this.#ignore("over-budget");
     }
     const isMember = this.#isMember;
-    if (isMember === null) return TopicValidatorResult.Accept;
+    if (isMember === null || verdict.message.type === "heartbeat") {
+      return TopicValidatorResult.Accept;
+    }
     return isMember(from).then(
       (member) =>
         member ? TopicValidatorResult.Accept : this.#ignore("not-member"),

@@ -65,7 +65,7 @@ export interface RoundDriverParts {
     onMessage(listener: (msg: GossipMessage) => void): () => void;
     livePeers(): readonly { peer: string }[];
     /** Relays large messages (plans) from the members it admits only. */
-    gateLarge(isMember: (peer: string) => Promise<boolean>): () => void;
+    gateMembers(isMember: (peer: string) => Promise<boolean>): () => void;
   };
   /** The chain's committed head, as deep as the peer counts commits. */
   chain: {
@@ -82,7 +82,12 @@ export interface RoundDriverParts {
 /** The member lookups the driver and its round work make. */
 export type RoundMembers = Pick<
   MemberCache,
-  "refresh" | "members" | "lookup" | "isMemberAccount" | "forgetAccount"
+  | "refresh"
+  | "members"
+  | "lookup"
+  | "confirm"
+  | "isMemberAccount"
+  | "forgetAccount"
 >;
 
 /** What the driver works with. */
@@ -233,8 +238,8 @@ export class RoundDriver {
   /** Starts listening, ticking and polling the chain. */
   start(): void {
     const unheard = this.#parts.gossip.onMessage((m) => this.#onGossip(m));
-    const ungated = this.#parts.gossip.gateLarge((peer) =>
-      this.members.lookup(peer).then((m) => m.member)
+    const ungated = this.#parts.gossip.gateMembers((peer) =>
+      this.members.confirm(peer).then((m) => m.member)
     );
     this.#unsubscribe = () => {
       unheard();

@@ -44,7 +44,7 @@ async function setup() {
         return () => listeners.splice(listeners.indexOf(listener), 1);
       },
       livePeers: () => fake.PEERS.slice(1).map((peer) => ({ peer })),
-      gateLarge: (isMember) => {
+      gateMembers: (isMember) => {
         gates.push(isMember);
         return () => gates.splice(gates.indexOf(isMember), 1);
       },
@@ -84,10 +84,10 @@ Deno.test("RoundDriver: from the chain's head it enters round 0 with its live me
     assert.equal(t.driver.state.parent, t.c0);
     assert.deepEqual([...t.driver.state.live].sort(), [...fake.PEERS].sort());
     assert.ok(t.listeners.length === 1, "it listens to gossip");
-    // Large gossip (plans) is relayed from the job's members only.
+    // Round gossip is relayed from the job's members only.
     assert.equal(t.gates.length, 1);
     assert.equal(await t.gates[0](fake.PEERS[1]), true);
-    t.members.lookup = () =>
+    t.members.confirm = () =>
       Promise.resolve({ account: fake.TEST_ADDRESS, member: false });
     assert.equal(await t.gates[0](fake.PEERS[1]), false);
   } finally {

@@ -312,6 +312,7 @@ export function everyoneMember(account: `0x${string}` = TEST_ADDRESS) {
     refresh: () => {},
     members: (peers: readonly string[]) => [...peers],
     lookup: () => Promise.resolve({ account, member: true }),
+    confirm: () => Promise.resolve({ account, member: true }),
     isMemberAccount: () => Promise.resolve(true),
     forgetAccount: () => {},
   };

@@ -54,12 +54,20 @@ export class MemberCache {
    * and a message it signs later must not be judged on that stale answer.
    */
   async isMemberAccount(peer: string, account: string): Promise<boolean> {
-    const hit = this.#known.get(peer);
-    const m = hit && !hit.member &&
-        this.now() - hit.at >= CONFIRM_RECHECK_MS
-      ? await this.#lookupFresh(peer)
-      : await this.lookup(peer);
+    const m = await this.confirm(peer);
     return m.member && m.account?.toLowerCase() === account.toLowerCase();
+  }
+
+  /**
+   * Looks `peer` up as before a message of its is dropped: like
+   * {@linkcode lookup}, but a cached "no" older than
+   * {@linkcode CONFIRM_RECHECK_MS} is asked again.
+   */
+  confirm(peer: string): Promise<Membership> {
+    const hit = this.#known.get(peer);
+    return hit && !hit.member && this.now() - hit.at >= CONFIRM_RECHECK_MS
+      ? this.#lookupFresh(peer)
+      : this.lookup(peer);
   }
 
   /**
