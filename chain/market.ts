@@ -174,6 +174,8 @@ export interface BenchmarkProof {
   account: Address;
   work: WorkCommitment;
   signature: `0x${string}`;
+  /** The block the proof was mined in. */
+  blockNumber: bigint;
 }
 
 /** Every benchmark proved for `job` (from the BenchmarkProved logs). */
@@ -189,10 +191,11 @@ export async function benchmarkProofs(
     args: { job },
     fromBlock,
   });
-  return logs.map(({ args }) => ({
+  return logs.map(({ args, blockNumber }) => ({
     account: args.account!,
     work: args.work as WorkCommitment,
     signature: args.signature!,
+    blockNumber,
   }));
 }
 
@@ -203,7 +206,11 @@ export async function benchmarkProofs(
  */
 export async function failBenchmark(
   market: Market,
-  params: { job: Bytes32; proof: BenchmarkProof; verdict: `0x${string}` },
+  params: {
+    job: Bytes32;
+    proof: Omit<BenchmarkProof, "blockNumber">;
+    verdict: `0x${string}`;
+  },
 ): Promise<TxResult & { convicted: boolean }> {
   const { job, proof, verdict } = params;
   const tx = await writeMarket(

@@ -56,6 +56,8 @@ export class BenchmarkAudits {
   readonly #o: BenchmarkAuditOptions;
   /** Benchmarks judged (or not to be), by bidder and commitment. */
   readonly #judged = new Set<string>();
+  /** The first block whose proofs have not been read. */
+  #from = 0n;
   #timer: ReturnType<typeof setTimeout> | null = null;
   #stopped = false;
 
@@ -85,7 +87,11 @@ export class BenchmarkAudits {
   async pass(): Promise<void> {
     const { market, job } = this.#o;
     const me = this.#o.registry.client.account.address.toLowerCase();
-    for (const proof of await benchmarkProofs(market, job)) {
+    const proofs = await benchmarkProofs(market, job, this.#from);
+    for (const p of proofs) {
+      if (p.blockNumber >= this.#from) this.#from = p.blockNumber + 1n;
+    }
+    for (const proof of proofs) {
       const key = `${proof.account.toLowerCase()}/${proof.work.trajectory}`;
       if (this.#judged.has(key) || this.#stopped) continue;
       this.#judged.add(key);
