@@ -2,7 +2,7 @@
  * A training job as the status page, JSON-RPC and metrics see it: the
  * round driver's state and ledger, chain readings, and the actions a
  * script may take on it: leaving (and beginning the stake's exit), and
- * claiming the reward.
+ * claiming the reward (a priced job's pay from its market).
  *
  * @module
  */
@@ -10,9 +10,11 @@ import { type Address, cidToBytes32 } from "../../chain/attestation.ts";
 import {
   beginExit,
   claimReward,
+  readJob,
   readNode,
   type Registry,
 } from "../../chain/registry.ts";
+import { claimPay, marketOf } from "../../chain/market.ts";
 import { rankLeaders } from "../../protocol/peers/assignment.ts";
 import {
   memberShortfall,
@@ -132,7 +134,11 @@ export function createJobView(o: JobViewOptions): JobSource {
       };
     },
     async claimReward() {
-      const tx = await claimReward(o.registry, { job: cidToBytes32(jobId) });
+      const job = cidToBytes32(jobId);
+      // A priced job pays its seats from the market, less the fee.
+      const tx = (await readJob(o.registry, job)).seated
+        ? await claimPay(await marketOf(o.registry), { job })
+        : await claimReward(o.registry, { job });
       return { job: jobId, amount: String(tx.amount), tx: tx.hash };
     },
   };
