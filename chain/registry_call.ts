@@ -143,8 +143,10 @@ async function send(
       blockTag,
       account: client.account,
     } as never);
+    // With the whole ABI, so a revert the estimate meets (another
+    // peer's transaction landed since the simulation) is named.
     const estimate = await client.public.estimateContractGas(
-      request as never,
+      { ...(request as object), abi } as never,
     );
     const hash = await inTurn(client, () =>
       client.wallet.writeContract({

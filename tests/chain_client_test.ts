@@ -150,3 +150,39 @@ Deno.test({
       assert.deepEqual(reasons.sort(), ["JobExists", "landed"]);
     }),
 });
+
+Deno.test({
+  name:
+    "chain client: a transaction whose gas estimate meets another's pending one says why",
+  ...CHAIN_TEST,
+  fn: () =>
+    withChain(async (chain) => {
+      const [a, b] = [await chain.account(), await chain.account()];
+      await a.client.public.request({
+        method: "evm_setAutomine" as never,
+        params: [false] as never,
+      });
+      const job = {
+        job: digestOf("a job both create"),
+        genesis: digestOf("genesis"),
+        quorum: 1,
+        rounds: 1,
+        minStake: 0n,
+        reward: 1n,
+      };
+      const first = createJob(a.reg, job);
+      while (
+        (await a.client.public.request({
+          method: "txpool_status" as never,
+        }) as { pending: string }).pending !== "0x1"
+      ) await new Promise((r) => setTimeout(r, 20));
+      // b's simulation reads the last block, where the job is not yet;
+      // its estimate reads the pending one, where a's creation is.
+      await assert.rejects(createJob(b.reg, job), (err: unknown) => {
+        assert.equal((err as ChainError).reason, "JobExists", String(err));
+        return true;
+      });
+      await a.client.public.request({ method: "evm_mine" as never });
+      await first;
+    }),
+});

@@ -42,6 +42,20 @@ Deno.test({
       const gross = BigInt(p.price) * BigInt(p.tokens);
       assert.equal(BigInt(p.paid), gross - (gross * 500n) / 10_000n, p.name);
     }
+    // `zoo-node rewards` showed each seat as the chain has it: its bid,
+    // class, credit, what it claimed, and a round's earnings per round.
+    for (const p of r.providers) {
+      const seat = p.shown!;
+      assert.equal(seat.price, p.price, p.name);
+      assert.equal(seat.stage, p.stage, p.name);
+      assert.equal(seat.capabilityClass, p.capabilityClass, p.name);
+      assert.equal(seat.tokens, p.tokens, p.name);
+      assert.equal(seat.claimable, p.paid, p.name);
+      assert.equal(seat.net, p.paid, p.name);
+      const earned = seat.rounds.reduce((t, x) => t + BigInt(x.earned), 0n);
+      assert.equal(earned, BigInt(p.price) * BigInt(p.tokens), p.name);
+      assert.equal(seat.roundsCredited, seat.rounds.length, p.name);
+    }
     // paid + fees + refund = budget, from the events; the market keeps 0.
     const [accounted, of] = r.accountedFor.split(" of ");
     assert.equal(accounted, of);

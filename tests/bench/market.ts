@@ -59,6 +59,17 @@ export interface MarketProvider {
   paid: string;
   /** Its `--join` exit line when it did not take a seat. */
   refusal: string | null;
+  /** `zoo-node rewards --json`'s seat for it before it claimed. */
+  shown: {
+    price: string;
+    stage: string;
+    capabilityClass: number;
+    tokens: string;
+    net: string;
+    claimable: string;
+    roundsCredited: number;
+    rounds: { round: number; tokens: string; earned: string }[];
+  } | null;
 }
 
 /** What `market` reports. */
@@ -247,6 +258,18 @@ async function run(
     const bid = await bidOf(plan.name);
     const tokens = await contributionOf(reg, job, account);
     let paid = 0n;
+    // What `zoo-node rewards` says of the seat, before the claim.
+    const shown = JSON.parse(
+      (await zooNode([
+        "rewards",
+        "--json",
+        "--job",
+        c.job.id,
+        "--data-dir",
+        c.slots[i].dataDir,
+        ...chainFlags,
+      ])).stdout,
+    ).jobs[0]?.seat ?? null;
     if (tokens > 0n) {
       const before = await reg.client.public.getBalance({ address: account });
       const claim = await zooNode([
@@ -275,6 +298,7 @@ async function run(
       tokens: String(tokens),
       paid: String(paid),
       refusal: plan.name === "node-5" ? refusalLine : null,
+      shown,
     });
   }
   const settled = await settlePricedJob(market, { job });
