@@ -4,7 +4,7 @@
  */
 import assert from "node:assert/strict";
 import { generatePrivateKey } from "viem/accounts";
-import { connectChain } from "../chain/client.ts";
+import { type ChainClient, connectChain } from "../chain/client.ts";
 import { ChainError } from "../chain/errors.ts";
 import { createJob, joinJob } from "../chain/registry.ts";
 import { CHAIN_TEST, digestOf, withChain } from "./_chain.ts";
@@ -121,10 +121,7 @@ Deno.test({
       // Two peers submit the same thing: both simulate against the same
       // state, both are mined in one block, and the second reverts.
       const [a, b] = [await chain.account(), await chain.account()];
-      await a.client.public.request({
-        method: "evm_setAutomine" as never,
-        params: [false] as never,
-      });
+      await mineByHand(a.client);
       const job = {
         job: digestOf("one job"),
         genesis: digestOf("genesis"),
@@ -135,11 +132,7 @@ Deno.test({
       };
       const sent = [createJob(a.reg, job), createJob(b.reg, job)];
       // Both are in the pool before the block that holds them is mined.
-      while (
-        (await a.client.public.request({
-          method: "txpool_status" as never,
-        }) as { pending: string }).pending !== "0x2"
-      ) await new Promise((r) => setTimeout(r, 20));
+      await untilPending(a.client, 2);
       await a.client.public.request({ method: "evm_mine" as never });
       const results = await Promise.allSettled(sent);
       const reasons = results.map((r) =>
@@ -158,10 +151,7 @@ Deno.test({
   fn: () =>
     withChain(async (chain) => {
       const [a, b] = [await chain.account(), await chain.account()];
-      await a.client.public.request({
-        method: "evm_setAutomine" as never,
-        params: [false] as never,
-      });
+      await mineByHand(a.client);
       const job = {
         job: digestOf("a job both create"),
         genesis: digestOf("genesis"),
@@ -171,11 +161,7 @@ Deno.test({
         reward: 1n,
       };
       const first = createJob(a.reg, job);
-      while (
-        (await a.client.public.request({
-          method: "txpool_status" as never,
-        }) as { pending: string }).pending !== "0x1"
-      ) await new Promise((r) => setTimeout(r, 20));
+      await untilPending(a.client, 1);
       // b's simulation reads the last block, where the job is not yet;
       // its estimate reads the pending one, where a's creation is.
       await assert.rejects(createJob(b.reg, job), (err: unknown) => {
@@ -186,3 +172,20 @@ Deno.test({
       await first;
     }),
 });
+
+/** Turns anvil's mining on each transaction off: blocks wait for evm_mine. */
+async function mineByHand(client: ChainClient): Promise<void> {
+  await client.public.request({
+    method: "evm_setAutomine" as never,
+    params: [false] as never,
+  });
+}
+
+/** Waits until `n` transactions wait in anvil's pool. */
+async function untilPending(client: ChainClient, n: number): Promise<void> {
+  while (
+    (await client.public.request({
+      method: "txpool_status" as never,
+    }) as { pending: string }).pending !== `0x${n.toString(16)}`
+  ) await new Promise((r) => setTimeout(r, 20));
+}

@@ -26,6 +26,7 @@ import {
 import { sessionRegistry } from "../chain_session.ts";
 import { claimPay, marketOf } from "../../chain/market.ts";
 import { priceText } from "../job/seat.ts";
+import { seatStatus } from "../http/contributions.ts";
 import type { Config } from "../config.ts";
 import { parseJobId, withSession } from "./chain.ts";
 import type { ChainCommand } from "./parse_chain.ts";
@@ -238,28 +239,6 @@ function describeSeat(s: RewardStatus, seat: SeatEarnings): string {
   }
 }
 
-function seatJson(seat: SeatEarnings) {
-  return {
-    price: String(seat.price),
-    stage: seat.stage,
-    capabilityClass: seat.capabilityClass,
-    tokensPerSecond: String(seat.tokensPerSecond),
-    roundsCredited: seat.roundsCredited,
-    tokens: String(seat.tokens),
-    earned: String(seat.gross),
-    fee: String(seat.fee),
-    net: String(seat.net),
-    paid: String(seat.paid),
-    claimable: String(seat.claimable),
-    slashed: String(seat.slashed),
-    rounds: seat.rounds.map((r) => ({
-      round: r.round,
-      tokens: String(r.tokens),
-      earned: String(r.earned),
-    })),
-  };
-}
-
 function rewardJson(s: RewardStatus) {
   return {
     job: bytes32ToCid(s.job, RAW_CODEC),
@@ -272,7 +251,7 @@ function rewardJson(s: RewardStatus) {
     roundsCommitted: s.record.nextRound,
     rounds: s.record.rounds,
     cancelled: s.record.cancelled,
-    seat: s.seat === null ? null : seatJson(s.seat),
+    seat: s.seat === null ? null : seatStatus(s.seat),
   };
 }
 
