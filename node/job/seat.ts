@@ -83,6 +83,13 @@ export async function takeSeat(o: SeatOptions): Promise<number> {
     await freeSeats(market, job, me);
     bid = await readBid(market, job, me);
     if (bid.stage === "seated") break;
+    if (bid.stage === "left") {
+      // The members' replays of its benchmark failed it.
+      throw new ChainError(
+        `Cannot join job ${o.jobId}: a quorum of its members could not replay this node's benchmark, and its bid ended`,
+        "BidClosed",
+      );
+    }
     if (!waitingSaid) {
       const now = await readMarket(market, job);
       log(
