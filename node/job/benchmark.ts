@@ -38,10 +38,14 @@ export interface BenchmarkInput {
   dutyCycle?: number;
 }
 
-/** A benchmark's work commitment and the time its steps took. */
+/** A benchmark's work commitment and the speed its steps ran at. */
 export interface BenchmarkRun {
   work: WorkCommitment;
-  trainMs: number;
+  /**
+   * Its tokens over the time from its first step to its last, rests
+   * (`dutyCycle`) included: what the peer's heartbeats would report.
+   */
+  tokensPerSecond: number;
 }
 
 /**
@@ -61,6 +65,7 @@ export async function runBenchmark(o: BenchmarkInput): Promise<BenchmarkRun> {
   try {
     const start = genesisCheckpoint(o.jobId, o.spec.model, o.spec.seed);
     const states: Uint8Array[] = [];
+    const started = performance.now();
     const result = await trainer.trainRound({
       round: 0,
       params: start.params,
@@ -83,7 +88,8 @@ export async function runBenchmark(o: BenchmarkInput): Promise<BenchmarkRun> {
         trajectory: bytesToHex(merkleRoot(states)),
         kernel: kernelId(trainer.kernel),
       },
-      trainMs: result.trainMs,
+      tokensPerSecond: result.tokens /
+        Math.max((performance.now() - started) / 1000, 1e-3),
     };
   } finally {
     trainer.dispose();

@@ -43,7 +43,7 @@ import {
 } from "../train/memory_check.ts";
 import { formatBytes } from "../format_bytes.ts";
 import { loadJobDataset } from "./dataset.ts";
-import { checkBid, takeSeat } from "./seat.ts";
+import { checkBid, type Seat, takeSeat } from "./seat.ts";
 import { BenchmarkAudits } from "./benchmark_audit.ts";
 import { marketOf, readBid } from "../../chain/market.ts";
 import { createJobView } from "./view.ts";
@@ -131,11 +131,15 @@ export async function enterJob(o: EnterJobOptions): Promise<JobRun> {
       },
     });
     signal?.throwIfAborted();
-    let capabilityClass = 0;
+    let seat: Seat = { capabilityClass: 0, startSpeed: 0 };
     if (record.seated) {
       const market = await marketOf(registry);
-      capabilityClass = memberBefore
-        ? (await readBid(market, job, identity.address)).capabilityClass
+      seat = memberBefore
+        ? {
+          capabilityClass:
+            (await readBid(market, job, identity.address)).capabilityClass,
+          startSpeed: 0,
+        }
         : await takeSeat({
           registry,
           market,
@@ -162,7 +166,11 @@ export async function enterJob(o: EnterJobOptions): Promise<JobRun> {
     );
     node.gossip.setProgress({
       ...compute.heartbeat,
-      ...(capabilityClass > 0 ? { capabilityClass } : {}),
+      // A benchmark's speed sizes this peer's share until it trains.
+      throughput: seat.startSpeed,
+      ...(seat.capabilityClass > 0
+        ? { capabilityClass: seat.capabilityClass }
+        : {}),
     });
     trainer = new RoundTrainer({
       createTrainer: (init) => compute.createTrainer(init),
@@ -183,6 +191,7 @@ export async function enterJob(o: EnterJobOptions): Promise<JobRun> {
       behaviour: o.behaviour,
       notes: o.notes,
       memberBefore,
+      startSpeed: seat.startSpeed,
       records: o.records,
       retention: o.retention,
       confirmations: o.confirmations,

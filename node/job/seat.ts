@@ -55,19 +55,30 @@ export function priceText(wei: bigint): string {
   return `${formatGwei(wei)} gwei a token`;
 }
 
+/** What taking a seat measured. */
+export interface Seat {
+  /** The capability class its benchmark earned on chain. */
+  capabilityClass: number;
+  /**
+   * The benchmark's speed as measured here, tokens per second (0 when
+   * this start ran none: its bid was admitted before).
+   */
+  startSpeed: number;
+}
+
 /**
- * Bids, benchmarks and waits until this account holds a seat of `o.job`;
- * the capability class its benchmark earned. Throws a
- * {@linkcode ChainError} when it cannot: no `--bid`, a bid above the
- * maximum, a benchmark below the bar, a seat lost before, the job over.
+ * Bids, benchmarks and waits until this account holds a seat of `o.job`.
+ * Throws a {@linkcode ChainError} when it cannot: no `--bid`, a bid above
+ * the maximum, a benchmark below the bar, a seat lost before, the job over.
  */
-export async function takeSeat(o: SeatOptions): Promise<number> {
+export async function takeSeat(o: SeatOptions): Promise<Seat> {
   const { market, job, log } = o;
   const me = o.registry.client.account.address;
   const terms = await readMarket(market, job);
   let bid = await checkBid(o);
+  let startSpeed = 0;
   if (bid.stage !== "seated" && bid.stage !== "admitted") {
-    await benchmarkBid(o, terms, o.price!);
+    startSpeed = await benchmarkBid(o, terms, o.price!);
     bid = await readBid(market, job, me);
   }
   let waitingSaid = false;
@@ -110,7 +121,7 @@ export async function takeSeat(o: SeatOptions): Promise<number> {
       priceText(bid.price)
     } from round ${bid.seatedRound}`,
   );
-  return bid.capabilityClass;
+  return { capabilityClass: bid.capabilityClass, startSpeed };
 }
 
 /**
@@ -152,12 +163,15 @@ export async function checkBid(
   return bid;
 }
 
-/** Places the bid, runs the benchmark and proves it; refused: throws. */
+/**
+ * Places the bid, runs the benchmark and proves it; the benchmark's speed
+ * as measured here. Refused: throws.
+ */
 async function benchmarkBid(
   o: SeatOptions,
   terms: MarketRecord,
   price: bigint,
-): Promise<void> {
+): Promise<number> {
   const steps = Number(terms.benchTokens) / tokensPerStep(o.spec);
   if (!Number.isInteger(steps) || steps < 1 || steps > o.spec.innerSteps) {
     throw new ChainError(
@@ -206,6 +220,7 @@ async function benchmarkBid(
   o.log(
     `benchmark admitted: ${outcome.tokensPerSecond} tokens/s as the chain timed it (${wall} s here; the bar ${outcome.required}), class ${outcome.capabilityClass}`,
   );
+  return run.tokensPerSecond;
 }
 
 /**

@@ -108,6 +108,12 @@ export interface RoundDriverOptions extends RoundContext {
    * notes that hold no announcements may have lost some (see OwnDeltas).
    */
   memberBefore?: boolean;
+  /**
+   * This peer's speed measured before its first step, tokens per second
+   * (its benchmark, in a priced job): its share of round 0 and what its
+   * first heartbeats report; default: unknown until it trains.
+   */
+  startSpeed?: number;
   /** The rounds recorded before a restart, and where new ones are kept. */
   records?: KeptRecords;
   /**
@@ -217,6 +223,7 @@ export class RoundDriver {
       loop: this.#loop,
       notes: o.notes ?? memoryNotes(),
       memberBefore: o.memberBefore ?? false,
+      startSpeed: o.startSpeed,
     });
   }
 

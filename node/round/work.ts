@@ -89,6 +89,8 @@ export interface RoundWorkOptions {
   notes: StateNotes;
   /** Whether this account was a member of the job before this start. */
   memberBefore: boolean;
+  /** See `ShareStepsOptions.startSpeed`. */
+  startSpeed?: number;
 }
 
 /** Manifests kept for attesting, committing and closing rounds. */
@@ -270,6 +272,7 @@ export class RoundWork {
       publisher: this.#publisher,
       notes: o.notes,
       memberBefore: o.memberBefore,
+      startSpeed: o.startSpeed,
       signal: this.#abort.signal,
       feed: o.feed,
       log: o.log,

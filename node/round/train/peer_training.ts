@@ -50,6 +50,8 @@ export interface PeerTrainingOptions extends
   notes: StateNotes;
   /** Whether this account was a member of the job before this start. */
   memberBefore: boolean;
+  /** See `ShareStepsOptions.startSpeed`. */
+  startSpeed?: number;
   feed: (event: RoundEvent) => void;
   log: (line: string) => void;
   behaviour: RoundBehaviour;
@@ -114,6 +116,7 @@ export function peerTraining(o: PeerTrainingOptions): PeerTraining {
     listed,
     known,
     throughput: (peer) => services.gossip.throughput(peer),
+    startSpeed: o.startSpeed,
     progress: (p, now) => services.progress(p, now),
     store: async (bytes, codec) =>
       cidToString(await services.blocks.put(bytes, codec)),

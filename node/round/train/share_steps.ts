@@ -56,6 +56,12 @@ export interface ShareStepsOptions {
    * heartbeat; 0 when unknown. Sizes this peer's share of a round.
    */
   throughput: (peer: string) => number;
+  /**
+   * This peer's speed measured before its first step (its benchmark for a
+   * priced job's seat), tokens per second: its share until its steps are
+   * measured; 0 or absent: unknown.
+   */
+  startSpeed?: number;
   /** Reports progress for heartbeats; `now` sends one at once. */
   progress: (
     p: Partial<Pick<Progress, "round" | "step" | "throughput">>,
@@ -105,7 +111,10 @@ export class ShareSteps {
 
   constructor(o: ShareStepsOptions) {
     this.#o = o;
-    this.#speed = new ThroughputMeter(o.spec.batchSize * o.spec.contextLength);
+    this.#speed = new ThroughputMeter(
+      o.spec.batchSize * o.spec.contextLength,
+      o.startSpeed,
+    );
     this.#states = new StateWindow(o.store, o.drop);
   }
 

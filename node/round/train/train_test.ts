@@ -68,7 +68,11 @@ async function local0(): Promise<Float32Array> {
  * Each step of a round in `slowRounds` takes 50 ms more, so that round is
  * still training when the test moves on.
  */
-function setup(jobSpec = spec, slowRounds: readonly number[] = []) {
+function setup(
+  jobSpec = spec,
+  slowRounds: readonly number[] = [],
+  startSpeed?: number,
+) {
   const trainer = new RoundTrainer({
     createTrainer: (init) => {
       const cpu = createCpuTrainer(createJsBackend(), init);
@@ -116,6 +120,7 @@ function setup(jobSpec = spec, slowRounds: readonly number[] = []) {
     ledger,
     state: () => state,
     throughput: (peer) => speeds.get(peer) ?? 0,
+    startSpeed,
     progress: () => {},
     store: async (b, codec) => {
       const cid = cidToString(await cidForBytes(b, codec));
@@ -408,6 +413,20 @@ Deno.test(
     state.round = 2;
     await training.train(2, "bafkreic2", genesis);
     assert.equal(delivered[2].steps, H);
+  },
+);
+
+Deno.test(
+  "RoundTraining: a speed measured before the first step (a priced job's benchmark) sizes the first round's share",
+  FULL_TIER,
+  async () => {
+    const { training, delivered, state, speeds } = setup(spec, [], 1);
+    state.live = ["peerA", "peerB", "peerC"];
+    speeds.set("peerB", 1e11).set("peerC", 1e11);
+    // Its benchmark said it is far slower than the others report: round 0
+    // is already a small share, not a full one.
+    await training.train(0, "bafkreic0", genesis);
+    assert.equal(delivered[0].steps, 1);
   },
 );
 

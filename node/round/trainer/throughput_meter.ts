@@ -34,9 +34,14 @@ export class ThroughputMeter {
   readonly #stepMs: number[] = [];
   #tokensPerSecond = 0;
 
-  /** A meter of steps that each train on `tokensPerStep` tokens. */
-  constructor(tokensPerStep: number) {
+  /**
+   * A meter of steps that each train on `tokensPerStep` tokens, reading
+   * `start` (a speed measured before, e.g. a priced job's benchmark) until
+   * its first step.
+   */
+  constructor(tokensPerStep: number, start = 0) {
     this.#tokensPerStep = tokensPerStep;
+    this.#tokensPerSecond = start;
   }
 
   /** Counts one step that took `ms`, its rest included. */
@@ -50,7 +55,7 @@ export class ThroughputMeter {
       : 0;
   }
 
-  /** The throughput now; 0 before the first step. */
+  /** The throughput now; `start` before the first step. */
   get tokensPerSecond(): number {
     return this.#tokensPerSecond;
   }

@@ -12,6 +12,13 @@ Deno.test("ThroughputMeter: 0 before a step, then tokens over the median step ti
   assert.equal(meter.tokensPerSecond, 5120);
 });
 
+Deno.test("ThroughputMeter: a speed measured before reads until the first step", () => {
+  const meter = new ThroughputMeter(512, 2048);
+  assert.equal(meter.tokensPerSecond, 2048);
+  meter.note(100);
+  assert.equal(meter.tokensPerSecond, 5120);
+});
+
 Deno.test("ThroughputMeter: a machine that slows for good is followed within a window", () => {
   const meter = new ThroughputMeter(512);
   for (let i = 0; i < THROUGHPUT_WINDOW; i++) meter.note(100);
