@@ -78,14 +78,20 @@ export interface SeatEarnings {
   rounds: { round: number; tokens: bigint; earned: bigint }[];
 }
 
+/** Each committed round's credits by lower-cased account, as read from logs. */
+export type RoundCreditMap = ReadonlyMap<number, ReadonlyMap<string, bigint>>;
+
 /**
  * Reads `account`'s reward in `job`; throws a ChainError `UnknownJob` when
- * the job does not exist.
+ * the job does not exist. `credits`: the job's round credits when the
+ * caller has read them already (a priced job's seat needs them), so the
+ * logs are not read twice.
  */
 export async function readRewardStatus(
   reg: Registry,
   job: Bytes32,
   account: Address,
+  credits?: RoundCreditMap,
 ): Promise<RewardStatus> {
   const [record, contribution, due, claimed] = await Promise.all([
     readJob(reg, job),
@@ -107,7 +113,11 @@ export async function readRewardStatus(
     // The chain's clock, as the contract's: a dev chain's may run ahead.
     const now = finished ? (await reg.client.public.getBlock()).timestamp : 0n;
     const open = finished && now >= (claimsOpenAt ?? 0n);
-    seat = await readSeatEarnings(reg, job, account, contribution, open);
+    seat = await readSeatEarnings(reg, job, account, {
+      tokens: contribution,
+      claimsOpen: open,
+      credits,
+    });
   }
   const dueNow = seat ? seat.claimable : due;
   const stage: RewardStage = (seat ? seat.paid > 0n : claimed)
@@ -138,15 +148,15 @@ async function readSeatEarnings(
   reg: Registry,
   job: Bytes32,
   account: Address,
-  tokens: bigint,
-  claimsOpen: boolean,
+  o: { tokens: bigint; claimsOpen: boolean; credits?: RoundCreditMap },
 ): Promise<SeatEarnings> {
+  const { tokens, claimsOpen } = o;
   const market = await marketOf(reg);
   const [bid, feeBps, paid, credits, slashed] = await Promise.all([
     readBid(market, job, account),
     readMarketFee(market),
     wasPaid(market, job, account),
-    roundCredits(reg, job),
+    o.credits ?? roundCredits(reg, job),
     slashedAccounts(reg, job),
   ]);
   const gross = bid.price * tokens;

@@ -56,6 +56,18 @@ Deno.test({
       assert.equal(earned, BigInt(p.price) * BigInt(p.tokens), p.name);
       assert.equal(seat.roundsCredited, seat.rounds.length, p.name);
     }
+    // node-1's status page and zoo_contributions showed its seat: its bid,
+    // and each credited round's earnings at it.
+    const seat = r.statusSeat!;
+    assert.equal(seat.price, by["node-1"].price);
+    assert.equal(seat.stage, "seated");
+    assert.ok(seat.rounds.length >= 1);
+    for (const round of seat.rounds) {
+      assert.equal(
+        BigInt(round.earned),
+        BigInt(round.tokens) * BigInt(seat.price),
+      );
+    }
     // paid + fees + refund = budget, from the events; the market keeps 0.
     const [accounted, of] = r.accountedFor.split(" of ");
     assert.equal(accounted, of);

@@ -10,7 +10,8 @@
  */
 import { bytesToHex } from "viem";
 import type { Bytes32 } from "../../chain/attestation.ts";
-import { BENCHMARK_ROUND } from "../../chain/market.ts";
+import { BENCHMARK_ROUND, type Market } from "../../chain/market.ts";
+import type { Registry } from "../../chain/registry.ts";
 import { kernelId, type WorkCommitment } from "../../chain/work_commitment.ts";
 import type { Dataset } from "../../protocol/content/dataset.ts";
 import { merkleRoot } from "../../protocol/content/merkle.ts";
@@ -20,6 +21,20 @@ import { genesisCheckpoint } from "../../protocol/round/round_checkpoint.ts";
 import type { JobSpec } from "../../protocol/spec/job_spec.ts";
 import { RoundTrainer } from "../round/trainer/inner_loop.ts";
 import type { Trainer, TrainerInit } from "../../kernels/trainer.ts";
+
+/**
+ * A priced job as a peer works on it: its registry and market, its ids,
+ * spec and dataset. What taking a seat (`seat.ts`) and replaying others'
+ * benchmarks (`benchmark_audit.ts`) both start from.
+ */
+export interface PricedJob {
+  registry: Registry;
+  market: Market;
+  jobId: string;
+  job: Bytes32;
+  spec: JobSpec;
+  dataset: Dataset;
+}
 
 /** What {@linkcode runBenchmark} needs. */
 export interface BenchmarkInput {

@@ -10,39 +10,27 @@
  *
  * @module
  */
-import type { Bytes32 } from "../../chain/attestation.ts";
 import { signAuditFailure } from "../../chain/audit_verdict.ts";
 import {
   BENCHMARK_ROUND,
   type BenchmarkProof,
   benchmarkProofs,
   failBenchmark,
-  type Market,
   readBid,
 } from "../../chain/market.ts";
-import type { Registry } from "../../chain/registry.ts";
 import {
   kernelId,
   type WorkCommitment,
   workCommitmentDigest,
 } from "../../chain/work_commitment.ts";
-import type { TrainerInit } from "../../kernels/trainer.ts";
-import type { Trainer } from "../../kernels/trainer.ts";
-import type { Dataset } from "../../protocol/content/dataset.ts";
-import type { JobSpec } from "../../protocol/spec/job_spec.ts";
-import { runBenchmark } from "./benchmark.ts";
+import type { Trainer, TrainerInit } from "../../kernels/trainer.ts";
+import { type PricedJob, runBenchmark } from "./benchmark.ts";
 
 /** How often a member looks for benchmarks to replay, ms. */
 const AUDIT_EVERY_MS = 5_000;
 
 /** What {@linkcode BenchmarkAudits} works with. */
-export interface BenchmarkAuditOptions {
-  registry: Registry;
-  market: Market;
-  jobId: string;
-  job: Bytes32;
-  spec: JobSpec;
-  dataset: Dataset;
+export interface BenchmarkAuditOptions extends PricedJob {
   createTrainer: (init: TrainerInit) => Trainer;
   /** The kernel build this peer trains on: only its benchmarks are judged. */
   kernel: string;

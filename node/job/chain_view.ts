@@ -84,10 +84,14 @@ export class JobChainView {
     this.#mine = new Cached(async () => {
       // The reward's status says when claims open (the contract's own
       // claimsOpenAt), which the page shows beside what is claimable.
-      const [reward, commits] = await Promise.all([
-        readRewardStatus(o.registry, job, o.account),
-        this.#commits.get(),
-      ]);
+      // The commits' credits serve the seat of a priced job too.
+      const commits = await this.#commits.get();
+      const reward = await readRewardStatus(
+        o.registry,
+        job,
+        o.account,
+        new Map([...commits].map(([round, c]) => [round, c.credits])),
+      );
       // The job was just read: zoo_job within the time to live uses it.
       this.#job.set(reward.record);
       return contributionsOf(

@@ -104,6 +104,9 @@ export async function enterJob(o: EnterJobOptions): Promise<JobRun> {
     throw err;
   });
   const memberBefore = await isMember(registry, job, identity.address);
+  if (!record.seated && o.bid !== null) {
+    log(`job ${jobId} pays a reward pool, not bids: --bid is not used`);
+  }
   if (record.seated && !memberBefore) {
     // A join that cannot bid is refused before anything is fetched.
     await checkBid({

@@ -23,25 +23,17 @@ import {
   readMarket,
   reopenSeat,
 } from "../../chain/market.ts";
-import { readJob, type Registry } from "../../chain/registry.ts";
+import { readJob } from "../../chain/registry.ts";
 import { signWorkCommitment } from "../../chain/work_commitment.ts";
-import type { Dataset } from "../../protocol/content/dataset.ts";
-import type { JobSpec } from "../../protocol/spec/job_spec.ts";
 import { tokensPerStep } from "../../protocol/market/benchmark.ts";
 import type { Compute } from "../train/compute.ts";
-import { runBenchmark } from "./benchmark.ts";
+import { type PricedJob, runBenchmark } from "./benchmark.ts";
 
 /** How often a waiting bidder looks at the seats, ms. */
 const SEAT_POLL_MS = 1_000;
 
 /** What {@linkcode takeSeat} works with. */
-export interface SeatOptions {
-  registry: Registry;
-  market: Market;
-  jobId: string;
-  job: Bytes32;
-  spec: JobSpec;
-  dataset: Dataset;
+export interface SeatOptions extends PricedJob {
   compute: Compute;
   /** Wei per verified token; null when the node was given no `--bid`. */
   price: bigint | null;

@@ -35,7 +35,7 @@ import {
 } from "../../node/devnet/local_peer.ts";
 import { ensureIdentity } from "../../node/identity.ts";
 import { callRpc } from "../../node/http/rpc_client.ts";
-import type { PeerSummary } from "../../node/http/types.ts";
+import type { Contributions, PeerSummary } from "../../node/http/types.ts";
 import { zooNode } from "../_cli.ts";
 import { type JobCluster, tinySpec, withJobCluster } from "../_job_cluster.ts";
 import { runMarketScenario } from "../_market.ts";
@@ -99,6 +99,8 @@ export interface MarketResult {
   replaysFailed: number;
   /** Capability classes in the heartbeats node-1 heard at the end. */
   heartbeatClasses: number[];
+  /** node-1's seat as its `zoo_contributions` reported it at the end. */
+  statusSeat: Contributions["seat"];
   /**
    * Contract scenario: a 3-seat first commit, priced against pool, and the
    * gas of each market call.
@@ -243,6 +245,11 @@ async function run(
   const heartbeatClasses = seen
     .filter((p) => p.capabilityClass !== null)
     .map((p) => p.capabilityClass!);
+  // node-1's seat as its status reports it (zoo_contributions).
+  const statusSeat = (await callRpc<Contributions>(
+    first.info.http!,
+    "zoo_contributions",
+  )).seat;
   for (const p of peers.values()) await stopPeer(p);
   // Past the challenge window, then each provider claims from the CLI.
   const { challengeWindow, treasury } = await readRegistryParams(reg);
@@ -342,6 +349,7 @@ async function run(
     replaysPassed,
     replaysFailed,
     heartbeatClasses,
+    statusSeat,
   };
 }
 
