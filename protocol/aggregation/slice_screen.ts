@@ -4,9 +4,10 @@
  * on whole deltas that no one holds whole. Each slice's leader computes,
  * from that slice of every delta, the slice's {@linkcode SliceScreenSums}
  * (each delta's Σd² and Σd·c, c the slice of the median, and Σc²); anyone
- * who holds every slice's sums reaches the verdicts with
- * {@linkcode screenSlices}, adding them slice by slice in order
- * (`combineSliceSums`), so every peer gets the same norms bit for bit.
+ * who holds the sums reaches the verdicts with {@linkcode screenSlices},
+ * adding them in one order: slice by slice within groups of ⌈√k⌉ slices
+ * ({@linkcode groupScreenSums}), then group by group (`combineSliceSums`),
+ * so every peer gets the same norms bit for bit from the groups' totals.
  *
  * Two differences from the whole screen, both because a slice leader sees
  * one slice: the median every cosine is taken against is over all the
@@ -85,6 +86,83 @@ export function sliceScreenSums(
   };
 }
 
+/**
+ * The groups a round's slice sums are added in: ⌈√k⌉ consecutive slices a
+ * group (the last may hold fewer), as bounds `[0, G, 2G, …, k]`, group i
+ * being slices [b[i], b[i + 1]). Every peer screens from the groups'
+ * totals ({@linkcode groupScreenSums}): g · 16 · N bytes to fetch, and a
+ * group checked by its members from G slices' sums, where the flat sums
+ * of every slice cost every peer 16 · N · k (a sign delta's worth at 1000
+ * peers and 124M parameters).
+ *
+ * @example
+ * ```ts
+ * import assert from "node:assert/strict";
+ * import { sumGroupBounds } from "./slice_screen.ts";
+ * assert.deepEqual(sumGroupBounds(2), [0, 2]);
+ * assert.deepEqual(sumGroupBounds(10), [0, 4, 8, 10]);
+ * assert.equal(sumGroupBounds(1024).length - 1, 32);
+ * ```
+ */
+export function sumGroupBounds(k: number): number[] {
+  if (!Number.isSafeInteger(k) || k < 1) {
+    throw new RangeError(`Cannot group ${k} slices' sums`);
+  }
+  const size = Math.ceil(Math.sqrt(k));
+  const bounds = [];
+  for (let j = 0; j < k; j += size) bounds.push(j);
+  bounds.push(k);
+  return bounds;
+}
+
+/** The group ({@linkcode sumGroupBounds}) slice `j` of `k` is in. */
+export function sumGroupOf(k: number, j: number): number {
+  return Math.floor(j / Math.ceil(Math.sqrt(k)));
+}
+
+/**
+ * The total of `parts` (slices' or groups' sums over the same deltas), added
+ * in order from 0 as float64: every peer adding the same parts gets the
+ * same bits.
+ */
+export function addScreenSums(
+  parts: readonly SliceScreenSums[],
+): SliceScreenSums {
+  if (parts.length === 0) throw new RangeError("Cannot add no sums");
+  const n = parts[0].sums.length;
+  const norm2 = new Float64Array(n), dot = new Float64Array(n);
+  let centerNorm2 = 0;
+  for (const [j, part] of parts.entries()) {
+    if (part.sums.length !== n) {
+      throw new RangeError(
+        `Cannot add sums of ${part.sums.length} deltas (part ${j}) to sums of ${n}`,
+      );
+    }
+    centerNorm2 += part.centerNorm2;
+    for (let i = 0; i < n; i++) {
+      norm2[i] += part.sums[i].norm2;
+      dot[i] += part.sums[i].dot;
+    }
+  }
+  return {
+    sums: Array.from(norm2, (v, i) => ({ norm2: v, dot: dot[i] })),
+    centerNorm2,
+  };
+}
+
+/**
+ * Each group's total ({@linkcode sumGroupBounds}) of `sums`, every slice's
+ * in slice order: what the screen adds, group by group.
+ */
+export function groupScreenSums(
+  sums: readonly SliceScreenSums[],
+): SliceScreenSums[] {
+  const bounds = sumGroupBounds(sums.length);
+  return bounds.slice(1).map((to, i) =>
+    addScreenSums(sums.slice(bounds[i], to))
+  );
+}
+
 /** One delta's sums over every slice, for {@linkcode screenSlices}. */
 export interface SlicedDelta {
   readonly peer: string;
@@ -103,9 +181,10 @@ export interface SliceScreen {
 }
 
 /**
- * The verdicts on the round's deltas from every slice's sums: `deltas`
- * with their sums slice by slice, and `centerNorm2` the median's Σc² of
- * each slice, in slice order.
+ * The verdicts on the round's deltas from every group's sums (or every
+ * slice's: the same figures, added in another order): `deltas` with their
+ * sums part by part, and `centerNorm2` the median's Σc² of each part, in
+ * order.
  */
 export function screenSlices(
   deltas: readonly SlicedDelta[],

@@ -125,6 +125,7 @@ export const PLAN: SlicePlanAnnounce = {
     { peer: PEER, delta: MANIFEST_CID, tokens: 512 },
   ],
   sums: [CHECKPOINT],
+  groups: [CHECKPOINT],
   extra: [1],
 };
 export const SLICE: SliceAnnounce = {

@@ -28,6 +28,7 @@ import {
 } from "../messages/message_fields.ts";
 import { comparePeerIds } from "../peers/peer_table.ts";
 import { MAX_PIECES } from "../aggregation/shards.ts";
+import { sumGroupBounds } from "../aggregation/slice_screen.ts";
 import { describe } from "../spec/_spec_fields.ts";
 import {
   EXCLUSION_REASONS,
@@ -55,7 +56,7 @@ const TOP_KEYS = [
   "shards",
 ];
 
-const SHARDS_KEYS = ["slices", "sums", "update"];
+const SHARDS_KEYS = ["slices", "sums", "groups", "update"];
 
 const RULE_KEYS = ["rule", ...AGGREGATION_SETTINGS.map(([name]) => name)];
 
@@ -125,12 +126,16 @@ function parseShards(value: unknown): ManifestShards {
     (v): v is number => isCount(v) && v >= 1 && v <= MAX_PIECES,
     `must be an integer in [1, ${MAX_PIECES}]`,
   );
-  const cids = (field: "sums" | "update") => {
+  const groups = sumGroupBounds(slices).length - 1;
+  const cids = (field: "sums" | "groups" | "update") => {
     const list = obj[field];
-    if (!Array.isArray(list) || list.length !== slices) {
+    const [count, each] = field === "groups"
+      ? [groups, "group of slices"]
+      : [slices, "slice"];
+    if (!Array.isArray(list) || list.length !== count) {
       throw new ManifestError(
         `shards.${field}`,
-        `must be an array of ${slices} CIDs, one a slice`,
+        `must be an array of ${count} CIDs, one a ${each}`,
         Array.isArray(list)
           ? `current length is ${list.length}`
           : describe(list),
@@ -140,7 +145,12 @@ function parseShards(value: unknown): ManifestShards {
       check(cid, `shards.${field}[${j}]`, isCanonicalCid, CID_PROBLEM)
     );
   };
-  return { slices: slices + 0, sums: cids("sums"), update: cids("update") };
+  return {
+    slices: slices + 0,
+    sums: cids("sums"),
+    groups: cids("groups"),
+    update: cids("update"),
+  };
 }
 
 /**

@@ -10,6 +10,7 @@ import {
   MAX_PLAN_MESSAGE_BYTES,
   MAX_PLAN_PASSES,
   MAX_PLAN_SLICES,
+  MAX_SUM_GROUPS,
   type MessageType,
 } from "../messages/messages.ts";
 import { isCanonicalCid } from "../messages/message_fields.ts";
@@ -96,6 +97,7 @@ Deno.test("a slice plan at its longest stays under MAX_PLAN_MESSAGE_BYTES", () =
       tokens: Number.MAX_SAFE_INTEGER,
     })),
     sums: Array.from({ length: MAX_PLAN_SLICES }, (_, i) => cid(i)),
+    groups: Array.from({ length: MAX_SUM_GROUPS }, (_, i) => cid(i)),
     extra: Array.from({ length: MAX_PLAN_SLICES }, (_, i) => i),
   };
   const size = new TextEncoder().encode(JSON.stringify(longest)).byteLength;

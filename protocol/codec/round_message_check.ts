@@ -39,6 +39,7 @@ import {
   MAX_PLAN_DELTAS,
   MAX_PLAN_PASSES,
   MAX_PLAN_SLICES,
+  MAX_SUM_GROUPS,
   type PlanDelta,
   PROTOCOL_VERSION,
   type RefutationNotice,
@@ -48,6 +49,7 @@ import {
   type SlicePlanAnnounce,
 } from "../messages/messages.ts";
 import { comparePeerIds } from "../peers/peer_table.ts";
+import { sumGroupBounds } from "../aggregation/slice_screen.ts";
 import { MAX_SEGMENTS } from "../audit/work_record.ts";
 
 const ROUND_FIELDS = ["v", "type", "peer", "job", "round", "parent"];
@@ -321,6 +323,7 @@ const PLAN_FIELDS = new Set([
   "pass",
   "deltas",
   "sums",
+  "groups",
   "extra",
 ]);
 
@@ -381,6 +384,19 @@ export function validateSlicePlan(
   for (const [i, cid] of sums.entries()) {
     if (!isCanonicalCid(cid)) return fail(`sums[${i}]`, CID_PROBLEM);
   }
+  const { groups } = obj;
+  const groupCount = sums.length === 0
+    ? 0
+    : sumGroupBounds(sums.length).length - 1;
+  if (!Array.isArray(groups) || groups.length !== groupCount) {
+    return fail(
+      "groups",
+      `must list ${groupCount} CIDs, one a group of the ${sums.length} slices' sums`,
+    );
+  }
+  for (const [i, cid] of groups.entries()) {
+    if (!isCanonicalCid(cid)) return fail(`groups[${i}]`, CID_PROBLEM);
+  }
   const { extra } = obj;
   if (!Array.isArray(extra) || extra.length > MAX_PLAN_SLICES) {
     return fail("extra", `must list at most ${MAX_PLAN_SLICES} slices`);
@@ -401,6 +417,7 @@ export function validateSlicePlan(
     pass: pass + 0,
     deltas: listed,
     sums: [...sums],
+    groups: [...groups],
     extra: extra.map((j: number) => j + 0),
   };
   return { ok: true, message };
@@ -449,8 +466,11 @@ export function validateSliceFault(
   if (!common.ok) return common;
   const { manifest, slice } = obj;
   if (!isCanonicalCid(manifest)) return fail("manifest", CID_PROBLEM);
-  if (!isCount(slice) || slice >= MAX_PLAN_SLICES) {
-    return fail("slice", `must be an integer in [0, ${MAX_PLAN_SLICES})`);
+  if (!isCount(slice) || slice >= MAX_PLAN_SLICES + MAX_SUM_GROUPS) {
+    return fail(
+      "slice",
+      `must be an integer in [0, ${MAX_PLAN_SLICES + MAX_SUM_GROUPS})`,
+    );
   }
   const message: SliceFaultNotice = {
     v: PROTOCOL_VERSION,

@@ -30,8 +30,10 @@ import {
   MAX_PLAN_DELTAS,
   MAX_PLAN_PASSES,
   MAX_PLAN_SLICES,
+  MAX_SUM_GROUPS,
 } from "../messages/messages.ts";
 import { shardCount } from "../aggregation/shards.ts";
+import { sumGroupBounds } from "../aggregation/slice_screen.ts";
 
 // Round messages: delta announcements, manifests, attestations, commits.
 
@@ -241,6 +243,11 @@ Deno.test("validateSlicePlan() wants deltas sorted by peer, each once, and at mo
     [{ deltas: [{ ...a, tokens: 0 }] }, "deltas[0].tokens"],
     [{ deltas: [{ ...a, extra: 1 }] }, "deltas[0].extra"],
     [{ sums: Array(MAX_PLAN_SLICES + 1).fill(PARENT) }, "sums"],
+    [{ groups: [] }, "groups"],
+    [{ groups: [PARENT, PARENT] }, "groups"],
+    [{ groups: ["bafy"] }, "groups[0]"],
+    [{ sums: Array(10).fill(PARENT), groups: Array(3).fill(PARENT) }, "ok"],
+    [{ sums: [], groups: [] }, "ok"],
     [{ sums: ["QmYwAPJzv5CZsnA625s3Xf2nemtYgPpHdWEz79ojWnPbdG"] }, "sums[0]"],
     [{ extra: [1, 1] }, "extra[1]"],
     [{ extra: [MAX_PLAN_SLICES] }, "extra[0]"],
@@ -258,7 +265,14 @@ Deno.test("validateSlicePlan() wants deltas sorted by peer, each once, and at mo
 Deno.test("validateSliceFault() wants a manifest CID and a slice below the plan's bound", () => {
   strictEqual(failedRoundField(FAULT, {}), "ok");
   strictEqual(failedRoundField(FAULT, { manifest: "x" }), "manifest");
-  strictEqual(failedRoundField(FAULT, { slice: MAX_PLAN_SLICES }), "slice");
+  strictEqual(
+    failedRoundField(FAULT, { slice: MAX_PLAN_SLICES + MAX_SUM_GROUPS }),
+    "slice",
+  );
+  strictEqual(
+    failedRoundField(FAULT, { slice: MAX_PLAN_SLICES + MAX_SUM_GROUPS - 1 }),
+    "ok",
+  );
   strictEqual(failedRoundField(FAULT, { slice: -1 }), "slice");
   strictEqual(failedRoundField(FAULT, { leader: PEER }), "leader");
 });
@@ -272,5 +286,6 @@ Deno.test("validateSlice() takes an update CID or none, and a slice below the pl
 
 Deno.test("MAX_PLAN_SLICES: the slices of a plan of MAX_PLAN_DELTAS deltas of the largest model", () => {
   strictEqual(shardCount(MAX_PLAN_DELTAS, 1e12), MAX_PLAN_SLICES);
+  strictEqual(sumGroupBounds(MAX_PLAN_SLICES).length - 1, MAX_SUM_GROUPS);
   strictEqual(failedRoundField(SLICE, { leader: "" }), "leader");
 });

@@ -300,6 +300,13 @@ export const MAX_PLAN_DELTAS = 1024;
  */
 export const MAX_PLAN_SLICES = 1024;
 
+/**
+ * Groups a slice plan's sums are added in: `sumGroupBounds` of
+ * {@linkcode MAX_PLAN_SLICES} (protocol/aggregation/slice_screen.ts: ⌈√k⌉
+ * slices a group), which a test holds equal.
+ */
+export const MAX_SUM_GROUPS = 32;
+
 /** Passes a leader may make of one round (see `SlicePlanAnnounce`). */
 export const MAX_PLAN_PASSES = 8;
 
@@ -319,9 +326,10 @@ export type PlanDelta = {
  * late or leaving out unserved ones), so that each slice's producers
  * (protocol/round/slice_plan.ts) fetch that slice of every delta and
  * publish its screen sums; sent again with `sums` (every slice's agreed
- * sums, in slice order) once they are in, for the producers to publish
- * their update slices; and at either step with `extra`, the slices whose
- * producers disagree or are silent, for a backup to compute.
+ * sums, in slice order) and `groups` (each group of slices' total of
+ * them) once they are in, for the producers to screen from the groups and
+ * publish their update slices; and at either step with `extra`, the
+ * slices whose producers disagree or are silent, for a backup to compute.
  */
 export type SlicePlanAnnounce = RoundHeader<"plan"> & {
   readonly rank: number;
@@ -333,6 +341,12 @@ export type SlicePlanAnnounce = RoundHeader<"plan"> & {
    * most {@linkcode MAX_PLAN_SLICES}.
    */
   readonly sums: readonly string[];
+  /**
+   * CIDs of each group's total of `sums` (ZSS1, `groupScreenSums`), in
+   * group order, when `sums` is given; else empty. At most
+   * {@linkcode MAX_SUM_GROUPS}.
+   */
+  readonly groups: readonly string[];
   /**
    * Slices whose producers did not agree in time, ascending: their backup
    * (slice_plan.ts `sliceBackup`) computes them too, for this step.
@@ -357,17 +371,20 @@ export type SliceAnnounce = RoundHeader<"slice"> & {
 };
 
 /**
- * "Slice `slice` of the manifest `manifest` is not the one I computed as
- * its producer." Sent by a producer of the slice as it finds the slice
- * differs, so that every verifier of the manifest recomputes that slice
- * before it attests, not only the few who drew it: one honest producer
- * then has the whole round refuse a tampered slice. A verifier that finds
- * the slice as the manifest names it counts the notice against its
- * sender.
+ * "Part `slice` of the manifest `manifest` is not the one I computed."
+ * The part is slice j for j < k, or the total of group j − k of the
+ * slices' sums for k ≤ j < k + g (`sumGroupBounds`). Sent by a producer of
+ * the slice (a group's: of one of its slices) as it finds the part
+ * differs, and by a verifier that drew it, so that every verifier of the
+ * manifest recomputes that part before it attests, not only the few who
+ * checked it: one honest producer then has the whole round refuse a
+ * tampered slice or group. A verifier that finds the part as the manifest
+ * names it counts the notice against its sender.
  */
 export type SliceFaultNotice = RoundHeader<"fault"> & {
   /** CID of the manifest. */
   readonly manifest: string;
+  /** The part: a slice below k, a group from k (see above). */
   readonly slice: number;
 };
 

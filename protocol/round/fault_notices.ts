@@ -1,11 +1,12 @@
 /**
- * Which fault notices (`fault` messages: "slice j of this manifest is not
- * what I computed") a verifier of a round led by slices acts on, by
- * recomputing the slice before it attests. Each costs every verifier a
- * slice's fetch, so who is heard is bounded: a slice's producers
- * (slice_plan.ts `sliceProducers`) on each of their slices, any other
- * peer on one slice a manifest (its lowest), and no one whose notice was
- * once found false.
+ * Which fault notices (`fault` messages: "part j of this manifest is not
+ * what I computed", a slice, or a group's total of the slices' sums) a
+ * verifier of a round led by slices acts on, by recomputing the part
+ * before it attests. Each costs every verifier a slice's fetch (a group's:
+ * its slices' sums), so who is heard is bounded: a part's producers
+ * (slice_plan.ts `partProducers`: a slice's producers, a group's members)
+ * on each of their parts, any other peer on one part a manifest (its
+ * lowest), and no one whose notice was once found false.
  *
  * Pure: no I/O.
  *
@@ -19,9 +20,10 @@ export interface HeardFault {
 }
 
 /**
- * The notices heard of `notices` (by slice, their senders) about a
- * manifest whose slices `producers` computed, ascending by slice; those
- * of `discredited` peers and about slices past the plan's are not.
+ * The notices heard of `notices` (by part, their senders) about a
+ * manifest whose parts `producers` computed (`partProducers`), ascending
+ * by part; those of `discredited` peers and about parts past the plan's
+ * are not.
  *
  * @example
  * ```ts

@@ -131,6 +131,11 @@ export interface ManifestShards {
    * the screen) sorted by peer id.
    */
   readonly sums: readonly string[];
+  /**
+   * CIDs of each group's total of those sums (`groupScreenSums`, groups of
+   * `sumGroupBounds`), in group order: what the screen adds.
+   */
+  readonly groups: readonly string[];
   /** CIDs of each slice of the update (a ZQD1 container), in slice order. */
   readonly update: readonly string[];
 }

@@ -2,6 +2,7 @@ import { deepStrictEqual, strictEqual, throws } from "node:assert";
 import { base58btc } from "multiformats/bases/base58";
 import { DEFAULT_AGGREGATION } from "../aggregation/aggregation_rule.ts";
 import { MAX_PIECES } from "../aggregation/shards.ts";
+import { sumGroupBounds } from "../aggregation/slice_screen.ts";
 import { canonicalJson } from "../content/canonical_json.ts";
 import { CID, cidForBytes, cidToString } from "../content/cid.ts";
 import { MAX_PEER_ID_LENGTH } from "../messages/messages.ts";
@@ -312,6 +313,7 @@ Deno.test("the largest valid manifest fits in MAX_MANIFEST_BYTES", () => {
     shards: {
       slices: MAX_PIECES,
       sums: Array(MAX_PIECES).fill(DELTA_A),
+      groups: Array(sumGroupBounds(MAX_PIECES).length - 1).fill(DELTA_B),
       update: Array(MAX_PIECES).fill(DELTA_B),
     },
   };
@@ -327,10 +329,11 @@ Deno.test("the largest valid manifest fits in MAX_MANIFEST_BYTES", () => {
   );
 });
 
-Deno.test("a sharded round's manifest names k slices' sums and update, and nothing else", () => {
+Deno.test("a sharded round's manifest names k slices' sums and update, each group's total, and nothing else", () => {
   const shards = {
     slices: 2,
     sums: [DELTA_A, DELTA_B],
+    groups: [DELTA_A],
     update: [DELTA_B, DELTA_A],
   };
   const sharded = { ...MANIFEST, shards };
@@ -341,6 +344,9 @@ Deno.test("a sharded round's manifest names k slices' sums and update, and nothi
     [{ ...shards, slices: MAX_PIECES + 1 }, "shards.slices"],
     [{ ...shards, slices: 1.5 }, "shards.slices"],
     [{ ...shards, sums: [DELTA_A] }, "shards.sums"],
+    [{ ...shards, groups: [] }, "shards.groups"],
+    [{ ...shards, groups: [DELTA_A, DELTA_B] }, "shards.groups"],
+    [{ ...shards, groups: ["bafy"] }, "shards.groups[0]"],
     [{ ...shards, update: [DELTA_A, DELTA_B, DELTA_A] }, "shards.update"],
     [{ ...shards, update: [DELTA_A, "bafy"] }, "shards.update[1]"],
     [{ ...shards, more: 1 }, "shards.more"],

@@ -28,6 +28,7 @@ import {
   verifierSlices,
   VERIFY_SLICES,
 } from "../aggregation/shards.ts";
+import { sumGroupBounds } from "../aggregation/slice_screen.ts";
 import { MAX_PLAN_DELTAS, MAX_PLAN_PASSES } from "../messages/messages.ts";
 
 /** Peers that compute each slice of a plan, so that a liar is outvoted. */
@@ -163,6 +164,50 @@ export function producersToAsk(
   producers: readonly string[],
 ): string[] {
   return rankSliceLeaders(`ask/${self}`, j, producers);
+}
+
+/**
+ * The members of each group of a plan's slice sums (`sumGroupBounds`):
+ * the producers of its slices, each once, in slice order. They hold the
+ * group's slices' sums, check its total in a manifest, and serve it.
+ *
+ * @example
+ * ```ts
+ * import assert from "node:assert/strict";
+ * import { sumGroupMembers } from "./slice_plan.ts";
+ * const producers = [["a", "b"], ["b", "c"], ["c", "d"]];
+ * // 3 slices: groups of 2, then 1.
+ * assert.deepEqual(sumGroupMembers(producers), [["a", "b", "c"], ["c", "d"]]);
+ * ```
+ */
+export function sumGroupMembers(
+  producers: readonly (readonly string[])[],
+): string[][] {
+  const bounds = sumGroupBounds(producers.length);
+  return bounds.slice(1).map((to, i) => [
+    ...new Set(producers.slice(bounds[i], to).flat()),
+  ]);
+}
+
+/**
+ * Who is heard on each part of a manifest led by slices
+ * (`SliceFaultNotice`): slice j's producers on it (j < k), then each
+ * group's members on it (part k + i): for `heardFaults`.
+ */
+export function partProducers(
+  producers: readonly (readonly string[])[],
+): string[][] {
+  return [...producers.map((ps) => [...ps]), ...sumGroupMembers(producers)];
+}
+
+/** The groups of slice sums `self` is a member of (sumGroupMembers). */
+export function groupsOf(
+  producers: readonly (readonly string[])[],
+  self: string,
+): number[] {
+  return sumGroupMembers(producers).flatMap((ms, i) =>
+    ms.includes(self) ? [i] : []
+  );
 }
 
 /** The slices `self` produces under `producers` (sliceProducers). */

@@ -1,7 +1,10 @@
 import assert from "node:assert/strict";
 import { Rng } from "../../kernels/data/rng.ts";
 import { sliceBounds } from "../aggregation/shards.ts";
-import { sliceScreenSums } from "../aggregation/slice_screen.ts";
+import {
+  groupScreenSums,
+  sliceScreenSums,
+} from "../aggregation/slice_screen.ts";
 import {
   agreedSlices,
   MAX_PLANNING_RANK,
@@ -15,7 +18,12 @@ import {
 } from "./slice_plan.ts";
 import { rankLeaders } from "../peers/assignment.ts";
 import { MAX_PLAN_DELTAS, MAX_PLAN_SLICES } from "../messages/messages.ts";
-import { screenOfSums, screenSharded } from "./slice_update.ts";
+import {
+  screenOfGroups,
+  screenOfSums,
+  screenSharded,
+  wholeNorm,
+} from "./slice_update.ts";
 
 const PARENT = "bafkreigh2akiscaildcqabsyg3dfr6chu3fgpregiymsck7e7aqa4s52zy";
 const peers = (n: number) =>
@@ -143,6 +151,18 @@ Deno.test("screenOfSums: the screen from published sums is the screen of the who
   assert.ok(fromSums.excluded.length >= 2, JSON.stringify(fromSums.excluded));
   assert.deepEqual(fromSums.norms, whole.norms);
   assert.deepEqual(fromSums.bounds, whole.bounds);
+  // From the groups' totals, what producers and verifiers fetch: the same
+  // verdicts and norms, bit for bit, and each norm what wholeNorm adds.
+  assert.ok(whole.slices >= 5, `${whole.slices} slices`);
+  const groups = groupScreenSums(sums);
+  assert.ok(groups.length >= 2 && groups.length < sums.length);
+  const fromGroups = screenOfGroups(deltas, P, groups);
+  assert.deepEqual(fromGroups.excluded, whole.excluded);
+  assert.deepEqual(fromGroups.norms, whole.norms);
+  for (const { peer, delta } of deltas) {
+    assert.equal(wholeNorm(delta, bounds), whole.norms.get(peer));
+  }
+  assert.throws(() => screenOfGroups(deltas, P, groups.slice(1)), RangeError);
   assert.throws(() => screenOfSums(deltas, P, sums.slice(1)), RangeError);
   assert.throws(
     () => screenOfSums(deltas.slice(1), P, sums),

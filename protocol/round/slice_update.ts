@@ -34,9 +34,11 @@ import {
   sliceSums,
 } from "../aggregation/shards.ts";
 import {
+  groupScreenSums,
   screenSlices,
   type SliceScreenSums,
   sliceScreenSums,
+  sumGroupBounds,
 } from "../aggregation/slice_screen.ts";
 import type { JobSpec } from "../spec/job_spec.ts";
 import { comparePeerIds } from "../peers/peer_table.ts";
@@ -152,8 +154,9 @@ export function slicedUpdate(
 }
 
 /**
- * A delta's L2 norm added slice by slice, as `combineSliceSums` adds the
- * sums slice leaders publish: the same float64 value on every peer.
+ * A delta's L2 norm added slice by slice within each group of slices, then
+ * group by group, as the screen adds the sums producers publish
+ * (`groupScreenSums`): the same float64 value on every peer.
  */
 export function wholeNorm(
   delta: Float32Array,
@@ -161,9 +164,16 @@ export function wholeNorm(
 ): number {
   const sums = [];
   for (let j = 0; j + 1 < bounds.length; j++) {
-    sums.push(sliceSums(delta, delta, bounds[j], bounds[j + 1]));
+    sums.push({
+      sums: [sliceSums(delta, delta, bounds[j], bounds[j + 1])],
+      centerNorm2: 0,
+    });
   }
-  return combineSliceSums(sums, sums.map(() => 0)).norm;
+  const groups = groupScreenSums(sums);
+  return combineSliceSums(
+    groups.map((g) => g.sums[0]),
+    groups.map(() => 0),
+  ).norm;
 }
 
 /** A sharded round's screen, as its leader runs it over whole deltas. */
@@ -174,6 +184,8 @@ export interface ShardedScreen {
   readonly bounds: readonly number[];
   /** Each slice's sums, over the deltas in the order given. */
   readonly sums: readonly SliceScreenSums[];
+  /** Each group's total of them (`groupScreenSums`), what the screen adds. */
+  readonly groups: readonly SliceScreenSums[];
   /** The deltas to exclude, sorted by peer. */
   readonly excluded: Exclusion[];
   /** Every delta's whole norm, added slice by slice. */
@@ -189,7 +201,14 @@ export function screenSharded(
   deltas: readonly { peer: string; delta: Float32Array; share?: number }[],
 ): ShardedScreen {
   if (deltas.length === 0) {
-    return { slices: 0, bounds: [], sums: [], excluded: [], norms: new Map() };
+    return {
+      slices: 0,
+      bounds: [],
+      sums: [],
+      groups: [],
+      excluded: [],
+      norms: new Map(),
+    };
   }
   const params = deltas[0].delta.length;
   const slices = shardCount(deltas.length, Math.max(1, params));
@@ -208,8 +227,8 @@ export function screenSharded(
  * The screen of a round led by slices (slice_plan.ts) from every slice's
  * published sums: `sums[j]` lists slice j's sums of `deltas` in their
  * order (sorted by peer), for a model of `params` parameters. What its
- * leader and each producer of an update slice compute, the same as
- * {@linkcode screenSharded} over the whole deltas.
+ * leader computes, the same as {@linkcode screenSharded} over the whole
+ * deltas.
  */
 export function screenOfSums(
   deltas: readonly { peer: string; share?: number }[],
@@ -229,18 +248,48 @@ export function screenOfSums(
       );
     }
   }
+  return { ...screenOfGroups(deltas, params, groupScreenSums(sums)), sums };
+}
+
+/**
+ * The screen from the totals of every group of slices' sums
+ * (`sumGroupBounds`; `groups[i]` over `deltas` in their order), what each
+ * producer of an update slice and each verifier fetches instead of every
+ * slice's sums: the same verdicts and norms as {@linkcode screenOfSums}.
+ * Its `sums` are left empty.
+ */
+export function screenOfGroups(
+  deltas: readonly { peer: string; share?: number }[],
+  params: number,
+  groups: readonly SliceScreenSums[],
+): ShardedScreen {
+  const slices = shardCount(deltas.length, params);
+  const expected = sumGroupBounds(slices).length - 1;
+  if (groups.length !== expected) {
+    throw new RangeError(
+      `Cannot screen ${deltas.length} deltas from ${groups.length} groups' sums: the round has ${expected}`,
+    );
+  }
+  for (const [i, g] of groups.entries()) {
+    if (g.sums.length !== deltas.length) {
+      throw new RangeError(
+        `Cannot screen ${deltas.length} deltas with group ${i}'s sums of ${g.sums.length}`,
+      );
+    }
+  }
   const { excluded, norms } = screenSlices(
     deltas.map(({ peer, share }, i) => ({
       peer,
       share,
-      sums: sums.map((s) => s.sums[i]),
+      sums: groups.map((g) => g.sums[i]),
     })),
-    sums.map((s) => s.centerNorm2),
+    groups.map((g) => g.centerNorm2),
   );
   return {
     slices,
     bounds: sliceBounds(params, slices),
-    sums,
+    sums: [],
+    groups,
     excluded,
     norms,
   };

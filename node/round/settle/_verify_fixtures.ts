@@ -13,6 +13,7 @@ import { cidForBytes, cidToString } from "../../../protocol/content/cid.ts";
 import type { JobSpec } from "../../../protocol/spec/job_spec.ts";
 import {
   encodeSliceScreenSums,
+  groupScreenSums,
   type SliceScreenSums,
 } from "../../../protocol/aggregation/slice_screen.ts";
 import {
@@ -108,6 +109,9 @@ export async function publishSharded(
     shards: {
       slices: screen.slices,
       sums: await Promise.all(sums.map((x) => put(encodeSliceScreenSums(x)))),
+      groups: await Promise.all(
+        groupScreenSums(sums).map((x) => put(encodeSliceScreenSums(x))),
+      ),
       update: await Promise.all(update.map((x) => put(encodeQuantized(x)))),
     },
     blocks,

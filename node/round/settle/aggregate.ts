@@ -356,6 +356,7 @@ async function publishSlices(
     shards: {
       slices: screen.slices,
       sums: await cids(screen.sums.map(encodeSliceScreenSums)),
+      groups: await cids(screen.groups.map(encodeSliceScreenSums)),
       update: await cids(slices.map(encodeQuantized)),
     },
     next: checkpointOfUpdate(
@@ -390,6 +391,7 @@ async function publishGathered(
     shards: {
       slices: gathered.screen.slices,
       sums: gathered.sums,
+      groups: gathered.groups,
       update,
     },
     next: checkpointOfUpdate(

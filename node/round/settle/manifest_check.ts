@@ -41,10 +41,12 @@ import {
   sliceBounds,
 } from "../../../protocol/aggregation/shards.ts";
 import {
+  addScreenSums,
   decodeSliceScreenSums,
   encodeSliceScreenSums,
   screenSlices,
   sliceScreenSums,
+  sumGroupBounds,
 } from "../../../protocol/aggregation/slice_screen.ts";
 import { BITS_FOR_COMPRESSION } from "../../../protocol/aggregation/quantize.ts";
 import {
@@ -76,6 +78,8 @@ import {
 } from "../../../protocol/round/round_update.ts";
 import type { Held } from "./sync.ts";
 import {
+  groupsOf,
+  partProducers,
   plannedSlices,
   producersToAsk,
   sliceProducers,
@@ -532,10 +536,13 @@ export class ManifestVerifier {
         );
       }
     }
+    // Part j of the manifest (slice j, or group j - k of the sums) from
+    // those who hold it.
+    const parts = producers === null ? null : partProducers(producers);
     const published = async (cid: string, maxBytes: number, j: number) => {
       try {
         return await this.#o.block(cid, maxBytes, [
-          ...producersToAsk(this.#o.self, j, producers?.[j] ?? [])
+          ...producersToAsk(this.#o.self, j, parts?.[j] ?? [])
             .filter((p) => p !== m.peer),
           m.peer,
         ]);
@@ -546,12 +553,66 @@ export class ManifestVerifier {
         );
       }
     };
+    const malformed = (what: string, err: unknown): never => {
+      throw new ManifestRefused(
+        "malformed-slice",
+        `its ${what} cannot be read: ${(err as Error).message}`,
+      );
+    };
+    const sumsBytes = 16 + 16 * seen.length;
+    const sumsOf = async (cid: string, part: number, what: string) => {
+      const bytes = await published(cid, sumsBytes, part);
+      try {
+        return { bytes, sums: decodeSliceScreenSums(bytes, seen.length) };
+      } catch (err) {
+        return malformed(what, err);
+      }
+    };
+    // A group's total is checked by adding its slices' sums: by its members
+    // (this peer's own groups) at once, by any verifier a notice reaches.
+    const groupBounds = sumGroupBounds(k);
+    const checkGroup = async (i: number) => {
+      const slices = await mapAtMost(
+        shards.sums.slice(groupBounds[i], groupBounds[i + 1]),
+        BLOCKS_AT_ONCE,
+        (cid, at) =>
+          sumsOf(
+            cid,
+            groupBounds[i] + at,
+            `slice ${groupBounds[i] + at}'s sums`,
+          ),
+      );
+      const total = encodeSliceScreenSums(
+        addScreenSums(slices.map((s) => s.sums)),
+      );
+      const named = await published(shards.groups[i], sumsBytes, k + i);
+      if (!equalBytes(total, named)) {
+        throw new ManifestRefused(
+          "slice-mismatch",
+          `group ${i}'s sums are not the total of its slices' sums`,
+        );
+      }
+    };
+    const checked = new Set(own.keys());
+    for (
+      const i of producers === null ? [] : groupsOf(producers, this.#o.self)
+    ) {
+      checked.add(k + i);
+      try {
+        await checkGroup(i);
+      } catch (err) {
+        if (err instanceof ManifestRefused && err.code === "slice-mismatch") {
+          await this.#o.fault?.(m, k + i).catch(() => {});
+        }
+        throw err;
+      }
+    }
     // A few at a time: a peer's connection takes a few streams of a
     // protocol at once.
-    const sumBytes = await mapAtMost(
-      shards.sums,
+    const groups = await mapAtMost(
+      shards.groups,
       BLOCKS_AT_ONCE,
-      (cid, j) => published(cid, 16 + 16 * seen.length, j),
+      async (cid, i) => (await sumsOf(cid, k + i, `group ${i}'s sums`)).sums,
     );
     const updateBytes = await mapAtMost(
       shards.update,
@@ -566,19 +627,6 @@ export class ManifestVerifier {
           j,
         ),
     );
-    const malformed = (what: string, err: unknown): never => {
-      throw new ManifestRefused(
-        "malformed-slice",
-        `its ${what} cannot be read: ${(err as Error).message}`,
-      );
-    };
-    const sums = sumBytes.map((bytes, j) => {
-      try {
-        return decodeSliceScreenSums(bytes, seen.length);
-      } catch (err) {
-        return malformed(`slice ${j}'s sums`, err);
-      }
-    });
     const update = updateBytes.map((bytes, j) => {
       try {
         return decodeUpdateSlice(spec, bytes, bounds[j + 1] - bounds[j]);
@@ -591,9 +639,9 @@ export class ManifestVerifier {
       seen.map((d, i) => ({
         peer: d.peer,
         share: shares[i],
-        sums: sums.map((s) => s.sums[i]),
+        sums: groups.map((g) => g.sums[i]),
       })),
-      sums.map((s) => s.centerNorm2),
+      groups.map((g) => g.centerNorm2),
     );
     const misscreened = screenRefusal(screened, excluded);
     if (misscreened) throw ManifestRefused.of(misscreened);
@@ -614,7 +662,8 @@ export class ManifestVerifier {
           delta: values[i],
         }))),
       );
-      if (!equalBytes(mine, sumBytes[j])) {
+      const named = await sumsOf(shards.sums[j], j, `slice ${j}'s sums`);
+      if (!equalBytes(mine, named.bytes)) {
         throw new ManifestRefused(
           "slice-mismatch",
           `slice ${j}'s screen sums differ from those recomputed`,
@@ -639,8 +688,7 @@ export class ManifestVerifier {
       }
     };
     const draw = crypto.getRandomValues(new Uint8Array(16)).join(".");
-    const checked = new Set(own.keys());
-    for (const j of slicesToRecompute(draw, m.peer, k, checked)) {
+    for (const j of slicesToRecompute(draw, m.peer, k, new Set(own.keys()))) {
       checked.add(j);
       try {
         await recompute(j);
@@ -653,8 +701,14 @@ export class ManifestVerifier {
         throw err;
       }
     }
-    if (producers !== null) {
-      await this.#faulted(m, producers, checked, recompute, witness.faultsBy);
+    if (parts !== null) {
+      await this.#faulted(
+        m,
+        parts,
+        checked,
+        (j) => j < k ? recompute(j) : checkGroup(j - k),
+        witness.faultsBy,
+      );
     }
     return encodeRoundCheckpoint(
       checkpointOfUpdate(
@@ -667,17 +721,18 @@ export class ManifestVerifier {
   }
 
   /**
-   * Recomputes the slices of `m` a fault notice heard says differ
-   * (protocol/round/fault_notices.ts), besides those `checked`, until the
+   * Recomputes the parts of `m` (slices, groups of sums: `SliceFaultNotice`)
+   * a fault notice heard says differ (protocol/round/fault_notices.ts, with
+   * `parts` who is heard on each), besides those `checked`, until the
    * notices are in (`faultsBy`): one honest producer, or one verifier that
-   * drew the slice, so has every verifier refuse a tampered slice, not
-   * only the few that checked it. A notice about a slice found as `m`
-   * names it, recomputed or checked already, counts against its sender,
-   * who is not heard again.
+   * drew the slice, so has every verifier refuse a tampered part, not only
+   * the few that checked it. A notice about a part found as `m` names it,
+   * recomputed or checked already, counts against its sender, who is not
+   * heard again.
    */
   async #faulted(
     m: ManifestAnnounce,
-    producers: readonly (readonly string[])[],
+    parts: readonly (readonly string[])[],
     checked: Set<number>,
     recompute: (j: number) => Promise<void>,
     faultsBy: number,
@@ -691,7 +746,7 @@ export class ManifestVerifier {
     for (;;) {
       const heard = heardFaults(
         this.#o.faults?.(m.manifest) ?? new Map(),
-        producers,
+        parts,
         this.#discredited,
       );
       for (const { slice: j, by } of heard) {

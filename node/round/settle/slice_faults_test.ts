@@ -3,9 +3,13 @@ import { Rng } from "../../../kernels/data/rng.ts";
 import type { JobSpec } from "../../../protocol/spec/job_spec.ts";
 import { sliceBounds } from "../../../protocol/aggregation/shards.ts";
 import {
+  groupsOf,
   plannedSlices,
   sliceProducers,
+  sumGroupMembers,
 } from "../../../protocol/round/slice_plan.ts";
+import { sumGroupBounds } from "../../../protocol/aggregation/slice_screen.ts";
+import { cidForBytes, cidToString } from "../../../protocol/content/cid.ts";
 import type {
   ManifestAnnounce,
   SliceFaultNotice,
@@ -286,6 +290,100 @@ Deno.test("a verifier waits for fault notices until faultsBy, and takes one that
   ).then(() => null, (e) => e);
   assert.ok(err instanceof ManifestRefused, String(err));
   assert.equal(err.code, "slice-mismatch");
+});
+
+/**
+ * PEERS[0]'s honest manifest with group `i`'s total of the sums changed
+ * (the median's Σc², +1%): the slices and the checkpoint are as honest.
+ */
+async function groupTampered(i: number) {
+  const r = await round(null);
+  const bytes = r.blocks.get(r.m.shards!.groups[i])!.slice();
+  const view = new DataView(bytes.buffer);
+  view.setFloat64(8, view.getFloat64(8, true) * 1.01, true);
+  const cid = cidToString(await cidForBytes(bytes));
+  r.blocks.set(cid, bytes);
+  const groups = [...r.m.shards!.groups];
+  groups[i] = cid;
+  const m = { ...r.m, shards: { ...r.m.shards!, groups } };
+  return {
+    m,
+    blocks: r.blocks,
+    announce: { ...r.announce, manifest: await cidOf(`group ${i}`) },
+  };
+}
+
+Deno.test("a group's total of the sums that is not its slices' is refused by its members, who say so, and by any verifier a notice reaches", async () => {
+  const groups = sumGroupMembers(PRODUCERS);
+  assert.ok(groups.length >= 2, `${groups.length} groups`);
+  const mine = groupsOf(PRODUCERS, PEERS[7]);
+  const other = groups.findIndex((_, i) => !mine.includes(i));
+  assert.ok(mine.length > 0 && other >= 0);
+  const honest = await round(null);
+  // A member of the group adds its slices' sums and refuses at once.
+  const bad = await groupTampered(mine[0]);
+  const sent: number[] = [];
+  const err = await verifier(bad, honest.m, [], new SliceFaults(), [], sent)
+    .check(bad.announce, WITNESS).then(() => null, (e) => e);
+  assert.ok(err instanceof ManifestRefused, String(err));
+  assert.equal(err.code, "slice-mismatch");
+  assert.match(err.message, new RegExp(`group ${mine[0]}'s sums`));
+  assert.deepEqual(sent, [K + mine[0]]);
+  // Another group's: missed alone, refused once a member says so.
+  const far = await groupTampered(other);
+  const none = await verifier(far, honest.m, [], new SliceFaults(), [])
+    .check(far.announce, WITNESS).then(() => null, (e) => e);
+  assert.equal(none?.code ?? null, null, String(none));
+  const faults = new SliceFaults();
+  faults.take(notice(far.announce, groups[other][0], K + other));
+  const told = await verifier(far, honest.m, [], faults, [])
+    .check(far.announce, WITNESS).then(() => null, (e) => e);
+  assert.ok(told instanceof ManifestRefused, String(told));
+  assert.match(told.message, new RegExp(`as ${groups[other][0]} said`));
+  // A member's notice about an honest group counts against it.
+  const noted: string[] = [];
+  const lies = new SliceFaults();
+  lies.take(notice(honest.announce, groups[other][0], K + other));
+  const back = await verifier(honest, honest.m, [], lies, noted).check(
+    honest.announce,
+    WITNESS,
+  );
+  assert.equal(back.checkpoint, honest.m.checkpoint);
+  assert.deepEqual(noted, [`${groups[other][0]} ${K + other}`]);
+});
+
+Deno.test("a verifier fetches each group's total and its own groups' slices' sums, not every slice's sums", async () => {
+  const honest = await round(null);
+  const fetched: string[] = [];
+  const counting = {
+    ...honest,
+    blocks: new Proxy(honest.blocks, {
+      get(target, key) {
+        if (key === "get") {
+          return (cid: string) => {
+            fetched.push(cid);
+            return target.get(cid);
+          };
+        }
+        const v = Reflect.get(target, key);
+        return typeof v === "function" ? v.bind(target) : v;
+      },
+    }),
+  };
+  // Own slice 0 and 1: nothing drawn past them.
+  await verifier(counting, honest.m, [0, 1], new SliceFaults(), []).check(
+    honest.announce,
+    WITNESS,
+  );
+  const shards = honest.m.shards!;
+  const bounds = sumGroupBounds(K);
+  const ownSums = groupsOf(PRODUCERS, PEERS[7]).flatMap((i) =>
+    shards.sums.slice(bounds[i], bounds[i + 1])
+  );
+  const sums = new Set(fetched.filter((c) => shards.sums.includes(c)));
+  assert.deepEqual([...sums].sort(), [...new Set(ownSums)].sort());
+  assert.ok(sums.size < K, `${sums.size} of ${K} slices' sums fetched`);
+  for (const g of shards.groups) assert.ok(fetched.includes(g));
 });
 
 Deno.test("SliceFaults keeps each sender's notices once, a few a manifest", () => {

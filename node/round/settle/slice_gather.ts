@@ -2,7 +2,8 @@
  * The leader's side of a round led by slices (protocol/round/slice_plan.ts):
  * it announces its plan, computes the slices it produces, and takes each
  * other slice's sums when its producers agree on them; once every slice's
- * sums are settled, it announces them, and takes each slice of the update
+ * sums are settled, it announces them with each group's total of them
+ * (slice_screen.ts `sumGroupBounds`), and takes each slice of the update
  * the same way. A slice its producers disagree on, or leave unannounced
  * for `sliceWaitMs`, goes to its backup as well, and one still unsettled
  * after as long the leader computes itself: a silent or lying producer
@@ -90,7 +91,10 @@ export interface GatherOptions {
   spec: JobSpec;
   /** This peer's id: the plan's leader. */
   self: string;
-  producer: Pick<SliceProducer, "sums" | "screenOf" | "update">;
+  producer: Pick<
+    SliceProducer,
+    "sums" | "storeSums" | "screenOf" | "update"
+  >;
   reports: SliceReports;
   publisher: Pick<RoundPublisher, "header" | "publish">;
   /** A block of at most `maxBytes`, fetched from `providers` if need be. */
@@ -111,6 +115,8 @@ export interface Gathered {
   screen: ShardedScreen;
   /** CIDs of every slice's sums. */
   sums: string[];
+  /** CIDs of each group's total of them. */
+  groups: string[];
   /** Every slice of the update, and their CIDs. */
   update: QuantizedDelta[];
   updateCids: string[];
@@ -131,19 +137,24 @@ export async function gatherSlices(
   const peers = plan.deltas.map((d) => d.peer);
   const producers = sliceProducers(plan.parent, o.self, k, peers);
   const reports = o.reports.of(planKey({ ...plan, leader: o.self }));
-  const announce = (sums: string[], extra: number[] = []) =>
+  const announce = (
+    sums: string[],
+    groups: string[],
+    extra: number[] = [],
+  ) =>
     publisher.publish({
       ...publisher.header("plan", plan.round, plan.parent),
       rank,
       pass: plan.pass,
       deltas: plan.deltas,
       sums,
+      groups,
       extra,
     });
   const own = producedBy(producers, o.self);
   const backups = (disputed: readonly number[]) =>
     sliceBackups(plan.parent, o.self, disputed, peers, producers);
-  await announce([]);
+  await announce([], []);
   const step = { round: plan.round, producers, backups, own };
   const n = plan.deltas.length;
   const sums = await settle(
@@ -152,13 +163,18 @@ export async function gatherSlices(
     reports.sums,
     "sums",
     (j) => o.producer.sums(plan, k, j).then((s) => s.cid),
-    (extra) => announce([], extra),
+    (extra) => announce([], [], extra),
     (_j, cid, from) =>
       o.block(cid, 16 + 16 * n, from).then((b) => decodeSliceScreenSums(b, n)),
   );
-  // Held here once read: every producer fetches them here too.
+  // Every slice's sums are held here once read; the producers screen from
+  // their groups' totals, stored here for those who fetch them early.
   const screen = o.producer.screenOf(plan, sums.values);
-  await announce(sums.cids);
+  const groups: string[] = [];
+  for (const total of screen.groups) {
+    groups.push(await o.producer.storeSums(total));
+  }
+  await announce(sums.cids, groups);
   const bounds = screen.bounds;
   const updateSlice = async (j: number, cid: string, from: string[]) => {
     const span = bounds[j + 1] - bounds[j];
@@ -178,12 +194,13 @@ export async function gatherSlices(
     reports.update,
     "update",
     (j) => o.producer.update(plan, screen, j).then((u) => u.cid),
-    (extra) => announce(sums.cids, extra),
+    (extra) => announce(sums.cids, groups, extra),
     updateSlice,
   );
   return {
     screen,
     sums: sums.cids,
+    groups,
     update: update.values,
     updateCids: update.cids,
   };

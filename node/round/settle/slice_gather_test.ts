@@ -351,6 +351,7 @@ Deno.test("SliceProducer works on at most MAX_PLAN_MESSAGES plans of one leader 
     ...net.plan,
     rank: 0,
     sums: [],
+    groups: [],
     extra: [],
   };
   const producer = net.producers.get(PEERS[1])!;

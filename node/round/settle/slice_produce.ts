@@ -3,19 +3,22 @@
  * for a plan its round's leader announces, it computes the slices it is
  * drawn to produce (or backs, when the plan asks) from that slice of
  * every listed delta: first each slice's screen sums, then, once the plan
- * names every slice's agreed sums, its update slices, each stored here
- * (its producers serve it) and announced. The leader computes the slices it produces, and any it takes
- * over, through the same methods.
+ * names every slice's agreed sums and their groups' totals, its update
+ * slices from the screen of those totals, each stored here (its producers
+ * serve it) and announced. The leader computes the slices it produces,
+ * and any it takes over, through the same methods.
  *
  * @module
  */
 import type { CID } from "../../../protocol/content/cid.ts";
 import { cidToString } from "../../../protocol/content/cid.ts";
 import {
+  addScreenSums,
   decodeSliceScreenSums,
   encodeSliceScreenSums,
   type SliceScreenSums,
   sliceScreenSums,
+  sumGroupBounds,
 } from "../../../protocol/aggregation/slice_screen.ts";
 import { encodeQuantized } from "../../../protocol/aggregation/quantized_container.ts";
 import type { QuantizedDelta } from "../../../protocol/aggregation/quantize.ts";
@@ -25,14 +28,17 @@ import type {
   SlicePlanAnnounce,
 } from "../../../protocol/messages/messages.ts";
 import {
+  groupsOf,
   MAX_PLAN_MESSAGES,
   plannedSlices,
   producedBy,
   producersToAsk,
   sliceBackups,
   sliceProducers,
+  sumGroupMembers,
 } from "../../../protocol/round/slice_plan.ts";
 import {
+  screenOfGroups,
   screenOfSums,
   type ShardedScreen,
   updateSlice,
@@ -176,12 +182,8 @@ export class SliceProducer {
     if (mine.length === 0) return;
     const screen = plan.sums.length === 0
       ? null
-      // Each slice's sums from its producers, who hold them, then the
-      // leader.
-      : await this.screen(plan, plan.sums, (j) => [
-        ...producersToAsk(self, j, producers[j]),
-        plan.peer,
-      ]);
+      : await this.#groupScreen(plan, k, producers);
+    if (screen === null && plan.sums.length !== 0) return;
     const made = this.#madeFor(plan);
     for (const j of mine) {
       const announce: SliceAnnounce = {
@@ -281,28 +283,76 @@ export class SliceProducer {
       delta: values[i],
     })));
     this.#o.computed();
-    const cid = cidToString(await this.#o.store(encodeSliceScreenSums(sums)));
-    return { cid, sums };
+    return { cid: await this.storeSums(sums), sums };
+  }
+
+  /** Stores screen sums (a slice's or a group's); their CID. */
+  async storeSums(sums: SliceScreenSums): Promise<string> {
+    return cidToString(await this.#o.store(encodeSliceScreenSums(sums)));
   }
 
   /**
-   * The plan's screen from every slice's sums (`sums`, the blocks' CIDs in
-   * slice order, slice j's fetched from `providers(j)`).
+   * The screen of a plan naming its sums and their groups' totals: the
+   * totals of the groups this peer is a member of added here from their
+   * slices' sums (from each slice's producers, who hold them, then the
+   * leader) and stored, so that it serves them, then the others' fetched
+   * from their members and the leader. Null, with nothing produced, when
+   * a total added here is not the plan's: its leader lied, and this
+   * peer's verdict on the manifest will say so.
    */
-  async screen(
-    plan: Plan,
-    sums: readonly string[],
-    providers: (j: number) => string[],
-  ): Promise<ShardedScreen> {
+  async #groupScreen(
+    plan: SlicePlanAnnounce,
+    k: number,
+    producers: readonly (readonly string[])[],
+  ): Promise<ShardedScreen | null> {
+    const { self } = this.#o;
     const n = plan.deltas.length;
-    const blocks = await mapAtMost(
-      sums,
+    const bounds = sumGroupBounds(k);
+    if (plan.groups.length !== bounds.length - 1) return null;
+    const members = sumGroupMembers(producers);
+    const own = groupsOf(producers, self);
+    const totals = new Map<number, SliceScreenSums>();
+    for (const i of own) {
+      const parts = await mapAtMost(
+        plan.sums.slice(bounds[i], bounds[i + 1]),
+        READS_AT_ONCE,
+        async (cid, at) => {
+          const j = bounds[i] + at;
+          const bytes = await this.#o.block(cid, 16 + 16 * n, [
+            ...producersToAsk(self, j, producers[j]).filter((p) => p !== self),
+            plan.peer,
+          ]);
+          return decodeSliceScreenSums(bytes, n);
+        },
+      );
+      const total = addScreenSums(parts);
+      if (await this.storeSums(total) !== plan.groups[i]) {
+        this.#o.log(
+          `round ${plan.round}: group ${i} of the sums in ${plan.peer}'s plan is not their total; no update slices for it`,
+        );
+        return null;
+      }
+      totals.set(i, total);
+    }
+    const groups = await mapAtMost(
+      plan.groups,
       READS_AT_ONCE,
-      (cid, j) => this.#o.block(cid, 16 + 16 * n, providers(j)),
+      async (cid, i) =>
+        totals.get(i) ?? decodeSliceScreenSums(
+          await this.#o.block(cid, 16 + 16 * n, [
+            ...producersToAsk(self, k + i, members[i]),
+            plan.peer,
+          ]),
+          n,
+        ),
     );
-    return this.screenOf(
-      plan,
-      blocks.map((bytes) => decodeSliceScreenSums(bytes, n)),
+    return screenOfGroups(
+      plan.deltas.map((d) => ({
+        peer: d.peer,
+        share: claimedShare(this.#o.spec, d.tokens),
+      })),
+      this.#o.parameterCount,
+      groups,
     );
   }
 
