@@ -41,6 +41,7 @@ import {
   MAX_CONTRIBUTIONS,
   MAX_MANIFEST_BYTES,
   RoundManifest,
+  SliceBackup,
 } from "../round/round_manifest.ts";
 
 const TOP_KEYS = [
@@ -56,7 +57,7 @@ const TOP_KEYS = [
   "shards",
 ];
 
-const SHARDS_KEYS = ["slices", "sums", "groups", "update"];
+const SHARDS_KEYS = ["slices", "sums", "groups", "update", "backups"];
 
 const RULE_KEYS = ["rule", ...AGGREGATION_SETTINGS.map(([name]) => name)];
 
@@ -145,11 +146,40 @@ function parseShards(value: unknown): ManifestShards {
       check(cid, `shards.${field}[${j}]`, isCanonicalCid, CID_PROBLEM)
     );
   };
+  const list = obj.backups;
+  if (!Array.isArray(list) || list.length > slices) {
+    throw new ManifestError(
+      "shards.backups",
+      `must be an array of at most ${slices} backups, one a slice`,
+      Array.isArray(list) ? `current length is ${list.length}` : describe(list),
+    );
+  }
+  const backups: SliceBackup[] = [];
+  for (const [i, value] of list.entries()) {
+    const path = `shards.backups[${i}]`;
+    const entry = objectWith(value, path, ["slice", "peer", "replaces"]);
+    const slice = check(
+      entry.slice,
+      `${path}.slice`,
+      (v): v is number =>
+        isCount(v) && v < slices && (i === 0 || v > backups[i - 1].slice),
+      `must be a slice below ${slices}, after the one before it`,
+    );
+    const peer = check(entry.peer, `${path}.peer`, isPeerId, PEER_PROBLEM);
+    const replaces = check(
+      entry.replaces,
+      `${path}.replaces`,
+      isPeerId,
+      PEER_PROBLEM,
+    );
+    backups.push({ slice: slice + 0, peer, replaces });
+  }
   return {
     slices: slices + 0,
     sums: cids("sums"),
     groups: cids("groups"),
     update: cids("update"),
+    backups,
   };
 }
 

@@ -138,6 +138,21 @@ export interface ManifestShards {
   readonly groups: readonly string[];
   /** CIDs of each slice of the update (a ZQD1 container), in slice order. */
   readonly update: readonly string[];
+  /**
+   * The slices a backup computed (its producers disagreed or one was
+   * silent), ascending: the backup holds the slice's blocks in place of the
+   * producer whose answer was not taken, and fetchers ask it instead.
+   */
+  readonly backups: readonly SliceBackup[];
+}
+
+/** A slice a backup computed, in a manifest's `shards`. */
+export interface SliceBackup {
+  readonly slice: number;
+  /** The backup. */
+  readonly peer: string;
+  /** The producer whose answer was not taken (a different one, or none). */
+  readonly replaces: string;
 }
 
 /**

@@ -315,6 +315,12 @@ Deno.test("the largest valid manifest fits in MAX_MANIFEST_BYTES", () => {
       sums: Array(MAX_PIECES).fill(DELTA_A),
       groups: Array(sumGroupBounds(MAX_PIECES).length - 1).fill(DELTA_B),
       update: Array(MAX_PIECES).fill(DELTA_B),
+      // A backup for every 8th slice: far more than a round needs.
+      backups: Array.from({ length: MAX_PIECES / 8 }, (_, i) => ({
+        slice: 8 * i,
+        peer: "P".repeat(MAX_PEER_ID_LENGTH),
+        replaces: "Q".repeat(MAX_PEER_ID_LENGTH),
+      })),
     },
   };
   const bytes = encodeManifest(largest);
@@ -335,8 +341,18 @@ Deno.test("a sharded round's manifest names k slices' sums and update, each grou
     sums: [DELTA_A, DELTA_B],
     groups: [DELTA_A],
     update: [DELTA_B, DELTA_A],
+    backups: [{ slice: 1, peer: "12D3KooWBackup", replaces: "12D3KooWLiar" }],
   };
   const sharded = { ...MANIFEST, shards };
+  const backed = (...edits: Record<string, unknown>[]) => ({
+    ...shards,
+    backups: edits.map((edit) => ({
+      slice: 0,
+      peer: "12D3KooWB",
+      replaces: "12D3KooWC",
+      ...edit,
+    })),
+  });
   deepStrictEqual(decodeManifest(encodeManifest(sharded)), sharded);
   strictEqual("shards" in decodeManifest(encodeManifest(MANIFEST)), false);
   const cases: [unknown, string][] = [
@@ -347,6 +363,12 @@ Deno.test("a sharded round's manifest names k slices' sums and update, each grou
     [{ ...shards, groups: [] }, "shards.groups"],
     [{ ...shards, groups: [DELTA_A, DELTA_B] }, "shards.groups"],
     [{ ...shards, groups: ["bafy"] }, "shards.groups[0]"],
+    [{ ...shards, backups: undefined }, "shards.backups"],
+    [backed({ slice: 2 }), "shards.backups[0].slice"],
+    [backed({ slice: 1 }, { slice: 1 }), "shards.backups[1].slice"],
+    [backed({ peer: undefined }), "shards.backups[0].peer"],
+    [backed({ replaces: undefined }), "shards.backups[0].replaces"],
+    [backed({ extra: 1 }), "shards.backups[0].extra"],
     [{ ...shards, update: [DELTA_A, DELTA_B, DELTA_A] }, "shards.update"],
     [{ ...shards, update: [DELTA_A, "bafy"] }, "shards.update[1]"],
     [{ ...shards, more: 1 }, "shards.more"],

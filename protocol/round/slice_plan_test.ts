@@ -11,8 +11,10 @@ import {
   plannedSlices,
   producedBy,
   producersToAsk,
+  servingSplits,
   SLICE_PRODUCERS,
   sliceBackups,
+  sliceHolders,
   sliceProducers,
   worksOnPlan,
 } from "./slice_plan.ts";
@@ -39,8 +41,10 @@ Deno.test("sliceProducers: two distinct producers a slice, every peer within one
     const all = peers(n);
     const producers = sliceProducers(PARENT, all[0], k, all);
     assert.equal(producers.length, k);
-    const share = Math.ceil(SLICE_PRODUCERS * k / n);
-    const floor = Math.floor(SLICE_PRODUCERS * k / n);
+    // The leader produces none: it reads every slice's sums.
+    assert.equal(producedBy(producers, all[0]).length, 0);
+    const share = Math.ceil(SLICE_PRODUCERS * k / (n - 1));
+    const floor = Math.floor(SLICE_PRODUCERS * k / (n - 1));
     const counts = new Map<string, number>();
     for (const ps of producers) {
       assert.equal(new Set(ps).size, SLICE_PRODUCERS, `${n} peers, ${k}`);
@@ -53,9 +57,9 @@ Deno.test("sliceProducers: two distinct producers a slice, every peer within one
     // No peer short of the others by more than one slice (a greedy draw
     // under the share left some at 0 of 3).
     assert.ok(
-      all.every((p) => (counts.get(p) ?? 0) >= floor),
+      all.slice(1).every((p) => (counts.get(p) ?? 0) >= floor),
       `${n} peers, ${k} slices: ${
-        Math.min(...all.map((p) => counts.get(p) ?? 0))
+        Math.min(...all.slice(1).map((p) => counts.get(p) ?? 0))
       } < ${floor}`,
     );
     for (const p of all) {
@@ -98,8 +102,10 @@ Deno.test("sliceBackups: each disputed slice to a peer not its producer with the
   // 10 peers, 14 slices: 8 peers produce 3, 2 produce 2. A liar's three
   // slices disputed: the two with room back two of them, and the third
   // goes to a peer at 3, not to one of those two again.
+  // Led by a peer whose delta is not in the plan (as a leader's left out).
+  const leader = "12D3KooLeader";
   const ten = peers(10);
-  const cut = sliceProducers(PARENT, ten[0], 14, ten);
+  const cut = sliceProducers(PARENT, leader, 14, ten);
   const load = (p: string) => cut.flat().filter((x) => x === p).length;
   assert.deepEqual(
     ten.map(load).sort(),
@@ -108,7 +114,7 @@ Deno.test("sliceBackups: each disputed slice to a peer not its producer with the
   const liar = cut[0][0];
   const disputed = cut.flatMap((ps, j) => ps.includes(liar) ? [j] : []);
   assert.equal(disputed.length, 3);
-  const backups = sliceBackups(PARENT, ten[0], disputed, ten, cut);
+  const backups = sliceBackups(PARENT, leader, disputed, ten, cut);
   assert.equal(new Set(backups).size, 3);
   for (const [i, j] of disputed.entries()) {
     assert.ok(!cut[j].includes(backups[i]!));
@@ -116,11 +122,16 @@ Deno.test("sliceBackups: each disputed slice to a peer not its producer with the
   assert.deepEqual(backups.map((b) => load(b!)).sort(), [2, 2, 3]);
   // Each slice alone goes to a peer with room.
   for (let j = 0; j < 14; j++) {
-    const [backup] = sliceBackups(PARENT, ten[0], [j], ten, cut);
+    const [backup] = sliceBackups(PARENT, leader, [j], ten, cut);
     assert.equal(load(backup!), 2, `slice ${j}`);
   }
   assert.deepEqual(
     sliceBackups(PARENT, "a", [0], ["a", "b"], [["a", "b"]]),
+    [null],
+  );
+  // The plan's leader backs nothing.
+  assert.deepEqual(
+    sliceBackups(PARENT, "a", [0], ["a", "b", "c"], [["b", "c"]]),
     [null],
   );
 });
@@ -190,4 +201,40 @@ Deno.test("producersToAsk: a slice's fetchers split between its producers", () =
       .length;
   assert.ok(first > 450 && first < 550, `${first} of 1000 ask a first`);
   assert.deepEqual(producersToAsk("x", 1, ["a", "b"]).sort(), ["a", "b"]);
+});
+
+Deno.test("servingSplits: every producer serves about as many fetches, whether it produces 2 slices or 3", () => {
+  for (const [n, k] of [[14, 20], [58, 83], [230, 329], [900, 1024]]) {
+    const all = peers(n);
+    const producers = sliceProducers(PARENT, all[0], k, all);
+    const served = (split: (j: number) => number) => {
+      const load = new Map<string, number>();
+      for (const [j, [a, b]] of producers.entries()) {
+        load.set(a, (load.get(a) ?? 0) + split(j) * n);
+        load.set(b, (load.get(b) ?? 0) + (1 - split(j)) * n);
+      }
+      const mean = k * n / load.size;
+      return Math.max(...load.values()) / mean;
+    };
+    const splits = servingSplits(producers, n);
+    assert.ok(splits.every((x) => x >= 0 && x <= 1));
+    const even = served(() => 0.5), balanced = served((j) => splits[j]);
+    assert.ok(balanced < 1.05 && balanced <= even, `${n}: ${balanced}`);
+    // An even split has a producer of 3 slices serve half again as much
+    // as one of 2: 1.3x the mean at 900 peers.
+    if (n === 900) assert.ok(even > 1.2, `${n}: ${even}`);
+  }
+});
+
+Deno.test("sliceHolders: a backup holds a slice in place of the producer whose answer was not taken", () => {
+  const producers = [["a", "b"], ["c", "d"], ["e", "f"]];
+  assert.deepEqual(
+    sliceHolders(producers, [
+      { slice: 1, peer: "x", replaces: "d" },
+      // Names no producer of the slice: nothing changes.
+      { slice: 2, peer: "y", replaces: "a" },
+    ]),
+    [["a", "b"], ["c", "x"], ["e", "f"]],
+  );
+  assert.deepEqual(producers[1], ["c", "d"]);
 });

@@ -424,7 +424,12 @@ Deno.test("bench scale --json: sharded, no peer's bytes grow from 16 to 1000 pee
     assert.ok(r.max_download_deltas >= 0.8 * (r.peers - 1), `${r.peers}`);
   }
   // The node's rounds led by slices: two producers check every slice, and
-  // every lie is outvoted.
+  // every lie is outvoted; the sums added in groups and the fetches split
+  // by load, no peer's bytes grow from 16 to 1000 peers: at most 3 deltas
+  // down besides the update (under one delta), and two producers' upload
+  // (2 deltas each peer's slices, the update's serving) within a tenth
+  // over 3. Every peer fetched every slice's sums before: 4.9 down and
+  // 5.1 up at 1000.
   const node = await bench(
     "scale",
     "--json",
@@ -433,14 +438,27 @@ Deno.test("bench scale --json: sharded, no peer's bytes grow from 16 to 1000 pee
     "--verify",
     "2",
     "--peers",
-    "16,64",
+    "16,1000",
+    "--rounds",
+    "1",
   );
   assert.equal(node.code, 0, node.stderr);
-  for (const r of JSON.parse(node.stdout).scale.rows) {
-    if (!r.sharded) continue;
+  const result = JSON.parse(node.stdout).scale;
+  const led = result.rows.filter((r: { sharded: boolean }) => r.sharded);
+  for (const r of led) {
     assert.equal(r.verified_fraction, 1, JSON.stringify(r));
     assert.ok(r.wrong > 0 && r.caught === r.wrong, JSON.stringify(r));
+    const update = (result.params * result.aggregateBits / 8 + 4 * r.shards) /
+      result.deltaBytes;
+    assert.ok(update < 1, `${update}`);
+    assert.ok(r.max_download_deltas <= 3 + update, JSON.stringify(r));
+    assert.ok(r.max_upload_deltas < 3.3, JSON.stringify(r));
   }
+  assert.ok(
+    led[1].max_upload_deltas <= led[0].max_upload_deltas * 1.05 &&
+      led[1].max_download_deltas <= led[0].max_download_deltas * 1.1,
+    JSON.stringify(led),
+  );
   const bad = await bench("scale", "--peers", "1000,x");
   assert.equal(bad.code, 2);
   assert.match(bad.stderr, /--peers/);

@@ -29,9 +29,14 @@ import { rankLeaders } from "../../protocol/peers/assignment.ts";
 import {
   producedBy,
   producersToAsk,
+  servingSplits,
   sliceBackups,
+  sliceHolders,
   sliceProducers,
+  sumGroupMembers,
 } from "../../protocol/round/slice_plan.ts";
+import { sumGroupBounds } from "../../protocol/aggregation/slice_screen.ts";
+import type { SliceBackup } from "../../protocol/round/round_manifest.ts";
 
 /** One kind of connection in the mix. */
 interface LinkKind {
@@ -338,9 +343,10 @@ export function simulate(setup: ScaleSetup): RoundFigures[] {
   /**
    * A round led by slices as the node runs it: two producers a slice fetch
    * it from every delta; a slice a liar produces goes to its backup after
-   * the leader's wait; every peer fetches every slice's sums and update
-   * from the slice's producers; each verifies its own slices free and
-   * draws the rest.
+   * the leader's wait; the leader reads every slice's sums, every peer the
+   * sums of its groups' slices and the other groups' totals, and every
+   * update slice, from their producers; each verifies its own slices free
+   * and draws the rest.
    */
   function ledBySlices(
     parent: string,
@@ -372,38 +378,66 @@ export function simulate(setup: ScaleSetup): RoundFigures[] {
     const disputed = producers.flatMap((ps, j) =>
       ps.some((p) => liars.has(p)) ? [j] : []
     );
+    // The slices a backup computed (the manifest's `backups`).
+    const backed: SliceBackup[] = [];
     if (disputed.length > 0) {
       const backups = new Phase();
       backups.wait = MISSING_TIMEOUT_S;
       const drawn = sliceBackups(parent, leader, disputed, ids, producers);
-      for (const backup of drawn) {
+      for (const [i, backup] of drawn.entries()) {
         const by = backup === null || liars.has(backup) ? leader : backup;
+        const j = disputed[i];
+        const replaces = producers[j].find((p) => liars.has(p))!;
+        backed.push({ slice: j, peer: by, replaces });
         for (const from of ids) {
           if (from !== by) backups.move(from, by, sliceBytes);
         }
       }
       phases.push(backups);
     }
-    // Every slice's sums (16 bytes a delta) and update slice, to every
-    // peer from the first honest producer in its own order of asking.
+    // Sums (16 bytes a delta) in groups of slices: the leader reads every
+    // slice's; a group's members (its slices' producers) add its slices'
+    // and every other peer fetches the groups' totals from their members;
+    // each update slice from its first honest producer. Everyone asks in
+    // an order of its own.
     const sums = new Phase();
     const update = new Phase();
-    sums.hops = 2;
+    sums.hops = 3;
+    const sumBytes = 16 * ids.length;
     const aggregateBytes = Math.ceil(setup.params * setup.aggregateBits / 8) +
       4 * k;
+    const holders = sliceHolders(producers, backed);
+    const splits = servingSplits(holders, ids.length);
+    const honest = (to: string, j: number, ps: readonly string[]) =>
+      producersToAsk(to, j, j < k ? holders[j] : ps, splits[j])
+        .find((p) => !liars.has(p)) ?? leader;
     for (const [j, ps] of producers.entries()) {
-      for (const to of ids) {
-        const from = producersToAsk(to, j, ps).find((p) => !liars.has(p)) ??
-          leader;
-        if (to === from) continue;
-        sums.move(from, to, 16 * ids.length);
-        update.move(from, to, aggregateBytes / k);
+      const from = honest(leader, j, ps);
+      if (from !== leader) sums.move(from, leader, sumBytes);
+    }
+    const bounds = sumGroupBounds(k);
+    const members = sumGroupMembers(producers);
+    for (const to of ids) {
+      for (const [i, ms] of members.entries()) {
+        if (ms.includes(to)) {
+          for (let j = bounds[i]; j < bounds[i + 1]; j++) {
+            const from = honest(to, j, producers[j]);
+            if (from !== to) sums.move(from, to, sumBytes);
+          }
+        } else if (to !== leader) {
+          sums.move(honest(to, k + i, ms), to, sumBytes);
+        }
+      }
+      for (const [j, ps] of producers.entries()) {
+        const from = honest(to, j, ps);
+        if (to !== from) update.move(from, to, aggregateBytes / k);
       }
     }
     phases.push(sums, update);
     const verify = new Phase();
     const checked = new Set<number>();
-    for (const v of ids) {
+    // The leader attests its own manifest without checking it.
+    for (const v of ids.filter((p) => p !== leader)) {
       const own = producedBy(producers, v);
       for (const j of own) checked.add(j);
       const draws = verifierSlices(

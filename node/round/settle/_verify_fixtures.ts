@@ -113,6 +113,7 @@ export async function publishSharded(
         groupScreenSums(sums).map((x) => put(encodeSliceScreenSums(x))),
       ),
       update: await Promise.all(update.map((x) => put(encodeQuantized(x)))),
+      backups: [],
     },
     blocks,
     checkpoint: cidToString(

@@ -358,6 +358,7 @@ async function publishSlices(
       sums: await cids(screen.sums.map(encodeSliceScreenSums)),
       groups: await cids(screen.groups.map(encodeSliceScreenSums)),
       update: await cids(slices.map(encodeQuantized)),
+      backups: [],
     },
     next: checkpointOfUpdate(
       o.spec,
@@ -393,6 +394,7 @@ async function publishGathered(
       sums: gathered.sums,
       groups: gathered.groups,
       update,
+      backups: gathered.backups,
     },
     next: checkpointOfUpdate(
       o.spec,

@@ -82,6 +82,8 @@ import {
   partProducers,
   plannedSlices,
   producersToAsk,
+  servingSplits,
+  sliceHolders,
   sliceProducers,
   slicesToRecompute,
 } from "../../../protocol/round/slice_plan.ts";
@@ -539,12 +541,27 @@ export class ManifestVerifier {
     // Part j of the manifest (slice j, or group j - k of the sums) from
     // those who hold it.
     const parts = producers === null ? null : partProducers(producers);
+    // A slice's blocks from its holders (a backup in place of a producer
+    // whose answer was not taken), its fetchers split between them so
+    // that each serves about as much however many slices it holds; a
+    // group's from its members.
+    const holders = producers === null
+      ? []
+      : sliceHolders(producers, shards.backups);
+    const splits = servingSplits(holders, seen.length);
     const published = async (cid: string, maxBytes: number, j: number) => {
       try {
+        // The leader last, unless it holds the slice in a producer's place.
         return await this.#o.block(cid, maxBytes, [
-          ...producersToAsk(this.#o.self, j, parts?.[j] ?? [])
-            .filter((p) => p !== m.peer),
-          m.peer,
+          ...new Set([
+            ...producersToAsk(
+              this.#o.self,
+              j,
+              (j < k ? holders[j] : parts?.[j]) ?? [],
+              splits[j],
+            ),
+            m.peer,
+          ]),
         ]);
       } catch (err) {
         throw new ManifestRefused(

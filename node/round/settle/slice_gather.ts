@@ -18,6 +18,7 @@ import type { QuantizedDelta } from "../../../protocol/aggregation/quantize.ts";
 import { encodedByteLength } from "../../../protocol/aggregation/quantized_container.ts";
 import { BITS_FOR_COMPRESSION } from "../../../protocol/aggregation/quantize.ts";
 import type { SliceAnnounce } from "../../../protocol/messages/messages.ts";
+import type { SliceBackup } from "../../../protocol/round/round_manifest.ts";
 import {
   agreedSlices,
   producedBy,
@@ -120,6 +121,8 @@ export interface Gathered {
   /** Every slice of the update, and their CIDs. */
   update: QuantizedDelta[];
   updateCids: string[];
+  /** The slices a backup computed, ascending, with their backups. */
+  backups: SliceBackup[];
 }
 
 /**
@@ -197,12 +200,16 @@ export async function gatherSlices(
     (extra) => announce(sums.cids, groups, extra),
     updateSlice,
   );
+  // A backup that settled a slice's update holds its blocks, one that
+  // settled its sums those.
+  const backedBy = new Map([...sums.backups, ...update.backups]);
   return {
     screen,
     sums: sums.cids,
     groups,
     update: update.values,
     updateCids: update.cids,
+    backups: [...backedBy.values()].sort((a, b) => a.slice - b.slice),
   };
 }
 
@@ -230,7 +237,7 @@ async function settle<T>(
   escalate: (slices: number[]) => Promise<void>,
   /** Fetches and decodes slice `j`'s block `cid` from `from`, or throws. */
   read: (j: number, cid: string, from: string[]) => Promise<T>,
-): Promise<{ cids: string[]; values: T[] }> {
+): Promise<{ cids: string[]; values: T[]; backups: Map<number, SliceBackup> }> {
   // This peer's own slices count as one producer's answer: one it cannot
   // read (a delta withheld from it alone) is left to the others.
   const answer = (j: number) =>
@@ -312,8 +319,24 @@ async function settle<T>(
       `round ${round}: computed ${missing.length} of ${producers.length} slices' ${step} that their producers left unsettled`,
     );
   }
+  // Who holds each slice a producer's answer was not taken for: its backup
+  // when that answered as taken, else this peer, which computed it; in
+  // place of that producer.
+  const backedBy = new Map<number, SliceBackup>();
+  for (const [j, cid] of agreed.entries()) {
+    const replaces = producers[j].find((p) => reported.get(j)?.get(p) !== cid);
+    if (replaces === undefined) continue;
+    const backup = asked[j].length > producers[j].length
+      ? asked[j][asked[j].length - 1]
+      : null;
+    const peer = backup !== null && reported.get(j)?.get(backup) === cid
+      ? backup
+      : o.self;
+    backedBy.set(j, { slice: j, peer, replaces });
+  }
   return {
     cids: agreed as string[],
     values: agreed.map((_, j) => values.get(j)!),
+    backups: backedBy,
   };
 }

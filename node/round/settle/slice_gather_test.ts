@@ -8,6 +8,7 @@ import type {
 import {
   MAX_PLAN_MESSAGES,
   plannedSlices,
+  producedBy,
   sliceProducers,
 } from "../../../protocol/round/slice_plan.ts";
 import { cidToString } from "../../../protocol/content/cid.ts";
@@ -202,13 +203,19 @@ Deno.test("gatherSlices: producers holding only their slices give the leader, bi
   assert.deepEqual(got.screen.excluded, expected.screen.excluded);
   assert.ok(got.screen.excluded.some((e) => e.peer === PEERS[3]));
   assert.deepEqual(got.update, expected.update);
-  // Two producers a slice, each peer at most its share: one slice here
-  // (2 · 4 / 8), so N reads; none computed by the leader.
+  // Two producers a slice, the leader none (it reads every slice's sums),
+  // each other peer at most its share: ⌈2 · 4 / 7⌉ slices, so 2N reads.
   for (const [peer, n] of net.reads) {
-    assert.ok(n <= N, `${peer} read ${n} slices of deltas`);
+    assert.ok(n <= 2 * N, `${peer} read ${n} slices of deltas`);
   }
-  // Each peer its slice's sums and update, the leader no more.
-  assert.deepEqual([...net.computed.values()], PEERS.map(() => 2));
+  assert.equal(net.reads.get(PEERS[0]) ?? 0, 0);
+  // Each peer its slices' sums and updates, the leader none.
+  const producers = sliceProducers(net.plan.parent, PEERS[0], net.k, PEERS);
+  assert.deepEqual(
+    [...net.computed.entries()],
+    PEERS.map((p) => [p, 2 * producedBy(producers, p).length]),
+  );
+  assert.equal(net.computed.get(PEERS[0]), 0);
   // Each producer remembers what it published, to check the manifest's
   // slices without a fetch (manifest_check.ts).
   const { round, parent, peer, deltas } = net.plan;
@@ -248,6 +255,14 @@ Deno.test("gatherSlices: a lying or silent producer is outvoted by the other and
     const total = [...net.computed.values()].reduce((a, b) => a + b, 0);
     assert.equal(total, fault === "silent" ? 18 : 17, fault);
     assert.ok(net.computed.get(PEERS[0])! <= 4, fault);
+    // The manifest names the backup in the faulty producer's place: its
+    // fetchers ask the backup, not all the other producer.
+    const producers = sliceProducers(net.plan.parent, PEERS[0], net.k, PEERS);
+    const [j] = producedBy(producers, PEERS[5]);
+    assert.equal(got.backups.length, 1, fault);
+    const [b] = got.backups;
+    assert.deepEqual([b.slice, b.replaces], [j, PEERS[5]], fault);
+    assert.ok(!producers[j].includes(b.peer) && b.peer !== PEERS[0], fault);
     if (fault !== "silent") {
       assert.ok(
         net.logged.some((l) => l.includes(`from ${PEERS[5]} is not the one`)),
@@ -355,10 +370,21 @@ Deno.test("SliceProducer works on at most MAX_PLAN_MESSAGES plans of one leader 
     extra: [],
   };
   const producer = net.producers.get(PEERS[1])!;
+  const slices = (leader: string) =>
+    producedBy(
+      sliceProducers(net.plan.parent, leader, net.k, PEERS),
+      PEERS[1],
+    ).length;
   for (let i = 0; i < MAX_PLAN_MESSAGES + 5; i++) await producer.onPlan(msg);
-  // One slice's sums a plan.
-  assert.equal(net.computed.get(PEERS[1]), MAX_PLAN_MESSAGES);
+  // Its slices' sums, once a plan (read once).
+  assert.equal(
+    net.computed.get(PEERS[1]),
+    MAX_PLAN_MESSAGES * slices(PEERS[0]),
+  );
   // Another leader's plans are counted apart.
   await producer.onPlan({ ...msg, peer: PEERS[2] });
-  assert.equal(net.computed.get(PEERS[1]), MAX_PLAN_MESSAGES + 1);
+  assert.equal(
+    net.computed.get(PEERS[1]),
+    MAX_PLAN_MESSAGES * slices(PEERS[0]) + slices(PEERS[2]),
+  );
 });

@@ -33,6 +33,7 @@ import {
   plannedSlices,
   producedBy,
   producersToAsk,
+  servingSplits,
   sliceBackups,
   sliceProducers,
   sumGroupMembers,
@@ -311,6 +312,7 @@ export class SliceProducer {
     if (plan.groups.length !== bounds.length - 1) return null;
     const members = sumGroupMembers(producers);
     const own = groupsOf(producers, self);
+    const splits = servingSplits(producers, n);
     const totals = new Map<number, SliceScreenSums>();
     for (const i of own) {
       const parts = await mapAtMost(
@@ -319,7 +321,8 @@ export class SliceProducer {
         async (cid, at) => {
           const j = bounds[i] + at;
           const bytes = await this.#o.block(cid, 16 + 16 * n, [
-            ...producersToAsk(self, j, producers[j]).filter((p) => p !== self),
+            ...producersToAsk(self, j, producers[j], splits[j])
+              .filter((p) => p !== self),
             plan.peer,
           ]);
           return decodeSliceScreenSums(bytes, n);
