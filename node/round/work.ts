@@ -227,6 +227,8 @@ export class RoundWork {
       slice: (d, providers, k, j) => this.#deltas.readSlice(d, providers, k, j),
       produced: (round, parent, leader, seen) =>
         this.#producer.produced(round, parent, leader, seen),
+      readSliceOf: (round, parent, leader, k, j, peer) =>
+        this.#producer.readSliceOf(round, parent, leader, k, j, peer),
       faults: (cid) => this.#sliceFaults.of(cid),
       fault: (m, j) =>
         this.#publisher.publish({
@@ -236,7 +238,7 @@ export class RoundWork {
         }),
       falseFault: (m, j, peer) => {
         o.log(
-          `round ${m.round}: ${peer} said slice ${j} of manifest ${m.manifest} differs from what it produced; it does not`,
+          `round ${m.round}: ${peer} said part ${j} of manifest ${m.manifest} differs from what it computed; it does not`,
         );
         o.ledger.noteRefusal({
           round: m.round,

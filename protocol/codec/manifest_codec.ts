@@ -42,6 +42,7 @@ import {
   MAX_MANIFEST_BYTES,
   RoundManifest,
   SliceBackup,
+  unservedSlice,
 } from "../round/round_manifest.ts";
 
 const TOP_KEYS = [
@@ -376,6 +377,14 @@ function parseExcluded(
     );
     const evidence = reason === "refused-manifest"
       ? check(obj.evidence, `${path}.evidence`, isCanonicalCid, CID_PROBLEM)
+      : reason === "unserved"
+      ? check(
+        obj.evidence,
+        `${path}.evidence`,
+        (v): v is string =>
+          v === "" || (typeof v === "string" && unservedSlice(v) !== null),
+        `must be "" or the slice not read, "<k>/<j>", for reason unserved`,
+      )
       : check(
         obj.evidence,
         `${path}.evidence`,

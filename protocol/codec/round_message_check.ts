@@ -466,11 +466,9 @@ export function validateSliceFault(
   if (!common.ok) return common;
   const { manifest, slice } = obj;
   if (!isCanonicalCid(manifest)) return fail("manifest", CID_PROBLEM);
-  if (!isCount(slice) || slice >= MAX_PLAN_SLICES + MAX_SUM_GROUPS) {
-    return fail(
-      "slice",
-      `must be an integer in [0, ${MAX_PLAN_SLICES + MAX_SUM_GROUPS})`,
-    );
+  const parts = MAX_PLAN_SLICES + MAX_SUM_GROUPS + MAX_PLAN_DELTAS;
+  if (!isCount(slice) || slice >= parts) {
+    return fail("slice", `must be an integer in [0, ${parts})`);
   }
   const message: SliceFaultNotice = {
     v: PROTOCOL_VERSION,

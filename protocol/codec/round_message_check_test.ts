@@ -265,14 +265,10 @@ Deno.test("validateSlicePlan() wants deltas sorted by peer, each once, and at mo
 Deno.test("validateSliceFault() wants a manifest CID and a slice below the plan's bound", () => {
   strictEqual(failedRoundField(FAULT, {}), "ok");
   strictEqual(failedRoundField(FAULT, { manifest: "x" }), "manifest");
-  strictEqual(
-    failedRoundField(FAULT, { slice: MAX_PLAN_SLICES + MAX_SUM_GROUPS }),
-    "slice",
-  );
-  strictEqual(
-    failedRoundField(FAULT, { slice: MAX_PLAN_SLICES + MAX_SUM_GROUPS - 1 }),
-    "ok",
-  );
+  // Parts: slices, groups of sums, exclusions.
+  const parts = MAX_PLAN_SLICES + MAX_SUM_GROUPS + MAX_PLAN_DELTAS;
+  strictEqual(failedRoundField(FAULT, { slice: parts }), "slice");
+  strictEqual(failedRoundField(FAULT, { slice: parts - 1 }), "ok");
   strictEqual(failedRoundField(FAULT, { slice: -1 }), "slice");
   strictEqual(failedRoundField(FAULT, { leader: PEER }), "leader");
 });

@@ -16,6 +16,7 @@
  * @module
  */
 import { ProtocolError } from "../errors.ts";
+import { MAX_PIECES } from "../aggregation/shards.ts";
 import type { AggregationRule } from "../aggregation/aggregation_rule.ts";
 import {
   SCREEN_REASONS,
@@ -83,9 +84,47 @@ export interface ManifestExclusion {
   readonly reason: ExclusionReason;
   /**
    * For `refused-manifest`, the CID of the manifest it published that
-   * fails verification (the evidence anyone can recheck); "" otherwise.
+   * fails verification (the evidence anyone can recheck); for `unserved` in
+   * a round led by slices, the slice its leader could not read
+   * ({@linkcode unservedEvidence}), which the slice's producers can check;
+   * "" otherwise.
    */
   readonly evidence: string;
+}
+
+/**
+ * The evidence of an `unserved` exclusion in a round led by slices: slice
+ * `slice` of `slices` of the delta could not be read by the leader, who
+ * computed that slice (its producers and backup left it unsettled).
+ *
+ * @example
+ * ```ts
+ * import assert from "node:assert/strict";
+ * import { unservedEvidence, unservedSlice } from "./round_manifest.ts";
+ * assert.equal(unservedEvidence(1024, 17), "1024/17");
+ * assert.deepEqual(unservedSlice("1024/17"), { slices: 1024, slice: 17 });
+ * assert.equal(unservedSlice(""), null);
+ * assert.equal(unservedSlice("4/4"), null);
+ * ```
+ */
+export function unservedEvidence(slices: number, slice: number): string {
+  return `${slices}/${slice}`;
+}
+
+/**
+ * The slice an `unserved` exclusion's `evidence` names
+ * ({@linkcode unservedEvidence}): k of 2 to `MAX_PIECES` slices and a slice
+ * below it, written canonically; null for anything else ("" included).
+ */
+export function unservedSlice(
+  evidence: string,
+): { slices: number; slice: number } | null {
+  const match = /^([1-9][0-9]{0,3})\/(0|[1-9][0-9]{0,3})$/.exec(evidence);
+  if (!match) return null;
+  const slices = Number(match[1]), slice = Number(match[2]);
+  return slices >= 2 && slices <= MAX_PIECES && slice < slices
+    ? { slices, slice }
+    : null;
 }
 
 /** What the leader of a round aggregated and the checkpoint it produced. */

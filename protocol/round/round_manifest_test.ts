@@ -434,5 +434,24 @@ Deno.test("excluded deltas are listed sorted, once, and never also credited", as
     failedField({ ...MANIFEST, excluded: [{ ...refused, evidence: "" }] }),
     "excluded[0].evidence",
   );
+  // Unserved: no evidence, or in a round led by slices the slice not read.
+  const unserved = { ...zero, reason: "unserved", evidence: "12/3" };
+  deepStrictEqual(
+    decodeManifest(
+      encodeManifest({ ...MANIFEST, excluded: [unserved] } as RoundManifest),
+    ).excluded,
+    [unserved],
+  );
+  for (const evidence of ["3/3", "1/0", "012/3", "12/-1", DELTA_A, "12/3 "]) {
+    strictEqual(
+      failedField({ ...MANIFEST, excluded: [{ ...unserved, evidence }] }),
+      "excluded[0].evidence",
+      evidence,
+    );
+  }
+  strictEqual(
+    failedField({ ...MANIFEST, excluded: [{ ...zero, evidence: "12/3" }] }),
+    "excluded[0].evidence",
+  );
   strictEqual(failedField({ ...MANIFEST, v: 1 }), "v");
 });

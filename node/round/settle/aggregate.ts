@@ -53,6 +53,7 @@ import {
   MANIFEST_VERSION,
   type ManifestShards,
   type RoundManifest,
+  unservedEvidence,
 } from "../../../protocol/round/round_manifest.ts";
 import {
   checkpointOfUpdate,
@@ -589,8 +590,14 @@ async function screenSliced(
       for (const { peer, err: why } of err.failed) {
         const d = listed.find((x) => x.peer === peer)!;
         const reason = o.reasonOf(why);
+        // The slice not read is named: its producers, who read it where
+        // they could, would have served it (manifest_check.ts).
         if (reason === "unavailable") {
-          unserved.push({ d, reason: "unserved", evidence: "" });
+          unserved.push({
+            d,
+            reason: "unserved",
+            evidence: unservedEvidence(err.slices, err.slice),
+          });
         } else o.refuse(d, reason, why);
       }
       listed = listed.filter((d) => !failed.has(d.peer));

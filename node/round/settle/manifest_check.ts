@@ -68,9 +68,10 @@ import {
   encodeRoundCheckpoint,
   roundCheckpointCid,
 } from "../../../protocol/round/round_checkpoint.ts";
-import type {
-  ManifestExclusion,
-  RoundManifest,
+import {
+  type ManifestExclusion,
+  type RoundManifest,
+  unservedSlice,
 } from "../../../protocol/round/round_manifest.ts";
 import {
   checkpointOfUpdate,
@@ -87,7 +88,11 @@ import {
   sliceProducers,
   slicesToRecompute,
 } from "../../../protocol/round/slice_plan.ts";
-import { heardFaults } from "../../../protocol/round/fault_notices.ts";
+import {
+  exclusionPart,
+  heardFaults,
+  partOf,
+} from "../../../protocol/round/fault_notices.ts";
 import { mapAtMost } from "../services/at_most.ts";
 
 /**
@@ -186,6 +191,18 @@ export interface ManifestVerifierOptions {
   fault?(m: ManifestAnnounce, j: number): Promise<void>;
   /** Notes a fault notice `peer` sent about slice `j` of `m`, found false. */
   falseFault?(m: ManifestAnnounce, j: number, peer: string): void;
+  /**
+   * Whether this peer read slice `j` of `k` of `peer`'s delta for a plan
+   * `leader` led round `round` after `parent` by (slice_produce.ts).
+   */
+  readSliceOf?(
+    round: number,
+    parent: string,
+    leader: string,
+    k: number,
+    j: number,
+    peer: string,
+  ): boolean;
   /** The bytes of block `cid` (at most `maxBytes`), from `providers`. */
   block(
     cid: string,
@@ -393,10 +410,28 @@ export class ManifestVerifier {
     const precedingPeers = new Set(preceding.map((d) => d.peer));
     // Owed: deltas its leader must list in an amendment, or be refused.
     const owed = new Map<string, "late" | "unserved">();
-    for (const e of manifest.excluded) {
+    for (const [i, e] of manifest.excluded.entries()) {
+      if (e.reason !== "unserved") continue;
       // One this peer held when the manifest came, it would have served.
-      if (e.reason === "unserved" && await heldHere.get(e.peer)) {
+      if (await heldHere.get(e.peer)) owed.set(e.peer, "unserved");
+      // In a round led by slices, the slice its leader says it could not
+      // read: this peer read it, as a producer, and would have served it.
+      // Its notice has every verifier fetch that slice from it.
+      const named = unservedSlice(e.evidence);
+      if (
+        named !== null && manifest.shards !== undefined &&
+        this.#o.readSliceOf?.(
+          m.round,
+          m.parent,
+          m.peer,
+          named.slices,
+          named.slice,
+          e.peer,
+        )
+      ) {
         owed.set(e.peer, "unserved");
+        await this.#o.fault?.(m, exclusionPart(manifest.shards.slices, i))
+          .catch(() => {});
       }
     }
     if (sharded !== (manifest.shards !== undefined)) {
@@ -443,7 +478,7 @@ export class ManifestVerifier {
     }
     for (const peer of late) owed.set(peer, "late");
     const bytes = sharded
-      ? await this.#slices(m, manifest, screened, byPeer, witness)
+      ? await this.#slices(m, manifest, screened, byPeer, witness, owed)
       : this.#recompute(m, manifest, screened, values, byPeer);
     // A match is C(r+1), stored here for free; a mismatch is not kept,
     // or a leader announcing bogus manifests would fill the disk.
@@ -504,6 +539,7 @@ export class ManifestVerifier {
     screened: readonly ManifestExclusion[],
     byPeer: ReadonlyMap<string, DeltaAnnounce>,
     witness: Witness,
+    owed: Map<string, "late" | "unserved">,
   ): Promise<Uint8Array> {
     const { spec } = this.#o;
     const shards = manifest.shards!;
@@ -718,12 +754,34 @@ export class ManifestVerifier {
         throw err;
       }
     }
+    // An unserved exclusion's notice: its slice read from the senders
+    // shows the leader could have read it too, and an amendment is owed.
+    const served = async (i: number, by: readonly string[]) => {
+      const e = manifest.excluded[i];
+      const named = e?.reason === "unserved" ? unservedSlice(e.evidence) : null;
+      const d = e && byPeer.get(e.peer);
+      if (named === null || d === undefined) return false;
+      try {
+        await this.#o.slice(d, [...by], named.slices, named.slice);
+      } catch {
+        return false;
+      }
+      owed.set(e.peer, "unserved");
+      return true;
+    };
     if (parts !== null) {
       await this.#faulted(
         m,
-        parts,
+        [...parts, ...manifest.excluded.map(() => [])],
         checked,
-        (j) => j < k ? recompute(j) : checkGroup(j - k),
+        async (j, by) => {
+          const part = partOf(k, j);
+          if (part.kind === "exclusion") return await served(part.index, by);
+          await (part.kind === "slice"
+            ? recompute(part.index)
+            : checkGroup(part.index));
+          return false;
+        },
         witness.faultsBy,
       );
     }
@@ -751,9 +809,11 @@ export class ManifestVerifier {
     m: ManifestAnnounce,
     parts: readonly (readonly string[])[],
     checked: Set<number>,
-    recompute: (j: number) => Promise<void>,
+    recompute: (j: number, by: readonly string[]) => Promise<boolean>,
     faultsBy: number,
   ): Promise<void> {
+    // Parts whose notice was upheld without a refusal (an exclusion).
+    const upheld = new Set<number>();
     const falseOf = (j: number, by: readonly string[]) => {
       for (const p of by) {
         this.#discredited.add(p);
@@ -765,15 +825,16 @@ export class ManifestVerifier {
         this.#o.faults?.(m.manifest) ?? new Map(),
         parts,
         this.#discredited,
-      );
+      ).filter(({ slice: j }) => !upheld.has(j));
       for (const { slice: j, by } of heard) {
         if (checked.has(j)) {
           falseOf(j, by);
           continue;
         }
         checked.add(j);
+        let held: boolean;
         try {
-          await recompute(j);
+          held = await recompute(j, by);
         } catch (err) {
           if (err instanceof ManifestRefused && err.code === "slice-mismatch") {
             throw new ManifestRefused(
@@ -783,7 +844,8 @@ export class ManifestVerifier {
           }
           throw err;
         }
-        falseOf(j, by);
+        if (held) upheld.add(j);
+        else falseOf(j, by);
       }
       if (heard.length === 0) {
         if (Date.now() >= faultsBy) return;

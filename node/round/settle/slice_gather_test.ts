@@ -311,12 +311,44 @@ Deno.test("gatherSlices: a delta whose slice no one can read ends the plan, nami
   const err = await net.gather().then(() => null, (e) => e);
   assert.ok(err instanceof SliceReadError, String(err));
   assert.deepEqual(err.failed.map((f) => f.peer), [PEERS[6]]);
+  // The slice the leader could not read, for the manifest's exclusion.
+  assert.equal(err.slices, net.k);
+  assert.ok(err.slice >= 0 && err.slice < net.k);
 });
 
 Deno.test("gatherSlices: a delta withheld from the leader alone counts, read by its slices' producers", async () => {
   const net = network(new Map(), [PEERS[6]], PEERS[0]);
   const got = await net.gather();
   assert.deepEqual(got.update, whole().update);
+  // Each producer remembers it read that delta's slices: a leader saying
+  // it could not would be caught by them (manifest_check.ts).
+  const producers = sliceProducers(net.plan.parent, PEERS[0], net.k, PEERS);
+  for (const [j, ps] of producers.entries()) {
+    for (const p of ps) {
+      assert.ok(
+        net.producers.get(p)!.readSliceOf(
+          net.plan.round,
+          net.plan.parent,
+          PEERS[0],
+          net.k,
+          j,
+          PEERS[6],
+        ),
+        `${p} slice ${j}`,
+      );
+    }
+  }
+  assert.equal(
+    net.producers.get(producers[0][0])!.readSliceOf(
+      net.plan.round,
+      net.plan.parent,
+      PEERS[1],
+      net.k,
+      0,
+      PEERS[6],
+    ),
+    false,
+  );
   assert.ok(
     !net.logged.some((l) => l.includes("left unsettled")),
     JSON.stringify(net.logged),

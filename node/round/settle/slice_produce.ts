@@ -78,6 +78,20 @@ function contentKey(plan: Plan): string {
 /** Plans whose slices' values are kept (a round's passes, and the last's). */
 const KEEP_PLANS = 4;
 
+/** Slices of deltas whose reads are remembered: a few rounds' worth. */
+const KEEP_READS = 65_536;
+
+function readKey(
+  round: number,
+  parent: string,
+  leader: string,
+  k: number,
+  j: number,
+  peer: string,
+): string {
+  return `${round} ${parent} ${leader} ${k} ${j} ${peer}`;
+}
+
 /** Deltas whose slice was read at once. */
 const READS_AT_ONCE = 4;
 
@@ -86,6 +100,10 @@ export class SliceReadError extends Error {
   constructor(
     /** The deltas, with what went wrong reading each. */
     readonly failed: readonly { peer: string; err: unknown }[],
+    /** The plan's slices, k. */
+    readonly slices: number,
+    /** The slice not read. */
+    readonly slice: number,
   ) {
     super(
       `Cannot read the slice of ${failed.map((f) => f.peer).join(", ")}: ${
@@ -149,6 +167,9 @@ export class SliceProducer {
     string,
     { deltas: string; slices: Map<number, { sums: string; update: string }> }
   >();
+
+  /** The slices of deltas read here, by plan (readKey), the latest kept. */
+  readonly #readHere = new Set<string>();
 
   constructor(o: SliceProducerOptions) {
     this.#o = o;
@@ -442,7 +463,34 @@ export class SliceProducer {
     const failed = got.flatMap((g, i) =>
       g.values === null ? [{ peer: plan.deltas[i].peer, err: g.err }] : []
     );
-    if (failed.length > 0) throw new SliceReadError(failed);
+    for (const [i, g] of got.entries()) {
+      if (g.values !== null) this.#noteRead(plan, k, j, plan.deltas[i].peer);
+    }
+    if (failed.length > 0) throw new SliceReadError(failed, k, j);
     return got.map((g) => g.values!);
+  }
+
+  #noteRead(plan: Plan, k: number, j: number, peer: string): void {
+    this.#readHere.add(readKey(plan.round, plan.parent, plan.peer, k, j, peer));
+    if (this.#readHere.size > KEEP_READS) {
+      this.#readHere.delete(this.#readHere.values().next().value!);
+    }
+  }
+
+  /**
+   * Whether this peer read (and holds the pieces of) slice `j` of `k` of
+   * `peer`'s delta for a plan `leader` led round `round` after `parent`
+   * by: an `unserved` exclusion naming that slice, its leader could have
+   * read here (manifest_check.ts).
+   */
+  readSliceOf(
+    round: number,
+    parent: string,
+    leader: string,
+    k: number,
+    j: number,
+    peer: string,
+  ): boolean {
+    return this.#readHere.has(readKey(round, parent, leader, k, j, peer));
   }
 }

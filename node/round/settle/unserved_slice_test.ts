@@ -1,0 +1,196 @@
+import assert from "node:assert/strict";
+import { Rng } from "../../../kernels/data/rng.ts";
+import type { JobSpec } from "../../../protocol/spec/job_spec.ts";
+import { sliceBounds } from "../../../protocol/aggregation/shards.ts";
+import { plannedSlices } from "../../../protocol/round/slice_plan.ts";
+import { exclusionPart } from "../../../protocol/round/fault_notices.ts";
+import type {
+  ManifestAnnounce,
+  SliceFaultNotice,
+} from "../../../protocol/messages/messages.ts";
+import { genesisCheckpoint } from "../../../protocol/round/round_checkpoint.ts";
+import {
+  MANIFEST_VERSION,
+  type RoundManifest,
+  unservedEvidence,
+} from "../../../protocol/round/round_manifest.ts";
+import { cidOf, JOB, MODEL, SPEC, TEST_ADDRESS } from "../services/_fakes.ts";
+import { ManifestRefused, ManifestVerifier } from "./manifest_check.ts";
+import {
+  announcements,
+  publishSharded,
+  witnessOf,
+} from "./_verify_fixtures.ts";
+import { SliceFaults } from "./slice_faults.ts";
+
+// Two layers of d_model 32: four pieces. Nine peers, one left out as
+// unserved: the eight listed are led by slices.
+const model = { ...MODEL, dModel: 32, layers: 2 };
+const spec: JobSpec = { ...SPEC, model, sharding: "slices" };
+const GENESIS = genesisCheckpoint(JOB, model, 0);
+const P = GENESIS.params.length;
+const PEERS = Array.from({ length: 9 }, (_, i) => `12D3KooWPeer${i}`);
+const LISTED = PEERS.slice(0, 8);
+const WITHHELD = PEERS[8];
+const PARENT = await cidOf("C(0)");
+const TOKENS = 32;
+const K = plannedSlices(LISTED.length, P);
+// The slice the leader says it could not read, of the plan of all nine.
+const PLAN_K = plannedSlices(PEERS.length, P);
+const NAMED = 1;
+
+const rng = new Rng("unserved-slice");
+const common = Float32Array.from(GENESIS.params, () => rng.normal());
+const DELTAS = new Map(PEERS.map((peer) => [
+  peer,
+  Float32Array.from(common, (v) => 1e-3 * (v + 0.2 * rng.normal())),
+]));
+const ANNOUNCED = await announcements(PEERS, PARENT, TOKENS);
+const WITNESS = witnessOf(ANNOUNCED);
+
+/** PEERS[0]'s manifest of the eight, WITHHELD left out as unserved. */
+async function round() {
+  const { shards, blocks, checkpoint } = await publishSharded(
+    spec,
+    { ckpt: GENESIS, cid: PARENT },
+    LISTED.map((peer) => ({ peer, tokens: TOKENS, delta: DELTAS.get(peer)! })),
+  );
+  const m: RoundManifest = {
+    v: MANIFEST_VERSION,
+    job: JOB,
+    round: 0,
+    parent: PARENT,
+    leader: PEERS[0],
+    rule: spec.aggregation,
+    contributions: ANNOUNCED.slice(0, 8).map((d) => ({
+      peer: d.peer,
+      account: TEST_ADDRESS,
+      delta: d.delta,
+      tokens: TOKENS,
+      loss: 3,
+    })),
+    excluded: [{
+      peer: WITHHELD,
+      delta: ANNOUNCED[8].delta,
+      reason: "unserved",
+      evidence: unservedEvidence(PLAN_K, NAMED),
+    }],
+    checkpoint,
+    shards,
+  };
+  const announce: ManifestAnnounce = {
+    v: 1,
+    type: "manifest",
+    peer: PEERS[0],
+    job: JOB,
+    round: 0,
+    parent: PARENT,
+    manifest: await cidOf("manifest unserved"),
+    checkpoint: m.checkpoint,
+    rank: 0,
+  };
+  return { m, announce, blocks };
+}
+
+/**
+ * PEERS[7] verifying: `read` whether it read the named slice as a
+ * producer, `serving` the peers that serve WITHHELD's slices.
+ */
+function verifier(
+  r: Awaited<ReturnType<typeof round>>,
+  o: {
+    read?: boolean;
+    serving?: readonly string[];
+    faults?: SliceFaults;
+    sent?: number[];
+    noted?: string[];
+  } = {},
+) {
+  const bounds = (k: number) => sliceBounds(P, k);
+  return new ManifestVerifier({
+    jobId: JOB,
+    spec,
+    self: PEERS[7],
+    delta: () => Promise.reject(new Error("not held")),
+    root: () => Promise.resolve([]),
+    slice: (d, providers, k, j) => {
+      if (
+        d.peer === WITHHELD &&
+        !providers.some((p) => o.serving?.includes(p))
+      ) {
+        return Promise.reject(new Error(`${d.peer} served no one`));
+      }
+      const b = bounds(k);
+      return Promise.resolve(DELTAS.get(d.peer)!.slice(b[j], b[j + 1]));
+    },
+    produced: () => new Map(),
+    readSliceOf: (round, parent, leader, k, j, peer) =>
+      (o.read ?? false) && round === 0 && parent === PARENT &&
+      leader === PEERS[0] && k === PLAN_K && j === NAMED && peer === WITHHELD,
+    faults: (cid) => (o.faults ?? new SliceFaults()).of(cid),
+    fault: (_, j) => {
+      o.sent?.push(j);
+      return Promise.resolve();
+    },
+    falseFault: (_, j, peer) => o.noted?.push(`${peer} ${j}`),
+    block: (cid) => {
+      const bytes = r.blocks.get(cid);
+      return bytes ? Promise.resolve(bytes) : Promise.reject(new Error(cid));
+    },
+    manifest: () => Promise.resolve(r.m),
+    held: (cid) => ({ cid, ckpt: GENESIS }),
+    store: () => Promise.resolve(),
+    noteDelta: () => {},
+  });
+}
+
+function notice(m: ManifestAnnounce, peer: string): SliceFaultNotice {
+  return {
+    v: 1,
+    type: "fault",
+    peer,
+    job: JOB,
+    round: 0,
+    parent: PARENT,
+    manifest: m.manifest,
+    slice: exclusionPart(K, 0),
+  };
+}
+
+/** Its verdict, given until the leader's amendment is due. */
+const check = (v: ManifestVerifier, r: Awaited<ReturnType<typeof round>>) =>
+  v.check(r.announce, { ...WITNESS, amendBy: Date.now() + 200 })
+    .then(() => null, (e) => e);
+
+Deno.test("an unserved exclusion names the slice its leader could not read; a producer that read it is owed an amendment and says so", async () => {
+  assert.ok(K >= 2 && PLAN_K > NAMED, `${K}, ${PLAN_K}`);
+  const r = await round();
+  // A verifier that did not read the slice has nothing to hold against it.
+  assert.equal(await check(verifier(r), r), null);
+  // One that read it, as a producer, would have served it.
+  const sent: number[] = [];
+  const err = await check(verifier(r, { read: true, sent }), r);
+  assert.ok(err instanceof ManifestRefused, String(err));
+  assert.equal(err.blames, true);
+  assert.match(err.message, new RegExp(WITHHELD));
+  assert.deepEqual(sent, [exclusionPart(K, 0)]);
+});
+
+Deno.test("a notice about an unserved exclusion has a verifier read the slice from its sender: served, an amendment is owed; not, the notice is false", async () => {
+  const r = await round();
+  const faults = new SliceFaults();
+  faults.take(notice(r.announce, PEERS[3]));
+  const err = await check(
+    verifier(r, { faults, serving: [PEERS[3]] }),
+    r,
+  );
+  assert.ok(err instanceof ManifestRefused, String(err));
+  assert.equal(err.blames, true);
+  // The sender cannot serve it: its notice counts against it.
+  const noted: string[] = [];
+  assert.equal(
+    await check(verifier(r, { faults, serving: [], noted }), r),
+    null,
+  );
+  assert.deepEqual(noted, [`${PEERS[3]} ${exclusionPart(K, 0)}`]);
+});
