@@ -412,6 +412,13 @@ export class RoundWork {
         attester: this.#attester,
         feed,
         remember: (cid, m) => this.#manifests.remember(cid, m),
+        sliceOf: (d, k, j) =>
+          this.#deltas.readSlice(
+            d,
+            [d.peer, ...state().live.filter((p) => p !== identity.peerId)],
+            k,
+            j,
+          ),
         slices: (plan, rank, k) =>
           gatherSlices(
             {

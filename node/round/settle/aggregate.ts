@@ -54,6 +54,7 @@ import {
   type ManifestShards,
   type RoundManifest,
   unservedEvidence,
+  unservedSlice,
 } from "../../../protocol/round/round_manifest.ts";
 import {
   checkpointOfUpdate,
@@ -109,6 +110,12 @@ export interface LeaderAggregationOptions {
    * Absent, or for a round no plan fits, the leader reads every delta.
    */
   slices?: (plan: Plan, rank: number, k: number) => Promise<Gathered>;
+  /**
+   * In a job sharded by slices: slice `j` of `k` of an announced delta,
+   * from any of the round's peers (the slice an `unserved` exclusion
+   * names, which its producers may serve).
+   */
+  sliceOf?(d: DeltaAnnounce, k: number, j: number): Promise<Float32Array>;
 }
 
 /** What the leader's whole phase uses: the aggregation's, and more. */
@@ -203,7 +210,13 @@ async function toAmendWith(
   for (const e of built.manifest.excluded) {
     if (e.reason !== "unserved") continue;
     const d = built.considered.find((x) => x.peer === e.peer)!;
-    o.delta(d).then(() => served = true, () => {});
+    // In a round led by slices, the slice it could not read: a producer
+    // that read it serves it, and the round is planned again.
+    const named = unservedSlice(e.evidence);
+    const probe = named !== null && o.sliceOf
+      ? o.sliceOf(d, named.slices, named.slice)
+      : o.delta(d);
+    probe.then(() => served = true, () => {});
   }
   const considered = new Set(built.considered.map((d) => d.peer));
   for (;;) {

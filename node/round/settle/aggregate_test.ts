@@ -11,7 +11,10 @@ import {
 } from "../../../protocol/round/round_checkpoint.ts";
 import type { RoundEvent } from "../../../protocol/round/round_state.ts";
 import { decodeManifest } from "../../../protocol/codec/manifest_codec.ts";
-import { type RoundManifest } from "../../../protocol/round/round_manifest.ts";
+import {
+  type RoundManifest,
+  unservedEvidence,
+} from "../../../protocol/round/round_manifest.ts";
 import { nextCheckpoint } from "../../../protocol/round/round_update.ts";
 import {
   cidOf,
@@ -24,7 +27,18 @@ import {
   stateIn,
   TEST_ADDRESS,
 } from "../services/_fakes.ts";
-import { lead } from "./aggregate.ts";
+import { lead, type LeadOptions } from "./aggregate.ts";
+import { SliceReadError } from "./slice_produce.ts";
+import type { JobSpec } from "../../../protocol/spec/job_spec.ts";
+import type { RoundCheckpoint } from "../../../protocol/round/round_checkpoint.ts";
+import { cidForBytes } from "../../../protocol/content/cid.ts";
+import { encodeSliceScreenSums } from "../../../protocol/aggregation/slice_screen.ts";
+import { encodeQuantized } from "../../../protocol/aggregation/quantized_container.ts";
+import {
+  screenSharded,
+  updateSlices,
+} from "../../../protocol/round/slice_update.ts";
+import { plannedSlices } from "../../../protocol/round/slice_plan.ts";
 import { commitHoldMs } from "../../../protocol/round/round_timing.ts";
 import { HONEST } from "../services/behaviour.ts";
 import { RoundPublisher } from "../services/publisher.ts";
@@ -163,6 +177,10 @@ async function leadWith(o: {
   deltas?: () => DeltaAnnounce[];
   delta: (d: DeltaAnnounce) => Promise<Float32Array>;
   onEvent?: (e: RoundEvent) => void;
+  /** A job sharded by slices: its spec, C(r), and the slices' parts. */
+  sliced?: Pick<LeadOptions, "spec" | "slices" | "sliceOf"> & {
+    ckpt: RoundCheckpoint;
+  };
 }) {
   const blocks = new MemoryBlocks();
   const events: RoundEvent[] = [];
@@ -183,6 +201,7 @@ async function leadWith(o: {
   await lead({
     jobId: JOB,
     spec: SPEC,
+    ...o.sliced,
     self: PEERS[0],
     state,
     behaviour: HONEST,
@@ -226,7 +245,7 @@ async function leadWith(o: {
     parent: PARENT,
     rank: 0,
     contributions: o.announced,
-  }, { cid: PARENT, ckpt: GENESIS });
+  }, { cid: PARENT, ckpt: o.sliced?.ckpt ?? GENESIS });
   return { events, refused, manifests };
 }
 
@@ -267,6 +286,82 @@ Deno.test("lead lists a delta it cannot fetch as unserved, and amends with it on
     commitHoldMs(config, false),
   ]);
   assert.deepEqual(r.refused, [[withheld, "unserved"]]);
+});
+
+Deno.test("lead in a round led by slices names the slice it could not read of an unserved delta, and amends once a producer serves that slice", async () => {
+  // Two layers of d_model 32: four pieces; nine peers, led by slices.
+  const model = { ...MODEL, dModel: 32, layers: 2 };
+  const spec: JobSpec = { ...SPEC, model, sharding: "slices" };
+  const ckpt = genesisCheckpoint(JOB, model, 0);
+  const peers = Array.from({ length: 9 }, (_, i) => `12D3KooWSliced${i}`);
+  const values = new Map(peers.map((peer) => [
+    peer,
+    Float32Array.from(ckpt.params, (v) => 1e-3 * (v + 0.2 * rng.normal())),
+  ]));
+  const announced = await Promise.all(peers.map(async (peer) => ({
+    ...ANNOUNCED[0],
+    peer,
+    delta: await cidOf(`sliced delta of ${peer}`),
+  })));
+  const withheld = peers[4];
+  let served = false;
+  const probed: [number, number][] = [];
+  const r = await leadWith({
+    announced,
+    delta: () => Promise.reject(new Error("read by slices")),
+    onEvent: (e) => {
+      if (e.type === "aggregated") served = true;
+    },
+    sliced: {
+      spec,
+      ckpt,
+      // Its producers read the withheld delta only once the manifest is out.
+      slices: async (plan, _rank, k) => {
+        if (!served && plan.deltas.some((d) => d.peer === withheld)) {
+          throw new SliceReadError(
+            [{ peer: withheld, err: new Error("no provider delivered it") }],
+            k,
+            1,
+          );
+        }
+        const deltas = plan.deltas.map((d) => ({
+          peer: d.peer,
+          tokens: d.tokens,
+          delta: values.get(d.peer)!,
+        }));
+        const screen = screenSharded(deltas);
+        const update = updateSlices(spec, screen, deltas);
+        const cids = (blocks: Uint8Array[]) =>
+          Promise.all(
+            blocks.map(async (b) => cidToString(await cidForBytes(b))),
+          );
+        return {
+          screen,
+          sums: await cids(screen.sums.map(encodeSliceScreenSums)),
+          groups: await cids(screen.groups.map(encodeSliceScreenSums)),
+          update,
+          updateCids: await cids(update.map(encodeQuantized)),
+          backups: [],
+        };
+      },
+      sliceOf: (d, k, j) => {
+        probed.push([k, j]);
+        return d.peer === withheld && served
+          ? Promise.resolve(new Float32Array(0))
+          : Promise.reject(new Error("not served"));
+      },
+    },
+  });
+  const [first, amended] = r.manifests;
+  const k = plannedSlices(peers.length, ckpt.params.length);
+  assert.deepEqual(
+    first.excluded.map((e) => [e.peer, e.reason, e.evidence]),
+    [[withheld, "unserved", unservedEvidence(k, 1)]],
+  );
+  // Probed by the slice it named, not the whole delta from its author.
+  assert.deepEqual(probed[0], [k, 1]);
+  assert.deepEqual(amended.excluded, []);
+  assert.deepEqual(amended.contributions.map((c) => c.peer), peers);
 });
 
 Deno.test("lead amends its manifest with a delta announced within its hold, and with none after", async () => {
