@@ -19,6 +19,7 @@
  */
 import { NotHeldError } from "./services/failures.ts";
 import { sleep } from "./services/abortable.ts";
+import { manifestSources } from "../../protocol/round/manifest_spread.ts";
 import { DeltaGate } from "./services/delta_gate.ts";
 import { DeltaReader } from "./services/delta_reader.ts";
 import { privateKeyToAccount } from "viem/accounts";
@@ -249,11 +250,25 @@ export class RoundWork {
       },
       block: (cid, maxBytes, providers) =>
         this.#sliceBlock(cid, maxBytes, providers),
-      manifest: (m, providers = [m.peer]) =>
-        this.#blobs.manifest(m.manifest, {
+      manifest: async (m, providers) => {
+        // Down the manifest's tree, not every verifier from its leader.
+        if (providers === undefined) {
+          const from = manifestSources(
+            m.manifest,
+            identity.peerId,
+            o.state().live,
+            m.peer,
+          );
+          providers = from.providers;
+          if (!await this.#blobs.has(m.manifest)) {
+            await sleep(from.waitMs, this.#abort.signal);
+          }
+        }
+        return await this.#blobs.manifest(m.manifest, {
           providers,
           timeoutMs: collectMs(o.state().config),
-        }),
+        });
+      },
       held: (cid) => this.#sync.held(cid),
       store: (bytes, codec) => services.blocks.put(bytes, codec).then(() => {}),
       noteDelta: (d, reason) => o.ledger.refuseDelta(d, reason),

@@ -36,6 +36,7 @@ import {
   sumGroupMembers,
 } from "../../protocol/round/slice_plan.ts";
 import { sumGroupBounds } from "../../protocol/aggregation/slice_screen.ts";
+import { manifestTree } from "../../protocol/round/manifest_spread.ts";
 import type { SliceBackup } from "../../protocol/round/round_manifest.ts";
 
 /** One kind of connection in the mix. */
@@ -174,6 +175,31 @@ const MISSING_TIMEOUT_S = 10;
 const COMMIT_S = 2;
 /** Peers each peer forwards a published aggregate slice to (gossip fanout). */
 const FANOUT = 6;
+/**
+ * Copies of a gossip message each peer receives, and sends: gossipsub's
+ * mesh links (6 a peer) carry it once each, in one direction or the other.
+ */
+const GOSSIP_COPIES = 3;
+
+/**
+ * Bytes of a round's manifest (JSON; protocol/round/round_manifest.ts) over
+ * `deltas` deltas cut into `k` slices (0 unsharded): about 215 bytes a
+ * contribution, 62 a CID of a slice's sums, update or group.
+ */
+export function manifestBytes(deltas: number, k: number): number {
+  const cids = k === 0 ? 0 : 2 * k + sumGroupBounds(k).length - 1;
+  return 400 + 215 * deltas + 62 * cids;
+}
+
+/**
+ * Bytes of a slice plan (`plan` message) over `deltas` deltas: about 150
+ * bytes a delta listed, and once its sums are in, 62 a CID of a slice's
+ * sums or a group's total.
+ */
+export function planBytes(deltas: number, k: number, sums: boolean): number {
+  const cids = sums ? k + sumGroupBounds(k).length - 1 : 0;
+  return 300 + 150 * deltas + 62 * cids;
+}
 
 /**
  * The slices of a round of `peers` contributors: the protocol's
@@ -315,6 +341,7 @@ export function simulate(setup: ScaleSetup): RoundFigures[] {
       // it publishes with the proof: the corrected slices spread again.
       if (caught > 0) phases.push(spread(ids, caught * aggregateBytes / k));
     }
+    phases.push(manifestPhase(parent, contributors.map((p) => p.id)));
     const seconds = setup.trainSeconds +
       phases.reduce((s, ph) => s + ph.seconds(all, setup.loss, maxLatency), 0) +
       COMMIT_S;
@@ -366,6 +393,15 @@ export function simulate(setup: ScaleSetup): RoundFigures[] {
       )
         .map((i) => ids[i]),
     );
+    // The plan, gossiped: once with its deltas, once with their sums.
+    const plans = new Phase();
+    for (const p of ids) {
+      const bytes = GOSSIP_COPIES *
+        (planBytes(ids.length, k, false) + planBytes(ids.length, k, true));
+      plans.up.set(p, bytes);
+      plans.down.set(p, bytes);
+    }
+    phases.push(plans);
     const produce = new Phase();
     for (const ps of producers) {
       for (const p of ps) {
@@ -461,6 +497,27 @@ export function simulate(setup: ScaleSetup): RoundFigures[] {
       // Outvoted by the other producer and the backup, or by the leader.
       caught: disputed.length,
     };
+  }
+
+  /**
+   * The manifest to every verifier down its tree (manifest_spread.ts):
+   * it lists every delta, and each slice's blocks when sharded.
+   */
+  function manifestPhase(parent: string, ids: readonly string[]): Phase {
+    const leader = rankLeaders(parent, ids)[0];
+    const k = setup.sharded
+      ? modelSlices(setup.producers, ids.length, setup.params)
+      : 0;
+    const bytes = manifestBytes(ids.length, k);
+    const phase = new Phase();
+    const tree = manifestTree(`${parent}/manifest`, ids, leader);
+    for (const p of ids) {
+      if (p === leader) continue;
+      const from = tree(p);
+      phase.move(from.providers[0], p, bytes);
+      phase.hops = Math.max(phase.hops, from.providers.length);
+    }
+    return phase;
   }
 
   function timeout(): Phase {

@@ -211,7 +211,7 @@ export interface ManifestVerifierOptions {
   ): Promise<Uint8Array>;
   /**
    * A manifest by its announcement, fetched if need be from `providers`
-   * (its author when not given).
+   * (when not given, down its tree: protocol/round/manifest_spread.ts).
    */
   manifest(m: ManifestAnnounce, providers?: string[]): Promise<RoundManifest>;
   /** The checkpoint held under `cid`; throws if it is not the one held. */
