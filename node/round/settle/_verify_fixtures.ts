@@ -7,7 +7,8 @@
  */
 import type { DeltaAnnounce } from "../../../protocol/messages/messages.ts";
 import { WORK_FIELDS } from "../../../protocol/codec/_message_fixtures.ts";
-import { cidOf, JOB, TEST_ADDRESS } from "../services/_fakes.ts";
+import { cidOf, JOB, MODEL, SPEC, TEST_ADDRESS } from "../services/_fakes.ts";
+import { Rng } from "../../../kernels/data/rng.ts";
 import type { Witness } from "./manifest_check.ts";
 import { cidForBytes, cidToString } from "../../../protocol/content/cid.ts";
 import type { JobSpec } from "../../../protocol/spec/job_spec.ts";
@@ -28,6 +29,7 @@ import {
 } from "../../../protocol/round/slice_update.ts";
 import {
   encodeRoundCheckpoint,
+  genesisCheckpoint,
   type RoundCheckpoint,
   roundCheckpointCid,
 } from "../../../protocol/round/round_checkpoint.ts";
@@ -120,4 +122,29 @@ export async function publishSharded(
       await roundCheckpointCid(encodeRoundCheckpoint(next)),
     ),
   };
+}
+
+/**
+ * A job sharded by slices on a model of four pieces (two layers of d_model
+ * 32), so that a round of 8 deltas or more is led by slices: its spec, C(0)
+ * and `peers`' honest deltas (one shared direction plus a little of each
+ * peer's own) and announcements after `parent`, drawn from `seed`.
+ */
+export async function fourPieceJob(
+  peers: readonly string[],
+  parent: string,
+  tokens: number,
+  seed: string,
+) {
+  const model = { ...MODEL, dModel: 32, layers: 2 };
+  const spec: JobSpec = { ...SPEC, model, sharding: "slices" };
+  const genesis = genesisCheckpoint(JOB, model, 0);
+  const rng = new Rng(seed);
+  const common = Float32Array.from(genesis.params, () => rng.normal());
+  const deltas = new Map(peers.map((peer) => [
+    peer,
+    Float32Array.from(common, (v) => 1e-3 * (v + 0.2 * rng.normal())),
+  ]));
+  const announced = await announcements(peers, parent, tokens);
+  return { spec, genesis, params: genesis.params.length, deltas, announced };
 }

@@ -78,6 +78,7 @@ import {
   nextCheckpoint,
 } from "../../../protocol/round/round_update.ts";
 import type { Held } from "./sync.ts";
+import type { SliceProducer } from "./slice_produce.ts";
 import {
   groupsOf,
   partProducers,
@@ -195,14 +196,7 @@ export interface ManifestVerifierOptions {
    * Whether this peer read slice `j` of `k` of `peer`'s delta for a plan
    * `leader` led round `round` after `parent` by (slice_produce.ts).
    */
-  readSliceOf?(
-    round: number,
-    parent: string,
-    leader: string,
-    k: number,
-    j: number,
-    peer: string,
-  ): boolean;
+  readSliceOf?: SliceProducer["readSliceOf"];
   /** The bytes of block `cid` (at most `maxBytes`), from `providers`. */
   block(
     cid: string,

@@ -1,6 +1,4 @@
 import assert from "node:assert/strict";
-import { Rng } from "../../../kernels/data/rng.ts";
-import type { JobSpec } from "../../../protocol/spec/job_spec.ts";
 import { sliceBounds } from "../../../protocol/aggregation/shards.ts";
 import {
   groupsOf,
@@ -14,38 +12,27 @@ import type {
   ManifestAnnounce,
   SliceFaultNotice,
 } from "../../../protocol/messages/messages.ts";
-import { genesisCheckpoint } from "../../../protocol/round/round_checkpoint.ts";
 import {
   MANIFEST_VERSION,
   type RoundManifest,
 } from "../../../protocol/round/round_manifest.ts";
-import { cidOf, JOB, MODEL, SPEC, TEST_ADDRESS } from "../services/_fakes.ts";
+import { cidOf, JOB, TEST_ADDRESS } from "../services/_fakes.ts";
 import { ManifestRefused, ManifestVerifier } from "./manifest_check.ts";
-import {
-  announcements,
-  publishSharded,
-  witnessOf,
-} from "./_verify_fixtures.ts";
+import { fourPieceJob, publishSharded, witnessOf } from "./_verify_fixtures.ts";
 import { SliceFaults } from "./slice_faults.ts";
 
-// Two layers of d_model 32: four pieces, so a round of 8 is led by slices.
-const model = { ...MODEL, dModel: 32, layers: 2 };
-const spec: JobSpec = { ...SPEC, model, sharding: "slices" };
-const GENESIS = genesisCheckpoint(JOB, model, 0);
-const P = GENESIS.params.length;
 const PEERS = Array.from({ length: 8 }, (_, i) => `12D3KooWPeer${i}`);
 const PARENT = await cidOf("C(0)");
 const TOKENS = 32;
+const {
+  spec,
+  genesis: GENESIS,
+  params: P,
+  deltas: DELTAS,
+  announced: ANNOUNCED,
+} = await fourPieceJob(PEERS, PARENT, TOKENS, "slice-faults");
 const K = plannedSlices(PEERS.length, P);
 const PRODUCERS = sliceProducers(PARENT, PEERS[0], K, PEERS);
-
-const rng = new Rng("slice-faults");
-const common = Float32Array.from(GENESIS.params, () => rng.normal());
-const DELTAS = new Map(PEERS.map((peer) => [
-  peer,
-  Float32Array.from(common, (v) => 1e-3 * (v + 0.2 * rng.normal())),
-]));
-const ANNOUNCED = await announcements(PEERS, PARENT, TOKENS);
 
 /**
  * PEERS[0]'s manifest of the round, update slice `tampered` changed (the

@@ -370,26 +370,20 @@ export class SliceProducer {
           n,
         ),
     );
-    return screenOfGroups(
-      plan.deltas.map((d) => ({
-        peer: d.peer,
-        share: claimedShare(this.#o.spec, d.tokens),
-      })),
-      this.#o.parameterCount,
-      groups,
-    );
+    return screenOfGroups(this.#shares(plan), this.#o.parameterCount, groups);
+  }
+
+  /** The plan's deltas with the shares their tokens claim. */
+  #shares(plan: Plan): { peer: string; share: number }[] {
+    return plan.deltas.map((d) => ({
+      peer: d.peer,
+      share: claimedShare(this.#o.spec, d.tokens),
+    }));
   }
 
   /** The plan's screen from every slice's sums, decoded, in slice order. */
   screenOf(plan: Plan, sums: readonly SliceScreenSums[]): ShardedScreen {
-    return screenOfSums(
-      plan.deltas.map((d) => ({
-        peer: d.peer,
-        share: claimedShare(this.#o.spec, d.tokens),
-      })),
-      this.#o.parameterCount,
-      sums,
-    );
+    return screenOfSums(this.#shares(plan), this.#o.parameterCount, sums);
   }
 
   /** Slice `j` of the update under `screen`, stored. */

@@ -1,6 +1,4 @@
 import assert from "node:assert/strict";
-import { Rng } from "../../../kernels/data/rng.ts";
-import type { JobSpec } from "../../../protocol/spec/job_spec.ts";
 import { sliceBounds } from "../../../protocol/aggregation/shards.ts";
 import { plannedSlices } from "../../../protocol/round/slice_plan.ts";
 import { exclusionPart } from "../../../protocol/round/fault_notices.ts";
@@ -8,44 +6,33 @@ import type {
   ManifestAnnounce,
   SliceFaultNotice,
 } from "../../../protocol/messages/messages.ts";
-import { genesisCheckpoint } from "../../../protocol/round/round_checkpoint.ts";
 import {
   MANIFEST_VERSION,
   type RoundManifest,
   unservedEvidence,
 } from "../../../protocol/round/round_manifest.ts";
-import { cidOf, JOB, MODEL, SPEC, TEST_ADDRESS } from "../services/_fakes.ts";
+import { cidOf, JOB, TEST_ADDRESS } from "../services/_fakes.ts";
 import { ManifestRefused, ManifestVerifier } from "./manifest_check.ts";
-import {
-  announcements,
-  publishSharded,
-  witnessOf,
-} from "./_verify_fixtures.ts";
+import { fourPieceJob, publishSharded, witnessOf } from "./_verify_fixtures.ts";
 import { SliceFaults } from "./slice_faults.ts";
 
-// Two layers of d_model 32: four pieces. Nine peers, one left out as
-// unserved: the eight listed are led by slices.
-const model = { ...MODEL, dModel: 32, layers: 2 };
-const spec: JobSpec = { ...SPEC, model, sharding: "slices" };
-const GENESIS = genesisCheckpoint(JOB, model, 0);
-const P = GENESIS.params.length;
+// Nine peers, one left out as unserved: the eight listed are led by slices.
 const PEERS = Array.from({ length: 9 }, (_, i) => `12D3KooWPeer${i}`);
 const LISTED = PEERS.slice(0, 8);
 const WITHHELD = PEERS[8];
 const PARENT = await cidOf("C(0)");
 const TOKENS = 32;
+const {
+  spec,
+  genesis: GENESIS,
+  params: P,
+  deltas: DELTAS,
+  announced: ANNOUNCED,
+} = await fourPieceJob(PEERS, PARENT, TOKENS, "unserved-slice");
 const K = plannedSlices(LISTED.length, P);
 // The slice the leader says it could not read, of the plan of all nine.
 const PLAN_K = plannedSlices(PEERS.length, P);
 const NAMED = 1;
-
-const rng = new Rng("unserved-slice");
-const common = Float32Array.from(GENESIS.params, () => rng.normal());
-const DELTAS = new Map(PEERS.map((peer) => [
-  peer,
-  Float32Array.from(common, (v) => 1e-3 * (v + 0.2 * rng.normal())),
-]));
-const ANNOUNCED = await announcements(PEERS, PARENT, TOKENS);
 const WITNESS = witnessOf(ANNOUNCED);
 
 /** PEERS[0]'s manifest of the eight, WITHHELD left out as unserved. */
