@@ -466,7 +466,7 @@ export function validateSliceFault(
   if (!common.ok) return common;
   const { manifest, slice } = obj;
   if (!isCanonicalCid(manifest)) return fail("manifest", CID_PROBLEM);
-  const parts = MAX_PLAN_SLICES + MAX_SUM_GROUPS + MAX_PLAN_DELTAS;
+  const parts = MAX_PLAN_SLICES + MAX_SUM_GROUPS;
   if (!isCount(slice) || slice >= parts) {
     return fail("slice", `must be an integer in [0, ${parts})`);
   }

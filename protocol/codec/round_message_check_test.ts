@@ -265,8 +265,8 @@ Deno.test("validateSlicePlan() wants deltas sorted by peer, each once, and at mo
 Deno.test("validateSliceFault() wants a manifest CID and a slice below the plan's bound", () => {
   strictEqual(failedRoundField(FAULT, {}), "ok");
   strictEqual(failedRoundField(FAULT, { manifest: "x" }), "manifest");
-  // Parts: slices, groups of sums, exclusions.
-  const parts = MAX_PLAN_SLICES + MAX_SUM_GROUPS + MAX_PLAN_DELTAS;
+  // Parts: slices, then groups of sums.
+  const parts = MAX_PLAN_SLICES + MAX_SUM_GROUPS;
   strictEqual(failedRoundField(FAULT, { slice: parts }), "slice");
   strictEqual(failedRoundField(FAULT, { slice: parts - 1 }), "ok");
   strictEqual(failedRoundField(FAULT, { slice: -1 }), "slice");

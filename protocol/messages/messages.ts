@@ -372,18 +372,14 @@ export type SliceAnnounce = RoundHeader<"slice"> & {
 
 /**
  * "Part `slice` of the manifest `manifest` is not the one I computed."
- * The part is slice j for j < k, the total of group j − k of the slices'
- * sums for k ≤ j < k + g (`sumGroupBounds`), or exclusion j − k − g of the
- * manifest: an `unserved` one naming a slice this peer read of that delta
- * (protocol/round/fault_notices.ts `partOf`). Sent by a producer of the
- * slice (a group's: of one of its slices) as it finds the part differs,
- * and by a verifier that drew it, so that every verifier of the manifest
- * checks that part before it attests, not only the few who could: one
- * honest producer then has the whole round refuse a tampered slice or
- * group, or owe an amendment for a delta left out as unserved that it
- * serves. A verifier that finds the part as the manifest names it (or
- * cannot read the slice from the sender) counts the notice against its
- * sender.
+ * The part is slice j for j < k, or the total of group j − k of the
+ * slices' sums for k ≤ j < k + g (`sumGroupBounds`). Sent by a producer of
+ * the slice (a group's: of one of its slices) as it finds the part
+ * differs, and by a verifier that drew it, so that every verifier of the
+ * manifest recomputes that part before it attests, not only the few who
+ * checked it: one honest producer then has the whole round refuse a
+ * tampered slice or group. A verifier that finds the part as the manifest
+ * names it counts the notice against its sender.
  */
 export type SliceFaultNotice = RoundHeader<"fault"> & {
   /** CID of the manifest. */

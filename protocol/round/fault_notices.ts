@@ -12,8 +12,6 @@
  *
  * @module
  */
-import { sumGroupBounds } from "../aggregation/slice_screen.ts";
-
 /** A slice to recompute, and the peers whose notices named it. */
 export interface HeardFault {
   readonly slice: number;
@@ -59,37 +57,4 @@ export function heardFaults(
     );
     return by.length === 0 ? [] : [{ slice, by }];
   });
-}
-
-/**
- * The part a fault notice names for exclusion `i` (in the manifest's
- * order) of a manifest cut into `k` slices: after its k slices and its
- * groups of sums (`sumGroupBounds`). A notice about an `unserved`
- * exclusion that names a slice says "I read that slice of that delta: its
- * leader could have too".
- *
- * @example
- * ```ts
- * import assert from "node:assert/strict";
- * import { exclusionPart, partOf } from "./fault_notices.ts";
- * // 10 slices, 3 groups: exclusion 0 is part 13.
- * assert.equal(exclusionPart(10, 0), 13);
- * assert.deepEqual(partOf(10, 13), { kind: "exclusion", index: 0 });
- * assert.deepEqual(partOf(10, 11), { kind: "group", index: 1 });
- * assert.deepEqual(partOf(10, 9), { kind: "slice", index: 9 });
- * ```
- */
-export function exclusionPart(k: number, i: number): number {
-  return k + sumGroupBounds(k).length - 1 + i;
-}
-
-/** What part `j` of a manifest cut into `k` slices is, and its index. */
-export function partOf(
-  k: number,
-  j: number,
-): { kind: "slice" | "group" | "exclusion"; index: number } {
-  const groups = sumGroupBounds(k).length - 1;
-  if (j < k) return { kind: "slice", index: j };
-  if (j < k + groups) return { kind: "group", index: j - k };
-  return { kind: "exclusion", index: j - k - groups };
 }

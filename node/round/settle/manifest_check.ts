@@ -89,11 +89,7 @@ import {
   sliceProducers,
   slicesToRecompute,
 } from "../../../protocol/round/slice_plan.ts";
-import {
-  exclusionPart,
-  heardFaults,
-  partOf,
-} from "../../../protocol/round/fault_notices.ts";
+import { heardFaults } from "../../../protocol/round/fault_notices.ts";
 import { mapAtMost } from "../services/at_most.ts";
 
 /**
@@ -404,13 +400,16 @@ export class ManifestVerifier {
     const precedingPeers = new Set(preceding.map((d) => d.peer));
     // Owed: deltas its leader must list in an amendment, or be refused.
     const owed = new Map<string, "late" | "unserved">();
-    for (const [i, e] of manifest.excluded.entries()) {
+    for (const e of manifest.excluded) {
       if (e.reason !== "unserved") continue;
       // One this peer held when the manifest came, it would have served.
       if (await heldHere.get(e.peer)) owed.set(e.peer, "unserved");
       // In a round led by slices, the slice its leader says it could not
-      // read: this peer read it, as a producer, and would have served it.
-      // Its notice has every verifier fetch that slice from it.
+      // read: this peer read it, as a producer, before the manifest, and
+      // would have served it. Only its own reading counts: a notice from
+      // another, and the slice fetched from it after the manifest, would
+      // let one withholder serving all but the leader (a producer of its
+      // own delta's slice, say) have every verifier refuse an honest one.
       const named = unservedSlice(e.evidence);
       if (
         named !== null && manifest.shards !== undefined &&
@@ -424,8 +423,6 @@ export class ManifestVerifier {
         )
       ) {
         owed.set(e.peer, "unserved");
-        await this.#o.fault?.(m, exclusionPart(manifest.shards.slices, i))
-          .catch(() => {});
       }
     }
     if (sharded !== (manifest.shards !== undefined)) {
@@ -472,7 +469,7 @@ export class ManifestVerifier {
     }
     for (const peer of late) owed.set(peer, "late");
     const bytes = sharded
-      ? await this.#slices(m, manifest, screened, byPeer, witness, owed)
+      ? await this.#slices(m, manifest, screened, byPeer, witness)
       : this.#recompute(m, manifest, screened, values, byPeer);
     // A match is C(r+1), stored here for free; a mismatch is not kept,
     // or a leader announcing bogus manifests would fill the disk.
@@ -533,7 +530,6 @@ export class ManifestVerifier {
     screened: readonly ManifestExclusion[],
     byPeer: ReadonlyMap<string, DeltaAnnounce>,
     witness: Witness,
-    owed: Map<string, "late" | "unserved">,
   ): Promise<Uint8Array> {
     const { spec } = this.#o;
     const shards = manifest.shards!;
@@ -748,34 +744,12 @@ export class ManifestVerifier {
         throw err;
       }
     }
-    // An unserved exclusion's notice: its slice read from the senders
-    // shows the leader could have read it too, and an amendment is owed.
-    const served = async (i: number, by: readonly string[]) => {
-      const e = manifest.excluded[i];
-      const named = e?.reason === "unserved" ? unservedSlice(e.evidence) : null;
-      const d = e && byPeer.get(e.peer);
-      if (named === null || d === undefined) return false;
-      try {
-        await this.#o.slice(d, [...by], named.slices, named.slice);
-      } catch {
-        return false;
-      }
-      owed.set(e.peer, "unserved");
-      return true;
-    };
     if (parts !== null) {
       await this.#faulted(
         m,
-        [...parts, ...manifest.excluded.map(() => [])],
+        parts,
         checked,
-        async (j, by) => {
-          const part = partOf(k, j);
-          if (part.kind === "exclusion") return await served(part.index, by);
-          await (part.kind === "slice"
-            ? recompute(part.index)
-            : checkGroup(part.index));
-          return false;
-        },
+        (j) => j < k ? recompute(j) : checkGroup(j - k),
         witness.faultsBy,
       );
     }
@@ -803,11 +777,9 @@ export class ManifestVerifier {
     m: ManifestAnnounce,
     parts: readonly (readonly string[])[],
     checked: Set<number>,
-    recompute: (j: number, by: readonly string[]) => Promise<boolean>,
+    recompute: (j: number) => Promise<void>,
     faultsBy: number,
   ): Promise<void> {
-    // Parts whose notice was upheld without a refusal (an exclusion).
-    const upheld = new Set<number>();
     const falseOf = (j: number, by: readonly string[]) => {
       for (const p of by) {
         this.#discredited.add(p);
@@ -819,16 +791,15 @@ export class ManifestVerifier {
         this.#o.faults?.(m.manifest) ?? new Map(),
         parts,
         this.#discredited,
-      ).filter(({ slice: j }) => !upheld.has(j));
+      );
       for (const { slice: j, by } of heard) {
         if (checked.has(j)) {
           falseOf(j, by);
           continue;
         }
         checked.add(j);
-        let held: boolean;
         try {
-          held = await recompute(j, by);
+          await recompute(j);
         } catch (err) {
           if (err instanceof ManifestRefused && err.code === "slice-mismatch") {
             throw new ManifestRefused(
@@ -838,8 +809,7 @@ export class ManifestVerifier {
           }
           throw err;
         }
-        if (held) upheld.add(j);
-        else falseOf(j, by);
+        falseOf(j, by);
       }
       if (heard.length === 0) {
         if (Date.now() >= faultsBy) return;
