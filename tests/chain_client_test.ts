@@ -95,16 +95,9 @@ Deno.test({
       // separate tasks: they share one account and so its nonces.
       const a = await chain.account();
       const jobs = Array.from({ length: 8 }, (_, i) => digestOf(`job ${i}`));
-      const results = await Promise.allSettled(jobs.map((job) =>
-        createJob(a.reg, {
-          job,
-          genesis: digestOf("genesis"),
-          quorum: 1,
-          rounds: 1,
-          minStake: 0n,
-          reward: 1n,
-        })
-      ));
+      const results = await Promise.allSettled(
+        jobs.map((job) => createJob(a.reg, smallJob(job))),
+      );
       const failed = results.flatMap((r) =>
         r.status === "rejected" ? [(r.reason as Error).message] : []
       );
@@ -122,14 +115,7 @@ Deno.test({
       // state, both are mined in one block, and the second reverts.
       const [a, b] = [await chain.account(), await chain.account()];
       await mineByHand(a.client);
-      const job = {
-        job: digestOf("one job"),
-        genesis: digestOf("genesis"),
-        quorum: 1,
-        rounds: 1,
-        minStake: 0n,
-        reward: 1n,
-      };
+      const job = smallJob(digestOf("one job"));
       const sent = [createJob(a.reg, job), createJob(b.reg, job)];
       // Both are in the pool before the block that holds them is mined.
       await untilPending(a.client, 2);
@@ -152,14 +138,7 @@ Deno.test({
     withChain(async (chain) => {
       const [a, b] = [await chain.account(), await chain.account()];
       await mineByHand(a.client);
-      const job = {
-        job: digestOf("a job both create"),
-        genesis: digestOf("genesis"),
-        quorum: 1,
-        rounds: 1,
-        minStake: 0n,
-        reward: 1n,
-      };
+      const job = smallJob(digestOf("a job both create"));
       const first = createJob(a.reg, job);
       await untilPending(a.client, 1);
       // b's simulation reads the last block, where the job is not yet;
@@ -174,6 +153,18 @@ Deno.test({
 });
 
 /** Turns anvil's mining on each transaction off: blocks wait for evm_mine. */
+/** A job of one round, quorum 1, no stake, a reward of 1 wei. */
+function smallJob(job: `0x${string}`) {
+  return {
+    job,
+    genesis: digestOf("genesis"),
+    quorum: 1,
+    rounds: 1,
+    minStake: 0n,
+    reward: 1n,
+  };
+}
+
 async function mineByHand(client: ChainClient): Promise<void> {
   await client.public.request({
     method: "evm_setAutomine" as never,
