@@ -163,22 +163,30 @@ export function sliceBackups(
 
 /**
  * The order in which `self` asks slice `j`'s producers (`producers`) for
- * the slice's published blocks (sums, update): a draw of its own, so that
- * the peers fetching a slice split between its producers, not the first
- * one serving all. With `split` (of {@linkcode servingSplits}) and two
- * producers, a fraction `split` of the peers asks the first one first;
- * without, any list, each in an order of the peer's own.
+ * the slice's published blocks (sums, update), so that the peers fetching
+ * a slice split between its producers, not the first one serving all.
+ * With `split` (of {@linkcode servingSplits}) and two producers, a
+ * fraction `split` of the slice's fetchers asks the first one first:
+ * exactly that many, to within one, given `places` (each fetcher's index
+ * in a list every peer of the round holds in one order: a plan's deltas,
+ * a manifest's screened peers), the first ⌊split · fetchers⌉ after an
+ * offset drawn from the slice; else about that many, by a draw of the
+ * peer's own (which left the busiest producer of 14 serving 1.21x the
+ * mean). Without `split`, any list, each in an order of the peer's own.
  *
  * @example
  * ```ts
  * import assert from "node:assert/strict";
  * import { producersToAsk } from "./slice_plan.ts";
  * const fetchers = Array.from({ length: 400 }, (_, i) => `p${i}`);
- * const firsts = (split?: number) =>
- *   fetchers.filter((self) => producersToAsk(self, 0, ["a", "b"], split)[0] === "a")
- *     .length;
+ * const places = new Map(fetchers.map((p, i) => [p, i]));
+ * const firsts = (split?: number, placed = false) =>
+ *   fetchers.filter((self) =>
+ *     producersToAsk(self, 0, ["a", "b"], split, placed ? places : undefined)[0] === "a"
+ *   ).length;
  * assert.ok(Math.abs(firsts() - 200) < 40);
  * assert.ok(Math.abs(firsts(0.25) - 100) < 30);
+ * assert.equal(firsts(0.25, true), 100);
  * assert.equal(firsts(0), 0);
  * ```
  */
@@ -187,13 +195,31 @@ export function producersToAsk(
   j: number,
   producers: readonly string[],
   split?: number,
+  places?: ReadonlyMap<string, number>,
 ): string[] {
   if (split === undefined || producers.length !== 2) {
     return rankSliceLeaders(`ask/${self}`, j, producers);
   }
-  const u = createHash("sha256").update(`ask\0${self}\0${j}`).digest()
-    .readUInt32BE(0) / 2 ** 32;
-  return u < split ? [...producers] : [producers[1], producers[0]];
+  const at = places?.get(self);
+  let first: boolean;
+  if (places === undefined || at === undefined) {
+    first = unitDraw(`ask\0${self}\0${j}`) < split;
+  } else {
+    // Placed among the slice's fetchers: every listed peer but its
+    // producers, who hold it.
+    const listed = producers.map((p) => places.get(p))
+      .filter((x) => x !== undefined);
+    const count = places.size - listed.length;
+    const index = at - listed.filter((x) => x < at).length;
+    const offset = Math.floor(unitDraw(`ask\0${j}`) * count);
+    first = (index + offset) % count < Math.round(split * count);
+  }
+  return first ? [...producers] : [producers[1], producers[0]];
+}
+
+/** A number in [0, 1) drawn from `seed`. */
+function unitDraw(seed: string): number {
+  return createHash("sha256").update(seed).digest().readUInt32BE(0) / 2 ** 32;
 }
 
 /**

@@ -26,6 +26,7 @@ import {
   verifierSlices,
 } from "../../protocol/aggregation/shards.ts";
 import { rankLeaders } from "../../protocol/peers/assignment.ts";
+import { comparePeerIds } from "../../protocol/peers/peer_table.ts";
 import {
   producedBy,
   producersToAsk,
@@ -444,8 +445,11 @@ export function simulate(setup: ScaleSetup): RoundFigures[] {
       4 * k;
     const holders = sliceHolders(producers, backed);
     const splits = servingSplits(holders, ids.length);
+    const places = new Map(
+      ids.toSorted(comparePeerIds).map((p, i) => [p, i]),
+    );
     const honest = (to: string, j: number, ps: readonly string[]) =>
-      producersToAsk(to, j, j < k ? holders[j] : ps, splits[j])
+      producersToAsk(to, j, j < k ? holders[j] : ps, splits[j], places)
         .find((p) => !liars.has(p)) ?? leader;
     for (const [j, ps] of producers.entries()) {
       const from = honest(leader, j, ps);

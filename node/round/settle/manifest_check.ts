@@ -575,6 +575,7 @@ export class ManifestVerifier {
       ? []
       : sliceHolders(producers, shards.backups);
     const splits = servingSplits(holders, seen.length);
+    const places = new Map(seen.map((d, i) => [d.peer, i]));
     const published = async (cid: string, maxBytes: number, j: number) => {
       try {
         // The leader last, unless it holds the slice in a producer's place.
@@ -585,6 +586,7 @@ export class ManifestVerifier {
               j,
               (j < k ? holders[j] : parts?.[j]) ?? [],
               splits[j],
+              places,
             ),
             m.peer,
           ]),

@@ -334,6 +334,7 @@ export class SliceProducer {
     const members = sumGroupMembers(producers);
     const own = groupsOf(producers, self);
     const splits = servingSplits(producers, n);
+    const places = new Map(plan.deltas.map((d, i) => [d.peer, i]));
     const totals = new Map<number, SliceScreenSums>();
     for (const i of own) {
       const parts = await mapAtMost(
@@ -342,7 +343,7 @@ export class SliceProducer {
         async (cid, at) => {
           const j = bounds[i] + at;
           const bytes = await this.#o.block(cid, 16 + 16 * n, [
-            ...producersToAsk(self, j, producers[j], splits[j])
+            ...producersToAsk(self, j, producers[j], splits[j], places)
               .filter((p) => p !== self),
             plan.peer,
           ]);
