@@ -26,16 +26,45 @@ import { sumSquaresGroups } from "./webgpu/reduce.ts";
  * Float32 copies of the parameters a peer's process holds at its peak
  * besides its trainers: the checkpoint C(r) and the outer momentum, the
  * trained parameters, the pseudo-gradient, the carried moments, and the
- * blobs in flight (checkpoints encoded and hashed, work-record states
- * stored for audits, states served to auditors and fetched from peers).
- * Measured, not listed: with `bench live` at 3.2M parameters (2 peers,
- * WASM) a peer peaked at 1.11-1.33 GB, of which the runtime and the
- * trainers took about 600 MB; the rest is 40-60 copies (the spread is
- * the allocator's: with glibc's mmap threshold fixed the peaks were 20%
- * lower), counted at the top. A smaller figure needs the node to hold
- * fewer copies.
+ * states in flight (work-record states stored for audits, an audit's
+ * start and end fetched, its replay queued behind the round's steps).
+ * Measured with `bench live` (2 peers, WASM, every round audited): the
+ * peaks less the runtime and the trainers held 25-26 copies at 12.8M and
+ * 42.8M parameters, which heap snapshots account for (up to 14 reachable
+ * at once, the rest freed and not yet collected); counted at 28.
  */
-export const HOST_PARAM_COPIES = 60;
+export const HOST_PARAM_COPIES = 28;
+
+/**
+ * The copies held where one is smaller than glibc's largest mmap
+ * threshold ({@linkcode MMAP_THRESHOLD_BYTES}): freed, such arrays stay in
+ * the allocator's arenas for the next, where larger ones go back to the
+ * system. At 3.2M parameters (13 MB a copy) the peaks held 40-60 copies
+ * (20% fewer with the threshold fixed at 128 kB); counted at 75.
+ */
+export const SMALL_HOST_PARAM_COPIES = 75;
+
+/** glibc's largest dynamic mmap threshold on 64-bit Linux. */
+export const MMAP_THRESHOLD_BYTES = 32 * 2 ** 20;
+
+/**
+ * Float32 copies of `params` parameters a peer's process holds at its peak
+ * besides its trainers ({@linkcode HOST_PARAM_COPIES}, or
+ * {@linkcode SMALL_HOST_PARAM_COPIES} for copies the allocator keeps).
+ *
+ * @example
+ * ```ts
+ * import assert from "node:assert/strict";
+ * import { hostParamCopies } from "./memory_need.ts";
+ * assert.equal(hostParamCopies(3_241_472), 75);
+ * assert.equal(hostParamCopies(124_475_904), 28);
+ * ```
+ */
+export function hostParamCopies(params: number): number {
+  return 4 * params < MMAP_THRESHOLD_BYTES
+    ? SMALL_HOST_PARAM_COPIES
+    : HOST_PARAM_COPIES;
+}
 
 /**
  * Bytes of the process before any model: Deno, libp2p, the node (199-204
@@ -209,7 +238,7 @@ export function memoryFit(
 ): MemoryFit {
   const trainers = TRAINERS_PER_PEER * (trainer.state + trainer.muon) +
     (trainer.sharedActivations ? 1 : TRAINERS_PER_PEER) * trainer.activations;
-  const host = RUNTIME_BYTES + HOST_PARAM_COPIES * 4 * params;
+  const host = RUNTIME_BYTES + hostParamCopies(params) * 4 * params;
   const checks: MemoryCheck[] = [];
   if (limits.kind === "webgpu") {
     const buffer = `one buffer (${trainer.largest.name})`;
