@@ -167,3 +167,18 @@ Deno.test("paramsDigest and momentsDigest are the digests a state's head names, 
     ProtocolError,
   );
 });
+
+Deno.test("stateParts: the parameters' bytes are a view of the state's, not a copy; the head keeps only the step and size", () => {
+  const s = state(7);
+  const parts = stateParts(s);
+  assert.equal(parts.params.buffer, s.params.buffer);
+  assert.deepEqual(parts.params, bytesOf(s.params));
+  const head = parts.head(fileRoot(parts.params), fileRoot(parts.moments));
+  // A state changed after its parts were made has the same head from
+  // them: the closure read nothing of it but its step and size.
+  s.step = 8;
+  assert.deepEqual(
+    parts.head(fileRoot(parts.params), fileRoot(parts.moments)),
+    head,
+  );
+});
