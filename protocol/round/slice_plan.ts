@@ -200,21 +200,35 @@ export function producersToAsk(
   if (split === undefined || producers.length !== 2) {
     return rankSliceLeaders(`ask/${self}`, j, producers);
   }
-  const at = places?.get(self);
-  let first: boolean;
-  if (places === undefined || at === undefined) {
-    first = unitDraw(`ask\0${self}\0${j}`) < split;
-  } else {
-    // Placed among the slice's fetchers: every listed peer but its
-    // producers, who hold it.
-    const listed = producers.map((p) => places.get(p))
-      .filter((x) => x !== undefined);
-    const count = places.size - listed.length;
-    const index = at - listed.filter((x) => x < at).length;
-    const offset = Math.floor(unitDraw(`ask\0${j}`) * count);
-    first = (index + offset) % count < Math.round(split * count);
-  }
+  const first = places === undefined
+    ? unitDraw(`ask\0${self}\0${j}`) < split
+    : placedFirst(self, j, producers, split, places);
   return first ? [...producers] : [producers[1], producers[0]];
+}
+
+/**
+ * Whether `self`, placed among slice `j`'s fetchers (every peer of
+ * `places` but the slice's `producers`, who hold it), is one of the
+ * ⌊split · fetchers⌉ that ask the first producer first; a draw of its own
+ * when it is not placed.
+ */
+function placedFirst(
+  self: string,
+  j: number,
+  producers: readonly string[],
+  split: number,
+  places: ReadonlyMap<string, number>,
+): boolean {
+  const at = places.get(self);
+  const listed = producers.map((p) => places.get(p))
+    .filter((x) => x !== undefined);
+  const count = places.size - listed.length;
+  if (at === undefined || count < 1) {
+    return unitDraw(`ask\0${self}\0${j}`) < split;
+  }
+  const index = at - listed.filter((x) => x < at).length;
+  const offset = Math.floor(unitDraw(`ask\0${j}`) * count);
+  return (index + offset) % count < Math.round(split * count);
 }
 
 /** A number in [0, 1) drawn from `seed`. */
