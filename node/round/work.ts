@@ -210,7 +210,14 @@ export class RoundWork {
       block: (cid, maxBytes, providers) =>
         this.#sliceBlock(cid, maxBytes, providers),
       store: (bytes) => services.blocks.put(bytes),
-      publisher: this.#publisher,
+      publisher: {
+        header: (type, round, parent) =>
+          this.#publisher.header(type, round, parent),
+        publish: (msg) =>
+          this.#publisher.publish(
+            msg.type === "slice" ? this.#behaviour.slice(msg) : msg,
+          ),
+      },
       computed: () => o.ledger.noteSliceComputed(),
       current: (plan) => {
         const { round, parent, live } = o.state();

@@ -38,6 +38,7 @@ import {
   type AttackName,
   FROM_ROUND_1,
   LEADER_ATTACKS,
+  LIED_LINE,
   SERVING_ATTACKS,
   SLASHED_ATTACKS,
   WITHHELD_LINE,
@@ -399,6 +400,8 @@ async function attackCluster(
     ? /^round (\d+): audit of \S+ segment \d+ FAILED/gm
     : o.attack !== null && SERVING_ATTACKS.includes(o.attack)
     ? new RegExp(`^${WITHHELD_LINE}(\\d+)`, "gm")
+    : o.attack === "lying-producer"
+    ? new RegExp(`^${LIED_LINE}(\\d+)`, "gm")
     : /^round (\d+): trained /gm;
   for (const p of evil) {
     const log = await Deno.readTextFile(p.log);

@@ -81,6 +81,13 @@
  *   other's drawn segments and sign its (true) failure, so that the
  *   evidence against the second to be slashed holds a verdict by one
  *   slashed before it.
+ * - `lying-producer`: trains honestly, but in a job sharded by slices
+ *   announces, for each slice it produces, another block's CID (its sums')
+ *   as the slice's update: the slice's other producer and its backup (or
+ *   the leader) outvote it, and the update published is the honest one.
+ *   Nothing blames it yet (protocol/README.md, "What is not built yet"):
+ *   it logs the rounds it lies in ({@linkcode LIED_LINE}) so the bench
+ *   can show what it keeps.
  * - `exiting-signer`: a `scaled` cheater, and one honest member that signs
  *   the true failure of its audit and then exits (`zoo_leave {exit:
  *   true}`) before the evidence lands: attack_run.ts makes it leave.
@@ -116,9 +123,16 @@ import type { TrainingState } from "../../protocol/content/state_hash.ts";
  * - `serving`: on serving, not on work: its deltas are honest work left
  *   out unserved, so it earns nothing and is never slashed;
  * - `refused`: its deltas are refused before any manifest lists them for
- *   audit.
+ *   audit;
+ * - `outvoted`: its lie about a slice it produces is outvoted before any
+ *   manifest, and nothing else is held against it.
  */
-export type AttackKind = "slashed" | "leader" | "serving" | "refused";
+export type AttackKind =
+  | "slashed"
+  | "leader"
+  | "serving"
+  | "refused"
+  | "outvoted";
 
 /**
  * Where `tests/attacks_test.ts` runs an attack:
@@ -171,6 +185,7 @@ export const ATTACK_TABLE = {
   "lying-auditor": { kind: "slashed", suite: "verdicts" },
   "colluding-verdicts": { kind: "slashed", suite: "verdicts" },
   "exiting-signer": { kind: "slashed", suite: "verdicts" },
+  "lying-producer": { kind: "outvoted", suite: "bench" },
 } as const satisfies Readonly<Record<string, AttackEntry>>;
 
 /** An attack's name. */
@@ -335,6 +350,15 @@ export function attackBehaviour(setup: AttackSetup): RoundBehaviour {
       };
     case "withholder":
       return withholder(setup);
+    case "lying-producer":
+      return {
+        ...HONEST,
+        slice: (msg) => {
+          if (msg.update === "") return msg;
+          console.log(`${LIED_LINE}${msg.round}`);
+          return { ...msg, update: msg.sums };
+        },
+      };
     case "lying-leader":
       return {
         ...HONEST,
@@ -493,6 +517,12 @@ function withholder(setup: AttackSetup): RoundBehaviour {
     },
   };
 }
+
+/**
+ * What the `lying-producer` logs of each round it lies about a slice in,
+ * before the round's number.
+ */
+export const LIED_LINE = "lying producer: lies about a slice of round ";
 
 /**
  * What the `withholder` logs of each round it withholds its delta in,

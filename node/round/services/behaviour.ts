@@ -8,7 +8,10 @@
  * @module
  */
 import type { DeltaContext } from "../../../protocol/round/delta_blob.ts";
-import type { DeltaAnnounce } from "../../../protocol/messages/messages.ts";
+import type {
+  DeltaAnnounce,
+  SliceAnnounce,
+} from "../../../protocol/messages/messages.ts";
 import type { RoundCheckpoint } from "../../../protocol/round/round_checkpoint.ts";
 import type { QuantizedDelta } from "../../../protocol/aggregation/quantize.ts";
 import type { TrainingState } from "../../../protocol/content/state_hash.ts";
@@ -102,6 +105,11 @@ export interface RoundBehaviour {
    * is made from them).
    */
   update(slices: QuantizedDelta[]): QuantizedDelta[];
+  /**
+   * The announcement of a slice's sums and update a producer of a round
+   * led by slices publishes (slice_produce.ts).
+   */
+  slice(msg: SliceAnnounce): SliceAnnounce;
 }
 
 /** The protocol as written. */
@@ -123,4 +131,5 @@ export const HONEST: RoundBehaviour = {
   leaderWait: (ms) => ms,
   checkpoint: (next) => next,
   update: (slices) => slices,
+  slice: (msg) => msg,
 };
