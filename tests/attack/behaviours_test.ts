@@ -123,3 +123,30 @@ Deno.test("partial-1of16 commits every state but the last as trained, the last e
   });
   assert.deepEqual(delta, new Float32Array([-5, -5]));
 });
+
+Deno.test("lying-producer announces another block as a slice's update, and its sums as they are", () => {
+  const liar = attackBehaviour({ name: "lying-producer", colluders: ["x"] });
+  const announce = {
+    v: 1 as const,
+    type: "slice" as const,
+    peer: "x",
+    job: "j",
+    round: 2,
+    parent: "c2",
+    leader: "a",
+    pass: 1,
+    slice: 0,
+    sums: "bafkreisums",
+    update: "",
+  };
+  // The sums step: nothing to lie about that the leader would take.
+  assert.deepEqual(liar.slice(announce), announce);
+  const update = { ...announce, update: "bafkreiupdate" };
+  const lie = liar.slice(update);
+  assert.notEqual(lie.update, update.update);
+  assert.equal(lie.sums, update.sums);
+  assert.deepEqual(
+    attackBehaviour({ name: "scaled", colluders: ["x"] }).slice(update),
+    update,
+  );
+});
